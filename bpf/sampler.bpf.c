@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * CPU sampler: runs on a software cpu-clock perf event on every CPU and hands
+ * one struct sp_sample per sample to user space through a ring buffer. Every
+ * sample that is not delivered is counted in "stats" by reason.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "sampler.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set before load: when non-zero only thread groups in pid_filter are sampled. */
+const volatile __u32 filter_pids = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024); /* resized by user space to the --pid count */
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by user space */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct task_struct *task;
+	struct sp_sample *s;
+	long n;
+
+	if (tid == 0) {
+		stat_inc(SP_STAT_IDLE);
+		return 0;
+	}
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid)) {
+		stat_inc(SP_STAT_FILTERED);
+		return 0;
+	}
+
+	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
+	if (!s) {
+		stat_inc(SP_STAT_DROP_RINGBUF);
+		return 0;
+	}
+
+	task = (struct task_struct *)bpf_get_current_task();
+	s->time_boot_ns = bpf_ktime_get_boot_ns();
+	s->pid = pid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	s->pad = 0;
+	s->pstart_boot_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
+
+	n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+	if (n < 0) {
+		stat_inc(SP_STAT_KSTACK_ERR);
+		n = 0;
+	}
+	s->kstack_len = n / sizeof(__u64);
+
+	if (!BPF_CORE_READ(task, mm)) {
+		s->flags |= SP_SAMPLE_KERNEL_THREAD;
+		n = 0;
+	} else {
+		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+		if (n < 0) {
+			stat_inc(SP_STAT_USTACK_ERR);
+			n = 0;
+		}
+	}
+	s->ustack_len = n / sizeof(__u64);
+
+	bpf_ringbuf_submit(s, 0);
+	stat_inc(SP_STAT_SAMPLES);
+	return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Types shared by bpf/sampler.bpf.c and the agent: one record per CPU sample,
+ * handed to user space through a BPF ring buffer. Fixed-width types only, no
+ * pointers, no bool; sizes are pinned on both sides with _Static_assert.
+ */
+#ifndef SPANPROF_SAMPLER_H
+#define SPANPROF_SAMPLER_H
+
+#ifdef __BPF__
+/* vmlinux.h provides __u8.. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+/* Kernel stacks: the kernel's own limit (PERF_MAX_STACK_DEPTH). */
+#define SP_MAX_KSTACK 127
+/*
+ * User stacks: frame-pointer walking through bpf_get_stack() is bounded by
+ * kernel.perf_event_max_stack (127 by default); the slot is sized for the
+ * deeper CFI unwinder that fills the same array later.
+ */
+#define SP_MAX_USTACK 256
+#define SP_COMM_LEN 16
+
+/* Per-CPU counters in the "stats" map, indexed by these values. */
+enum sp_stat {
+	SP_STAT_SAMPLES = 0,	/* samples handed to user space */
+	SP_STAT_IDLE,		/* samples of the idle task, not recorded */
+	SP_STAT_FILTERED,	/* samples of processes outside --pid */
+	SP_STAT_DROP_RINGBUF,	/* ring buffer full: sample lost */
+	SP_STAT_KSTACK_ERR,	/* bpf_get_stack(kernel) failed: sample kept without it */
+	SP_STAT_USTACK_ERR,	/* bpf_get_stack(user) failed: sample kept without it */
+	SP_STAT_MAX,
+};
+
+/* Flags in sp_sample.flags. */
+#define SP_SAMPLE_KERNEL_THREAD 0x1	/* task has no user address space */
+
+struct sp_sample {
+	__u64 time_boot_ns;	/* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */
+	__u32 pid;		/* thread group id */
+	__u32 tid;		/* thread id */
+	__u32 cpu;
+	__u32 flags;		/* SP_SAMPLE_* */
+	__u16 kstack_len;	/* frames used in kstack */
+	__u16 ustack_len;	/* frames used in ustack */
+	__u32 pad;
+	__u64 pstart_boot_ns;	/* group leader's start time: tells a reused PID apart */
+	char comm[SP_COMM_LEN];	/* thread name */
+	char pcomm[SP_COMM_LEN];/* process (group leader) name */
+	__u64 kstack[SP_MAX_KSTACK];	/* kernel PCs, leaf first */
+	__u64 ustack[SP_MAX_USTACK];	/* user PCs, leaf first */
+};
+
+_Static_assert(sizeof(struct sp_sample) == 72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK),
+	       "sp_sample layout is shared with BPF: keep it packed and stable");
+
+#endif /* SPANPROF_SAMPLER_H */

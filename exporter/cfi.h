@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CFI unwind tables: reads the call frame information of one x86-64 ELF file (.eh_frame, else
+ * .debug_frame, else .debug_frame of a separate debug file) and turns it into the sorted,
+ * deduplicated struct unwind_row array of bpf/unwind.h that the BPF walker searches.
+ *
+ * Formats: DWARF 5 section 6.4 (call frame information), the LSB 5.0 .eh_frame description
+ * (augmentations z, R, P, L, S; DW_EH_PE_* pointer encodings) and the x86-64 psABI section 3.6.
+ * Corrupt, truncated or unsupported entries are skipped and counted in struct cfi_stats; an FDE
+ * that cannot be interpreted exactly is dropped whole rather than turned into a guessed row.
+ *
+ * Ownership: cfi__build*() return a table the caller owns and releases with cfi_table__free().
+ * A table is immutable once built, so it may be shared (read-only) between threads.
+ */
+#ifndef SPANPROF_CFI_H
+#define SPANPROF_CFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind.h"
+
+/* Where the rows came from. */
+enum cfi_source {
+	CFI_SOURCE_EH_FRAME = 1,
+	CFI_SOURCE_DEBUG_FRAME = 2, /* .debug_frame of the file itself */
+	CFI_SOURCE_DEBUG_FILE = 3,  /* .debug_frame of the separate debug file */
+};
+
+struct cfi_stats {
+	uint32_t source;	  /* enum cfi_source */
+	uint64_t cies;		  /* CIEs parsed successfully (counted once per use) */
+	uint64_t fdes;		  /* FDEs turned into rows */
+	uint64_t rows;		  /* rows in the final table */
+	uint64_t terminators;	  /* zero-length terminators seen */
+	uint64_t skipped_bad_cie; /* FDEs dropped because their CIE was corrupt or unsupported */
+	uint64_t skipped_bad_fde; /* FDEs dropped: corrupt, truncated, unknown opcode, bad state */
+	uint64_t skipped_empty;	  /* FDEs with an empty address range */
+	uint64_t skipped_outside_text; /* FDEs not inside one executable section */
+	uint64_t skipped_overlap;      /* FDEs overlapping an earlier one */
+	uint64_t truncated;	       /* section ended inside an entry, or reserved length: stop */
+	uint64_t
+	    unsupported_expr; /* DWARF expressions for the CFA, RBP, RSP or RA not recognized */
+	uint64_t unsupported_rows; /* rows emitted as UNWIND_KIND_UNSUPPORTED */
+	uint64_t plt_rows;	   /* rows using the PLT CFA expression */
+	uint64_t signal_fdes;	   /* FDEs of signal trampolines (CIE augmentation 'S') */
+};
+
+struct cfi_table;
+
+/*
+ * Builds the table of the ELF file at path. debug_path (may be NULL) names a separate debug file
+ * whose .debug_frame is used when the file has neither .eh_frame nor .debug_frame.
+ * On success *out owns a new table (possibly with zero rows when every FDE was skipped).
+ * Returns 0, or -ENOENT/-EACCES (open), -ENOEXEC (not a 64-bit x86-64 ELF file, or unreadable
+ * section headers), -ENODATA (no CFI section), -EBADMSG (CFI section unreadable), -E2BIG (more
+ * than UNWIND_MAX_ROWS rows), -ENOMEM.
+ */
+int cfi__build(const char *path, const char *debug_path, struct cfi_table **out);
+
+/* Same, for a file already open (fd stays the caller's; it is read with pread only). */
+int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out);
+
+/* Rows sorted by pc, cfi_table__count() of them; valid until cfi_table__free(). */
+const struct unwind_row *cfi_table__rows(const struct cfi_table *t);
+uint32_t cfi_table__count(const struct cfi_table *t);
+/* Bytes of rows (what a BPF map holding them needs). */
+size_t cfi_table__bytes(const struct cfi_table *t);
+/* ELF virtual address that row pcs are relative to (0 unless the file's code lies above 4 GiB). */
+uint64_t cfi_table__base(const struct cfi_table *t);
+const struct cfi_stats *cfi_table__stats(const struct cfi_table *t);
+
+/* Row covering the ELF virtual address vaddr, or NULL when no row does (same as the BPF walker). */
+const struct unwind_row *cfi_table__lookup(const struct cfi_table *t, uint64_t vaddr);
+
+/* Frees the table; NULL is a no-op. */
+void cfi_table__free(struct cfi_table *t);
+
+#endif /* SPANPROF_CFI_H */

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* spanprof: command-line entry point. Subcommands parse their own options with argp. */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+
+const char *argp_program_version = "spanprof " SPANPROF_VERSION;
+const char *argp_program_bug_address = "the project's issue tracker";
+
+static const char usage_text[] =
+	"Usage: spanprof COMMAND [OPTION...]\n"
+	"\n"
+	"spanprof samples what every CPU runs with eBPF (kernel and user stacks),\n"
+	"names the frames on the host and writes the profile.\n"
+	"\n"
+	"Commands:\n"
+	"  record    sample CPUs and write a symbolized profile (pprof, folded stacks,\n"
+	"            flame graph), or send it as OTLP profiles to a Collector\n"
+	"\n"
+	"Run 'spanprof COMMAND --help' for the options of a command.\n"
+	"  -h, --help       this text\n"
+	"  -V, --version    print the version\n";
+
+enum {
+	OPT_QUIET = 'q',
+	OPT_ENDPOINT = 0x100,
+	OPT_INTERVAL,
+	OPT_TIMEOUT,
+	OPT_HEADER,
+	OPT_INSECURE,
+	OPT_TLS_CA,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_COMPRESSION,
+	OPT_MAX_REQUEST,
+	OPT_QUEUE,
+	OPT_FLUSH,
+};
+
+static const struct argp_option record_options[] = {
+	{ "frequency", 'F', "HZ", 0, "Samples per second on each CPU (default 19, max 10000)", 0 },
+	{ "duration", 'd', "SECONDS", 0,
+	  "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0,
+	  "Sample only these processes (and all their threads); repeatable. A thread id "
+	  "selects its whole process. Default: every process",
+	  0 },
+	{ "output-dir", 'o', "DIR", 0,
+	  "Write profile.pb.gz, profile.folded and flamegraph.svg here (default: out). With an "
+	  "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
+	  0 },
+	{ "quiet", OPT_QUIET, NULL, 0, "No progress line", 0 },
+	{ NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1 },
+	{ "endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
+	  "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
+	  "loopback and http://, TLS otherwise). Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
+	  "OTEL_EXPORTER_OTLP_ENDPOINT",
+	  1 },
+	{ "export-interval", OPT_INTERVAL, "SECONDS", 0, "Send a request this often (default 5)", 1 },
+	{ "export-timeout", OPT_TIMEOUT, "SECONDS", 0,
+	  "Deadline of one Export call (default 10; env OTEL_EXPORTER_OTLP_TIMEOUT in ms)", 1 },
+	{ "header", OPT_HEADER, "KEY=VALUE", 0,
+	  "Add a gRPC metadata header; repeatable (env OTEL_EXPORTER_OTLP_HEADERS)", 1 },
+	{ "insecure", OPT_INSECURE, NULL, 0,
+	  "Plaintext even for a non-loopback endpoint (env OTEL_EXPORTER_OTLP_INSECURE=true)", 1 },
+	{ "tls-ca", OPT_TLS_CA, "FILE", 0,
+	  "PEM CA bundle to verify the Collector (default: system roots; env "
+	  "OTEL_EXPORTER_OTLP_CERTIFICATE)",
+	  1 },
+	{ "tls-cert", OPT_TLS_CERT, "FILE", 0,
+	  "PEM client certificate for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE)", 1 },
+	{ "tls-key", OPT_TLS_KEY, "FILE", 0,
+	  "PEM client key for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_KEY)", 1 },
+	{ "compression", OPT_COMPRESSION, "gzip|none", 0,
+	  "Compress requests (default gzip; env OTEL_EXPORTER_OTLP_COMPRESSION)", 1 },
+	{ "max-request-bytes", OPT_MAX_REQUEST, "BYTES", 0,
+	  "Split requests larger than this (default 4194304, the Collector's default limit)", 1 },
+	{ "queue-bytes", OPT_QUEUE, "BYTES", 0,
+	  "Hold at most this much while the Collector is unreachable; the oldest requests are "
+	  "dropped first (default 67108864)",
+	  1 },
+	{ "flush-timeout", OPT_FLUSH, "SECONDS", 0,
+	  "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1 },
+	{ 0 },
+};
+
+static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static struct record_flags_set flags_set;
+
+static double parse_seconds(struct argp_state *state, const char *flag, const char *arg,
+			    double min)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= min) || v > 1e7)
+		argp_error(state, "%s wants a number of seconds >= %g, not '%s'", flag, min, arg);
+	return v;
+}
+
+static size_t parse_bytes(struct argp_state *state, const char *flag, const char *arg)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || v < 4096 || v > (1ull << 40))
+		argp_error(state, "%s wants a number of bytes >= 4096, not '%s'", flag, arg);
+	return v;
+}
+
+static error_t record_parse(int key, char *arg, struct argp_state *state)
+{
+	struct record_opts *o = state->input;
+	char *eq;
+	char *tok, *save = NULL;
+	char *end;
+
+	switch (key) {
+	case 'F':
+		if (parse_u32(arg, 1, RECORD_MAX_HZ, &o->frequency_hz))
+			argp_error(state, "--frequency wants a whole number from 1 to %d, not '%s'",
+				   RECORD_MAX_HZ, arg);
+		break;
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
+			argp_error(state, "--duration wants a positive number of seconds, not '%s'",
+				   arg);
+		break;
+	case 'p':
+		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (o->npids >= RECORD_MAX_PIDS)
+				argp_error(state, "at most %d PIDs", RECORD_MAX_PIDS);
+			if (parse_u32(tok, 1, INT32_MAX, &o->pids[o->npids]))
+				argp_error(state, "--pid wants process ids, not '%s'", tok);
+			o->npids++;
+		}
+		break;
+	case 'o':
+		if (!*arg)
+			argp_error(state, "--output-dir wants a directory");
+		o->output_dir = arg;
+		break;
+	case OPT_QUIET:
+		o->quiet = 1;
+		break;
+	case OPT_ENDPOINT:
+		o->endpoint = arg;
+		flags_set.endpoint = 1;
+		break;
+	case OPT_INTERVAL:
+		o->export_interval_s = parse_seconds(state, "--export-interval", arg, 0.1);
+		break;
+	case OPT_TIMEOUT:
+		o->export_timeout_s = parse_seconds(state, "--export-timeout", arg, 0.001);
+		flags_set.export_timeout = 1;
+		break;
+	case OPT_FLUSH:
+		o->flush_timeout_s = parse_seconds(state, "--flush-timeout", arg, 0);
+		break;
+	case OPT_HEADER:
+		eq = strchr(arg, '=');
+		if (!eq || eq == arg)
+			argp_error(state, "--header wants KEY=VALUE, not '%s'", arg);
+		if (o->nheaders >= RECORD_MAX_HEADERS)
+			argp_error(state, "at most %d headers", RECORD_MAX_HEADERS);
+		*eq = '\0';
+		o->headers[o->nheaders].key = arg;
+		o->headers[o->nheaders++].value = eq + 1;
+		flags_set.headers = 1;
+		break;
+	case OPT_INSECURE:
+		o->insecure = 1;
+		flags_set.insecure = 1;
+		break;
+	case OPT_TLS_CA:
+		o->tls_ca = arg;
+		flags_set.tls_ca = 1;
+		break;
+	case OPT_TLS_CERT:
+		o->tls_cert = arg;
+		flags_set.tls_cert = 1;
+		break;
+	case OPT_TLS_KEY:
+		o->tls_key = arg;
+		flags_set.tls_key = 1;
+		break;
+	case OPT_COMPRESSION:
+		if (strcmp(arg, "gzip") && strcmp(arg, "none"))
+			argp_error(state, "--compression wants gzip or none, not '%s'", arg);
+		o->gzip = !strcmp(arg, "gzip");
+		flags_set.gzip = 1;
+		break;
+	case OPT_MAX_REQUEST:
+		o->max_request_bytes = parse_bytes(state, "--max-request-bytes", arg);
+		break;
+	case OPT_QUEUE:
+		o->queue_bytes = parse_bytes(state, "--queue-bytes", arg);
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp record_argp = {
+	.options = record_options,
+	.parser = record_parse,
+	.doc = "Sample every CPU (or the given processes) and write a symbolized profile.\v"
+	       "Outputs, written when sampling ends (duration over, Ctrl-C or SIGTERM):\n"
+	       "  DIR/profile.pb.gz   gzipped pprof profile ('go tool pprof -top DIR/profile.pb.gz')\n"
+	       "  DIR/profile.folded  folded stacks (flamegraph.pl, inferno, speedscope)\n"
+	       "  DIR/flamegraph.svg  a flame graph to open in a browser\n"
+	       "\n"
+	       "Needs root (CAP_BPF and CAP_PERFMON, CAP_SYS_PTRACE to read other processes) and a "
+	       "kernel with BTF.\n"
+	       "Examples:\n"
+	       "  spanprof record --duration 10 --output-dir out\n"
+	       "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
+	       "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
+};
+
+static struct record_opts ropts;
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("%s\n", argp_program_version);
+		return 0;
+	}
+	argp_err_exit_status = 2;
+	if (!strcmp(argv[1], "record")) {
+		int output_dir_set;
+
+		ropts.frequency_hz = RECORD_DEFAULT_HZ;
+		ropts.insecure = -1;
+		ropts.gzip = 1;
+		ropts.export_interval_s = 5;
+		ropts.export_timeout_s = 10;
+		ropts.flush_timeout_s = 10;
+		ropts.max_request_bytes = 4 << 20;
+		ropts.queue_bytes = 64 << 20;
+		argv[1] = "spanprof record";
+		if (argp_parse(&record_argp, argc - 1, argv + 1, 0, NULL, &ropts))
+			return 2;
+		output_dir_set = ropts.output_dir != NULL;
+		if (record__apply_env(&ropts, &flags_set))
+			return 2;
+		/* Local files by default; with an endpoint only when asked for. */
+		if (!output_dir_set && !ropts.endpoint)
+			ropts.output_dir = "out";
+		return record__run(&ropts);
+	}
+	fprintf(stderr, "spanprof: unknown command '%s'\n\n%s", argv[1], usage_text);
+	return 2;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * procmaps: parses /proc/PID/maps (proc(5)) into a sorted array of mappings.
+ */
+#ifndef SPANPROF_PROCMAPS_H
+#define SPANPROF_PROCMAPS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct procmap {
+	uint64_t start, end;	/* [start, end) */
+	uint64_t offset;	/* file offset of start */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
+	int deleted;		/* path ended in " (deleted)" (suffix removed from path) */
+	char *path;		/* "" for anonymous; "[vdso]", "[stack]", ... kept as is */
+};
+
+struct procmaps {
+	struct procmap *maps;	/* sorted by start, non-overlapping */
+	size_t n;
+};
+
+/* Parses a maps file from @f. 0 or -errno (-EINVAL on a malformed line: all lines before it kept). */
+int procmaps__parse(FILE *f, struct procmaps *out);
+/* Reads /proc/@pid/maps. -ENOENT/-ESRCH when the process is gone. */
+int procmaps__read(int pid, struct procmaps *out);
+/* Mapping containing @addr, or NULL (binary search). */
+const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
+/* Frees the array and paths; leaves @m empty. */
+void procmaps__clear(struct procmaps *m);
+
+#endif /* SPANPROF_PROCMAPS_H */

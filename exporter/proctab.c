@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "procmaps.h"
+#include "procmeta.h"
+#include "proctab.h"
+
+/* A PC outside every mapping triggers a re-read of maps at most this often. */
+#define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
+/* Inline chains deeper than this are cut (outermost frames kept last). */
+#define MAX_INLINE 16
+
+struct map_ext {
+	struct elf_object *obj;	/* NULL: not a file, or it could not be opened */
+	uint32_t prof_mapping;	/* index in the profile, valid when gen matches */
+	uint32_t gen;
+};
+
+struct proc {
+	uint32_t pid;		/* hash key */
+	uint64_t start_boot_ns;
+	uint64_t maps_read_ns;	/* CLOCK_MONOTONIC of the last maps read */
+	struct procmaps maps;
+	struct map_ext *ext;	/* one per maps.maps[] */
+	char exe[PATH_MAX];
+	struct procmeta meta;	/* resource facts, read with the first maps */
+	int meta_err;		/* 0, or why meta could not be read */
+	UT_hash_handle hh;
+};
+
+struct proctab {
+	struct proc *procs;
+	struct symcache *syms;
+	struct ksyms *ksyms;
+	uint32_t gen;		/* bumped by proctab__profile_reset() */
+	struct elf_object *vdso;/* the kernel's vDSO image, shared by every process */
+	int vdso_tried;
+	struct proctab_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms)
+{
+	struct proctab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->syms = syms;
+	t->ksyms = ksyms;
+	t->gen = 1;
+	return t;
+}
+
+static void proc_clear(struct proc *proc)
+{
+	procmaps__clear(&proc->maps);
+	free(proc->ext);
+	proc->ext = NULL;
+}
+
+void proctab__free(struct proctab *t)
+{
+	struct proc *proc, *tmp;
+
+	if (!t)
+		return;
+	HASH_ITER(hh, t->procs, proc, tmp) {
+		HASH_DEL(t->procs, proc);
+		proc_clear(proc);
+		procmeta__clear(&proc->meta);
+		free(proc);
+	}
+	free(t);
+}
+
+/*
+ * Every process maps the same vDSO image, which exists only in memory: copy
+ * ours into a memfd once and symbolize all [vdso] frames against it.
+ */
+static struct elf_object *vdso_object(struct proctab *t)
+{
+	struct procmaps self = { 0 };
+	const struct procmap *m = NULL;
+	char path[64];
+	int fd = -1;
+
+	if (t->vdso_tried)
+		return t->vdso;
+	t->vdso_tried = 1;
+	if (procmaps__read(getpid(), &self))
+		return NULL;
+	for (size_t i = 0; i < self.n; i++)
+		if (!strcmp(self.maps[i].path, "[vdso]"))
+			m = &self.maps[i];
+	if (!m)
+		goto cleanup;
+	fd = memfd_create("spanprof-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		goto cleanup;
+	if (write(fd, (void *)(uintptr_t)m->start, m->end - m->start) != (ssize_t)(m->end - m->start))
+		goto cleanup;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	t->vdso = symcache__open(t->syms, path, "[vdso]");
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	procmaps__clear(&self);
+	return t->vdso;
+}
+
+static int is_file_mapping(const struct procmap *m)
+{
+	return m->path[0] == '/' && (m->prot & PROT_EXEC);
+}
+
+static void proc_read_maps(struct proctab *t, struct proc *proc)
+{
+	char path[PATH_MAX];
+	int err;
+
+	proc_clear(proc);
+	proc->maps_read_ns = now_ns();
+	err = procmaps__read(proc->pid, &proc->maps);
+	if (err && !proc->maps.n) {
+		t->stats.maps_read_failed++;
+		return;
+	}
+	proc->ext = calloc(proc->maps.n ? proc->maps.n : 1, sizeof(*proc->ext));
+	if (!proc->ext) {
+		procmaps__clear(&proc->maps);
+		return;
+	}
+	for (size_t i = 0; i < proc->maps.n; i++) {
+		const struct procmap *m = &proc->maps.maps[i];
+
+		if (!strcmp(m->path, "[vdso]")) {
+			proc->ext[i].obj = vdso_object(t);
+			continue;
+		}
+		if (!is_file_mapping(m))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", proc->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		proc->ext[i].obj = symcache__open(t->syms, path, m->path);
+		if (!proc->ext[i].obj) {
+			snprintf(path, sizeof(path), "/proc/%u/root%s", proc->pid, m->path);
+			proc->ext[i].obj = symcache__open(t->syms, path, m->path);
+		}
+		if (!proc->ext[i].obj)
+			t->stats.objects_failed++;
+	}
+}
+
+struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct proc *proc;
+	char link[64];
+	ssize_t n;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (proc && proc->start_boot_ns == start_boot_ns)
+		return proc;
+	if (!proc) {
+		proc = calloc(1, sizeof(*proc));
+		if (!proc)
+			return NULL;
+		proc->pid = pid;
+		HASH_ADD(hh, t->procs, pid, sizeof(pid), proc);
+	}
+	/* New process, or the PID now belongs to another one. */
+	proc->start_boot_ns = start_boot_ns;
+	t->stats.processes++;
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	n = readlink(link, proc->exe, sizeof(proc->exe) - 1);
+	proc->exe[n > 0 ? n : 0] = '\0';
+	procmeta__clear(&proc->meta);
+	proc->meta_err = procmeta__read(pid, &proc->meta);
+	proc_read_maps(t, proc);
+	return proc;
+}
+
+int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out)
+{
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc)
+		return -ESRCH;
+	if (proc->meta_err)
+		return proc->meta_err;
+	*out = &proc->meta;
+	return 0;
+}
+
+const char *proc__exe(const struct proc *proc)
+{
+	return proc->exe;
+}
+
+static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
+			      enum frame_kind kind, const struct sym_frame *frames, int n)
+{
+	struct profile_line lines[MAX_INLINE];
+	struct profile_function f;
+
+	for (int i = 0; i < n; i++) {
+		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+
+		f.name = profile__intern_string(p, name);
+		f.system_name = profile__intern_string(p, frames[i].system_name ? frames[i].system_name
+									    : name);
+		f.filename = profile__intern_string(p, frames[i].file);
+		lines[i].function = profile__intern_function(p, &f);
+		lines[i].line = frames[i].line;
+	}
+	return profile__intern_location(p, mapping, address, kind, lines, n);
+}
+
+static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, struct profile *p)
+{
+	const struct procmap *m = &proc->maps.maps[i];
+	struct map_ext *x = &proc->ext[i];
+	struct profile_mapping pm;
+
+	if (x->gen == t->gen)
+		return x->prof_mapping;
+	pm.memory_start = m->start;
+	pm.memory_limit = m->end;
+	pm.file_offset = m->offset;
+	pm.filename = profile__intern_string(p, m->path);
+	pm.build_id = profile__intern_string(p, x->obj ? elf_object__build_id(x->obj) : NULL);
+	x->prof_mapping = profile__intern_mapping(p, &pm);
+	x->gen = t->gen;
+	return x->prof_mapping;
+}
+
+static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
+			      int is_return)
+{
+	struct sym_frame frames[MAX_INLINE];
+	const struct procmap *m = procmaps__find(&proc->maps, pc);
+	uint32_t mapping, loc;
+	uint64_t vaddr;
+	size_t i;
+	int n = 0;
+
+	if (!m && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
+		proc_read_maps(t, proc);
+		m = procmaps__find(&proc->maps, pc);
+	}
+	if (!m) {
+		t->stats.frames_unmapped++;
+		return profile__intern_location(p, 0, pc, FRAME_NATIVE, NULL, 0);
+	}
+	i = m - proc->maps.maps;
+	mapping = prof_mapping(t, proc, i, p);
+	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (loc)
+		return loc;
+	if (proc->ext[i].obj &&
+	    !elf_object__file_offset_to_vaddr(proc->ext[i].obj,
+					      pc - m->start + m->offset - (is_return ? 1 : 0),
+					      &vaddr)) {
+		n = symcache__lookup(t->syms, proc->ext[i].obj, vaddr, frames, MAX_INLINE);
+		if (n < 0)
+			n = 0;
+	}
+	if (!n)
+		t->stats.frames_unsymbolized++;
+	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+}
+
+uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
+{
+	uint32_t out = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t loc;
+
+		/* A zero return address is where the frame-pointer chain ends. */
+		if (!pcs[i])
+			break;
+		loc = user_location(t, proc, p, pcs[i], i > 0);
+
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
+				   uint32_t n, uint32_t *locs)
+{
+	struct sym_frame frame = { 0 };
+	uint32_t out = 0, loc;
+	uint64_t off;
+
+	for (uint32_t i = 0; i < n; i++) {
+		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
+		if (!loc) {
+			frame.function = t->ksyms ? ksyms__lookup(t->ksyms, pcs[i] - (i > 0), &off)
+						  : NULL;
+			frame.system_name = frame.function;
+			if (!frame.function)
+				t->stats.kernel_unsymbolized++;
+			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
+					    frame.function ? 1 : 0);
+		}
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+void proctab__profile_reset(struct proctab *t)
+{
+	t->gen++;
+}
+
+const struct proctab_stats *proctab__stats(const struct proctab *t)
+{
+	return &t->stats;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * proctab: what the agent knows about each sampled process, and the
+ * translation of its sampled PCs into profile locations.
+ *
+ * A process is identified by (pid, start time), so a reused PID never reaches
+ * the previous process's mappings. Its /proc/PID/maps is read on the first
+ * sample and again (rate-limited) when a PC falls outside every known mapping
+ * (dlopen, JIT). The ELF files of its executable mappings are opened right
+ * away, through /proc/PID/map_files (which also reaches deleted files and
+ * container file systems), so a process that exits a moment later still gets
+ * named frames: the symcache keeps the open files.
+ */
+#ifndef SPANPROF_PROCTAB_H
+#define SPANPROF_PROCTAB_H
+
+#include <stdint.h>
+
+#include "profile.h"
+#include "symbolize.h"
+
+struct proctab;
+struct proc;
+
+/* Symbolization counters, for the summary and self-telemetry. */
+struct proctab_stats {
+	uint64_t processes;		/* processes seen */
+	uint64_t maps_read_failed;	/* /proc/PID/maps unreadable (process gone, no permission) */
+	uint64_t objects_failed;	/* executable mappings whose file could not be opened */
+	uint64_t frames_unmapped;	/* user PCs outside every known mapping */
+	uint64_t frames_unsymbolized;	/* PCs in a known file with no symbol for them */
+	uint64_t kernel_unsymbolized;	/* kernel PCs with no kallsyms entry */
+};
+
+/*
+ * @syms and @ksyms are borrowed (ksyms may be NULL: kernel frames stay
+ * addresses). NULL + errno on ENOMEM.
+ */
+struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms);
+void proctab__free(struct proctab *t);
+
+/*
+ * Finds or creates the entry of (@pid, @start_boot_ns), reading its maps on
+ * creation. Never NULL except on ENOMEM: a process whose maps can't be read
+ * gets an entry with no mappings (its frames become unmapped addresses).
+ */
+struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns);
+
+/*
+ * Appends to @locs the profile locations of @n user PCs (leaf first) of @proc.
+ * Non-leaf PCs are return addresses: they are symbolized at pc - 1 so that the
+ * call site, not the next line, is named. Returns the number appended (<= n).
+ */
+uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+				 const uint64_t *pcs, uint32_t n, uint32_t *locs);
+/* The same for kernel PCs (kallsyms names, kind FRAME_KERNEL). */
+uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
+				   uint32_t n, uint32_t *locs);
+
+/*
+ * Forgets the profile indices cached in process entries. Call after
+ * profile__reset() of @p, before adding to it again.
+ */
+void proctab__profile_reset(struct proctab *t);
+
+struct procmeta;
+/*
+ * Resource facts of the latest process with @pid (procmeta.h), read when its
+ * first sample arrived. 0 and *out (owned by the table), or -ESRCH / the
+ * error the read gave. Fits otlp_encode_opts.process_meta.
+ */
+int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out);
+
+/* Executable path of the process (from /proc/PID/exe), "" if unknown. */
+const char *proc__exe(const struct proc *proc);
+
+const struct proctab_stats *proctab__stats(const struct proctab *t);
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * profile: the in-memory, deduplicated model of one recording window.
+ *
+ * Its tables follow the OTLP profiles dictionary (opentelemetry-proto
+ * profiles/v1development, ProfilesDictionary): every table is an array whose
+ * element 0 is the zero value, so index 0 always means "unset", and no element
+ * appears twice. The pprof, folded, flame-graph and OTLP writers all read this
+ * model; only the agent's sample path writes it.
+ *
+ * Ownership: the profile owns every table and every string in it. Pointers
+ * returned by the accessors stay valid until the next profile__add_* /
+ * profile__intern_* call (tables may grow) or profile__free().
+ * Not thread-safe.
+ */
+#ifndef SPANPROF_PROFILE_H
+#define SPANPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct profile;
+
+enum frame_kind {
+	FRAME_UNSET = 0,
+	FRAME_NATIVE = 1, /* user-space machine code */
+	FRAME_KERNEL = 2, /* kernel text or module */
+};
+
+/* A mapping of one process (pprof Mapping, OTLP Mapping). */
+struct profile_mapping {
+	uint64_t memory_start;	/* first byte mapped, process virtual address */
+	uint64_t memory_limit;	/* one past the last byte */
+	uint64_t file_offset;	/* file offset of memory_start */
+	uint32_t filename;	/* string index: path as the process sees it */
+	uint32_t build_id;	/* string index: lower-case hex GNU build ID, 0 if none */
+};
+
+/* A function (pprof Function, OTLP Function). */
+struct profile_function {
+	uint32_t name;		/* string index: demangled name */
+	uint32_t system_name;	/* string index: symbol as in the ELF file (mangled) */
+	uint32_t filename;	/* string index: source file, 0 if unknown */
+};
+
+/* One line of a location: a function and a source line in it. */
+struct profile_line {
+	uint32_t function;	/* function index */
+	int64_t line;		/* 1-based source line, 0 if unknown */
+};
+
+/*
+ * A location: one PC in one mapping. Its lines are the inline chain,
+ * innermost (the inlined callee) first, the physical function last, as in
+ * pprof and OTLP.
+ */
+struct profile_location {
+	uint32_t mapping;	/* mapping index, 0 for none (kernel, anonymous) */
+	uint64_t address;	/* absolute PC in the process (or kernel address) */
+	enum frame_kind kind;
+	uint32_t nlines;
+	uint32_t first_line;	/* index of its first line in the line pool */
+};
+
+/* A stack: location indices, leaf first. */
+struct profile_stack {
+	uint32_t nlocations;
+	uint32_t first;		/* index of its first entry in the stack pool */
+};
+
+/* What makes two samples the same sample (besides their stack). */
+struct profile_sample_key {
+	uint32_t stack;		/* stack index */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;
+	uint32_t comm;		/* string index: thread name */
+	uint32_t process_name;	/* string index: process (group leader) name */
+};
+
+struct profile_sample {
+	struct profile_sample_key key;
+	uint64_t count;		/* number of samples */
+	uint32_t ntimestamps;
+	uint64_t *timestamps_unix_nano; /* wall clock of each sample, in arrival order */
+};
+
+/* Creates an empty profile with every table's zero element in place. NULL + errno on ENOMEM. */
+struct profile *profile__new(void);
+/* Frees everything; NULL is a no-op. */
+void profile__free(struct profile *p);
+/* Drops every sample and table entry (back to the state of profile__new). */
+void profile__reset(struct profile *p);
+
+/* Interning: each returns the index of the (existing or new) equal element, or 0 on ENOMEM. */
+uint32_t profile__intern_string(struct profile *p, const char *s); /* NULL and "" give 0 */
+uint32_t profile__intern_mapping(struct profile *p, const struct profile_mapping *m);
+uint32_t profile__intern_function(struct profile *p, const struct profile_function *f);
+/* Locations are keyed by (mapping, address, kind); lines are only stored on first intern. */
+uint32_t profile__find_location(const struct profile *p, uint32_t mapping, uint64_t address,
+				enum frame_kind kind);
+uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t address,
+				  enum frame_kind kind, const struct profile_line *lines,
+				  uint32_t nlines);
+uint32_t profile__intern_stack(struct profile *p, const uint32_t *locations, uint32_t n);
+
+/*
+ * Adds @count samples with the given key; @time_unix_nano (0: none) is appended
+ * to the sample's timestamps. Returns 0 or -ENOMEM.
+ * (Also -EINVAL when key->stack, key->comm or key->process_name is out of range;
+ * the interning functions likewise return 0 with errno EINVAL for out-of-range
+ * indices, and intern_stack rejects location index 0.)
+ */
+int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
+			uint64_t time_unix_nano, uint64_t count);
+
+/* Table access. Sizes include the zero element at index 0. */
+uint32_t profile__nstrings(const struct profile *p);
+const char *profile__string(const struct profile *p, uint32_t i);
+uint32_t profile__nmappings(const struct profile *p);
+const struct profile_mapping *profile__mapping(const struct profile *p, uint32_t i);
+uint32_t profile__nfunctions(const struct profile *p);
+const struct profile_function *profile__function(const struct profile *p, uint32_t i);
+uint32_t profile__nlocations(const struct profile *p);
+const struct profile_location *profile__location(const struct profile *p, uint32_t i);
+const struct profile_line *profile__location_lines(const struct profile *p, uint32_t i);
+uint32_t profile__nstacks(const struct profile *p);
+const struct profile_stack *profile__stack(const struct profile *p, uint32_t i);
+const uint32_t *profile__stack_locations(const struct profile *p, uint32_t i);
+/* Samples, in first-seen order (no zero element: index 0 is the first sample). */
+uint32_t profile__nsamples(const struct profile *p);
+const struct profile_sample *profile__sample(const struct profile *p, uint32_t i);
+uint64_t profile__total_count(const struct profile *p);
+
+/* Recording metadata, used by the writers. */
+struct profile_meta {
+	uint64_t start_unix_nano;	/* wall clock when sampling started */
+	uint64_t duration_nano;
+	uint64_t period_nano;		/* 1e9 / frequency */
+	uint32_t frequency_hz;
+};
+void profile__set_meta(struct profile *p, const struct profile_meta *m);
+const struct profile_meta *profile__meta(const struct profile *p);
+
+/* Index of string @s if the profile holds it, else 0. Never adds. */
+uint32_t profile__find_string(const struct profile *p, const char *s);
+/*
+ * Bytes held by the profile (tables, indexes, timestamps, at capacity). Reset
+ * keeps capacities, so this is also the floor for the next window.
+ */
+size_t profile__memory_usage(const struct profile *p);
+
+#endif /* SPANPROF_PROFILE_H */

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flamegraph.h"
+#include "otel_env.h"
+#include "otlp_encode.h"
+#include "otlp_export.h"
+#include "folded.h"
+#include "pprof.h"
+#include "profile.h"
+#include "proctab.h"
+#include "record.h"
+#include "sampler_user.h"
+#include "symbolize.h"
+
+struct recorder {
+	const struct record_opts *opts;
+	struct otlp_exporter *exporter;	/* NULL: local files only */
+	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
+	uint64_t interval_start_mono;
+	uint64_t encode_failures;	/* intervals (or parts) that could not be encoded */
+	struct profile *profile;
+	struct proctab *procs;
+	uint64_t boot_to_unix_ns;	/* add to CLOCK_BOOTTIME to get the wall clock */
+	uint64_t samples;		/* samples added to the profile */
+	uint64_t user_drops;		/* samples lost in user space (ENOMEM) */
+	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = sig;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Offset from CLOCK_BOOTTIME (bpf_ktime_get_boot_ns) to the Unix wall clock. */
+static uint64_t boot_to_unix_offset(void)
+{
+	uint64_t best = UINT64_MAX, off = 0;
+
+	/* The tightest bracket of three reads gives the best estimate. */
+	for (int i = 0; i < 3; i++) {
+		uint64_t b0 = clock_ns(CLOCK_BOOTTIME), r = clock_ns(CLOCK_REALTIME);
+		uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
+
+		if (b1 - b0 < best) {
+			best = b1 - b0;
+			off = r - (b0 + (b1 - b0) / 2);
+		}
+	}
+	return off;
+}
+
+static int on_sample(void *ctx, const struct sp_sample *s)
+{
+	struct recorder *r = ctx;
+	struct profile_sample_key key = { 0 };
+	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
+	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
+	struct proc *proc = NULL;
+
+	if (ku > SP_MAX_KSTACK)
+		ku = SP_MAX_KSTACK;
+	if (uu > SP_MAX_USTACK)
+		uu = SP_MAX_USTACK;
+	/* Read the maps before anything slow: the process may be about to exit. */
+	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
+		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
+
+	n += proctab__kernel_locations(r->procs, r->profile, (const uint64_t *)s->kstack, ku,
+				       r->locs);
+	if (proc)
+		n += proctab__user_locations(r->procs, proc, r->profile,
+					     (const uint64_t *)s->ustack, uu,
+					     r->locs + n);
+
+	memcpy(comm, s->comm, SP_COMM_LEN);
+	comm[SP_COMM_LEN] = '\0';
+	memcpy(pcomm, s->pcomm, SP_COMM_LEN);
+	pcomm[SP_COMM_LEN] = '\0';
+	key.stack = profile__intern_stack(r->profile, r->locs, n);
+	key.pid = s->pid;
+	key.tid = s->tid;
+	key.cpu = s->cpu;
+	key.comm = profile__intern_string(r->profile, comm);
+	key.process_name = profile__intern_string(r->profile, pcomm[0] ? pcomm : comm);
+	if (profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1))
+		r->user_drops++;
+	else
+		r->samples++;
+	return 0;
+}
+
+/* One line, naming what is wrong and what to do. */
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spanprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static int check_privileges(void)
+{
+	cap_flag_value_t bpf = CAP_CLEAR, perfmon = CAP_CLEAR, admin = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return fail("cannot read this process's capabilities: %s", strerror(errno));
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
+#ifdef CAP_BPF
+	cap_get_flag(caps, CAP_BPF, CAP_EFFECTIVE, &bpf);
+	cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
+#endif
+	cap_free(caps);
+	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
+		return 0;
+	return fail("missing privileges: sampling needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); "
+		    "run as root, e.g. 'sudo build/spanprof record ...'");
+}
+
+static int check_btf(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 0;
+	return fail("this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing): "
+		    "spanprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+}
+
+/* Maps each --pid to its thread group (a thread id names its process). */
+static int resolve_pids(const struct record_opts *o, uint32_t *tgids, size_t *n)
+{
+	char path[64], line[256];
+
+	*n = 0;
+	for (size_t i = 0; i < o->npids; i++) {
+		uint32_t tgid = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%u/status", o->pids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			return fail("no process with PID %u (is it still running?)", o->pids[i]);
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Tgid: %u", &tgid) == 1)
+				break;
+		fclose(f);
+		if (!tgid)
+			return fail("cannot read the thread group of PID %u", o->pids[i]);
+		tgids[(*n)++] = tgid;
+	}
+	return 0;
+}
+
+/*
+ * Makes sure the outputs can be written before sampling starts. Sets
+ * *created when the directory did not exist (so a failed run removes it).
+ */
+static int check_output_dir(const char *dir, int *created)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	*created = 0;
+	if (mkdir(dir, 0755) == 0)
+		*created = 1;
+	else if (errno != EEXIST)
+		return fail("cannot create output directory %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/.spanprof-write-test-XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		int err = errno;
+
+		if (*created)
+			rmdir(dir);
+		return fail("output directory %s is not writable: %s (choose another with "
+			    "--output-dir)",
+			    dir, strerror(err));
+	}
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+static void progress(struct recorder *r, struct sampler *s, uint64_t t0, int final)
+{
+	uint64_t st[SP_STAT_MAX] = { 0 };
+	double elapsed = (clock_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	int tty = isatty(STDERR_FILENO);
+
+	char export[160] = "";
+
+	sampler__stats(s, st);
+	if (r->exporter) {
+		struct otlp_exporter_stats es;
+
+		otlp_exporter__stats(r->exporter, &es);
+		snprintf(export, sizeof(export),
+			 "  | export: %llu sent (%.1f KiB), %llu retries, %llu dropped, %zu queued",
+			 (unsigned long long)es.requests_sent, es.bytes_sent / 1024.0,
+			 (unsigned long long)es.retries, (unsigned long long)es.dropped, es.queued);
+	}
+	fprintf(stderr, "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes%s%s",
+		tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
+		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
+		(unsigned long long)proctab__stats(r->procs)->processes, export,
+		tty && !final ? "" : "\n");
+}
+
+static void summary(struct recorder *r, struct sampler *s, double secs)
+{
+	const struct proctab_stats *ps = proctab__stats(r->procs);
+	uint64_t st[SP_STAT_MAX] = { 0 };
+
+	sampler__stats(s, st);
+	fprintf(stderr,
+		"spanprof: %llu samples from %llu processes in %.1f s (%d CPUs at %u Hz)\n"
+		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
+		"stack read failures: kernel %llu, user %llu\n"
+		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
+		"without a symbol; %llu maps unreadable, %llu files unopenable\n",
+		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
+		sampler__ncpus(s), r->opts->frequency_hz,
+		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
+		(unsigned long long)st[SP_STAT_DROP_RINGBUF], (unsigned long long)r->user_drops,
+		(unsigned long long)st[SP_STAT_KSTACK_ERR], (unsigned long long)st[SP_STAT_USTACK_ERR],
+		(unsigned long long)ps->frames_unmapped, (unsigned long long)ps->frames_unsymbolized,
+		(unsigned long long)ps->kernel_unsymbolized,
+		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
+	if (r->exporter) {
+		struct otlp_exporter_stats es;
+
+		otlp_exporter__stats(r->exporter, &es);
+		fprintf(stderr,
+			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
+			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
+			"rejected by the Collector, %llu encoding failures\n",
+			r->opts->endpoint, (unsigned long long)es.requests_sent,
+			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
+			(unsigned long long)es.retries, (unsigned long long)es.failed,
+			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
+			(unsigned long long)es.rejected_profiles,
+			(unsigned long long)r->encode_failures);
+	}
+}
+
+static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
+{
+	struct recorder *r = ctx;
+
+	return proctab__meta(r->procs, pid, out);
+}
+
+static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+{
+	struct recorder *r = ctx;
+	uint8_t *copy = malloc(len);
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, len);
+	otlp_exporter__submit(r->exporter, copy, len, samples);
+	return 0;
+}
+
+/*
+ * Ends the current export interval: encodes its samples into requests,
+ * queues them, and starts a new interval with an empty profile.
+ */
+static void export_interval(struct recorder *r)
+{
+	struct otlp_encode_opts eo = {
+		.max_request_bytes = r->opts->max_request_bytes,
+		.process_meta = process_meta,
+		.ctx = r,
+	};
+	struct profile_meta meta = { 0 };
+	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
+	int err;
+
+	meta.start_unix_nano = r->interval_start_unix;
+	meta.duration_nano = now_mono - r->interval_start_mono;
+	meta.frequency_hz = r->opts->frequency_hz;
+	meta.period_nano = 1000000000ull / r->opts->frequency_hz;
+	profile__set_meta(r->profile, &meta);
+	if (profile__nsamples(r->profile)) {
+		err = otlp__encode(r->profile, &eo, submit_request, r);
+		if (err) {
+			r->encode_failures++;
+			fprintf(stderr, "\nspanprof: encoding OTLP profiles failed: %s\n",
+				strerror(err < 0 ? -err : err));
+		}
+	}
+	profile__reset(r->profile);
+	proctab__profile_reset(r->procs);
+	r->interval_start_unix = now_unix;
+	r->interval_start_mono = now_mono;
+}
+
+static int write_outputs(struct recorder *r, const char *dir)
+{
+	char path[PATH_MAX];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
+	err = pprof__write(r->profile, path);
+	if (err)
+		return fail("writing %s failed: %s", path, strerror(-err));
+	snprintf(path, sizeof(path), "%s/profile.folded", dir);
+	err = folded__write(r->profile, path);
+	if (err)
+		return fail("writing %s failed: %s", path, strerror(-err));
+	snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
+	err = flamegraph__write_svg(r->profile, path, "spanprof CPU profile");
+	if (err)
+		return fail("writing %s failed: %s", path, strerror(-err));
+	fprintf(stderr, "spanprof: wrote %s/profile.pb.gz, %s/profile.folded, %s/flamegraph.svg\n",
+		dir, dir, dir);
+	return 0;
+}
+
+static int add_env_header(void *ctx, const char *key, const char *value)
+{
+	struct record_opts *o = ctx;
+
+	if (o->nheaders >= RECORD_MAX_HEADERS)
+		return -E2BIG;
+	/* Options live as long as the process: these copies are never freed. */
+	o->headers[o->nheaders].key = strdup(key);
+	o->headers[o->nheaders].value = strdup(value);
+	if (!o->headers[o->nheaders].key || !o->headers[o->nheaders].value)
+		return -ENOMEM;
+	o->nheaders++;
+	return 0;
+}
+
+int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
+{
+	const char *v;
+	char *end;
+	double ms;
+	int b;
+
+	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT")))
+		o->endpoint = v;
+	if (!f->insecure && (v = otel_env__exporter("INSECURE"))) {
+		b = otel_env__bool(v);
+		if (b < 0)
+			return fail("OTEL_EXPORTER_OTLP_INSECURE wants true or false, not '%s'", v);
+		o->insecure = b ? 1 : -1;
+	}
+	if (!f->export_timeout && (v = otel_env__exporter("TIMEOUT"))) {
+		errno = 0;
+		ms = strtod(v, &end);
+		if (errno || end == v || *end || !(ms > 0))
+			return fail("OTEL_EXPORTER_OTLP_TIMEOUT wants milliseconds, not '%s'", v);
+		o->export_timeout_s = ms / 1000;
+	}
+	if (!f->gzip && (v = otel_env__exporter("COMPRESSION"))) {
+		if (strcmp(v, "gzip") && strcmp(v, "none"))
+			return fail("OTEL_EXPORTER_OTLP_COMPRESSION wants gzip or none, not '%s'", v);
+		o->gzip = !strcmp(v, "gzip");
+	}
+	if (!f->tls_ca && (v = otel_env__exporter("CERTIFICATE")))
+		o->tls_ca = v;
+	if (!f->tls_cert && (v = otel_env__exporter("CLIENT_CERTIFICATE")))
+		o->tls_cert = v;
+	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
+		o->tls_key = v;
+	if (!f->headers && (v = otel_env__exporter("HEADERS"))) {
+		int skipped = otel_env__parse_list(v, add_env_header, o);
+
+		if (skipped < 0)
+			return fail("OTEL_EXPORTER_OTLP_HEADERS: %s", strerror(-skipped));
+		if (skipped > 0)
+			fprintf(stderr, "spanprof: warning: %d malformed entries in "
+					"OTEL_EXPORTER_OTLP_HEADERS ignored (want key=value,...)\n",
+				skipped);
+	}
+	if (!!o->tls_cert != !!o->tls_key)
+		return fail("mTLS needs both --tls-cert and --tls-key");
+	return 0;
+}
+
+/* Plaintext for http:// and loopback hosts (unless TLS files are given), TLS otherwise. */
+static int endpoint_is_plaintext(const struct record_opts *o)
+{
+	const char *ep = o->endpoint;
+
+	if (!strncmp(ep, "http://", 7))
+		return 1;
+	if (!strncmp(ep, "https://", 8))
+		return 0;
+	if (o->insecure == 1)
+		return 1;
+	if (o->tls_ca || o->tls_cert)
+		return 0;
+	return !strncmp(ep, "localhost:", 10) || !strncmp(ep, "127.", 4) ||
+	       !strncmp(ep, "[::1]:", 6) || !strncmp(ep, "ip6-localhost:", 14);
+}
+
+int record__run(const struct record_opts *o)
+{
+	struct recorder r = { .opts = o };
+	struct sampler_opts so = { 0 };
+	struct sampler *s = NULL;
+	struct symcache *syms = NULL;
+	struct ksyms *ksyms = NULL;
+	struct profile_meta meta = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	uint32_t *tgids = NULL;
+	size_t ntgids = 0;
+	uint64_t t0, last_progress, last_export, start_unix;
+	int rc = 1, dir_created = 0, n;
+
+	if (check_privileges() || check_btf())
+		return 1;
+	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));
+	if (!tgids)
+		return fail("out of memory");
+	if (resolve_pids(o, tgids, &ntgids))
+		goto cleanup;
+	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
+		goto cleanup;
+	/* Kernels since 5.11 charge BPF memory to the cgroup: a refusal here is harmless. */
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) && getenv("SPANPROF_DEBUG"))
+		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
+			strerror(errno));
+
+	syms = symcache__new(NULL);
+	r.profile = profile__new();
+	if (!syms || !r.profile)
+		goto fail_nomem;
+	ksyms = ksyms__load("/proc/kallsyms");
+	if (!ksyms)
+		fprintf(stderr, "spanprof: warning: kernel symbols unavailable (%s): kernel frames "
+				"stay addresses\n",
+			strerror(errno));
+	r.procs = proctab__new(syms, ksyms);
+	if (!r.procs)
+		goto fail_nomem;
+	r.boot_to_unix_ns = boot_to_unix_offset();
+
+	if (o->endpoint) {
+		struct otlp_exporter_opts eo = { 0 };
+		struct grpc_header hdrs[RECORD_MAX_HEADERS];
+
+		for (size_t i = 0; i < o->nheaders; i++) {
+			hdrs[i].key = o->headers[i].key;
+			hdrs[i].value = o->headers[i].value;
+		}
+		eo.grpc.endpoint = o->endpoint;
+		eo.grpc.insecure = endpoint_is_plaintext(o);
+		eo.grpc.ca_file = o->tls_ca;
+		eo.grpc.cert_file = o->tls_cert;
+		eo.grpc.key_file = o->tls_key;
+		eo.grpc.headers = hdrs;
+		eo.grpc.nheaders = o->nheaders;
+		eo.grpc.gzip = o->gzip;
+		eo.timeout_ms = o->export_timeout_s * 1000;
+		eo.queue_bytes = o->queue_bytes;
+		eo.binpb_dir = o->output_dir;
+		r.exporter = otlp_exporter__new(&eo);
+		if (!r.exporter) {
+			fail("cannot set up OTLP export to '%s': %s (check the endpoint and the TLS "
+			     "files)",
+			     o->endpoint, strerror(errno));
+			goto cleanup_dir;
+		}
+	}
+
+	so.frequency_hz = o->frequency_hz;
+	so.pids = tgids;
+	so.npids = ntgids;
+	so.cb = on_sample;
+	so.ctx = &r;
+	s = sampler__new(&so);
+	if (!s)
+		goto cleanup_dir;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	t0 = last_progress = last_export = clock_ns(CLOCK_MONOTONIC);
+	start_unix = clock_ns(CLOCK_REALTIME);
+	r.interval_start_mono = t0;
+	r.interval_start_unix = start_unix;
+	if (!o->quiet)
+		fprintf(stderr, "spanprof: sampling %s on %d CPUs at %u Hz%s%s%s; Ctrl-C to stop\n",
+			ntgids ? "the given processes" : "every process", sampler__ncpus(s),
+			o->frequency_hz, o->duration_s > 0 ? "" : " until interrupted",
+			o->endpoint ? ", exporting OTLP profiles to " : "",
+			o->endpoint ? o->endpoint : "");
+	while (!stop_requested) {
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+		if (o->duration_s > 0 && now - t0 >= (uint64_t)(o->duration_s * 1e9))
+			break;
+		n = sampler__poll(s, 100);
+		if (n < 0) {
+			fail("reading the ring buffer failed: %s", strerror(-n));
+			break;
+		}
+		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
+			export_interval(&r);
+			last_export = now;
+		}
+		if (!o->quiet && now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
+			progress(&r, s, t0, 0);
+			last_progress = now;
+		}
+	}
+	sampler__stop(s);
+	sampler__drain(s);
+	if (r.exporter) {
+		/* The last, partial interval; then give the queue a bounded time to drain. */
+		export_interval(&r);
+		if (!o->quiet)
+			fprintf(stderr, "\nspanprof: flushing queued requests (up to %.0f s)\n",
+				o->flush_timeout_s);
+		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000);
+	}
+	if (!o->quiet)
+		progress(&r, s, t0, 1);
+
+	meta.start_unix_nano = start_unix;
+	meta.duration_nano = clock_ns(CLOCK_MONOTONIC) - t0;
+	meta.frequency_hz = o->frequency_hz;
+	meta.period_nano = 1000000000ull / o->frequency_hz;
+	profile__set_meta(r.profile, &meta);
+	summary(&r, s, meta.duration_nano / 1e9);
+	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
+	sampler__free(s);
+	s = NULL;
+	rc = r.exporter ? 0 : write_outputs(&r, o->output_dir);
+	goto cleanup;
+
+fail_nomem:
+	fail("out of memory while starting");
+cleanup_dir:
+	if (dir_created && o->output_dir)
+		rmdir(o->output_dir);
+cleanup:
+	sampler__free(s);
+	otlp_exporter__free(r.exporter);
+	proctab__free(r.procs);
+	profile__free(r.profile);
+	ksyms__free(ksyms);
+	symcache__free(syms);
+	free(tgids);
+	return rc;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * record: the `spanprof record` job. Samples every CPU (or the given
+ * processes), symbolizes on the host and writes profile.pb.gz,
+ * profile.folded and flamegraph.svg into the output directory when sampling
+ * ends (duration over, SIGINT or SIGTERM).
+ */
+#ifndef SPANPROF_RECORD_H
+#define SPANPROF_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RECORD_DEFAULT_HZ 19
+#define RECORD_MAX_HZ 10000
+#define RECORD_MAX_PIDS 4096
+#define RECORD_MAX_HEADERS 32
+
+struct record_opts {
+	uint32_t frequency_hz;	/* per CPU */
+	double duration_s;	/* 0: until SIGINT/SIGTERM */
+	uint32_t pids[RECORD_MAX_PIDS]; /* as given: processes or threads */
+	size_t npids;
+	const char *output_dir;	/* NULL with an endpoint: no local files */
+	int quiet;		/* no progress line */
+
+	/* OTLP export (all unset: local files only). */
+	const char *endpoint;	/* host:port, http://host:port or https://host:port */
+	int insecure;		/* -1: decide from the endpoint (loopback or http:// = plaintext) */
+	const char *tls_ca, *tls_cert, *tls_key;
+	struct record_header {
+		char *key, *value;
+	} headers[RECORD_MAX_HEADERS];
+	size_t nheaders;
+	int gzip;
+	double export_interval_s;
+	double export_timeout_s;
+	double flush_timeout_s;	/* on SIGINT/SIGTERM, wait this long for the queue to drain */
+	size_t max_request_bytes;
+	size_t queue_bytes;
+};
+
+/*
+ * Fills the export options that no flag set from the OpenTelemetry exporter
+ * environment variables (OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT, _HEADERS,
+ * _TIMEOUT, _COMPRESSION, _INSECURE, _CERTIFICATE, _CLIENT_CERTIFICATE,
+ * _CLIENT_KEY; the signal-specific one wins), then the defaults.
+ * @flag_set tells which fields came from flags. 0 or -EINVAL (message printed).
+ */
+struct record_flags_set {
+	int endpoint, insecure, tls_ca, tls_cert, tls_key, headers, gzip, export_timeout;
+};
+int record__apply_env(struct record_opts *o, const struct record_flags_set *flag_set);
+
+/* Runs the job. Returns the process exit code (0 ok, 1 failure, 2 usage). */
+int record__run(const struct record_opts *o);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sampler: loads bpf/sampler.bpf.c, opens one software cpu-clock perf event per
+ * online CPU, attaches the program to each and delivers struct sp_sample
+ * records (bpf/sampler.h) from the ring buffer to a callback.
+ */
+#ifndef SPANPROF_SAMPLER_USER_H
+#define SPANPROF_SAMPLER_USER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sampler.h"
+
+struct sampler;
+
+/* Called for each record; the record is only valid during the call. Return 0 to go on. */
+typedef int (*sampler_cb)(void *ctx, const struct sp_sample *s);
+
+struct sampler_opts {
+	uint32_t frequency_hz;	/* samples per second per CPU */
+	const uint32_t *pids;	/* thread group ids to sample; NULL/0: every process */
+	size_t npids;
+	uint32_t ringbuf_bytes;	/* power of two, >= page size; 0: 4 MiB */
+	sampler_cb cb;
+	void *ctx;
+};
+
+/*
+ * Loads and attaches everything. NULL + errno on failure, with a message on
+ * stderr naming what failed (load, a CPU's perf event, an attach).
+ * Everything created so far is released on failure.
+ */
+struct sampler *sampler__new(const struct sampler_opts *opts);
+/* Detaches and frees everything (links, perf events, maps). NULL is a no-op. */
+void sampler__free(struct sampler *s);
+/* Waits up to @timeout_ms for records and delivers them. Returns records handled or -errno. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Delivers what is already in the ring buffer without waiting. */
+int sampler__drain(struct sampler *s);
+/* Sums the per-CPU counters into @out[SP_STAT_MAX]. 0 or -errno. */
+int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
+/* Number of perf events (CPUs) attached. */
+int sampler__ncpus(const struct sampler *s);
+/* Stops sampling (disables the perf events) before the final drain. */
+void sampler__stop(struct sampler *s);
+
+#endif

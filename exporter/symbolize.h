@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * symbolize: names the PCs of native code on the host, with libelf and libdw.
+ *
+ * A symcache holds one elf_object per distinct file, keyed by GNU build ID
+ * (NT_GNU_BUILD_ID note), or by (device, inode, size, mtime) for files without
+ * one, so every process that maps a library shares its symbols. Names come from
+ * DWARF (inline chain, file:line) when the file or its separate debug file
+ * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else from
+ * .symtab, else .dynsym. C++ and Rust names are demangled.
+ *
+ * Addresses given to symcache__lookup() are ELF virtual addresses (the
+ * addresses in the file's program headers and symbol tables), not process
+ * addresses: elf_object__file_offset_to_vaddr() converts a file offset,
+ * which the caller computes from /proc/PID/maps as pc - start + offset.
+ */
+#ifndef SPANPROF_SYMBOLIZE_H
+#define SPANPROF_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symcache;
+struct elf_object;
+
+/* One frame of a lookup result. Strings are owned by the symcache. */
+struct sym_frame {
+	const char *function;	 /* demangled name, NULL if unknown */
+	const char *system_name; /* name as in the symbol table / DWARF linkage name */
+	const char *file;	 /* source file, NULL if unknown */
+	int line;		 /* 0 if unknown */
+	int column;		 /* 0 if unknown */
+};
+
+struct symcache_opts {
+	/* Extra root for debug files (tests); NULL: the host's /usr/lib/debug. */
+	const char *debug_dir;
+};
+
+/* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
+struct symcache *symcache__new(const struct symcache_opts *opts);
+/* Frees every object and string; NULL is a no-op. */
+void symcache__free(struct symcache *c);
+
+/*
+ * Opens @path (any path the agent can open: /proc/PID/map_files/..., or
+ * /proc/PID/root/<path> for a container) or returns the cached object with the
+ * same identity. @orig_path is the path as the process sees it (for
+ * .gnu_debuglink lookups next to it), may be NULL. Returns a pointer owned by
+ * the cache, or NULL + errno (ENOENT, EACCES, ENOEXEC for a non-ELF or corrupt
+ * file). A failed open is not cached.
+ */
+struct elf_object *symcache__open(struct symcache *c, const char *path, const char *orig_path);
+
+/* Lower-case hex GNU build ID, or NULL. Owned by the object. */
+const char *elf_object__build_id(const struct elf_object *o);
+/* Converts a file offset into the ELF vaddr through the PT_LOAD segment holding it. 0 or -ENOENT. */
+int elf_object__file_offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr);
+
+/*
+ * Symbolizes @vaddr of @o. Writes at most @max frames to @out, innermost
+ * (inlined) first, the physical function last. Returns the number of frames
+ * written (0: nothing known about the address) or a negative errno.
+ */
+int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+		     struct sym_frame *out, int max);
+
+/*
+ * The separate debug file in use (found through the build-id tree or
+ * .gnu_debuglink, CRC or build ID checked), or NULL when the object carries
+ * its own symbols or none was found. Loads the object's symbols and debug
+ * info if no lookup did yet. Owned by the object.
+ */
+const char *elf_object__debug_file(struct elf_object *o);
+
+/* Counters since symcache__new(), for the agent's self-metrics. */
+struct symcache_stats {
+	uint64_t objects;	 /* distinct objects opened */
+	uint64_t open_errors;	 /* symcache__open() failures */
+	uint64_t lookups;	 /* symcache__lookup() calls */
+	uint64_t cache_hits;	 /* lookups answered from the per-address cache */
+	uint64_t dwarf_hits;	 /* resolved through DWARF (file:line known) */
+	uint64_t symtab_hits;	 /* resolved through .symtab/.dynsym only */
+	uint64_t misses;	 /* nothing known about the address */
+};
+void symcache__stats(const struct symcache *c, struct symcache_stats *out);
+
+/* Kernel symbols from /proc/kallsyms (or a file in that format for tests). */
+struct ksyms;
+/*
+ * NULL + errno. All addresses zero (kptr_restrict) gives errno EPERM; an empty
+ * file ENODATA; a malformed line EINVAL. Keeps text symbols (t/T/w/W) only.
+ */
+struct ksyms *ksyms__load(const char *path);
+void ksyms__free(struct ksyms *k);
+/* Name of the symbol containing @addr (with its module in the name as "sym [mod]" not added), or NULL. */
+const char *ksyms__lookup(const struct ksyms *k, uint64_t addr, uint64_t *offset);
+/* Same as ksyms__lookup(); also sets *@module to the module name, or NULL for the core kernel. */
+const char *ksyms__lookup_module(const struct ksyms *k, uint64_t addr, uint64_t *offset,
+				 const char **module);
+/* Number of symbols kept (text symbols, one per address). */
+size_t ksyms__count(const struct ksyms *k);
+
+#endif /* SPANPROF_SYMBOLIZE_H */

@@ -1,0 +1,121 @@
+"""Shared fixtures for spanprof's integration tests (root, real BPF, real kernel)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = (ROOT / os.environ.get("BUILD", "build")).resolve()
+SPANPROF = BUILD / "spanprof"
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+
+
+def pytest_collection_modifyitems(config, items):
+    # These tests drive the real kernel: without root they cannot run at all.
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="integration tests need root (BPF, perf events)")
+        for item in items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def spanprof():
+    assert SPANPROF.exists(), f"{SPANPROF} is missing: run 'make' first"
+    return SPANPROF
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spanprof-it")
+
+
+def compile_c(src, out, flags=()):
+    cmd = ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls",
+           *flags, "-o", str(out), str(src)]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def workload(workdir):
+    """Compiles integration/workloads/NAME.c once per session; returns its path."""
+    built = {}
+
+    def get(name, flags=()):
+        key = (name, tuple(flags))
+        if key not in built:
+            built[key] = compile_c(WORKLOADS / f"{name}.c",
+                                   workdir / (name + ("-" + "-".join(f.strip("-") for f in flags) if flags else "")),
+                                   flags)
+        return built[key]
+    return get
+
+
+@pytest.fixture(scope="session")
+def pprofcheck(workdir):
+    """The reference Go pprof decoder (integration/pprofcheck), built once."""
+    out = BUILD / "pprofcheck"
+    src = Path(__file__).resolve().parent / "pprofcheck"
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=src, check=True)
+
+    def decode(path):
+        res = subprocess.run([str(out), str(path)], capture_output=True, text=True, check=True)
+        return json.loads(res.stdout)
+    return decode
+
+
+class Procs:
+    """Starts child processes and makes sure none outlives the test."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, *args, **kw):
+        p = subprocess.Popen([str(a) for a in args], **kw)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def procs():
+    p = Procs()
+    yield p
+    p.close()
+
+
+def record(spanprof, outdir, *args, timeout=120, check=True):
+    """Runs 'spanprof record' to completion and returns the CompletedProcess."""
+    res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)],
+                         capture_output=True, text=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"spanprof failed ({res.returncode}):\n{res.stderr}")
+    return res
+
+
+def read_folded(path):
+    """profile.folded as a list of (frames root..leaf, count)."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        out.append((stack.split(";"), int(count)))
+    return out
+
+
+def attached_spanprof_progs():
+    """Names of BPF programs of spanprof currently loaded in the kernel."""
+    res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    if res.returncode != 0:
+        return []
+    return [p.get("name", "") for p in json.loads(res.stdout or "[]")
+            if p.get("name", "").startswith("on_cpu_sample")]

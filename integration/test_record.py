@@ -1,0 +1,152 @@
+"""spanprof record against the real kernel: stacks, symbols, outputs, errors."""
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import attached_spanprof_progs, read_folded, record
+
+
+def is_subsequence(needle, hay):
+    it = iter(hay)
+    return all(x in it for x in needle)
+
+
+def test_chain_full_stack_in_folded_and_pprof(spanprof, workload, procs, tmp_path, pprofcheck):
+    chain = workload("chain")
+    p = procs.start(chain, "8")
+    out = tmp_path / "out"
+    record(spanprof, out, "--pid", p.pid, "--duration", 4, "--frequency", 99)
+
+    folded = read_folded(out / "profile.folded")
+    assert folded, "no samples recorded"
+    total = sum(c for _, c in folded)
+    # Sampled with a PID filter: every line belongs to the workload.
+    assert all(frames[0] == "chain" for frames, _ in folded), folded[:3]
+    full = sum(c for frames, c in folded if is_subsequence(["main", "a", "b", "c"], frames))
+    assert total >= 100, f"only {total} samples at 99 Hz for 4 s"
+    assert full / total >= 0.90, f"{full}/{total} samples show main;a;b;c\n{folded[:5]}"
+
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert prof["check_error"] == ""
+    assert prof["sample_types"] == ["samples/count", "cpu/nanoseconds"]
+    assert prof["period_type"] == "cpu/nanoseconds"
+    assert prof["period"] == 1_000_000_000 // 99
+    pprof_total = sum(s["values"][0] for s in prof["samples"])
+    assert pprof_total == total, "pprof and folded disagree on the sample count"
+    assert sum(s["values"][1] for s in prof["samples"]) == total * prof["period"]
+    for s in prof["samples"]:
+        assert s["num_labels"]["pid"] == [p.pid]
+        assert s["num_labels"]["tid"] == [p.pid]
+        assert s["labels"]["comm"] == ["chain"]
+    # Frames of the executable: named, with file and line from DWARF, and a build ID.
+    c_frames = [loc for s in prof["samples"] for loc in s["stack"]
+                if loc["lines"] and loc["lines"][-1]["function"] == "c"]
+    assert c_frames, "function c never seen in pprof"
+    loc = c_frames[0]
+    assert loc["lines"][-1]["file"].endswith("chain.c")
+    assert loc["lines"][-1]["line"] > 0
+    assert loc["mapping"].endswith("/chain")
+    assert len(loc["build_id"]) == 40
+    # The pprof stack of a full sample reads leaf to root.
+    names = [l["lines"][-1]["function"] for l in prof["samples"][0]["stack"] if l["lines"]]
+    assert is_subsequence(["c", "b", "a", "main"], names) or len(prof["samples"]) > 1
+
+
+def test_whole_machine_sees_kernel_frames(spanprof, workload, procs, tmp_path):
+    sc = workload("syscalls")
+    procs.start(sc, "6")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--duration", 3, "--frequency", 99)
+    folded = read_folded(out / "profile.folded")
+    kernel = [(f, c) for f, c in folded if any(x.endswith("_[k]") for x in f)]
+    assert kernel, "no kernel frames in a whole-machine run"
+    ours = [(f, c) for f, c in folded if f[0] == "syscalls"]
+    assert ours, "the syscall workload was not sampled"
+    # Its kernel time is under read/write; kernel frames are leafward of user frames.
+    # (Frame-pointer walking loses copy_zeroes, the caller of libc's frameless read.)
+    assert any("main" in f and any("read" in x for x in f) and f[-1].endswith("_[k]")
+               for f, _ in ours), ours[:5]
+    for f, _ in ours:
+        kidx = [i for i, x in enumerate(f) if x.endswith("_[k]")]
+        if kidx:
+            assert all(not x.endswith("_[k]") for x in f[1:kidx[0]])
+    assert (out / "flamegraph.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert "samples" in res.stderr
+
+
+def test_short_lived_processes_get_named_frames(spanprof, workload, procs, tmp_path):
+    short = workload("shortlived")
+    out = tmp_path / "out"
+    rec = procs.start(spanprof, "record", "--output-dir", out, "--duration", 6, "--frequency", 49,
+                      stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # let the sampler attach
+    for _ in range(8):
+        subprocess.run([str(short), "0.2"], check=True)
+        time.sleep(0.1)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    folded = read_folded(out / "profile.folded")
+    mine = [(f, c) for f, c in folded if f[0] == "shortlived"]
+    assert mine, "no sample of the short-lived processes"
+    named = sum(c for f, c in mine if "shortlived_spin" in f)
+    total = sum(c for _, c in mine)
+    assert named / total >= 0.8, f"{named}/{total} short-lived samples named\n{mine}"
+
+
+def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
+    chain = workload("chain")
+    p = procs.start(chain, "10")
+    out = tmp_path / "out"
+    rec = procs.start(spanprof, "record", "--pid", p.pid, "--output-dir", out,
+                      stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    for name in ("profile.pb.gz", "profile.folded", "flamegraph.svg"):
+        assert (out / name).stat().st_size > 0, name
+    assert not list(out.glob("*.tmp")), "temporary files left behind"
+    assert not attached_spanprof_progs(), "BPF programs left loaded after exit"
+
+
+def test_nonexistent_pid_fails_cleanly(spanprof, tmp_path):
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", 999999999 % 4194304 + 4194304, "--duration", 1,
+                 check=False)
+    assert res.returncode != 0
+    assert "no process with PID" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not out.exists(), "output directory created for a failed run"
+
+
+def test_unwritable_output_dir_fails_cleanly(spanprof, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = record(spanprof, blocker / "out", "--duration", 1, check=False)
+    assert res.returncode != 0
+    assert "output directory" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_unprivileged_user_is_refused(spanprof, tmp_path):
+    out = tmp_path / "out"
+    os.chmod(tmp_path, 0o777)
+    res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                          "--inh-caps=-all", str(spanprof), "record", "--duration", "1",
+                          "--output-dir", str(out)], capture_output=True, text=True)
+    assert res.returncode != 0
+    assert "CAP_BPF" in res.stderr and "root" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not out.exists()
+
+
+def test_bad_arguments_are_usage_errors(spanprof, tmp_path):
+    for args in (["--frequency", "0"], ["--frequency", "abc"], ["--duration", "-1"],
+                 ["--pid", "x"], ["extra"]):
+        res = subprocess.run([str(spanprof), "record", *args], capture_output=True, text=True)
+        assert res.returncode == 2, (args, res.stderr)
+        assert res.stderr.strip(), args
+    res = subprocess.run([str(spanprof), "record", "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "--frequency" in res.stdout and "--pid" in res.stdout

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages spanprof needs to build, test and benchmark, only those missing.
+# Run as root (apt-get). Safe to run again: a no-op when everything is there.
+set -euo pipefail
+
+pkgs=(
+	clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev pkg-config
+	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libgrpc-dev
+	uthash-dev libssl-dev libiberty-dev libcap-dev clang-format libcmocka-dev linux-perf binutils elfutils
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "spanprof: missing packages: ${missing[*]}; run 'make deps' as root to install them" >&2
+		exit 1
+	fi
+	echo "spanprof: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python packages used by the integration tests only (never by the agent).
+if ! python3 -c 'import google.protobuf' 2>/dev/null; then
+	python3 -m pip install -q --disable-pip-version-check 'protobuf>=4,<7' >&2
+fi

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for exporter/export_queue.c: ordering, the byte bound, close and accounting. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "export_queue.h"
+
+static uint8_t *blob(size_t n, uint8_t fill)
+{
+	uint8_t *b = malloc(n);
+
+	memset(b, fill, n);
+	return b;
+}
+
+static void test_fifo_order_and_accounting(void **state)
+{
+	struct export_queue *q = export_queue__new(1000);
+	struct export_queue_stats st;
+	struct export_request *r;
+
+	assert_non_null(q);
+	assert_int_equal(export_queue__push(q, blob(10, 1), 10, 3), 0);
+	assert_int_equal(export_queue__push(q, blob(20, 2), 20, 4), 0);
+	export_queue__stats(q, &st);
+	assert_int_equal(st.queued, 2);
+	assert_int_equal(st.queued_bytes, 30);
+	r = export_queue__take(q, 0);
+	assert_non_null(r);
+	assert_int_equal(r->len, 10);
+	assert_int_equal(r->samples, 3);
+	assert_int_equal(r->seq, 1);
+	/* A held request still counts toward the bound. */
+	export_queue__stats(q, &st);
+	assert_int_equal(st.queued_bytes, 30);
+	export_queue__done(q, r, 0);
+	r = export_queue__take(q, 0);
+	assert_int_equal(r->data[0], 2);
+	export_queue__done(q, r, 0);
+	assert_null(export_queue__take(q, 0));
+	export_queue__stats(q, &st);
+	assert_int_equal(st.pushed, 2);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.queued_bytes, 0);
+	export_queue__free(q);
+}
+
+static void test_full_queue_drops_oldest(void **state)
+{
+	struct export_queue *q = export_queue__new(100);
+	struct export_queue_stats st;
+	struct export_request *r;
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(export_queue__push(q, blob(40, i), 40, 10), 0);
+	export_queue__stats(q, &st);
+	assert_true(st.queued_bytes <= 100);
+	assert_int_equal(st.queued, 2);
+	assert_int_equal(st.dropped, 3);
+	assert_int_equal(st.dropped_samples, 30);
+	r = export_queue__take(q, 0);
+	assert_int_equal(r->data[0], 3); /* the two newest survive */
+	assert_int_equal(r->seq, 4);
+	export_queue__done(q, r, 0);
+	export_queue__free(q);
+}
+
+static void test_oversized_request_dropped(void **state)
+{
+	struct export_queue *q = export_queue__new(100);
+	struct export_queue_stats st;
+
+	assert_int_equal(export_queue__push(q, blob(101, 0), 101, 7), 0);
+	export_queue__stats(q, &st);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(st.dropped_samples, 7);
+	export_queue__free(q);
+}
+
+static void test_held_request_gives_way(void **state)
+{
+	struct export_queue *q = export_queue__new(100);
+	struct export_request *held;
+
+	export_queue__push(q, blob(60, 0), 60, 1);
+	held = export_queue__take(q, 0);
+	assert_false(export_queue__should_drop(q, held));
+	/* Newer data arrives while the held one is being retried: it must give way. */
+	export_queue__push(q, blob(60, 1), 60, 1);
+	assert_true(export_queue__should_drop(q, held));
+	export_queue__done(q, held, 1);
+	assert_false(export_queue__should_drop(q, NULL));
+	export_queue__free(q);
+}
+
+static void test_close_drains_then_ends(void **state)
+{
+	struct export_queue *q = export_queue__new(100);
+	struct export_queue_stats st;
+	struct export_request *r;
+
+	export_queue__push(q, blob(10, 0), 10, 1);
+	export_queue__close(q);
+	assert_true(export_queue__closed(q));
+	assert_int_equal(export_queue__push(q, blob(10, 0), 10, 2), -EPIPE);
+	r = export_queue__take(q, -1);
+	assert_non_null(r);
+	export_queue__done(q, r, 0);
+	assert_null(export_queue__take(q, -1)); /* closed and empty: no wait */
+	export_queue__stats(q, &st);
+	assert_int_equal(st.dropped_samples, 2);
+	export_queue__free(q);
+}
+
+static void test_take_times_out(void **state)
+{
+	struct export_queue *q = export_queue__new(100);
+
+	assert_null(export_queue__take(q, 20));
+	export_queue__free(NULL);
+	export_queue__free(q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fifo_order_and_accounting),
+		cmocka_unit_test(test_full_queue_drops_oldest),
+		cmocka_unit_test(test_oversized_request_dropped),
+		cmocka_unit_test(test_held_request_gives_way),
+		cmocka_unit_test(test_close_drains_then_ends),
+		cmocka_unit_test(test_take_times_out),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

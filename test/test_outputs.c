@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the local writers: folded stacks (exact text), pprof (gunzip
+ * + protobuf-c unpack, and `go tool pprof -top` when Go is installed) and the
+ * SVG flame graph (parsed by Python's xml.dom.minidom).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "flamegraph.h"
+#include "folded.h"
+#include "pprof.h"
+#include "pprof/profile.pb-c.h"
+#include "profile.h"
+
+#define PERIOD 10101010 /* 99 Hz */
+
+static char dir[] = "/tmp/spanprof-test-outputs-XXXXXX";
+
+/* Ids of what the fixture profile holds. */
+struct fixture {
+	struct profile *p;
+	uint32_t s_main, s_compute, s_helper, s_syscall, s_weird, s_app, s_worker, s_lonely;
+	uint32_t m_lib, m_app;
+	uint32_t f_main, f_compute, f_helper, f_syscall, f_weird;
+	uint32_t l_main, l_compute, l_lib, l_syscall, l_kunknown, l_weird;
+	uint32_t st_compute, st_lib, st_kernel, st_weird;
+};
+
+static char *path_in_dir(const char *name)
+{
+	char *path;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return NULL;
+	return path;
+}
+
+static uint32_t func(struct profile *p, const char *name, const char *file)
+{
+	struct profile_function f = {
+		.name = profile__intern_string(p, name),
+		.filename = profile__intern_string(p, file),
+	};
+
+	return profile__intern_function(p, &f);
+}
+
+static void add(struct fixture *fx, uint32_t stack, uint32_t pid, uint32_t tid, uint32_t cpu,
+		uint32_t comm, uint32_t process, uint64_t count)
+{
+	struct profile_sample_key k = {
+		.stack = stack, .pid = pid, .tid = tid, .cpu = cpu, .comm = comm,
+		.process_name = process,
+	};
+
+	assert_int_equal(profile__add_sample(fx->p, &k, 1700000000000000000ull + count, count), 0);
+}
+
+/*
+ * myapp (pid 100) runs main -> compute (with inlined_helper inlined into it),
+ * which calls into an unsymbolized libfoo.so, and main -> a syscall. Another
+ * process, with no process name but a thread name "lonely", runs main -> a
+ * function whose name holds characters both text formats must escape.
+ */
+static int setup(void **state)
+{
+	static struct fixture fx;
+	struct profile *p = profile__new();
+	struct profile_mapping lib = {
+		.memory_start = 0x7f0000000000,
+		.memory_limit = 0x7f0000010000,
+		.file_offset = 0x1000,
+	}, app = {
+		.memory_start = 0x400000,
+		.memory_limit = 0x500000,
+	};
+	struct profile_line line;
+	struct profile_line inl[2];
+	uint32_t stack[3];
+	struct profile_meta meta = {
+		.start_unix_nano = 1700000000000000000ull,
+		.duration_nano = 5000000000ull,
+		.period_nano = PERIOD,
+		.frequency_hz = 99,
+	};
+
+	if (!p)
+		return -1;
+	memset(&fx, 0, sizeof(fx));
+	fx.p = p;
+	profile__set_meta(p, &meta);
+	fx.s_app = profile__intern_string(p, "myapp");
+	fx.s_worker = profile__intern_string(p, "worker");
+	fx.s_lonely = profile__intern_string(p, "lonely");
+	lib.filename = profile__intern_string(p, "/usr/lib/libfoo.so");
+	lib.build_id = profile__intern_string(p, "abcdef0123456789");
+	app.filename = profile__intern_string(p, "/usr/bin/myapp");
+	app.build_id = profile__intern_string(p, "00112233");
+	fx.m_lib = profile__intern_mapping(p, &lib);
+	fx.m_app = profile__intern_mapping(p, &app);
+
+	fx.f_main = func(p, "main", "main.c");
+	fx.f_compute = func(p, "compute", "compute.c");
+	fx.f_helper = func(p, "inlined_helper", "helper.h");
+	fx.f_syscall = func(p, "do_syscall_64", NULL);
+	fx.f_weird = func(p, "tmpl<a&b>;x\ny", NULL);
+
+	line = (struct profile_line){ .function = fx.f_main, .line = 10 };
+	fx.l_main = profile__intern_location(p, fx.m_app, 0x401000, FRAME_NATIVE, &line, 1);
+	inl[0] = (struct profile_line){ .function = fx.f_helper, .line = 5 };
+	inl[1] = (struct profile_line){ .function = fx.f_compute, .line = 20 };
+	fx.l_compute = profile__intern_location(p, fx.m_app, 0x401100, FRAME_NATIVE, inl, 2);
+	fx.l_lib = profile__intern_location(p, fx.m_lib, 0x7f0000001234, FRAME_NATIVE, NULL, 0);
+	line = (struct profile_line){ .function = fx.f_syscall };
+	fx.l_syscall = profile__intern_location(p, 0, 0xffffffff81000000, FRAME_KERNEL, &line, 1);
+	fx.l_kunknown = profile__intern_location(p, 0, 0xffffffff81000100, FRAME_KERNEL, NULL, 0);
+	line = (struct profile_line){ .function = fx.f_weird, .line = 3 };
+	fx.l_weird = profile__intern_location(p, fx.m_app, 0x402000, FRAME_NATIVE, &line, 1);
+
+	/* Stacks are leaf first. */
+	stack[0] = fx.l_compute, stack[1] = fx.l_main;
+	fx.st_compute = profile__intern_stack(p, stack, 2);
+	stack[0] = fx.l_lib, stack[1] = fx.l_compute, stack[2] = fx.l_main;
+	fx.st_lib = profile__intern_stack(p, stack, 3);
+	stack[0] = fx.l_kunknown, stack[1] = fx.l_syscall, stack[2] = fx.l_main;
+	fx.st_kernel = profile__intern_stack(p, stack, 3);
+	stack[0] = fx.l_weird, stack[1] = fx.l_main;
+	fx.st_weird = profile__intern_stack(p, stack, 2);
+
+	add(&fx, fx.st_compute, 100, 101, 0, fx.s_worker, fx.s_app, 3);
+	add(&fx, fx.st_compute, 100, 101, 1, fx.s_worker, fx.s_app, 2); /* other CPU */
+	add(&fx, fx.st_compute, 100, 102, 0, fx.s_worker, fx.s_app, 1); /* other thread */
+	add(&fx, fx.st_lib, 100, 101, 0, fx.s_worker, fx.s_app, 4);
+	add(&fx, fx.st_kernel, 100, 100, 2, fx.s_app, fx.s_app, 1);
+	add(&fx, fx.st_weird, 300, 300, 0, fx.s_lonely, 0, 1);
+	assert_int_equal(profile__total_count(p), 12);
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	profile__free(fx->p);
+	return 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc(n + 1);
+		if (buf && fread(buf, 1, n, f) == (size_t)n) {
+			buf[n] = '\0';
+			if (len)
+				*len = n;
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static void assert_no_tmp(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	assert_int_equal(access(tmp, F_OK), -1);
+}
+
+static void test_folded_text(void **state)
+{
+	struct fixture *fx = *state;
+	char *path = path_in_dir("out.folded");
+	char *text;
+
+	assert_int_equal(folded__write(fx->p, path), 0);
+	assert_no_tmp(path);
+	text = slurp(path, NULL);
+	assert_non_null(text);
+	assert_string_equal(text, "lonely;main;tmpl<a&b>:x y 1\n"
+				  "myapp;main;compute;inlined_helper 6\n"
+				  "myapp;main;compute;inlined_helper;[libfoo.so+0x2234] 4\n"
+				  "myapp;main;do_syscall_64_[k];[unknown]_[k] 1\n");
+	free(text);
+	free(path);
+}
+
+static void test_folded_empty_profile(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("empty.folded");
+	size_t len = 99;
+	char *text;
+
+	assert_int_equal(folded__write(p, path), 0);
+	text = slurp(path, &len);
+	assert_non_null(text);
+	assert_int_equal(len, 0);
+	free(text);
+	free(path);
+	profile__free(p);
+}
+
+static void test_writers_leave_nothing_on_error(void **state)
+{
+	struct fixture *fx = *state;
+	char *missing = path_in_dir("no/such/dir/out");
+	char *isdir = path_in_dir("a-directory");
+
+	assert_int_equal(folded__write(fx->p, missing), -ENOENT);
+	assert_int_equal(pprof__write(fx->p, missing), -ENOENT);
+	assert_int_equal(flamegraph__write_svg(fx->p, missing, NULL), -ENOENT);
+	/* rename() onto a directory fails after the data is written. */
+	assert_int_equal(mkdir(isdir, 0755), 0);
+	assert_int_equal(folded__write(fx->p, isdir), -EISDIR);
+	assert_no_tmp(isdir);
+	assert_int_equal(pprof__write(fx->p, isdir), -EISDIR);
+	assert_no_tmp(isdir);
+	assert_int_equal(flamegraph__write_svg(fx->p, isdir, "t"), -EISDIR);
+	assert_no_tmp(isdir);
+	rmdir(isdir);
+	free(missing);
+	free(isdir);
+}
+
+static Perftools__Profiles__Profile *read_pprof(const char *path)
+{
+	Perftools__Profiles__Profile *msg = NULL;
+	size_t cap = 1 << 16, len = 0;
+	uint8_t *buf = malloc(cap);
+	gzFile gz = gzopen(path, "rb");
+	int n;
+
+	if (!gz || !buf)
+		goto out;
+	while ((n = gzread(gz, buf + len, cap - len)) > 0) {
+		len += n;
+		if (len == cap) {
+			uint8_t *more = realloc(buf, cap *= 2);
+
+			if (!more)
+				goto out;
+			buf = more;
+		}
+	}
+	if (n == 0)
+		msg = perftools__profiles__profile__unpack(NULL, len, buf);
+out:
+	if (gz)
+		gzclose(gz);
+	free(buf);
+	return msg;
+}
+
+static const char *str(const Perftools__Profiles__Profile *m, int64_t i)
+{
+	return i >= 0 && (size_t)i < m->n_string_table ? m->string_table[i] : "<out of range>";
+}
+
+static const Perftools__Profiles__Label *label(const Perftools__Profiles__Profile *m,
+					       const Perftools__Profiles__Sample *s,
+					       const char *key)
+{
+	for (size_t i = 0; i < s->n_label; i++)
+		if (!strcmp(str(m, s->label[i]->key), key))
+			return s->label[i];
+	return NULL;
+}
+
+static void test_pprof_fields(void **state)
+{
+	struct fixture *fx = *state;
+	char *path = path_in_dir("out.pb.gz");
+	Perftools__Profiles__Profile *m;
+	const Perftools__Profiles__Location *loc;
+	const Perftools__Profiles__Sample *s;
+	int64_t total = 0;
+
+	assert_int_equal(pprof__write(fx->p, path), 0);
+	assert_no_tmp(path);
+	m = read_pprof(path);
+	assert_non_null(m);
+
+	/* Header. */
+	assert_string_equal(str(m, 0), "");
+	assert_int_equal(m->n_sample_type, 2);
+	assert_string_equal(str(m, m->sample_type[0]->type), "samples");
+	assert_string_equal(str(m, m->sample_type[0]->unit), "count");
+	assert_string_equal(str(m, m->sample_type[1]->type), "cpu");
+	assert_string_equal(str(m, m->sample_type[1]->unit), "nanoseconds");
+	assert_non_null(m->period_type);
+	assert_string_equal(str(m, m->period_type->type), "cpu");
+	assert_string_equal(str(m, m->period_type->unit), "nanoseconds");
+	assert_int_equal(m->period, PERIOD);
+	assert_int_equal(m->time_nanos, 1700000000000000000ll);
+	assert_int_equal(m->duration_nanos, 5000000000ll);
+	assert_string_equal(str(m, m->default_sample_type), "cpu");
+	assert_int_equal(m->n_comment, 1);
+	assert_memory_equal(str(m, m->comment[0]), "spanprof ", 9);
+	/* The profile's strings keep their indices. */
+	for (uint32_t i = 0; i < profile__nstrings(fx->p); i++)
+		assert_string_equal(str(m, i), profile__string(fx->p, i));
+
+	/* Mappings: ids are the profile's indices. */
+	assert_int_equal(m->n_mapping, 2);
+	assert_int_equal(m->mapping[0]->id, fx->m_lib);
+	assert_string_equal(str(m, m->mapping[0]->filename), "/usr/lib/libfoo.so");
+	assert_string_equal(str(m, m->mapping[0]->build_id), "abcdef0123456789");
+	assert_int_equal(m->mapping[0]->memory_start, 0x7f0000000000);
+	assert_int_equal(m->mapping[0]->memory_limit, 0x7f0000010000);
+	assert_int_equal(m->mapping[0]->file_offset, 0x1000);
+	assert_false(m->mapping[0]->has_functions); /* nothing symbolized in it */
+	assert_int_equal(m->mapping[1]->id, fx->m_app);
+	assert_string_equal(str(m, m->mapping[1]->filename), "/usr/bin/myapp");
+	assert_true(m->mapping[1]->has_functions);
+	assert_true(m->mapping[1]->has_filenames);
+	assert_true(m->mapping[1]->has_line_numbers);
+	assert_true(m->mapping[1]->has_inline_frames);
+
+	/* Functions. */
+	assert_int_equal(m->n_function, 5);
+	assert_int_equal(m->function[fx->f_helper - 1]->id, fx->f_helper);
+	assert_string_equal(str(m, m->function[fx->f_helper - 1]->name), "inlined_helper");
+	assert_string_equal(str(m, m->function[fx->f_helper - 1]->filename), "helper.h");
+
+	/* Locations: inline chain innermost first, as in the profile. */
+	assert_int_equal(m->n_location, 6);
+	loc = m->location[fx->l_compute - 1];
+	assert_int_equal(loc->id, fx->l_compute);
+	assert_int_equal(loc->mapping_id, fx->m_app);
+	assert_int_equal(loc->address, 0x401100);
+	assert_int_equal(loc->n_line, 2);
+	assert_int_equal(loc->line[0]->function_id, fx->f_helper);
+	assert_int_equal(loc->line[0]->line, 5);
+	assert_int_equal(loc->line[1]->function_id, fx->f_compute);
+	assert_int_equal(loc->line[1]->line, 20);
+	loc = m->location[fx->l_kunknown - 1];
+	assert_int_equal(loc->mapping_id, 0);
+	assert_int_equal(loc->address, 0xffffffff81000100);
+	assert_int_equal(loc->n_line, 0);
+
+	/* Samples: the two CPUs of thread 101 on st_compute are merged. */
+	assert_int_equal(m->n_sample, 5);
+	s = m->sample[0];
+	assert_int_equal(s->n_location_id, 2);
+	assert_int_equal(s->location_id[0], fx->l_compute);
+	assert_int_equal(s->location_id[1], fx->l_main);
+	assert_int_equal(s->n_value, 2);
+	assert_int_equal(s->value[0], 5);
+	assert_int_equal(s->value[1], 5ll * PERIOD);
+	assert_int_equal(label(m, s, "pid")->num, 100);
+	assert_int_equal(label(m, s, "tid")->num, 101);
+	assert_string_equal(str(m, label(m, s, "comm")->str), "worker");
+	assert_string_equal(str(m, label(m, s, "process")->str), "myapp");
+	s = m->sample[1];
+	assert_int_equal(label(m, s, "tid")->num, 102);
+	assert_int_equal(s->value[0], 1);
+	s = m->sample[4];
+	assert_int_equal(label(m, s, "pid")->num, 300);
+	assert_null(label(m, s, "process")); /* no process name */
+	assert_string_equal(str(m, label(m, s, "comm")->str), "lonely");
+	for (size_t i = 0; i < m->n_sample; i++) {
+		assert_int_equal(m->sample[i]->value[1], m->sample[i]->value[0] * PERIOD);
+		total += m->sample[i]->value[0];
+	}
+	assert_int_equal(total, 12);
+
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	free(path);
+}
+
+static void test_pprof_empty_profile(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("empty.pb.gz");
+	Perftools__Profiles__Profile *m;
+
+	assert_int_equal(pprof__write(p, path), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	assert_int_equal(m->n_sample, 0);
+	assert_int_equal(m->n_sample_type, 2);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	free(path);
+	profile__free(p);
+}
+
+static const char *find_go(void)
+{
+	static char found[4096];
+	const char *path = getenv("PATH");
+
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(found, sizeof(found), "%.*s/go", (int)n, path);
+		if (n && access(found, X_OK) == 0)
+			return found;
+		path += n + (path[n] == ':');
+	}
+	return access("/usr/local/go/bin/go", X_OK) == 0 ? "/usr/local/go/bin/go" : NULL;
+}
+
+static void test_pprof_opens_in_go_tool_pprof(void **state)
+{
+	struct fixture *fx = *state;
+	char *path = path_in_dir("go.pb.gz");
+	const char *go = find_go();
+	char cmd[8192], out[16384];
+	size_t len = 0, n;
+	FILE *f;
+
+	if (!go) {
+		print_message("skipped: no `go` on PATH nor /usr/local/go/bin/go\n");
+		skip();
+	}
+	assert_int_equal(pprof__write(fx->p, path), 0);
+	/* HOME: pprof keeps its history there; keep the test out of the real one. */
+	snprintf(cmd, sizeof(cmd), "HOME='%s' '%s' tool pprof -top '%s' 2>&1", dir, go, path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (len < sizeof(out) - 1 && (n = fread(out + len, 1, sizeof(out) - 1 - len, f)) > 0)
+		len += n;
+	out[len] = '\0';
+	if (pclose(f) != 0)
+		fail_msg("go tool pprof failed:\n%s", out);
+	assert_non_null(strstr(out, "inlined_helper"));
+	assert_non_null(strstr(out, "compute"));
+	assert_non_null(strstr(out, "main"));
+	assert_non_null(strstr(out, "do_syscall_64"));
+	assert_non_null(strstr(out, "Type: cpu"));
+	free(path);
+}
+
+/* 0 if python3 (or xmllint) parses @path as XML, else nonzero; -1 if neither exists. */
+static int parse_xml(const char *path)
+{
+	char cmd[4096];
+
+	if (system("command -v python3 >/dev/null 2>&1") == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' "
+			 "'%s'",
+			 path);
+		return system(cmd);
+	}
+	if (system("command -v xmllint >/dev/null 2>&1") == 0) {
+		snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+		return system(cmd);
+	}
+	return -1;
+}
+
+static void test_svg(void **state)
+{
+	struct fixture *fx = *state;
+	char *path = path_in_dir("out.svg");
+	char *svg;
+	int rc;
+
+	assert_int_equal(flamegraph__write_svg(fx->p, path, "CPU <test> & more"), 0);
+	assert_no_tmp(path);
+	svg = slurp(path, NULL);
+	assert_non_null(svg);
+	assert_non_null(strstr(svg, "<svg "));
+	assert_non_null(strstr(svg, "width=\"1200\""));
+	assert_non_null(strstr(svg, "CPU &lt;test&gt; &amp; more"));
+	assert_non_null(strstr(svg, "<title>all (12 samples, 100.00%)</title>"));
+	assert_non_null(strstr(svg, "<title>myapp (11 samples, 91.67%)</title>"));
+	assert_non_null(strstr(svg, "<title>inlined_helper (10 samples, 83.33%)</title>"));
+	assert_non_null(strstr(svg, "<title>[libfoo.so+0x2234] (4 samples, 33.33%)</title>"));
+	assert_non_null(strstr(svg, "<title>do_syscall_64_[k] (1 samples, 8.33%)</title>"));
+	assert_non_null(strstr(svg, "<title>tmpl&lt;a&amp;b&gt;:x y (1 samples, 8.33%)</title>"));
+	assert_non_null(strstr(svg, "<script"));
+	assert_non_null(strstr(svg, "</svg>\n"));
+	free(svg);
+	rc = parse_xml(path);
+	if (rc == -1)
+		print_message("note: neither python3 nor xmllint: XML not parsed\n");
+	else
+		assert_int_equal(rc, 0);
+	free(path);
+}
+
+static void test_svg_omits_narrow_frames_and_bad_utf8(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("narrow.svg");
+	struct profile_function f = { 0 };
+	struct profile_line line = { 0 };
+	uint32_t loc, wide, narrow;
+	char *svg;
+
+	f.name = profile__intern_string(p, "wide_fn");
+	line.function = profile__intern_function(p, &f);
+	loc = profile__intern_location(p, 0, 0x1000, FRAME_NATIVE, &line, 1);
+	wide = profile__intern_stack(p, &loc, 1);
+	f.name = profile__intern_string(p, "narrow_fn");
+	line.function = profile__intern_function(p, &f);
+	loc = profile__intern_location(p, 0, 0x2000, FRAME_NATIVE, &line, 1);
+	narrow = profile__intern_stack(p, &loc, 1);
+	{
+		struct profile_sample_key k = {
+			.stack = wide,
+			.process_name = profile__intern_string(p, "bad\xff\xc3(utf8\xe2\x82"),
+		};
+
+		assert_int_equal(profile__add_sample(p, &k, 0, 5000), 0);
+		k.stack = narrow;
+		assert_int_equal(profile__add_sample(p, &k, 0, 2), 0); /* 0.04% */
+	}
+	assert_int_equal(flamegraph__write_svg(p, path, NULL), 0);
+	svg = slurp(path, NULL);
+	assert_non_null(svg);
+	assert_non_null(strstr(svg, "wide_fn"));
+	assert_null(strstr(svg, "narrow_fn"));
+	assert_non_null(strstr(svg, "bad?" "?(utf8?"));
+	free(svg);
+	assert_true(parse_xml(path) <= 0);
+	free(path);
+	profile__free(p);
+}
+
+static void test_svg_empty_profile(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("empty.svg");
+
+	assert_int_equal(flamegraph__write_svg(p, path, NULL), 0);
+	assert_true(parse_xml(path) <= 0);
+	free(path);
+	profile__free(p);
+}
+
+static int remove_dir(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_folded_text),
+		cmocka_unit_test(test_folded_empty_profile),
+		cmocka_unit_test(test_writers_leave_nothing_on_error),
+		cmocka_unit_test(test_pprof_fields),
+		cmocka_unit_test(test_pprof_empty_profile),
+		cmocka_unit_test(test_pprof_opens_in_go_tool_pprof),
+		cmocka_unit_test(test_svg),
+		cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
+		cmocka_unit_test(test_svg_empty_profile),
+	};
+	int failed;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	failed = cmocka_run_group_tests_name("outputs", tests, setup, teardown);
+	if (!getenv("KEEP_OUTPUTS"))
+		remove_dir();
+	else
+		printf("outputs kept in %s\n", dir);
+	return failed;
+}
