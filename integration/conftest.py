@@ -119,3 +119,69 @@ def attached_spanprof_progs():
         return []
     return [p.get("name", "") for p in json.loads(res.stdout or "[]")
             if p.get("name", "").startswith("on_cpu_sample")]
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def otelcol():
+    """The pinned OpenTelemetry Collector (integration/collector), built once."""
+    out = BUILD / "otelcol-spanprof"
+    subprocess.run([str(ROOT / "integration/collector/build.sh"), str(out)], check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def otlpcheck():
+    """Independent OTLP decoder (integration/otlpcheck, the Collector's pdata). Returns decode()."""
+    out = BUILD / "otlpcheck"
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration/otlpcheck",
+                   check=True)
+
+    def decode(*paths):
+        res = subprocess.run([str(out), "-compact", *map(str, paths)], capture_output=True,
+                             text=True)
+        assert res.returncode in (0, 1), res.stderr
+        return json.loads(res.stdout)
+    return decode
+
+
+@pytest.fixture(scope="session")
+def testcollector_bin():
+    out = BUILD / "testcollector"
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration/testcollector",
+                   check=True)
+    return out
+
+
+def wait_listening(port, proc, timeout=30):
+    import socket
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"collector exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def summary_numbers(stderr):
+    """Counts from spanprof's closing summary: recorded samples and the export line."""
+    import re
+    out = {}
+    m = re.search(r"^spanprof: (\d+) samples from", stderr, re.M)
+    out["recorded"] = int(m.group(1)) if m else None
+    m = re.search(r"requests sent \((\d+) bytes, (\d+) samples\), (\d+) retries, (\d+) failed, "
+                  r"(\d+) dropped \((\d+) samples\)", stderr)
+    if m:
+        out.update(bytes=int(m.group(1)), sent=int(m.group(2)), retries=int(m.group(3)),
+                   failed=int(m.group(4)), dropped=int(m.group(5)),
+                   dropped_samples=int(m.group(6)))
+    return out

@@ -1,0 +1,224 @@
+"""OTLP export into a real OpenTelemetry Collector, and the agent's behaviour when it misbehaves."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import ROOT, free_port, summary_numbers, wait_listening
+
+
+def is_subsequence(needle, hay):
+    it = iter(hay)
+    return all(x in it for x in needle)
+
+
+def start_otelcol(procs, otelcol, port, out_file):
+    env = dict(os.environ, OTLP_FILE=str(out_file), OTLP_GRPC_ENDPOINT=f"127.0.0.1:{port}")
+    p = procs.start(otelcol, "--config", ROOT / "collector-config/file.yaml",
+                    "--feature-gates=service.profilesSupport", env=env,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port, p)
+    return p
+
+
+def start_testcollector(procs, binary, port, out_file, *args):
+    p = procs.start(binary, "-listen", f"127.0.0.1:{port}", "-out", out_file, *args,
+                    stderr=subprocess.DEVNULL)
+    wait_listening(port, p)
+    return p
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+
+
+def received(path):
+    """testcollector output: {profile_id: samples} over every accepted request."""
+    got = {}
+    if not Path(path).exists():
+        return got
+    for line in Path(path).read_text().splitlines():
+        for prof in json.loads(line).get("profiles") or []:
+            got[prof["profile_id"]] = prof["samples"]
+    return got
+
+
+def spanprof_bg(procs, spanprof, *args, env=None):
+    return procs.start(spanprof, "record", *map(str, args), stderr=subprocess.PIPE, text=True,
+                       env=env)
+
+
+def test_real_collector_receives_valid_profiles(spanprof, workload, procs, tmp_path, otelcol,
+                                                otlpcheck):
+    port = free_port()
+    out_file = tmp_path / "profiles.jsonl"
+    col = start_otelcol(procs, otelcol, port, out_file)
+    env = dict(os.environ, OTEL_SERVICE_NAME="chain-svc",
+               OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=it,SECRET_NOT=x")
+    env["UNRELATED_SECRET"] = "hunter2"
+    chain = procs.start(workload("chain"), "12", env=env)
+    reqdir = tmp_path / "requests"
+    t_start = time.time_ns()
+    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
+                          str(chain.pid), "--duration", "8", "--export-interval", "2",
+                          "--frequency", "99", "--output-dir", str(reqdir)],
+                         capture_output=True, text=True, timeout=120)
+    t_end = time.time_ns()
+    assert res.returncode == 0, res.stderr
+    nums = summary_numbers(res.stderr)
+    assert nums["recorded"] >= 400, res.stderr
+    assert nums["sent"] == nums["recorded"] and nums["dropped"] == 0, res.stderr
+    time.sleep(0.5)
+    stop(col)
+
+    got = otlpcheck(out_file)
+    assert got["ok"], got["errors"][:5]
+    msgs = [m for i in got["inputs"] for m in i["messages"]]
+    assert len(msgs) >= 4, "expected one request per 2 s interval"
+    events = 0
+    full = 0
+    for m in msgs:
+        assert not m["errors"], m["errors"][:3]
+        for rp in m["resource_profiles"]:
+            a = rp["attributes"]
+            assert a["process.pid"] == chain.pid
+            assert a["service.name"] == "chain-svc"
+            assert a["deployment.environment.name"] == "it"
+            assert a["process.executable.name"] == "chain"
+            assert a["process.executable.path"].endswith("/chain")
+            assert a["host.name"] == socket.gethostname()
+            assert not any("hunter2" in str(v) for v in a.values())
+            for sc in rp["scopes"]:
+                assert sc["name"] == "spanprof"
+                for p in sc["profiles"]:
+                    assert p["sample_type"] == "samples:count"
+                    assert p["period_type"] == "cpu:nanoseconds"
+                    assert p["period"] == 1_000_000_000 // 99
+                    assert t_start <= p["time_unix_nano"] <= t_end
+                    assert p["time_unix_nano"] + p["duration_nano"] <= t_end + 10**9
+                    for d in p["sample_details"]:
+                        assert d["timestamps"], "CPU samples carry timestamps"
+                        for ts in d["timestamps"]:
+                            assert t_start <= ts <= t_end
+                        assert d["attributes"]["thread.id"] == chain.pid
+                        assert d["attributes"]["thread.name"] == "chain"
+                        assert "cpu.logical_number" in d["attributes"]
+                        assert set(d["frame_types"]) <= {"native", "kernel"}
+                    for st in p["stacks"]:
+                        events += st["events"]
+                        # frames are leaf first
+                        if is_subsequence(["c", "b", "a", "main"], st["frames"]):
+                            full += st["events"]
+    assert events == nums["sent"], "the Collector holds a different number of samples"
+    assert full / events >= 0.9, f"only {full}/{events} samples with c<b<a<main"
+
+    # The same requests, as written locally, decode the same.
+    files = sorted(reqdir.glob("profiles-*.binpb"))
+    assert len(files) == len(msgs)
+    local = otlpcheck(*files)
+    assert local["ok"]
+    assert sum(m["totals"]["events"] for i in local["inputs"] for m in i["messages"]) == events
+
+
+def test_collector_down_at_start_then_up(spanprof, workload, procs, tmp_path,
+                                         testcollector_bin):
+    port = free_port()
+    out = tmp_path / "recv.jsonl"
+    chain = procs.start(workload("chain"), "30")
+    agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{port}", "--pid", chain.pid,
+                        "--duration", 16, "--export-interval", 1, "--frequency", 49,
+                        "--flush-timeout", 20)
+    time.sleep(10)
+    assert not received(out)
+    start_testcollector(procs, testcollector_bin, port, out)
+    _, err = agent.communicate(timeout=90)
+    assert agent.returncode == 0, err
+    nums = summary_numbers(err)
+    assert nums["retries"] > 0, err
+    assert nums["dropped"] == 0 and nums["failed"] == 0, err
+    assert sum(received(out).values()) == nums["recorded"] == nums["sent"], err
+
+
+def test_collector_restarted_mid_run(spanprof, workload, procs, tmp_path, testcollector_bin):
+    port = free_port()
+    out1, out2 = tmp_path / "recv1.jsonl", tmp_path / "recv2.jsonl"
+    col = start_testcollector(procs, testcollector_bin, port, out1)
+    chain = procs.start(workload("chain"), "30")
+    agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{port}", "--pid", chain.pid,
+                        "--duration", 16, "--export-interval", 1, "--frequency", 49,
+                        "--flush-timeout", 20)
+    time.sleep(5)
+    col.kill()
+    col.wait()
+    time.sleep(4)
+    start_testcollector(procs, testcollector_bin, port, out2)
+    _, err = agent.communicate(timeout=90)
+    assert agent.returncode == 0, err
+    nums = summary_numbers(err)
+    assert nums["dropped"] == 0 and nums["failed"] == 0, err
+    got = {**received(out1), **received(out2)}
+    assert received(out1) and received(out2), "both Collector lives should have received data"
+    assert sum(got.values()) == nums["recorded"] == nums["sent"], err
+
+
+def test_collector_slower_than_deadline(spanprof, workload, procs, tmp_path, testcollector_bin):
+    port = free_port()
+    out = tmp_path / "recv.jsonl"
+    # Slow (3 s per call against a 1 s deadline) for its first 8 s, then prompt.
+    start_testcollector(procs, testcollector_bin, port, out, "-delay", "3s", "-slow-for", "8s")
+    chain = procs.start(workload("chain"), "30")
+    agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{port}", "--pid", chain.pid,
+                        "--duration", 14, "--export-interval", 1, "--export-timeout", 1,
+                        "--frequency", 49, "--flush-timeout", 30)
+    _, err = agent.communicate(timeout=120)
+    assert agent.returncode == 0, err
+    nums = summary_numbers(err)
+    assert nums["retries"] > 0, err
+    assert "DEADLINE_EXCEEDED" in err
+    assert nums["dropped"] == 0 and nums["failed"] == 0, err
+    assert sum(received(out).values()) == nums["recorded"] == nums["sent"], err
+
+
+def test_full_queue_drops_oldest_and_counts(spanprof, workload, procs, tmp_path):
+    port = free_port()  # nobody listens: every request waits in the queue
+    chain = procs.start(workload("chain"), "30")
+    agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{port}", "--pid", chain.pid,
+                        "--duration", 6, "--export-interval", 0.5, "--frequency", 99,
+                        "--queue-bytes", 8192, "--flush-timeout", 1)
+    _, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    nums = summary_numbers(err)
+    assert nums["sent"] == 0
+    assert nums["dropped"] > 0
+    # Every recorded sample is accounted for: none sent, all dropped.
+    assert nums["dropped_samples"] == nums["recorded"], err
+
+
+def test_unreachable_collector_does_not_block_sigterm(spanprof, workload, procs, tmp_path):
+    port = free_port()
+    agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{port}", "--duration", 60,
+                        "--export-interval", 1, "--flush-timeout", 2)
+    time.sleep(4)
+    t0 = time.time()
+    agent.send_signal(signal.SIGTERM)
+    _, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    assert time.time() - t0 < 15, "shutdown is not bounded by --flush-timeout"
+    nums = summary_numbers(err)
+    assert nums["dropped_samples"] == nums["recorded"]
+
+
+def test_env_endpoint_and_bad_tls_file(spanprof, tmp_path):
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT="https://127.0.0.1:1")
+    res = subprocess.run([str(spanprof), "record", "--duration", "1", "--tls-ca",
+                          str(tmp_path / "missing.pem")], capture_output=True, text=True, env=env)
+    assert res.returncode != 0
+    assert "OTLP export" in res.stderr and "127.0.0.1:1" in res.stderr
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_TIMEOUT="soon")
+    res = subprocess.run([str(spanprof), "record", "--duration", "1"], capture_output=True,
+                         text=True, env=env)
+    assert res.returncode == 2 and "OTEL_EXPORTER_OTLP_TIMEOUT" in res.stderr
