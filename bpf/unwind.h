@@ -70,30 +70,31 @@ _Static_assert(sizeof(struct unwind_row) == 8, "unwind_row is shared with BPF: 8
 #define UNWIND_FIND_MAX_STEPS (UNWIND_MAX_ROWS_LOG2 + 1)
 
 /*
- * Index of the row covering pc (relative to the table base): the last row with row.pc <= pc,
- * or -1 when pc lies below the first row, n is 0, or cap is not a power of two <= UNWIND_MAX_ROWS.
- * The caller still checks the row's kind (UNWIND_KIND_FP past the last FDE).
+ * Index of the row covering pc (relative to the table base) among rows[lo..hi): the last row with
+ * row.pc <= pc, or lo - 1 when pc lies below rows[lo], the range is empty, or cap is not a power
+ * of two <= UNWIND_MAX_ROWS. The caller still checks the row's kind (UNWIND_KIND_FP past the last
+ * FDE). (Added for the BPF walker, whose tables share 2^16-row chunks: one table is a sub-range.)
  *
- * cap is the capacity in rows of the array rows points into, a power of two: n is clamped to it
+ * cap is the capacity in rows of the array rows points into, a power of two: hi is clamped to it
  * and every index is masked with cap - 1. In BPF, cap is a constant (the rows of one map value),
  * so after inlining the mask is what lets the verifier bound the access; the host passes
  * UNWIND_MAX_ROWS. Compiles as BPF (bounded loop) and as ordinary C; unit-tested as the latter.
  */
-static __always_inline int unwind__find_row(const struct unwind_row *rows, __u32 n, __u64 pc,
-					    __u32 cap)
+static __always_inline int unwind__find_row_range(const struct unwind_row *rows, __u32 lo, __u32 hi,
+						  __u64 pc, __u32 cap)
 {
-	__u32 lo = 0, hi = n, mid, i;
+	__u32 first = lo, mid, i;
 	__u64 gt;
 
 	if (cap == 0 || cap > UNWIND_MAX_ROWS || (cap & (cap - 1)))
-		return -1;
+		return (int)first - 1;
 	if (hi > cap)
 		hi = cap;
 	/* Row pcs are 32-bit: a larger pc compares like the largest one. */
 	if (pc > 0xffffffffULL)
 		pc = 0xffffffffULL;
 	/*
-	 * Invariant: rows[0..lo) have pc <= target, rows[hi..n) have pc > target. The update is
+	 * Invariant: rows[first..lo) have pc <= target, rows[hi..) have pc > target. The update is
 	 * branch-free so the verifier walks one path per step instead of 2^steps.
 	 */
 	for (i = 0; i < UNWIND_FIND_MAX_STEPS; i++) {
@@ -105,6 +106,16 @@ static __always_inline int unwind__find_row(const struct unwind_row *rows, __u32
 		hi -= (hi - mid) & (__u32)(0 - gt);
 	}
 	return (int)lo - 1;
+}
+
+/*
+ * Index of the row covering pc among rows[0..n): unwind__find_row_range(rows, 0, n, pc, cap), so
+ * -1 when pc lies below the first row, n is 0, or cap is not a power of two <= UNWIND_MAX_ROWS.
+ */
+static __always_inline int unwind__find_row(const struct unwind_row *rows, __u32 n, __u64 pc,
+					    __u32 cap)
+{
+	return unwind__find_row_range(rows, 0, n, pc, cap);
 }
 
 #endif /* SPANPROF_UNWIND_H */

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
 #include "flamegraph.h"
 #include "otel_env.h"
 #include "otlp_encode.h"
@@ -123,6 +125,23 @@ static int fail(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
+}
+
+/*
+ * Ring buffer size: half a second of samples with every CPU busy, as a power
+ * of two within [256 KiB, 64 MiB]. The consumer polls every 100 ms, so this
+ * leaves room for a slow symbolization without pinning memory that an idle
+ * machine never uses (the data pages are mapped twice into the agent).
+ */
+static uint32_t ringbuf_size(uint32_t hz)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample) / 2;
+	uint32_t size = 256 << 10;
+
+	while (size < want && size < (64u << 20))
+		size <<= 1;
+	return size;
 }
 
 static int check_privileges(void)
@@ -496,6 +515,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
+	so.ringbuf_bytes = ringbuf_size(o->frequency_hz);
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;

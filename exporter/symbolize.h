@@ -23,7 +23,12 @@
 struct symcache;
 struct elf_object;
 
-/* One frame of a lookup result. Strings are owned by the symcache. */
+/*
+ * One frame of a lookup result. Strings are owned by the symcache and stay valid
+ * until the next symcache__open() or symcache__lookup() call on the same cache
+ * (either may unload a least-recently-used object to stay under
+ * symcache_opts.max_bytes) or symcache__free(): copy what must outlive that.
+ */
 struct sym_frame {
 	const char *function;	 /* demangled name, NULL if unknown */
 	const char *system_name; /* name as in the symbol table / DWARF linkage name */
@@ -35,7 +40,25 @@ struct sym_frame {
 struct symcache_opts {
 	/* Extra root for debug files (tests); NULL: the host's /usr/lib/debug. */
 	const char *debug_dir;
+	/*
+	 * Memory budget of loaded objects (symbol arrays, names, DWARF indexes,
+	 * mapped DWARF sections, address caches), in bytes. Over it, the least
+	 * recently used objects are unloaded back to their light part (path,
+	 * build ID, segments, open descriptor) and re-loaded, with identical
+	 * results, on their next lookup. 0: SYMCACHE_DEFAULT_MAX_BYTES; SIZE_MAX:
+	 * no limit.
+	 */
+	size_t max_bytes;
+	/*
+	 * Descriptors kept open for re-loading (an object whose process exited can
+	 * be re-opened only through it). Over it, unloaded objects close theirs
+	 * and re-open by path, checking device, inode, size and mtime.
+	 * 0: a quarter of RLIMIT_NOFILE, at least 64.
+	 */
+	unsigned int max_fds;
 };
+
+#define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
 
 /* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
 struct symcache *symcache__new(const struct symcache_opts *opts);
@@ -82,6 +105,14 @@ struct symcache_stats {
 	uint64_t dwarf_hits;	 /* resolved through DWARF (file:line known) */
 	uint64_t symtab_hits;	 /* resolved through .symtab/.dynsym only */
 	uint64_t misses;	 /* nothing known about the address */
+	/* Memory, for self-telemetry: gauges (now) and counters. */
+	uint64_t objects_loaded; /* gauge: objects with symbols/DWARF in memory */
+	uint64_t bytes;		 /* gauge: bytes accounted to loaded objects */
+	uint64_t bytes_peak;	 /* highest value of bytes */
+	uint64_t fds;		 /* gauge: descriptors held */
+	uint64_t loads;		 /* object loads, re-loads after eviction included */
+	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
+	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
 };
 void symcache__stats(const struct symcache *c, struct symcache_stats *out);
 

@@ -25,7 +25,6 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python packages used by the integration tests only (never by the agent).
-if ! python3 -c 'import google.protobuf' 2>/dev/null; then
-	python3 -m pip install -q --disable-pip-version-check 'protobuf>=4,<7' >&2
+if ! command -v go >/dev/null; then
+	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
 fi
