@@ -222,3 +222,24 @@ def test_env_endpoint_and_bad_tls_file(spanprof, tmp_path):
     res = subprocess.run([str(spanprof), "record", "--duration", "1"], capture_output=True,
                          text=True, env=env)
     assert res.returncode == 2 and "OTEL_EXPORTER_OTLP_TIMEOUT" in res.stderr
+
+
+def test_large_intervals_are_split(spanprof, workload, procs, tmp_path, testcollector_bin,
+                                   otlpcheck):
+    port = free_port()
+    out = tmp_path / "recv.jsonl"
+    start_testcollector(procs, testcollector_bin, port, out)
+    procs.start(workload("chain"), "8")  # enough samples whatever else the machine does
+    procs.start(workload("syscalls"), "8")
+    reqdir = tmp_path / "requests"
+    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}",
+                          "--duration", "4", "--export-interval", "2", "--frequency", "99",
+                          "--max-request-bytes", "8192", "--output-dir", str(reqdir)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    nums = summary_numbers(res.stderr)
+    files = sorted(reqdir.glob("profiles-*.binpb"))
+    assert len(files) > 2, "a whole-machine interval should need several 8 KiB requests"
+    assert all(f.stat().st_size <= 8192 for f in files)
+    assert otlpcheck(*files)["ok"]
+    assert sum(received(out).values()) == nums["recorded"] == nums["sent"], res.stderr

@@ -150,3 +150,35 @@ def test_bad_arguments_are_usage_errors(spanprof, tmp_path):
         assert res.stderr.strip(), args
     res = subprocess.run([str(spanprof), "record", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "--frequency" in res.stdout and "--pid" in res.stdout
+
+
+def test_deleted_executable_still_named(spanprof, workload, procs, tmp_path):
+    exe = tmp_path / "vanishing"
+    exe.write_bytes(workload("chain").read_bytes())
+    exe.chmod(0o755)
+    p = procs.start(exe, "6")
+    time.sleep(0.3)
+    exe.unlink()  # the running image now exists only through /proc/PID/map_files
+    out = tmp_path / "out"
+    record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    folded = read_folded(out / "profile.folded")
+    total = sum(c for _, c in folded)
+    named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
+    assert total and named / total >= 0.9, folded[:5]
+
+
+def test_binary_inside_chroot_is_named(spanprof, workload, procs, tmp_path):
+    """The executable's path exists only in the process's own root (as in a container)."""
+    root = tmp_path / "root"
+    (root / "opt").mkdir(parents=True)
+    static = workload("chain", ("-static",))
+    (root / "opt" / "chain-in-root").write_bytes(static.read_bytes())
+    (root / "opt" / "chain-in-root").chmod(0o755)
+    p = procs.start("chroot", root, "/opt/chain-in-root", "6")
+    time.sleep(0.3)
+    out = tmp_path / "out"
+    record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    folded = read_folded(out / "profile.folded")
+    total = sum(c for _, c in folded)
+    named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
+    assert total and named / total >= 0.9, folded[:5]
