@@ -2,7 +2,9 @@
 /*
  * CPU sampler: runs on a software cpu-clock perf event on every CPU and hands
  * one struct sp_sample per sample to user space through a ring buffer. Every
- * sample that is not delivered is counted in "stats" by reason.
+ * sample that is not delivered is counted in "stats" by reason. User stacks are
+ * walked with the agent's CFI tables (unwind.bpf.h) for processes it has loaded,
+ * with frame pointers (bpf_get_stack) for the others.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -14,6 +16,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set before load: when non-zero only thread groups in pid_filter are sampled. */
 const volatile __u32 filter_pids = 0;
+/* Set by the agent when sampling starts (the perf events run from attach on). */
+volatile __u32 sampling = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -34,13 +38,20 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 which)
+static __always_inline void stat_add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 
 	if (v)
-		*v += 1;
+		*v += n;
 }
+
+static __always_inline void stat_inc(__u32 which)
+{
+	stat_add(which, 1);
+}
+
+#include "unwind.bpf.h"
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -48,9 +59,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
+	struct unwind_proc *uproc;
 	struct sp_sample *s;
 	long n;
 
+	if (!sampling)
+		return 0;
 	if (tid == 0) {
 		stat_inc(SP_STAT_IDLE);
 		return 0;
@@ -88,10 +102,24 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		s->flags |= SP_SAMPLE_KERNEL_THREAD;
 		n = 0;
 	} else {
-		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
-		if (n < 0) {
-			stat_inc(SP_STAT_USTACK_ERR);
-			n = 0;
+		n = -1;
+		uproc = unwind_enabled ? bpf_map_lookup_elem(&unwind_procs, &pid) : NULL;
+		/* start 0: loaded before the first sample told the agent the start time. */
+		if (uproc && uproc->start_boot_ns && uproc->start_boot_ns != s->pstart_boot_ns) {
+			stat_inc(SP_STAT_UNW_STALE);
+			uproc = NULL;
+		}
+		if (uproc)
+			n = unwind_user_stack(ctx, s, uproc);
+		if (n >= 0) {
+			n *= sizeof(__u64);
+		} else {
+			stat_inc(SP_STAT_UNW_FP);
+			n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+			if (n < 0) {
+				stat_inc(SP_STAT_USTACK_ERR);
+				n = 0;
+			}
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);

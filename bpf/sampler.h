@@ -16,11 +16,13 @@
 /* Kernel stacks: the kernel's own limit (PERF_MAX_STACK_DEPTH). */
 #define SP_MAX_KSTACK 127
 /*
- * User stacks: frame-pointer walking through bpf_get_stack() is bounded by
- * kernel.perf_event_max_stack (127 by default); the slot is sized for the
- * deeper CFI unwinder that fills the same array later.
+ * User stacks: the CFI walker (bpf/unwind.bpf.h) fills up to this many frames,
+ * one bpf_loop iteration each (a power of two: indices are masked with it).
+ * Frame-pointer walking through bpf_get_stack(), the fallback for processes
+ * the agent has no tables for yet, stops at kernel.perf_event_max_stack
+ * (127 by default).
  */
-#define SP_MAX_USTACK 256
+#define SP_MAX_USTACK 512
 #define SP_COMM_LEN 16
 
 /* Per-CPU counters in the "stats" map, indexed by these values. */
@@ -31,6 +33,25 @@ enum sp_stat {
 	SP_STAT_DROP_RINGBUF,	/* ring buffer full: sample lost */
 	SP_STAT_KSTACK_ERR,	/* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,	/* bpf_get_stack(user) failed: sample kept without it */
+	/* User stack unwinding (docs/unwinding.md): how each sample's stack was walked. */
+	SP_STAT_UNW_CFI,	/* samples walked with the CFI tables */
+	SP_STAT_UNW_FP,		/* samples walked with frame pointers (process has no entry yet) */
+	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID: frame pointers */
+	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task: frame pointers */
+	SP_STAT_UNW_FRAMES_CFI,	/* frames unwound by a CFI row */
+	SP_STAT_UNW_FRAMES_FP,	/* frames unwound by frame pointers inside the CFI walker */
+	/* Why each CFI walk stopped: exactly one per SP_STAT_UNW_CFI sample. */
+	SP_STAT_UNW_END,	/* clean: outermost frame (END row or return address 0) */
+	SP_STAT_UNW_FP_END,	/* frame-pointer step found RBP 0 (chain end, or RBP lost) */
+	SP_STAT_UNW_NO_MAPPING,	/* pc outside every known executable mapping */
+	SP_STAT_UNW_NO_TABLE,	/* table descriptor or chunk missing (being replaced) */
+	SP_STAT_UNW_UNSUPPORTED,/* CFI row the walker cannot follow */
+	SP_STAT_UNW_READ_FAILED,/* stack memory unreadable (paged out, bad CFA) */
+	SP_STAT_UNW_BAD_CFA,	/* CFA not above the stack pointer, or RBP-based with RBP lost */
+	SP_STAT_UNW_DEPTH,	/* SP_MAX_USTACK frames: stack truncated */
+	/* Notifications to the agent (exec, mmap, exit of known processes). */
+	SP_STAT_EVENTS,		/* events sent */
+	SP_STAT_EVENT_DROP,	/* event ring buffer full: the agent relies on its fallbacks */
 	SP_STAT_MAX,
 };
 

@@ -501,7 +501,7 @@ int out_file__open(struct out_file *of, const char *path)
 
 	memset(of, 0, sizeof(*of));
 	of->path = strdup(path);
-	if (!of->path || asprintf(&of->tmp, "%s.tmp", path) < 0) {
+	if (!of->path || asprintf(&of->tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
 		of->tmp = NULL;
 		err = -ENOMEM;
 		goto cleanup;

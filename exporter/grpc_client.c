@@ -11,6 +11,11 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include <grpc/support/log.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
 #include "grpc_client.h"
 
 struct grpc_client {
@@ -21,6 +26,61 @@ struct grpc_client {
 };
 
 static int grpc_inited;
+
+/*
+ * gRPC core logs connection trouble on stderr by itself; the exporter reports
+ * failures in its own words, so gRPC's lines only show with SPANPROF_DEBUG.
+ */
+static void grpc_log(gpr_log_func_args *args)
+{
+	if (getenv("SPANPROF_DEBUG"))
+		fprintf(stderr, "spanprof: grpc: %s:%d: %s\n", args->file, args->line,
+			args->message);
+}
+
+enum pem_kind { PEM_CERTS, PEM_KEY };
+
+/* 0 when @path holds at least one PEM certificate (or a private key), else -errno + @why. */
+static int check_pem(const char *path, enum pem_kind kind, char *why, size_t len)
+{
+	BIO *bio = BIO_new_file(path, "r");
+	void *obj;
+	int err = 0;
+
+	if (!bio) {
+		err = -errno ? -errno : -EIO;
+		snprintf(why, len, "cannot read %s: %s", path, strerror(-err));
+		ERR_clear_error();
+		return err;
+	}
+	obj = kind == PEM_CERTS ? (void *)PEM_read_bio_X509(bio, NULL, NULL, NULL)
+				: (void *)PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	if (!obj) {
+		err = -EINVAL;
+		snprintf(why, len, "%s holds no PEM %s", path,
+			 kind == PEM_CERTS ? "certificate" : "private key (or it is encrypted)");
+	} else if (kind == PEM_CERTS) {
+		X509_free(obj);
+	} else {
+		EVP_PKEY_free(obj);
+	}
+	ERR_clear_error();
+	BIO_free(bio);
+	return err;
+}
+
+int grpc_client__check_tls_files(const struct grpc_client_opts *o, char *why, size_t len)
+{
+	int err = 0;
+
+	if (o->ca_file)
+		err = check_pem(o->ca_file, PEM_CERTS, why, len);
+	if (!err && o->cert_file)
+		err = check_pem(o->cert_file, PEM_CERTS, why, len);
+	if (!err && o->key_file)
+		err = check_pem(o->key_file, PEM_KEY, why, len);
+	return err;
+}
 
 static grpc_arg int_arg(const char *key, int value)
 {
@@ -87,8 +147,10 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!grpc_inited++)
+	if (!grpc_inited++) {
+		gpr_set_log_function(grpc_log);
 		grpc_init();
+	}
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {

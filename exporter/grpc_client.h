@@ -38,6 +38,13 @@ struct grpc_result {
 	char message[256];
 };
 
+/*
+ * Checks that the TLS files of @o can be read and parse as PEM (certificates
+ * in ca_file and cert_file, a private key in key_file). 0, or -errno with a
+ * sentence naming the file in @why.
+ */
+int grpc_client__check_tls_files(const struct grpc_client_opts *o, char *why, size_t len);
+
 /* NULL + errno (EINVAL bad endpoint or options, ENOENT/EACCES unreadable PEM file). */
 struct grpc_client *grpc_client__new(const struct grpc_client_opts *opts);
 void grpc_client__free(struct grpc_client *c);

@@ -40,6 +40,8 @@ enum {
 	OPT_MAX_REQUEST,
 	OPT_QUEUE,
 	OPT_FLUSH,
+	OPT_SYMCACHE,
+	OPT_UNWIND_MAX,
 };
 
 static const struct argp_option record_options[] = {
@@ -55,6 +57,14 @@ static const struct argp_option record_options[] = {
 	  "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
 	  0 },
 	{ "quiet", OPT_QUIET, NULL, 0, "No progress line", 0 },
+	{ "symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
+	  "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
+	  "unloaded beyond it (default 24)",
+	  0 },
+	{ "unwind-max-mb", OPT_UNWIND_MAX, "MIB", 0,
+	  "Memory for the CFI unwind tables of user code built without frame pointers (default "
+	  "256; 0: frame pointers only). Files that do not fit are walked with frame pointers",
+	  0 },
 	{ NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1 },
 	{ "endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
 	  "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
@@ -166,6 +176,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_QUIET:
 		o->quiet = 1;
 		break;
+	case OPT_SYMCACHE:
+		if (parse_u32(arg, 4, 1 << 20, &o->symcache_mb))
+			argp_error(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'", arg);
+		break;
 	case OPT_ENDPOINT:
 		o->endpoint = arg;
 		flags_set.endpoint = 1;
@@ -219,6 +233,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_QUEUE:
 		o->queue_bytes = parse_bytes(state, "--queue-bytes", arg);
 		break;
+	case OPT_UNWIND_MAX:
+		if (parse_u32(arg, 0, 1 << 20, &o->unwind_max_mb))
+			argp_error(state, "--unwind-max-mb wants a number of MiB, not '%s'", arg);
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -263,6 +281,7 @@ int main(int argc, char **argv)
 		int output_dir_set;
 
 		ropts.frequency_hz = RECORD_DEFAULT_HZ;
+		ropts.symcache_mb = RECORD_DEFAULT_SYMCACHE_MB;
 		ropts.insecure = -1;
 		ropts.gzip = 1;
 		ropts.export_interval_s = 5;
@@ -270,6 +289,7 @@ int main(int argc, char **argv)
 		ropts.flush_timeout_s = 10;
 		ropts.max_request_bytes = 4 << 20;
 		ropts.queue_bytes = 64 << 20;
+		ropts.unwind_max_mb = RECORD_DEFAULT_UNWIND_MB;
 		argv[1] = "spanprof record";
 		if (argp_parse(&record_argp, argc - 1, argv + 1, 0, NULL, &ropts))
 			return 2;

@@ -108,24 +108,33 @@ static void check_partial_success(struct otlp_exporter *e, const void *resp, siz
 		r, NULL);
 }
 
-/* Sleeps @ms unless shutdown passes its deadline first. Returns 1 if time is up. */
+static struct timespec mono_timespec(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
+
+	return ts;
+}
+
+/*
+ * Sleeps @ms, or less when a shutdown's flush deadline comes first (the wake
+ * condvar runs on CLOCK_MONOTONIC, like the deadline). Returns 1 once the
+ * flush deadline has passed.
+ */
 static int backoff_wait(struct otlp_exporter *e, uint32_t ms)
 {
-	struct timespec until;
+	uint64_t end = mono_ns() + ms * 1000000ull, until;
+	struct timespec ts;
 	int over;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		over = e->shutting_down && mono_ns() >= e->flush_deadline_ns;
-		if (over || pthread_cond_timedwait(&e->wake, &e->lock, &until) == ETIMEDOUT)
+		until = end;
+		if (e->shutting_down && e->flush_deadline_ns < until)
+			until = e->flush_deadline_ns;
+		if (mono_ns() >= until)
 			break;
+		ts = mono_timespec(until);
+		pthread_cond_timedwait(&e->wake, &e->lock, &ts);
 	}
 	over = e->shutting_down && mono_ns() >= e->flush_deadline_ns;
 	pthread_mutex_unlock(&e->lock);
@@ -225,8 +234,13 @@ struct otlp_exporter *otlp_exporter__new(const struct otlp_exporter_opts *opts)
 	if (!e)
 		return NULL;
 	e->opts = *opts;
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->wake, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	e->endpoint = strdup(opts->grpc.endpoint ? opts->grpc.endpoint : "");
 	e->binpb_dir = opts->binpb_dir ? strdup(opts->binpb_dir) : NULL;
 	e->opts.grpc.endpoint = e->endpoint;
@@ -258,7 +272,7 @@ cleanup:
 
 static int write_binpb(struct otlp_exporter *e, const uint8_t *data, size_t len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	char path[PATH_MAX], tmp[PATH_MAX + 24];
 	uint64_t seq;
 	FILE *f;
 	int err = 0;
@@ -268,7 +282,7 @@ static int write_binpb(struct otlp_exporter *e, const uint8_t *data, size_t len)
 	pthread_mutex_unlock(&e->lock);
 	snprintf(path, sizeof(path), "%s/profiles-%06llu.binpb", e->binpb_dir,
 		 (unsigned long long)seq);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
 	f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
@@ -296,8 +310,11 @@ int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, ui
 	return export_queue__push(e->queue, data, len, samples);
 }
 
-void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms)
+void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms,
+			     const volatile sig_atomic_t *abort)
 {
+	struct timespec ts;
+
 	if (!e || !e->thread_started)
 		return;
 	pthread_mutex_lock(&e->lock);
@@ -306,7 +323,24 @@ void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms)
 	pthread_cond_broadcast(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	export_queue__close(e->queue);
-	pthread_join(e->thread, NULL);
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(e->thread, NULL, &ts) == 0)
+			break;
+		if (abort && *abort) {
+			/* Asked again: give up on what is left (counted as dropped). */
+			pthread_mutex_lock(&e->lock);
+			e->flush_deadline_ns = mono_ns();
+			pthread_cond_broadcast(&e->wake);
+			pthread_mutex_unlock(&e->lock);
+			abort = NULL;
+		}
+	}
 	e->thread_started = 0;
 }
 
@@ -314,7 +348,7 @@ void otlp_exporter__free(struct otlp_exporter *e)
 {
 	if (!e)
 		return;
-	otlp_exporter__shutdown(e, 0);
+	otlp_exporter__shutdown(e, 0, NULL);
 	export_queue__free(e->queue);
 	grpc_client__free(e->client);
 	pthread_cond_destroy(&e->wake);

@@ -12,6 +12,7 @@
 #define SPANPROF_OTLP_EXPORT_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "grpc_client.h"
@@ -55,10 +56,12 @@ int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, ui
 
 /*
  * Stops accepting requests and waits up to @flush_ms for the queue to drain
- * (retrying as usual until then); what is left is dropped and counted.
- * Joins the sender thread. Safe to call once; free() calls it with 0.
+ * (retrying as usual until then); what is left is dropped and counted. When
+ * *@abort (may be NULL) becomes non-zero meanwhile, stops waiting at once.
+ * Joins the sender thread. Safe to call more than once; free() calls it with 0.
  */
-void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms);
+void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms,
+			     const volatile sig_atomic_t *abort);
 void otlp_exporter__free(struct otlp_exporter *e);
 void otlp_exporter__stats(struct otlp_exporter *e, struct otlp_exporter_stats *out);
 

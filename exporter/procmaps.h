@@ -27,6 +27,15 @@ struct procmaps {
 int procmaps__parse(FILE *f, struct procmaps *out);
 /* Reads /proc/@pid/maps. -ENOENT/-ESRCH when the process is gone. */
 int procmaps__read(int pid, struct procmaps *out);
+
+/* procmaps__read_filtered() flags. */
+#define PROCMAPS_EXEC_ONLY 1u /* keep executable mappings only (the ones PCs fall in) */
+/*
+ * procmaps__read() keeping only the mappings @flags select: fewer paths copied
+ * and searched. 0 or -errno as procmaps__read(); with a filter,
+ * procmaps__find() answers NULL for addresses of the mappings left out.
+ */
+int procmaps__read_filtered(int pid, unsigned int flags, struct procmaps *out);
 /* Mapping containing @addr, or NULL (binary search). */
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 /* Frees the array and paths; leaves @m empty. */

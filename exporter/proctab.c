@@ -45,6 +45,8 @@ struct proctab {
 	struct elf_object *vdso;/* the kernel's vDSO image, shared by every process */
 	int vdso_tried;
 	struct proctab_stats stats;
+	proctab_maps_hook maps_hook;	/* CFI unwinder hook (unwinder.h) */
+	void *maps_hook_ctx;
 };
 
 static uint64_t now_ns(void)
@@ -103,7 +105,7 @@ static struct elf_object *vdso_object(struct proctab *t)
 	if (t->vdso_tried)
 		return t->vdso;
 	t->vdso_tried = 1;
-	if (procmaps__read(getpid(), &self))
+	if (procmaps__read_filtered(getpid(), PROCMAPS_EXEC_ONLY, &self))
 		return NULL;
 	for (size_t i = 0; i < self.n; i++)
 		if (!strcmp(self.maps[i].path, "[vdso]"))
@@ -136,7 +138,10 @@ static void proc_read_maps(struct proctab *t, struct proc *proc)
 
 	proc_clear(proc);
 	proc->maps_read_ns = now_ns();
-	err = procmaps__read(proc->pid, &proc->maps);
+	err = procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &proc->maps);
+	/* CFI unwinder hook: the walker's mapping list follows every read. */
+	if (t->maps_hook)
+		t->maps_hook(t->maps_hook_ctx, proc->pid, proc->start_boot_ns, &proc->maps);
 	if (err && !proc->maps.n) {
 		t->stats.maps_read_failed++;
 		return;
@@ -162,8 +167,12 @@ static void proc_read_maps(struct proctab *t, struct proc *proc)
 			snprintf(path, sizeof(path), "/proc/%u/root%s", proc->pid, m->path);
 			proc->ext[i].obj = symcache__open(t->syms, path, m->path);
 		}
-		if (!proc->ext[i].obj)
+		if (!proc->ext[i].obj) {
 			t->stats.objects_failed++;
+			if (getenv("SPANPROF_DEBUG"))
+				fprintf(stderr, "spanprof: debug: cannot open %s of PID %u: %s\n",
+					m->path, proc->pid, strerror(errno));
+		}
 	}
 }
 
@@ -338,3 +347,22 @@ const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
 }
+
+/* --- CFI unwinder hooks --- */
+void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx)
+{
+	t->maps_hook = fn;
+	t->maps_hook_ctx = ctx;
+}
+
+int proctab__refresh(struct proctab *t, uint32_t pid)
+{
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc)
+		return -ESRCH;
+	proc_read_maps(t, proc);
+	return 0;
+}
+/* --- end of CFI unwinder hooks --- */

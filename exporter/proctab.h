@@ -76,4 +76,18 @@ const char *proc__exe(const struct proc *proc);
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 
+/* --- CFI unwinder hooks (exporter/unwinder.h, docs/unwinding.md) --- */
+struct procmaps;
+/*
+ * Called after every read of a process's maps (maps->n == 0 when the read failed), with the
+ * group leader's start time. @maps is only valid during the call.
+ */
+typedef void (*proctab_maps_hook)(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+				  const struct procmaps *maps);
+/* Sets (or with NULL clears) the hook. */
+void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx);
+/* Re-reads the maps of the latest process with @pid now (exec, mmap). 0 or -ESRCH if unknown. */
+int proctab__refresh(struct proctab *t, uint32_t pid);
+/* --- end of CFI unwinder hooks --- */
+
 #endif

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -26,6 +28,7 @@
 #include "record.h"
 #include "sampler_user.h"
 #include "symbolize.h"
+#include "unwinder.h"
 
 struct recorder {
 	const struct record_opts *opts;
@@ -38,13 +41,17 @@ struct recorder {
 	uint64_t boot_to_unix_ns;	/* add to CLOCK_BOOTTIME to get the wall clock */
 	uint64_t samples;		/* samples added to the profile */
 	uint64_t user_drops;		/* samples lost in user space (ENOMEM) */
+	struct unwinder *unwinder;	/* CFI tables; NULL: frame pointers only */
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested;	/* the first SIGINT/SIGTERM */
+static volatile sig_atomic_t abort_flush;	/* a second one: stop waiting for the Collector */
 
 static void on_signal(int sig)
 {
+	if (stop_requested)
+		abort_flush = 1;
 	stop_requested = sig;
 }
 
@@ -114,6 +121,76 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	return 0;
 }
 
+/* --- CFI unwinder (docs/unwinding.md) --- */
+static int refresh_proc(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+
+	return proctab__refresh(r->procs, pid);
+}
+
+static int on_unwind_event(void *ctx, const struct unwind_event *e)
+{
+	struct recorder *r = ctx;
+
+	if (r->unwinder)
+		unwinder__note_event(r->unwinder, e);
+	return 0;
+}
+
+/* Before sampling starts, so that even the first samples of --pid processes get CFI. */
+static void start_unwinder(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	struct unwinder_opts uo = { .refresh = refresh_proc, .ctx = r };
+
+	if (sampler__unwind_maps(s, &uo.maps))
+		return;
+	r->unwinder = unwinder__new(&uo);
+	if (!r->unwinder) {
+		fprintf(stderr, "spanprof: warning: CFI unwinding off (%s): user stacks by frame "
+				"pointers only\n", strerror(errno));
+		return;
+	}
+	proctab__set_maps_hook(r->procs, unwinder__maps_hook, r->unwinder);
+	for (size_t i = 0; i < n; i++)
+		unwinder__preload(r->unwinder, pids[i]);
+}
+
+static void unwind_summary(struct recorder *r, const uint64_t *st)
+{
+	struct unwinder_stats us = { 0 };
+
+	if (r->unwinder)
+		unwinder__stats(r->unwinder, &us);
+	fprintf(stderr,
+		"spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
+		"frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
+		"the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
+		"unsupported row, %llu read failed, %llu bad CFA, %llu depth limit\n"
+		"spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
+		"(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
+		"CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
+		"%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
+		(unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
+		(unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
+		(unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
+		(unsigned long long)st[SP_STAT_UNW_END], (unsigned long long)st[SP_STAT_UNW_FP_END],
+		(unsigned long long)st[SP_STAT_UNW_NO_MAPPING],
+		(unsigned long long)st[SP_STAT_UNW_NO_TABLE],
+		(unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
+		(unsigned long long)st[SP_STAT_UNW_READ_FAILED],
+		(unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
+		(unsigned long long)us.tables, (unsigned long long)us.files, us.row_bytes / 1048576.0,
+		(unsigned long long)us.chunks, us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0,
+		(unsigned long long)us.processes, us.proc_bytes / 1048576.0,
+		(unsigned long long)us.builds, us.build_ns / 1e6, (unsigned long long)us.no_cfi,
+		(unsigned long long)us.tables_full, (unsigned long long)us.tables_freed,
+		(unsigned long long)us.open_failed, (unsigned long long)us.procs_full,
+		(unsigned long long)us.mappings_dropped, (unsigned long long)st[SP_STAT_EVENTS],
+		(unsigned long long)st[SP_STAT_EVENT_DROP], (unsigned long long)us.refreshes);
+}
+/* --- end of CFI unwinder --- */
+
 /* One line, naming what is wrong and what to do. */
 static int fail(const char *fmt, ...)
 {
@@ -128,16 +205,16 @@ static int fail(const char *fmt, ...)
 }
 
 /*
- * Ring buffer size: half a second of samples with every CPU busy, as a power
- * of two within [256 KiB, 64 MiB]. The consumer polls every 100 ms, so this
- * leaves room for a slow symbolization without pinning memory that an idle
- * machine never uses (the data pages are mapped twice into the agent).
+ * Ring buffer size: one second of samples with every CPU busy, as a power of
+ * two within [512 KiB, 64 MiB]. The consumer polls every 100 ms, so this
+ * leaves room for a slow symbolization or a loaded machine without pinning
+ * memory that an idle machine never touches.
  */
 static uint32_t ringbuf_size(uint32_t hz)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample) / 2;
-	uint32_t size = 256 << 10;
+	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
+	uint32_t size = 512 << 10;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
@@ -206,6 +283,16 @@ static int check_output_dir(const char *dir, int *created)
 	int fd;
 
 	*created = 0;
+	/* Parents are made as `mkdir -p` would; only the last one is removed on failure. */
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *c = path + 1; *c; c++) {
+		if (*c != '/')
+			continue;
+		*c = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return fail("cannot create output directory %s: %s", path, strerror(errno));
+		*c = '/';
+	}
 	if (mkdir(dir, 0755) == 0)
 		*created = 1;
 	else if (errno != EEXIST)
@@ -226,10 +313,10 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
-static void progress(struct recorder *r, struct sampler *s, uint64_t t0, int final)
+static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
 {
 	uint64_t st[SP_STAT_MAX] = { 0 };
-	double elapsed = (clock_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	double elapsed = (now - t0) / 1e9;
 	int tty = isatty(STDERR_FILENO);
 
 	char export[160] = "";
@@ -253,6 +340,10 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, int fin
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
+	if (!r->samples)
+		fprintf(stderr, "spanprof: no samples: %s never ran on a CPU while sampling (idle or "
+				"sleeping the whole time)\n",
+			r->opts->npids ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = { 0 };
 
@@ -271,6 +362,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)ps->frames_unmapped, (unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
+	unwind_summary(r, st); /* CFI unwinder */
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -286,6 +378,18 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			(unsigned long long)es.rejected_profiles,
 			(unsigned long long)r->encode_failures);
 	}
+}
+
+/* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
+static int export_result(struct recorder *r)
+{
+	struct otlp_exporter_stats es;
+
+	otlp_exporter__stats(r->exporter, &es);
+	if (r->samples && !es.samples_sent)
+		return fail("no sample reached the Collector at %s (see the errors above)",
+			    r->opts->endpoint);
+	return 0;
 }
 
 static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
@@ -391,7 +495,7 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		b = otel_env__bool(v);
 		if (b < 0)
 			return fail("OTEL_EXPORTER_OTLP_INSECURE wants true or false, not '%s'", v);
-		o->insecure = b ? 1 : -1;
+		o->insecure = b; /* false: TLS even for a loopback endpoint without a scheme */
 	}
 	if (!f->export_timeout && (v = otel_env__exporter("TIMEOUT"))) {
 		errno = 0;
@@ -411,22 +515,70 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		o->tls_cert = v;
 	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
 		o->tls_key = v;
-	if (!f->headers && (v = otel_env__exporter("HEADERS"))) {
-		int skipped = otel_env__parse_list(v, add_env_header, o);
+	/* Environment headers first; a flag's header with the same key replaces them. */
+	if ((v = otel_env__exporter("HEADERS"))) {
+		struct record_header flag_headers[RECORD_MAX_HEADERS];
+		size_t nflag = o->nheaders;
+		int skipped;
 
+		memcpy(flag_headers, o->headers, sizeof(flag_headers[0]) * nflag);
+		o->nheaders = 0;
+		skipped = otel_env__parse_list(v, add_env_header, o);
 		if (skipped < 0)
 			return fail("OTEL_EXPORTER_OTLP_HEADERS: %s", strerror(-skipped));
 		if (skipped > 0)
 			fprintf(stderr, "spanprof: warning: %d malformed entries in "
 					"OTEL_EXPORTER_OTLP_HEADERS ignored (want key=value,...)\n",
 				skipped);
+		for (size_t i = 0; i < nflag; i++) {
+			size_t j;
+
+			for (j = 0; j < o->nheaders; j++)
+				if (!strcasecmp(o->headers[j].key, flag_headers[i].key))
+					break;
+			if (j == o->nheaders && o->nheaders >= RECORD_MAX_HEADERS)
+				return fail("at most %d headers", RECORD_MAX_HEADERS);
+			if (j == o->nheaders)
+				o->nheaders++;
+			o->headers[j] = flag_headers[i];
+		}
 	}
+	/* gRPC metadata keys are lower-case; keys and values are checked here, not per call. */
+	for (size_t i = 0; i < o->nheaders; i++) {
+		for (char *c = o->headers[i].key; *c; c++) {
+			*c = tolower((unsigned char)*c);
+			if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
+				return fail("header name '%s' is not valid gRPC metadata (letters, digits, "
+					    "'-', '_' and '.' only)",
+					    o->headers[i].key);
+		}
+		if (strlen(o->headers[i].key) > 4 && !strcmp(o->headers[i].key +
+							     strlen(o->headers[i].key) - 4, "-bin"))
+			return fail("binary header '%s' is not supported", o->headers[i].key);
+		for (const char *c = o->headers[i].value; *c; c++)
+			if (*c < 0x20 || *c > 0x7e)
+				return fail("the value of header '%s' has a control or non-ASCII "
+					    "character",
+					    o->headers[i].key);
+	}
+	if (o->endpoint && !strncmp(o->endpoint, "http://", 7) &&
+	    (o->tls_ca || o->tls_cert || o->tls_key))
+		return fail("TLS files were given for a plaintext http:// endpoint: use https://%s",
+			    o->endpoint + 7);
+	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
+		return fail("--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts the https:// "
+			    "endpoint %s: drop one of them",
+			    o->endpoint);
 	if (!!o->tls_cert != !!o->tls_key)
 		return fail("mTLS needs both --tls-cert and --tls-key");
 	return 0;
 }
 
-/* Plaintext for http:// and loopback hosts (unless TLS files are given), TLS otherwise. */
+/*
+ * Plaintext for http://, TLS for https://; without a scheme, as
+ * --insecure / OTEL_EXPORTER_OTLP_INSECURE say, else plaintext for loopback
+ * hosts (unless TLS files are given) and TLS for everything else.
+ */
 static int endpoint_is_plaintext(const struct record_opts *o)
 {
 	const char *ep = o->endpoint;
@@ -435,12 +587,13 @@ static int endpoint_is_plaintext(const struct record_opts *o)
 		return 1;
 	if (!strncmp(ep, "https://", 8))
 		return 0;
-	if (o->insecure == 1)
-		return 1;
+	if (o->insecure >= 0)
+		return o->insecure;
 	if (o->tls_ca || o->tls_cert)
 		return 0;
 	return !strncmp(ep, "localhost:", 10) || !strncmp(ep, "127.", 4) ||
-	       !strncmp(ep, "[::1]:", 6) || !strncmp(ep, "ip6-localhost:", 14);
+	       !strncmp(ep, "[::1]:", 6) || !strncmp(ep, "ip6-localhost:", 14) ||
+	       !strncmp(ep, "0.0.0.0:", 8) || !strncmp(ep, "[::]:", 5);
 }
 
 int record__run(const struct record_opts *o)
@@ -455,9 +608,12 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, last_progress, last_export, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, start_unix;
 	int rc = 1, dir_created = 0, n;
 
+	/* From the start: a signal during start-up must end the run cleanly too. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (check_privileges() || check_btf())
 		return 1;
 	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));
@@ -472,7 +628,7 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
 			strerror(errno));
 
-	syms = symcache__new(NULL);
+	syms = symcache__new(&(struct symcache_opts){ .max_bytes = (size_t)o->symcache_mb << 20 });
 	r.profile = profile__new();
 	if (!syms || !r.profile)
 		goto fail_nomem;
@@ -489,6 +645,7 @@ int record__run(const struct record_opts *o)
 	if (o->endpoint) {
 		struct otlp_exporter_opts eo = { 0 };
 		struct grpc_header hdrs[RECORD_MAX_HEADERS];
+		char why[PATH_MAX + 64];
 
 		for (size_t i = 0; i < o->nheaders; i++) {
 			hdrs[i].key = o->headers[i].key;
@@ -505,6 +662,11 @@ int record__run(const struct record_opts *o)
 		eo.timeout_ms = o->export_timeout_s * 1000;
 		eo.queue_bytes = o->queue_bytes;
 		eo.binpb_dir = o->output_dir;
+		if (!eo.grpc.insecure &&
+		    grpc_client__check_tls_files(&eo.grpc, why, sizeof(why))) {
+			fail("TLS for %s: %s", o->endpoint, why);
+			goto cleanup_dir;
+		}
 		r.exporter = otlp_exporter__new(&eo);
 		if (!r.exporter) {
 			fail("cannot set up OTLP export to '%s': %s (check the endpoint and the TLS "
@@ -520,12 +682,26 @@ int record__run(const struct record_opts *o)
 	so.npids = ntgids;
 	so.cb = on_sample;
 	so.ctx = &r;
+	/* CFI unwinder: chunks of rows within the byte limit, and its notifications. */
+	so.unwind_max_chunks = (uint64_t)o->unwind_max_mb * (1 << 20) / UNWIND_CHUNK_BYTES;
+	so.event_cb = on_unwind_event;
+	so.start_disabled = 1;
 	s = sampler__new(&so);
-	if (!s)
+	if (!s) {
+		if (stop_requested) {
+			fail("interrupted while starting: nothing was recorded");
+			rc = 128 + stop_requested;
+		}
 		goto cleanup_dir;
+	}
+	start_unwinder(&r, s, tgids, ntgids);
+	if (stop_requested) {
+		fail("interrupted while starting: nothing was recorded");
+		rc = 128 + stop_requested;
+		goto cleanup_dir;
+	}
+	sampler__start(s);
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	t0 = last_progress = last_export = clock_ns(CLOCK_MONOTONIC);
 	start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
@@ -546,38 +722,49 @@ int record__run(const struct record_opts *o)
 			fail("reading the ring buffer failed: %s", strerror(-n));
 			break;
 		}
+		if (r.unwinder) /* CFI unwinder: notified re-reads */
+			unwinder__tick(r.unwinder);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
 		}
 		if (!o->quiet && now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
-			progress(&r, s, t0, 0);
+			progress(&r, s, t0, now, 0);
 			last_progress = now;
 		}
 	}
 	sampler__stop(s);
 	sampler__drain(s);
+	t_stop = clock_ns(CLOCK_MONOTONIC);
 	if (r.exporter) {
+		struct otlp_exporter_stats es;
+
 		/* The last, partial interval; then give the queue a bounded time to drain. */
 		export_interval(&r);
-		if (!o->quiet)
-			fprintf(stderr, "\nspanprof: flushing queued requests (up to %.0f s)\n",
-				o->flush_timeout_s);
-		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000);
+		otlp_exporter__stats(r.exporter, &es);
+		if (!o->quiet && es.queued)
+			fprintf(stderr,
+				"%sspanprof: sending %zu queued requests (up to %.0f s; Ctrl-C again "
+				"to give up)\n",
+				isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
+		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
 	}
 	if (!o->quiet)
-		progress(&r, s, t0, 1);
+		progress(&r, s, t0, t_stop, 1);
 
 	meta.start_unix_nano = start_unix;
-	meta.duration_nano = clock_ns(CLOCK_MONOTONIC) - t0;
+	meta.duration_nano = t_stop - t0;
 	meta.frequency_hz = o->frequency_hz;
 	meta.period_nano = 1000000000ull / o->frequency_hz;
 	profile__set_meta(r.profile, &meta);
 	summary(&r, s, meta.duration_nano / 1e9);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
+	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder */
+	unwinder__free(r.unwinder);
+	r.unwinder = NULL;
 	sampler__free(s);
 	s = NULL;
-	rc = r.exporter ? 0 : write_outputs(&r, o->output_dir);
+	rc = r.exporter ? export_result(&r) : write_outputs(&r, o->output_dir);
 	goto cleanup;
 
 fail_nomem:
@@ -586,6 +773,7 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
+	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
 	proctab__free(r.procs);

@@ -15,6 +15,8 @@
 #define RECORD_MAX_HZ 10000
 #define RECORD_MAX_PIDS 4096
 #define RECORD_MAX_HEADERS 32
+#define RECORD_DEFAULT_SYMCACHE_MB 24
+#define RECORD_DEFAULT_UNWIND_MB 256
 
 struct record_opts {
 	uint32_t frequency_hz;	/* per CPU */
@@ -23,6 +25,8 @@ struct record_opts {
 	size_t npids;
 	const char *output_dir;	/* NULL with an endpoint: no local files */
 	int quiet;		/* no progress line */
+	uint32_t symcache_mb;	/* symbolizer memory budget */
+	uint32_t unwind_max_mb;	/* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint;	/* host:port, http://host:port or https://host:port */

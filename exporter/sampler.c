@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,7 +25,63 @@ struct sampler {
 	int nattached;
 	sampler_cb cb;
 	void *ctx;
+	sampler_event_cb event_cb;
+	struct bpf_link *unw_links[3];	/* exec, exit, mmap */
+	struct sampler_unwind_maps unw;
+	int unwind;
+	int mounted_tracefs;	/* tracefs was mounted for the mmap hook: unmount at the end */
 };
+
+static int handle_unwind_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size < sizeof(struct unwind_event) || !s->event_cb)
+		return 0;
+	return s->event_cb(s->ctx, data);
+}
+
+/*
+ * The mmap hook is a classic tracepoint: libbpf finds its id in tracefs, which may not be
+ * mounted. Mount it once if so; without it, new code is found by the fallback (a PC outside the
+ * known mappings makes the agent re-read them).
+ */
+static struct bpf_link *attach_mmap_hook(struct sampler *s, struct bpf_program *prog)
+{
+	struct stat st;
+
+	/* Mounted by us, unmounted by sampler__free(): the system is left as it was. */
+	if (stat("/sys/kernel/tracing/events", &st) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+		s->mounted_tracefs = 1;
+	return bpf_program__attach(prog);
+}
+
+static int attach_unwind_hooks(struct sampler *s)
+{
+	int err;
+
+	s->unw_links[0] = bpf_program__attach(s->skel->progs.on_unw_exec);
+	if (!s->unw_links[0]) {
+		err = -errno;
+		fprintf(stderr, "spanprof: attaching the exec hook (tp_btf/sched_process_exec) "
+				"failed: %s\n", strerror(-err));
+		return err;
+	}
+	s->unw_links[1] = bpf_program__attach(s->skel->progs.on_unw_exit);
+	if (!s->unw_links[1]) {
+		err = -errno;
+		fprintf(stderr, "spanprof: attaching the exit hook (tp_btf/sched_process_exit) "
+				"failed: %s\n", strerror(-err));
+		return err;
+	}
+	s->unw_links[2] = attach_mmap_hook(s, s->skel->progs.on_unw_mmap);
+	if (!s->unw_links[2])
+		fprintf(stderr, "spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
+				"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
+				"is found when its first PC is sampled\n", strerror(errno));
+	return 0;
+}
 
 static int handle_event(void *ctx, void *data, size_t size)
 {
@@ -69,6 +127,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		return NULL;
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
+	s->event_cb = opts->event_cb;
+	s->unwind = opts->unwind_max_chunks > 0;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		err = s->ncpus ? s->ncpus : -EINVAL;
@@ -86,6 +146,23 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (opts->npids > 0)
 		bpf_map__set_max_entries(s->skel->maps.pid_filter, opts->npids);
 	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
+	s->skel->rodata->unwind_enabled = s->unwind;
+	if (s->unwind) {
+		s->unw.max_chunks = opts->unwind_max_chunks;
+		s->unw.max_tables = opts->unwind_max_tables ? opts->unwind_max_tables : 16384;
+		s->unw.max_procs = opts->unwind_max_procs ? opts->unwind_max_procs : 8192;
+		bpf_map__set_max_entries(s->skel->maps.unwind_chunks, s->unw.max_chunks);
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, s->unw.max_tables);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, s->unw.max_procs);
+	} else {
+		/* Nothing of the walker is created: one-entry maps, hooks not loaded. */
+		bpf_map__set_max_entries(s->skel->maps.unwind_chunks, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+		bpf_program__set_autoload(s->skel->progs.on_unw_exec, false);
+		bpf_program__set_autoload(s->skel->progs.on_unw_exit, false);
+		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
+	}
 
 	err = sampler_bpf__load(s->skel);
 	if (err) {
@@ -112,6 +189,21 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		err = -errno;
 		fprintf(stderr, "spanprof: cannot map the ring buffer: %s\n", strerror(-err));
 		goto cleanup;
+	}
+	if (s->unwind) {
+		err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.unwind_events),
+				       handle_unwind_event, s);
+		if (err) {
+			fprintf(stderr, "spanprof: cannot map the unwinder's ring buffer: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
+		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
+		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+		err = attach_unwind_hooks(s);
+		if (err)
+			goto cleanup;
 	}
 
 	s->pfds = malloc(sizeof(*s->pfds) * s->ncpus);
@@ -149,12 +241,20 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: no online CPU accepted a perf event\n");
 		goto cleanup;
 	}
+	if (!opts->start_disabled)
+		sampler__start(s);
 	return s;
 
 cleanup:
 	sampler__free(s);
 	errno = -err;
 	return NULL;
+}
+
+void sampler__start(struct sampler *s)
+{
+	/* The perf events run from attach on; the program ignores them until this flag is set. */
+	s->skel->bss->sampling = 1;
 }
 
 void sampler__stop(struct sampler *s)
@@ -170,11 +270,16 @@ void sampler__free(struct sampler *s)
 		return;
 	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
 		bpf_link__destroy(s->links[cpu]);
+	for (int i = 0; i < 3; i++)
+		bpf_link__destroy(s->unw_links[i]);
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
 		if (s->pfds[cpu] >= 0)
 			close(s->pfds[cpu]);
 	ring_buffer__free(s->rb);
 	sampler_bpf__destroy(s->skel);
+	if (s->mounted_tracefs && umount2("/sys/kernel/tracing", MNT_DETACH))
+		fprintf(stderr, "spanprof: warning: unmounting /sys/kernel/tracing: %s\n",
+			strerror(errno));
 	free(s->links);
 	free(s->pfds);
 	free(s);
@@ -208,6 +313,14 @@ int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX])
 			out[k] += vals[cpu];
 	}
 	free(vals);
+	return 0;
+}
+
+int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out)
+{
+	if (!s->unwind)
+		return -ENOTSUP;
+	*out = s->unw;
 	return 0;
 }
 

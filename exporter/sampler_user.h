@@ -10,11 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sampler.h"
+#include "unwind_walk.h"
 
 struct sampler;
 
 /* Called for each record; the record is only valid during the call. Return 0 to go on. */
 typedef int (*sampler_cb)(void *ctx, const struct sp_sample *s);
+/* Called for each unwinder notification (exec, mmap, exit of a process with CFI tables). */
+typedef int (*sampler_event_cb)(void *ctx, const struct unwind_event *e);
 
 struct sampler_opts {
 	uint32_t frequency_hz;	/* samples per second per CPU */
@@ -23,6 +26,24 @@ struct sampler_opts {
 	uint32_t ringbuf_bytes;	/* power of two, >= page size; 0: 4 MiB */
 	sampler_cb cb;
 	void *ctx;
+	/*
+	 * CFI unwinding (docs/unwinding.md): 0 leaves it off (frame pointers only); else the
+	 * walker and its exec/exit/mmap hooks are loaded, with room for this many 512 KiB chunks
+	 * of rows (an exporter/unwinder.h fills them through sampler__unwind_maps()).
+	 */
+	uint32_t unwind_max_chunks;
+	uint32_t unwind_max_tables;	/* table descriptors; 0: 16384 */
+	uint32_t unwind_max_procs;	/* processes with tables; 0: 8192 */
+	sampler_event_cb event_cb;	/* may be NULL */
+	int start_disabled;		/* samples are ignored until sampler__start() */
+};
+
+/* File descriptors of the walker's maps (owned by the sampler) and their sizes. */
+struct sampler_unwind_maps {
+	int chunks_fd;	/* BPF_MAP_TYPE_ARRAY_OF_MAPS: slot -> struct unwind_chunk array */
+	int tables_fd;	/* BPF_MAP_TYPE_ARRAY: table id -> struct unwind_table_desc */
+	int procs_fd;	/* BPF_MAP_TYPE_HASH: tgid -> struct unwind_proc */
+	uint32_t max_chunks, max_tables, max_procs;
 };
 
 /*
@@ -41,6 +62,10 @@ int sampler__drain(struct sampler *s);
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
 /* Number of perf events (CPUs) attached. */
 int sampler__ncpus(const struct sampler *s);
+/* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
+int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
+/* Starts sampling when the sampler was made with start_disabled. */
+void sampler__start(struct sampler *s);
 /* Stops sampling (disables the perf events) before the final drain. */
 void sampler__stop(struct sampler *s);
 

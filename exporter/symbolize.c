@@ -6,19 +6,29 @@
  * DWARF 5 sections 2.17 (code addresses and ranges), 3.3.8 (inlined
  * subroutines, DW_AT_call_file/line/column) and 6.2 (line number table).
  *
- * Everything per object is loaded lazily on the first lookup: opening an
- * object only reads its headers and build ID. Not thread-safe.
+ * Memory: an object has a light part, kept until symcache__free() (path,
+ * build ID, PT_LOAD headers, an open descriptor), and a heavy part loaded on
+ * its first lookup and unloaded again, least recently used first, when the
+ * cache goes over its byte budget. Headers are read with pread (ELF_C_READ),
+ * never by mapping the file. Symbols become a compact sorted array (address,
+ * size, offset of the name in the string table); names are read with pread
+ * only for symbols a lookup hits. Only DWARF is mapped (libdw wants whole
+ * sections; mapping touches only the pages used), and its sections are
+ * charged to the budget in full. Not thread-safe.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libiberty/demangle.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -37,16 +47,34 @@ static __thread bool hash_oom;
 #define HOST_DEBUG_DIR "/usr/lib/debug"
 /* Deepest inline chain kept; real code rarely nests more than ~10. */
 #define MAX_FRAMES 32
-/* Per-object address cache is dropped when it grows past this (bounds memory). */
-#define MAX_CACHED_ADDRS (1 << 16)
 /* Namespaces/classes nest shallowly; the bound guards against DWARF loops. */
 #define MAX_DIE_DEPTH 32
+/* One object's address cache may use this share of the budget before it is dropped. */
+#define ADDR_CACHE_SHARE 8
+/* Symbol tables are read in chunks of this many bytes (no full copy in memory). */
+#define SYMTAB_CHUNK 65536
+/* Longest symbol name read; C++ template names reach a few KiB. */
+#define MAX_NAME_LEN (1 << 16)
+/* Unloading this much at once returns free heap pages to the kernel. */
+#define TRIM_BYTES (1u << 20)
+/* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
+#define MAPPED_DWARF_SHARE 4
+/* Approximate bytes of one uthash entry's bookkeeping, for the accounting. */
+#define ENTRY_OVERHEAD (sizeof(UT_hash_handle) + 2 * sizeof(void *))
 
-struct sym {
-	uint64_t addr, size;
-	const char *name;  /* in the ELF string table */
-	const char *dname; /* demangled, filled on first use */
-	int pref;	   /* lower wins among symbols at one address */
+/* A function symbol; 16 bytes, sorted by address. */
+struct csym {
+	uint64_t addr;
+	uint32_t size; /* clamped to UINT32_MAX */
+	uint32_t name; /* offset in the string table */
+};
+
+/* Name of a symbol a lookup hit, read from the file. */
+struct sname {
+	uint32_t idx; /* in elf_object.syms */
+	UT_hash_handle hh;
+	const char *dname; /* demangled (interned), or name */
+	char name[];
 };
 
 struct func_range {
@@ -73,25 +101,46 @@ struct addr_entry {
 	struct sym_frame frames[];
 };
 
+struct istr {
+	UT_hash_handle hh;
+	char s[];
+};
+
 struct elf_object {
 	struct symcache *cache;
-	struct elf_object *next;
+	/* Light part: kept until symcache__free(). */
+	struct elf_object *next;       /* all objects */
+	struct elf_object *lru_prev;   /* loaded objects, most recently used first */
+	struct elf_object *lru_next;
 	char *path, *orig_path, *build_id, *debug_path;
 	dev_t dev;
 	ino_t ino;
-	Elf *elf, *debug_elf;
-	Dwarf *dwarf;
+	off_t size;
+	struct timespec mtime;
+	int fd;			       /* -1 when closed over max_fds */
 	GElf_Phdr *loads;
 	size_t nloads;
+	bool debug_searched;	       /* debug_path is final */
 	bool loaded;
-	struct sym *syms;
+	bool load_failed;	       /* file gone: lookups answer nothing */
+	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
+	size_t bytes;		       /* accounted */
+	int dbg_fd;		       /* debug file, while its names may be read */
+	int names_fd;		       /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;		       /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	uint64_t strtab_off, strtab_size;
+	struct csym *syms;
 	size_t nsyms;
+	struct sname *names;
+	struct istr *strings;	       /* demangled names, source paths */
+	Elf *dwarf_elf;		       /* mapped, for libdw */
+	Dwarf *dwarf;
 	struct cu_info *cus;
 	size_t ncus;
 	struct cu_range *cu_ranges;
 	size_t ncu_ranges;
 	struct addr_entry *addrs;
-	size_t naddrs;
+	size_t addr_bytes;
 };
 
 /* Cache key ("b:<build id>" or "i:<dev>:<ino>:<size>:<mtime>") to object. */
@@ -101,16 +150,13 @@ struct obj_key {
 	char key[];
 };
 
-struct istr {
-	UT_hash_handle hh;
-	char s[];
-};
-
 struct symcache {
 	char *debug_dir;
+	size_t max_bytes;
+	unsigned int max_fds;
 	struct elf_object *objects;
+	struct elf_object *lru_head, *lru_tail;
 	struct obj_key *keys;
-	struct istr *strings;
 	struct symcache_stats stats;
 };
 
@@ -121,6 +167,17 @@ static bool libelf_ready(void)
 	if (!state)
 		state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
 	return state > 0;
+}
+
+static unsigned int default_max_fds(void)
+{
+	struct rlimit rl;
+	rlim_t n = 1024;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur;
+	n /= 4;
+	return n < 64 ? 64 : n > 65536 ? 65536 : (unsigned int)n;
 }
 
 struct symcache *symcache__new(const struct symcache_opts *opts)
@@ -134,6 +191,8 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : SYMCACHE_DEFAULT_MAX_BYTES;
+	c->max_fds = opts && opts->max_fds ? opts->max_fds : default_max_fds();
 	if (opts && opts->debug_dir) {
 		c->debug_dir = strdup(opts->debug_dir);
 		if (!c->debug_dir) {
@@ -145,6 +204,16 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 	return c;
 }
 
+static void charge(struct elf_object *o, size_t n)
+{
+	struct symcache_stats *st = &o->cache->stats;
+
+	o->bytes += n;
+	st->bytes += n;
+	if (st->bytes > st->bytes_peak)
+		st->bytes_peak = st->bytes;
+}
+
 static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
@@ -154,28 +223,103 @@ static void addr_cache__clear(struct elf_object *o)
 		HASH_DEL(o->addrs, e);
 		free(e);
 	}
-	o->naddrs = 0;
+	o->bytes -= o->addr_bytes;
+	o->cache->stats.bytes -= o->addr_bytes;
+	o->addr_bytes = 0;
 }
 
-static void elf_object__free(struct elf_object *o)
+static void lru_unlink(struct elf_object *o)
 {
+	struct symcache *c = o->cache;
+
+	if (o->lru_prev)
+		o->lru_prev->lru_next = o->lru_next;
+	else if (c->lru_head == o)
+		c->lru_head = o->lru_next;
+	if (o->lru_next)
+		o->lru_next->lru_prev = o->lru_prev;
+	else if (c->lru_tail == o)
+		c->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
+}
+
+static void lru_touch(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (c->lru_head == o)
+		return;
+	lru_unlink(o);
+	o->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = o;
+	c->lru_head = o;
+	if (!c->lru_tail)
+		c->lru_tail = o;
+}
+
+static void close_fd(struct symcache *c, int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		c->stats.fds--;
+		*fd = -1;
+	}
+}
+
+/* Frees the heavy part; the object can be loaded again from its light part. */
+static void elf_object__unload(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	struct sname *n, *ntmp;
+	struct istr *s, *stmp;
 	size_t i;
 
-	if (!o)
+	if (!o->loaded)
 		return;
 	addr_cache__clear(o);
+	HASH_ITER(hh, o->names, n, ntmp)
+	{
+		HASH_DEL(o->names, n);
+		free(n);
+	}
+	HASH_ITER(hh, o->strings, s, stmp)
+	{
+		HASH_DEL(o->strings, s);
+		free(s);
+	}
 	for (i = 0; i < o->ncus; i++)
 		free(o->cus[i].funcs);
 	free(o->cus);
 	free(o->cu_ranges);
 	free(o->syms);
-	free(o->loads);
+	o->cus = NULL;
+	o->cu_ranges = NULL;
+	o->syms = NULL;
+	o->ncus = o->ncu_ranges = o->nsyms = 0;
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
-	if (o->debug_elf)
-		elf_end(o->debug_elf);
-	if (o->elf)
-		elf_end(o->elf);
+	if (o->dwarf_elf)
+		elf_end(o->dwarf_elf);
+	o->dwarf = NULL;
+	o->dwarf_elf = NULL;
+	close_fd(c, &o->dbg_fd);
+	o->names_fd = o->dwarf_fd = -1;
+	o->strtab_off = o->strtab_size = 0;
+	c->stats.bytes -= o->bytes;
+	o->bytes = 0;
+	o->loaded = false;
+	c->stats.objects_loaded--;
+	lru_unlink(o);
+}
+
+static void elf_object__free(struct elf_object *o)
+{
+	if (!o)
+		return;
+	elf_object__unload(o);
+	close_fd(o->cache, &o->fd);
+	free(o->loads);
 	free(o->path);
 	free(o->orig_path);
 	free(o->build_id);
@@ -186,7 +330,6 @@ static void elf_object__free(struct elf_object *o)
 void symcache__free(struct symcache *c)
 {
 	struct obj_key *k, *ktmp;
-	struct istr *s, *stmp;
 	struct elf_object *o, *next;
 
 	if (!c)
@@ -195,11 +338,6 @@ void symcache__free(struct symcache *c)
 	{
 		HASH_DEL(c->keys, k);
 		free(k);
-	}
-	HASH_ITER(hh, c->strings, s, stmp)
-	{
-		HASH_DEL(c->strings, s);
-		free(s);
 	}
 	for (o = c->objects; o; o = next) {
 		next = o->next;
@@ -214,13 +352,13 @@ void symcache__stats(const struct symcache *c, struct symcache_stats *out)
 	*out = c->stats;
 }
 
-/* Returns a copy of @s that lives until symcache__free(), or NULL (ENOMEM). */
-static const char *intern(struct symcache *c, const char *s)
+/* Returns a copy of @s that lives until @o is unloaded, or NULL (ENOMEM). */
+static const char *intern(struct elf_object *o, const char *s)
 {
 	struct istr *e;
 	size_t len = strlen(s);
 
-	HASH_FIND(hh, c->strings, s, len, e);
+	HASH_FIND(hh, o->strings, s, len, e);
 	if (e)
 		return e->s;
 	e = malloc(sizeof(*e) + len + 1);
@@ -228,11 +366,12 @@ static const char *intern(struct symcache *c, const char *s)
 		return NULL;
 	memcpy(e->s, s, len + 1);
 	hash_oom = false;
-	HASH_ADD_KEYPTR(hh, c->strings, e->s, len, e);
+	HASH_ADD_KEYPTR(hh, o->strings, e->s, len, e);
 	if (hash_oom) {
 		free(e);
 		return NULL;
 	}
+	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
 	return e->s;
 }
 
@@ -240,7 +379,7 @@ static const char *intern(struct symcache *c, const char *s)
  * Itanium C++ (_Z) and Rust names (legacy _ZN...17h<hash>E, whose hash
  * libiberty drops, and v0 _R). Returns @name itself when not mangled.
  */
-static const char *demangle(struct symcache *c, const char *name)
+static const char *demangle(struct elf_object *o, const char *name)
 {
 	const char *s;
 	char *d;
@@ -250,7 +389,7 @@ static const char *demangle(struct symcache *c, const char *name)
 	d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	if (!d)
 		return name;
-	s = intern(c, d);
+	s = intern(o, d);
 	free(d);
 	return s ? s : name;
 }
@@ -316,6 +455,56 @@ static bool has_data_section(Elf *elf, const char *name)
 	return find_section(elf, name, &shdr) && shdr.sh_type != SHT_NOBITS && shdr.sh_size;
 }
 
+/* Bytes of the .debug_* sections libdw may map: charged in full while loaded. */
+static size_t debug_sections_size(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx, n = 0;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			n += shdr.sh_size;
+	}
+	return n;
+}
+
+/*
+ * What loading @elf may cost before anything is read: 16 bytes a symbol, and
+ * DWARF sections in full (libdw inflates compressed ones: assume 3:1).
+ */
+static size_t load_estimate(Elf *elf, bool dwarf_only)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx, n = 0, syms = 0;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		if ((shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM) && shdr.sh_entsize &&
+		    !dwarf_only) {
+			if (shdr.sh_size / shdr.sh_entsize * 16 > syms)
+				syms = shdr.sh_size / shdr.sh_entsize * 16;
+			continue;
+		}
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size :
+							   shdr.sh_size / MAPPED_DWARF_SHARE;
+	}
+	return n + syms;
+}
+
 static char *hex(const unsigned char *p, size_t n)
 {
 	char *s = malloc(2 * n + 1);
@@ -376,22 +565,26 @@ static char *read_build_id(Elf *elf)
 	return NULL;
 }
 
-static int read_loads(struct elf_object *o)
+static int read_loads(struct elf_object *o, Elf *elf)
 {
 	GElf_Phdr phdr;
 	size_t n, i;
+	void *p;
 
-	if (elf_getphdrnum(o->elf, &n))
+	if (elf_getphdrnum(elf, &n))
 		return -ENOEXEC;
 	o->loads = calloc(n ? n : 1, sizeof(*o->loads));
 	if (!o->loads)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(o->elf, i, &phdr))
+		if (!gelf_getphdr(elf, i, &phdr))
 			return -ENOEXEC;
 		if (phdr.p_type == PT_LOAD)
 			o->loads[o->nloads++] = phdr;
 	}
+	p = realloc(o->loads, (o->nloads ? o->nloads : 1) * sizeof(*o->loads));
+	if (p)
+		o->loads = p;
 	return 0;
 }
 
@@ -449,48 +642,63 @@ static int add_key(struct symcache *c, const char *key, struct elf_object *o)
 	return 0;
 }
 
-/* Opens @path read-only as ELF. The descriptor is not kept: libelf works from its mapping. */
-static Elf *elf_open(const char *path, struct stat *st, int *errp)
+/*
+ * Reads @fd (a regular file of @size bytes) as ELF: @cmd ELF_C_READ reads
+ * headers and sections with pread on demand, ELF_C_READ_MMAP maps the file.
+ * NULL + *@errp (-ENOEXEC) on failure. @fd stays the caller's.
+ */
+static Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 {
-	Elf *elf = NULL;
-	int fd, err;
+	Elf *elf = elf_begin(fd, cmd, NULL);
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*errp = -errno;
+	if (!elf) {
+		*errp = -ENOEXEC;
 		return NULL;
 	}
-	if (fstat(fd, st)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = elf_validate(elf, (uint64_t)st->st_size);
-	if (err)
-		goto cleanup;
-	/* Everything is mapped now; descriptors would run out with thousands of objects. */
-	if (elf_cntl(elf, ELF_C_FDDONE)) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = 0;
-cleanup:
-	close(fd);
+	err = elf_validate(elf, size);
 	if (err) {
-		if (elf)
-			elf_end(elf);
+		elf_end(elf);
 		*errp = err;
 		return NULL;
 	}
 	return elf;
+}
+
+/* Opens @path read-only; -errno, or -ENOEXEC for what is not a regular file. */
+static int open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	return fd;
+}
+
+static void identity_key(char *buf, size_t len, const struct stat *st)
+{
+	snprintf(buf, len, "i:%llx:%llx:%llx:%lld.%09ld", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino, (unsigned long long)st->st_size,
+		 (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+}
+
+/* Keeps the number of held descriptors under max_fds: unloaded objects close theirs first. */
+static void limit_fds(struct symcache *c)
+{
+	struct elf_object *o;
+
+	for (o = c->objects; o && c->stats.fds > c->max_fds; o = o->next)
+		if (!o->loaded && o->fd >= 0)
+			close_fd(c, &o->fd);
 }
 
 struct elf_object *symcache__open(struct symcache *c, const char *path, const char *orig_path)
@@ -498,27 +706,29 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	struct elf_object *o = NULL, *hit;
 	char ikey[128], *bkey = NULL;
 	struct stat st;
-	int err;
+	Elf *elf = NULL;
+	int err, fd;
 
 	/* Identity first: it needs only an fstat, and most opens are repeats. */
-	{
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		err = fstat(fd, &st) ? -errno : 0;
-		close(fd);
-		if (err)
-			goto cleanup;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
 	}
-	snprintf(ikey, sizeof(ikey), "i:%llx:%llx:%llx:%lld.%09ld", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
-		 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	identity_key(ikey, sizeof(ikey), &st);
 	hit = find_key(c, ikey);
-	if (hit)
+	if (hit) {
+		close(fd);
 		return hit;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
 
 	o = calloc(1, sizeof(*o));
 	if (!o) {
@@ -526,15 +736,20 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 		goto cleanup;
 	}
 	o->cache = c;
-	o->elf = elf_open(path, &st, &err);
-	if (!o->elf)
+	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = -1;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf)
 		goto cleanup;
 	o->dev = st.st_dev;
 	o->ino = st.st_ino;
-	err = read_loads(o);
+	o->size = st.st_size;
+	o->mtime = st.st_mtim;
+	err = read_loads(o, elf);
 	if (err)
 		goto cleanup;
-	o->build_id = read_build_id(o->elf);
+	o->build_id = read_build_id(elf);
+	elf_end(elf);
+	elf = NULL;
 	if (o->build_id) {
 		bkey = malloc(strlen(o->build_id) + 3);
 		if (!bkey) {
@@ -550,6 +765,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 				goto cleanup;
 			elf_object__free(o);
 			free(bkey);
+			close(fd);
 			return hit;
 		}
 	}
@@ -573,17 +789,49 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 			goto cleanup;
 		}
 	}
+	/* Kept: the file may be gone from every path (process exited) by the first lookup. */
+	o->fd = fd;
+	c->stats.fds++;
 	o->next = c->objects;
 	c->objects = o;
 	c->stats.objects++;
 	free(bkey);
+	limit_fds(c);
 	return o;
 cleanup:
 	c->stats.open_errors++;
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
 	elf_object__free(o);
 	free(bkey);
 	errno = -err;
 	return NULL;
+}
+
+/* Re-opens a file whose descriptor was closed over max_fds; only the very same file will do. */
+static int reopen(struct elf_object *o)
+{
+	const char *paths[2] = { o->path, o->orig_path };
+	struct stat st;
+	int i, fd;
+
+	for (i = 0; i < 2; i++) {
+		if (!paths[i] || paths[i][0] != '/')
+			continue;
+		fd = open_regular(paths[i], &st);
+		if (fd < 0)
+			continue;
+		if (st.st_dev == o->dev && st.st_ino == o->ino && st.st_size == o->size &&
+		    st.st_mtim.tv_sec == o->mtime.tv_sec && st.st_mtim.tv_nsec == o->mtime.tv_nsec) {
+			o->fd = fd;
+			o->cache->stats.fds++;
+			return 0;
+		}
+		close(fd);
+	}
+	return -ENOENT;
 }
 
 /* --- separate debug files ------------------------------------------------------------------ */
@@ -617,14 +865,17 @@ static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_cr
 	Elf *elf;
 	char *id;
 	uint32_t got;
-	int err;
+	int err, fd;
 	bool ok;
 
 	if (access(path, R_OK))
 		return NULL;
-	elf = elf_open(path, &st, &err);
-	if (!elf)
+	fd = open_regular(path, &st);
+	if (fd < 0)
 		return NULL;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf)
+		goto reject;
 	if (st.st_dev == o->dev && st.st_ino == o->ino)
 		goto reject;
 	id = read_build_id(elf);
@@ -640,9 +891,13 @@ static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_cr
 	o->debug_path = strdup(path);
 	if (!o->debug_path)
 		goto reject;
+	o->dbg_fd = fd;
+	o->cache->stats.fds++;
 	return elf;
 reject:
-	elf_end(elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
 	return NULL;
 }
 
@@ -693,9 +948,10 @@ static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, c
 /*
  * Searches, in order: <root>/.build-id/xx/rest.debug, then the debuglink next
  * to the file, in its .debug/ subdirectory, and under <root>/<dir of the file>,
- * for root = symcache_opts.debug_dir, then /usr/lib/debug.
+ * for root = symcache_opts.debug_dir, then /usr/lib/debug. The Elf returned
+ * reads through o->dbg_fd.
  */
-static Elf *find_debug_file(struct elf_object *o)
+static Elf *find_debug_file(struct elf_object *o, Elf *main_elf)
 {
 	const char *roots[2] = { o->cache->debug_dir, HOST_DEBUG_DIR };
 	const char *orig = o->orig_path ? o->orig_path : o->path, *link, *slash;
@@ -711,7 +967,7 @@ static Elf *find_debug_file(struct elf_object *o)
 		if (elf)
 			return elf;
 	}
-	link = read_debuglink(o->elf, &crc);
+	link = read_debuglink(main_elf, &crc);
 	if (!link || strchr(link, '/'))
 		return NULL;
 	slash = strrchr(orig, '/');
@@ -736,9 +992,17 @@ static Elf *find_debug_file(struct elf_object *o)
 
 /* --- symbol tables ------------------------------------------------------------------------- */
 
-static int sym_cmp(const void *a, const void *b)
+/* A symbol while loading: the preference orders aliases, then it is dropped. */
+struct lsym {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t name;
+	int pref; /* lower wins among symbols at one address */
+};
+
+static int lsym_cmp(const void *a, const void *b)
 {
-	const struct sym *x = a, *y = b;
+	const struct lsym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
@@ -747,53 +1011,99 @@ static int sym_cmp(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
-/* Loads function symbols of the first section of @type; 0, -ENOENT (none) or -errno. */
-static int load_symbols(struct elf_object *o, Elf *elf, GElf_Word type)
+/*
+ * Loads function symbols of the first section of @type of @elf, read from @fd
+ * in chunks (the table is never held whole). Names stay in the file: only the
+ * string table's place is kept. 0, -ENOENT (none) or -errno.
+ */
+static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 {
+	unsigned char *buf = NULL;
 	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-	GElf_Sym s;
-	Elf_Data *data;
-	size_t i, n, out = 0;
-	const char *name;
+	GElf_Shdr shdr, strshdr;
+	struct lsym *tmp;
+	size_t i, n, out = 0, entsize, per_chunk, done;
+	int cls = gelf_getclass(elf);
+	unsigned int enc = (unsigned char)elf_getident(elf, NULL)[EI_DATA];
+	void *p;
 
 	while ((scn = elf_nextscn(elf, scn)))
 		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
 			break;
-	if (!scn || !shdr.sh_entsize)
+	if (!scn)
 		return -ENOENT;
-	data = elf_getdata(scn, NULL);
-	if (!data)
+	entsize = cls == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	if (shdr.sh_entsize != entsize || !gelf_getshdr(elf_getscn(elf, shdr.sh_link), &strshdr) ||
+	    strshdr.sh_type != SHT_STRTAB || strshdr.sh_size > UINT32_MAX)
 		return -ENOENT;
-	n = data->d_size / shdr.sh_entsize;
-	o->syms = calloc(n ? n : 1, sizeof(*o->syms));
-	if (!o->syms)
+	n = shdr.sh_size / entsize;
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	buf = malloc(SYMTAB_CHUNK);
+	if (!tmp || !buf) {
+		free(tmp);
+		free(buf);
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &s))
-			continue;
-		if (GELF_ST_TYPE(s.st_info) != STT_FUNC && GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (s.st_shndx == SHN_UNDEF || !s.st_value)
-			continue;
-		name = elf_strptr(elf, shdr.sh_link, s.st_name);
-		if (!name || !*name)
-			continue;
-		o->syms[out].addr = s.st_value;
-		o->syms[out].size = s.st_size;
-		o->syms[out].name = name;
-		/* At one address prefer global names over weak over local ones. */
-		o->syms[out].pref = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 :
-				    GELF_ST_BIND(s.st_info) == STB_WEAK	  ? 1 :
-									    2;
-		out++;
 	}
-	qsort(o->syms, out, sizeof(*o->syms), sym_cmp);
-	/* One symbol per address (aliases). */
-	for (i = 0, n = 0; i < out; i++)
-		if (!n || o->syms[n - 1].addr != o->syms[i].addr)
-			o->syms[n++] = o->syms[i];
+	per_chunk = SYMTAB_CHUNK / entsize;
+	for (done = 0; done < n; done += per_chunk) {
+		size_t cnt = n - done < per_chunk ? n - done : per_chunk;
+		Elf_Data d = { .d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT };
+		ssize_t got = pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
+
+		if (got <= 0)
+			break;
+		cnt = (size_t)got / entsize;
+		d.d_size = cnt * entsize;
+		if (!gelf_xlatetom(elf, &d, &d, enc))
+			break;
+		for (i = 0; i < cnt; i++) {
+			uint64_t value, size;
+			uint32_t name;
+			unsigned char info;
+			uint16_t shndx;
+
+			if (cls == ELFCLASS64) {
+				const Elf64_Sym *s = (const Elf64_Sym *)buf + i;
+
+				value = s->st_value, size = s->st_size, name = s->st_name;
+				info = s->st_info, shndx = s->st_shndx;
+			} else {
+				const Elf32_Sym *s = (const Elf32_Sym *)buf + i;
+
+				value = s->st_value, size = s->st_size, name = s->st_name;
+				info = s->st_info, shndx = s->st_shndx;
+			}
+			if (GELF_ST_TYPE(info) != STT_FUNC && GELF_ST_TYPE(info) != STT_GNU_IFUNC)
+				continue;
+			if (shndx == SHN_UNDEF || !value || !name || name >= strshdr.sh_size)
+				continue;
+			tmp[out].addr = value;
+			tmp[out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			tmp[out].name = name;
+			/* At one address prefer global names over weak over local ones. */
+			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0 :
+					GELF_ST_BIND(info) == STB_WEAK	 ? 1 :
+									   2;
+			out++;
+		}
+	}
+	free(buf);
+	qsort(tmp, out, sizeof(*tmp), lsym_cmp);
+	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
+	for (i = 0, n = 0; i < out; i++) {
+		struct csym s = { tmp[i].addr, tmp[i].size, tmp[i].name };
+
+		if (n && ((struct csym *)tmp)[n - 1].addr == s.addr)
+			continue;
+		memcpy((struct csym *)tmp + n++, &s, sizeof(s));
+	}
+	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
+	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
+	o->names_fd = fd;
+	o->strtab_off = strshdr.sh_offset;
+	o->strtab_size = strshdr.sh_size;
+	charge(o, n * sizeof(struct csym));
 	return 0;
 }
 
@@ -808,10 +1118,10 @@ static uint64_t segment_end(const struct elf_object *o, uint64_t vaddr)
 	return vaddr;
 }
 
-static struct sym *find_symbol(struct elf_object *o, uint64_t vaddr)
+static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nsyms, mid;
-	struct sym *s;
+	const struct csym *s;
 	uint64_t end;
 
 	while (lo < hi) {
@@ -831,6 +1141,69 @@ static struct sym *find_symbol(struct elf_object *o, uint64_t vaddr)
 	else
 		end = segment_end(o, s->addr);
 	return vaddr < end ? s : NULL;
+}
+
+/*
+ * The name of @s, read from the string table on first use and kept while @o
+ * is loaded. NULL when unreadable, empty or not terminated within the table.
+ */
+static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
+{
+	uint32_t idx = (uint32_t)(s - o->syms);
+	char small[256], *buf = small, *nul;
+	size_t cap = sizeof(small), max, len;
+	struct sname *e;
+	ssize_t got;
+
+	HASH_FIND(hh, o->names, &idx, sizeof(idx), e);
+	if (e)
+		return e;
+	if (o->names_fd < 0 || s->name >= o->strtab_size)
+		return NULL;
+	max = o->strtab_size - s->name;
+	if (max > MAX_NAME_LEN)
+		max = MAX_NAME_LEN;
+	for (;;) {
+		size_t want = cap < max ? cap : max;
+
+		got = pread(o->names_fd, buf, want, (off_t)(o->strtab_off + s->name));
+		if (got <= 0)
+			goto fail;
+		nul = memchr(buf, 0, (size_t)got);
+		if (nul)
+			break;
+		if ((size_t)got < want || want == max)
+			goto fail;
+		cap *= 2;
+		if (buf != small)
+			free(buf);
+		buf = malloc(cap);
+		if (!buf)
+			return NULL;
+	}
+	len = (size_t)(nul - buf);
+	if (!len)
+		goto fail;
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		goto fail;
+	e->idx = idx;
+	memcpy(e->name, buf, len + 1);
+	hash_oom = false;
+	HASH_ADD(hh, o->names, idx, sizeof(e->idx), e);
+	if (hash_oom) {
+		free(e);
+		goto fail;
+	}
+	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	e->dname = demangle(o, e->name);
+	if (buf != small)
+		free(buf);
+	return e;
+fail:
+	if (buf != small)
+		free(buf);
+	return NULL;
 }
 
 /* --- DWARF --------------------------------------------------------------------------------- */
@@ -891,6 +1264,7 @@ static int index_cus(struct elf_object *o)
 	}
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
+	charge(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
 	return 0;
 }
 
@@ -940,7 +1314,7 @@ static int index_funcs_in(struct cu_info *cu, size_t *cap, Dwarf_Die *parent, in
 	return 0;
 }
 
-static struct func_range *find_func(struct cu_info *cu, uint64_t pc)
+static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, uint64_t pc)
 {
 	size_t lo = 0, hi, mid, cap = 0;
 	struct func_range *f;
@@ -953,6 +1327,7 @@ static struct func_range *find_func(struct cu_info *cu, uint64_t pc)
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
+			charge(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	hi = cu->nfuncs;
@@ -1048,13 +1423,13 @@ static const char *die_linkage_name(Dwarf_Die *die)
 	return NULL;
 }
 
-static void die_names(struct symcache *c, Dwarf_Die *die, struct sym_frame *f)
+static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
 {
 	const char *linkage = die_linkage_name(die);
 	const char *name = dwarf_diename(die);
 
 	f->system_name = linkage ? linkage : name;
-	f->function = linkage ? demangle(c, linkage) : name;
+	f->function = linkage ? demangle(o, linkage) : name;
 	if (linkage && f->function == linkage && name)
 		f->function = name; /* not mangled after all (extern "C", asm labels) */
 }
@@ -1078,7 +1453,7 @@ static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
 }
 
 /* Line tables may name files relative to the CU's directory (gcc's DWARF 5 does). */
-static const char *source_path(struct symcache *c, Dwarf_Die *cudie, const char *file)
+static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const char *file)
 {
 	Dwarf_Attribute attr;
 	const char *dir, *s;
@@ -1093,7 +1468,7 @@ static const char *source_path(struct symcache *c, Dwarf_Die *cudie, const char 
 	len = snprintf(buf, sizeof(buf), "%s/%s", dir, file);
 	if (len < 0 || (size_t)len >= sizeof(buf))
 		return file;
-	s = intern(c, buf);
+	s = intern(o, buf);
 	return s ? s : file;
 }
 
@@ -1108,11 +1483,11 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	if (!cu)
 		return 0;
 	memset(out, 0, sizeof(*out) * max);
-	f = find_func(cu, pc);
+	f = find_func(o, cu, pc);
 	if (f) {
 		n = inline_chain(&f->die, pc, chain, max);
 		for (i = 0; i < n; i++) {
-			die_names(o->cache, &chain[n - 1 - i], &out[i]);
+			die_names(o, &chain[n - 1 - i], &out[i]);
 			if (i > 0)
 				call_site(&chain[n - i], &out[i]);
 		}
@@ -1127,36 +1502,125 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 			out[0].column = col;
 	}
 	for (i = 0; i < n; i++)
-		out[i].file = source_path(o->cache, &cu->die, out[i].file);
+		out[i].file = source_path(o, &cu->die, out[i].file);
 	return n;
 }
 
-/* Loads symbols and DWARF on the first lookup of @o. Failures leave that part empty. */
-static void elf_object__load(struct elf_object *o)
+/* --- loading and the budget ---------------------------------------------------------------- */
+
+/*
+ * Unloads least recently used objects, never @keep, until @need more bytes fit
+ * in the budget. Objects without DWARF go first: re-loading them reads a symbol
+ * table, while DWARF costs an index walk and maybe decompressing its sections.
+ */
+static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 {
-	Elf *dwarf_elf = NULL;
-	bool main_dwarf, main_symtab;
+	struct elf_object *o, *prev;
+	uint64_t before = c->stats.bytes;
+	int pass;
 
-	if (o->loaded)
+	for (pass = 0; pass < 2; pass++) {
+		for (o = c->lru_tail; o && c->stats.bytes + need > c->max_bytes; o = prev) {
+			prev = o->lru_prev;
+			if (o == keep || (!pass && o->dwarf))
+				continue;
+			elf_object__unload(o);
+			c->stats.evictions++;
+		}
+	}
+	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
+	if (before - c->stats.bytes >= TRIM_BYTES)
+		malloc_trim(0);
+	limit_fds(c);
+}
+
+/* Opens the debug file found by an earlier load, through o->dbg_fd. */
+static Elf *reopen_debug_file(struct elf_object *o)
+{
+	struct stat st;
+	Elf *elf;
+	int fd, err;
+
+	if (!o->debug_path)
+		return NULL;
+	fd = open_regular(o->debug_path, &st);
+	if (fd < 0)
+		return NULL;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf) {
+		close(fd);
+		return NULL;
+	}
+	o->dbg_fd = fd;
+	o->cache->stats.fds++;
+	return elf;
+}
+
+/* True when a .debug_* section of @elf is compressed (SHF_COMPRESSED). */
+static bool has_compressed_debug(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED))
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Opens the DWARF of @fd (@hdr: its headers) for libdw and charges its
+ * sections. Plain sections are mapped (only the pages used count); compressed
+ * ones are read with pread, since libdw inflates them all into memory anyway
+ * and a mapping would keep the compressed bytes resident too. Then @fd must
+ * stay open while loaded.
+ */
+static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
+{
+	bool mapped = !has_compressed_debug(hdr);
+	struct stat st;
+	int err;
+
+	if (fstat(fd, &st))
 		return;
-	o->loaded = true;
-	main_dwarf = has_data_section(o->elf, ".debug_info");
-	main_symtab = has_data_section(o->elf, ".symtab");
-	if (!main_dwarf || !main_symtab)
-		o->debug_elf = find_debug_file(o);
+	o->dwarf_elf = elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ,
+				   (uint64_t)st.st_size, &err);
+	if (!o->dwarf_elf)
+		return;
+	if (mapped) {
+		size_t len;
+		char *img = elf_rawfile(o->dwarf_elf, &len);
 
-	if (main_symtab)
-		load_symbols(o, o->elf, SHT_SYMTAB);
-	else if (!o->debug_elf || load_symbols(o, o->debug_elf, SHT_SYMTAB))
-		load_symbols(o, o->elf, SHT_DYNSYM);
-
-	if (main_dwarf)
-		dwarf_elf = o->elf;
-	else if (o->debug_elf && has_data_section(o->debug_elf, ".debug_info"))
-		dwarf_elf = o->debug_elf;
-	if (dwarf_elf)
-		o->dwarf = dwarf_begin_elf(dwarf_elf, DWARF_C_READ, NULL);
-	if (o->dwarf && index_cus(o)) {
+		/* DIE walks jump around: no fault-around or read-ahead filling RSS. */
+		if (img)
+			madvise((void *)((uintptr_t)img & ~(uintptr_t)4095),
+				len + ((uintptr_t)img & 4095), MADV_RANDOM);
+		/* Mapped now: libdw needs no descriptor. */
+		elf_cntl(o->dwarf_elf, ELF_C_FDDONE);
+	} else {
+		o->dwarf_fd = fd;
+	}
+	o->dwarf = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+	if (!o->dwarf) {
+		elf_end(o->dwarf_elf);
+		o->dwarf_elf = NULL;
+		o->dwarf_fd = -1;
+		return;
+	}
+	/*
+	 * After dwarf_begin_elf(): inflated sections show their inflated size, all
+	 * in memory. Of mapped ones, only pages a lookup touched are resident.
+	 */
+	charge(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	if (index_cus(o)) {
 		/* Out of memory: run on symbols alone. */
 		free(o->cus);
 		free(o->cu_ranges);
@@ -1166,16 +1630,86 @@ static void elf_object__load(struct elf_object *o)
 	}
 }
 
+/*
+ * Loads symbols and DWARF of @o (first lookup, or first after an unload).
+ * Failures leave that part empty; -ENOENT when the file cannot be read again.
+ */
+static int elf_object__load(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	Elf *elf = NULL, *dbg = NULL;
+	bool main_dwarf, main_symtab;
+	int err;
+
+	if (o->loaded)
+		return 0;
+	if (o->load_failed)
+		return -ENOENT;
+	if (o->fd < 0 && reopen(o))
+		goto fail;
+	elf = elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
+	if (!elf)
+		goto fail;
+	o->loaded = true;
+	c->stats.objects_loaded++;
+	c->stats.loads++;
+	lru_touch(o);
+
+	main_dwarf = has_data_section(elf, ".debug_info");
+	main_symtab = has_data_section(elf, ".symtab");
+	if (!main_dwarf || !main_symtab) {
+		if (!o->debug_searched)
+			dbg = find_debug_file(o, elf);
+		else
+			dbg = reopen_debug_file(o);
+		o->debug_searched = true;
+	}
+	/* Room first: the peak is then the budget, not the budget plus this object. */
+	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
+
+	if (main_symtab)
+		load_symbols(o, elf, o->fd, SHT_SYMTAB);
+	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB))
+		load_symbols(o, elf, o->fd, SHT_DYNSYM);
+
+	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
+	if (main_dwarf && load_estimate(elf, true) > c->max_bytes)
+		c->stats.dwarf_skipped++;
+	else if (main_dwarf)
+		load_dwarf(o, elf, o->fd);
+	else if (dbg && has_data_section(dbg, ".debug_info") &&
+		 load_estimate(dbg, true) > c->max_bytes)
+		c->stats.dwarf_skipped++;
+	else if (dbg && has_data_section(dbg, ".debug_info"))
+		load_dwarf(o, dbg, o->dbg_fd);
+
+	/* Headers read with pread are not needed past loading. */
+	elf_end(elf);
+	if (dbg)
+		elf_end(dbg);
+	if (o->names_fd != o->dbg_fd && o->dwarf_fd != o->dbg_fd)
+		close_fd(c, &o->dbg_fd);
+	return 0;
+fail:
+	o->load_failed = true;
+	c->stats.load_errors++;
+	return -ENOENT;
+}
+
 const char *elf_object__debug_file(struct elf_object *o)
 {
-	elf_object__load(o);
+	if (!elf_object__load(o))
+		make_room(o->cache, o, 0);
 	return o->debug_path;
 }
+
+/* --- lookups ------------------------------------------------------------------------------- */
 
 static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
 {
 	struct symcache *c = o->cache;
-	struct sym *s = find_symbol(o, vaddr);
+	const struct csym *s = find_symbol(o, vaddr);
+	const struct sname *name = s ? sym_name(o, s) : NULL;
 	int n = 0;
 
 	if (o->dwarf)
@@ -1184,27 +1718,47 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		struct sym_frame *phys = &out[n - 1];
 
 		/* The symbol name is the truth for clones (foo.cold, foo.constprop.0). */
-		if (s)
-			phys->system_name = s->name;
-		if (!phys->function && s) {
-			if (!s->dname)
-				s->dname = demangle(c, s->name);
-			phys->function = s->dname;
-		}
+		if (name)
+			phys->system_name = name->name;
+		if (!phys->function && name)
+			phys->function = name->dname;
 		c->stats.dwarf_hits++;
 		return n;
 	}
-	if (!s) {
+	if (!name) {
 		c->stats.misses++;
 		return 0;
 	}
-	if (!s->dname)
-		s->dname = demangle(c, s->name);
 	memset(out, 0, sizeof(*out));
-	out->function = s->dname;
-	out->system_name = s->name;
+	out->function = name->dname;
+	out->system_name = name->name;
 	c->stats.symtab_hits++;
 	return 1;
+}
+
+/* Remembers the frames of @vaddr while @o stays loaded; bounded by a share of the budget. */
+static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct sym_frame *frames,
+			    int n)
+{
+	size_t size = sizeof(struct addr_entry) + n * sizeof(frames[0]);
+	struct addr_entry *e;
+
+	if (o->addr_bytes + size + ENTRY_OVERHEAD > o->cache->max_bytes / ADDR_CACHE_SHARE)
+		addr_cache__clear(o);
+	e = malloc(size);
+	if (!e)
+		return;
+	e->vaddr = vaddr;
+	e->n = n;
+	memcpy(e->frames, frames, n * sizeof(frames[0]));
+	hash_oom = false;
+	HASH_ADD(hh, o->addrs, vaddr, sizeof(e->vaddr), e);
+	if (hash_oom) {
+		free(e);
+		return;
+	}
+	o->addr_bytes += size + ENTRY_OVERHEAD;
+	charge(o, size + ENTRY_OVERHEAD);
 }
 
 int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
@@ -1220,27 +1774,20 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 	HASH_FIND(hh, o->addrs, &vaddr, sizeof(vaddr), e);
 	if (e) {
 		c->stats.cache_hits++;
+		lru_touch(o);
 		n = e->n < max ? e->n : max;
 		memcpy(out, e->frames, n * sizeof(*out));
 		return n;
 	}
-	elf_object__load(o);
-	n = resolve(o, vaddr, frames, MAX_FRAMES);
-
-	if (o->naddrs >= MAX_CACHED_ADDRS)
-		addr_cache__clear(o);
-	e = malloc(sizeof(*e) + n * sizeof(e->frames[0]));
-	if (e) {
-		e->vaddr = vaddr;
-		e->n = n;
-		memcpy(e->frames, frames, n * sizeof(frames[0]));
-		hash_oom = false;
-		HASH_ADD(hh, o->addrs, vaddr, sizeof(e->vaddr), e);
-		if (hash_oom)
-			free(e);
-		else
-			o->naddrs++;
+	if (elf_object__load(o)) {
+		c->stats.misses++;
+		return 0;
 	}
+	lru_touch(o);
+	n = resolve(o, vaddr, frames, MAX_FRAMES);
+	addr_cache__add(o, vaddr, frames, n);
+	/* Strings of @o's frames stay valid: @o is never the one unloaded. */
+	make_room(c, o, 0);
 	if (n > max)
 		n = max;
 	memcpy(out, frames, n * sizeof(*out));

@@ -45,8 +45,10 @@ struct symcache_opts {
 	 * mapped DWARF sections, address caches), in bytes. Over it, the least
 	 * recently used objects are unloaded back to their light part (path,
 	 * build ID, segments, open descriptor) and re-loaded, with identical
-	 * results, on their next lookup. 0: SYMCACHE_DEFAULT_MAX_BYTES; SIZE_MAX:
-	 * no limit.
+	 * results, on their next lookup. An object whose DWARF alone (inflated, or
+	 * a quarter of it when mapped) exceeds the budget is symbolized from its
+	 * symbol table only (stats.dwarf_skipped). 0: SYMCACHE_DEFAULT_MAX_BYTES;
+	 * SIZE_MAX: no limit.
 	 */
 	size_t max_bytes;
 	/*
@@ -58,7 +60,7 @@ struct symcache_opts {
 	unsigned int max_fds;
 };
 
-#define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
+#define SYMCACHE_DEFAULT_MAX_BYTES (24u << 20)
 
 /* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
 struct symcache *symcache__new(const struct symcache_opts *opts);
@@ -113,6 +115,7 @@ struct symcache_stats {
 	uint64_t loads;		 /* object loads, re-loads after eviction included */
 	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
 	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
+	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
 };
 void symcache__stats(const struct symcache *c, struct symcache_stats *out);
 

@@ -107,7 +107,7 @@ def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
     assert rec.returncode == 0, err
     for name in ("profile.pb.gz", "profile.folded", "flamegraph.svg"):
         assert (out / name).stat().st_size > 0, name
-    assert not list(out.glob("*.tmp")), "temporary files left behind"
+    assert not list(out.glob("*.tmp*")), "temporary files left behind"
     assert not attached_spanprof_progs(), "BPF programs left loaded after exit"
 
 
@@ -182,3 +182,25 @@ def test_binary_inside_chroot_is_named(spanprof, workload, procs, tmp_path):
     total = sum(c for _, c in folded)
     named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
     assert total and named / total >= 0.9, folded[:5]
+
+
+def test_signal_during_start_up_is_clean(spanprof, tmp_path):
+    for delay in (0.05, 0.15, 0.3):
+        out = tmp_path / f"out-{delay}"
+        p = subprocess.Popen([str(spanprof), "record", "--duration", "5", "--output-dir",
+                              str(out)], stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        if p.returncode == 0:  # it was already sampling: a normal, short run
+            assert (out / "profile.folded").exists(), err
+        else:
+            assert p.returncode == 130, (p.returncode, err)
+            assert "interrupted" in err
+            assert not out.exists(), "a run interrupted at start-up left its directory"
+
+
+def test_output_dir_parents_are_created(spanprof, tmp_path):
+    out = tmp_path / "a" / "b" / "c"
+    record(spanprof, out, "--duration", 1)
+    assert (out / "profile.pb.gz").exists()

@@ -176,13 +176,68 @@ static void test_gone(void **state)
 	assert_int_equal(m.n, 0);
 }
 
+/* The filtered read keeps exactly the executable mappings of the full read. */
+static void test_exec_only(void **state)
+{
+	struct procmaps all = { 0 }, ex = { 0 };
+	size_t i, j = 0;
+
+	assert_int_equal(procmaps__read(getpid(), &all), 0);
+	assert_int_equal(procmaps__read_filtered(getpid(), PROCMAPS_EXEC_ONLY, &ex), 0);
+	assert_true(ex.n > 0 && ex.n < all.n);
+	for (i = 0; i < all.n; i++) {
+		if (!(all.maps[i].prot & PROT_EXEC))
+			continue;
+		assert_true(j < ex.n);
+		assert_int_equal(ex.maps[j].start, all.maps[i].start);
+		assert_int_equal(ex.maps[j].offset, all.maps[i].offset);
+		assert_string_equal(ex.maps[j].path, all.maps[i].path);
+		j++;
+	}
+	assert_int_equal(j, ex.n);
+	assert_non_null(procmaps__find(&ex, (uint64_t)(uintptr_t)test_exec_only));
+	procmaps__clear(&all);
+	procmaps__clear(&ex);
+	assert_int_equal(procmaps__read_filtered(0x7ffffff0, PROCMAPS_EXEC_ONLY, &ex) < 0, 1);
+}
+
+/* Edges of the hand parser: no path and no newline, upper-case hex, overflow, cut lines. */
+static void test_parse_edges(void **state)
+{
+	struct procmaps m = { 0 };
+
+	assert_int_equal(parse_text("1000-2000 r-xp 0000ABCD FD:0a 12", &m), 0);
+	assert_int_equal(m.n, 1);
+	assert_int_equal(m.maps[0].offset, 0xabcd);
+	assert_int_equal(m.maps[0].dev_major, 0xfd);
+	assert_int_equal(m.maps[0].dev_minor, 0xa);
+	assert_int_equal(m.maps[0].inode, 12);
+	assert_string_equal(m.maps[0].path, "");
+	procmaps__clear(&m);
+
+	assert_int_equal(parse_text("1000-2000 r-xp 00000000 00:00 0 a\n\n\n", &m), 0);
+	assert_int_equal(m.n, 1);
+	procmaps__clear(&m);
+
+	assert_int_equal(parse_text("11112222333344445-2000 r-xp 00000000 00:00 0 a\n", &m),
+			 -EINVAL);
+	procmaps__clear(&m);
+	assert_int_equal(parse_text("1000-2000 r-x", &m), -EINVAL);
+	procmaps__clear(&m);
+	assert_int_equal(parse_text("1000-2000 r-xp 00000000 00:00 12x /a\n", &m), -EINVAL);
+	procmaps__clear(&m);
+	assert_int_equal(parse_text("1000-2000 r-xp 00000000 00-00 0 /a\n", &m), -EINVAL);
+	procmaps__clear(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_find),
 		cmocka_unit_test(test_unsorted_input), cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_long_path),   cmocka_unit_test(test_self),
-		cmocka_unit_test(test_gone),
+		cmocka_unit_test(test_gone),	    cmocka_unit_test(test_exec_only),
+		cmocka_unit_test(test_parse_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

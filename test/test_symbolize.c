@@ -655,6 +655,121 @@ static void test_live_shared_library(void **state)
 	symcache__free(c);
 }
 
+/* Frames as strings: results of a cache that unloads must be copied before the next call. */
+static void frames_str(char *buf, size_t len, const struct sym_frame *f, int n)
+{
+	size_t off = (size_t)snprintf(buf, len, "%d", n);
+	int i;
+
+	for (i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "|%s/%s/%s:%d:%d", f[i].function,
+					f[i].system_name, f[i].file, f[i].line, f[i].column);
+}
+
+/*
+ * A budget a little over the largest DWARF of the three files unloads objects
+ * as lookups alternate between them: re-loaded objects must answer as an
+ * unbounded cache does.
+ */
+static void test_budget_reload(void **state)
+{
+	struct symcache_opts big = { .max_bytes = SIZE_MAX }, tiny = { .max_bytes = 12 << 10 };
+	struct symcache *ref = symcache__new(&big), *c = symcache__new(&tiny);
+	const char *files[3] = { P("cprog-pie"), P("cxxprog"), P("cprog-split") };
+	const char *funcs[3] = { "middle", "_ZN8outer_ns5inner6Worker3runEl", "middle" };
+	struct elf_object *ro[3], *co[3];
+	uint64_t addr[3], size[3], a;
+	struct sym_frame f[16];
+	char want[4096], got[4096];
+	struct symcache_stats st;
+	int i, n;
+
+	assert_non_null(ref);
+	assert_non_null(c);
+	for (i = 0; i < 3; i++) {
+		ro[i] = must_open(ref, files[i]);
+		co[i] = must_open(c, files[i]);
+		nm_symbol(i == 2 ? P("cprog-split.full") : files[i], funcs[i], false, &addr[i],
+			  &size[i]);
+	}
+	for (a = 0; a < 64; a++) {
+		for (i = 0; i < 3; i++) {
+			n = symcache__lookup(ref, ro[i], addr[i] + a % size[i], f, 16);
+			frames_str(want, sizeof(want), f, n);
+			n = symcache__lookup(c, co[i], addr[i] + a % size[i], f, 16);
+			frames_str(got, sizeof(got), f, n);
+			assert_string_equal(got, want);
+		}
+	}
+	symcache__stats(c, &st);
+	print_message("budget 12 KiB: loads %llu evictions %llu bytes_peak %llu\n",
+		      (unsigned long long)st.loads, (unsigned long long)st.evictions,
+		      (unsigned long long)st.bytes_peak);
+	assert_true(st.evictions >= 64);
+	assert_int_equal(st.loads, st.objects_loaded + st.evictions);
+	assert_true(st.objects_loaded >= 1 && st.objects_loaded < 3);
+	assert_true(st.bytes > 0 && st.bytes <= st.bytes_peak);
+	assert_int_equal(st.load_errors, 0);
+	assert_int_equal(st.dwarf_skipped, 0);
+	assert_string_equal(elf_object__debug_file(co[2]), P("cprog-split.debug"));
+	symcache__stats(ref, &st);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(st.objects_loaded, 3);
+	symcache__free(ref);
+	symcache__free(c);
+}
+
+/*
+ * The descriptor kept by symcache__open() symbolizes a file deleted since (a
+ * process that exited); over max_fds, an unloaded object re-opens by path and
+ * fails cleanly once the file is gone.
+ */
+static void test_fds(void **state)
+{
+	struct symcache_opts one = { .max_fds = 1, .max_bytes = 1 };
+	struct symcache *c = new_cache(NULL), *c1 = symcache__new(&one);
+	char tmp[] = "/tmp/spanprof-sym-XXXXXX", path[512], path2[512];
+	struct elf_object *o, *o2, *other;
+	struct symcache_stats st;
+	struct sym_frame f[8];
+	uint64_t addr, size;
+
+	assert_non_null(c1);
+	assert_non_null(mkdtemp(tmp));
+	snprintf(path, sizeof(path), "%s/a", tmp);
+	snprintf(path2, sizeof(path2), "%s/b", tmp);
+	free(run("cp '%s' '%s' && cp '%s' '%s'", P("cprog-nodebug"), path, P("cprog-nodebug"),
+		 path2));
+	nm_symbol(P("cprog-nodebug"), "middle", false, &addr, &size);
+
+	o = must_open(c, path);
+	free(run("rm -f '%s'", path));
+	assert_int_equal(symcache__lookup(c, o, addr, f, 8), 1);
+	assert_string_equal(f[0].function, "middle");
+	symcache__stats(c, &st);
+	assert_int_equal(st.fds, 1);
+
+	o = must_open(c1, path2);
+	other = must_open(c1, P("cprog-nopie"));
+	symcache__stats(c1, &st);
+	assert_true(st.fds <= 1);
+	assert_int_equal(symcache__lookup(c1, o, addr, f, 8), 1); /* re-opened by path */
+	assert_string_equal(f[0].function, "middle");
+	assert_true(symcache__lookup(c1, other, 0x401000, f, 8) >= 0);
+	o2 = must_open(c1, P("cprog-nobuildid"));
+	assert_ptr_not_equal(o2, o);
+	symcache__stats(c1, &st);
+	assert_true(st.fds <= 2);
+	assert_int_equal(st.load_errors, 0);
+	/* o was unloaded for other and lost its descriptor: gone from disk, nothing to say. */
+	free(run("rm -rf '%s'", tmp));
+	assert_int_equal(symcache__lookup(c1, o, addr, f, 8), 0);
+	symcache__stats(c1, &st);
+	assert_int_equal(st.load_errors, 1);
+	symcache__free(c1);
+	symcache__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -676,6 +791,8 @@ int main(void)
 		cmocka_unit_test(test_live_pie),
 		cmocka_unit_test(test_live_nopie),
 		cmocka_unit_test(test_live_shared_library),
+		cmocka_unit_test(test_budget_reload),
+		cmocka_unit_test(test_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,12 +24,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed requests
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
 type record struct {
-	ReceivedUnixNano int64            `json:"received_unix_nano"`
-	Profiles         []profileSummary `json:"profiles"`
+	ReceivedUnixNano int64             `json:"received_unix_nano"`
+	Profiles         []profileSummary  `json:"profiles"`
+	Headers          map[string]string `json:"headers,omitempty"`
 }
 
 type profileSummary struct {
@@ -46,6 +48,7 @@ type server struct {
 	delay     time.Duration
 	slowFor   time.Duration
 	failFirst int
+	headers   bool
 	calls     int
 	mu        sync.Mutex
 	out       *os.File
@@ -69,6 +72,14 @@ func (s *server) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pp
 	}
 	p := req.Profiles()
 	rec := record{ReceivedUnixNano: time.Now().UnixNano()}
+	if md, ok := metadata.FromIncomingContext(ctx); ok && s.headers {
+		rec.Headers = map[string]string{}
+		for k, v := range md {
+			if strings.HasPrefix(k, "x-") && len(v) > 0 {
+				rec.Headers[k] = v[0]
+			}
+		}
+	}
 	rps := p.ResourceProfiles()
 	for i := 0; i < rps.Len(); i++ {
 		rp := rps.At(i)
@@ -111,6 +122,7 @@ func main() {
 	delay := flag.Duration("delay", 0, "answer each call after this long")
 	slowFor := flag.Duration("slow-for", 24*time.Hour, "only delay calls during this long after start")
 	failFirst := flag.Int("fail-first", 0, "fail this many first calls with UNAVAILABLE")
+	headers := flag.Bool("record-headers", false, "record the x-* metadata of each call")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "testcollector: -out is required")
@@ -133,7 +145,7 @@ func main() {
 	}
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
 	pprofileotlp.RegisterGRPCServer(gs, &server{start: time.Now(), delay: *delay, slowFor: *slowFor,
-		failFirst: *failFirst, out: f})
+		failFirst: *failFirst, headers: *headers, out: f})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-sig; gs.Stop() }()

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BPF half of the CFI stack walker (docs/unwinding.md): the maps the agent fills
+ * (exporter/unwinder.c) and the per-sample walk, one bpf_loop iteration per frame. The step
+ * logic itself is shared with the unit test in unwind_walk.h. Included by sampler.bpf.c after
+ * its stats map and stat_inc().
+ */
+#ifndef SPANPROF_UNWIND_BPF_H
+#define SPANPROF_UNWIND_BPF_H
+
+/*
+ * Stack reads go through a window: the rest of the page holding the address is copied at once.
+ * Touching a user page from the kernel costs far more than copying it (a TLB fill under page
+ * table isolation: ~1 us per page against ~0.15 us per further read on the reference machine),
+ * and frames are read in increasing address order, so one read serves many frames.
+ */
+#define UNWIND_PAGE 4096u
+
+struct unwind_window {
+	__u64 base; /* user address of data[0] */
+	__u32 len;  /* valid bytes; 0: empty */
+	__u32 pad;
+	__u8 data[UNWIND_PAGE + 16]; /* + 16: an 8- or 16-byte copy at any offset stays inside */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_window);
+} unwind_scratch SEC(".maps");
+
+/* Reads size (8 or 16) bytes at addr through the window win. 0 or a negative error. */
+static __always_inline int unwind_win_read(struct unwind_window *win, void *dst, __u32 size,
+					   __u64 addr)
+{
+	__u64 off = addr - win->base;
+	__u32 len;
+
+	if (addr < win->base || off + size > win->len) {
+		len = UNWIND_PAGE - (addr & (UNWIND_PAGE - 1));
+		if (len < size) /* straddles a page: read it alone */
+			return bpf_probe_read_user(dst, size, (const void *)addr);
+		if (len > UNWIND_PAGE)
+			len = UNWIND_PAGE;
+		win->len = 0;
+		if (bpf_probe_read_user(win->data, len, (const void *)addr))
+			return -1;
+		win->base = addr;
+		win->len = len;
+		off = 0;
+	}
+	off &= UNWIND_PAGE - 1;
+	if (size == 16)
+		__builtin_memcpy(dst, &win->data[off], 16);
+	else
+		__builtin_memcpy(dst, &win->data[off], 8);
+	return 0;
+}
+
+#define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
+	unwind_win_read((struct unwind_window *)(rctx), (dst), (size), (addr))
+#include "unwind_walk.h"
+
+/* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
+const volatile __u32 unwind_enabled = 0;
+
+/* One chunk of rows: the inner map type of unwind_chunks (mmapped by the agent to fill it). */
+struct unwind_chunk_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(key_size, sizeof(__u32));
+	/* A size, not a type: clang only emits a forward declaration for a type seen here. */
+	__uint(value_size, sizeof(struct unwind_chunk));
+};
+
+/* Chunk slot -> rows. Sized by the agent from its byte limit (--unwind-max-mb). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__array(values, struct unwind_chunk_inner);
+} unwind_chunks SEC(".maps");
+
+/* Table id -> where its rows are. Sized by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct unwind_table_desc);
+} unwind_tables SEC(".maps");
+
+/* Thread group id -> its executable mappings. Entries are allocated on use (8 KiB each). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* exec / mmap / exit of known processes, so the agent refreshes their mappings at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} unwind_events SEC(".maps");
+
+/* State of one walk (no pointers: a global function writes it). */
+struct unwind_walk {
+	struct unwind_regs r;
+	struct unwind_sigregs sig;
+	struct unwind_table_desc desc; /* descriptor of table_id */
+	__u32 table_id;		       /* UNWIND_TABLE_NONE: desc not loaded */
+	__s32 map;		       /* last mapping found (most frames stay in it), -1 none */
+	__u32 n;		       /* frames written to s->ustack */
+	__u32 stop;		       /* enum sp_stat: why the walk stopped; 0 while it goes on */
+	__u32 cfi_frames, fp_frames;
+	__u64 out;	       /* the value to store for the frame just handled */
+	struct unwind_row row; /* the row of the frame being unwound */
+	/* Row cache: w->row is the row of table table_id at last_tpc (last_found >= 0). */
+	__u64 last_tpc;
+	__s32 last_found;
+	__u32 pad;
+};
+
+/* What each bpf_loop iteration gets. */
+struct unwind_loop {
+	struct sp_sample *s;
+	struct unwind_proc *proc;
+	struct unwind_window *win;
+	struct unwind_walk w;
+};
+
+static __always_inline struct unwind_chunk *unwind_chunk(__u32 slot)
+{
+	void *inner = bpf_map_lookup_elem(&unwind_chunks, &slot);
+	__u32 zero = 0;
+
+	if (!inner)
+		return NULL;
+	return bpf_map_lookup_elem(inner, &zero);
+}
+
+/*
+ * The row of table d covering tpc (a pc in the table's space). 1 and *out, 0 when no row covers
+ * it (frame pointers), -1 when a chunk is missing.
+ */
+static __always_inline int unwind_lookup_row(const struct unwind_table_desc *d, __u64 tpc,
+					     struct unwind_row *out)
+{
+	__u32 slot = d->first >> UNWIND_CHUNK_ROWS_LOG2, count = d->count;
+	__u32 lo = d->first & (UNWIND_CHUNK_ROWS - 1), hi, klo = 0, khi, mid, i;
+	struct unwind_chunk *ch;
+	__u64 lt;
+	int idx;
+
+	/* Row pcs are 32-bit: a larger pc compares like the largest one. */
+	if (tpc > 0xffffffffULL)
+		tpc = 0xffffffffULL;
+	if (count <= UNWIND_CHUNK_ROWS) {
+		/* Small table: a sub-range of one chunk. */
+		hi = lo + count;
+		if (hi > UNWIND_CHUNK_ROWS)
+			return -1;
+		ch = unwind_chunk(slot);
+		if (!ch)
+			return -1;
+	} else {
+		/* Large table: whole chunks from slot; find the last whose first row is <= tpc. */
+		khi = (count + UNWIND_CHUNK_ROWS - 1) >> UNWIND_CHUNK_ROWS_LOG2;
+		if (lo || khi > UNWIND_MAX_TABLE_CHUNKS)
+			return -1;
+		/* Each step halves [klo, khi): 256 chunks at most need 9 steps. */
+		for (i = 0; i < UNWIND_CHUNK_FIND_MAX_STEPS; i++) {
+			if (klo >= khi)
+				break;
+			mid = klo + (khi - klo) / 2;
+			ch = unwind_chunk(slot + mid);
+			if (!ch)
+				return -1;
+			/* Branch-free, as in unwind__find_row_range: one verifier path per step. */
+			lt = (tpc - ch->rows[0].pc) >> 63;
+			klo += (mid + 1 - klo) & (__u32)(lt - 1);
+			khi -= (khi - mid) & (__u32)(0 - lt);
+		}
+		if (!klo)
+			return 0;
+		klo--;
+		ch = unwind_chunk(slot + klo);
+		if (!ch)
+			return -1;
+		hi = count - klo * UNWIND_CHUNK_ROWS;
+		if (hi > UNWIND_CHUNK_ROWS)
+			hi = UNWIND_CHUNK_ROWS;
+	}
+	idx = unwind__find_row_range(ch->rows, lo, hi, tpc, UNWIND_CHUNK_ROWS);
+	if (idx < (int)lo)
+		return 0;
+	*out = ch->rows[idx & (UNWIND_CHUNK_ROWS - 1)];
+	return 1;
+}
+
+/* The stats counter of a step's stop reason. */
+static __always_inline __u32 unwind_step_stat(int res)
+{
+	switch (res) {
+	case UNWIND_STEP_END:
+		return SP_STAT_UNW_END;
+	case UNWIND_STEP_FP_END:
+		return SP_STAT_UNW_FP_END;
+	case UNWIND_STEP_BAD_CFA:
+		return SP_STAT_UNW_BAD_CFA;
+	case UNWIND_STEP_READ_FAILED:
+		return SP_STAT_UNW_READ_FAILED;
+	default:
+		return SP_STAT_UNW_UNSUPPORTED;
+	}
+}
+
+/*
+ * The walk is split into global functions: the verifier checks each once on its own, with its
+ * arguments unknown, instead of once per combination of the paths before it (the row search
+ * alone ends on any of 25 steps) and once per state of the loop around it (which does not
+ * converge). Their pointers are therefore arguments, and w carries the values between them.
+ */
+
+/* The row of w->desc covering tpc into w->row: 1, 0 (no row: frame pointers) or -1. */
+__noinline int unwind_find_row_global(struct unwind_walk *w, __u64 tpc)
+{
+	struct unwind_row row = {};
+	int found;
+
+	if (!w)
+		return -1;
+	found = unwind_lookup_row(&w->desc, tpc, &row);
+	w->row = row;
+	return found;
+}
+
+/* One unwind__step() of w->r with w->row (found) or frame pointers (!found). */
+__noinline int unwind_step_global(struct unwind_walk *w, struct unwind_window *win, int found)
+{
+	struct unwind_row row;
+
+	if (!w || !win)
+		return UNWIND_STEP_UNSUPPORTED;
+	row = w->row;
+	return unwind__step(&w->r, found ? &row : NULL, &w->sig, win);
+}
+
+/*
+ * One frame: set w->out to the value to record for frame i, find its row, step to the caller.
+ * Returns 1 to stop.
+ */
+__noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *proc,
+				   struct unwind_window *win, __u32 i)
+{
+	const struct unwind_table_desc *d;
+	const struct unwind_mapping *m;
+	int mi, found = 0, res;
+	__u64 pc, lpc, tpc;
+
+	if (!w || !proc || !win)
+		return 1;
+	pc = w->r.pc;
+	mi = w->map;
+
+	/*
+	 * The host names non-leaf frames at pc - 1 (return addresses); an exact pc above the leaf
+	 * (the instruction a signal interrupted) is stored + 1 so that it is named itself.
+	 */
+	w->out = pc + (i > 0 && w->r.exact);
+	w->n = i + 1;
+	lpc = pc - !w->r.exact;
+
+	if (mi < 0 || lpc < proc->maps[mi & (UNWIND_MAX_MAPPINGS - 1)].start ||
+	    lpc >= proc->maps[mi & (UNWIND_MAX_MAPPINGS - 1)].end)
+		mi = unwind__find_mapping(proc->maps, proc->n, lpc);
+	if (mi < 0) {
+		w->stop = SP_STAT_UNW_NO_MAPPING;
+		return 1;
+	}
+	w->map = mi;
+	m = &proc->maps[mi & (UNWIND_MAX_MAPPINGS - 1)];
+	if (m->table != UNWIND_TABLE_NONE) {
+		if (m->table != w->table_id) {
+			__u32 id = m->table;
+
+			d = bpf_map_lookup_elem(&unwind_tables, &id);
+			if (!d) {
+				w->stop = SP_STAT_UNW_NO_TABLE;
+				return 1;
+			}
+			w->desc = *d;
+			w->table_id = id;
+			w->last_found = -1; /* the row cache was another table's */
+		}
+		tpc = lpc - m->bias;
+		/* Recursion returns to the same address frame after frame: reuse its row. */
+		if (w->last_found >= 0 && w->last_tpc == tpc) {
+			found = w->last_found;
+		} else {
+			found = unwind_find_row_global(w, tpc);
+			if (found < 0) {
+				w->stop = SP_STAT_UNW_NO_TABLE;
+				return 1;
+			}
+			w->last_tpc = tpc;
+			w->last_found = found;
+		}
+	}
+	if (found && w->row.kind == UNWIND_KIND_SIGNAL)
+		w->out = pc + (i > 0); /* name the trampoline itself */
+	if (found && w->row.kind != UNWIND_KIND_FP)
+		w->cfi_frames++;
+	else
+		w->fp_frames++;
+	res = unwind_step_global(w, win, found);
+	if (res == UNWIND_STEP_OK)
+		return 0;
+	w->stop = unwind_step_stat(res);
+	return 1;
+}
+
+static long unwind_frame(__u32 i, void *ctx)
+{
+	struct unwind_loop *l = ctx;
+	long ret = unwind_frame_global(&l->w, l->proc, l->win, i);
+
+	l->s->ustack[i & (SP_MAX_USTACK - 1)] = l->w.out;
+	return ret ? 1 : 0; /* bpf_loop wants exactly 0 or 1 */
+}
+
+/*
+ * The user registers at the sample: those saved at the last entry into the kernel, which is the
+ * sampling interrupt itself when it hit user mode (then they equal the perf context's). 0, or -1
+ * for a 32-bit task or unusable registers.
+ */
+static __always_inline int unwind_user_regs(struct unwind_regs *r)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)
+		return -1;
+	/* __USER_CS: 64-bit user code (32-bit tasks use __USER32_CS and another ABI). */
+	if (regs->cs != 0x33)
+		return -1;
+	r->pc = regs->ip;
+	r->sp = regs->sp;
+	r->bp = regs->bp;
+	r->exact = 1;
+	r->bp_unknown = 0;
+	return r->pc ? 0 : -1;
+}
+
+/*
+ * Walks the user stack of the sampled process proc into s->ustack with the CFI tables.
+ * Returns the number of frames, or -1 when the registers are unusable (the caller falls back to
+ * frame pointers). Counts the outcome in stats.
+ */
+static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, struct sp_sample *s,
+					     struct unwind_proc *proc)
+{
+	struct unwind_loop l = {
+	    .s = s,
+	    .proc = proc,
+	    .w.table_id = UNWIND_TABLE_NONE,
+	    .w.last_found = -1,
+	    .w.map = -1,
+	};
+	struct unwind_walk *w = &l.w;
+	__u32 zero = 0;
+
+	l.win = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!l.win)
+		return -1;
+	l.win->len = 0;
+
+	if (unwind_user_regs(&w->r)) {
+		stat_inc(SP_STAT_UNW_NO_REGS);
+		return -1;
+	}
+	/* Where the kernel's rt_sigframe keeps the interrupted registers (BTF of this kernel). */
+	w->sig.bp = bpf_core_field_offset(struct ucontext, uc_mcontext) +
+		    bpf_core_field_offset(struct sigcontext_64, bp);
+	w->sig.sp = bpf_core_field_offset(struct ucontext, uc_mcontext) +
+		    bpf_core_field_offset(struct sigcontext_64, sp);
+	w->sig.ip = bpf_core_field_offset(struct ucontext, uc_mcontext) +
+		    bpf_core_field_offset(struct sigcontext_64, ip);
+	/* One frame per iteration: SP_MAX_USTACK is the depth the sample record holds. */
+	bpf_loop(SP_MAX_USTACK, unwind_frame, &l, 0);
+	stat_inc(SP_STAT_UNW_CFI);
+	stat_inc(w->stop ? w->stop : SP_STAT_UNW_DEPTH);
+	stat_add(SP_STAT_UNW_FRAMES_CFI, w->cfi_frames);
+	stat_add(SP_STAT_UNW_FRAMES_FP, w->fp_frames);
+	return w->n;
+}
+
+static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
+{
+	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
+
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
+		stat_inc(SP_STAT_EVENT_DROP);
+	else
+		stat_inc(SP_STAT_EVENTS);
+}
+
+/* exec replaces every mapping: forget the old ones now, and have the agent read the new ones. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = p->tgid;
+
+	if (!bpf_map_delete_elem(&unwind_procs, &pid))
+		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
+	return 0;
+}
+
+/* The last thread of a process exits: drop its entry; the agent releases its tables. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_unw_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 pid = p->tgid;
+
+	if (group_dead && !bpf_map_delete_elem(&unwind_procs, &pid))
+		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
+	return 0;
+}
+
+/* VM_EXEC of include/linux/mm.h (a macro: not in BTF). */
+#define SP_VM_EXEC 0x4ull
+
+static long vma_flags(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	*(__u64 *)ctx = vma->vm_flags;
+	return 0;
+}
+
+/* A known process mapped code (dlopen, a new library): have the agent read its maps. */
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_unw_mmap(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 addr = ctx->ret, flags = 0;
+
+	if (addr >= -4095ull) /* an error code */
+		return 0;
+	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+		return 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_flags, &flags, 0) ||
+	    !(flags & SP_VM_EXEC))
+		return 0;
+	unwind_notify(pid, UNWIND_EVENT_MMAP, addr);
+	return 0;
+}
+
+#endif /* SPANPROF_UNWIND_BPF_H */

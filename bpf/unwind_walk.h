@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The CFI stack walker's shared half: the layout of the BPF maps the host fills (table chunks,
+ * table descriptors, per-process mapping lists, notification events) and the per-frame logic
+ * (mapping search, one unwind step). Compiled by bpf/sampler.bpf.c and, as ordinary C, by the
+ * unit test (test/test_unwind.c), which runs the same step against a captured stack.
+ * Fixed-width types only, no pointers, no bool; sizes pinned with _Static_assert.
+ *
+ * The unwind rules are those of bpf/unwind.h (x86-64 psABI section 3.6): RA at CFA - 8, the
+ * caller's RSP is the CFA, the caller's RBP unchanged or saved at CFA + 8n. Signal frames follow
+ * the kernel's x86-64 struct rt_sigframe (arch/x86/include/asm/sigframe.h): when the handler
+ * returns into the trampoline, RSP points at the struct ucontext, whose uc_mcontext is the
+ * struct sigcontext_64 holding the interrupted RBP, RSP and RIP.
+ *
+ * unwind__step() exists only where the includer defined UNWIND_READ_USER(rctx, dst, size,
+ * addr) first: it reads size (8 or 16) bytes of the sampled process's memory at addr into dst, 0 on
+ * success; rctx is the includer's, passed through unwind__step() (BPF: a window of stack read with
+ * bpf_probe_read_user; the unit test: a copy of a captured stack). The agent includes this header
+ * for the map layouts only.
+ */
+#ifndef SPANPROF_UNWIND_WALK_H
+#define SPANPROF_UNWIND_WALK_H
+
+#include "unwind.h"
+
+/* --- table storage --------------------------------------------------------------------------- */
+
+/*
+ * Rows of every loaded table live in one global row space cut into chunks of 2^16 rows (512 KiB,
+ * one value of an inner BPF array, under the kernel's 4 MiB value limit): row r is in chunk
+ * r >> 16 at slot r & 0xffff. A table of at most 2^16 rows lies inside one chunk; a larger one
+ * starts at slot 0 of a chunk and fills consecutive chunks.
+ */
+#define UNWIND_CHUNK_ROWS_LOG2 16
+#define UNWIND_CHUNK_ROWS (1u << UNWIND_CHUNK_ROWS_LOG2)
+#define UNWIND_CHUNK_BYTES (UNWIND_CHUNK_ROWS * 8u)
+/* Chunks of the largest table (UNWIND_MAX_ROWS rows). */
+#define UNWIND_MAX_TABLE_CHUNKS (UNWIND_MAX_ROWS / UNWIND_CHUNK_ROWS)
+/* Binary search over a table's chunks: log2(256) + 1 steps. */
+#define UNWIND_CHUNK_FIND_MAX_STEPS (UNWIND_MAX_ROWS_LOG2 - UNWIND_CHUNK_ROWS_LOG2 + 1)
+
+struct unwind_chunk {
+	struct unwind_row rows[UNWIND_CHUNK_ROWS];
+};
+
+_Static_assert(sizeof(struct unwind_chunk) == UNWIND_CHUNK_BYTES, "one chunk is 512 KiB of rows");
+
+/* Value of the table descriptor array, indexed by table id. count 0: no table (freed). */
+struct unwind_table_desc {
+	__u32 first; /* global row index of the table's first row */
+	__u32 count; /* rows */
+};
+
+_Static_assert(sizeof(struct unwind_table_desc) == 8, "unwind_table_desc is shared with BPF");
+
+/* --- per-process mappings -------------------------------------------------------------------- */
+
+/* Executable mappings per process: more are dropped (counted by the host). */
+#define UNWIND_MAX_MAPPINGS 256
+/* Binary search over the mappings: log2(256) + 1 steps. */
+#define UNWIND_MAPPING_FIND_MAX_STEPS 9
+/* Mapping without a table (no CFI, unreadable file, JIT code, tables full): frame pointers. */
+#define UNWIND_TABLE_NONE 0xffffffffu
+
+struct unwind_mapping {
+	__u64 start, end; /* [start, end) in the process */
+	__u64 bias;	  /* table pc = pc - bias (file offset, PT_LOAD and table base folded in) */
+	__u32 table;	  /* table id, or UNWIND_TABLE_NONE */
+	__u32 pad;
+};
+
+_Static_assert(sizeof(struct unwind_mapping) == 32, "unwind_mapping is shared with BPF");
+
+/* Value of the per-process map, keyed by thread group id. */
+struct unwind_proc {
+	__u64 start_boot_ns; /* group leader's start time: a reused PID never matches */
+	__u32 n;	     /* mappings used, sorted by start, non-overlapping */
+	__u32 pad;
+	struct unwind_mapping maps[UNWIND_MAX_MAPPINGS];
+};
+
+_Static_assert(sizeof(struct unwind_proc) == 16 + 32 * UNWIND_MAX_MAPPINGS,
+	       "unwind_proc is shared with BPF");
+
+/* --- notifications (second ring buffer) ----------------------------------------------------- */
+
+enum unwind_event_kind {
+	UNWIND_EVENT_EXEC = 1, /* a known process called exec: its entry was deleted */
+	UNWIND_EVENT_MMAP = 2, /* a known process mapped executable memory at addr */
+	UNWIND_EVENT_EXIT = 3, /* a known process exited: its entry was deleted */
+};
+
+struct unwind_event {
+	__u32 pid;  /* thread group id */
+	__u32 kind; /* enum unwind_event_kind */
+	__u64 addr; /* UNWIND_EVENT_MMAP: the new mapping's address; else 0 */
+};
+
+_Static_assert(sizeof(struct unwind_event) == 16, "unwind_event is shared with BPF");
+
+/*
+ * Index of the mapping containing pc among maps[0..n), or -1. Bounded binary search whose
+ * indices are masked with UNWIND_MAX_MAPPINGS - 1 (a power of two) and whose update is
+ * branch-free (as in unwind__find_row_range), so the verifier walks one path per step. The
+ * comparison is the borrow of pc - start, exact over all 64 bits (not its sign: [vsyscall] sits
+ * at 0xffffffffff600000).
+ */
+static __always_inline int unwind__find_mapping(const struct unwind_mapping *maps, __u32 n,
+						__u64 pc)
+{
+	__u32 lo = 0, hi = n, mid, i;
+	__u64 lt;
+
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	/* Invariant: maps[0..lo) start <= pc, maps[hi..n) start > pc. */
+	for (i = 0; i < UNWIND_MAPPING_FIND_MAX_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		mid = (lo + (hi - lo) / 2) & (UNWIND_MAX_MAPPINGS - 1);
+		/* 1 when pc < start: the borrow out of bit 63 of pc - start. */
+		lt = ((~pc & maps[mid].start) |
+		      (~(pc ^ maps[mid].start) & (pc - maps[mid].start))) >>
+		     63;
+		lo += (mid + 1 - lo) & (__u32)(lt - 1);
+		hi -= (hi - mid) & (__u32)(0 - lt);
+	}
+	if (lo == 0)
+		return -1;
+	lo = (lo - 1) & (UNWIND_MAX_MAPPINGS - 1);
+	return pc < maps[lo].end ? (int)lo : -1;
+}
+
+/* --- one unwind step ------------------------------------------------------------------------- */
+
+/* The registers the walker tracks, for the frame being unwound. */
+struct unwind_regs {
+	__u64 pc; /* the frame's pc */
+	__u64 sp; /* its RSP */
+	__u64 bp; /* its RBP (meaningless when bp_unknown) */
+	/*
+	 * 1 when pc is the exact next instruction (the sampled leaf, or a frame interrupted by a
+	 * signal): rows are looked up at pc. 0 for return addresses: rows are looked up at pc - 1,
+	 * inside the call instruction, since a call may be the last instruction of its function.
+	 */
+	__u32 exact;
+	__u32 bp_unknown; /* 1 when RBP could not be recovered (CFI said undefined) */
+};
+
+/* Where the interrupted registers are in the struct ucontext a signal trampoline's RSP points at.
+ */
+struct unwind_sigregs {
+	__u32 bp, sp, ip; /* byte offsets from the ucontext */
+};
+
+/*
+ * x86-64 psABI / kernel ABI values: uc_mcontext at 40 in struct ucontext (uc_flags, uc_link,
+ * 24-byte stack_t), then struct sigcontext_64 with rbp, rsp, rip at 80, 120, 128. glibc's
+ * ucontext_i.sym has the same numbers (oRBP 120, oRSP 160, oRIP 168). BPF takes them from the
+ * kernel's BTF (CO-RE); these are the unit test's, checked against <sys/ucontext.h>.
+ */
+#define UNWIND_UC_RBP 120
+#define UNWIND_UC_RSP 160
+#define UNWIND_UC_RIP 168
+
+enum unwind_step_result {
+	UNWIND_STEP_OK = 0,	 /* regs now describe the caller */
+	UNWIND_STEP_END,	 /* outermost frame: END row, or a zero return address */
+	UNWIND_STEP_FP_END,	 /* frame-pointer step with RBP 0: the chain ends (or was lost) */
+	UNWIND_STEP_UNSUPPORTED, /* UNWIND_KIND_UNSUPPORTED row, or an unknown kind */
+	UNWIND_STEP_BAD_CFA,	 /* CFA not above RSP, or RBP-based with RBP unknown */
+	UNWIND_STEP_READ_FAILED, /* the return address, RBP or ucontext could not be read */
+};
+
+#ifdef UNWIND_READ_USER
+/*
+ * Unwinds one frame: regs describe a frame whose row (the one covering pc, or pc - 1 for a return
+ * address) is row; row NULL means "no CFI" (UNWIND_KIND_FP). On UNWIND_STEP_OK regs describe the
+ * caller. Every address read comes from the registers and the stack through UNWIND_READ_USER.
+ */
+static __always_inline int unwind__step(struct unwind_regs *r, const struct unwind_row *row,
+					const struct unwind_sigregs *sig, void *rctx)
+{
+	__u64 cfa, ra = 0, pair[2], sbp;
+	__u32 kind = row ? row->kind : UNWIND_KIND_FP;
+	__u32 off = row ? row->cfa_off : 0;
+	__s32 rbp = row ? row->rbp : 0;
+
+	switch (kind) {
+	case UNWIND_KIND_END:
+		return UNWIND_STEP_END;
+	case UNWIND_KIND_SIGNAL:
+		/* RSP is the ucontext: the handler's return popped pretcode off the rt_sigframe. */
+		if (UNWIND_READ_USER(rctx, &pair[0], 8, r->sp + sig->ip) ||
+		    UNWIND_READ_USER(rctx, &pair[1], 8, r->sp + sig->sp) ||
+		    UNWIND_READ_USER(rctx, &sbp, 8, r->sp + sig->bp))
+			return UNWIND_STEP_READ_FAILED;
+		if (!pair[0])
+			return UNWIND_STEP_END;
+		/* No ordering check: the handler may run on an alternate signal stack. */
+		r->pc = pair[0];
+		r->sp = pair[1];
+		r->bp = sbp;
+		r->bp_unknown = 0;
+		r->exact = 1; /* the interrupted instruction, not a return address */
+		return UNWIND_STEP_OK;
+	case UNWIND_KIND_FP:
+		/* Frame pointers: [RBP] is the caller's RBP, [RBP + 8] the return address. */
+		if (r->bp_unknown || !r->bp)
+			return UNWIND_STEP_FP_END;
+		if (r->bp < r->sp)
+			return UNWIND_STEP_BAD_CFA;
+		if (UNWIND_READ_USER(rctx, pair, 16, r->bp))
+			return UNWIND_STEP_READ_FAILED;
+		if (!pair[1])
+			return UNWIND_STEP_END;
+		r->sp = r->bp + 16;
+		r->bp = pair[0];
+		r->pc = pair[1];
+		r->exact = 0;
+		return UNWIND_STEP_OK;
+	case UNWIND_KIND_CFA_RSP:
+		cfa = r->sp + off;
+		break;
+	case UNWIND_KIND_CFA_RBP:
+		if (r->bp_unknown)
+			return UNWIND_STEP_BAD_CFA;
+		cfa = r->bp + off;
+		break;
+	case UNWIND_KIND_PLT:
+		/* The PLT expression: RSP + base, plus 8 once RIP is past the push in its entry. */
+		cfa = r->sp + (off & 0xff) + ((r->pc & 15) >= (off >> 8) ? 8 : 0);
+		break;
+	default:
+		return UNWIND_STEP_UNSUPPORTED;
+	}
+	/* The return address at CFA - 8 lies on the stack at or above RSP. */
+	if (cfa < r->sp + 8 || cfa < r->sp)
+		return UNWIND_STEP_BAD_CFA;
+	if (rbp == -2) {
+		/* The usual push %rbp right after the call: one read for both. */
+		if (UNWIND_READ_USER(rctx, pair, 16, cfa - 16))
+			return UNWIND_STEP_READ_FAILED;
+		r->bp = pair[0];
+		r->bp_unknown = 0;
+		ra = pair[1];
+	} else {
+		if (UNWIND_READ_USER(rctx, &ra, 8, cfa - 8))
+			return UNWIND_STEP_READ_FAILED;
+		if (rbp == UNWIND_RBP_UNKNOWN) {
+			r->bp_unknown = 1;
+		} else if (rbp) {
+			if (UNWIND_READ_USER(rctx, &r->bp, 8, cfa + (__s64)rbp * 8))
+				return UNWIND_STEP_READ_FAILED;
+			r->bp_unknown = 0;
+		}
+	}
+	if (!ra)
+		return UNWIND_STEP_END;
+	r->pc = ra;
+	r->sp = cfa;
+	r->exact = 0;
+	return UNWIND_STEP_OK;
+}
+
+#endif /* UNWIND_READ_USER */
+
+#endif /* SPANPROF_UNWIND_WALK_H */

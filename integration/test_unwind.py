@@ -1,0 +1,243 @@
+"""CFI unwinding (docs/unwinding.md) against the real kernel: code built without frame pointers.
+
+Every workload is compiled -O2 -fomit-frame-pointer, so frame-pointer walking breaks at the first
+frame; each test wants at least 99% of the samples of the workload to unwind to main (or to the
+thread start routine) with exactly the expected frames.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import WORKLOADS, read_folded, record
+
+NOFP = ["-O2", "-g", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"]
+
+
+def build(src, out, *extra, cxx=False):
+    cmd = ["g++" if cxx else "gcc", *NOFP, "-o", str(out), str(src), *extra]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def stats_line(stderr):
+    """The counters of the 'user stacks:' and 'unwind tables:' summary lines."""
+    m = re.search(r"user stacks: (\d+) by CFI .*?, (\d+) by frame pointers", stderr)
+    assert m, stderr
+    return int(m.group(1)), int(m.group(2))
+
+
+def ours(folded, comm):
+    return [(f, c) for f, c in folded if f[0] == comm]
+
+
+def fraction(stacks, pred):
+    total = sum(c for _, c in stacks)
+    good = sum(c for f, c in stacks if pred(f))
+    return good, total
+
+
+def from_main(frames):
+    """Frames from main to the leaf, or None."""
+    return frames[frames.index("main"):] if "main" in frames else None
+
+
+def bpf_prog_ids(pid):
+    """Ids of the BPF programs a process holds open (its /proc/PID/fdinfo)."""
+    ids = set()
+    for f in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            for line in open(f):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def loaded_prog_ids():
+    res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    return {p["id"] for p in json.loads(res.stdout or "[]")}
+
+
+def record_watched(spanprof, outdir, *args, on_start=None, timeout=60):
+    """record(), also checking that none of the agent's BPF programs outlives it. on_start runs
+    once the agent says it samples (its startup takes seconds on a loaded machine)."""
+    cmd = [str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    ids = set()
+    for line in p.stderr:
+        lines.append(line)
+        if "sampling" in line and not ids:
+            ids = bpf_prog_ids(p.pid)
+            if on_start:
+                on_start()
+    p.wait(timeout=timeout)
+    err = "".join(lines)
+    assert p.returncode == 0, err
+    assert len(ids) >= 4, f"the agent's BPF programs were not seen while it ran: {ids}"
+    left = ids & loaded_prog_ids()
+    assert not left, f"BPF programs {left} still loaded after the agent exited"
+    return err
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    d = tmp_path_factory.mktemp("unw")
+    w = WORKLOADS
+    b = {
+        "recurse": build(w / "unw_recurse.c", d / "unw_recurse"),
+        "signal": build(w / "unw_signal.c", d / "unw_signal"),
+        "threads": build(w / "unw_threads.c", d / "unw_threads", "-pthread"),
+        "cxx": build(w / "unw_cxx.cpp", d / "unw_cxx", cxx=True),
+        "liba": build(w / "unw_liba.c", d / "libunwa.so", "-fPIC", "-shared"),
+        "libb": build(w / "unw_libb.c", d / "libunwb.so", "-fPIC", "-shared"),
+    }
+    b["libs"] = build(w / "unw_libs.c", d / "unw_libs", f"-L{d}", "-lunwa", f"-Wl,-rpath,{d}",
+                      "-ldl")
+    return b
+
+
+def test_deep_recursion_300_frames(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["recurse"], "60", "300")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
+    want = ["main", "spin_start"] + ["rec"] * 300 + ["leaf"]
+
+    def full(f):
+        m = from_main(f)
+        return m is not None and m[:len(want)] == want and f[1] == "_start"
+
+    good, total = fraction(stacks, full)
+    assert total >= 100, f"only {total} samples"
+    assert good / total >= 0.99, f"{good}/{total} complete\n{[f[:8] for f, _ in stacks[:3]]}"
+    cfi, fp = stats_line(err)
+    assert cfi >= 0.99 * (cfi + fp), err
+    assert "0 depth limit" in err
+
+
+def test_shared_and_dlopened_library(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["libs"], "60", "-", bins["libb"])
+    time.sleep(0.3)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_libs")
+    want = ["main", "via_exe", "la_call", "lb_spin"]
+    good, total = fraction(stacks, lambda f: (from_main(f) or [])[:4] == want)
+    assert total >= 100, f"only {total} samples"
+    assert good / total >= 0.99, f"{good}/{total} complete\n{stacks[:5]}"
+
+
+def test_code_mapped_after_start_gets_tables(spanprof, bins, procs, tmp_path):
+    """dlopen after the agent started: the mmap hook has the table loaded at once."""
+    trigger = tmp_path / "go"
+    p = procs.start(bins["libs"], "60", trigger, bins["libb"])
+    out = tmp_path / "out"
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
+                         on_start=lambda: (time.sleep(0.5), trigger.touch()))
+    stacks = ours(read_folded(out / "profile.folded"), "unw_libs")
+    in_lib = [(f, c) for f, c in stacks if "lb_spin" in f]
+    good, total = fraction(in_lib, lambda f: (from_main(f) or [])[:4] ==
+                           ["main", "via_exe", "la_call", "lb_spin"])
+    assert total >= 100, f"only {total} samples in lb_spin\n{stacks[:5]}"
+    assert good / total >= 0.98, f"{good}/{total} complete\n{in_lib[:5]}"
+    m = re.search(r"(\d+) notifications \((\d+) lost\), (\d+) maps re-reads", err)
+    assert m and int(m.group(1)) >= 1 and int(m.group(3)) >= 1, err
+
+
+def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
+    """A known process that execs: its entry is dropped and reloaded from the new image."""
+    trigger = tmp_path / "go"
+    p = procs.start("sh", "-c", f"while [ ! -e {trigger} ]; do sleep 0.02; done; "
+                    f"exec {bins['recurse']} 60 40")
+    out = tmp_path / "out"
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
+                         on_start=lambda: (time.sleep(0.5), trigger.touch()))
+    stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
+    want = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    good, total = fraction(stacks, lambda f: (from_main(f) or [])[:len(want)] == want)
+    assert total >= 100, f"only {total} samples after exec\n{err}"
+    assert good / total >= 0.98, f"{good}/{total} complete\n{[f[:8] for f, _ in stacks[:3]]}"
+    m = re.search(r"(\d+) notifications \((\d+) lost\), (\d+) maps re-reads", err)
+    assert m and int(m.group(1)) >= 1 and int(m.group(3)) >= 1, err
+
+
+def test_signal_handler_unwinds_into_interrupted_code(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["signal"], "60")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_signal")
+    handler = ["main", "spin_outer", "__restore_rt", "on_tick", "handler_work"]
+
+    def full(f):
+        m = from_main(f)
+        if m is None:
+            return False
+        if "handler_work" in m:
+            return m[:5] == handler
+        return m[:2] == ["main", "spin_outer"]
+
+    good, total = fraction(stacks, full)
+    in_handler = sum(c for f, c in stacks if "handler_work" in f)
+    assert total >= 100 and in_handler >= 20, f"{total} samples, {in_handler} in the handler"
+    assert good / total >= 0.99, f"{good}/{total} complete\n{stacks[:5]}"
+
+
+def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["cxx"], "60")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_cxx")
+    want = ["main", "cxx_loop(double)", "cxx_outer(int)"]
+
+    def installing(f):
+        # Known limit (docs/unwinding.md): while libgcc installs the landing pad
+        # (uw_install_context, __builtin_eh_return) it has already overwritten its frame's saved
+        # return address with the handler in cxx_outer, and the stack adjustment is only in a
+        # register: no CFI describes that instant, so such walks end right after cxx_outer.
+        return "main" not in f and any(a == "cxx_outer(int)" and b == "_Unwind_RaiseException"
+                                       for a, b in zip(f, f[1:]))
+
+    inst = sum(c for f, c in stacks if installing(f))
+    rest = [(f, c) for f, c in stacks if not installing(f)]
+    def full(f):
+        m = from_main(f) or []
+        throw = ["cxx_outer(int)", "cxx_mid(int)", "cxx_throw(int)"]
+        return (m[:2] == want[:2] and (len(m) == 2 or m[2] == want[2]) and
+                ("cxx_throw(int)" not in m or m[2:5] == throw))
+
+    good, total = fraction(rest, full)
+    in_runtime = sum(c for f, c in stacks if "_Unwind_RaiseException" in f)
+    assert total >= 100 and in_runtime >= 0.3 * total, f"{total} samples, {in_runtime} unwinding"
+    assert inst <= 0.02 * (total + inst), f"{inst} of {total + inst} samples installing a handler"
+    assert good / total >= 0.99, f"{good}/{total} complete\n{rest[:5]}"
+
+
+def test_eight_threads(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["threads"], "60")
+    time.sleep(0.3)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_threads")
+
+    def full(f):
+        if "thread_main" not in f:
+            return False
+        i = f.index("thread_main")
+        # The thread's outermost frames are glibc's clone3 and start_thread.
+        return f[1:i] == ["clone3", "start_thread"] and f[i:i + 3] == [
+            "thread_main", "t_outer", "t_spin"]
+
+    good, total = fraction(stacks, full)
+    assert total >= 100, f"only {total} samples\n{stacks[:5]}"
+    assert good / total >= 0.99, f"{good}/{total} complete\n{stacks[:5]}"

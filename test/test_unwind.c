@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the CFI walker's shared logic (bpf/unwind_walk.h, compiled here as ordinary C):
+ * the mapping search, the row search on a sub-range of a chunk, every kind of unwind step on
+ * hand-made stacks, and whole walks of this process's own stack (built -O2
+ * -fomit-frame-pointer), captured with getcontext() and copied, checked frame by frame against
+ * glibc's backtrace() (libgcc's DWARF unwinder): a 20-deep recursion and a signal handler.
+ */
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cfi.h"
+#include "procmaps.h"
+
+/* The walker reads memory through this: a copy of a stack, [base, base + len). */
+struct fake_stack {
+	uint64_t base;
+	const uint8_t *data;
+	size_t len;
+	int reads;
+};
+
+static int fake_read(struct fake_stack *st, void *dst, uint32_t size, uint64_t addr)
+{
+	st->reads++;
+	if (addr < st->base || addr + size > st->base + st->len || addr + size < addr)
+		return -EFAULT;
+	memcpy(dst, st->data + (addr - st->base), size);
+	return 0;
+}
+
+#define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
+	fake_read((struct fake_stack *)(rctx), (dst), (size), (addr))
+#include "unwind_walk.h"
+
+static const struct unwind_sigregs psabi_sig = {UNWIND_UC_RBP, UNWIND_UC_RSP, UNWIND_UC_RIP};
+
+/* --- pure lookups ----------------------------------------------------------------------------- */
+
+static void test_find_mapping(void **state)
+{
+	struct unwind_mapping m[4] = {
+	    {.start = 0x1000, .end = 0x2000},
+	    {.start = 0x3000, .end = 0x5000},
+	    {.start = 0x7f0000000000ull, .end = 0x7f0000010000ull},
+	    {.start = 0xffffffffff600000ull, .end = 0xffffffffff601000ull}, /* [vsyscall] */
+	};
+
+	(void)state;
+	assert_int_equal(unwind__find_mapping(m, 0, 0x1000), -1);
+	assert_int_equal(unwind__find_mapping(m, 4, 0xfff), -1);
+	assert_int_equal(unwind__find_mapping(m, 4, 0x1000), 0);
+	assert_int_equal(unwind__find_mapping(m, 4, 0x1fff), 0);
+	assert_int_equal(unwind__find_mapping(m, 4, 0x2000), -1); /* gap */
+	assert_int_equal(unwind__find_mapping(m, 4, 0x4abc), 1);
+	assert_int_equal(unwind__find_mapping(m, 4, 0x7f0000000010ull), 2);
+	/* Above 2^63 apart: the comparison must not be a sign test. */
+	assert_int_equal(unwind__find_mapping(m, 4, 0x7f0000010000ull), -1);
+	assert_int_equal(unwind__find_mapping(m, 3, 0xffffffffff600010ull), -1);
+	assert_int_equal(unwind__find_mapping(m, 4, 0xffffffffff600010ull), 3);
+	assert_int_equal(unwind__find_mapping(m, 4, UINT64_MAX), -1);
+	/* Only maps[0..n) are searched. */
+	assert_int_equal(unwind__find_mapping(m, 2, 0x7f0000000010ull), -1);
+}
+
+static void test_find_mapping_many(void **state)
+{
+	static struct unwind_mapping m[UNWIND_MAX_MAPPINGS];
+
+	(void)state;
+	for (uint32_t i = 0; i < UNWIND_MAX_MAPPINGS; i++) {
+		m[i].start = 0x10000 + i * 0x2000;
+		m[i].end = m[i].start + 0x1000;
+	}
+	for (uint32_t i = 0; i < UNWIND_MAX_MAPPINGS; i++) {
+		assert_int_equal(unwind__find_mapping(m, UNWIND_MAX_MAPPINGS, m[i].start), i);
+		assert_int_equal(unwind__find_mapping(m, UNWIND_MAX_MAPPINGS, m[i].end - 1), i);
+		assert_int_equal(unwind__find_mapping(m, UNWIND_MAX_MAPPINGS, m[i].end), -1);
+	}
+}
+
+/* A table stored in the middle of a chunk, as the agent places small tables. */
+static void test_find_row_range(void **state)
+{
+	static struct unwind_row chunk[UNWIND_CHUNK_ROWS];
+	uint32_t lo = 40000, n = 100;
+
+	(void)state;
+	for (uint32_t i = 0; i < UNWIND_CHUNK_ROWS; i++)
+		chunk[i].pc = 7; /* other tables' rows around it */
+	for (uint32_t i = 0; i < n; i++)
+		chunk[lo + i].pc = 0x1000 + 16 * i;
+	assert_int_equal(unwind__find_row_range(chunk, lo, lo + n, 0xfff, UNWIND_CHUNK_ROWS),
+			 lo - 1);
+	assert_int_equal(unwind__find_row_range(chunk, lo, lo + n, 0x1000, UNWIND_CHUNK_ROWS), lo);
+	assert_int_equal(
+	    unwind__find_row_range(chunk, lo, lo + n, 0x1000 + 16 * 50 + 3, UNWIND_CHUNK_ROWS),
+	    lo + 50);
+	assert_int_equal(unwind__find_row_range(chunk, lo, lo + n, 1ull << 40, UNWIND_CHUNK_ROWS),
+			 lo + n - 1);
+	assert_int_equal(unwind__find_row_range(chunk, lo, lo, 0x1000, UNWIND_CHUNK_ROWS), lo - 1);
+	/* The last slots of a chunk. */
+	for (uint32_t i = 0; i < 10; i++)
+		chunk[UNWIND_CHUNK_ROWS - 10 + i].pc = 0x500 + i;
+	assert_int_equal(unwind__find_row_range(chunk, UNWIND_CHUNK_ROWS - 10, UNWIND_CHUNK_ROWS,
+						0x509, UNWIND_CHUNK_ROWS),
+			 UNWIND_CHUNK_ROWS - 1);
+}
+
+/* --- single steps on hand-made stacks ----------------------------------------------------------
+ */
+
+#define SB 0x7ffd0000ull /* where the fake stack lives */
+
+static uint64_t stk[64];
+
+static struct fake_stack fake(void)
+{
+	struct fake_stack st = {.base = SB, .data = (const uint8_t *)stk, .len = sizeof(stk)};
+
+	return st;
+}
+
+static void test_step_cfa_rsp(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_CFA_RSP, .cfa_off = 24, .rbp = -2};
+	struct unwind_regs r = {.pc = 0x401000, .sp = SB, .bp = 0x1234, .exact = 1};
+	struct fake_stack st = fake();
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	stk[1] = 0xbbbb;   /* saved rbp at CFA - 16 */
+	stk[2] = 0x402000; /* return address at CFA - 8 */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x402000);
+	assert_int_equal(r.sp, SB + 24);
+	assert_int_equal(r.bp, 0xbbbb);
+	assert_int_equal(r.exact, 0);
+	assert_int_equal(st.reads, 1); /* RA and RBP in one read */
+
+	/* RBP unchanged (0), then RBP saved elsewhere (CFA - 24). */
+	row.rbp = 0;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = 0x1234, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.bp, 0x1234);
+	row.rbp = -3;
+	stk[0] = 0xcccc;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = 0x1234, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.bp, 0xcccc);
+	/* RBP undefined: a later RBP-based CFA cannot be computed. */
+	row.rbp = UNWIND_RBP_UNKNOWN;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = 0x1234, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.bp_unknown, 1);
+	row.kind = UNWIND_KIND_CFA_RBP;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+}
+
+static void test_step_cfa_rbp_and_plt(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_CFA_RBP, .cfa_off = 16, .rbp = -2};
+	struct unwind_regs r = {.pc = 0x401000, .sp = SB, .bp = SB + 64, .exact = 0};
+	struct fake_stack st = fake();
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	stk[8] = SB + 128; /* [rbp] = caller's rbp */
+	stk[9] = 0x403000; /* [rbp + 8] = RA */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x403000);
+	assert_int_equal(r.sp, SB + 80);
+	assert_int_equal(r.bp, SB + 128);
+
+	/* PLT: CFA = RSP + 8, + 8 once RIP & 15 >= 11 (after the push of the lazy entry). */
+	row = (struct unwind_row){.kind = UNWIND_KIND_PLT, .cfa_off = 8 | 11 << 8};
+	stk[0] = 0x404000;
+	stk[1] = 0x405000;
+	r = (struct unwind_regs){.pc = 0x401026, .sp = SB, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x404000);
+	r = (struct unwind_regs){.pc = 0x40102b, .sp = SB, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x405000);
+	assert_int_equal(r.sp, SB + 16);
+}
+
+static void test_step_fp_end_and_errors(void **state)
+{
+	struct unwind_regs r = {.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	stk[4] = 0;	   /* caller's rbp: end of the chain */
+	stk[5] = 0x406000; /* RA */
+	/* No row and an FP row mean the same: frame pointers. */
+	assert_int_equal(unwind__step(&r, NULL, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x406000);
+	assert_int_equal(r.sp, SB + 48);
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
+	/* RBP below RSP is not a frame of this stack. */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB + 64, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+
+	row = (struct unwind_row){.kind = UNWIND_KIND_END};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_END);
+	row.kind = UNWIND_KIND_UNSUPPORTED;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_UNSUPPORTED);
+	row.kind = 77;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_UNSUPPORTED);
+	/* CFA at or below RSP + 8 (RA would lie below the stack pointer). */
+	row = (struct unwind_row){.kind = UNWIND_KIND_CFA_RSP, .cfa_off = 0};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+	/* Off the end of the stack copy. */
+	row.cfa_off = 8;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB + sizeof(stk), .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_READ_FAILED);
+	/* A zero return address ends the walk cleanly. */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB + 16, .exact = 1};
+	stk[2] = 0;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_END);
+}
+
+static void test_step_signal(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_SIGNAL};
+	struct unwind_regs r = {.pc = 0x407000, .sp = SB, .bp = 1, .exact = 0};
+	struct fake_stack st = fake();
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	stk[UNWIND_UC_RIP / 8] = 0x408123;
+	stk[UNWIND_UC_RSP / 8] = SB + 4096;
+	stk[UNWIND_UC_RBP / 8] = 0xabc;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, 0x408123);
+	assert_int_equal(r.sp, SB + 4096);
+	assert_int_equal(r.bp, 0xabc);
+	assert_int_equal(r.exact, 1); /* the interrupted instruction: looked up at pc itself */
+}
+
+/* The fixed offsets are the C library's ucontext_t layout (x86-64 psABI, kernel ABI). */
+static void test_sigcontext_offsets(void **state)
+{
+	(void)state;
+	assert_int_equal(offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), UNWIND_UC_RBP);
+	assert_int_equal(offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), UNWIND_UC_RSP);
+	assert_int_equal(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), UNWIND_UC_RIP);
+}
+
+/* --- whole walks of this process's stack --------------------------------------------------------
+ */
+
+struct file_table {
+	struct unwind_mapping m;
+	struct cfi_table *t;	   /* NULL: frame pointers */
+	uint64_t offset, load_adj; /* mapping file offset; p_vaddr - p_offset of its PT_LOAD */
+};
+
+struct self_maps {
+	struct file_table f[64];
+	uint32_t n;
+};
+
+static void load_self(struct self_maps *sm)
+{
+	struct procmaps maps = {0};
+
+	memset(sm, 0, sizeof(*sm));
+	assert_int_equal(procmaps__read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.n && sm->n < 64; i++) {
+		const struct procmap *pm = &maps.maps[i];
+		struct file_table *ft;
+		GElf_Phdr ph;
+		size_t np = 0;
+		Elf *elf;
+		int fd;
+
+		if (!(pm->prot & PROT_EXEC) || pm->path[0] != '/')
+			continue;
+		ft = &sm->f[sm->n++];
+		ft->m.start = pm->start;
+		ft->m.end = pm->end;
+		ft->offset = pm->offset;
+		if (cfi__build(pm->path, NULL, &ft->t))
+			ft->t = NULL;
+		fd = open(pm->path, O_RDONLY);
+		assert_true(fd >= 0);
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+		assert_non_null(elf);
+		elf_getphdrnum(elf, &np);
+		for (size_t j = 0; j < np; j++)
+			if (gelf_getphdr(elf, j, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_flags & PF_X))
+				ft->load_adj = ph.p_vaddr - ph.p_offset;
+		elf_end(elf);
+		close(fd);
+	}
+	procmaps__clear(&maps);
+}
+
+static void free_self(struct self_maps *sm)
+{
+	for (uint32_t i = 0; i < sm->n; i++)
+		cfi_table__free(sm->f[i].t);
+}
+
+/*
+ * The host twin of the BPF walk (bpf/unwind.bpf.h): per frame, the mapping, the row at pc (or
+ * pc - 1 for a return address), one unwind__step(). Returns the frames written.
+ */
+static int walk(struct self_maps *sm, struct unwind_regs r, struct fake_stack *st, uint64_t *pcs,
+		int max, int *last)
+{
+	struct unwind_mapping maps[64];
+	int n = 0;
+
+	for (uint32_t i = 0; i < sm->n; i++)
+		maps[i] = sm->f[i].m;
+	*last = UNWIND_STEP_OK;
+	while (n < max) {
+		uint64_t lpc = r.pc - !r.exact;
+		const struct unwind_row *row = NULL;
+		struct file_table *ft;
+		int mi;
+
+		pcs[n++] = r.pc;
+		mi = unwind__find_mapping(maps, sm->n, lpc);
+		if (mi < 0) {
+			*last = -1;
+			break;
+		}
+		ft = &sm->f[mi];
+		if (ft->t)
+			row =
+			    cfi_table__lookup(ft->t, lpc - ft->m.start + ft->offset + ft->load_adj);
+		*last = unwind__step(&r, row, &psabi_sig, st);
+		if (*last != UNWIND_STEP_OK)
+			break;
+	}
+	return n;
+}
+
+/* Top of this thread's stack (end of the [stack] mapping). */
+static uint64_t stack_top(void)
+{
+	struct procmaps maps = {0};
+	uint64_t top = 0;
+
+	assert_int_equal(procmaps__read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.n; i++)
+		if (!strcmp(maps.maps[i].path, "[stack]"))
+			top = maps.maps[i].end;
+	procmaps__clear(&maps);
+	return top;
+}
+
+struct capture {
+	ucontext_t uc;
+	uint8_t *copy;
+	uint64_t base;
+	size_t len;
+	void *bt[128];
+	int nbt;
+};
+
+static struct capture cap;
+
+/* Captures the caller's registers, a copy of the stack above them, and backtrace()'s view. */
+#define CAPTURE()                                                                                  \
+	do {                                                                                       \
+		getcontext(&cap.uc);                                                               \
+		cap.base = cap.uc.uc_mcontext.gregs[REG_RSP];                                      \
+		cap.len = stack_top() - cap.base;                                                  \
+		cap.copy = malloc(cap.len);                                                        \
+		memcpy(cap.copy, (void *)(uintptr_t)cap.base, cap.len);                            \
+		cap.nbt = backtrace(cap.bt, 128);                                                  \
+	} while (0)
+
+static volatile int sink;
+
+__attribute__((noinline)) static void deep(int n)
+{
+	if (n > 0) {
+		deep(n - 1);
+		sink++; /* no tail call */
+		return;
+	}
+	CAPTURE();
+}
+
+/* Compares the walk with backtrace() from the caller of the capturing function on. */
+static void check_walk(int want_min_frames)
+{
+	struct fake_stack st = {.base = cap.base, .data = cap.copy, .len = cap.len};
+	struct unwind_regs r = {
+	    .pc = cap.uc.uc_mcontext.gregs[REG_RIP],
+	    .sp = cap.uc.uc_mcontext.gregs[REG_RSP],
+	    .bp = cap.uc.uc_mcontext.gregs[REG_RBP],
+	    .exact = 1,
+	};
+	struct self_maps *sm = calloc(1, sizeof(*sm));
+	uint64_t pcs[128];
+	int n, last;
+
+	load_self(sm);
+	n = walk(sm, r, &st, pcs, 128, &last);
+	if (n != cap.nbt || last != UNWIND_STEP_END) {
+		for (int i = 0; i < n || i < cap.nbt; i++)
+			fprintf(stderr, "  %2d walk %#llx backtrace %p\n", i,
+				i < n ? (unsigned long long)pcs[i] : 0ull,
+				i < cap.nbt ? cap.bt[i] : 0);
+		fprintf(stderr, "  last step %d\n", last);
+	}
+	/* Frame 0 differs (getcontext's and backtrace's return addresses in the same function). */
+	assert_int_equal(last, UNWIND_STEP_END);
+	assert_int_equal(n, cap.nbt);
+	assert_true(n >= want_min_frames);
+	for (int i = 1; i < n; i++)
+		assert_int_equal(pcs[i], (uint64_t)(uintptr_t)cap.bt[i]);
+	free_self(sm);
+	free(sm);
+	free(cap.copy);
+}
+
+static void test_walk_recursion(void **state)
+{
+	(void)state;
+	deep(20);
+	check_walk(23);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	CAPTURE();
+}
+
+__attribute__((noinline)) static void raise_deep(int n)
+{
+	if (n > 0) {
+		raise_deep(n - 1);
+		sink++;
+		return;
+	}
+	raise(SIGUSR1);
+}
+
+static void test_walk_signal_frame(void **state)
+{
+	struct sigaction sa = {.sa_handler = on_usr1};
+
+	(void)state;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise_deep(5);
+	signal(SIGUSR1, SIG_DFL);
+	check_walk(10);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_find_mapping),
+	    cmocka_unit_test(test_find_mapping_many),
+	    cmocka_unit_test(test_find_row_range),
+	    cmocka_unit_test(test_step_cfa_rsp),
+	    cmocka_unit_test(test_step_cfa_rbp_and_plt),
+	    cmocka_unit_test(test_step_fp_end_and_errors),
+	    cmocka_unit_test(test_step_signal),
+	    cmocka_unit_test(test_sigcontext_offsets),
+	    cmocka_unit_test(test_walk_recursion),
+	    cmocka_unit_test(test_walk_signal_frame),
+	};
+
+	elf_version(EV_CURRENT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
