@@ -236,14 +236,10 @@ struct cie {
 	struct cfi_state init;
 };
 
-struct tmp_row {
-	uint64_t loc;
-	struct unwind_row r; /* pc unused */
-};
-
+/* 24 bytes: whole-machine profiling builds tables of files with a few 100k FDEs. */
 struct fde_rec {
 	uint64_t start, end;
-	size_t first, count; /* into builder.rows */
+	uint32_t first, count; /* into builder.rows */
 };
 
 struct exec_range {
@@ -252,7 +248,7 @@ struct exec_range {
 
 struct builder {
 	struct cfi_stats st;
-	struct tmp_row *rows;
+	struct unwind_row *rows; /* pc: offset from the start of its FDE */
 	size_t nrows, caprows;
 	struct fde_rec *fdes;
 	size_t nfdes, capfdes;
@@ -371,15 +367,17 @@ static bool row_same_rule(const struct unwind_row *a, const struct unwind_row *b
 	return a->kind == b->kind && a->cfa_off == b->cfa_off && a->rbp == b->rbp;
 }
 
-static int push_row(struct builder *b, size_t fde_first, uint64_t loc, const struct cfi_state *s,
-		    bool signal)
+static int push_row(struct builder *b, const struct fde_rec *fde, uint64_t loc,
+		    const struct cfi_state *s, bool signal)
 {
 	struct unwind_row r = state_row(s, signal);
-	struct tmp_row *t;
+	struct unwind_row *t;
 
 	/* Merge with the previous row of the same FDE when nothing the walker sees changed. */
-	if (b->nrows > fde_first && row_same_rule(&b->rows[b->nrows - 1].r, &r))
+	if (b->nrows > fde->first && row_same_rule(&b->rows[b->nrows - 1], &r))
 		return 0;
+	if (b->nrows == UINT32_MAX)
+		return -ENOMEM; /* fde_rec.first: far beyond any real file */
 	if (b->nrows == b->caprows) {
 		size_t cap = b->caprows ? b->caprows * 2 : 1024;
 
@@ -389,9 +387,9 @@ static int push_row(struct builder *b, size_t fde_first, uint64_t loc, const str
 		b->rows = t;
 		b->caprows = cap;
 	}
-	b->rows[b->nrows].loc = loc;
-	b->rows[b->nrows].r = r;
-	b->nrows++;
+	/* loc < fde->end; FDEs of 4 GiB or more keep no rows (parse_fde). */
+	r.pc = (uint32_t)(loc - fde->start);
+	b->rows[b->nrows++] = r;
 	return 0;
 }
 
@@ -578,7 +576,7 @@ static int interpret(struct builder *b, const struct cie *cie, struct cursor *c,
 		if (newloc < loc)
 			return -EINVAL;
 		if (loc < fde->end) {
-			err = push_row(b, fde->first, loc, st, cie->signal);
+			err = push_row(b, fde, loc, st, cie->signal);
 			if (err)
 				return err;
 		}
@@ -587,7 +585,7 @@ static int interpret(struct builder *b, const struct cie *cie, struct cursor *c,
 	if (c->bad)
 		return -EINVAL;
 	if (fde && loc < fde->end)
-		return push_row(b, fde->first, loc, st, cie->signal);
+		return push_row(b, fde, loc, st, cie->signal);
 	return 0;
 }
 
@@ -747,7 +745,7 @@ static int parse_fde(struct builder *b, const struct section_ctx *s, struct curs
 	}
 	rec.start = start;
 	rec.end = start + range;
-	rec.first = b->nrows;
+	rec.first = (uint32_t)b->nrows;
 	st = b->cie.init;
 	err = interpret(b, &b->cie, c, s, &st, &rec);
 	if (err == -ENOMEM)
@@ -757,7 +755,10 @@ static int parse_fde(struct builder *b, const struct section_ctx *s, struct curs
 		b->st.skipped_bad_fde++;
 		return 0;
 	}
-	rec.count = b->nrows - rec.first;
+	/* Row pcs are 32-bit offsets: assemble() drops such an FDE unread (outside text). */
+	if (range > (1ull << 32))
+		b->nrows = rec.first;
+	rec.count = (uint32_t)(b->nrows - rec.first);
 	if (b->nfdes == b->capfdes) {
 		size_t cap = b->capfdes ? b->capfdes * 2 : 256;
 		struct fde_rec *f = realloc(b->fdes, cap * sizeof(*f));
@@ -839,12 +840,110 @@ static int cmp_fde(const void *a, const void *b)
 	return 0;
 }
 
-/* Sorts FDEs, drops overlaps, merges rows and adds the gap markers into a table. */
-static int assemble(struct builder *b, struct cfi_table *t)
+/* Rows out of assemble(): counted only, or handed to a sink in pieces of ROW_BUF rows. */
+#define ROW_BUF 4096
+
+struct row_writer {
+	const struct cfi_sink *sink; /* NULL: count only */
+	struct unwind_row buf[ROW_BUF];
+	/* The last two rows are kept back: the last may go (a gap marker), then the one before
+	 * is compared with the next row. */
+	size_t nbuf;
+	size_t n; /* rows so far */
+	int err;
+};
+
+static const struct unwind_row *writer_last(const struct row_writer *w)
 {
-	uint64_t prev_end = 0, lo, hi = 0;
-	size_t i, j, n = 0, cap;
-	struct unwind_row *out;
+	return w->nbuf ? &w->buf[w->nbuf - 1] : NULL;
+}
+
+static void writer_drop_last(struct row_writer *w)
+{
+	w->nbuf--;
+	w->n--;
+}
+
+/* Writes out all but the last two rows (or all of them with @all). */
+static void writer_flush(struct row_writer *w, bool all)
+{
+	size_t k = all ? w->nbuf : w->nbuf - 2;
+
+	if (w->sink && k && !w->err)
+		w->err = w->sink->write(w->sink->ctx, w->buf, (uint32_t)k);
+	memmove(w->buf, w->buf + k, (w->nbuf - k) * sizeof(*w->buf));
+	w->nbuf -= k;
+}
+
+static void writer_push(struct row_writer *w, struct unwind_row r)
+{
+	if (w->nbuf == ROW_BUF)
+		writer_flush(w, false);
+	w->buf[w->nbuf++] = r;
+	w->n++;
+}
+
+/*
+ * Sorts FDEs, drops overlaps, merges rows and adds the gap markers. Run twice over the same
+ * sorted FDEs: first counting (@count: stats are gathered in this pass), then writing to @w.
+ */
+static void assemble_pass(struct builder *b, uint64_t base, struct row_writer *w, bool count)
+{
+	uint64_t prev_end = 0;
+	size_t i, j;
+
+	for (i = 0; i < b->nfdes; i++) {
+		const struct fde_rec *f = &b->fdes[i];
+		const struct unwind_row *last = writer_last(w);
+
+		if (w->n > 0 && f->start < prev_end) {
+			if (count)
+				b->st.skipped_overlap++;
+			continue;
+		}
+		if (f->end - base - 1 > UINT32_MAX) {
+			if (count)
+				b->st.skipped_outside_text++;
+			continue;
+		}
+		/* The previous FDE's gap marker goes when this one starts right there. */
+		if (last && last->kind == UNWIND_KIND_FP && last->pc == f->start - base)
+			writer_drop_last(w);
+		for (j = f->first; j < f->first + f->count; j++) {
+			struct unwind_row r = b->rows[j];
+
+			last = writer_last(w);
+			if (last && row_same_rule(last, &r))
+				continue;
+			r.pc = (uint32_t)(f->start + r.pc - base);
+			writer_push(w, r);
+			if (!count)
+				continue;
+			if (r.kind == UNWIND_KIND_UNSUPPORTED)
+				b->st.unsupported_rows++;
+			else if (r.kind == UNWIND_KIND_PLT)
+				b->st.plt_rows++;
+		}
+		if (count)
+			b->st.fdes++;
+		prev_end = f->end;
+		if (f->end - base <= UINT32_MAX)
+			writer_push(w, (struct unwind_row){.pc = (uint32_t)(f->end - base),
+							   .kind = UNWIND_KIND_FP});
+	}
+	writer_flush(w, true);
+}
+
+/*
+ * Sorts the FDEs and hands the table to @sink: begin() with the row count and base, then the
+ * rows in order. No copy of the whole table is made here: the sink decides where rows go.
+ */
+static int assemble(struct builder *b, const struct cfi_sink *sink)
+{
+	struct row_writer *w;
+	uint64_t lo, hi = 0, base;
+	size_t i;
+	int err;
 
 	if (b->nfdes)
 		qsort(b->fdes, b->nfdes, sizeof(*b->fdes), cmp_fde);
@@ -852,54 +951,25 @@ static int assemble(struct builder *b, struct cfi_table *t)
 		if (b->fdes[i].end > hi)
 			hi = b->fdes[i].end;
 	lo = b->nfdes ? b->fdes[0].start : 0;
-	t->base = hi - 1 <= UINT32_MAX ? 0 : lo & ~0xfffULL;
-	cap = b->nrows + b->nfdes + 1;
-	out = calloc(cap ? cap : 1, sizeof(*out));
-	if (!out)
+	base = hi - 1 <= UINT32_MAX ? 0 : lo & ~0xfffULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
 		return -ENOMEM;
-	for (i = 0; i < b->nfdes; i++) {
-		const struct fde_rec *f = &b->fdes[i];
-
-		if (n > 0 && f->start < prev_end) {
-			b->st.skipped_overlap++;
-			continue;
-		}
-		if (f->end - t->base - 1 > UINT32_MAX) {
-			b->st.skipped_outside_text++;
-			continue;
-		}
-		/* The previous FDE's gap marker goes when this one starts right there. */
-		if (n > 0 && out[n - 1].kind == UNWIND_KIND_FP &&
-		    out[n - 1].pc == f->start - t->base)
-			n--;
-		for (j = f->first; j < f->first + f->count; j++) {
-			struct unwind_row r = b->rows[j].r;
-
-			if (n > 0 && row_same_rule(&out[n - 1], &r))
-				continue;
-			r.pc = (uint32_t)(b->rows[j].loc - t->base);
-			out[n++] = r;
-			if (r.kind == UNWIND_KIND_UNSUPPORTED)
-				b->st.unsupported_rows++;
-			else if (r.kind == UNWIND_KIND_PLT)
-				b->st.plt_rows++;
-		}
-		b->st.fdes++;
-		prev_end = f->end;
-		if (f->end - t->base <= UINT32_MAX) {
-			out[n] = (struct unwind_row){.pc = (uint32_t)(f->end - t->base),
-						     .kind = UNWIND_KIND_FP};
-			n++;
-		}
-	}
-	if (n > UNWIND_MAX_ROWS) {
-		free(out);
+	assemble_pass(b, base, w, true);
+	b->st.rows = w->n;
+	if (w->n > UNWIND_MAX_ROWS) {
+		free(w);
 		return -E2BIG;
 	}
-	t->rows = out;
-	t->count = (uint32_t)n;
-	b->st.rows = n;
-	return 0;
+	err = sink->begin(sink->ctx, (uint32_t)w->n, base, &b->st);
+	if (!err && w->n) {
+		memset(w, 0, sizeof(*w));
+		w->sink = sink;
+		assemble_pass(b, base, w, false);
+		err = w->err;
+	}
+	free(w);
+	return err;
 }
 
 static Elf_Scn *find_section(Elf *elf, size_t shstrndx, const char *name, GElf_Shdr *shdr)
@@ -984,11 +1054,10 @@ static int collect_exec(struct builder *b, Elf *elf, size_t shstrndx, struct sec
 	return 0;
 }
 
-int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out)
+int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *sink)
 {
 	struct builder b = {0};
 	struct section_ctx s = {0};
-	struct cfi_table *t = NULL;
 	Elf *elf = NULL, *dbg = NULL;
 	int dfd = -1, err = 0;
 	size_t shstrndx, dshstrndx;
@@ -996,7 +1065,6 @@ int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out)
 	GElf_Shdr sh;
 	bool bad = false;
 
-	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
 	elf = open_elf(fd, &shstrndx, &err);
@@ -1032,19 +1100,12 @@ int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out)
 	err = parse_section(&b, &s);
 	if (err)
 		goto cleanup;
-	t = calloc(1, sizeof(*t));
-	if (!t) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	err = assemble(&b, t);
-	if (err)
-		goto cleanup;
-	t->stats = b.st;
-	*out = t;
-	t = NULL;
+	/* The section (read into memory, or inflated) is not needed to assemble: free it first. */
+	elf_end(dbg);
+	elf_end(elf);
+	dbg = elf = NULL;
+	err = assemble(&b, sink);
 cleanup:
-	cfi_table__free(t);
 	free(b.rows);
 	free(b.fdes);
 	free(b.exec);
@@ -1053,6 +1114,46 @@ cleanup:
 	if (dfd >= 0)
 		close(dfd);
 	return err;
+}
+
+/* The sink of cfi__build_fd(): a table in one array. */
+static int table_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
+{
+	struct cfi_table *t = ctx;
+
+	t->rows = calloc(count ? count : 1, sizeof(*t->rows));
+	if (!t->rows)
+		return -ENOMEM;
+	t->base = base;
+	t->stats = *st;
+	return 0;
+}
+
+static int table_write(void *ctx, const struct unwind_row *rows, uint32_t n)
+{
+	struct cfi_table *t = ctx;
+
+	memcpy(t->rows + t->count, rows, n * sizeof(*rows));
+	t->count += n;
+	return 0;
+}
+
+int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out)
+{
+	struct cfi_table *t = calloc(1, sizeof(*t));
+	struct cfi_sink sink = {.begin = table_begin, .write = table_write, .ctx = t};
+	int err;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	err = cfi__build_fd_stream(fd, debug_path, &sink);
+	if (err) {
+		cfi_table__free(t);
+		return err;
+	}
+	*out = t;
+	return 0;
 }
 
 int cfi__build(const char *path, const char *debug_path, struct cfi_table **out)

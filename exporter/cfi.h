@@ -61,6 +61,25 @@ int cfi__build(const char *path, const char *debug_path, struct cfi_table **out)
 /* Same, for a file already open (fd stays the caller's; it is read with pread only). */
 int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out);
 
+/*
+ * Where cfi__build_fd_stream() puts a table. begin() is called once, with the final row count
+ * (0 to UNWIND_MAX_ROWS), the base (cfi_table__base()) and the final stats; then, if count > 0,
+ * write() receives the rows sorted by pc, in pieces (at most 4096 rows each), count in total.
+ * A non-zero (negative errno) return from either stops the build and is returned.
+ */
+struct cfi_sink {
+	int (*begin)(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st);
+	int (*write)(void *ctx, const struct unwind_row *rows, uint32_t n);
+	void *ctx;
+};
+
+/*
+ * Same as cfi__build_fd(), without a table in memory: the rows go to @sink as they are
+ * assembled. Memory: the section being parsed, then the raw rows (8 bytes each) and FDEs
+ * (24 bytes each) until it returns. Same errors as cfi__build(), plus the sink's.
+ */
+int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *sink);
+
 /* Rows sorted by pc, cfi_table__count() of them; valid until cfi_table__free(). */
 const struct unwind_row *cfi_table__rows(const struct cfi_table *t);
 uint32_t cfi_table__count(const struct cfi_table *t);

@@ -15,12 +15,12 @@
 /* kallsyms gives no size; the last symbol is trusted this far past its start. */
 #define LAST_SYMBOL_SPAN 4096
 
+/* 16 bytes: a kernel has 100k+ text symbols, kept for the whole run. */
 struct ksym {
 	uint64_t addr;
-	size_t name;	/* offset in ksyms.names */
-	int module;	/* index in ksyms.modules, -1 for the core kernel */
-	bool global;
-	size_t order;	/* line number, to keep sorting deterministic */
+	uint32_t name;	/* offset in ksyms.names; grows with the line number (sort order) */
+	int16_t module; /* index in ksyms.modules, -1 for the core kernel */
+	uint8_t global;
 };
 
 struct ksyms {
@@ -51,6 +51,8 @@ static long add_name(struct ksyms *k, const char *s, size_t len)
 	size_t off = k->names_len;
 	char *p;
 
+	if (k->names_len + len + 1 > UINT32_MAX)
+		return -ENOMEM;
 	if (k->names_len + len + 1 > k->names_cap) {
 		size_t cap = k->names_cap ? k->names_cap : 1 << 16;
 
@@ -77,6 +79,8 @@ static int module_index(struct ksyms *k, const char *s, size_t len)
 	for (i = k->nmodules; i > 0; i--)
 		if (!strncmp(k->modules[i - 1], s, len) && !k->modules[i - 1][len])
 			return (int)(i - 1);
+	if (k->nmodules == INT16_MAX)
+		return -ENOMEM;
 	p = realloc(k->modules, (k->nmodules + 1) * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -95,11 +99,11 @@ static int ksym_cmp(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->global != y->global)
 		return x->global ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
+	return x->name < y->name ? -1 : x->name > y->name; /* line order */
 }
 
 /* Parses one line; 1 if kept, 0 if skipped (not text), -EINVAL or -ENOMEM. */
-static int parse_line(struct ksyms *k, char *line, size_t order, bool *nonzero)
+static int parse_line(struct ksyms *k, char *line, bool *nonzero)
 {
 	unsigned long long addr;
 	char type, *name, *end, *mod;
@@ -139,8 +143,8 @@ static int parse_line(struct ksyms *k, char *line, size_t order, bool *nonzero)
 		k->syms = p;
 		k->cap = cap;
 	}
-	k->syms[k->n++] = (struct ksym){ addr, (size_t)off, module, type == 'T' || type == 'W',
-					 order };
+	k->syms[k->n++] =
+	    (struct ksym){addr, (uint32_t)off, (int16_t)module, type == 'T' || type == 'W'};
 	return 1;
 }
 
@@ -150,6 +154,8 @@ struct ksyms *ksyms__load(const char *path)
 	FILE *f = NULL;
 	char *line = NULL;
 	size_t cap = 0, order = 0, i, n;
+	struct ksym *p;
+	char *names;
 	bool nonzero = false;
 	int err;
 
@@ -164,7 +170,8 @@ struct ksyms *ksyms__load(const char *path)
 		goto cleanup;
 	}
 	while (getline(&line, &cap, f) > 0) {
-		err = parse_line(k, line, order++, &nonzero);
+		order++;
+		err = parse_line(k, line, &nonzero);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -183,6 +190,11 @@ struct ksyms *ksyms__load(const char *path)
 		if (!n || k->syms[n - 1].addr != k->syms[i].addr)
 			k->syms[n++] = k->syms[i];
 	k->n = n;
+	/* Give back the growth slack of both arrays. */
+	if (n && (p = realloc(k->syms, n * sizeof(*k->syms))))
+		k->syms = p;
+	if (k->names_len && (names = realloc(k->names, k->names_len)))
+		k->names = names;
 	err = 0;
 cleanup:
 	free(line);

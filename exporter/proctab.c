@@ -227,18 +227,29 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
 {
 	struct profile_line lines[MAX_INLINE];
 	struct profile_function f;
+	int out = 0;
 
 	for (int i = 0; i < n; i++) {
 		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+
+		/*
+		 * A function "inlined into itself" (glibc's debug info says so of aliases such
+		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
+		 */
+		if (out && name && lines[out - 1].function &&
+		    !strcmp(name, profile__string(p, profile__function(
+							 p, lines[out - 1].function)->name)))
+			continue;
 
 		f.name = profile__intern_string(p, name);
 		f.system_name = profile__intern_string(p, frames[i].system_name ? frames[i].system_name
 									    : name);
 		f.filename = profile__intern_string(p, frames[i].file);
-		lines[i].function = profile__intern_function(p, &f);
-		lines[i].line = frames[i].line;
+		lines[out].function = profile__intern_function(p, &f);
+		lines[out].line = frames[i].line;
+		out++;
 	}
-	return profile__intern_location(p, mapping, address, kind, lines, n);
+	return profile__intern_location(p, mapping, address, kind, lines, out);
 }
 
 static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, struct profile *p)

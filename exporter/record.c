@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,6 +220,40 @@ static uint32_t ringbuf_size(uint32_t hz)
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;
+}
+
+/*
+ * glibc malloc, tuned for a long-running agent with a memory target (docs/performance.md):
+ * a fixed mmap threshold sends the large, short-lived buffers (CFI tables being built, inflated
+ * DWARF, encoded requests) to their own mappings, returned whole on free, instead of letting the
+ * dynamic threshold grow and leave them as holes in the heap; two arenas for the few threads;
+ * free heap pages are handed back every TRIM_NS.
+ */
+#define MALLOC_MMAP_THRESHOLD (128 << 10)
+#define TRIM_NS (2 * 1000000000ull)
+
+static void tune_malloc(void)
+{
+	mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
+	mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_MMAP_THRESHOLD);
+	mallopt(M_ARENA_MAX, 2);
+}
+
+/* SPANPROF_DEBUG: where the memory went (docs/performance.md). */
+static void memory_summary(struct symcache *syms)
+{
+	struct symcache_stats ss;
+	struct mallinfo2 mi = mallinfo2();
+
+	symcache__stats(syms, &ss);
+	fprintf(stderr,
+		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
+		"evictions, %llu lookups (%llu cached), %llu DWARF skipped; malloc: heap %.1f "
+		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
+		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, (unsigned long long)ss.loads,
+		(unsigned long long)ss.evictions, (unsigned long long)ss.lookups,
+		(unsigned long long)ss.cache_hits, (unsigned long long)ss.dwarf_skipped,
+		mi.arena / 1048576.0, mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
 }
 
 static int check_privileges(void)
@@ -608,9 +643,10 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, start_unix;
 	int rc = 1, dir_created = 0, n;
 
+	tune_malloc();
 	/* From the start: a signal during start-up must end the run cleanly too. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -702,7 +738,8 @@ int record__run(const struct record_opts *o)
 	}
 	sampler__start(s);
 
-	t0 = last_progress = last_export = clock_ns(CLOCK_MONOTONIC);
+	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
+	t0 = last_progress = last_export = last_trim = clock_ns(CLOCK_MONOTONIC);
 	start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
@@ -715,9 +752,18 @@ int record__run(const struct record_opts *o)
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-		if (o->duration_s > 0 && now - t0 >= (uint64_t)(o->duration_s * 1e9))
-			break;
-		n = sampler__poll(s, 100);
+		int wait_ms = 100;
+
+		if (o->duration_s > 0) {
+			uint64_t end = t0 + (uint64_t)(o->duration_s * 1e9);
+
+			if (now >= end)
+				break;
+			/* End on time, not at the next 100 ms poll. */
+			if (end - now < 100000000ull)
+				wait_ms = (end - now + 999999) / 1000000;
+		}
+		n = sampler__poll(s, wait_ms);
 		if (n < 0) {
 			fail("reading the ring buffer failed: %s", strerror(-n));
 			break;
@@ -727,6 +773,11 @@ int record__run(const struct record_opts *o)
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
+		}
+		if (now - last_trim >= TRIM_NS) {
+			symcache__trim(syms); /* mapped DWARF pages touched since */
+			malloc_trim(0);
+			last_trim = now;
 		}
 		if (!o->quiet && now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
 			progress(&r, s, t0, now, 0);
@@ -758,6 +809,8 @@ int record__run(const struct record_opts *o)
 	meta.period_nano = 1000000000ull / o->frequency_hz;
 	profile__set_meta(r.profile, &meta);
 	summary(&r, s, meta.duration_nano / 1e9);
+	if (getenv("SPANPROF_DEBUG"))
+		memory_summary(syms);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
 	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder */
 	unwinder__free(r.unwinder);

@@ -13,8 +13,10 @@
  * never by mapping the file. Symbols become a compact sorted array (address,
  * size, offset of the name in the string table); names are read with pread
  * only for symbols a lookup hits. Only DWARF is mapped (libdw wants whole
- * sections; mapping touches only the pages used), and its sections are
- * charged to the budget in full. Not thread-safe.
+ * sections; mapping touches only the pages used; compressed sections are
+ * first inflated into an unlinked file), charged to the budget at a quarter
+ * of its size, and its touched pages are dropped by symcache__trim(). Line
+ * tables libdw reads are charged as they are read. Not thread-safe.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +61,12 @@ static __thread bool hash_oom;
 #define TRIM_BYTES (1u << 20)
 /* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
 #define MAPPED_DWARF_SHARE 4
+/*
+ * What libdw keeps per line table row once a CU's line table is read (struct Dwarf_Line_s,
+ * 40-48 bytes in elfutils 0.188, in its memory blocks, until dwarf_end()), plus the file table.
+ */
+#define LINE_BYTES 48
+#define LINE_FILE_BYTES 64
 /* Approximate bytes of one uthash entry's bookkeeping, for the accounting. */
 #define ENTRY_OVERHEAD (sizeof(UT_hash_handle) + 2 * sizeof(void *))
 
@@ -87,6 +95,7 @@ struct cu_info {
 	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
+	bool lines_charged; /* its line table (libdw keeps it until dwarf_end) is in the budget */
 };
 
 struct cu_range {
@@ -121,6 +130,7 @@ struct elf_object {
 	GElf_Phdr *loads;
 	size_t nloads;
 	bool debug_searched;	       /* debug_path is final */
+	bool inflate_failed;	       /* inflate_to_file() failed: compressed DWARF via pread */
 	bool loaded;
 	bool load_failed;	       /* file gone: lookups answer nothing */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
@@ -128,6 +138,7 @@ struct elf_object {
 	int dbg_fd;		       /* debug file, while its names may be read */
 	int names_fd;		       /* o->fd or dbg_fd: file holding strtab */
 	int dwarf_fd;		       /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	int inflated_fd; /* light part: its compressed DWARF, inflated (unlinked file) */
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
@@ -202,6 +213,20 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 		}
 	}
 	return c;
+}
+
+/*
+ * Drops the resident pages of @o's mapped DWARF (ELF_C_READ_MMAP: a PROT_READ, MAP_PRIVATE
+ * mapping, so no page was ever written and every one reads back from the file unchanged).
+ */
+static void drop_mapped_pages(struct elf_object *o)
+{
+	size_t len;
+	char *img = elf_rawfile(o->dwarf_elf, &len);
+
+	if (img)
+		madvise((void *)((uintptr_t)img & ~(uintptr_t)4095), len + ((uintptr_t)img & 4095),
+			MADV_DONTNEED);
 }
 
 static void charge(struct elf_object *o, size_t n)
@@ -319,6 +344,7 @@ static void elf_object__free(struct elf_object *o)
 		return;
 	elf_object__unload(o);
 	close_fd(o->cache, &o->fd);
+	close_fd(o->cache, &o->inflated_fd);
 	free(o->loads);
 	free(o->path);
 	free(o->orig_path);
@@ -345,6 +371,15 @@ void symcache__free(struct symcache *c)
 	}
 	free(c->debug_dir);
 	free(c);
+}
+
+void symcache__trim(struct symcache *c)
+{
+	struct elf_object *o;
+
+	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
+		if (o->dwarf_elf && o->dwarf_fd < 0)
+			drop_mapped_pages(o);
 }
 
 void symcache__stats(const struct symcache *c, struct symcache_stats *out)
@@ -736,7 +771,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 		goto cleanup;
 	}
 	o->cache = c;
-	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = -1;
+	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = -1;
 	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf)
 		goto cleanup;
@@ -1494,6 +1529,17 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	} else {
 		n = 1;
 	}
+	if (!cu->lines_charged) {
+		Dwarf_Lines *lines;
+		Dwarf_Files *files;
+		size_t nlines = 0, nfiles = 0;
+
+		/* Read once and cached by libdw: charge it, or big CUs grow memory unseen. */
+		cu->lines_charged = true;
+		if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
+		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
+			charge(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
+	}
 	line = dwarf_getsrc_die(&cu->die, pc);
 	if (line) {
 		out[0].file = dwarf_linesrc(line, NULL, NULL);
@@ -1576,12 +1622,183 @@ static bool has_compressed_debug(Elf *elf)
 	return false;
 }
 
+#define INFLATE_CHUNK 65536
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf = (const char *)buf + w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Copies @len bytes of @fd at @from to @out at @to, inflating them (zlib stream) when
+ * @zlib; *@outlen: bytes written. 0 or -errno (-EBADMSG: corrupt stream).
+ */
+static int copy_section(int fd, uint64_t from, uint64_t len, int out, uint64_t to, bool zlib,
+			unsigned char *in, unsigned char *buf, uint64_t *outlen)
+{
+	z_stream zs = {0};
+	int zr = Z_OK, err = 0;
+
+	*outlen = 0;
+	if (zlib && inflateInit(&zs) != Z_OK)
+		return -ENOMEM;
+	while (zlib ? zr != Z_STREAM_END : len > 0) {
+		size_t want = len < INFLATE_CHUNK ? (size_t)len : INFLATE_CHUNK;
+		ssize_t n = 0;
+
+		if (len && (!zlib || !zs.avail_in)) {
+			n = pread(fd, in, want, (off_t)from);
+			if (n <= 0) {
+				err = n < 0 ? -errno : -EBADMSG;
+				break;
+			}
+			from += (uint64_t)n;
+			len -= (uint64_t)n;
+		}
+		if (!zlib) {
+			err = pwrite_all(out, in, (size_t)n, to + *outlen);
+			*outlen += (uint64_t)n;
+			if (err)
+				break;
+			continue;
+		}
+		if (n) {
+			zs.next_in = in;
+			zs.avail_in = (uInt)n;
+		}
+		zs.next_out = buf;
+		zs.avail_out = INFLATE_CHUNK;
+		zr = inflate(&zs, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END) {
+			err = -EBADMSG; /* also Z_BUF_ERROR: the input ended before the stream */
+			break;
+		}
+		err = pwrite_all(out, buf, INFLATE_CHUNK - zs.avail_out, to + *outlen);
+		*outlen += INFLATE_CHUNK - zs.avail_out;
+		if (err)
+			break;
+	}
+	if (zlib)
+		inflateEnd(&zs);
+	return err;
+}
+
+static int open_tmpfile(void)
+{
+	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Writes a copy of the 64-bit little-endian ELF file @fd (@hdr: its headers) with every
+ * SHF_COMPRESSED section inflated (ELF gABI 4.1, "Section Compression": an Elf64_Chdr, then a
+ * zlib stream; ELFCOMPRESS_ZSTD is not handled) to an unlinked file in /var/tmp (else /tmp).
+ * Program headers are left out (libdw does not need them). Inflated DWARF then lives in the
+ * page cache, where a mapping can drop it and read it back, instead of in this process's
+ * heap. Streams in 64 KiB pieces. Returns the new descriptor or -errno (-ENOTSUP: not a format
+ * handled here).
+ */
+static int inflate_to_file(Elf *hdr, int fd)
+{
+	unsigned char *in = NULL, *buf = NULL;
+	GElf_Shdr *sh = NULL;
+	uint64_t off = sizeof(Elf64_Ehdr), n;
+	size_t shnum = 0, i;
+	GElf_Ehdr eh;
+	int out = -1, err = 0;
+
+	if (!gelf_getehdr(hdr, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || elf_getshdrnum(hdr, &shnum) || !shnum)
+		return -ENOTSUP;
+	sh = calloc(shnum, sizeof(*sh));
+	in = malloc(INFLATE_CHUNK);
+	buf = malloc(INFLATE_CHUNK);
+	if (!sh || !in || !buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < shnum; i++) {
+		if (!gelf_getshdr(elf_getscn(hdr, i), &sh[i])) {
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+	}
+	out = open_tmpfile();
+	if (out < 0) {
+		err = out;
+		goto cleanup;
+	}
+	for (i = 1; i < shnum; i++) {
+		bool z = sh[i].sh_flags & SHF_COMPRESSED;
+		uint64_t align = sh[i].sh_addralign > 1 ? sh[i].sh_addralign : 1;
+		Elf64_Chdr ch = {0};
+
+		if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_type == SHT_NULL) {
+			sh[i].sh_offset = off;
+			continue;
+		}
+		if (z) {
+			if (sh[i].sh_size < sizeof(ch) ||
+			    pread(fd, &ch, sizeof(ch), (off_t)sh[i].sh_offset) != sizeof(ch) ||
+			    ch.ch_type != ELFCOMPRESS_ZLIB) {
+				err = -ENOTSUP;
+				goto cleanup;
+			}
+			align = ch.ch_addralign > 1 ? ch.ch_addralign : 1;
+		}
+		off = (off + align - 1) / align * align;
+		err = copy_section(fd, sh[i].sh_offset + (z ? sizeof(ch) : 0),
+				   sh[i].sh_size - (z ? sizeof(ch) : 0), out, off, z, in, buf, &n);
+		if (!err && z && n != ch.ch_size)
+			err = -EBADMSG;
+		if (err)
+			goto cleanup;
+		sh[i].sh_offset = off;
+		sh[i].sh_size = n;
+		if (z) {
+			sh[i].sh_flags &= ~(uint64_t)SHF_COMPRESSED;
+			sh[i].sh_addralign = ch.ch_addralign;
+		}
+		off += n;
+	}
+	eh.e_shoff = (off + 7) & ~7ull;
+	eh.e_phoff = 0;
+	eh.e_phnum = 0;
+	/* GElf_Ehdr and GElf_Shdr are the ELF64 structures. */
+	err = pwrite_all(out, sh, shnum * sizeof(*sh), eh.e_shoff);
+	if (!err)
+		err = pwrite_all(out, &eh, sizeof(eh), 0);
+cleanup:
+	free(sh);
+	free(in);
+	free(buf);
+	if (err && out >= 0)
+		close(out);
+	return err ? err : out;
+}
+
 /*
  * Opens the DWARF of @fd (@hdr: its headers) for libdw and charges its
- * sections. Plain sections are mapped (only the pages used count); compressed
- * ones are read with pread, since libdw inflates them all into memory anyway
- * and a mapping would keep the compressed bytes resident too. Then @fd must
- * stay open while loaded.
+ * sections. Plain sections are mapped (only the pages used count). Compressed
+ * ones are inflated once into an unlinked file (inflate_to_file(), kept in
+ * o->inflated_fd for re-loads) and mapped the same way; if that fails they are
+ * read with pread and libdw inflates them all into memory (a mapping would
+ * keep the compressed bytes resident too), and then @fd must stay open while
+ * loaded.
  */
 static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 {
@@ -1589,6 +1806,17 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	struct stat st;
 	int err;
 
+	if (!mapped && o->inflated_fd < 0 && !o->inflate_failed) {
+		o->inflated_fd = inflate_to_file(hdr, fd);
+		if (o->inflated_fd >= 0)
+			o->cache->stats.fds++;
+		else
+			o->inflate_failed = true; /* no room, or an unhandled format: pread */
+	}
+	if (!mapped && o->inflated_fd >= 0) {
+		fd = o->inflated_fd;
+		mapped = true;
+	}
 	if (fstat(fd, &st))
 		return;
 	o->dwarf_elf = elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ,
@@ -1628,6 +1856,9 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 		o->cu_ranges = NULL;
 		o->ncus = o->ncu_ranges = 0;
 	}
+	/* The index walk touched every unit header: not what lookups will need. */
+	if (mapped)
+		drop_mapped_pages(o);
 }
 
 /*

@@ -42,7 +42,8 @@ struct symcache_opts {
 	const char *debug_dir;
 	/*
 	 * Memory budget of loaded objects (symbol arrays, names, DWARF indexes,
-	 * mapped DWARF sections, address caches), in bytes. Over it, the least
+	 * mapped DWARF sections, the line tables libdw keeps, address caches),
+	 * in bytes. Over it, the least
 	 * recently used objects are unloaded back to their light part (path,
 	 * build ID, segments, open descriptor) and re-loaded, with identical
 	 * results, on their next lookup. An object whose DWARF alone (inflated, or
@@ -60,7 +61,7 @@ struct symcache_opts {
 	unsigned int max_fds;
 };
 
-#define SYMCACHE_DEFAULT_MAX_BYTES (24u << 20)
+#define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
 
 /* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
 struct symcache *symcache__new(const struct symcache_opts *opts);
@@ -118,6 +119,13 @@ struct symcache_stats {
 	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
 };
 void symcache__stats(const struct symcache *c, struct symcache_stats *out);
+/*
+ * Drops from this process's memory the pages of mapped (uncompressed) DWARF that lookups have
+ * touched; later lookups read them again from the page cache, with identical results. The
+ * mappings are read-only, so no data is lost. Call now and then (the agent: every 2 s) to keep
+ * the resident size to what recent lookups used. NULL is a no-op.
+ */
+void symcache__trim(struct symcache *c);
 
 /* Kernel symbols from /proc/kallsyms (or a file in that format for tests). */
 struct ksyms;

@@ -22,6 +22,13 @@
 #define REFRESH_DELAY_NS (20 * 1000 * 1000ull)
 /* Processes whose exit notification was lost are looked for this often. */
 #define SWEEP_NS (5 * 1000 * 1000 * 1000ull)
+/*
+ * A table no process maps any more stays loaded this long (and within IDLE_MAX_ROWS in all), so
+ * that a program run again and again (the compiler of a build) is not rebuilt every time. Its
+ * rows are in the chunks (BPF memory, not this process's); room for a new table comes first.
+ */
+#define IDLE_NS (30 * 1000 * 1000 * 1000ull)
+#define IDLE_MAX_ROWS ((32u << 20) / sizeof(struct unwind_row))
 
 /* What identifies a file: the same key means the same bytes, hence the same table. */
 struct file_key {
@@ -43,6 +50,9 @@ struct utable {
 	uint64_t base;	     /* cfi_table__base() */
 	struct exec_seg *segs;
 	size_t nsegs;
+	uint64_t idle_since;		      /* refs == 0 with rows: when the last user went */
+	struct utable *idle_prev, *idle_next; /* idle list, oldest first */
+	int idle;
 	UT_hash_handle hh;
 };
 
@@ -58,9 +68,8 @@ struct extent {
 };
 
 struct chunk {
-	int fd;			 /* inner map; -1: slot free */
-	struct unwind_row *rows; /* its value, mmapped */
-	struct extent *ext;	 /* allocated ranges, sorted by off */
+	int fd;		    /* inner map; -1: slot free */
+	struct extent *ext; /* allocated ranges, sorted by off */
 	size_t next, cap;
 	int big; /* part of a table larger than a chunk */
 };
@@ -79,6 +88,8 @@ struct unwinder {
 	struct utable *files;
 	struct uproc *procs;
 	struct pending *pending;
+	struct utable *idle_head, *idle_tail; /* loaded tables no process uses */
+	uint64_t idle_rows;
 	uint64_t free_gen; /* bumped when rows are freed */
 	uint64_t last_sweep_ns;
 	struct unwind_proc *val; /* scratch BPF value */
@@ -101,27 +112,18 @@ static int chunk_create(struct unwinder *u, uint32_t slot)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
 	struct chunk *c = &u->chunks[slot];
-	void *mem;
 	int fd, err;
 
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sp_unw_chunk", sizeof(uint32_t),
 			    UNWIND_CHUNK_BYTES, 1, &mo);
 	if (fd < 0)
 		return -errno;
-	mem = mmap(NULL, UNWIND_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
 	if (bpf_map_update_elem(u->o.maps.chunks_fd, &slot, &fd, BPF_ANY)) {
 		err = -errno;
-		munmap(mem, UNWIND_CHUNK_BYTES);
 		close(fd);
 		return err;
 	}
 	c->fd = fd;
-	c->rows = mem;
 	c->next = 0;
 	c->big = 0;
 	u->st.chunks++;
@@ -136,13 +138,33 @@ static void chunk_release(struct unwinder *u, uint32_t slot)
 	if (c->fd < 0)
 		return;
 	bpf_map_delete_elem(u->o.maps.chunks_fd, &slot);
-	munmap(c->rows, UNWIND_CHUNK_BYTES);
 	close(c->fd);
 	free(c->ext);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	u->st.chunks--;
 	u->st.chunk_bytes -= UNWIND_CHUNK_BYTES;
+}
+
+/*
+ * Copies n rows to row off of chunk slot. The chunk is mapped only for the copy: a mapping of a
+ * BPF array holds all its pages resident in this process (RSS) for as long as it exists.
+ */
+static int chunk_write(struct unwinder *u, uint32_t slot, uint32_t off,
+		       const struct unwind_row *src, uint32_t n)
+{
+	size_t lo = (size_t)off * sizeof(*src) & ~(size_t)4095;
+	size_t hi = (size_t)(off + n) * sizeof(*src);
+	char *mem;
+
+	/* Only the pages written: the kernel maps a BPF array from a page-aligned offset. */
+	hi = (hi + 4095) & ~(size_t)4095;
+	mem = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED, u->chunks[slot].fd, lo);
+	if (mem == MAP_FAILED)
+		return -errno;
+	memcpy(mem + (size_t)off * sizeof(*src) - lo, src, (size_t)n * sizeof(*src));
+	munmap(mem, hi - lo);
+	return 0;
 }
 
 static int chunk_add_extent(struct chunk *c, size_t at, uint32_t off, uint32_t len)
@@ -313,63 +335,137 @@ static void table_unload(struct unwinder *u, struct utable *t)
 	t->count = 0;
 }
 
-/* Builds the table of fd and loads its rows; failures leave t->id NONE and t->err set. */
+static void idle_unlink(struct unwinder *u, struct utable *t)
+{
+	if (!t->idle)
+		return;
+	if (t->idle_prev)
+		t->idle_prev->idle_next = t->idle_next;
+	else
+		u->idle_head = t->idle_next;
+	if (t->idle_next)
+		t->idle_next->idle_prev = t->idle_prev;
+	else
+		u->idle_tail = t->idle_prev;
+	t->idle_prev = t->idle_next = NULL;
+	t->idle = 0;
+	u->idle_rows -= t->count;
+}
+
+static void table_free(struct unwinder *u, struct utable *t)
+{
+	idle_unlink(u, t);
+	if (t->id != UNWIND_TABLE_NONE)
+		u->st.tables_freed++;
+	table_unload(u, t);
+	HASH_DEL(u->files, t);
+	free(t->segs);
+	free(t);
+	u->st.files--;
+}
+
+/* Frees the oldest idle table: 0, or -ENOSPC when there is none. */
+static int idle_evict_one(struct unwinder *u)
+{
+	if (!u->idle_head)
+		return -ENOSPC;
+	table_free(u, u->idle_head);
+	return 0;
+}
+
+/* Rows of a table being built go straight into its chunks (cfi_sink). */
+struct load_ctx {
+	struct unwinder *u;
+	struct utable *t;
+	uint32_t done; /* rows written */
+	int allocated; /* t->first..+count reserved */
+};
+
+static int load_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
+{
+	struct load_ctx *l = ctx;
+	int err;
+
+	(void)st;
+	if (!count)
+		return -ENODATA;
+	l->t->base = base;
+	/* Idle tables make room first. */
+	while (!l->u->nfree_ids)
+		if (idle_evict_one(l->u))
+			return -ENOSPC;
+	while ((err = rows_alloc(l->u, count, &l->t->first)) == -ENOSPC)
+		if (idle_evict_one(l->u))
+			return -ENOSPC;
+	if (err)
+		return err;
+	l->t->count = count;
+	l->allocated = 1;
+	return 0;
+}
+
+static int load_write(void *ctx, const struct unwind_row *rows, uint32_t n)
+{
+	struct load_ctx *l = ctx;
+
+	while (n) {
+		uint32_t r = l->t->first + l->done,
+			 left = UNWIND_CHUNK_ROWS - r % UNWIND_CHUNK_ROWS;
+		int err;
+
+		if (left > n)
+			left = n;
+		err = chunk_write(l->u, r / UNWIND_CHUNK_ROWS, r % UNWIND_CHUNK_ROWS, rows, left);
+		if (err)
+			return err;
+		l->done += left;
+		rows += left;
+		n -= left;
+	}
+	return 0;
+}
+
+/*
+ * Builds the table of fd and loads its rows; failures leave t->id NONE and t->err set. The rows
+ * are written into the chunks as they are assembled: no copy of the table stays in this process.
+ */
 static void table_load(struct unwinder *u, struct utable *t, int fd)
 {
-	struct cfi_table *ct = NULL;
+	struct load_ctx l = {.u = u, .t = t};
+	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
 	struct unwind_table_desc d;
 	uint64_t t0 = now_ns();
-	uint32_t n;
 	int err;
 
 	u->st.builds++;
+	t->count = 0;
 	if (!t->segs) {
 		err = read_exec_segs(fd, t);
 		if (err)
 			goto fail;
 	}
-	err = cfi__build_fd(fd, NULL, &ct);
+	err = cfi__build_fd_stream(fd, NULL, &sink);
+	if (!err && l.done != t->count)
+		err = -EIO;
 	if (err)
 		goto fail;
-	n = cfi_table__count(ct);
-	if (!n) {
-		err = -ENODATA;
-		goto fail;
-	}
-	t->base = cfi_table__base(ct);
-	if (!u->nfree_ids) {
-		err = -ENOSPC;
-		goto fail;
-	}
-	err = rows_alloc(u, n, &t->first);
-	if (err)
-		goto fail;
-	for (uint32_t done = 0; done < n;) {
-		uint32_t r = t->first + done, left = UNWIND_CHUNK_ROWS - r % UNWIND_CHUNK_ROWS;
-
-		if (left > n - done)
-			left = n - done;
-		memcpy(&u->chunks[r / UNWIND_CHUNK_ROWS].rows[r % UNWIND_CHUNK_ROWS],
-		       cfi_table__rows(ct) + done, left * sizeof(struct unwind_row));
-		done += left;
-	}
-	t->count = n;
 	t->id = u->free_ids[--u->nfree_ids];
 	d.first = t->first;
-	d.count = n;
+	d.count = t->count;
 	if (bpf_map_update_elem(u->o.maps.tables_fd, &t->id, &d, BPF_ANY)) {
 		err = -errno;
 		u->free_ids[u->nfree_ids++] = t->id;
-		rows_free(u, t->first, n);
 		t->id = UNWIND_TABLE_NONE;
-		t->count = 0;
 		goto fail;
 	}
 	t->err = 0;
 	u->st.tables++;
-	u->st.row_bytes += (uint64_t)n * sizeof(struct unwind_row);
+	u->st.row_bytes += (uint64_t)t->count * sizeof(struct unwind_row);
 	goto done;
 fail:
+	if (l.allocated)
+		rows_free(u, t->first, t->count);
+	t->count = 0;
 	t->err = err;
 	if (err == -ENOSPC) {
 		t->full_gen = u->free_gen;
@@ -378,7 +474,6 @@ fail:
 		u->st.no_cfi++;
 	}
 done:
-	cfi_table__free(ct);
 	u->st.build_ns += now_ns() - t0;
 }
 
@@ -389,6 +484,7 @@ static struct utable *table_get(struct unwinder *u, const struct file_key *key, 
 
 	HASH_FIND(hh, u->files, key, sizeof(*key), t);
 	if (t) {
+		idle_unlink(u, t); /* in use again */
 		/* Refused for lack of room: try again once something was freed. */
 		if (t->err == -ENOSPC && t->full_gen != u->free_gen)
 			table_load(u, t, fd);
@@ -409,13 +505,21 @@ static void table_put(struct unwinder *u, struct utable *t)
 {
 	if (--t->refs)
 		return;
-	if (t->id != UNWIND_TABLE_NONE)
-		u->st.tables_freed++;
-	table_unload(u, t);
-	HASH_DEL(u->files, t);
-	free(t->segs);
-	free(t);
-	u->st.files--;
+	if (t->id == UNWIND_TABLE_NONE || t->count > IDLE_MAX_ROWS) {
+		table_free(u, t);
+		return;
+	}
+	t->idle = 1;
+	t->idle_since = now_ns();
+	t->idle_prev = u->idle_tail;
+	if (u->idle_tail)
+		u->idle_tail->idle_next = t;
+	else
+		u->idle_head = t;
+	u->idle_tail = t;
+	u->idle_rows += t->count;
+	while (u->idle_rows > IDLE_MAX_ROWS)
+		idle_evict_one(u);
 }
 
 /* --- processes ------------------------------------------------------------------------------- */
@@ -701,6 +805,8 @@ void unwinder__tick(struct unwinder *u)
 		}
 		free(pe);
 	}
+	while (u->idle_head && now - u->idle_head->idle_since >= IDLE_NS)
+		idle_evict_one(u);
 	if (now - u->last_sweep_ns < SWEEP_NS)
 		return;
 	u->last_sweep_ns = now;
@@ -754,6 +860,8 @@ void unwinder__free(struct unwinder *u)
 		return;
 	HASH_ITER (hh, u->procs, p, tmp)
 		unwinder__remove_process(u, p->pid);
+	while (!idle_evict_one(u))
+		;
 	HASH_ITER (hh, u->pending, pe, ptmp) {
 		HASH_DEL(u->pending, pe);
 		free(pe);

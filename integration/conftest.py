@@ -56,12 +56,18 @@ def workload(workdir):
     return get
 
 
+def go_build(name):
+    """Builds the Go test peer integration/NAME into the build directory; returns its path."""
+    out = BUILD / name
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration" / name,
+                   check=True)
+    return out
+
+
 @pytest.fixture(scope="session")
 def pprofcheck(workdir):
     """The reference Go pprof decoder (integration/pprofcheck), built once."""
-    out = BUILD / "pprofcheck"
-    src = Path(__file__).resolve().parent / "pprofcheck"
-    subprocess.run(["go", "build", "-o", str(out), "."], cwd=src, check=True)
+    out = go_build("pprofcheck")
 
     def decode(path):
         res = subprocess.run([str(out), str(path)], capture_output=True, text=True, check=True)
@@ -112,13 +118,24 @@ def read_folded(path):
     return out
 
 
-def attached_spanprof_progs():
-    """Names of BPF programs of spanprof currently loaded in the kernel."""
+def bpf_prog_ids(pid):
+    """Ids of the BPF programs a process holds open (its /proc/PID/fdinfo)."""
+    import glob
+    ids = set()
+    for f in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            for line in open(f):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def loaded_prog_ids():
+    """Ids of every BPF program loaded in the kernel."""
     res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    if res.returncode != 0:
-        return []
-    return [p.get("name", "") for p in json.loads(res.stdout or "[]")
-            if p.get("name", "").startswith("on_cpu_sample")]
+    return {p["id"] for p in json.loads(res.stdout or "[]")}
 
 
 def free_port():
@@ -139,9 +156,7 @@ def otelcol():
 @pytest.fixture(scope="session")
 def otlpcheck():
     """Independent OTLP decoder (integration/otlpcheck, the Collector's pdata). Returns decode()."""
-    out = BUILD / "otlpcheck"
-    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration/otlpcheck",
-                   check=True)
+    out = go_build("otlpcheck")
 
     def decode(*paths):
         res = subprocess.run([str(out), "-compact", *map(str, paths)], capture_output=True,
@@ -153,10 +168,7 @@ def otlpcheck():
 
 @pytest.fixture(scope="session")
 def testcollector_bin():
-    out = BUILD / "testcollector"
-    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration/testcollector",
-                   check=True)
-    return out
+    return go_build("testcollector")
 
 
 def wait_listening(port, proc, timeout=30):

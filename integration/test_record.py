@@ -5,7 +5,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import attached_spanprof_progs, read_folded, record
+from conftest import bpf_prog_ids, loaded_prog_ids, read_folded, record
 
 
 def is_subsequence(needle, hay):
@@ -101,6 +101,10 @@ def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
     out = tmp_path / "out"
     rec = procs.start(spanprof, "record", "--pid", p.pid, "--output-dir", out,
                       stderr=subprocess.PIPE, text=True)
+    first = rec.stderr.readline()  # "sampling ...": the programs are attached by now
+    assert "sampling" in first, first
+    ids = bpf_prog_ids(rec.pid)
+    assert ids, "the agent holds no BPF program while sampling"
     time.sleep(2.5)
     rec.send_signal(signal.SIGINT)
     _, err = rec.communicate(timeout=60)
@@ -108,7 +112,7 @@ def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
     for name in ("profile.pb.gz", "profile.folded", "flamegraph.svg"):
         assert (out / name).stat().st_size > 0, name
     assert not list(out.glob("*.tmp*")), "temporary files left behind"
-    assert not attached_spanprof_progs(), "BPF programs left loaded after exit"
+    assert not ids & loaded_prog_ids(), "BPF programs left loaded after exit"
 
 
 def test_nonexistent_pid_fails_cleanly(spanprof, tmp_path):
@@ -204,3 +208,16 @@ def test_output_dir_parents_are_created(spanprof, tmp_path):
     out = tmp_path / "a" / "b" / "c"
     record(spanprof, out, "--duration", 1)
     assert (out / "profile.pb.gz").exists()
+
+
+def test_no_repeated_frames_without_recursion(spanprof, workload, procs, tmp_path):
+    """Debug info that inlines a function into itself (glibc's __libc_read with libc6-dbg
+    installed) must not show up as the same frame twice in a row."""
+    p = procs.start(workload("syscalls"), "5")
+    out = tmp_path / "out"
+    record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    folded = read_folded(out / "profile.folded")
+    assert folded
+    for frames, _ in folded:
+        for a, b in zip(frames, frames[1:]):
+            assert a != b, f"repeated frame {a} in {frames}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, read_folded, record
+from conftest import bpf_prog_ids, loaded_prog_ids, WORKLOADS, read_folded, record
 
 NOFP = ["-O2", "-g", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"]
 
@@ -45,24 +45,6 @@ def fraction(stacks, pred):
 def from_main(frames):
     """Frames from main to the leaf, or None."""
     return frames[frames.index("main"):] if "main" in frames else None
-
-
-def bpf_prog_ids(pid):
-    """Ids of the BPF programs a process holds open (its /proc/PID/fdinfo)."""
-    ids = set()
-    for f in glob.glob(f"/proc/{pid}/fdinfo/*"):
-        try:
-            for line in open(f):
-                if line.startswith("prog_id:"):
-                    ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
-
-
-def loaded_prog_ids():
-    res = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    return {p["id"] for p in json.loads(res.stdout or "[]")}
 
 
 def record_watched(spanprof, outdir, *args, on_start=None, timeout=60):

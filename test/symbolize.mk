@@ -10,7 +10,7 @@ SYM_OBJCOPY ?= objcopy
 SYM_STRIP   ?= strip
 
 SYM_PROG_FILES := $(addprefix $(SYM_PROGS)/, \
-	cprog-pie cprog-nopie cprog-nodebug cprog-dynsym cprog-nobuildid \
+	cprog-pie cprog-zdebug cprog-nopie cprog-nodebug cprog-dynsym cprog-nobuildid \
 	cprog-split cprog-split.debug cprog-splitnb cprog-splitnb.debug cprog-subdir .debug/cprog-subdir.debug cprog-bid \
 	cprog-trunc cprog-short cprog-garbled not-elf \
 	cxxprog libsym.so)
@@ -19,6 +19,13 @@ $(SYM_PROGS)/cprog-pie: test/progs/cprog.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(SYM_CC) -g -fPIE -pie $< -o $@
+
+# DWARF in SHF_COMPRESSED (zlib) sections, as in Debian's -dbg packages.
+$(SYM_PROGS)/cprog-zdebug: test/progs/cprog.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(SYM_CC) -g -fPIE -pie $< -o $@.full
+	$(Q)$(SYM_OBJCOPY) --compress-debug-sections=zlib $@.full $@
 
 $(SYM_PROGS)/cprog-nopie: test/progs/cprog.c
 	$(call msg,CC,$@)

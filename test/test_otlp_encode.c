@@ -9,6 +9,8 @@
  * The test fails, never skips, when otlpcheck could not be built.
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -1002,6 +1004,32 @@ static void test_htlhash_file(void **state)
 	assert_int_equal(otlp__htlhash_file("/tmp", hex), -EINVAL);
 }
 
+/* Hashes are remembered per file identity: a rewritten file is hashed again. */
+static void test_htlhash_cache_follows_file_changes(void **state)
+{
+	char dir[] = "/tmp/spanprof-htl-XXXXXX", path[PATH_MAX], first[33], again[33], changed[33];
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	f = fopen(path, "w");
+	fputs("first content", f);
+	fclose(f);
+	assert_int_equal(otlp__htlhash_file(path, first), 0);
+	assert_int_equal(otlp__htlhash_file(path, again), 0);
+	assert_string_equal(first, again);
+	/* Same size, other bytes, other mtime: the cached value must not be reused. */
+	f = fopen(path, "w");
+	fputs("other content", f);
+	fclose(f);
+	assert_int_equal(utimensat(AT_FDCWD, path, later, 0), 0);
+	assert_int_equal(otlp__htlhash_file(path, changed), 0);
+	assert_string_not_equal(first, changed);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Many processes and stacks, deterministic. */
 static struct profile *make_big_profile(uint32_t nproc, uint32_t per_proc, uint32_t nstacks)
 {
@@ -1236,6 +1264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_htlhash_file),
+	    cmocka_unit_test(test_htlhash_cache_follows_file_changes),
 	    cmocka_unit_test(test_encode_fields),
 	    cmocka_unit_test(test_encode_defaults_and_errors),
 	    cmocka_unit_test(test_split_whole_processes),

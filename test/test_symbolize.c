@@ -310,6 +310,20 @@ static void test_dwarf_pie(void **state)
 	symcache__free(c);
 }
 
+/* Compressed DWARF is inflated to a file and mapped: the same answers as addr2line. */
+static void test_dwarf_compressed(void **state)
+{
+	struct symcache *c = new_cache(NULL);
+	struct elf_object *o = must_open(c, P("cprog-zdebug"));
+
+	assert_true(compare_with_addr2line(c, o, P("cprog-zdebug.full"), "middle") > 0);
+	compare_with_addr2line(c, o, P("cprog-zdebug.full"), "outer");
+	compare_with_addr2line(c, o, P("cprog-zdebug.full"), "main");
+	symcache__trim(c); /* mapped pages dropped: read back unchanged */
+	assert_true(compare_with_addr2line(c, o, P("cprog-zdebug.full"), "middle") > 0);
+	symcache__free(c);
+}
+
 static void test_dwarf_nopie(void **state)
 {
 	struct symcache *c = new_cache(NULL);
@@ -777,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_garbled_never_crashes),
 		cmocka_unit_test(test_cache_identity),
 		cmocka_unit_test(test_dwarf_pie),
+		cmocka_unit_test(test_dwarf_compressed),
 		cmocka_unit_test(test_dwarf_nopie),
 		cmocka_unit_test(test_inline_chain),
 		cmocka_unit_test(test_cxx),
