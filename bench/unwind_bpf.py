@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+import benchproc
+from benchproc import CHILDREN, BenchError, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD_SRC = ROOT / "integration" / "workloads" / "unw_recurse.c"
@@ -49,37 +51,15 @@ STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 ST_SAMPLES, ST_IDLE, ST_FILTERED = 0, 1, 2
 ST_UNW_CFI, ST_UNW_FP, ST_FRAMES_CFI, ST_FRAMES_FP = 6, 7, 10, 11
 
-CHILDREN = []
 OUR_PROGS = set()  # ids of the on_cpu_sample programs our agents loaded
-
-
-class BenchError(Exception):
-    pass
 
 
 def log(msg):
     print(f"unwind_bpf: {msg}", file=sys.stderr, flush=True)
 
 
-def spawn(argv, **kw):
-    p = subprocess.Popen([str(a) for a in argv], start_new_session=True, **kw)
-    CHILDREN.append(p)
-    return p
-
-
 def stop(p, sig=signal.SIGKILL, timeout=30):
-    if p.poll() is None:
-        try:
-            os.kill(p.pid, sig)
-        except ProcessLookupError:
-            pass
-    try:
-        p.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
-    if p in CHILDREN:
-        CHILDREN.remove(p)
+    benchproc.stop(p, sig, timeout, group=False)
 
 
 def bpftool(*args):

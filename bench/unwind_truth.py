@@ -58,6 +58,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchproc
+from benchproc import CHILDREN, BenchError, spawn
+
 ROOT_FRAMES = {"_start", "clone3", "__clone3", "clone", "__clone", "start_thread",
                "__libc_start_main", "__libc_start_call_main"}
 THREAD_ROOTS = {"_start", "clone3", "__clone3", "clone", "__clone"}
@@ -91,36 +94,14 @@ while time.time() < end:
             json.dumps(deep)
 '''
 
-CHILDREN = []
-
-
-class BenchError(Exception):
-    pass
 
 
 def log(msg):
     print(f"unwind_truth: {msg}", file=sys.stderr, flush=True)
 
 
-def spawn(argv, **kw):
-    p = subprocess.Popen([str(a) for a in argv], start_new_session=True, **kw)
-    CHILDREN.append(p)
-    return p
-
-
 def stop(p, sig=signal.SIGKILL, timeout=60):
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            pass
-    try:
-        p.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-    if p in CHILDREN:
-        CHILDREN.remove(p)
+    benchproc.stop(p, sig, timeout, group=True)
 
 
 # --- preparation ---------------------------------------------------------------------------

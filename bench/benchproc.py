@@ -1,0 +1,37 @@
+"""Child processes of the benchmarks: started in their own session, always stopped."""
+import os
+import signal
+import subprocess
+
+CHILDREN = []
+
+
+class BenchError(Exception):
+    """A benchmark could not run (not a measurement result)."""
+
+
+def spawn(argv, **kw):
+    """Starts argv in a new session and remembers it for stop_all()."""
+    p = subprocess.Popen([str(a) for a in argv], start_new_session=True, **kw)
+    CHILDREN.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGKILL, timeout=30, group=False):
+    """Sends sig to p (to its whole process group with group=True), waits, then kills."""
+    kill = os.killpg if group else os.kill
+    if p.poll() is None:
+        try:
+            kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            kill(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    if p in CHILDREN:
+        CHILDREN.remove(p)
