@@ -27,51 +27,51 @@
 
 /* Per-CPU counters in the "stats" map, indexed by these values. */
 enum sp_stat {
-	SP_STAT_SAMPLES = 0,	/* samples handed to user space */
-	SP_STAT_IDLE,		/* samples of the idle task, not recorded */
-	SP_STAT_FILTERED,	/* samples of processes outside --pid */
-	SP_STAT_DROP_RINGBUF,	/* ring buffer full: sample lost */
-	SP_STAT_KSTACK_ERR,	/* bpf_get_stack(kernel) failed: sample kept without it */
-	SP_STAT_USTACK_ERR,	/* bpf_get_stack(user) failed: sample kept without it */
+	SP_STAT_SAMPLES = 0,  /* samples handed to user space */
+	SP_STAT_IDLE,	      /* samples of the idle task, not recorded */
+	SP_STAT_FILTERED,     /* samples of processes outside --pid */
+	SP_STAT_DROP_RINGBUF, /* ring buffer full: sample lost */
+	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
+	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */
 	/* User stack unwinding (docs/unwinding.md): how each sample's stack was walked. */
 	SP_STAT_UNW_CFI,	/* samples walked with the CFI tables */
 	SP_STAT_UNW_FP,		/* samples walked with frame pointers (process has no entry yet) */
 	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID: frame pointers */
 	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task: frame pointers */
-	SP_STAT_UNW_FRAMES_CFI,	/* frames unwound by a CFI row */
+	SP_STAT_UNW_FRAMES_CFI, /* frames unwound by a CFI row */
 	SP_STAT_UNW_FRAMES_FP,	/* frames unwound by frame pointers inside the CFI walker */
 	/* Why each CFI walk stopped: exactly one per SP_STAT_UNW_CFI sample. */
-	SP_STAT_UNW_END,	/* clean: outermost frame (END row or return address 0) */
-	SP_STAT_UNW_FP_END,	/* frame-pointer step found RBP 0 (chain end, or RBP lost) */
-	SP_STAT_UNW_NO_MAPPING,	/* pc outside every known executable mapping */
-	SP_STAT_UNW_NO_TABLE,	/* table descriptor or chunk missing (being replaced) */
-	SP_STAT_UNW_UNSUPPORTED,/* CFI row the walker cannot follow */
-	SP_STAT_UNW_READ_FAILED,/* stack memory unreadable (paged out, bad CFA) */
-	SP_STAT_UNW_BAD_CFA,	/* CFA not above the stack pointer, or RBP-based with RBP lost */
-	SP_STAT_UNW_DEPTH,	/* SP_MAX_USTACK frames: stack truncated */
+	SP_STAT_UNW_END,	 /* clean: outermost frame (END row or return address 0) */
+	SP_STAT_UNW_FP_END,	 /* frame-pointer step found RBP 0 (chain end, or RBP lost) */
+	SP_STAT_UNW_NO_MAPPING,	 /* pc outside every known executable mapping */
+	SP_STAT_UNW_NO_TABLE,	 /* table descriptor or chunk missing (being replaced) */
+	SP_STAT_UNW_UNSUPPORTED, /* CFI row the walker cannot follow */
+	SP_STAT_UNW_READ_FAILED, /* stack memory unreadable (paged out, bad CFA) */
+	SP_STAT_UNW_BAD_CFA,	 /* CFA not above the stack pointer, or RBP-based with RBP lost */
+	SP_STAT_UNW_DEPTH,	 /* SP_MAX_USTACK frames: stack truncated */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
-	SP_STAT_EVENTS,		/* events sent */
-	SP_STAT_EVENT_DROP,	/* event ring buffer full: the agent relies on its fallbacks */
+	SP_STAT_EVENTS,	    /* events sent */
+	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
 	SP_STAT_MAX,
 };
 
 /* Flags in sp_sample.flags. */
-#define SP_SAMPLE_KERNEL_THREAD 0x1	/* task has no user address space */
+#define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
 
 struct sp_sample {
-	__u64 time_boot_ns;	/* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */
-	__u32 pid;		/* thread group id */
-	__u32 tid;		/* thread id */
+	__u64 time_boot_ns; /* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */
+	__u32 pid;	    /* thread group id */
+	__u32 tid;	    /* thread id */
 	__u32 cpu;
-	__u32 flags;		/* SP_SAMPLE_* */
-	__u16 kstack_len;	/* frames used in kstack */
-	__u16 ustack_len;	/* frames used in ustack */
+	__u32 flags;	  /* SP_SAMPLE_* */
+	__u16 kstack_len; /* frames used in kstack */
+	__u16 ustack_len; /* frames used in ustack */
 	__u32 pad;
-	__u64 pstart_boot_ns;	/* group leader's start time: tells a reused PID apart */
-	char comm[SP_COMM_LEN];	/* thread name */
-	char pcomm[SP_COMM_LEN];/* process (group leader) name */
-	__u64 kstack[SP_MAX_KSTACK];	/* kernel PCs, leaf first */
-	__u64 ustack[SP_MAX_USTACK];	/* user PCs, leaf first */
+	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
+	char comm[SP_COMM_LEN];	     /* thread name */
+	char pcomm[SP_COMM_LEN];     /* process (group leader) name */
+	__u64 kstack[SP_MAX_KSTACK]; /* kernel PCs, leaf first */
+	__u64 ustack[SP_MAX_USTACK]; /* user PCs, leaf first */
 };
 
 _Static_assert(sizeof(struct sp_sample) == 72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK),

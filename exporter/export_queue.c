@@ -11,9 +11,9 @@ struct export_queue {
 	pthread_cond_t cond;
 	struct export_request *head, *tail;
 	size_t max_bytes;
-	size_t bytes;		/* waiting + held */
-	size_t count;		/* waiting + held */
-	size_t held_bytes;	/* held by the sender */
+	size_t bytes;	   /* waiting + held */
+	size_t count;	   /* waiting + held */
+	size_t held_bytes; /* held by the sender */
 	uint64_t seq;
 	int closed;
 	uint64_t pushed, dropped, dropped_samples;

@@ -19,16 +19,16 @@
 struct export_queue;
 
 struct export_request {
-	uint8_t *data;		/* owned by the request */
+	uint8_t *data; /* owned by the request */
 	size_t len;
-	uint64_t samples;	/* samples it carries, for end-to-end accounting */
-	uint64_t seq;		/* 1, 2, ... in push order */
+	uint64_t samples; /* samples it carries, for end-to-end accounting */
+	uint64_t seq;	  /* 1, 2, ... in push order */
 	struct export_request *next;
 };
 
 struct export_queue_stats {
 	uint64_t pushed, dropped, dropped_samples;
-	size_t queued, queued_bytes;	/* waiting + held by the sender */
+	size_t queued, queued_bytes; /* waiting + held by the sender */
 };
 
 /* NULL + errno. */

@@ -15,47 +15,47 @@
 #define WIDTH 1200
 #define XPAD 10
 #define FRAME_H 16
-#define TOP 56	  /* title, subtitle and the zoom reset */
+#define TOP 56 /* title, subtitle and the zoom reset */
 #define BOTTOM 8
-#define CHAR_W 7  /* average glyph width of 12 px Verdana, for truncation */
+#define CHAR_W 7	   /* average glyph width of 12 px Verdana, for truncation */
 #define MIN_FRACTION 0.001 /* frames under 0.1% of the samples are not drawn */
 
 /* Click-to-zoom: the clicked frame fills the width, its ancestors are dimmed. */
 static const char zoom_script[] =
-	"var F, U, W = 1200, P = 10;\n"
-	"function init() {\n"
-	"  F = document.querySelectorAll('#frames > g');\n"
-	"  U = document.getElementById('unzoom');\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var g = F[i], r = g.querySelector('rect');\n"
-	"    g.x = +r.getAttribute('x'); g.w = +r.getAttribute('width');\n"
-	"    g.y = +r.getAttribute('y');\n"
-	"    g.n = g.querySelector('title').textContent.replace(/ \\([^(]*\\)$/, '');\n"
-	"    g.onclick = function () { zoom(this); };\n"
-	"  }\n"
-	"  U.onclick = function () { zoom(null); };\n"
-	"}\n"
-	"function place(g, x, w, show, dim) {\n"
-	"  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
-	"  var n = Math.floor((w - 6) / 7);\n"
-	"  g.style.display = show ? '' : 'none';\n"
-	"  g.style.opacity = dim ? 0.5 : 1;\n"
-	"  r.setAttribute('x', x); r.setAttribute('width', w); t.setAttribute('x', x + 3);\n"
-	"  t.textContent = n < 3 ? '' : g.n.length > n ? g.n.slice(0, n - 2) + '..' : g.n;\n"
-	"}\n"
-	"function zoom(z) {\n"
-	"  U.style.display = z ? '' : 'none';\n"
-	"  for (var i = 0; i < F.length; i++) {\n"
-	"    var g = F[i], e = 0.01;\n"
-	"    if (!z) { place(g, g.x, g.w, 1, 0); continue; }\n"
-	"    var k = (W - 2 * P) / z.w;\n"
-	"    var inside = g.x >= z.x - e && g.x + g.w <= z.x + z.w + e;\n"
-	"    var around = g.x <= z.x + e && g.x + g.w >= z.x + z.w - e;\n"
-	"    if (g.y <= z.y && inside) place(g, P + (g.x - z.x) * k, g.w * k, 1, 0);\n"
-	"    else if (g.y > z.y && around) place(g, P, W - 2 * P, 1, 1);\n"
-	"    else place(g, g.x, g.w, 0, 0);\n"
-	"  }\n"
-	"}\n";
+    "var F, U, W = 1200, P = 10;\n"
+    "function init() {\n"
+    "  F = document.querySelectorAll('#frames > g');\n"
+    "  U = document.getElementById('unzoom');\n"
+    "  for (var i = 0; i < F.length; i++) {\n"
+    "    var g = F[i], r = g.querySelector('rect');\n"
+    "    g.x = +r.getAttribute('x'); g.w = +r.getAttribute('width');\n"
+    "    g.y = +r.getAttribute('y');\n"
+    "    g.n = g.querySelector('title').textContent.replace(/ \\([^(]*\\)$/, '');\n"
+    "    g.onclick = function () { zoom(this); };\n"
+    "  }\n"
+    "  U.onclick = function () { zoom(null); };\n"
+    "}\n"
+    "function place(g, x, w, show, dim) {\n"
+    "  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
+    "  var n = Math.floor((w - 6) / 7);\n"
+    "  g.style.display = show ? '' : 'none';\n"
+    "  g.style.opacity = dim ? 0.5 : 1;\n"
+    "  r.setAttribute('x', x); r.setAttribute('width', w); t.setAttribute('x', x + 3);\n"
+    "  t.textContent = n < 3 ? '' : g.n.length > n ? g.n.slice(0, n - 2) + '..' : g.n;\n"
+    "}\n"
+    "function zoom(z) {\n"
+    "  U.style.display = z ? '' : 'none';\n"
+    "  for (var i = 0; i < F.length; i++) {\n"
+    "    var g = F[i], e = 0.01;\n"
+    "    if (!z) { place(g, g.x, g.w, 1, 0); continue; }\n"
+    "    var k = (W - 2 * P) / z.w;\n"
+    "    var inside = g.x >= z.x - e && g.x + g.w <= z.x + z.w + e;\n"
+    "    var around = g.x <= z.x + e && g.x + g.w >= z.x + z.w - e;\n"
+    "    if (g.y <= z.y && inside) place(g, P + (g.x - z.x) * k, g.w * k, 1, 0);\n"
+    "    else if (g.y > z.y && around) place(g, P, W - 2 * P, 1, 1);\n"
+    "    else place(g, g.x, g.w, 0, 0);\n"
+    "  }\n"
+    "}\n";
 
 _Static_assert(WIDTH == 1200 && XPAD == 10, "update zoom_script's W and P");
 
@@ -198,8 +198,9 @@ static void svg__frame(struct svg_ctx *c, const char *name, uint32_t level, uint
 	put_xml(c->f, name, SIZE_MAX);
 	fprintf(c->f, " (%" PRIu64 " samples, %.2f%%)</title>", total,
 		c->all ? 100.0 * total / c->all : 0.0);
-	fprintf(c->f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
-		      "fill=\"rgb(%d,%d,%d)\"/>",
+	fprintf(c->f,
+		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
+		"fill=\"rgb(%d,%d,%d)\"/>",
 		x, y, w, FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
 	fprintf(c->f, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + 11.5);
 	if (fit >= 3)
@@ -224,9 +225,10 @@ static void svg__header(struct svg_ctx *c, const struct profile *p, const char *
 	const struct profile_meta *m = profile__meta(p);
 	FILE *f = c->f;
 
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		   "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		   "height=\"%d\" viewBox=\"0 0 %d %d\" onload=\"init()\">\n",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		"height=\"%d\" viewBox=\"0 0 %d %d\" onload=\"init()\">\n",
 		WIDTH, c->height, WIDTH, c->height);
 	fputs("<style type=\"text/css\">text { font: 12px Verdana, sans-serif; fill: #000 } "
 	      ".f { cursor: pointer } .f:hover rect { stroke: #000; stroke-width: 0.5 } "
@@ -237,25 +239,27 @@ static void svg__header(struct svg_ctx *c, const struct profile *p, const char *
 		c->height);
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", WIDTH / 2);
 	put_xml(f, title ? title : "CPU flame graph", SIZE_MAX);
-	fprintf(f, "</text>\n<text id=\"sub\" x=\"%d\" y=\"42\" text-anchor=\"middle\">%" PRIu64
-		   " samples",
+	fprintf(f,
+		"</text>\n<text id=\"sub\" x=\"%d\" y=\"42\" text-anchor=\"middle\">%" PRIu64
+		" samples",
 		WIDTH / 2, c->all);
 	if (m->frequency_hz)
 		fprintf(f, " at %" PRIu32 " Hz", m->frequency_hz);
 	if (m->duration_nano)
 		fprintf(f, " over %.1f s", m->duration_nano / 1e9);
 	fputs("</text>\n", f);
-	fprintf(f, "<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display: none; cursor: pointer\">"
-		   "Reset zoom</text>\n<g id=\"frames\">\n",
+	fprintf(f,
+		"<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display: none; cursor: pointer\">"
+		"Reset zoom</text>\n<g id=\"frames\">\n",
 		XPAD);
 }
 
 int flamegraph__write_svg(const struct profile *p, const char *path, const char *title)
 {
-	static const int all_rgb[3] = { 200, 200, 200 };
-	struct out_file of = { 0 };
+	static const int all_rgb[3] = {200, 200, 200};
+	struct out_file of = {0};
 	struct stack_tree *t = NULL;
-	struct svg_ctx c = { 0 };
+	struct svg_ctx c = {0};
 	int err = 0;
 
 	t = stack_tree__new(p);

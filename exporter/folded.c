@@ -36,8 +36,8 @@ struct node {
 	UT_hash_handle hh;
 	struct node_key key;
 	uint32_t idx;
-	uint32_t first_child;	/* 0: none (the root is never a child) */
-	uint32_t next_sibling;	/* 0: none */
+	uint32_t first_child;  /* 0: none (the root is never a child) */
+	uint32_t next_sibling; /* 0: none */
 	uint32_t depth;
 	uint64_t self;
 	uint64_t total;
@@ -152,7 +152,7 @@ static struct node *tree__alloc_node(struct stack_tree *t)
 /* The child of @parent named @name, created if needed. 0 on ENOMEM. */
 static uint32_t tree__child(struct stack_tree *t, uint32_t parent, uint32_t name)
 {
-	struct node_key k = { .parent = parent, .name = name };
+	struct node_key k = {.parent = parent, .name = name};
 	struct node *n = NULL, *up;
 
 	HASH_FIND(hh, t->node_idx, &k, sizeof(k), n);
@@ -386,7 +386,7 @@ struct stack_tree *stack_tree__new(const struct profile *p)
 {
 	uint32_t nloc = profile__nlocations(p), nstr = profile__nstrings(p);
 	uint32_t nstacks = profile__nstacks(p);
-	struct builder b = { .p = p };
+	struct builder b = {.p = p};
 	int err = 0;
 
 	b.t = calloc(1, sizeof(*b.t));
@@ -397,8 +397,7 @@ struct stack_tree *stack_tree__new(const struct profile *p)
 	b.leaf = malloc(nstacks * sizeof(*b.leaf));
 	b.cap = 256;
 	b.buf = malloc(b.cap);
-	if (!b.t || !b.loc_first || !b.loc_n || !b.proc_name || !b.leaf_proc || !b.leaf ||
-	    !b.buf) {
+	if (!b.t || !b.loc_first || !b.loc_n || !b.proc_name || !b.leaf_proc || !b.leaf || !b.buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -471,13 +470,13 @@ int stack_tree__walk(const struct stack_tree *t, stack_tree_fn fn, void *ctx)
 		const struct node *n = node(t, cur);
 		const struct name_ent *name = t->names[n->key.name];
 		struct stack_tree_frame f = {
-			.name = name->s,
-			.kind = name->kind,
-			.unknown = name->unknown,
-			.depth = n->depth,
-			.offset = n->offset,
-			.self = n->self,
-			.total = n->total,
+		    .name = name->s,
+		    .kind = name->kind,
+		    .unknown = name->unknown,
+		    .depth = n->depth,
+		    .offset = n->offset,
+		    .self = n->self,
+		    .total = n->total,
 		};
 		int ret = fn(&f, ctx);
 
@@ -583,8 +582,8 @@ static int folded__frame(const struct stack_tree_frame *fr, void *arg)
 
 int folded__write(const struct profile *p, const char *path)
 {
-	struct out_file of = { 0 };
-	struct folded_ctx c = { 0 };
+	struct out_file of = {0};
+	struct folded_ctx c = {0};
 	struct stack_tree *t = NULL;
 	int err = 0;
 

@@ -39,13 +39,13 @@ struct stack_tree;
 
 /* One frame of the tree, as the walker reports it. */
 struct stack_tree_frame {
-	const char *name;	/* sanitized as in folded__write */
-	enum frame_kind kind;	/* FRAME_UNSET for the process frame */
-	bool unknown;		/* no symbol: a mapping+offset or [unknown] */
-	uint32_t depth;		/* 0 for the process frame */
-	uint64_t offset;	/* samples left of this frame among all frames at its depth */
-	uint64_t self;		/* samples whose leaf is this frame */
-	uint64_t total;		/* samples through this frame (self + children) */
+	const char *name;     /* sanitized as in folded__write */
+	enum frame_kind kind; /* FRAME_UNSET for the process frame */
+	bool unknown;	      /* no symbol: a mapping+offset or [unknown] */
+	uint32_t depth;	      /* 0 for the process frame */
+	uint64_t offset;      /* samples left of this frame among all frames at its depth */
+	uint64_t self;	      /* samples whose leaf is this frame */
+	uint64_t total;	      /* samples through this frame (self + children) */
 };
 
 /* Return values of a stack_tree__walk callback, besides a negative errno. */

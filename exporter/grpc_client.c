@@ -84,7 +84,7 @@ int grpc_client__check_tls_files(const struct grpc_client_opts *o, char *why, si
 
 static grpc_arg int_arg(const char *key, int value)
 {
-	grpc_arg a = { .type = GRPC_ARG_INTEGER, .key = (char *)key };
+	grpc_arg a = {.type = GRPC_ARG_INTEGER, .key = (char *)key};
 
 	a.value.integer = value;
 	return a;
@@ -124,12 +124,12 @@ cleanup:
 struct grpc_client *grpc_client__new(const struct grpc_client_opts *o)
 {
 	grpc_channel_credentials *creds = NULL;
-	grpc_ssl_pem_key_cert_pair pair = { 0 };
+	grpc_ssl_pem_key_cert_pair pair = {0};
 	char *ca = NULL, *cert = NULL, *key = NULL;
 	const char *target = o->endpoint;
 	struct grpc_client *c = NULL;
 	grpc_arg args[2];
-	grpc_channel_args cargs = { .num_args = 0, .args = args };
+	grpc_channel_args cargs = {.num_args = 0, .args = args};
 	int insecure = o->insecure, err = 0;
 
 	if (!target || !*target) {
@@ -174,8 +174,8 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o)
 		goto cleanup;
 	}
 	if (o->gzip)
-		args[cargs.num_args++] = int_arg(GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM,
-						 GRPC_COMPRESS_GZIP);
+		args[cargs.num_args++] =
+		    int_arg(GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM, GRPC_COMPRESS_GZIP);
 	/* Reconnect quickly after a Collector restart (the default backoff grows to 120 s). */
 	args[cargs.num_args++] = int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
 	c->channel = grpc_channel_create(target, creds, &cargs);
@@ -252,9 +252,9 @@ int grpc_client__call(struct grpc_client *c, const char *method, const void *req
 
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 				gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-	call = grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
-					grpc_slice_from_static_string(method), NULL, deadline,
-					NULL);
+	call =
+	    grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
+				     grpc_slice_from_static_string(method), NULL, deadline, NULL);
 	body = grpc_slice_from_copied_buffer(req, len);
 	send = grpc_raw_byte_buffer_create(&body, 1);
 	grpc_slice_unref(body);
@@ -286,9 +286,8 @@ int grpc_client__call(struct grpc_client *c, const char *method, const void *req
 		goto cleanup;
 	}
 	/* The deadline bounds the call; the extra second covers the cancellation itself. */
-	ev = grpc_completion_queue_pluck(c->cq, call,
-					 gpr_time_add(deadline, gpr_time_from_seconds(1, GPR_TIMESPAN)),
-					 NULL);
+	ev = grpc_completion_queue_pluck(
+	    c->cq, call, gpr_time_add(deadline, gpr_time_from_seconds(1, GPR_TIMESPAN)), NULL);
 	if (ev.type != GRPC_OP_COMPLETE) {
 		grpc_call_cancel(call, NULL);
 		grpc_completion_queue_pluck(c->cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);

@@ -16,25 +16,25 @@
 struct grpc_client;
 
 struct grpc_header {
-	const char *key;	/* lower-case ASCII, as gRPC metadata requires */
+	const char *key; /* lower-case ASCII, as gRPC metadata requires */
 	const char *value;
 };
 
 struct grpc_client_opts {
 	/* "host:port"; a leading http:// selects plaintext, https:// selects TLS. */
 	const char *endpoint;
-	int insecure;		/* 1: plaintext; 0: TLS (also implied by https://) */
-	const char *ca_file;	/* PEM roots; NULL: the system's (gRPC's default roots) */
-	const char *cert_file;	/* PEM client certificate for mTLS, with key_file */
+	int insecure;	       /* 1: plaintext; 0: TLS (also implied by https://) */
+	const char *ca_file;   /* PEM roots; NULL: the system's (gRPC's default roots) */
+	const char *cert_file; /* PEM client certificate for mTLS, with key_file */
 	const char *key_file;
 	const struct grpc_header *headers;
 	size_t nheaders;
-	int gzip;		/* compress requests with gzip */
+	int gzip; /* compress requests with gzip */
 };
 
 /* The status of one call: a gRPC status code (grpc/status.h) and its message. */
 struct grpc_result {
-	int status;		/* GRPC_STATUS_OK (0) or a gRPC status code */
+	int status; /* GRPC_STATUS_OK (0) or a gRPC status code */
 	char message[256];
 };
 

@@ -26,7 +26,7 @@ struct ksym {
 struct ksyms {
 	struct ksym *syms;
 	size_t n, cap;
-	char *names;	/* NUL-separated names */
+	char *names; /* NUL-separated names */
 	size_t names_len, names_cap;
 	char **modules;
 	size_t nmodules;

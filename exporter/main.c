@@ -13,18 +13,18 @@ const char *argp_program_version = "spanprof " SPANPROF_VERSION;
 const char *argp_program_bug_address = "the project's issue tracker";
 
 static const char usage_text[] =
-	"Usage: spanprof COMMAND [OPTION...]\n"
-	"\n"
-	"spanprof samples what every CPU runs with eBPF (kernel and user stacks),\n"
-	"names the frames on the host and writes the profile.\n"
-	"\n"
-	"Commands:\n"
-	"  record    sample CPUs and write a symbolized profile (pprof, folded stacks,\n"
-	"            flame graph), or send it as OTLP profiles to a Collector\n"
-	"\n"
-	"Run 'spanprof COMMAND --help' for the options of a command.\n"
-	"  -h, --help       this text\n"
-	"  -V, --version    print the version\n";
+    "Usage: spanprof COMMAND [OPTION...]\n"
+    "\n"
+    "spanprof samples what every CPU runs with eBPF (kernel and user stacks),\n"
+    "names the frames on the host and writes the profile.\n"
+    "\n"
+    "Commands:\n"
+    "  record    sample CPUs and write a symbolized profile (pprof, folded stacks,\n"
+    "            flame graph), or send it as OTLP profiles to a Collector\n"
+    "\n"
+    "Run 'spanprof COMMAND --help' for the options of a command.\n"
+    "  -h, --help       this text\n"
+    "  -V, --version    print the version\n";
 
 enum {
 	OPT_QUIET = 'q',
@@ -45,58 +45,58 @@ enum {
 };
 
 static const struct argp_option record_options[] = {
-	{ "frequency", 'F', "HZ", 0, "Samples per second on each CPU (default 19, max 10000)", 0 },
-	{ "duration", 'd', "SECONDS", 0,
-	  "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0 },
-	{ "pid", 'p', "PID[,PID...]", 0,
-	  "Sample only these processes (and all their threads); repeatable. A thread id "
-	  "selects its whole process. Default: every process",
-	  0 },
-	{ "output-dir", 'o', "DIR", 0,
-	  "Write profile.pb.gz, profile.folded and flamegraph.svg here (default: out). With an "
-	  "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
-	  0 },
-	{ "quiet", OPT_QUIET, NULL, 0, "No progress line", 0 },
-	{ "symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
-	  "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
-	  "unloaded beyond it (default 12)",
-	  0 },
-	{ "unwind-max-mb", OPT_UNWIND_MAX, "MIB", 0,
-	  "Memory for the CFI unwind tables of user code built without frame pointers (default "
-	  "256; 0: frame pointers only). Files that do not fit are walked with frame pointers",
-	  0 },
-	{ NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1 },
-	{ "endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
-	  "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
-	  "loopback and http://, TLS otherwise). Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
-	  "OTEL_EXPORTER_OTLP_ENDPOINT",
-	  1 },
-	{ "export-interval", OPT_INTERVAL, "SECONDS", 0, "Send a request this often (default 5)", 1 },
-	{ "export-timeout", OPT_TIMEOUT, "SECONDS", 0,
-	  "Deadline of one Export call (default 10; env OTEL_EXPORTER_OTLP_TIMEOUT in ms)", 1 },
-	{ "header", OPT_HEADER, "KEY=VALUE", 0,
-	  "Add a gRPC metadata header; repeatable (env OTEL_EXPORTER_OTLP_HEADERS)", 1 },
-	{ "insecure", OPT_INSECURE, NULL, 0,
-	  "Plaintext even for a non-loopback endpoint (env OTEL_EXPORTER_OTLP_INSECURE=true)", 1 },
-	{ "tls-ca", OPT_TLS_CA, "FILE", 0,
-	  "PEM CA bundle to verify the Collector (default: system roots; env "
-	  "OTEL_EXPORTER_OTLP_CERTIFICATE)",
-	  1 },
-	{ "tls-cert", OPT_TLS_CERT, "FILE", 0,
-	  "PEM client certificate for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE)", 1 },
-	{ "tls-key", OPT_TLS_KEY, "FILE", 0,
-	  "PEM client key for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_KEY)", 1 },
-	{ "compression", OPT_COMPRESSION, "gzip|none", 0,
-	  "Compress requests (default gzip; env OTEL_EXPORTER_OTLP_COMPRESSION)", 1 },
-	{ "max-request-bytes", OPT_MAX_REQUEST, "BYTES", 0,
-	  "Split requests larger than this (default 4194304, the Collector's default limit)", 1 },
-	{ "queue-bytes", OPT_QUEUE, "BYTES", 0,
-	  "Hold at most this much while the Collector is unreachable; the oldest requests are "
-	  "dropped first (default 67108864)",
-	  1 },
-	{ "flush-timeout", OPT_FLUSH, "SECONDS", 0,
-	  "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1 },
-	{ 0 },
+    {"frequency", 'F', "HZ", 0, "Samples per second on each CPU (default 19, max 10000)", 0},
+    {"duration", 'd', "SECONDS", 0,
+     "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0},
+    {"pid", 'p', "PID[,PID...]", 0,
+     "Sample only these processes (and all their threads); repeatable. A thread id "
+     "selects its whole process. Default: every process",
+     0},
+    {"output-dir", 'o', "DIR", 0,
+     "Write profile.pb.gz, profile.folded and flamegraph.svg here (default: out). With an "
+     "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
+     0},
+    {"quiet", OPT_QUIET, NULL, 0, "No progress line", 0},
+    {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
+     "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
+     "unloaded beyond it (default 12)",
+     0},
+    {"unwind-max-mb", OPT_UNWIND_MAX, "MIB", 0,
+     "Memory for the CFI unwind tables of user code built without frame pointers (default "
+     "256; 0: frame pointers only). Files that do not fit are walked with frame pointers",
+     0},
+    {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
+    {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
+     "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
+     "loopback and http://, TLS otherwise). Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
+     "OTEL_EXPORTER_OTLP_ENDPOINT",
+     1},
+    {"export-interval", OPT_INTERVAL, "SECONDS", 0, "Send a request this often (default 5)", 1},
+    {"export-timeout", OPT_TIMEOUT, "SECONDS", 0,
+     "Deadline of one Export call (default 10; env OTEL_EXPORTER_OTLP_TIMEOUT in ms)", 1},
+    {"header", OPT_HEADER, "KEY=VALUE", 0,
+     "Add a gRPC metadata header; repeatable (env OTEL_EXPORTER_OTLP_HEADERS)", 1},
+    {"insecure", OPT_INSECURE, NULL, 0,
+     "Plaintext even for a non-loopback endpoint (env OTEL_EXPORTER_OTLP_INSECURE=true)", 1},
+    {"tls-ca", OPT_TLS_CA, "FILE", 0,
+     "PEM CA bundle to verify the Collector (default: system roots; env "
+     "OTEL_EXPORTER_OTLP_CERTIFICATE)",
+     1},
+    {"tls-cert", OPT_TLS_CERT, "FILE", 0,
+     "PEM client certificate for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE)", 1},
+    {"tls-key", OPT_TLS_KEY, "FILE", 0,
+     "PEM client key for mTLS (env OTEL_EXPORTER_OTLP_CLIENT_KEY)", 1},
+    {"compression", OPT_COMPRESSION, "gzip|none", 0,
+     "Compress requests (default gzip; env OTEL_EXPORTER_OTLP_COMPRESSION)", 1},
+    {"max-request-bytes", OPT_MAX_REQUEST, "BYTES", 0,
+     "Split requests larger than this (default 4194304, the Collector's default limit)", 1},
+    {"queue-bytes", OPT_QUEUE, "BYTES", 0,
+     "Hold at most this much while the Collector is unreachable; the oldest requests are "
+     "dropped first (default 67108864)",
+     1},
+    {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
+     "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+    {0},
 };
 
 static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32_t *out)
@@ -114,8 +114,7 @@ static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32
 
 static struct record_flags_set flags_set;
 
-static double parse_seconds(struct argp_state *state, const char *flag, const char *arg,
-			    double min)
+static double parse_seconds(struct argp_state *state, const char *flag, const char *arg, double min)
 {
 	char *end;
 	double v;
@@ -178,7 +177,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SYMCACHE:
 		if (parse_u32(arg, 4, 1 << 20, &o->symcache_mb))
-			argp_error(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'", arg);
+			argp_error(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'",
+				   arg);
 		break;
 	case OPT_ENDPOINT:
 		o->endpoint = arg;
@@ -247,20 +247,20 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 }
 
 static const struct argp record_argp = {
-	.options = record_options,
-	.parser = record_parse,
-	.doc = "Sample every CPU (or the given processes) and write a symbolized profile.\v"
-	       "Outputs, written when sampling ends (duration over, Ctrl-C or SIGTERM):\n"
-	       "  DIR/profile.pb.gz   gzipped pprof profile ('go tool pprof -top DIR/profile.pb.gz')\n"
-	       "  DIR/profile.folded  folded stacks (flamegraph.pl, inferno, speedscope)\n"
-	       "  DIR/flamegraph.svg  a flame graph to open in a browser\n"
-	       "\n"
-	       "Needs root (CAP_BPF and CAP_PERFMON, CAP_SYS_PTRACE to read other processes) and a "
-	       "kernel with BTF.\n"
-	       "Examples:\n"
-	       "  spanprof record --duration 10 --output-dir out\n"
-	       "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
-	       "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
+    .options = record_options,
+    .parser = record_parse,
+    .doc = "Sample every CPU (or the given processes) and write a symbolized profile.\v"
+	   "Outputs, written when sampling ends (duration over, Ctrl-C or SIGTERM):\n"
+	   "  DIR/profile.pb.gz   gzipped pprof profile ('go tool pprof -top DIR/profile.pb.gz')\n"
+	   "  DIR/profile.folded  folded stacks (flamegraph.pl, inferno, speedscope)\n"
+	   "  DIR/flamegraph.svg  a flame graph to open in a browser\n"
+	   "\n"
+	   "Needs root (CAP_BPF and CAP_PERFMON, CAP_SYS_PTRACE to read other processes) and a "
+	   "kernel with BTF.\n"
+	   "Examples:\n"
+	   "  spanprof record --duration 10 --output-dir out\n"
+	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
+	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
 };
 
 static struct record_opts ropts;

@@ -1168,7 +1168,7 @@ static void htl_cache_put(const struct stat *st, const char hex[33])
 	struct htl_cache_entry *e, *tmp;
 
 	if (htl_cache_n >= HTL_CACHE_MAX) {
-		HASH_ITER(hh, htl_cache, e, tmp) {
+		HASH_ITER (hh, htl_cache, e, tmp) {
 			HASH_DEL(htl_cache, e);
 			free(e);
 		}

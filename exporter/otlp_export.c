@@ -29,10 +29,10 @@ struct otlp_exporter {
 	struct export_queue *queue;
 	pthread_t thread;
 	int thread_started;
-	pthread_mutex_t lock;	/* guards the fields below */
+	pthread_mutex_t lock; /* guards the fields below */
 	pthread_cond_t wake;
 	int shutting_down;
-	uint64_t flush_deadline_ns;	/* CLOCK_MONOTONIC; valid when shutting_down */
+	uint64_t flush_deadline_ns; /* CLOCK_MONOTONIC; valid when shutting_down */
 	uint64_t file_seq;
 	struct otlp_exporter_stats st;
 	uint64_t last_error_report_ns;
@@ -56,14 +56,27 @@ static int retryable(int status)
 static const char *status_name(int status)
 {
 	static const char *const names[] = {
-		"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-		"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-		"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-		"UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+	    "OK",
+	    "CANCELLED",
+	    "UNKNOWN",
+	    "INVALID_ARGUMENT",
+	    "DEADLINE_EXCEEDED",
+	    "NOT_FOUND",
+	    "ALREADY_EXISTS",
+	    "PERMISSION_DENIED",
+	    "RESOURCE_EXHAUSTED",
+	    "FAILED_PRECONDITION",
+	    "ABORTED",
+	    "OUT_OF_RANGE",
+	    "UNIMPLEMENTED",
+	    "INTERNAL",
+	    "UNAVAILABLE",
+	    "DATA_LOSS",
+	    "UNAUTHENTICATED",
 	};
 
 	return status >= 0 && status < (int)(sizeof(names) / sizeof(names[0])) ? names[status]
-										 : "?";
+									       : "?";
 }
 
 /* Logs a failure, at most once per ERROR_REPORT_NS while failures go on. */
@@ -89,28 +102,29 @@ static void check_partial_success(struct otlp_exporter *e, const void *resp, siz
 	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *r;
 
 	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__unpack(
-		NULL, len, resp);
+	    NULL, len, resp);
 	if (!r)
 		return;
-	if (r->partial_success && (r->partial_success->rejected_profiles ||
-				   (r->partial_success->error_message &&
-				    r->partial_success->error_message[0]))) {
+	if (r->partial_success &&
+	    (r->partial_success->rejected_profiles ||
+	     (r->partial_success->error_message && r->partial_success->error_message[0]))) {
 		pthread_mutex_lock(&e->lock);
 		e->st.rejected_profiles += r->partial_success->rejected_profiles;
 		pthread_mutex_unlock(&e->lock);
 		if (!e->opts.quiet)
 			fprintf(stderr, "\nspanprof: the Collector rejected %lld profiles: %s\n",
 				(long long)r->partial_success->rejected_profiles,
-				r->partial_success->error_message ? r->partial_success->error_message
-								  : "");
+				r->partial_success->error_message
+				    ? r->partial_success->error_message
+				    : "");
 	}
 	opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(
-		r, NULL);
+	    r, NULL);
 }
 
 static struct timespec mono_timespec(uint64_t ns)
 {
-	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
+	struct timespec ts = {.tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull};
 
 	return ts;
 }
@@ -173,8 +187,8 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 		if (expired || export_queue__should_drop(e->queue, r))
 			break;
 		t0 = mono_ns();
-		if (grpc_client__call(e->client, OTLP_PROFILES_METHOD, r->data, r->len, timeout, &res,
-				      &resp, &resp_len)) {
+		if (grpc_client__call(e->client, OTLP_PROFILES_METHOD, r->data, r->len, timeout,
+				      &res, &resp, &resp_len)) {
 			res.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
 			snprintf(res.message, sizeof(res.message), "agent out of memory");
 		}
@@ -187,7 +201,8 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			e->st.samples_sent += r->samples;
 			e->st.last_latency_us = (mono_ns() - t0) / 1000;
 			if (e->failing && !e->opts.quiet)
-				fprintf(stderr, "\nspanprof: export to %s works again\n", e->endpoint);
+				fprintf(stderr, "\nspanprof: export to %s works again\n",
+					e->endpoint);
 			e->failing = 0;
 			pthread_mutex_unlock(&e->lock);
 			export_queue__done(e->queue, r, 0);

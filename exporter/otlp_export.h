@@ -17,29 +17,29 @@
 
 #include "grpc_client.h"
 
-#define OTLP_PROFILES_METHOD \
+#define OTLP_PROFILES_METHOD                                                                       \
 	"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 
 struct otlp_exporter;
 
 struct otlp_exporter_opts {
 	struct grpc_client_opts grpc;
-	uint32_t timeout_ms;	/* deadline of one Export call */
-	size_t queue_bytes;	/* bound of the queue */
-	const char *binpb_dir;	/* also write each request as DIR/profiles-NNNNNN.binpb; NULL: no */
-	int quiet;		/* no error lines on stderr */
+	uint32_t timeout_ms;   /* deadline of one Export call */
+	size_t queue_bytes;    /* bound of the queue */
+	const char *binpb_dir; /* also write each request as DIR/profiles-NNNNNN.binpb; NULL: no */
+	int quiet;	       /* no error lines on stderr */
 };
 
 struct otlp_exporter_stats {
-	uint64_t requests_sent;	/* completed with OK */
+	uint64_t requests_sent; /* completed with OK */
 	uint64_t bytes_sent;	/* serialized bytes of those (before gRPC compression) */
 	uint64_t samples_sent;
 	uint64_t retries;
-	uint64_t failed;	/* given up: non-retryable status */
-	uint64_t dropped;	/* queue full, or not sent before shutdown */
+	uint64_t failed;  /* given up: non-retryable status */
+	uint64_t dropped; /* queue full, or not sent before shutdown */
 	uint64_t dropped_samples;
 	uint64_t rejected_profiles; /* partial_success.rejected_profiles, summed */
-	size_t queued;		/* waiting or in flight */
+	size_t queued;		    /* waiting or in flight */
 	size_t queued_bytes;
 	uint64_t last_latency_us; /* of the last successful call */
 };

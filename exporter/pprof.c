@@ -62,8 +62,8 @@ struct pprof_build {
 	PbMapping *maps, **map_ptrs;
 	PbLocation *locs, **loc_ptrs;
 	PbLine *lines, **line_ptrs;
-	uint64_t *stack_ids;	/* location ids of every stack, back to back */
-	size_t *stack_first;	/* per stack: its first id in stack_ids */
+	uint64_t *stack_ids; /* location ids of every stack, back to back */
+	size_t *stack_first; /* per stack: its first id in stack_ids */
 	PbSample *samples, **sample_ptrs;
 	int64_t *values;
 	PbLabel *labels, **label_ptrs;
@@ -279,11 +279,11 @@ static int pprof__samples(struct pprof_build *b)
 		PbSample *ps = &b->samples[out];
 
 		add->key = (struct merge_key){
-			.stack = s->key.stack,
-			.pid = s->key.pid,
-			.tid = s->key.tid,
-			.comm = s->key.comm,
-			.process_name = s->key.process_name,
+		    .stack = s->key.stack,
+		    .pid = s->key.pid,
+		    .tid = s->key.tid,
+		    .comm = s->key.comm,
+		    .process_name = s->key.process_name,
 		};
 		HASH_FIND(hh, b->merge_idx, &add->key, sizeof(add->key), e);
 		if (e) {
@@ -365,7 +365,7 @@ static void gz_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data)
 
 static int write_gzipped(const PbProfile *msg, const char *path)
 {
-	struct gz_buffer buf = { .base = { .append = gz_append } };
+	struct gz_buffer buf = {.base = {.append = gz_append}};
 	char *tmp = NULL;
 	int fd = -1, err = 0, zret;
 
@@ -408,7 +408,7 @@ cleanup:
 
 int pprof__write(const struct profile *p, const char *path)
 {
-	struct pprof_build b = { .p = p };
+	struct pprof_build b = {.p = p};
 	int err;
 
 	perftools__profiles__profile__init(&b.msg);

@@ -9,21 +9,22 @@
 #include <stdio.h>
 
 struct procmap {
-	uint64_t start, end;	/* [start, end) */
-	uint64_t offset;	/* file offset of start */
+	uint64_t start, end; /* [start, end) */
+	uint64_t offset;     /* file offset of start */
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
-	uint32_t prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
-	int deleted;		/* path ended in " (deleted)" (suffix removed from path) */
-	char *path;		/* "" for anonymous; "[vdso]", "[stack]", ... kept as is */
+	uint32_t prot; /* PROT_READ | PROT_WRITE | PROT_EXEC */
+	int deleted;   /* path ended in " (deleted)" (suffix removed from path) */
+	char *path;    /* "" for anonymous; "[vdso]", "[stack]", ... kept as is */
 };
 
 struct procmaps {
-	struct procmap *maps;	/* sorted by start, non-overlapping */
+	struct procmap *maps; /* sorted by start, non-overlapping */
 	size_t n;
 };
 
-/* Parses a maps file from @f. 0 or -errno (-EINVAL on a malformed line: all lines before it kept). */
+/* Parses a maps file from @f. 0 or -errno (-EINVAL on a malformed line: all lines before it kept).
+ */
 int procmaps__parse(FILE *f, struct procmaps *out);
 /* Reads /proc/@pid/maps. -ENOENT/-ESRCH when the process is gone. */
 int procmaps__read(int pid, struct procmaps *out);

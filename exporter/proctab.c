@@ -20,20 +20,20 @@
 #define MAX_INLINE 16
 
 struct map_ext {
-	struct elf_object *obj;	/* NULL: not a file, or it could not be opened */
+	struct elf_object *obj; /* NULL: not a file, or it could not be opened */
 	uint32_t prof_mapping;	/* index in the profile, valid when gen matches */
 	uint32_t gen;
 };
 
 struct proc {
-	uint32_t pid;		/* hash key */
+	uint32_t pid; /* hash key */
 	uint64_t start_boot_ns;
-	uint64_t maps_read_ns;	/* CLOCK_MONOTONIC of the last maps read */
+	uint64_t maps_read_ns; /* CLOCK_MONOTONIC of the last maps read */
 	struct procmaps maps;
-	struct map_ext *ext;	/* one per maps.maps[] */
+	struct map_ext *ext; /* one per maps.maps[] */
 	char exe[PATH_MAX];
-	struct procmeta meta;	/* resource facts, read with the first maps */
-	int meta_err;		/* 0, or why meta could not be read */
+	struct procmeta meta; /* resource facts, read with the first maps */
+	int meta_err;	      /* 0, or why meta could not be read */
 	UT_hash_handle hh;
 };
 
@@ -41,11 +41,11 @@ struct proctab {
 	struct proc *procs;
 	struct symcache *syms;
 	struct ksyms *ksyms;
-	uint32_t gen;		/* bumped by proctab__profile_reset() */
-	struct elf_object *vdso;/* the kernel's vDSO image, shared by every process */
+	uint32_t gen;		 /* bumped by proctab__profile_reset() */
+	struct elf_object *vdso; /* the kernel's vDSO image, shared by every process */
 	int vdso_tried;
 	struct proctab_stats stats;
-	proctab_maps_hook maps_hook;	/* CFI unwinder hook (unwinder.h) */
+	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
 	void *maps_hook_ctx;
 };
 
@@ -82,7 +82,7 @@ void proctab__free(struct proctab *t)
 
 	if (!t)
 		return;
-	HASH_ITER(hh, t->procs, proc, tmp) {
+	HASH_ITER (hh, t->procs, proc, tmp) {
 		HASH_DEL(t->procs, proc);
 		proc_clear(proc);
 		procmeta__clear(&proc->meta);
@@ -97,7 +97,7 @@ void proctab__free(struct proctab *t)
  */
 static struct elf_object *vdso_object(struct proctab *t)
 {
-	struct procmaps self = { 0 };
+	struct procmaps self = {0};
 	const struct procmap *m = NULL;
 	char path[64];
 	int fd = -1;
@@ -115,7 +115,8 @@ static struct elf_object *vdso_object(struct proctab *t)
 	fd = memfd_create("spanprof-vdso", MFD_CLOEXEC);
 	if (fd < 0)
 		goto cleanup;
-	if (write(fd, (void *)(uintptr_t)m->start, m->end - m->start) != (ssize_t)(m->end - m->start))
+	if (write(fd, (void *)(uintptr_t)m->start, m->end - m->start) !=
+	    (ssize_t)(m->end - m->start))
 		goto cleanup;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	t->vdso = symcache__open(t->syms, path, "[vdso]");
@@ -237,13 +238,13 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
 		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
 		 */
 		if (out && name && lines[out - 1].function &&
-		    !strcmp(name, profile__string(p, profile__function(
-							 p, lines[out - 1].function)->name)))
+		    !strcmp(name, profile__string(
+				      p, profile__function(p, lines[out - 1].function)->name)))
 			continue;
 
 		f.name = profile__intern_string(p, name);
-		f.system_name = profile__intern_string(p, frames[i].system_name ? frames[i].system_name
-									    : name);
+		f.system_name =
+		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
 		f.filename = profile__intern_string(p, frames[i].file);
 		lines[out].function = profile__intern_function(p, &f);
 		lines[out].line = frames[i].line;
@@ -294,9 +295,8 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	if (loc)
 		return loc;
 	if (proc->ext[i].obj &&
-	    !elf_object__file_offset_to_vaddr(proc->ext[i].obj,
-					      pc - m->start + m->offset - (is_return ? 1 : 0),
-					      &vaddr)) {
+	    !elf_object__file_offset_to_vaddr(
+		proc->ext[i].obj, pc - m->start + m->offset - (is_return ? 1 : 0), &vaddr)) {
 		n = symcache__lookup(t->syms, proc->ext[i].obj, vaddr, frames, MAX_INLINE);
 		if (n < 0)
 			n = 0;
@@ -328,15 +328,15 @@ uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct pr
 uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
 				   uint32_t n, uint32_t *locs)
 {
-	struct sym_frame frame = { 0 };
+	struct sym_frame frame = {0};
 	uint32_t out = 0, loc;
 	uint64_t off;
 
 	for (uint32_t i = 0; i < n; i++) {
 		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
 		if (!loc) {
-			frame.function = t->ksyms ? ksyms__lookup(t->ksyms, pcs[i] - (i > 0), &off)
-						  : NULL;
+			frame.function =
+			    t->ksyms ? ksyms__lookup(t->ksyms, pcs[i] - (i > 0), &off) : NULL;
 			frame.system_name = frame.function;
 			if (!frame.function)
 				t->stats.kernel_unsymbolized++;

@@ -24,12 +24,12 @@ struct proc;
 
 /* Symbolization counters, for the summary and self-telemetry. */
 struct proctab_stats {
-	uint64_t processes;		/* processes seen */
-	uint64_t maps_read_failed;	/* /proc/PID/maps unreadable (process gone, no permission) */
-	uint64_t objects_failed;	/* executable mappings whose file could not be opened */
-	uint64_t frames_unmapped;	/* user PCs outside every known mapping */
-	uint64_t frames_unsymbolized;	/* PCs in a known file with no symbol for them */
-	uint64_t kernel_unsymbolized;	/* kernel PCs with no kallsyms entry */
+	uint64_t processes;	      /* processes seen */
+	uint64_t maps_read_failed;    /* /proc/PID/maps unreadable (process gone, no permission) */
+	uint64_t objects_failed;      /* executable mappings whose file could not be opened */
+	uint64_t frames_unmapped;     /* user PCs outside every known mapping */
+	uint64_t frames_unsymbolized; /* PCs in a known file with no symbol for them */
+	uint64_t kernel_unsymbolized; /* kernel PCs with no kallsyms entry */
 };
 
 /*

@@ -161,7 +161,7 @@ static void rebase_fixed(struct hent *head, const void *base, size_t stride)
 {
 	struct hent *e, *tmp;
 
-	HASH_ITER(hh, head, e, tmp)
+	HASH_ITER (hh, head, e, tmp)
 		e->hh.key = (const char *)base + (size_t)e->idx * stride;
 }
 
@@ -169,7 +169,7 @@ static void rebase_strings(struct profile *p)
 {
 	struct hent *e, *tmp;
 
-	HASH_ITER(hh, p->string_idx, e, tmp)
+	HASH_ITER (hh, p->string_idx, e, tmp)
 		e->hh.key = p->chars + p->str_off[e->idx];
 }
 
@@ -177,7 +177,7 @@ static void rebase_stacks(struct profile *p)
 {
 	struct hent *e, *tmp;
 
-	HASH_ITER(hh, p->stack_idx, e, tmp)
+	HASH_ITER (hh, p->stack_idx, e, tmp)
 		e->hh.key = p->stack_pool + p->stacks[e->idx].first;
 }
 
@@ -413,8 +413,7 @@ uint32_t profile__intern_function(struct profile *p, const struct profile_functi
 
 	if (is_zero(f, sizeof(*f)))
 		return 0;
-	if (f->name >= p->nstrings || f->system_name >= p->nstrings ||
-	    f->filename >= p->nstrings) {
+	if (f->name >= p->nstrings || f->system_name >= p->nstrings || f->filename >= p->nstrings) {
 		errno = EINVAL;
 		return 0;
 	}
@@ -493,10 +492,9 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 	if (inside)
 		src_off = lines - p->lines;
 	if ((size_t)p->nlines + nlines > UINT32_MAX ||
-	    reserve((void **)&p->lines, &p->cap_lines, (size_t)p->nlines + nlines,
-		    sizeof(*lines)) < 0 ||
-	    reserve((void **)&p->locations, &p->cap_locations, p->nlocations + 1,
-		    sizeof(*loc)) < 0)
+	    reserve((void **)&p->lines, &p->cap_lines, (size_t)p->nlines + nlines, sizeof(*lines)) <
+		0 ||
+	    reserve((void **)&p->locations, &p->cap_locations, p->nlocations + 1, sizeof(*loc)) < 0)
 		goto nomem;
 	if (inside)
 		lines = p->lines + src_off;
@@ -597,7 +595,8 @@ static int sample__append_time(struct profile_sample *s, uint64_t t)
 	if (n == UINT32_MAX)
 		return -ENOMEM;
 	if (n == 0 || (n >= 2 && !(n & (n - 1)))) {
-		uint64_t *ts = realloc(s->timestamps_unix_nano, (n ? 2 * (size_t)n : 2) * sizeof(*ts));
+		uint64_t *ts =
+		    realloc(s->timestamps_unix_nano, (n ? 2 * (size_t)n : 2) * sizeof(*ts));
 
 		if (!ts)
 			return -ENOMEM;
@@ -631,8 +630,7 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 
 	if (p->nsamples == UINT32_MAX)
 		return -ENOMEM;
-	moved = reserve((void **)&p->samples, &p->cap_samples, (size_t)p->nsamples + 1,
-			sizeof(*s));
+	moved = reserve((void **)&p->samples, &p->cap_samples, (size_t)p->nsamples + 1, sizeof(*s));
 	if (moved < 0)
 		return -ENOMEM;
 	if (moved)
@@ -751,7 +749,7 @@ const struct profile_meta *profile__meta(const struct profile *p)
 /* What an index holds besides its entries (those are counted in the slabs). */
 #define BUCKET_BYTES(head)                                                                         \
 	((head) ? sizeof(UT_hash_table) +                                                          \
-			  (size_t)(head)->hh.tbl->num_buckets * sizeof(UT_hash_bucket)             \
+		      (size_t)(head)->hh.tbl->num_buckets * sizeof(UT_hash_bucket)                 \
 		: 0)
 
 size_t profile__memory_usage(const struct profile *p)

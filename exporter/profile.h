@@ -29,24 +29,24 @@ enum frame_kind {
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */
 struct profile_mapping {
-	uint64_t memory_start;	/* first byte mapped, process virtual address */
-	uint64_t memory_limit;	/* one past the last byte */
-	uint64_t file_offset;	/* file offset of memory_start */
-	uint32_t filename;	/* string index: path as the process sees it */
-	uint32_t build_id;	/* string index: lower-case hex GNU build ID, 0 if none */
+	uint64_t memory_start; /* first byte mapped, process virtual address */
+	uint64_t memory_limit; /* one past the last byte */
+	uint64_t file_offset;  /* file offset of memory_start */
+	uint32_t filename;     /* string index: path as the process sees it */
+	uint32_t build_id;     /* string index: lower-case hex GNU build ID, 0 if none */
 };
 
 /* A function (pprof Function, OTLP Function). */
 struct profile_function {
-	uint32_t name;		/* string index: demangled name */
-	uint32_t system_name;	/* string index: symbol as in the ELF file (mangled) */
-	uint32_t filename;	/* string index: source file, 0 if unknown */
+	uint32_t name;	      /* string index: demangled name */
+	uint32_t system_name; /* string index: symbol as in the ELF file (mangled) */
+	uint32_t filename;    /* string index: source file, 0 if unknown */
 };
 
 /* One line of a location: a function and a source line in it. */
 struct profile_line {
-	uint32_t function;	/* function index */
-	int64_t line;		/* 1-based source line, 0 if unknown */
+	uint32_t function; /* function index */
+	int64_t line;	   /* 1-based source line, 0 if unknown */
 };
 
 /*
@@ -55,32 +55,32 @@ struct profile_line {
  * pprof and OTLP.
  */
 struct profile_location {
-	uint32_t mapping;	/* mapping index, 0 for none (kernel, anonymous) */
-	uint64_t address;	/* absolute PC in the process (or kernel address) */
+	uint32_t mapping; /* mapping index, 0 for none (kernel, anonymous) */
+	uint64_t address; /* absolute PC in the process (or kernel address) */
 	enum frame_kind kind;
 	uint32_t nlines;
-	uint32_t first_line;	/* index of its first line in the line pool */
+	uint32_t first_line; /* index of its first line in the line pool */
 };
 
 /* A stack: location indices, leaf first. */
 struct profile_stack {
 	uint32_t nlocations;
-	uint32_t first;		/* index of its first entry in the stack pool */
+	uint32_t first; /* index of its first entry in the stack pool */
 };
 
 /* What makes two samples the same sample (besides their stack). */
 struct profile_sample_key {
-	uint32_t stack;		/* stack index */
+	uint32_t stack; /* stack index */
 	uint32_t pid;
 	uint32_t tid;
 	uint32_t cpu;
-	uint32_t comm;		/* string index: thread name */
-	uint32_t process_name;	/* string index: process (group leader) name */
+	uint32_t comm;	       /* string index: thread name */
+	uint32_t process_name; /* string index: process (group leader) name */
 };
 
 struct profile_sample {
 	struct profile_sample_key key;
-	uint64_t count;		/* number of samples */
+	uint64_t count; /* number of samples */
 	uint32_t ntimestamps;
 	uint64_t *timestamps_unix_nano; /* wall clock of each sample, in arrival order */
 };
@@ -134,9 +134,9 @@ uint64_t profile__total_count(const struct profile *p);
 
 /* Recording metadata, used by the writers. */
 struct profile_meta {
-	uint64_t start_unix_nano;	/* wall clock when sampling started */
+	uint64_t start_unix_nano; /* wall clock when sampling started */
 	uint64_t duration_nano;
-	uint64_t period_nano;		/* 1e9 / frequency */
+	uint64_t period_nano; /* 1e9 / frequency */
 	uint32_t frequency_hz;
 };
 void profile__set_meta(struct profile *p, const struct profile_meta *m);

@@ -33,21 +33,21 @@
 
 struct recorder {
 	const struct record_opts *opts;
-	struct otlp_exporter *exporter;	/* NULL: local files only */
+	struct otlp_exporter *exporter; /* NULL: local files only */
 	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
 	uint64_t interval_start_mono;
-	uint64_t encode_failures;	/* intervals (or parts) that could not be encoded */
+	uint64_t encode_failures; /* intervals (or parts) that could not be encoded */
 	struct profile *profile;
 	struct proctab *procs;
-	uint64_t boot_to_unix_ns;	/* add to CLOCK_BOOTTIME to get the wall clock */
-	uint64_t samples;		/* samples added to the profile */
-	uint64_t user_drops;		/* samples lost in user space (ENOMEM) */
-	struct unwinder *unwinder;	/* CFI tables; NULL: frame pointers only */
+	uint64_t boot_to_unix_ns;  /* add to CLOCK_BOOTTIME to get the wall clock */
+	uint64_t samples;	   /* samples added to the profile */
+	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
+	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
 };
 
-static volatile sig_atomic_t stop_requested;	/* the first SIGINT/SIGTERM */
-static volatile sig_atomic_t abort_flush;	/* a second one: stop waiting for the Collector */
+static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
+static volatile sig_atomic_t abort_flush;    /* a second one: stop waiting for the Collector */
 
 static void on_signal(int sig)
 {
@@ -85,7 +85,7 @@ static uint64_t boot_to_unix_offset(void)
 static int on_sample(void *ctx, const struct sp_sample *s)
 {
 	struct recorder *r = ctx;
-	struct profile_sample_key key = { 0 };
+	struct profile_sample_key key = {0};
 	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
 	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
 	struct proc *proc = NULL;
@@ -102,8 +102,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 				       r->locs);
 	if (proc)
 		n += proctab__user_locations(r->procs, proc, r->profile,
-					     (const uint64_t *)s->ustack, uu,
-					     r->locs + n);
+					     (const uint64_t *)s->ustack, uu, r->locs + n);
 
 	memcpy(comm, s->comm, SP_COMM_LEN);
 	comm[SP_COMM_LEN] = '\0';
@@ -142,14 +141,16 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 /* Before sampling starts, so that even the first samples of --pid processes get CFI. */
 static void start_unwinder(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
-	struct unwinder_opts uo = { .refresh = refresh_proc, .ctx = r };
+	struct unwinder_opts uo = {.refresh = refresh_proc, .ctx = r};
 
 	if (sampler__unwind_maps(s, &uo.maps))
 		return;
 	r->unwinder = unwinder__new(&uo);
 	if (!r->unwinder) {
-		fprintf(stderr, "spanprof: warning: CFI unwinding off (%s): user stacks by frame "
-				"pointers only\n", strerror(errno));
+		fprintf(stderr,
+			"spanprof: warning: CFI unwinding off (%s): user stacks by frame "
+			"pointers only\n",
+			strerror(errno));
 		return;
 	}
 	proctab__set_maps_hook(r->procs, unwinder__maps_hook, r->unwinder);
@@ -159,36 +160,37 @@ static void start_unwinder(struct recorder *r, struct sampler *s, const uint32_t
 
 static void unwind_summary(struct recorder *r, const uint64_t *st)
 {
-	struct unwinder_stats us = { 0 };
+	struct unwinder_stats us = {0};
 
 	if (r->unwinder)
 		unwinder__stats(r->unwinder, &us);
-	fprintf(stderr,
-		"spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
-		"frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
-		"the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
-		"unsupported row, %llu read failed, %llu bad CFA, %llu depth limit\n"
-		"spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
-		"(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
-		"CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
-		"%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
-		(unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
-		(unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
-		(unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
-		(unsigned long long)st[SP_STAT_UNW_END], (unsigned long long)st[SP_STAT_UNW_FP_END],
-		(unsigned long long)st[SP_STAT_UNW_NO_MAPPING],
-		(unsigned long long)st[SP_STAT_UNW_NO_TABLE],
-		(unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
-		(unsigned long long)st[SP_STAT_UNW_READ_FAILED],
-		(unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
-		(unsigned long long)us.tables, (unsigned long long)us.files, us.row_bytes / 1048576.0,
-		(unsigned long long)us.chunks, us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0,
-		(unsigned long long)us.processes, us.proc_bytes / 1048576.0,
-		(unsigned long long)us.builds, us.build_ns / 1e6, (unsigned long long)us.no_cfi,
-		(unsigned long long)us.tables_full, (unsigned long long)us.tables_freed,
-		(unsigned long long)us.open_failed, (unsigned long long)us.procs_full,
-		(unsigned long long)us.mappings_dropped, (unsigned long long)st[SP_STAT_EVENTS],
-		(unsigned long long)st[SP_STAT_EVENT_DROP], (unsigned long long)us.refreshes);
+	fprintf(
+	    stderr,
+	    "spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
+	    "frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
+	    "the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
+	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit\n"
+	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
+	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
+	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
+	    "%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
+	    (unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
+	    (unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
+	    (unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
+	    (unsigned long long)st[SP_STAT_UNW_END], (unsigned long long)st[SP_STAT_UNW_FP_END],
+	    (unsigned long long)st[SP_STAT_UNW_NO_MAPPING],
+	    (unsigned long long)st[SP_STAT_UNW_NO_TABLE],
+	    (unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
+	    (unsigned long long)st[SP_STAT_UNW_READ_FAILED],
+	    (unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
+	    (unsigned long long)us.tables, (unsigned long long)us.files, us.row_bytes / 1048576.0,
+	    (unsigned long long)us.chunks, us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0,
+	    (unsigned long long)us.processes, us.proc_bytes / 1048576.0,
+	    (unsigned long long)us.builds, us.build_ns / 1e6, (unsigned long long)us.no_cfi,
+	    (unsigned long long)us.tables_full, (unsigned long long)us.tables_freed,
+	    (unsigned long long)us.open_failed, (unsigned long long)us.procs_full,
+	    (unsigned long long)us.mappings_dropped, (unsigned long long)st[SP_STAT_EVENTS],
+	    (unsigned long long)st[SP_STAT_EVENT_DROP], (unsigned long long)us.refreshes);
 }
 /* --- end of CFI unwinder --- */
 
@@ -271,8 +273,9 @@ static int check_privileges(void)
 	cap_free(caps);
 	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
 		return 0;
-	return fail("missing privileges: sampling needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); "
-		    "run as root, e.g. 'sudo build/spanprof record ...'");
+	return fail(
+	    "missing privileges: sampling needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); "
+	    "run as root, e.g. 'sudo build/spanprof record ...'");
 }
 
 static int check_btf(void)
@@ -350,7 +353,7 @@ static int check_output_dir(const char *dir, int *created)
 
 static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
 {
-	uint64_t st[SP_STAT_MAX] = { 0 };
+	uint64_t st[SP_STAT_MAX] = {0};
 	double elapsed = (now - t0) / 1e9;
 	int tty = isatty(STDERR_FILENO);
 
@@ -376,11 +379,12 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
 	if (!r->samples)
-		fprintf(stderr, "spanprof: no samples: %s never ran on a CPU while sampling (idle or "
-				"sleeping the whole time)\n",
+		fprintf(stderr,
+			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
+			"sleeping the whole time)\n",
 			r->opts->npids ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
-	uint64_t st[SP_STAT_MAX] = { 0 };
+	uint64_t st[SP_STAT_MAX] = {0};
 
 	sampler__stats(s, st);
 	fprintf(stderr,
@@ -393,8 +397,9 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		sampler__ncpus(s), r->opts->frequency_hz,
 		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
 		(unsigned long long)st[SP_STAT_DROP_RINGBUF], (unsigned long long)r->user_drops,
-		(unsigned long long)st[SP_STAT_KSTACK_ERR], (unsigned long long)st[SP_STAT_USTACK_ERR],
-		(unsigned long long)ps->frames_unmapped, (unsigned long long)ps->frames_unsymbolized,
+		(unsigned long long)st[SP_STAT_KSTACK_ERR],
+		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
+		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
 	unwind_summary(r, st); /* CFI unwinder */
@@ -453,11 +458,11 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 static void export_interval(struct recorder *r)
 {
 	struct otlp_encode_opts eo = {
-		.max_request_bytes = r->opts->max_request_bytes,
-		.process_meta = process_meta,
-		.ctx = r,
+	    .max_request_bytes = r->opts->max_request_bytes,
+	    .process_meta = process_meta,
+	    .ctx = r,
 	};
-	struct profile_meta meta = { 0 };
+	struct profile_meta meta = {0};
 	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
@@ -541,7 +546,8 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 	}
 	if (!f->gzip && (v = otel_env__exporter("COMPRESSION"))) {
 		if (strcmp(v, "gzip") && strcmp(v, "none"))
-			return fail("OTEL_EXPORTER_OTLP_COMPRESSION wants gzip or none, not '%s'", v);
+			return fail("OTEL_EXPORTER_OTLP_COMPRESSION wants gzip or none, not '%s'",
+				    v);
 		o->gzip = !strcmp(v, "gzip");
 	}
 	if (!f->tls_ca && (v = otel_env__exporter("CERTIFICATE")))
@@ -562,8 +568,9 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		if (skipped < 0)
 			return fail("OTEL_EXPORTER_OTLP_HEADERS: %s", strerror(-skipped));
 		if (skipped > 0)
-			fprintf(stderr, "spanprof: warning: %d malformed entries in "
-					"OTEL_EXPORTER_OTLP_HEADERS ignored (want key=value,...)\n",
+			fprintf(stderr,
+				"spanprof: warning: %d malformed entries in "
+				"OTEL_EXPORTER_OTLP_HEADERS ignored (want key=value,...)\n",
 				skipped);
 		for (size_t i = 0; i < nflag; i++) {
 			size_t j;
@@ -583,12 +590,13 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		for (char *c = o->headers[i].key; *c; c++) {
 			*c = tolower((unsigned char)*c);
 			if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
-				return fail("header name '%s' is not valid gRPC metadata (letters, digits, "
-					    "'-', '_' and '.' only)",
-					    o->headers[i].key);
+				return fail(
+				    "header name '%s' is not valid gRPC metadata (letters, digits, "
+				    "'-', '_' and '.' only)",
+				    o->headers[i].key);
 		}
-		if (strlen(o->headers[i].key) > 4 && !strcmp(o->headers[i].key +
-							     strlen(o->headers[i].key) - 4, "-bin"))
+		if (strlen(o->headers[i].key) > 4 &&
+		    !strcmp(o->headers[i].key + strlen(o->headers[i].key) - 4, "-bin"))
 			return fail("binary header '%s' is not supported", o->headers[i].key);
 		for (const char *c = o->headers[i].value; *c; c++)
 			if (*c < 0x20 || *c > 0x7e)
@@ -601,9 +609,10 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		return fail("TLS files were given for a plaintext http:// endpoint: use https://%s",
 			    o->endpoint + 7);
 	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
-		return fail("--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts the https:// "
-			    "endpoint %s: drop one of them",
-			    o->endpoint);
+		return fail(
+		    "--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts the https:// "
+		    "endpoint %s: drop one of them",
+		    o->endpoint);
 	if (!!o->tls_cert != !!o->tls_key)
 		return fail("mTLS needs both --tls-cert and --tls-key");
 	return 0;
@@ -633,14 +642,14 @@ static int endpoint_is_plaintext(const struct record_opts *o)
 
 int record__run(const struct record_opts *o)
 {
-	struct recorder r = { .opts = o };
-	struct sampler_opts so = { 0 };
+	struct recorder r = {.opts = o};
+	struct sampler_opts so = {0};
 	struct sampler *s = NULL;
 	struct symcache *syms = NULL;
 	struct ksyms *ksyms = NULL;
-	struct profile_meta meta = { 0 };
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	struct profile_meta meta = {0};
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
 	uint64_t t0, t_stop, last_progress, last_export, last_trim, start_unix;
@@ -664,14 +673,15 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
 			strerror(errno));
 
-	syms = symcache__new(&(struct symcache_opts){ .max_bytes = (size_t)o->symcache_mb << 20 });
+	syms = symcache__new(&(struct symcache_opts){.max_bytes = (size_t)o->symcache_mb << 20});
 	r.profile = profile__new();
 	if (!syms || !r.profile)
 		goto fail_nomem;
 	ksyms = ksyms__load("/proc/kallsyms");
 	if (!ksyms)
-		fprintf(stderr, "spanprof: warning: kernel symbols unavailable (%s): kernel frames "
-				"stay addresses\n",
+		fprintf(stderr,
+			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
+			"stay addresses\n",
 			strerror(errno));
 	r.procs = proctab__new(syms, ksyms);
 	if (!r.procs)
@@ -679,7 +689,7 @@ int record__run(const struct record_opts *o)
 	r.boot_to_unix_ns = boot_to_unix_offset();
 
 	if (o->endpoint) {
-		struct otlp_exporter_opts eo = { 0 };
+		struct otlp_exporter_opts eo = {0};
 		struct grpc_header hdrs[RECORD_MAX_HEADERS];
 		char why[PATH_MAX + 64];
 
@@ -698,16 +708,16 @@ int record__run(const struct record_opts *o)
 		eo.timeout_ms = o->export_timeout_s * 1000;
 		eo.queue_bytes = o->queue_bytes;
 		eo.binpb_dir = o->output_dir;
-		if (!eo.grpc.insecure &&
-		    grpc_client__check_tls_files(&eo.grpc, why, sizeof(why))) {
+		if (!eo.grpc.insecure && grpc_client__check_tls_files(&eo.grpc, why, sizeof(why))) {
 			fail("TLS for %s: %s", o->endpoint, why);
 			goto cleanup_dir;
 		}
 		r.exporter = otlp_exporter__new(&eo);
 		if (!r.exporter) {
-			fail("cannot set up OTLP export to '%s': %s (check the endpoint and the TLS "
-			     "files)",
-			     o->endpoint, strerror(errno));
+			fail(
+			    "cannot set up OTLP export to '%s': %s (check the endpoint and the TLS "
+			    "files)",
+			    o->endpoint, strerror(errno));
 			goto cleanup_dir;
 		}
 	}
@@ -779,7 +789,8 @@ int record__run(const struct record_opts *o)
 			malloc_trim(0);
 			last_trim = now;
 		}
-		if (!o->quiet && now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
+		if (!o->quiet &&
+		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
 			progress(&r, s, t0, now, 0);
 			last_progress = now;
 		}
@@ -794,10 +805,11 @@ int record__run(const struct record_opts *o)
 		export_interval(&r);
 		otlp_exporter__stats(r.exporter, &es);
 		if (!o->quiet && es.queued)
-			fprintf(stderr,
-				"%sspanprof: sending %zu queued requests (up to %.0f s; Ctrl-C again "
-				"to give up)\n",
-				isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
+			fprintf(
+			    stderr,
+			    "%sspanprof: sending %zu queued requests (up to %.0f s; Ctrl-C again "
+			    "to give up)\n",
+			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
 	}
 	if (!o->quiet)

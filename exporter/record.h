@@ -19,18 +19,18 @@
 #define RECORD_DEFAULT_UNWIND_MB 256
 
 struct record_opts {
-	uint32_t frequency_hz;	/* per CPU */
-	double duration_s;	/* 0: until SIGINT/SIGTERM */
+	uint32_t frequency_hz;		/* per CPU */
+	double duration_s;		/* 0: until SIGINT/SIGTERM */
 	uint32_t pids[RECORD_MAX_PIDS]; /* as given: processes or threads */
 	size_t npids;
-	const char *output_dir;	/* NULL with an endpoint: no local files */
+	const char *output_dir; /* NULL with an endpoint: no local files */
 	int quiet;		/* no progress line */
 	uint32_t symcache_mb;	/* symbolizer memory budget */
-	uint32_t unwind_max_mb;	/* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
+	uint32_t unwind_max_mb; /* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
 
 	/* OTLP export (all unset: local files only). */
-	const char *endpoint;	/* host:port, http://host:port or https://host:port */
-	int insecure;		/* -1: decide from the endpoint (loopback or http:// = plaintext) */
+	const char *endpoint; /* host:port, http://host:port or https://host:port */
+	int insecure;	      /* -1: decide from the endpoint (loopback or http:// = plaintext) */
 	const char *tls_ca, *tls_cert, *tls_key;
 	struct record_header {
 		char *key, *value;
@@ -39,7 +39,7 @@ struct record_opts {
 	int gzip;
 	double export_interval_s;
 	double export_timeout_s;
-	double flush_timeout_s;	/* on SIGINT/SIGTERM, wait this long for the queue to drain */
+	double flush_timeout_s; /* on SIGINT/SIGTERM, wait this long for the queue to drain */
 	size_t max_request_bytes;
 	size_t queue_bytes;
 };

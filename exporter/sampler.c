@@ -19,17 +19,17 @@
 struct sampler {
 	struct sampler_bpf *skel;
 	struct ring_buffer *rb;
-	int ncpus;		/* possible CPUs */
-	int *pfds;		/* perf event fd per CPU, -1 if offline */
+	int ncpus; /* possible CPUs */
+	int *pfds; /* perf event fd per CPU, -1 if offline */
 	struct bpf_link **links;
 	int nattached;
 	sampler_cb cb;
 	void *ctx;
 	sampler_event_cb event_cb;
-	struct bpf_link *unw_links[3];	/* exec, exit, mmap */
+	struct bpf_link *unw_links[3]; /* exec, exit, mmap */
 	struct sampler_unwind_maps unw;
 	int unwind;
-	int mounted_tracefs;	/* tracefs was mounted for the mmap hook: unmount at the end */
+	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -64,22 +64,28 @@ static int attach_unwind_hooks(struct sampler *s)
 	s->unw_links[0] = bpf_program__attach(s->skel->progs.on_unw_exec);
 	if (!s->unw_links[0]) {
 		err = -errno;
-		fprintf(stderr, "spanprof: attaching the exec hook (tp_btf/sched_process_exec) "
-				"failed: %s\n", strerror(-err));
+		fprintf(stderr,
+			"spanprof: attaching the exec hook (tp_btf/sched_process_exec) "
+			"failed: %s\n",
+			strerror(-err));
 		return err;
 	}
 	s->unw_links[1] = bpf_program__attach(s->skel->progs.on_unw_exit);
 	if (!s->unw_links[1]) {
 		err = -errno;
-		fprintf(stderr, "spanprof: attaching the exit hook (tp_btf/sched_process_exit) "
-				"failed: %s\n", strerror(-err));
+		fprintf(stderr,
+			"spanprof: attaching the exit hook (tp_btf/sched_process_exit) "
+			"failed: %s\n",
+			strerror(-err));
 		return err;
 	}
 	s->unw_links[2] = attach_mmap_hook(s, s->skel->progs.on_unw_mmap);
 	if (!s->unw_links[2])
-		fprintf(stderr, "spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
-				"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
-				"is found when its first PC is sampled\n", strerror(errno));
+		fprintf(stderr,
+			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
+			"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
+			"is found when its first PC is sampled\n",
+			strerror(errno));
 	return 0;
 }
 
@@ -95,11 +101,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 static int open_cpu_clock(int cpu, uint32_t freq)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_freq = freq,
-		.freq = 1,
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .sample_freq = freq,
+	    .freq = 1,
 	};
 
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -220,14 +226,15 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			err = -errno;
 			if (err == -ENODEV) /* offline CPU */
 				continue;
-			fprintf(stderr,
-				"spanprof: perf_event_open(cpu-clock) on CPU %d failed: %s "
-				"(needs CAP_PERFMON or root, and kernel.perf_event_paranoid <= 2)\n",
-				cpu, strerror(-err));
+			fprintf(
+			    stderr,
+			    "spanprof: perf_event_open(cpu-clock) on CPU %d failed: %s "
+			    "(needs CAP_PERFMON or root, and kernel.perf_event_paranoid <= 2)\n",
+			    cpu, strerror(-err));
 			goto cleanup;
 		}
-		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample,
-							       s->pfds[cpu]);
+		s->links[cpu] =
+		    bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, s->pfds[cpu]);
 		if (!s->links[cpu]) {
 			err = -errno;
 			fprintf(stderr, "spanprof: attaching the sampler to CPU %d failed: %s\n",

@@ -20,10 +20,10 @@ typedef int (*sampler_cb)(void *ctx, const struct sp_sample *s);
 typedef int (*sampler_event_cb)(void *ctx, const struct unwind_event *e);
 
 struct sampler_opts {
-	uint32_t frequency_hz;	/* samples per second per CPU */
-	const uint32_t *pids;	/* thread group ids to sample; NULL/0: every process */
+	uint32_t frequency_hz; /* samples per second per CPU */
+	const uint32_t *pids;  /* thread group ids to sample; NULL/0: every process */
 	size_t npids;
-	uint32_t ringbuf_bytes;	/* power of two, >= page size; 0: 4 MiB */
+	uint32_t ringbuf_bytes; /* power of two, >= page size; 0: 4 MiB */
 	sampler_cb cb;
 	void *ctx;
 	/*
@@ -32,17 +32,17 @@ struct sampler_opts {
 	 * of rows (an exporter/unwinder.h fills them through sampler__unwind_maps()).
 	 */
 	uint32_t unwind_max_chunks;
-	uint32_t unwind_max_tables;	/* table descriptors; 0: 16384 */
-	uint32_t unwind_max_procs;	/* processes with tables; 0: 8192 */
-	sampler_event_cb event_cb;	/* may be NULL */
-	int start_disabled;		/* samples are ignored until sampler__start() */
+	uint32_t unwind_max_tables; /* table descriptors; 0: 16384 */
+	uint32_t unwind_max_procs;  /* processes with tables; 0: 8192 */
+	sampler_event_cb event_cb;  /* may be NULL */
+	int start_disabled;	    /* samples are ignored until sampler__start() */
 };
 
 /* File descriptors of the walker's maps (owned by the sampler) and their sizes. */
 struct sampler_unwind_maps {
-	int chunks_fd;	/* BPF_MAP_TYPE_ARRAY_OF_MAPS: slot -> struct unwind_chunk array */
-	int tables_fd;	/* BPF_MAP_TYPE_ARRAY: table id -> struct unwind_table_desc */
-	int procs_fd;	/* BPF_MAP_TYPE_HASH: tgid -> struct unwind_proc */
+	int chunks_fd; /* BPF_MAP_TYPE_ARRAY_OF_MAPS: slot -> struct unwind_chunk array */
+	int tables_fd; /* BPF_MAP_TYPE_ARRAY: table id -> struct unwind_table_desc */
+	int procs_fd;  /* BPF_MAP_TYPE_HASH: tgid -> struct unwind_proc */
 	uint32_t max_chunks, max_tables, max_procs;
 };
 

@@ -118,33 +118,33 @@ struct istr {
 struct elf_object {
 	struct symcache *cache;
 	/* Light part: kept until symcache__free(). */
-	struct elf_object *next;       /* all objects */
-	struct elf_object *lru_prev;   /* loaded objects, most recently used first */
+	struct elf_object *next;     /* all objects */
+	struct elf_object *lru_prev; /* loaded objects, most recently used first */
 	struct elf_object *lru_next;
 	char *path, *orig_path, *build_id, *debug_path;
 	dev_t dev;
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
-	int fd;			       /* -1 when closed over max_fds */
+	int fd; /* -1 when closed over max_fds */
 	GElf_Phdr *loads;
 	size_t nloads;
-	bool debug_searched;	       /* debug_path is final */
-	bool inflate_failed;	       /* inflate_to_file() failed: compressed DWARF via pread */
+	bool debug_searched; /* debug_path is final */
+	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool loaded;
-	bool load_failed;	       /* file gone: lookups answer nothing */
+	bool load_failed; /* file gone: lookups answer nothing */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
-	size_t bytes;		       /* accounted */
-	int dbg_fd;		       /* debug file, while its names may be read */
-	int names_fd;		       /* o->fd or dbg_fd: file holding strtab */
-	int dwarf_fd;		       /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	size_t bytes;	 /* accounted */
+	int dbg_fd;	 /* debug file, while its names may be read */
+	int names_fd;	 /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;	 /* o->fd or dbg_fd when dwarf_elf reads with pread */
 	int inflated_fd; /* light part: its compressed DWARF, inflated (unlinked file) */
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
 	struct sname *names;
-	struct istr *strings;	       /* demangled names, source paths */
-	Elf *dwarf_elf;		       /* mapped, for libdw */
+	struct istr *strings; /* demangled names, source paths */
+	Elf *dwarf_elf;	      /* mapped, for libdw */
 	Dwarf *dwarf;
 	struct cu_info *cus;
 	size_t ncus;
@@ -243,8 +243,7 @@ static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
 
-	HASH_ITER(hh, o->addrs, e, tmp)
-	{
+	HASH_ITER (hh, o->addrs, e, tmp) {
 		HASH_DEL(o->addrs, e);
 		free(e);
 	}
@@ -303,13 +302,11 @@ static void elf_object__unload(struct elf_object *o)
 	if (!o->loaded)
 		return;
 	addr_cache__clear(o);
-	HASH_ITER(hh, o->names, n, ntmp)
-	{
+	HASH_ITER (hh, o->names, n, ntmp) {
 		HASH_DEL(o->names, n);
 		free(n);
 	}
-	HASH_ITER(hh, o->strings, s, stmp)
-	{
+	HASH_ITER (hh, o->strings, s, stmp) {
 		HASH_DEL(o->strings, s);
 		free(s);
 	}
@@ -360,8 +357,7 @@ void symcache__free(struct symcache *c)
 
 	if (!c)
 		return;
-	HASH_ITER(hh, c->keys, k, ktmp)
-	{
+	HASH_ITER (hh, c->keys, k, ktmp) {
 		HASH_DEL(c->keys, k);
 		free(k);
 	}
@@ -447,8 +443,8 @@ static int elf_validate(Elf *elf, uint64_t size)
 		return -ENOEXEC;
 	if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
 		return -ENOEXEC;
-	if (ehdr.e_shoff > size || (size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) <
-					   ehdr.e_shnum)
+	if (ehdr.e_shoff > size ||
+	    (size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) < ehdr.e_shnum)
 		return -ENOEXEC;
 	if (elf_getphdrnum(elf, &n) || elf_getshdrnum(elf, &i) || elf_getshdrstrndx(elf, &i))
 		return -ENOEXEC;
@@ -534,8 +530,8 @@ static size_t load_estimate(Elf *elf, bool dwarf_only)
 		}
 		name = elf_strptr(elf, stridx, shdr.sh_name);
 		if (name && !strncmp(name, ".debug_", 7))
-			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size :
-							   shdr.sh_size / MAPPED_DWARF_SHARE;
+			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size
+							    : shdr.sh_size / MAPPED_DWARF_SHARE;
 	}
 	return n + syms;
 }
@@ -848,7 +844,7 @@ cleanup:
 /* Re-opens a file whose descriptor was closed over max_fds; only the very same file will do. */
 static int reopen(struct elf_object *o)
 {
-	const char *paths[2] = { o->path, o->orig_path };
+	const char *paths[2] = {o->path, o->orig_path};
 	struct stat st;
 	int i, fd;
 
@@ -859,7 +855,8 @@ static int reopen(struct elf_object *o)
 		if (fd < 0)
 			continue;
 		if (st.st_dev == o->dev && st.st_ino == o->ino && st.st_size == o->size &&
-		    st.st_mtim.tv_sec == o->mtime.tv_sec && st.st_mtim.tv_nsec == o->mtime.tv_nsec) {
+		    st.st_mtim.tv_sec == o->mtime.tv_sec &&
+		    st.st_mtim.tv_nsec == o->mtime.tv_nsec) {
 			o->fd = fd;
 			o->cache->stats.fds++;
 			return 0;
@@ -957,16 +954,14 @@ static const char *read_debuglink(Elf *elf, uint32_t *crc)
 		return NULL;
 	memcpy(crc, (char *)data->d_buf + crc_off, 4);
 	/* The CRC is stored in the byte order of the object. */
-	if (elf_getident(elf, NULL)[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ?
-							ELFDATA2LSB :
-							ELFDATA2MSB))
+	if (elf_getident(elf, NULL)[EI_DATA] !=
+	    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
 		*crc = __builtin_bswap32(*crc);
 	return name;
 }
 
 /* Formats a candidate path and tries it; too long a path is no candidate. */
-static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, const char *fmt,
-			   ...)
+static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, const char *fmt, ...)
 {
 	char path[PATH_MAX];
 	va_list ap;
@@ -988,7 +983,7 @@ static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, c
  */
 static Elf *find_debug_file(struct elf_object *o, Elf *main_elf)
 {
-	const char *roots[2] = { o->cache->debug_dir, HOST_DEBUG_DIR };
+	const char *roots[2] = {o->cache->debug_dir, HOST_DEBUG_DIR};
 	const char *orig = o->orig_path ? o->orig_path : o->path, *link, *slash;
 	uint32_t crc = 0;
 	int i, dirlen;
@@ -1082,8 +1077,9 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	per_chunk = SYMTAB_CHUNK / entsize;
 	for (done = 0; done < n; done += per_chunk) {
 		size_t cnt = n - done < per_chunk ? n - done : per_chunk;
-		Elf_Data d = { .d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT };
-		ssize_t got = pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
+		Elf_Data d = {.d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT};
+		ssize_t got =
+		    pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
 
 		if (got <= 0)
 			break;
@@ -1116,9 +1112,9 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 			tmp[out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
 			tmp[out].name = name;
 			/* At one address prefer global names over weak over local ones. */
-			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0 :
-					GELF_ST_BIND(info) == STB_WEAK	 ? 1 :
-									   2;
+			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
+					: GELF_ST_BIND(info) == STB_WEAK ? 1
+									 : 2;
 			out++;
 		}
 	}
@@ -1126,7 +1122,7 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	qsort(tmp, out, sizeof(*tmp), lsym_cmp);
 	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
 	for (i = 0, n = 0; i < out; i++) {
-		struct csym s = { tmp[i].addr, tmp[i].size, tmp[i].name };
+		struct csym s = {tmp[i].addr, tmp[i].size, tmp[i].name};
 
 		if (n && ((struct csym *)tmp)[n - 1].addr == s.addr)
 			continue;
@@ -1148,7 +1144,8 @@ static uint64_t segment_end(const struct elf_object *o, uint64_t vaddr)
 	size_t i;
 
 	for (i = 0; i < o->nloads; i++)
-		if (vaddr >= o->loads[i].p_vaddr && vaddr - o->loads[i].p_vaddr < o->loads[i].p_memsz)
+		if (vaddr >= o->loads[i].p_vaddr &&
+		    vaddr - o->loads[i].p_vaddr < o->loads[i].p_memsz)
 			return o->loads[i].p_vaddr + o->loads[i].p_memsz;
 	return vaddr;
 }
@@ -1293,7 +1290,7 @@ static int index_cus(struct elf_object *o)
 					return -ENOMEM;
 				o->cu_ranges = p;
 			}
-			o->cu_ranges[o->ncu_ranges++] = (struct cu_range){ lo, hi, o->ncus };
+			o->cu_ranges[o->ncu_ranges++] = (struct cu_range){lo, hi, o->ncus};
 		}
 		o->ncus++;
 	}
@@ -1319,7 +1316,7 @@ static int add_func(struct cu_info *cu, size_t *cap, Dwarf_Die *die)
 				return -ENOMEM;
 			cu->funcs = p;
 		}
-		cu->funcs[cu->nfuncs++] = (struct func_range){ lo, hi, *die };
+		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die};
 	}
 	return 0;
 }
@@ -1819,8 +1816,8 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	}
 	if (fstat(fd, &st))
 		return;
-	o->dwarf_elf = elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ,
-				   (uint64_t)st.st_size, &err);
+	o->dwarf_elf =
+	    elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!o->dwarf_elf)
 		return;
 	if (mapped) {

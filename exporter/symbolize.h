@@ -80,7 +80,8 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 
 /* Lower-case hex GNU build ID, or NULL. Owned by the object. */
 const char *elf_object__build_id(const struct elf_object *o);
-/* Converts a file offset into the ELF vaddr through the PT_LOAD segment holding it. 0 or -ENOENT. */
+/* Converts a file offset into the ELF vaddr through the PT_LOAD segment holding it. 0 or -ENOENT.
+ */
 int elf_object__file_offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr);
 
 /*
@@ -101,13 +102,13 @@ const char *elf_object__debug_file(struct elf_object *o);
 
 /* Counters since symcache__new(), for the agent's self-metrics. */
 struct symcache_stats {
-	uint64_t objects;	 /* distinct objects opened */
-	uint64_t open_errors;	 /* symcache__open() failures */
-	uint64_t lookups;	 /* symcache__lookup() calls */
-	uint64_t cache_hits;	 /* lookups answered from the per-address cache */
-	uint64_t dwarf_hits;	 /* resolved through DWARF (file:line known) */
-	uint64_t symtab_hits;	 /* resolved through .symtab/.dynsym only */
-	uint64_t misses;	 /* nothing known about the address */
+	uint64_t objects;     /* distinct objects opened */
+	uint64_t open_errors; /* symcache__open() failures */
+	uint64_t lookups;     /* symcache__lookup() calls */
+	uint64_t cache_hits;  /* lookups answered from the per-address cache */
+	uint64_t dwarf_hits;  /* resolved through DWARF (file:line known) */
+	uint64_t symtab_hits; /* resolved through .symtab/.dynsym only */
+	uint64_t misses;      /* nothing known about the address */
 	/* Memory, for self-telemetry: gauges (now) and counters. */
 	uint64_t objects_loaded; /* gauge: objects with symbols/DWARF in memory */
 	uint64_t bytes;		 /* gauge: bytes accounted to loaded objects */
@@ -135,7 +136,8 @@ struct ksyms;
  */
 struct ksyms *ksyms__load(const char *path);
 void ksyms__free(struct ksyms *k);
-/* Name of the symbol containing @addr (with its module in the name as "sym [mod]" not added), or NULL. */
+/* Name of the symbol containing @addr (with its module in the name as "sym [mod]" not added), or
+ * NULL. */
 const char *ksyms__lookup(const struct ksyms *k, uint64_t addr, uint64_t *offset);
 /* Same as ksyms__lookup(); also sets *@module to the module name, or NULL for the core kernel. */
 const char *ksyms__lookup_module(const struct ksyms *k, uint64_t addr, uint64_t *offset,

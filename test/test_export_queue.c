@@ -130,12 +130,12 @@ static void test_take_times_out(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fifo_order_and_accounting),
-		cmocka_unit_test(test_full_queue_drops_oldest),
-		cmocka_unit_test(test_oversized_request_dropped),
-		cmocka_unit_test(test_held_request_gives_way),
-		cmocka_unit_test(test_close_drains_then_ends),
-		cmocka_unit_test(test_take_times_out),
+	    cmocka_unit_test(test_fifo_order_and_accounting),
+	    cmocka_unit_test(test_full_queue_drops_oldest),
+	    cmocka_unit_test(test_oversized_request_dropped),
+	    cmocka_unit_test(test_held_request_gives_way),
+	    cmocka_unit_test(test_close_drains_then_ends),
+	    cmocka_unit_test(test_take_times_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,7 +77,8 @@ static void test_lookup(void **state)
 	assert_string_equal(ksyms__lookup_module(k, 0xffffffffc0a00210ULL, NULL, &mod),
 			    "nft_do_chain");
 	assert_string_equal(mod, "nf_tables");
-	assert_string_equal(ksyms__lookup_module(k, 0xffffffffc0b00008ULL, NULL, &mod), "ext4_fill");
+	assert_string_equal(ksyms__lookup_module(k, 0xffffffffc0b00008ULL, NULL, &mod),
+			    "ext4_fill");
 	assert_string_equal(mod, "ext4");
 	/* Far past the last symbol: unknown rather than a wild guess. */
 	assert_null(ksyms__lookup(k, 0xffffffffc0c00000ULL, NULL));
@@ -127,8 +128,8 @@ static void test_host(void **state)
 	assert_true(ksyms__count(k) > 1000);
 	/* A well-known function, its address taken from the file by another reader. */
 	{
-		FILE *f = popen("awk '$3 == \"schedule\" && $2 == \"T\" {print $1}' /proc/kallsyms",
-				"r");
+		FILE *f =
+		    popen("awk '$3 == \"schedule\" && $2 == \"T\" {print $1}' /proc/kallsyms", "r");
 		unsigned long long addr = 0;
 
 		assert_non_null(f);
@@ -143,10 +144,10 @@ static void test_host(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lookup),
-		cmocka_unit_test(test_restricted),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_host),
+	    cmocka_unit_test(test_lookup),
+	    cmocka_unit_test(test_restricted),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1008,7 +1008,7 @@ static void test_htlhash_file(void **state)
 static void test_htlhash_cache_follows_file_changes(void **state)
 {
 	char dir[] = "/tmp/spanprof-htl-XXXXXX", path[PATH_MAX], first[33], again[33], changed[33];
-	struct timespec later[2] = { { 0, UTIME_OMIT }, { 2000000000, 0 } };
+	struct timespec later[2] = {{0, UTIME_OMIT}, {2000000000, 0}};
 	FILE *f;
 
 	assert_non_null(mkdtemp(dir));

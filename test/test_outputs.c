@@ -50,8 +50,8 @@ static char *path_in_dir(const char *name)
 static uint32_t func(struct profile *p, const char *name, const char *file)
 {
 	struct profile_function f = {
-		.name = profile__intern_string(p, name),
-		.filename = profile__intern_string(p, file),
+	    .name = profile__intern_string(p, name),
+	    .filename = profile__intern_string(p, file),
 	};
 
 	return profile__intern_function(p, &f);
@@ -61,8 +61,12 @@ static void add(struct fixture *fx, uint32_t stack, uint32_t pid, uint32_t tid, 
 		uint32_t comm, uint32_t process, uint64_t count)
 {
 	struct profile_sample_key k = {
-		.stack = stack, .pid = pid, .tid = tid, .cpu = cpu, .comm = comm,
-		.process_name = process,
+	    .stack = stack,
+	    .pid = pid,
+	    .tid = tid,
+	    .cpu = cpu,
+	    .comm = comm,
+	    .process_name = process,
 	};
 
 	assert_int_equal(profile__add_sample(fx->p, &k, 1700000000000000000ull + count, count), 0);
@@ -78,22 +82,24 @@ static int setup(void **state)
 {
 	static struct fixture fx;
 	struct profile *p = profile__new();
-	struct profile_mapping lib = {
-		.memory_start = 0x7f0000000000,
-		.memory_limit = 0x7f0000010000,
-		.file_offset = 0x1000,
-	}, app = {
-		.memory_start = 0x400000,
-		.memory_limit = 0x500000,
-	};
+	struct profile_mapping lib =
+				   {
+				       .memory_start = 0x7f0000000000,
+				       .memory_limit = 0x7f0000010000,
+				       .file_offset = 0x1000,
+				   },
+			       app = {
+				   .memory_start = 0x400000,
+				   .memory_limit = 0x500000,
+			       };
 	struct profile_line line;
 	struct profile_line inl[2];
 	uint32_t stack[3];
 	struct profile_meta meta = {
-		.start_unix_nano = 1700000000000000000ull,
-		.duration_nano = 5000000000ull,
-		.period_nano = PERIOD,
-		.frequency_hz = 99,
+	    .start_unix_nano = 1700000000000000000ull,
+	    .duration_nano = 5000000000ull,
+	    .period_nano = PERIOD,
+	    .frequency_hz = 99,
 	};
 
 	if (!p)
@@ -117,16 +123,16 @@ static int setup(void **state)
 	fx.f_syscall = func(p, "do_syscall_64", NULL);
 	fx.f_weird = func(p, "tmpl<a&b>;x\ny", NULL);
 
-	line = (struct profile_line){ .function = fx.f_main, .line = 10 };
+	line = (struct profile_line){.function = fx.f_main, .line = 10};
 	fx.l_main = profile__intern_location(p, fx.m_app, 0x401000, FRAME_NATIVE, &line, 1);
-	inl[0] = (struct profile_line){ .function = fx.f_helper, .line = 5 };
-	inl[1] = (struct profile_line){ .function = fx.f_compute, .line = 20 };
+	inl[0] = (struct profile_line){.function = fx.f_helper, .line = 5};
+	inl[1] = (struct profile_line){.function = fx.f_compute, .line = 20};
 	fx.l_compute = profile__intern_location(p, fx.m_app, 0x401100, FRAME_NATIVE, inl, 2);
 	fx.l_lib = profile__intern_location(p, fx.m_lib, 0x7f0000001234, FRAME_NATIVE, NULL, 0);
-	line = (struct profile_line){ .function = fx.f_syscall };
+	line = (struct profile_line){.function = fx.f_syscall};
 	fx.l_syscall = profile__intern_location(p, 0, 0xffffffff81000000, FRAME_KERNEL, &line, 1);
 	fx.l_kunknown = profile__intern_location(p, 0, 0xffffffff81000100, FRAME_KERNEL, NULL, 0);
-	line = (struct profile_line){ .function = fx.f_weird, .line = 3 };
+	line = (struct profile_line){.function = fx.f_weird, .line = 3};
 	fx.l_weird = profile__intern_location(p, fx.m_app, 0x402000, FRAME_NATIVE, &line, 1);
 
 	/* Stacks are leaf first. */
@@ -279,9 +285,8 @@ static const char *str(const Perftools__Profiles__Profile *m, int64_t i)
 	return i >= 0 && (size_t)i < m->n_string_table ? m->string_table[i] : "<out of range>";
 }
 
-static const Perftools__Profiles__Label *label(const Perftools__Profiles__Profile *m,
-					       const Perftools__Profiles__Sample *s,
-					       const char *key)
+static const Perftools__Profiles__Label *
+label(const Perftools__Profiles__Profile *m, const Perftools__Profiles__Sample *s, const char *key)
 {
 	for (size_t i = 0; i < s->n_label; i++)
 		if (!strcmp(str(m, s->label[i]->key), key))
@@ -460,10 +465,11 @@ static int parse_xml(const char *path)
 	char cmd[4096];
 
 	if (system("command -v python3 >/dev/null 2>&1") == 0) {
-		snprintf(cmd, sizeof(cmd),
-			 "python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' "
-			 "'%s'",
-			 path);
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' "
+		    "'%s'",
+		    path);
 		return system(cmd);
 	}
 	if (system("command -v xmllint >/dev/null 2>&1") == 0) {
@@ -508,8 +514,8 @@ static void test_svg_omits_narrow_frames_and_bad_utf8(void **state)
 {
 	struct profile *p = profile__new();
 	char *path = path_in_dir("narrow.svg");
-	struct profile_function f = { 0 };
-	struct profile_line line = { 0 };
+	struct profile_function f = {0};
+	struct profile_line line = {0};
 	uint32_t loc, wide, narrow;
 	char *svg;
 
@@ -523,8 +529,8 @@ static void test_svg_omits_narrow_frames_and_bad_utf8(void **state)
 	narrow = profile__intern_stack(p, &loc, 1);
 	{
 		struct profile_sample_key k = {
-			.stack = wide,
-			.process_name = profile__intern_string(p, "bad\xff\xc3(utf8\xe2\x82"),
+		    .stack = wide,
+		    .process_name = profile__intern_string(p, "bad\xff\xc3(utf8\xe2\x82"),
 		};
 
 		assert_int_equal(profile__add_sample(p, &k, 0, 5000), 0);
@@ -536,7 +542,8 @@ static void test_svg_omits_narrow_frames_and_bad_utf8(void **state)
 	assert_non_null(svg);
 	assert_non_null(strstr(svg, "wide_fn"));
 	assert_null(strstr(svg, "narrow_fn"));
-	assert_non_null(strstr(svg, "bad?" "?(utf8?"));
+	assert_non_null(strstr(svg, "bad?"
+				    "?(utf8?"));
 	free(svg);
 	assert_true(parse_xml(path) <= 0);
 	free(path);
@@ -565,15 +572,15 @@ static int remove_dir(void)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_folded_text),
-		cmocka_unit_test(test_folded_empty_profile),
-		cmocka_unit_test(test_writers_leave_nothing_on_error),
-		cmocka_unit_test(test_pprof_fields),
-		cmocka_unit_test(test_pprof_empty_profile),
-		cmocka_unit_test(test_pprof_opens_in_go_tool_pprof),
-		cmocka_unit_test(test_svg),
-		cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
-		cmocka_unit_test(test_svg_empty_profile),
+	    cmocka_unit_test(test_folded_text),
+	    cmocka_unit_test(test_folded_empty_profile),
+	    cmocka_unit_test(test_writers_leave_nothing_on_error),
+	    cmocka_unit_test(test_pprof_fields),
+	    cmocka_unit_test(test_pprof_empty_profile),
+	    cmocka_unit_test(test_pprof_opens_in_go_tool_pprof),
+	    cmocka_unit_test(test_svg),
+	    cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
+	    cmocka_unit_test(test_svg_empty_profile),
 	};
 	int failed;
 

@@ -27,20 +27,20 @@ static int parse_text(const char *text, struct procmaps *m)
 }
 
 static const char sample[] =
-	"55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1311  /usr/bin/cat\n"
-	"55d0c0a02000-55d0c0a07000 r-xp 00002000 08:01 1311  /usr/bin/cat\n"
-	"55d0c1a00000-55d0c1a21000 rw-p 00000000 00:00 0     [heap]\n"
-	"7f0000000000-7f0000001000 r-xp 00001000 fd:02 42    /opt/my app/lib with spaces.so\n"
-	"7f0000001000-7f0000002000 r-xp 00000000 00:05 77    /memfd:jit (deleted)\n"
-	"7f0000002000-7f0000003000 rw-s 00000000 00:01 9     /dev/shm/a\\012b\n"
-	"7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
-	"7ffd1e5f0000-7ffd1e611000 rw-p 00000000 00:00 0     [stack]\n"
-	"7ffd1e7f6000-7ffd1e7f8000 r-xp 00000000 00:00 0     [vdso]\n"
-	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n";
+    "55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1311  /usr/bin/cat\n"
+    "55d0c0a02000-55d0c0a07000 r-xp 00002000 08:01 1311  /usr/bin/cat\n"
+    "55d0c1a00000-55d0c1a21000 rw-p 00000000 00:00 0     [heap]\n"
+    "7f0000000000-7f0000001000 r-xp 00001000 fd:02 42    /opt/my app/lib with spaces.so\n"
+    "7f0000001000-7f0000002000 r-xp 00000000 00:05 77    /memfd:jit (deleted)\n"
+    "7f0000002000-7f0000003000 rw-s 00000000 00:01 9     /dev/shm/a\\012b\n"
+    "7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
+    "7ffd1e5f0000-7ffd1e611000 rw-p 00000000 00:00 0     [stack]\n"
+    "7ffd1e7f6000-7ffd1e7f8000 r-xp 00000000 00:00 0     [vdso]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n";
 
 static void test_parse_fields(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 	const struct procmap *p;
 
 	assert_int_equal(parse_text(sample, &m), 0);
@@ -76,7 +76,7 @@ static void test_parse_fields(void **state)
 
 static void test_find(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 
 	assert_int_equal(parse_text(sample, &m), 0);
 	assert_null(procmaps__find(&m, 0));
@@ -94,7 +94,7 @@ static void test_find(void **state)
 /* Lines out of order (a file, not the kernel) come back sorted. */
 static void test_unsorted_input(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 
 	assert_int_equal(parse_text("3000-4000 r-xp 00000000 00:00 0 c\n"
 				    "1000-2000 r-xp 00000000 00:00 0 a\n",
@@ -108,7 +108,7 @@ static void test_unsorted_input(void **state)
 
 static void test_malformed(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 
 	assert_int_equal(parse_text("1000-2000 r-xp 00000000 00:00 0 a\n"
 				    "this is not a maps line\n"
@@ -129,7 +129,7 @@ static void test_malformed(void **state)
 static void test_long_path(void **state)
 {
 	char line[8192], path[6000];
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 
 	memset(path, 'x', sizeof(path) - 1);
 	path[0] = '/';
@@ -144,7 +144,7 @@ static void test_long_path(void **state)
 
 static void test_self(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 	const struct procmap *p;
 	static int data;
 	size_t i;
@@ -169,7 +169,7 @@ static void test_self(void **state)
 
 static void test_gone(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 	int err = procmaps__read(0x7ffffff0, &m);
 
 	assert_true(err == -ENOENT || err == -ESRCH);
@@ -179,7 +179,7 @@ static void test_gone(void **state)
 /* The filtered read keeps exactly the executable mappings of the full read. */
 static void test_exec_only(void **state)
 {
-	struct procmaps all = { 0 }, ex = { 0 };
+	struct procmaps all = {0}, ex = {0};
 	size_t i, j = 0;
 
 	assert_int_equal(procmaps__read(getpid(), &all), 0);
@@ -204,7 +204,7 @@ static void test_exec_only(void **state)
 /* Edges of the hand parser: no path and no newline, upper-case hex, overflow, cut lines. */
 static void test_parse_edges(void **state)
 {
-	struct procmaps m = { 0 };
+	struct procmaps m = {0};
 
 	assert_int_equal(parse_text("1000-2000 r-xp 0000ABCD FD:0a 12", &m), 0);
 	assert_int_equal(m.n, 1);
@@ -233,11 +233,11 @@ static void test_parse_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_find),
-		cmocka_unit_test(test_unsorted_input), cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_long_path),   cmocka_unit_test(test_self),
-		cmocka_unit_test(test_gone),	    cmocka_unit_test(test_exec_only),
-		cmocka_unit_test(test_parse_edges),
+	    cmocka_unit_test(test_parse_fields),   cmocka_unit_test(test_find),
+	    cmocka_unit_test(test_unsorted_input), cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_long_path),	   cmocka_unit_test(test_self),
+	    cmocka_unit_test(test_gone),	   cmocka_unit_test(test_exec_only),
+	    cmocka_unit_test(test_parse_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

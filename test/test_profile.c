@@ -116,13 +116,13 @@ static void test_string_from_own_pool(void **state)
 static void test_mappings(void **state)
 {
 	struct profile *p = *state;
-	struct profile_mapping zero = { 0 }, m = {
-		.memory_start = 0x400000,
-		.memory_limit = 0x500000,
-		.file_offset = 0x1000,
-		.filename = profile__intern_string(p, "/bin/app"),
-		.build_id = profile__intern_string(p, "abcd"),
-	};
+	struct profile_mapping zero = {0}, m = {
+					       .memory_start = 0x400000,
+					       .memory_limit = 0x500000,
+					       .file_offset = 0x1000,
+					       .filename = profile__intern_string(p, "/bin/app"),
+					       .build_id = profile__intern_string(p, "abcd"),
+					   };
 	struct profile_mapping m2 = m;
 
 	assert_int_equal(profile__intern_mapping(p, &zero), 0);
@@ -151,11 +151,11 @@ static void test_mappings(void **state)
 static void test_functions(void **state)
 {
 	struct profile *p = *state;
-	struct profile_function zero = { 0 }, f = {
-		.name = profile__intern_string(p, "foo()"),
-		.system_name = profile__intern_string(p, "_Z3foov"),
-		.filename = profile__intern_string(p, "foo.cc"),
-	};
+	struct profile_function zero = {0}, f = {
+						.name = profile__intern_string(p, "foo()"),
+						.system_name = profile__intern_string(p, "_Z3foov"),
+						.filename = profile__intern_string(p, "foo.cc"),
+					    };
 	struct profile_function g = f;
 
 	assert_int_equal(profile__intern_function(p, &zero), 0);
@@ -179,7 +179,7 @@ static uint32_t add_functions(struct profile *p, int n)
 	char name[16];
 
 	for (int i = 1; i <= n; i++) {
-		struct profile_function f = { 0 };
+		struct profile_function f = {0};
 		uint32_t idx;
 
 		snprintf(name, sizeof(name), "f%d", i);
@@ -196,10 +196,10 @@ static void test_locations_and_inline_lines(void **state)
 	struct profile *p = *state;
 	uint32_t f = add_functions(p, 3);
 	struct profile_line chain[2] = {
-		{ .function = f + 2, .line = 7 }, /* inlined callee */
-		{ .function = f, .line = 42 },	  /* physical function */
+	    {.function = f + 2, .line = 7}, /* inlined callee */
+	    {.function = f, .line = 42},    /* physical function */
 	};
-	struct profile_line other = { .function = f + 1, .line = 1 };
+	struct profile_line other = {.function = f + 1, .line = 1};
 	const struct profile_line *lines;
 	uint32_t a, b, k;
 
@@ -257,7 +257,7 @@ static void test_stacks(void **state)
 	s2 = profile__intern_stack(p, locs, 2); /* a prefix is another stack */
 	assert_int_equal(s2, 2);
 	{
-		uint32_t rev[3] = { locs[2], locs[1], locs[0] };
+		uint32_t rev[3] = {locs[2], locs[1], locs[0]};
 
 		s3 = profile__intern_stack(p, rev, 3); /* order matters */
 		assert_int_equal(s3, 3);
@@ -281,7 +281,7 @@ static void test_stacks(void **state)
 	assert_int_equal(profile__intern_stack(p, locs, 3), s1);
 
 	{
-		uint32_t bad[2] = { locs[0], 0 };
+		uint32_t bad[2] = {locs[0], 0};
 
 		errno = 0;
 		assert_int_equal(profile__intern_stack(p, bad, 2), 0);
@@ -302,12 +302,12 @@ static void test_samples_merge_and_timestamps(void **state)
 {
 	struct profile *p = *state;
 	struct profile_sample_key k = {
-		.stack = one_stack(p, 0x10),
-		.pid = 10,
-		.tid = 11,
-		.cpu = 0,
-		.comm = profile__intern_string(p, "worker"),
-		.process_name = profile__intern_string(p, "app"),
+	    .stack = one_stack(p, 0x10),
+	    .pid = 10,
+	    .tid = 11,
+	    .cpu = 0,
+	    .comm = profile__intern_string(p, "worker"),
+	    .process_name = profile__intern_string(p, "app"),
 	};
 	struct profile_sample_key k2 = k;
 	const struct profile_sample *s;
@@ -354,7 +354,7 @@ static void test_many_samples(void **state)
 	/* 64 stacks x 50 threads, interleaved: the sample array moves often. */
 	for (uint32_t round = 0; round < 20; round++) {
 		for (uint32_t i = 0; i < 64 * 50; i++) {
-			struct profile_sample_key k = { .stack = stacks[i % 64], .tid = i / 64 };
+			struct profile_sample_key k = {.stack = stacks[i % 64], .tid = i / 64};
 
 			assert_int_equal(profile__add_sample(p, &k, 1 + round, 1), 0);
 			want++;
@@ -379,9 +379,9 @@ static void fill(struct profile *p, int n)
 	char buf[32];
 
 	for (int i = 0; i < n; i++) {
-		struct profile_function f = { 0 };
+		struct profile_function f = {0};
 		struct profile_line line;
-		struct profile_sample_key k = { 0 };
+		struct profile_sample_key k = {0};
 		uint32_t loc;
 
 		snprintf(buf, sizeof(buf), "fn_%d", i);
@@ -399,10 +399,10 @@ static void test_meta_and_reset(void **state)
 {
 	struct profile *p = *state;
 	struct profile_meta m = {
-		.start_unix_nano = 1700000000000000000ull,
-		.duration_nano = 5000000000ull,
-		.period_nano = 10101010,
-		.frequency_hz = 99,
+	    .start_unix_nano = 1700000000000000000ull,
+	    .duration_nano = 5000000000ull,
+	    .period_nano = 10101010,
+	    .frequency_hz = 99,
 	};
 	size_t after_first;
 
@@ -436,16 +436,16 @@ static void test_meta_and_reset(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_has_zero_elements, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_strings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_string_from_own_pool, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mappings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_locations_and_inline_lines, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stacks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_samples_merge_and_timestamps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_samples, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_meta_and_reset, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_new_has_zero_elements, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_strings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_string_from_own_pool, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mappings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_locations_and_inline_lines, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stacks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_samples_merge_and_timestamps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_samples, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_meta_and_reset, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);

@@ -183,8 +183,8 @@ static int compare_with_addr2line(struct symcache *c, struct elf_object *o, cons
 
 			if (!f->function || strcmp(f->function, e->function) || !f->file ||
 			    strcmp(f->file, e->file) || f->line != e->line) {
-				print_error("%s+%#llx frame %d: %s %s:%d, addr2line: %s %s:%d\n", func,
-					    (unsigned long long)(exp[i].addr - addr), k,
+				print_error("%s+%#llx frame %d: %s %s:%d, addr2line: %s %s:%d\n",
+					    func, (unsigned long long)(exp[i].addr - addr), k,
 					    f->function, f->file, f->line, e->function, e->file,
 					    e->line);
 				bad++;
@@ -197,7 +197,7 @@ static int compare_with_addr2line(struct symcache *c, struct elf_object *o, cons
 
 static struct symcache *new_cache(const char *debug_dir)
 {
-	struct symcache_opts opts = { .debug_dir = debug_dir };
+	struct symcache_opts opts = {.debug_dir = debug_dir};
 	struct symcache *c = symcache__new(&opts);
 
 	assert_non_null(c);
@@ -577,7 +577,7 @@ static void check_live(const char *prog)
 {
 	int in[2], out[2], status, i, n;
 	struct symcache *c = new_cache(NULL);
-	struct procmaps maps = { 0 };
+	struct procmaps maps = {0};
 	struct sym_frame f[8];
 	char name[64];
 	void *ptr;
@@ -611,7 +611,7 @@ static void check_live(const char *prog)
 		assert_true(m->prot & 4 /* PROT_EXEC */);
 		o = must_open(c, m->path);
 		assert_int_equal(elf_object__file_offset_to_vaddr(
-					 o, (uint64_t)(uintptr_t)ptr - m->start + m->offset, &vaddr),
+				     o, (uint64_t)(uintptr_t)ptr - m->start + m->offset, &vaddr),
 				 0);
 		n = symcache__lookup(c, o, vaddr, f, 8);
 		assert_true(n >= 1);
@@ -641,7 +641,7 @@ static void test_live_nopie(void **state)
 static void test_live_shared_library(void **state)
 {
 	struct symcache *c = new_cache(NULL);
-	struct procmaps maps = { 0 };
+	struct procmaps maps = {0};
 	const struct procmap *m;
 	struct elf_object *o;
 	struct sym_frame f[8];
@@ -687,10 +687,10 @@ static void frames_str(char *buf, size_t len, const struct sym_frame *f, int n)
  */
 static void test_budget_reload(void **state)
 {
-	struct symcache_opts big = { .max_bytes = SIZE_MAX }, tiny = { .max_bytes = 12 << 10 };
+	struct symcache_opts big = {.max_bytes = SIZE_MAX}, tiny = {.max_bytes = 12 << 10};
 	struct symcache *ref = symcache__new(&big), *c = symcache__new(&tiny);
-	const char *files[3] = { P("cprog-pie"), P("cxxprog"), P("cprog-split") };
-	const char *funcs[3] = { "middle", "_ZN8outer_ns5inner6Worker3runEl", "middle" };
+	const char *files[3] = {P("cprog-pie"), P("cxxprog"), P("cprog-split")};
+	const char *funcs[3] = {"middle", "_ZN8outer_ns5inner6Worker3runEl", "middle"};
 	struct elf_object *ro[3], *co[3];
 	uint64_t addr[3], size[3], a;
 	struct sym_frame f[16];
@@ -740,7 +740,7 @@ static void test_budget_reload(void **state)
  */
 static void test_fds(void **state)
 {
-	struct symcache_opts one = { .max_fds = 1, .max_bytes = 1 };
+	struct symcache_opts one = {.max_fds = 1, .max_bytes = 1};
 	struct symcache *c = new_cache(NULL), *c1 = symcache__new(&one);
 	char tmp[] = "/tmp/spanprof-sym-XXXXXX", path[512], path2[512];
 	struct elf_object *o, *o2, *other;
@@ -787,27 +787,27 @@ static void test_fds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_errors),
-		cmocka_unit_test(test_garbled_never_crashes),
-		cmocka_unit_test(test_cache_identity),
-		cmocka_unit_test(test_dwarf_pie),
-		cmocka_unit_test(test_dwarf_compressed),
-		cmocka_unit_test(test_dwarf_nopie),
-		cmocka_unit_test(test_inline_chain),
-		cmocka_unit_test(test_cxx),
-		cmocka_unit_test(test_shared_library),
-		cmocka_unit_test(test_symtab_only),
-		cmocka_unit_test(test_dynsym_only),
-		cmocka_unit_test(test_debuglink),
-		cmocka_unit_test(test_debuglink_orig_path),
-		cmocka_unit_test(test_debuglink_crc),
-		cmocka_unit_test(test_build_id_tree),
-		cmocka_unit_test(test_lookup_cache),
-		cmocka_unit_test(test_live_pie),
-		cmocka_unit_test(test_live_nopie),
-		cmocka_unit_test(test_live_shared_library),
-		cmocka_unit_test(test_budget_reload),
-		cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_garbled_never_crashes),
+	    cmocka_unit_test(test_cache_identity),
+	    cmocka_unit_test(test_dwarf_pie),
+	    cmocka_unit_test(test_dwarf_compressed),
+	    cmocka_unit_test(test_dwarf_nopie),
+	    cmocka_unit_test(test_inline_chain),
+	    cmocka_unit_test(test_cxx),
+	    cmocka_unit_test(test_shared_library),
+	    cmocka_unit_test(test_symtab_only),
+	    cmocka_unit_test(test_dynsym_only),
+	    cmocka_unit_test(test_debuglink),
+	    cmocka_unit_test(test_debuglink_orig_path),
+	    cmocka_unit_test(test_debuglink_crc),
+	    cmocka_unit_test(test_build_id_tree),
+	    cmocka_unit_test(test_lookup_cache),
+	    cmocka_unit_test(test_live_pie),
+	    cmocka_unit_test(test_live_nopie),
+	    cmocka_unit_test(test_live_shared_library),
+	    cmocka_unit_test(test_budget_reload),
+	    cmocka_unit_test(test_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
