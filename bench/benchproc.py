@@ -2,6 +2,7 @@
 import os
 import signal
 import subprocess
+import sys
 
 CHILDREN = []
 
@@ -35,3 +36,16 @@ def stop(p, sig=signal.SIGKILL, timeout=30, group=False):
         p.wait()
     if p in CHILDREN:
         CHILDREN.remove(p)
+
+
+def run_main(main, log, stop_child=stop):
+    """Runs a benchmark's main(): exit with its status, 1 on BenchError, and every child
+    stopped with stop_child at the end."""
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        log(f"error: {e}")
+        sys.exit(1)
+    finally:
+        for p in list(CHILDREN):
+            stop_child(p)

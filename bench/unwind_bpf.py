@@ -308,11 +308,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as e:
-        log(f"error: {e}")
-        sys.exit(1)
-    finally:
-        for p in list(CHILDREN):
-            stop(p)
+    benchproc.run_main(main, log, stop)

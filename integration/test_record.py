@@ -156,6 +156,15 @@ def test_bad_arguments_are_usage_errors(spanprof, tmp_path):
     assert res.returncode == 0 and "--frequency" in res.stdout and "--pid" in res.stdout
 
 
+def assert_chain_named(spanprof, pid, out):
+    """Records the chain workload running as @pid: 90% of its samples show main;a;b;c."""
+    record(spanprof, out, "--pid", pid, "--duration", 3, "--frequency", 99)
+    folded = read_folded(out / "profile.folded")
+    total = sum(c for _, c in folded)
+    named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
+    assert total and named / total >= 0.9, folded[:5]
+
+
 def test_deleted_executable_still_named(spanprof, workload, procs, tmp_path):
     exe = tmp_path / "vanishing"
     exe.write_bytes(workload("chain").read_bytes())
@@ -163,12 +172,7 @@ def test_deleted_executable_still_named(spanprof, workload, procs, tmp_path):
     p = procs.start(exe, "6")
     time.sleep(0.3)
     exe.unlink()  # the running image now exists only through /proc/PID/map_files
-    out = tmp_path / "out"
-    record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
-    folded = read_folded(out / "profile.folded")
-    total = sum(c for _, c in folded)
-    named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
-    assert total and named / total >= 0.9, folded[:5]
+    assert_chain_named(spanprof, p.pid, tmp_path / "out")
 
 
 def test_binary_inside_chroot_is_named(spanprof, workload, procs, tmp_path):
@@ -180,12 +184,7 @@ def test_binary_inside_chroot_is_named(spanprof, workload, procs, tmp_path):
     (root / "opt" / "chain-in-root").chmod(0o755)
     p = procs.start("chroot", root, "/opt/chain-in-root", "6")
     time.sleep(0.3)
-    out = tmp_path / "out"
-    record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
-    folded = read_folded(out / "profile.folded")
-    total = sum(c for _, c in folded)
-    named = sum(c for f, c in folded if is_subsequence(["main", "a", "b", "c"], f))
-    assert total and named / total >= 0.9, folded[:5]
+    assert_chain_named(spanprof, p.pid, tmp_path / "out")
 
 
 def test_signal_during_start_up_is_clean(spanprof, tmp_path):
