@@ -52,6 +52,7 @@ static __always_inline void stat_inc(__u32 which)
 }
 
 #include "unwind.bpf.h"
+#include "threadctx.bpf.h"
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -123,6 +124,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);
+
+	s->ctx_len = 0;
+	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
+		threadctx_sample(task, s);
 
 	bpf_ringbuf_submit(s, 0);
 	stat_inc(SP_STAT_SAMPLES);

@@ -49,11 +49,59 @@ enum sp_stat {
 	SP_STAT_UNW_READ_FAILED, /* stack memory unreadable (paged out, bad CFA) */
 	SP_STAT_UNW_BAD_CFA,	 /* CFA not above the stack pointer, or RBP-based with RBP lost */
 	SP_STAT_UNW_DEPTH,	 /* SP_MAX_USTACK frames: stack truncated */
+	/* Thread context (OTEP 4947, docs/span-links.md): one per sample of a process that has it. */
+	SP_STAT_CTX_LINKED,	    /* record valid: the sample carries its span */
+	SP_STAT_CTX_NO_SPAN,	    /* TLS pointer NULL: the thread serves no span */
+	SP_STAT_CTX_NOT_VALID,	    /* record valid != 1 (being written, or ended) */
+	SP_STAT_CTX_ZERO_TRACE,	    /* record trace id all zero */
+	SP_STAT_CTX_ATTRS_TOO_BIG,  /* attrs_data_size > SP_CTX_MAX_ATTRS */
+	SP_STAT_CTX_READ_FAILED,    /* TLS slot, DTV or record unreadable */
+	SP_STAT_CTX_UNALLOCATED,    /* the thread has no TLS block for the module yet */
+	SP_STAT_CTX_STALE,	    /* descriptor of an earlier process with the same PID */
+	SP_STAT_CTX_UPROBE,	    /* record pointer from --context-uprobe (counted in addition) */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
 	SP_STAT_MAX,
 };
+
+/*
+ * Thread context record (OTEP 4947): trace_id[16] span_id[8] valid u8 trace_flags u8
+ * attrs_data_size u16, then attrs_data. The record is at most 640 bytes.
+ */
+#define SP_CTX_HEADER 28
+#define SP_CTX_MAX_ATTRS 612
+#define SP_CTX_MAX (SP_CTX_HEADER + SP_CTX_MAX_ATTRS)
+
+/*
+ * Where a process keeps otel_thread_ctx_v1 (map "tls_procs", key: tgid), computed by
+ * the agent (exporter/tlsctx.h) from the module's relocations and loader-filled GOT.
+ * STATIC: variable at fsbase + tpoff. DTV: dtv = *(fsbase + 8); variable at
+ * dtv[module_id].val + offset (16-byte DTV entries; dtv[-1] holds the slot count).
+ */
+#define SP_TLS_STATIC 1
+#define SP_TLS_DTV 2
+struct sp_tls_loc {
+	__u32 kind;
+	__u32 module_id;
+	__s64 tpoff;
+	__u64 offset;
+	__u64 start_boot_ns; /* group leader's start time: 0 matches any */
+};
+
+/*
+ * Record pointer captured by a --context-uprobe (map "ctx_threads", key: tid); it
+ * wins over the TLS variable. Removed when the thread exits.
+ */
+struct sp_ctx_thread {
+	__u64 record;	     /* user address of the thread's record, never 0 */
+	__u64 start_boot_ns; /* group leader's start time */
+};
+
+/* Mode of a --context-uprobe attachment, in its BPF cookie. */
+#define SP_CTXP_ARG_MASK 0x7 /* 1..6: the record pointer is this argument */
+#define SP_CTXP_TLS 0x8	     /* read the record pointer from otel_thread_ctx_v1 */
+#define SP_CTXP_CLEAR 0x10   /* uretprobe: the context ends when the function returns */
 
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
@@ -72,9 +120,12 @@ struct sp_sample {
 	char pcomm[SP_COMM_LEN];     /* process (group leader) name */
 	__u64 kstack[SP_MAX_KSTACK]; /* kernel PCs, leaf first */
 	__u64 ustack[SP_MAX_USTACK]; /* user PCs, leaf first */
+	__u16 ctx_len;		     /* bytes of ctx used; 0: no span */
+	__u8 ctx_pad[6];
+	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 };
 
-_Static_assert(sizeof(struct sp_sample) == 72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK),
+_Static_assert(sizeof(struct sp_sample) == 72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
 
 #endif /* SPANPROF_SAMPLER_H */

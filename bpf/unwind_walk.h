@@ -88,6 +88,7 @@ enum unwind_event_kind {
 	UNWIND_EVENT_EXEC = 1, /* a known process called exec: its entry was deleted */
 	UNWIND_EVENT_MMAP = 2, /* a known process mapped executable memory at addr */
 	UNWIND_EVENT_EXIT = 3, /* a known process exited: its entry was deleted */
+	UNWIND_EVENT_NAME = 4, /* a process named a mapping (prctl PR_SET_VMA): process context */
 };
 
 struct unwind_event {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "record.h"
+#include "sampler.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
 const char *argp_program_bug_address = "the project's issue tracker";
@@ -42,6 +43,8 @@ enum {
 	OPT_FLUSH,
 	OPT_SYMCACHE,
 	OPT_UNWIND_MAX,
+	OPT_NO_SPAN_LINKS,
+	OPT_CTX_UPROBE,
 };
 
 static const struct argp_option record_options[] = {
@@ -65,6 +68,17 @@ static const struct argp_option record_options[] = {
      "Memory for the CFI unwind tables of user code built without frame pointers (default "
      "256; 0: frame pointers only). Files that do not fit are walked with frame pointers",
      0},
+    {NULL, 0, NULL, 0, "Span links (OTEP 4947 thread context, docs/span-links.md):", 2},
+    {"no-span-links", OPT_NO_SPAN_LINKS, NULL, 0,
+     "Don't read the otel_thread_ctx_v1 thread context of profiled processes (default: "
+     "samples taken inside a span carry its trace and span id)",
+     2},
+    {"context-uprobe", OPT_CTX_UPROBE, "BINARY:SYMBOL[:MODE]", 0,
+     "Capture the thread context with a uprobe on the program's context-switch function. "
+     "MODE: argN (default arg1: the record pointer is argument N at entry; a NULL pointer "
+     "ends the context), tls (read otel_thread_ctx_v1, also from .symtab, when the function "
+     "returns), with ',scoped' the context ends when the function returns. Repeatable",
+     2},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
      "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
@@ -98,6 +112,47 @@ static const struct argp_option record_options[] = {
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
     {0},
 };
+
+/*
+ * BINARY:SYMBOL[:MODE[,scoped]] -> binary, symbol, SP_CTXP_* mode. The binary path may not
+ * contain ':' (uprobe paths never need it). Modifies @arg. 0 or -EINVAL.
+ */
+static int parse_ctx_uprobe(char *arg, struct record_ctx_uprobe *u)
+{
+	char *sym = strchr(arg, ':'), *mode, *scoped;
+
+	if (!sym || sym == arg || !sym[1])
+		return -EINVAL;
+	*sym++ = '\0';
+	u->binary = arg;
+	u->symbol = sym;
+	u->mode = 1; /* arg1 */
+	mode = strchr(sym, ':');
+	if (!mode)
+		return 0;
+	*mode++ = '\0';
+	if (!*sym)
+		return -EINVAL;
+	scoped = strchr(mode, ',');
+	if (scoped) {
+		*scoped++ = '\0';
+		if (strcmp(scoped, "scoped"))
+			return -EINVAL;
+	}
+	if (!strcmp(mode, "tls"))
+		u->mode = SP_CTXP_TLS;
+	else if (!strncmp(mode, "arg", 3) && mode[3] >= '1' && mode[3] <= '6' && !mode[4])
+		u->mode = mode[3] - '0';
+	else if (!*mode && scoped)
+		u->mode = 1;
+	else
+		return -EINVAL;
+	if (scoped && (u->mode & SP_CTXP_TLS))
+		return -EINVAL; /* tls reads at return: nothing would stay */
+	if (scoped)
+		u->mode |= SP_CTXP_CLEAR;
+	return 0;
+}
 
 static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32_t *out)
 {
@@ -236,6 +291,19 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_UNWIND_MAX:
 		if (parse_u32(arg, 0, 1 << 20, &o->unwind_max_mb))
 			argp_error(state, "--unwind-max-mb wants a number of MiB, not '%s'", arg);
+		break;
+	case OPT_NO_SPAN_LINKS:
+		o->no_span_links = 1;
+		break;
+	case OPT_CTX_UPROBE:
+		if (o->nctx_uprobes >= RECORD_MAX_CTX_UPROBES)
+			argp_error(state, "at most %d --context-uprobe", RECORD_MAX_CTX_UPROBES);
+		if (parse_ctx_uprobe(arg, &o->ctx_uprobes[o->nctx_uprobes]))
+			argp_error(state,
+				   "--context-uprobe wants BINARY:SYMBOL[:argN|tls][,scoped] "
+				   "(N from 1 to 6), not '%s'",
+				   arg);
+		o->nctx_uprobes++;
 		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);

@@ -102,6 +102,7 @@ enum attr_kind {
 	AK_FRAME_TYPE, /* v: enum frame_kind */
 	AK_BUILD_ID,   /* v: profile string index of the hex build id */
 	AK_HTL,	       /* v: first 8 bytes of the hash; aux: a mapping with that hash */
+	AK_CTX,	       /* v: key string << 32 | value string (profile indices): thread context */
 };
 
 struct attr_key {
@@ -143,7 +144,7 @@ struct proc {
 };
 
 struct mark {
-	uint32_t nstr, nmap, nfn, nloc, nstack, nattr, nrp, nsamples;
+	uint32_t nstr, nmap, nfn, nloc, nstack, nattr, nlink, nrp, nsamples;
 	size_t dict_bytes, body_bytes;
 	uint64_t events;
 };
@@ -158,8 +159,8 @@ struct enc {
 
 	uint32_t ns;		      /* profile strings; extras follow at ns + k */
 	uint32_t xs_id[XS_COUNT_ALL]; /* string id of each extra (aliases an equal profile one) */
-	uint32_t *str_map, *map_map, *fn_map, *loc_map, *stack_map;
-	struct tab str, map, fn, loc, stack, attr;
+	uint32_t *str_map, *map_map, *fn_map, *loc_map, *stack_map, *link_map;
+	struct tab str, map, fn, loc, stack, attr, link;
 	struct hslot *hash;
 	uint32_t hash_mask;
 	struct htl *htl; /* per profile mapping */
@@ -299,7 +300,7 @@ static uint32_t remap_get(const uint32_t *map, const struct tab *t, uint32_t src
 /* Empties the request: every table back to its zero element. */
 static void request_reset(struct enc *e)
 {
-	e->str.n = e->map.n = e->fn.n = e->loc.n = e->stack.n = e->attr.n = 1;
+	e->str.n = e->map.n = e->fn.n = e->loc.n = e->stack.n = e->attr.n = e->link.n = 1;
 	e->nrp = 0;
 	e->prof = NULL;
 	e->nsamples = 0;
@@ -319,6 +320,7 @@ static struct mark mark_get(const struct enc *e)
 	    .nloc = e->loc.n,
 	    .nstack = e->stack.n,
 	    .nattr = e->attr.n,
+	    .nlink = e->link.n,
 	    .nrp = e->nrp,
 	    .nsamples = e->nsamples,
 	    .dict_bytes = e->dict_bytes,
@@ -335,6 +337,7 @@ static void mark_rollback(struct enc *e, const struct mark *m)
 	e->loc.n = m->nloc;
 	e->stack.n = m->nstack;
 	e->attr.n = m->nattr;
+	e->link.n = m->nlink;
 	e->nrp = m->nrp;
 	e->nsamples = m->nsamples;
 	e->dict_bytes = m->dict_bytes;
@@ -436,6 +439,12 @@ static int add_attr(struct enc *e, enum attr_kind kind, uint64_t v, uint32_t aux
 		k = add_extra(e, XS_BUILD_ID_HTL);
 		val->value_case = ANY_STRING;
 		val->string_value = e->htl[aux].hex;
+		break;
+	case AK_CTX:
+		/* Plain string keys (key), as Pyroscope reads them: not key_strindex refs. */
+		k = add_string(e, (uint32_t)(v >> 32));
+		val->value_case = ANY_STRING;
+		val->string_value = (char *)profile__string(e->p, (uint32_t)v);
 		break;
 	default:
 		return -EINVAL;
@@ -652,6 +661,35 @@ static int add_stack(struct enc *e, uint32_t si, uint32_t pid)
 	return r;
 }
 
+/* Link of the span a sample was taken in (OTLP Link: trace_id 16 bytes, span_id 8). */
+static int add_link(struct enc *e, uint32_t li)
+{
+	const struct profile_link *l;
+	pb_link *pl;
+	int r;
+
+	if (li == 0)
+		return 0;
+	r = (int)remap_get(e->link_map, &e->link, li);
+	if (r)
+		return r;
+	l = profile__link(e->p, li);
+	pl = arena_alloc(e, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	PB(link__init)(pl);
+	pl->trace_id.data = (uint8_t *)l->trace_id;
+	pl->trace_id.len = sizeof(l->trace_id);
+	pl->span_id.data = (uint8_t *)l->span_id;
+	pl->span_id.len = sizeof(l->span_id);
+	r = tab_push(&e->link, li, NULL, pl);
+	if (r < 0)
+		return r;
+	e->link_map[li] = (uint32_t)r;
+	e->dict_bytes += msg_field_len(pl);
+	return r;
+}
+
 /* --- resources, profiles, samples --------------------------------------------------------- */
 
 static void random_id(struct enc *e, uint8_t id[16])
@@ -846,7 +884,10 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 static int add_sample(struct enc *e, uint32_t i)
 {
 	const struct profile_sample *s = profile__sample(e->p, i);
-	pb_sample *ps = arena_alloc(e, sizeof(*ps) + 3 * sizeof(int32_t) + sizeof(int64_t));
+	const struct profile_attrset *as = profile__attrset(e->p, s->key.attrs);
+	uint32_t nctx = as ? as->nattrs : 0;
+	pb_sample *ps =
+	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (3 + (size_t)nctx) * sizeof(int32_t));
 	int st, a;
 
 	if (!ps)
@@ -856,6 +897,12 @@ static int add_sample(struct enc *e, uint32_t i)
 	if (st < 0)
 		return st;
 	ps->stack_index = st;
+	if (s->key.link) {
+		a = add_link(e, s->key.link);
+		if (a < 0)
+			return a;
+		ps->link_index = a;
+	}
 	ps->values = (int64_t *)(ps + 1);
 	ps->attribute_indices = (int32_t *)(ps->values + 1);
 	a = add_attr(e, AK_TID, s->key.tid, 0);
@@ -872,6 +919,14 @@ static int add_sample(struct enc *e, uint32_t i)
 	if (a < 0)
 		return a;
 	ps->attribute_indices[ps->n_attribute_indices++] = a;
+	for (uint32_t j = 0; j < nctx; j++) {
+		const struct profile_attr *pa = profile__attrset_attrs(e->p, s->key.attrs) + j;
+
+		a = add_attr(e, AK_CTX, (uint64_t)pa->key << 32 | pa->value, 0);
+		if (a < 0)
+			return a;
+		ps->attribute_indices[ps->n_attribute_indices++] = a;
+	}
 	if (e->cur->timestamps) {
 		ps->timestamps_unix_nano = s->timestamps_unix_nano;
 		ps->n_timestamps_unix_nano = s->ntimestamps;
@@ -920,7 +975,6 @@ static int request_flush(struct enc *e)
 	pb_request req =
 	    OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_REQUEST__INIT;
 	pb_dict dict = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
-	pb_link *links[1] = {(pb_link *)&zero_link};
 	size_t len;
 	int err;
 
@@ -932,8 +986,8 @@ static int request_flush(struct enc *e)
 	dict.n_location_table = e->loc.n;
 	dict.function_table = (pb_function **)e->fn.el;
 	dict.n_function_table = e->fn.n;
-	dict.link_table = links;
-	dict.n_link_table = 1;
+	dict.link_table = (pb_link **)e->link.el;
+	dict.n_link_table = e->link.n;
 	dict.string_table = (char **)e->str.el;
 	dict.n_string_table = e->str.n;
 	dict.attribute_table = (pb_kvu **)e->attr.el;
@@ -1028,6 +1082,7 @@ static void enc_free(struct enc *e)
 	free(e->fn_map);
 	free(e->loc_map);
 	free(e->stack_map);
+	free(e->link_map);
 	free(e->hash);
 	free(e->htl);
 	tab_free(&e->str);
@@ -1036,6 +1091,7 @@ static void enc_free(struct enc *e)
 	tab_free(&e->loc);
 	tab_free(&e->stack);
 	tab_free(&e->attr);
+	tab_free(&e->link);
 	arena_free(e);
 	free(e->rps);
 	free(e->buf);
@@ -1048,7 +1104,7 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	uint32_t nsamples = profile__nsamples(p), nproc = 0, *order = NULL;
 	struct proc *procs = NULL;
 	char host[256];
-	size_t hcap;
+	size_t hcap, nctx = 0;
 	int err = 0;
 
 	if (nsamples == 0)
@@ -1071,16 +1127,21 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	e.fn_map = calloc(profile__nfunctions(p), sizeof(*e.fn_map));
 	e.loc_map = calloc(profile__nlocations(p), sizeof(*e.loc_map));
 	e.stack_map = calloc(profile__nstacks(p), sizeof(*e.stack_map));
+	e.link_map = calloc(profile__nlinks(p), sizeof(*e.link_map));
 	e.htl = calloc(profile__nmappings(p), sizeof(*e.htl));
 	/* Distinct attributes: <= 3 per sample + frame types + 2 per mapping; load <= 1/2. */
+	/* Thread-context attributes: at most every attribute of every attribute set. */
+	for (uint32_t i = 1; i < profile__nattrsets(p); i++)
+		nctx += profile__attrset(p, i)->nattrs;
 	hcap = 64;
-	while (hcap < 2 * (3 * (size_t)nsamples + 2 * profile__nmappings(p) + 8))
+	while (hcap < 2 * (3 * (size_t)nsamples + 2 * profile__nmappings(p) + 8 + nctx))
 		hcap *= 2;
 	e.hash = calloc(hcap, sizeof(*e.hash));
 	e.hash_mask = (uint32_t)(hcap - 1);
 	order = malloc(nsamples * sizeof(*order));
 	procs = malloc(nsamples * sizeof(*procs));
-	if (!e.str_map || !e.map_map || !e.fn_map || !e.loc_map || !e.stack_map || !e.htl ||
+	if (!e.str_map || !e.map_map || !e.fn_map || !e.loc_map || !e.stack_map || !e.link_map ||
+	    !e.htl ||
 	    !e.hash || !order || !procs) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -1096,7 +1157,8 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	    tab_push(&e.fn, 0, NULL, (void *)&zero_function) < 0 ||
 	    tab_push(&e.loc, 0, NULL, (void *)&zero_location) < 0 ||
 	    tab_push(&e.stack, 0, NULL, (void *)&zero_stack) < 0 ||
-	    tab_push(&e.attr, 0, &(struct attr_key){0}, (void *)&zero_kvu) < 0) {
+	    tab_push(&e.attr, 0, &(struct attr_key){0}, (void *)&zero_kvu) < 0 ||
+	    tab_push(&e.link, 0, NULL, (void *)&zero_link) < 0) {
 		err = -ENOMEM;
 		goto cleanup;
 	}

@@ -24,7 +24,7 @@
 #endif
 
 #define MAX_EXTRA_STRINGS 16
-#define NLABELS 4 /* pid, tid, comm, process */
+#define NLABELS 6 /* pid, tid, comm, process, trace_id, span_id; then the context's */
 
 typedef Perftools__Profiles__Profile PbProfile;
 typedef Perftools__Profiles__ValueType PbValueType;
@@ -42,6 +42,8 @@ struct merge_key {
 	uint32_t tid;
 	uint32_t comm;
 	uint32_t process_name;
+	uint32_t link;
+	uint32_t attrs;
 };
 
 struct merge_ent {
@@ -69,6 +71,10 @@ struct pprof_build {
 	PbLabel *labels, **label_ptrs;
 	struct merge_ent *ents, *merge_idx;
 	int64_t key_pid, key_tid, key_comm, key_process; /* label keys */
+	int64_t key_trace_id, key_span_id;
+	uint32_t first_link_string; /* string index of link 1's trace id hex (span id: + 1) */
+	char *link_hex;		    /* 33 + 17 bytes per link */
+	uint32_t labels_per_sample; /* NLABELS + the largest attribute set */
 };
 
 /* String index of @s: the profile's own, else appended to the table. */
@@ -90,8 +96,12 @@ static int pprof__strings(struct pprof_build *b)
 {
 	uint32_t n = profile__nstrings(b->p);
 
-	b->strings = calloc(n + MAX_EXTRA_STRINGS, sizeof(*b->strings));
-	if (!b->strings)
+	uint32_t nlinks = profile__nlinks(b->p);
+
+	/* Two label values per link (trace id and span id in hex), after the fixed extras. */
+	b->strings = calloc(n + MAX_EXTRA_STRINGS + 2 * (size_t)nlinks, sizeof(*b->strings));
+	b->link_hex = malloc((size_t)nlinks * 50);
+	if (!b->strings || !b->link_hex)
 		return -ENOMEM;
 	/* protobuf-c only reads them, whatever the missing const says. */
 	for (uint32_t i = 0; i < n; i++)
@@ -101,6 +111,21 @@ static int pprof__strings(struct pprof_build *b)
 	b->key_tid = pprof__string(b, "tid");
 	b->key_comm = pprof__string(b, "comm");
 	b->key_process = pprof__string(b, "process");
+	b->key_trace_id = pprof__string(b, "trace_id");
+	b->key_span_id = pprof__string(b, "span_id");
+	/* Fixed extras end here: link strings follow (pprof__string never looks past them). */
+	b->first_link_string = b->nstrings;
+	for (uint32_t i = 1; i < nlinks; i++) {
+		const struct profile_link *l = profile__link(b->p, i);
+		char *t = b->link_hex + (size_t)i * 50, *sp = t + 33;
+
+		for (int j = 0; j < 16; j++)
+			sprintf(t + 2 * j, "%02x", l->trace_id[j]);
+		for (int j = 0; j < 8; j++)
+			sprintf(sp + 2 * j, "%02x", l->span_id[j]);
+		b->strings[b->nstrings++] = t;
+		b->strings[b->nstrings++] = sp;
+	}
 	return 0;
 }
 
@@ -236,10 +261,12 @@ static int pprof__stacks(struct pprof_build *b)
 static void pprof__labels(struct pprof_build *b, PbSample *ps, uint32_t i,
 			  const struct profile_sample_key *k)
 {
-	PbLabel *lab = &b->labels[(size_t)i * NLABELS];
+	PbLabel *lab = &b->labels[(size_t)i * b->labels_per_sample];
+	const struct profile_attrset *as = profile__attrset(b->p, k->attrs);
+	const struct profile_attr *attrs = profile__attrset_attrs(b->p, k->attrs);
 
-	ps->label = &b->label_ptrs[(size_t)i * NLABELS];
-	for (int j = 0; j < NLABELS; j++)
+	ps->label = &b->label_ptrs[(size_t)i * b->labels_per_sample];
+	for (uint32_t j = 0; j < b->labels_per_sample; j++)
 		perftools__profiles__label__init(&lab[j]);
 	lab[0].key = b->key_pid;
 	lab[0].num = k->pid;
@@ -257,6 +284,20 @@ static void pprof__labels(struct pprof_build *b, PbSample *ps, uint32_t i,
 		lab[3].str = k->process_name;
 		ps->label[ps->n_label++] = &lab[3];
 	}
+	/* The span (pprof -tagfocus trace_id=... / span_id=...), as Pyroscope labels it. */
+	if (k->link) {
+		lab[4].key = b->key_trace_id;
+		lab[4].str = b->first_link_string + 2 * (k->link - 1);
+		lab[5].key = b->key_span_id;
+		lab[5].str = lab[4].str + 1;
+		ps->label[ps->n_label++] = &lab[4];
+		ps->label[ps->n_label++] = &lab[5];
+	}
+	for (uint32_t j = 0; as && j < as->nattrs; j++) {
+		lab[NLABELS + j].key = attrs[j].key;
+		lab[NLABELS + j].str = attrs[j].value;
+		ps->label[ps->n_label++] = &lab[NLABELS + j];
+	}
 }
 
 static int pprof__samples(struct pprof_build *b)
@@ -267,8 +308,12 @@ static int pprof__samples(struct pprof_build *b)
 	b->samples = calloc(n, sizeof(*b->samples));
 	b->sample_ptrs = calloc(n, sizeof(*b->sample_ptrs));
 	b->values = calloc((size_t)n * 2, sizeof(*b->values));
-	b->labels = calloc((size_t)n * NLABELS, sizeof(*b->labels));
-	b->label_ptrs = calloc((size_t)n * NLABELS, sizeof(*b->label_ptrs));
+	b->labels_per_sample = NLABELS;
+	for (uint32_t i = 1; i < profile__nattrsets(b->p); i++)
+		if (NLABELS + profile__attrset(b->p, i)->nattrs > b->labels_per_sample)
+			b->labels_per_sample = NLABELS + profile__attrset(b->p, i)->nattrs;
+	b->labels = calloc((size_t)n * b->labels_per_sample, sizeof(*b->labels));
+	b->label_ptrs = calloc((size_t)n * b->labels_per_sample, sizeof(*b->label_ptrs));
 	b->ents = calloc(n, sizeof(*b->ents));
 	if (n && (!b->samples || !b->sample_ptrs || !b->values || !b->labels || !b->label_ptrs ||
 		  !b->ents))
@@ -284,6 +329,8 @@ static int pprof__samples(struct pprof_build *b)
 		    .tid = s->key.tid,
 		    .comm = s->key.comm,
 		    .process_name = s->key.process_name,
+		    .link = s->key.link,
+		    .attrs = s->key.attrs,
 		};
 		HASH_FIND(hh, b->merge_idx, &add->key, sizeof(add->key), e);
 		if (e) {
@@ -433,6 +480,7 @@ int pprof__write(const struct profile *p, const char *path)
 cleanup:
 	HASH_CLEAR(hh, b.merge_idx);
 	free(b.strings);
+	free(b.link_hex);
 	free(b.fns);
 	free(b.fn_ptrs);
 	free(b.maps);

@@ -30,7 +30,9 @@
 /* Keys are hashed and compared as raw bytes: they must have no padding. */
 _Static_assert(sizeof(struct profile_mapping) == 32, "profile_mapping has padding");
 _Static_assert(sizeof(struct profile_function) == 12, "profile_function has padding");
-_Static_assert(sizeof(struct profile_sample_key) == 24, "profile_sample_key has padding");
+_Static_assert(sizeof(struct profile_sample_key) == 32, "profile_sample_key has padding");
+_Static_assert(sizeof(struct profile_link) == 24, "profile_link has padding");
+_Static_assert(sizeof(struct profile_attr) == 8, "profile_attr has padding");
 
 #define MIN_CAP 16
 #define SLAB_BLOCK 256 /* entries per slab block: 16 KiB blocks for 64-byte entries */
@@ -88,6 +90,16 @@ struct profile {
 	struct hent *stack_idx;
 	uint32_t *stack_pool;
 	uint32_t npool, cap_pool;
+
+	struct profile_link *links;
+	uint32_t nlinks, cap_links;
+	struct hent *link_idx;
+
+	struct profile_attrset *attrsets;
+	uint32_t nattrsets, cap_attrsets;
+	struct hent *attrset_idx;
+	struct profile_attr *attr_pool;
+	uint32_t nattrpool, cap_attrpool;
 
 	struct profile_sample *samples;
 	uint32_t nsamples, cap_samples;
@@ -181,6 +193,14 @@ static void rebase_stacks(struct profile *p)
 		e->hh.key = p->stack_pool + p->stacks[e->idx].first;
 }
 
+static void rebase_attrsets(struct profile *p)
+{
+	struct hent *e, *tmp;
+
+	HASH_ITER (hh, p->attrset_idx, e, tmp)
+		e->hh.key = p->attr_pool + p->attrsets[e->idx].first;
+}
+
 static bool is_zero(const void *mem, size_t n)
 {
 	const unsigned char *c = mem;
@@ -215,6 +235,11 @@ static void profile__init_tables(struct profile *p)
 	memset(&p->stacks[0], 0, sizeof(p->stacks[0]));
 	p->nstacks = 1;
 	p->npool = 0;
+	memset(&p->links[0], 0, sizeof(p->links[0]));
+	p->nlinks = 1;
+	memset(&p->attrsets[0], 0, sizeof(p->attrsets[0]));
+	p->nattrsets = 1;
+	p->nattrpool = 0;
 	p->nsamples = 0;
 	p->total = 0;
 	memset(&p->meta, 0, sizeof(p->meta));
@@ -234,7 +259,9 @@ struct profile *profile__new(void)
 	    reserve((void **)&p->mappings, &p->cap_mappings, 1, sizeof(*p->mappings)) < 0 ||
 	    reserve((void **)&p->functions, &p->cap_functions, 1, sizeof(*p->functions)) < 0 ||
 	    reserve((void **)&p->locations, &p->cap_locations, 1, sizeof(*p->locations)) < 0 ||
-	    reserve((void **)&p->stacks, &p->cap_stacks, 1, sizeof(*p->stacks)) < 0) {
+	    reserve((void **)&p->stacks, &p->cap_stacks, 1, sizeof(*p->stacks)) < 0 ||
+	    reserve((void **)&p->links, &p->cap_links, 1, sizeof(*p->links)) < 0 ||
+	    reserve((void **)&p->attrsets, &p->cap_attrsets, 1, sizeof(*p->attrsets)) < 0) {
 		err = ENOMEM;
 		goto cleanup;
 	}
@@ -256,6 +283,8 @@ static void profile__clear_indexes(struct profile *p)
 	HASH_CLEAR(hh, p->function_idx);
 	HASH_CLEAR(hh, p->location_idx);
 	HASH_CLEAR(hh, p->stack_idx);
+	HASH_CLEAR(hh, p->link_idx);
+	HASH_CLEAR(hh, p->attrset_idx);
 	HASH_CLEAR(hh, p->sample_idx);
 }
 
@@ -274,6 +303,9 @@ void profile__free(struct profile *p)
 	free(p->lines);
 	free(p->stacks);
 	free(p->stack_pool);
+	free(p->links);
+	free(p->attrsets);
+	free(p->attr_pool);
 	free(p->samples);
 	free(p);
 }
@@ -584,6 +616,94 @@ nomem:
 	return 0;
 }
 
+uint32_t profile__intern_link(struct profile *p, const struct profile_link *l)
+{
+	struct hent *e = NULL;
+	uint32_t idx;
+	unsigned hv;
+	int moved;
+
+	if (is_zero(l, sizeof(*l)))
+		return 0;
+	HASH_VALUE(l, sizeof(*l), hv);
+	HASH_FIND_BYHASHVALUE(hh, p->link_idx, l, sizeof(*l), hv, e);
+	if (e)
+		return e->idx;
+	moved = reserve((void **)&p->links, &p->cap_links, p->nlinks + 1, sizeof(*l));
+	if (moved < 0)
+		goto nomem;
+	if (moved)
+		rebase_fixed(p->link_idx, p->links, sizeof(*l));
+	e = slab__alloc(&p->hents);
+	if (!e)
+		goto nomem;
+	idx = p->nlinks;
+	p->links[idx] = *l;
+	e->idx = idx;
+	if (!INDEX_ADD(p, hents, p->link_idx, e, &p->links[idx], sizeof(*l), hv))
+		goto nomem;
+	p->nlinks++;
+	return idx;
+
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
+uint32_t profile__intern_attrset(struct profile *p, const struct profile_attr *attrs, uint32_t n)
+{
+	size_t bytes = (size_t)n * sizeof(*attrs);
+	struct hent *e = NULL;
+	uint32_t idx;
+	unsigned hv;
+	int moved;
+
+	if (!n)
+		return 0;
+	if (in_range(attrs, p->attr_pool, (size_t)p->nattrpool * sizeof(*attrs))) {
+		errno = EINVAL; /* callers pass their own arrays */
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!attrs[i].key || attrs[i].key >= p->nstrings || attrs[i].value >= p->nstrings) {
+			errno = EINVAL;
+			return 0;
+		}
+	}
+	HASH_VALUE(attrs, bytes, hv);
+	HASH_FIND_BYHASHVALUE(hh, p->attrset_idx, attrs, bytes, hv, e);
+	if (e)
+		return e->idx;
+	if ((size_t)p->nattrpool + n > UINT32_MAX)
+		goto nomem;
+	moved = reserve((void **)&p->attr_pool, &p->cap_attrpool, (size_t)p->nattrpool + n,
+			sizeof(*attrs));
+	if (moved < 0)
+		goto nomem;
+	if (moved)
+		rebase_attrsets(p);
+	if (reserve((void **)&p->attrsets, &p->cap_attrsets, p->nattrsets + 1,
+		    sizeof(*p->attrsets)) < 0)
+		goto nomem;
+	e = slab__alloc(&p->hents);
+	if (!e)
+		goto nomem;
+	idx = p->nattrsets;
+	memcpy(p->attr_pool + p->nattrpool, attrs, bytes);
+	e->idx = idx;
+	if (!INDEX_ADD(p, hents, p->attrset_idx, e, p->attr_pool + p->nattrpool, bytes, hv))
+		goto nomem;
+	p->attrsets[idx].nattrs = n;
+	p->attrsets[idx].first = p->nattrpool;
+	p->nattrpool += n;
+	p->nattrsets++;
+	return idx;
+
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
 /*
  * Timestamp arrays carry no capacity field: their capacity is 2 for up to 2
  * entries and the next power of two above. They grow when full.
@@ -615,7 +735,8 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 	int moved;
 
 	if (key->stack >= p->nstacks || key->comm >= p->nstrings ||
-	    key->process_name >= p->nstrings)
+	    key->process_name >= p->nstrings || key->link >= p->nlinks ||
+	    key->attrs >= p->nattrsets)
 		return -EINVAL;
 	HASH_VALUE(key, sizeof(*key), hv);
 	HASH_FIND_BYHASHVALUE(hh, p->sample_idx, key, sizeof(*key), hv, e);
@@ -721,6 +842,31 @@ const uint32_t *profile__stack_locations(const struct profile *p, uint32_t i)
 	return p->stack_pool + p->stacks[i].first;
 }
 
+uint32_t profile__nlinks(const struct profile *p)
+{
+	return p->nlinks;
+}
+
+const struct profile_link *profile__link(const struct profile *p, uint32_t i)
+{
+	return i < p->nlinks ? &p->links[i] : NULL;
+}
+
+uint32_t profile__nattrsets(const struct profile *p)
+{
+	return p->nattrsets;
+}
+
+const struct profile_attrset *profile__attrset(const struct profile *p, uint32_t i)
+{
+	return i < p->nattrsets ? &p->attrsets[i] : NULL;
+}
+
+const struct profile_attr *profile__attrset_attrs(const struct profile *p, uint32_t i)
+{
+	return i < p->nattrsets ? p->attr_pool + p->attrsets[i].first : NULL;
+}
+
 uint32_t profile__nsamples(const struct profile *p)
 {
 	return p->nsamples;
@@ -763,6 +909,9 @@ size_t profile__memory_usage(const struct profile *p)
 	bytes += (size_t)p->cap_lines * sizeof(*p->lines);
 	bytes += (size_t)p->cap_stacks * sizeof(*p->stacks);
 	bytes += (size_t)p->cap_pool * sizeof(*p->stack_pool);
+	bytes += (size_t)p->cap_links * sizeof(*p->links);
+	bytes += (size_t)p->cap_attrsets * sizeof(*p->attrsets);
+	bytes += (size_t)p->cap_attrpool * sizeof(*p->attr_pool);
 	bytes += (size_t)p->cap_samples * sizeof(*p->samples);
 	bytes += (size_t)p->hents.nblocks * SLAB_BLOCK * p->hents.size;
 	bytes += (size_t)p->locents.nblocks * SLAB_BLOCK * p->locents.size;
@@ -775,6 +924,7 @@ size_t profile__memory_usage(const struct profile *p)
 	}
 	bytes += BUCKET_BYTES(p->string_idx) + BUCKET_BYTES(p->mapping_idx) +
 		 BUCKET_BYTES(p->function_idx) + BUCKET_BYTES(p->location_idx) +
-		 BUCKET_BYTES(p->stack_idx) + BUCKET_BYTES(p->sample_idx);
+		 BUCKET_BYTES(p->stack_idx) + BUCKET_BYTES(p->link_idx) +
+		 BUCKET_BYTES(p->attrset_idx) + BUCKET_BYTES(p->sample_idx);
 	return bytes;
 }

@@ -68,7 +68,32 @@ struct profile_stack {
 	uint32_t first; /* index of its first entry in the stack pool */
 };
 
-/* What makes two samples the same sample (besides their stack). */
+/*
+ * A link to the span the thread was serving (OTLP Link; the ids come from the
+ * thread's OTEP 4947 context record). The all-zero link is element 0: no span.
+ */
+struct profile_link {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+};
+
+/* One attribute of an attribute set: both are string indices. */
+struct profile_attr {
+	uint32_t key;
+	uint32_t value;
+};
+
+/* An attribute set: attributes from the thread context, in the pool. */
+struct profile_attrset {
+	uint32_t nattrs;
+	uint32_t first; /* index of its first attribute in the attribute pool */
+};
+
+/*
+ * What makes two samples the same sample (besides their stack): samples of one
+ * stack under different spans or attribute sets stay apart, as OTLP requires
+ * (a sample's identity is {stack, attributes, link}).
+ */
 struct profile_sample_key {
 	uint32_t stack; /* stack index */
 	uint32_t pid;
@@ -76,6 +101,8 @@ struct profile_sample_key {
 	uint32_t cpu;
 	uint32_t comm;	       /* string index: thread name */
 	uint32_t process_name; /* string index: process (group leader) name */
+	uint32_t link;	       /* link index, 0: not in a span */
+	uint32_t attrs;	       /* attribute set index, 0: none */
 };
 
 struct profile_sample {
@@ -103,6 +130,11 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 				  enum frame_kind kind, const struct profile_line *lines,
 				  uint32_t nlines);
 uint32_t profile__intern_stack(struct profile *p, const uint32_t *locations, uint32_t n);
+/* The all-zero link gives 0 (no span). */
+uint32_t profile__intern_link(struct profile *p, const struct profile_link *l);
+/* Attributes are kept in the given order; n == 0 gives 0. Keys and values must be strings
+ * of the profile (EINVAL otherwise); a key of 0 is rejected. */
+uint32_t profile__intern_attrset(struct profile *p, const struct profile_attr *attrs, uint32_t n);
 
 /*
  * Adds @count samples with the given key; @time_unix_nano (0: none) is appended
@@ -127,6 +159,11 @@ const struct profile_line *profile__location_lines(const struct profile *p, uint
 uint32_t profile__nstacks(const struct profile *p);
 const struct profile_stack *profile__stack(const struct profile *p, uint32_t i);
 const uint32_t *profile__stack_locations(const struct profile *p, uint32_t i);
+uint32_t profile__nlinks(const struct profile *p);
+const struct profile_link *profile__link(const struct profile *p, uint32_t i);
+uint32_t profile__nattrsets(const struct profile *p);
+const struct profile_attrset *profile__attrset(const struct profile *p, uint32_t i);
+const struct profile_attr *profile__attrset_attrs(const struct profile *p, uint32_t i);
 /* Samples, in first-seen order (no zero element: index 0 is the first sample). */
 uint32_t profile__nsamples(const struct profile *p);
 const struct profile_sample *profile__sample(const struct profile *p, uint32_t i);

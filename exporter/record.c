@@ -28,6 +28,7 @@
 #include "proctab.h"
 #include "record.h"
 #include "sampler_user.h"
+#include "spanlinks.h"
 #include "symbolize.h"
 #include "unwinder.h"
 
@@ -43,6 +44,8 @@ struct recorder {
 	uint64_t samples;	   /* samples added to the profile */
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
+	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
+	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
 };
 
@@ -114,6 +117,11 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	key.cpu = s->cpu;
 	key.comm = profile__intern_string(r->profile, comm);
 	key.process_name = profile__intern_string(r->profile, pcomm[0] ? pcomm : comm);
+	if (r->links && s->ctx_len &&
+	    spanlinks__sample(r->links, r->profile, s, &key.link, &key.attrs)) {
+		key.link = key.attrs = 0; /* keep the sample, without its span */
+		r->link_drops++;
+	}
 	if (profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1))
 		r->user_drops++;
 	else
@@ -133,9 +141,23 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 {
 	struct recorder *r = ctx;
 
-	if (r->unwinder)
+	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
+	if (r->links)
+		spanlinks__note_event(r->links, e);
 	return 0;
+}
+
+/* Every reader of a process's maps: the CFI unwinder and the span links. */
+static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+		       const struct procmaps *maps)
+{
+	struct recorder *r = ctx;
+
+	if (r->unwinder)
+		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
+	if (r->links)
+		spanlinks__maps_hook(r->links, pid, start_boot_ns, maps);
 }
 
 /* Before sampling starts, so that even the first samples of --pid processes get CFI. */
@@ -153,9 +175,60 @@ static void start_unwinder(struct recorder *r, struct sampler *s, const uint32_t
 			strerror(errno));
 		return;
 	}
-	proctab__set_maps_hook(r->procs, unwinder__maps_hook, r->unwinder);
 	for (size_t i = 0; i < n; i++)
 		unwinder__preload(r->unwinder, pids[i]);
+}
+
+static int fail(const char *fmt, ...);
+
+/* Span links (docs/span-links.md): descriptors of the --pid processes before sampling starts. */
+static int start_span_links(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	struct sampler_threadctx_maps tm;
+	struct spanlinks_opts lo = {0};
+
+	if (r->opts->no_span_links || sampler__threadctx_maps(s, &tm))
+		return 0;
+	lo.procs_fd = tm.procs_fd;
+	for (size_t i = 0; i < r->opts->nctx_uprobes; i++)
+		if (r->opts->ctx_uprobes[i].mode & SP_CTXP_TLS)
+			lo.allow_symtab = 1;
+	r->links = spanlinks__new(&lo);
+	if (!r->links)
+		return fail("out of memory while starting");
+	for (size_t i = 0; i < r->opts->nctx_uprobes; i++) {
+		const struct record_ctx_uprobe *u = &r->opts->ctx_uprobes[i];
+
+		if (sampler__attach_ctx_uprobe(s, u->binary, u->symbol, u->mode))
+			return fail("--context-uprobe %s:%s could not be attached (see above)",
+				    u->binary, u->symbol);
+	}
+	for (size_t i = 0; i < n; i++)
+		spanlinks__maps_hook(r->links, pids[i], 0, NULL);
+	return 0;
+}
+
+static void span_links_summary(struct recorder *r, const uint64_t *st)
+{
+	struct spanlinks_stats ls = {0};
+
+	if (!r->links)
+		return;
+	spanlinks__stats(r->links, &ls);
+	fprintf(stderr,
+		"spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
+		"outside spans, %llu record not valid, %llu zero trace id, %llu attrs too big, "
+		"%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
+		"thread context, %llu with a process context, %llu descriptor errors\n",
+		(unsigned long long)st[SP_STAT_CTX_LINKED], (unsigned long long)st[SP_STAT_CTX_UPROBE],
+		(unsigned long long)st[SP_STAT_CTX_NO_SPAN],
+		(unsigned long long)st[SP_STAT_CTX_NOT_VALID],
+		(unsigned long long)st[SP_STAT_CTX_ZERO_TRACE],
+		(unsigned long long)st[SP_STAT_CTX_ATTRS_TOO_BIG],
+		(unsigned long long)st[SP_STAT_CTX_READ_FAILED],
+		(unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
+		(unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
+		(unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
 }
 
 static void unwind_summary(struct recorder *r, const uint64_t *st)
@@ -369,10 +442,12 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 			 (unsigned long long)es.requests_sent, es.bytes_sent / 1024.0,
 			 (unsigned long long)es.retries, (unsigned long long)es.dropped, es.queued);
 	}
-	fprintf(stderr, "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes%s%s",
+	fprintf(stderr,
+		"%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s",
 		tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
 		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
-		(unsigned long long)proctab__stats(r->procs)->processes, export,
+		(unsigned long long)proctab__stats(r->procs)->processes,
+		(unsigned long long)st[SP_STAT_CTX_LINKED], export,
 		tty && !final ? "" : "\n");
 }
 
@@ -403,6 +478,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)ps->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
 	unwind_summary(r, st); /* CFI unwinder */
+	span_links_summary(r, st);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -435,8 +511,12 @@ static int export_result(struct recorder *r)
 static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 {
 	struct recorder *r = ctx;
+	int err = proctab__meta(r->procs, pid, out);
 
-	return proctab__meta(r->procs, pid, out);
+	/* The process context (OTEP 4719) names the service better than the environment. */
+	if (!err && r->links)
+		*out = spanlinks__meta(r->links, pid, *out);
+	return err;
 }
 
 static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
@@ -732,6 +812,8 @@ int record__run(const struct record_opts *o)
 	so.unwind_max_chunks = (uint64_t)o->unwind_max_mb * (1 << 20) / UNWIND_CHUNK_BYTES;
 	so.event_cb = on_unwind_event;
 	so.start_disabled = 1;
+	so.threadctx = !o->no_span_links;
+	so.ctx_uprobes = o->no_span_links ? 0 : o->nctx_uprobes;
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -740,7 +822,10 @@ int record__run(const struct record_opts *o)
 		}
 		goto cleanup_dir;
 	}
+	proctab__set_maps_hook(r.procs, maps_hooks, &r);
 	start_unwinder(&r, s, tgids, ntgids);
+	if (start_span_links(&r, s, tgids, ntgids))
+		goto cleanup_dir;
 	if (stop_requested) {
 		fail("interrupted while starting: nothing was recorded");
 		rc = 128 + stop_requested;
@@ -780,6 +865,8 @@ int record__run(const struct record_opts *o)
 		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
 			unwinder__tick(r.unwinder);
+		if (r.links)
+			spanlinks__tick(r.links);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
@@ -824,9 +911,11 @@ int record__run(const struct record_opts *o)
 	if (getenv("SPANPROF_DEBUG"))
 		memory_summary(syms);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
-	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder */
+	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder, span links */
 	unwinder__free(r.unwinder);
 	r.unwinder = NULL;
+	spanlinks__free(r.links);
+	r.links = NULL;
 	sampler__free(s);
 	s = NULL;
 	rc = r.exporter ? export_result(&r) : write_outputs(&r, o->output_dir);
@@ -839,6 +928,7 @@ cleanup_dir:
 		rmdir(o->output_dir);
 cleanup:
 	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
+	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
 	proctab__free(r.procs);

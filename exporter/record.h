@@ -17,6 +17,7 @@
 #define RECORD_MAX_HEADERS 32
 #define RECORD_DEFAULT_SYMCACHE_MB 12
 #define RECORD_DEFAULT_UNWIND_MB 256
+#define RECORD_MAX_CTX_UPROBES 16
 
 struct record_opts {
 	uint32_t frequency_hz;		/* per CPU */
@@ -27,6 +28,13 @@ struct record_opts {
 	int quiet;		/* no progress line */
 	uint32_t symcache_mb;	/* symbolizer memory budget */
 	uint32_t unwind_max_mb; /* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
+	int no_span_links;	/* don't read thread contexts (docs/span-links.md) */
+	/* --context-uprobe BINARY:SYMBOL[:MODE]: mode is SP_CTXP_* of bpf/sampler.h. */
+	struct record_ctx_uprobe {
+		char *binary, *symbol;
+		uint32_t mode;
+	} ctx_uprobes[RECORD_MAX_CTX_UPROBES];
+	size_t nctx_uprobes;
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */

@@ -30,6 +30,10 @@ struct sampler {
 	struct sampler_unwind_maps unw;
 	int unwind;
 	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
+	int threadctx;
+	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
+	struct bpf_link **uprobe_links;
+	size_t nuprobe_links, max_uprobe_links;
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -170,6 +174,31 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
 	}
 
+	s->threadctx = opts->threadctx;
+	s->skel->rodata->threadctx_enabled = opts->threadctx;
+	if (opts->threadctx) {
+		bpf_map__set_max_entries(s->skel->maps.tls_procs, opts->threadctx_max_procs
+								      ? opts->threadctx_max_procs
+								      : 8192);
+	} else {
+		bpf_map__set_max_entries(s->skel->maps.tls_procs, 1);
+	}
+	if (!opts->threadctx || !s->unwind)
+		bpf_program__set_autoload(s->skel->progs.on_ctx_prctl, false);
+	if (!opts->threadctx || !opts->ctx_uprobes) {
+		bpf_map__set_max_entries(s->skel->maps.ctx_threads, 1);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_enter, false);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_return, false);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_thread_exit, false);
+	} else {
+		s->max_uprobe_links = opts->ctx_uprobes * 2;
+		s->uprobe_links = calloc(s->max_uprobe_links, sizeof(*s->uprobe_links));
+		if (!s->uprobe_links) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+
 	err = sampler_bpf__load(s->skel);
 	if (err) {
 		fprintf(stderr,
@@ -210,6 +239,28 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		err = attach_unwind_hooks(s);
 		if (err)
 			goto cleanup;
+		if (s->threadctx) {
+			/* Like the mmap hook: without it, contexts published later are found by
+			 * the agent's periodic re-check. */
+			s->ctx_links[1] = attach_mmap_hook(s, s->skel->progs.on_ctx_prctl);
+			if (!s->ctx_links[1])
+				fprintf(stderr,
+					"spanprof: warning: no prctl hook (tracepoint "
+					"syscalls/sys_enter_prctl: %s): process contexts published "
+					"later are found within a minute\n",
+					strerror(errno));
+		}
+	}
+	if (s->uprobe_links) {
+		s->ctx_links[0] = bpf_program__attach(s->skel->progs.on_ctx_thread_exit);
+		if (!s->ctx_links[0]) {
+			err = -errno;
+			fprintf(stderr,
+				"spanprof: attaching the thread exit hook "
+				"(tp_btf/sched_process_exit) failed: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
 	}
 
 	s->pfds = malloc(sizeof(*s->pfds) * s->ncpus);
@@ -279,6 +330,11 @@ void sampler__free(struct sampler *s)
 		bpf_link__destroy(s->links[cpu]);
 	for (int i = 0; i < 3; i++)
 		bpf_link__destroy(s->unw_links[i]);
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(s->ctx_links[i]);
+	for (size_t i = 0; i < s->nuprobe_links; i++)
+		bpf_link__destroy(s->uprobe_links[i]);
+	free(s->uprobe_links);
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
 		if (s->pfds[cpu] >= 0)
 			close(s->pfds[cpu]);
@@ -329,6 +385,50 @@ int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *ou
 		return -ENOTSUP;
 	*out = s->unw;
 	return 0;
+}
+
+int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out)
+{
+	if (!s->threadctx)
+		return -ENOTSUP;
+	out->procs_fd = bpf_map__fd(s->skel->maps.tls_procs);
+	out->threads_fd = bpf_map__fd(s->skel->maps.ctx_threads);
+	return 0;
+}
+
+static int attach_one_uprobe(struct sampler *s, struct bpf_program *prog, const char *binary,
+			     const char *func, uint32_t mode, int retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = retprobe,
+		    .bpf_cookie = mode);
+	struct bpf_link *l;
+
+	if (s->nuprobe_links == s->max_uprobe_links)
+		return -ENOSPC;
+	l = bpf_program__attach_uprobe_opts(prog, -1, binary, 0, &uo);
+	if (!l) {
+		int err = -errno;
+
+		fprintf(stderr, "spanprof: --context-uprobe %s:%s: attaching the %s failed: %s\n",
+			binary, func, retprobe ? "uretprobe" : "uprobe", strerror(-err));
+		return err;
+	}
+	s->uprobe_links[s->nuprobe_links++] = l;
+	return 0;
+}
+
+int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char *func,
+			       uint32_t mode)
+{
+	int err = 0;
+
+	if (!s->uprobe_links)
+		return -ENOTSUP;
+	if (mode & SP_CTXP_ARG_MASK)
+		err = attach_one_uprobe(s, s->skel->progs.on_ctx_enter, binary, func, mode, 0);
+	if (!err && (mode & (SP_CTXP_TLS | SP_CTXP_CLEAR)))
+		err = attach_one_uprobe(s, s->skel->progs.on_ctx_return, binary, func, mode, 1);
+	return err;
 }
 
 int sampler__ncpus(const struct sampler *s)

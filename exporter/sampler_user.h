@@ -36,6 +36,20 @@ struct sampler_opts {
 	uint32_t unwind_max_procs;  /* processes with tables; 0: 8192 */
 	sampler_event_cb event_cb;  /* may be NULL */
 	int start_disabled;	    /* samples are ignored until sampler__start() */
+	/*
+	 * Thread context (OTEP 4947, docs/span-links.md): non-zero loads the reader; the agent
+	 * fills the per-process descriptors (sampler__threadctx_maps()). ctx_uprobes: number of
+	 * --context-uprobe attachments to come (loads their programs and the thread-exit hook).
+	 */
+	int threadctx;
+	uint32_t threadctx_max_procs; /* 0: 8192 */
+	size_t ctx_uprobes;
+};
+
+/* The thread-context maps: tgid -> struct sp_tls_loc, tid -> struct sp_ctx_thread. */
+struct sampler_threadctx_maps {
+	int procs_fd;
+	int threads_fd;
 };
 
 /* File descriptors of the walker's maps (owned by the sampler) and their sizes. */
@@ -64,6 +78,16 @@ int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
 int sampler__ncpus(const struct sampler *s);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
+/* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
+int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
+/*
+ * Attaches a context uprobe to @func in the ELF file @binary (every process mapping it).
+ * @mode: SP_CTXP_* (bpf/sampler.h): an argument number (entry probe), SP_CTXP_TLS (return
+ * probe reading otel_thread_ctx_v1) and/or SP_CTXP_CLEAR (return probe ending the context).
+ * 0 or -errno (message on stderr naming the binary and function).
+ */
+int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char *func,
+			       uint32_t mode);
 /* Starts sampling when the sampler was made with start_disabled. */
 void sampler__start(struct sampler *s);
 /* Stops sampling (disables the perf events) before the final drain. */

@@ -1,0 +1,126 @@
+"""End to end: a real OpenTelemetry SDK, a real Collector, spans joined with profile samples.
+
+An application instrumented with the OpenTelemetry Python SDK (workloads/sdkapp.py) exports
+its spans to the pinned Collector over OTLP/HTTP and publishes its active span through the
+writer library (writer/python). spanprof sends its profiles to the same Collector over gRPC.
+The test joins the Collector's traces and profiles on span_id: every span longer than 100 ms
+has linked samples whose stacks contain that span's native function.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD, ROOT, WORKLOADS, compile_c, free_port, wait_listening
+
+VENV = BUILD / "otel-sdk-venv"
+SDK_PACKAGES = ["opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"]
+FUNCTION = {"checkout": "burn_checkout", "search": "burn_search", "render": "burn_render"}
+
+
+@pytest.fixture(scope="session")
+def sdk_python():
+    """A virtualenv with the OpenTelemetry Python SDK from PyPI, made once per build dir."""
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    res = subprocess.run([str(py), "-c", "import opentelemetry.sdk, "
+                          "opentelemetry.exporter.otlp.proto.http"], capture_output=True)
+    if res.returncode != 0:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *SDK_PACKAGES], check=True, timeout=600)
+    return py
+
+
+def otlp_json_spans(path):
+    """Spans from the Collector's file exporter (OTLP/JSON lines): span_id hex -> span."""
+    spans = {}
+    for line in Path(path).read_text().splitlines():
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for sp in ss.get("spans", []):
+                    spans[sp["spanId"].lower()] = {
+                        "trace_id": sp["traceId"].lower(), "name": sp["name"],
+                        "start": int(sp["startTimeUnixNano"]) / 1e9,
+                        "end": int(sp["endTimeUnixNano"]) / 1e9,
+                        "ms": (int(sp["endTimeUnixNano"]) - int(sp["startTimeUnixNano"])) / 1e6}
+    return spans
+
+
+def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, workdir,
+                                        tmp_path, sdk_python):
+    burnlib = compile_c(WORKLOADS / "burnlib.c", workdir / "libburn.so",
+                        ["-fPIC", "-shared", "-fomit-frame-pointer"])
+    grpc_port, http_port = free_port(), free_port()
+    traces, profiles = tmp_path / "traces.jsonl", tmp_path / "profiles.jsonl"
+    env = dict(os.environ, OTLP_GRPC_ENDPOINT=f"127.0.0.1:{grpc_port}",
+               OTLP_HTTP_ENDPOINT=f"127.0.0.1:{http_port}", OTLP_TRACES_FILE=str(traces),
+               OTLP_PROFILES_FILE=str(profiles))
+    col = procs.start(otelcol, "--config", ROOT / "collector-config/span-links.yaml", env=env,
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(grpc_port, col)
+    wait_listening(http_port, col)
+
+    app_env = dict(os.environ, PYTHONPATH=str(ROOT / "writer" / "python"),
+                   SPANPROF_CTX_LIB=str(BUILD / "writer" / "libspanprof_ctx.so"))
+    app = procs.start(sdk_python, WORKLOADS / "sdkapp.py", burnlib,
+                      f"http://127.0.0.1:{http_port}/v1/traces", "9", env=app_env,
+                      stdout=subprocess.PIPE, text=True)
+    first = app.stdout.readline()
+    assert first.startswith("ready"), first
+    t_launch = time.time()
+    prof = procs.start(spanprof, "record", "-p", app.pid, "-F", "97", "-d", "7", "-q",
+                       "--endpoint", f"127.0.0.1:{grpc_port}", "--export-interval", "1",
+                       stderr=subprocess.PIPE, text=True)
+    _, err = prof.communicate(timeout=120)
+    t_exit = time.time()
+    assert prof.returncode == 0, err
+    app.stdout.read()
+    assert app.wait(timeout=60) == 0
+    time.sleep(1.5)  # the file exporters flush every 100 ms
+    col.send_signal(signal.SIGTERM)
+    col.wait(timeout=30)
+
+    spans = otlp_json_spans(traces)
+    assert spans, "the Collector received no spans"
+    out = otlpcheck(profiles)
+    assert out["ok"], out["errors"][:5]
+    by_span = {}
+    service_names = set()
+    for inp in out["inputs"]:
+        for msg in inp["messages"]:
+            for rp in msg["resource_profiles"]:
+                service_names.add(rp["attributes"].get("service.name"))
+                for scope in rp["scopes"]:
+                    for p in scope["profiles"]:
+                        for s in p.get("sample_details") or []:
+                            if s.get("link"):
+                                by_span.setdefault(s["link"]["span_id"].lower(), []).append(s)
+    # service.name comes from the process context the SDK published (OTEP 4719).
+    assert "sdk-e2e" in service_names, service_names
+    # Spans that ran while spanprof sampled (start-up takes a moment; it stops at -d 7).
+    long_spans = {sid: sp for sid, sp in spans.items() if sp["ms"] > 100 and
+                  sp["start"] >= t_launch + 2 and sp["end"] <= t_exit - 1}
+    assert len(long_spans) >= 10, f"only {len(long_spans)} long spans"
+    missing, wrong = [], []
+    for sid, sp in long_spans.items():
+        samples = by_span.get(sid, [])
+        # Some of a span's samples are in the interpreter around the native call; at least
+        # one must be in the span's own function, and none in another endpoint's.
+        if not any(FUNCTION[sp["name"]] in s["frames"] for s in samples):
+            missing.append((sid, sp, [s["frames"][:4] for s in samples]))
+        for s in samples:
+            if s["link"]["trace_id"].lower() != sp["trace_id"]:
+                wrong.append((sid, "trace id", s["link"]))
+            others = set(FUNCTION.values()) - {FUNCTION[sp["name"]]}
+            if others & set(s["frames"]):
+                wrong.append((sid, sp["name"], s["frames"][:5]))
+    assert not wrong, wrong[:5]
+    assert not missing, f"{len(missing)} of {len(long_spans)} long spans unlinked: {missing[:3]}"
+    # Every linked sample belongs to a span the Collector received.
+    assert set(by_span) <= set(spans), set(by_span) - set(spans)
