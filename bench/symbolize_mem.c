@@ -121,7 +121,7 @@ static double now(void)
 
 static void run(const char *label, size_t max_bytes, char **files, int nfiles, int k, int rounds)
 {
-	struct symcache_opts opts = { 0 };
+	struct symcache_opts opts = {0};
 	struct elf_object *objs[MAX_FILES];
 	uint64_t lo[MAX_FILES][8], hi[MAX_FILES][8];
 	size_t nr[MAX_FILES];
@@ -176,8 +176,7 @@ static void run(const char *label, size_t max_bytes, char **files, int nfiles, i
 #ifdef SYMCACHE_DEFAULT_MAX_BYTES
 	printf("  loads=%llu evictions=%llu dwarf_skipped=%llu bytes_peak=%llu kB",
 	       (unsigned long long)st.loads, (unsigned long long)st.evictions,
-	       (unsigned long long)st.dwarf_skipped,
-	       (unsigned long long)st.bytes_peak >> 10);
+	       (unsigned long long)st.dwarf_skipped, (unsigned long long)st.bytes_peak >> 10);
 #endif
 	printf("\n");
 	fflush(stdout);
@@ -186,20 +185,30 @@ static void run(const char *label, size_t max_bytes, char **files, int nfiles, i
 
 int main(int argc, char **argv)
 {
-	const char *roots[] = { "/usr/lib", "/usr/bin", "/usr/libexec", "/usr/local", "/opt" };
+	const char *roots[] = {"/usr/lib", "/usr/bin", "/usr/libexec", "/usr/local", "/opt"};
 	char *files[MAX_FILES];
 	int nfiles = 0, want = 20, k = 2000, rounds = 3, opt, i;
 	long budget = -1;
 
 	while ((opt = getopt(argc, argv, "n:k:r:b:")) != -1) {
 		switch (opt) {
-		case 'n': want = atoi(optarg); break;
-		case 'k': k = atoi(optarg); break;
-		case 'r': rounds = atoi(optarg); break;
-		case 'b': budget = atol(optarg); break;
+		case 'n':
+			want = atoi(optarg);
+			break;
+		case 'k':
+			k = atoi(optarg);
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		case 'b':
+			budget = atol(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-n files] [-k lookups] [-r rounds] [-b max_bytes] "
-					"[FILE...]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [-n files] [-k lookups] [-r rounds] [-b max_bytes] "
+				"[FILE...]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -224,8 +233,8 @@ int main(int argc, char **argv)
 		const char *label;
 		size_t max_bytes;
 	} cfgs[] = {
-		{ "unbounded", SIZE_MAX },
-		{ budget >= 0 ? "budget" : "default", budget > 0 ? (size_t)budget : 0 },
+	    {"unbounded", SIZE_MAX},
+	    {budget >= 0 ? "budget" : "default", budget > 0 ? (size_t)budget : 0},
 	};
 	for (i = 0; i < 2; i++) {
 		pid_t pid = fork();

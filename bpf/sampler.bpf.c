@@ -16,6 +16,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set before load: when non-zero only thread groups in pid_filter are sampled. */
 const volatile __u32 filter_pids = 0;
+/*
+ * Wake the agent only once this many bytes wait in the ring buffer (set before load to a
+ * quarter of its size), or for a process it has not loaded yet (it must read the maps of a
+ * short-lived process before it exits): a wakeup per sample (an irq_work) costs more than
+ * the rest of the program. The agent also drains the ring on its 100 ms poll timeout.
+ */
+const volatile __u64 ringbuf_wakeup_bytes = 0;
 /* Set by the agent when sampling starts (the perf events run from attach on). */
 volatile __u32 sampling = 0;
 
@@ -62,6 +69,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct unwind_proc *uproc;
 	struct sp_sample *s;
+	__u64 wakeup = 0;
 	long n;
 
 	if (!sampling)
@@ -92,7 +100,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
 
-	n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+	/* Interrupted in user mode (CPL 3): the kernel stack is empty, skip the helper's setup. */
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) /* whole words only in the context */
+		n = 0;
+	else
+		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
 	if (n < 0) {
 		stat_inc(SP_STAT_KSTACK_ERR);
 		n = 0;
@@ -112,6 +124,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		}
 		if (uproc)
 			n = unwind_user_stack(ctx, s, uproc);
+		else
+			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
 			n *= sizeof(__u64);
 		} else {
@@ -129,7 +143,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
 		threadctx_sample(task, s);
 
-	bpf_ringbuf_submit(s, 0);
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(s, wakeup ? wakeup : BPF_RB_NO_WAKEUP);
 	stat_inc(SP_STAT_SAMPLES);
 	return 0;
 }

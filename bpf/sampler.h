@@ -49,16 +49,17 @@ enum sp_stat {
 	SP_STAT_UNW_READ_FAILED, /* stack memory unreadable (paged out, bad CFA) */
 	SP_STAT_UNW_BAD_CFA,	 /* CFA not above the stack pointer, or RBP-based with RBP lost */
 	SP_STAT_UNW_DEPTH,	 /* SP_MAX_USTACK frames: stack truncated */
-	/* Thread context (OTEP 4947, docs/span-links.md): one per sample of a process that has it. */
-	SP_STAT_CTX_LINKED,	    /* record valid: the sample carries its span */
-	SP_STAT_CTX_NO_SPAN,	    /* TLS pointer NULL: the thread serves no span */
-	SP_STAT_CTX_NOT_VALID,	    /* record valid != 1 (being written, or ended) */
-	SP_STAT_CTX_ZERO_TRACE,	    /* record trace id all zero */
-	SP_STAT_CTX_ATTRS_TOO_BIG,  /* attrs_data_size > SP_CTX_MAX_ATTRS */
-	SP_STAT_CTX_READ_FAILED,    /* TLS slot, DTV or record unreadable */
-	SP_STAT_CTX_UNALLOCATED,    /* the thread has no TLS block for the module yet */
-	SP_STAT_CTX_STALE,	    /* descriptor of an earlier process with the same PID */
-	SP_STAT_CTX_UPROBE,	    /* record pointer from --context-uprobe (counted in addition) */
+	/* Thread context (OTEP 4947, docs/span-links.md): one per sample of a process that has it.
+	 */
+	SP_STAT_CTX_LINKED,	   /* record valid: the sample carries its span */
+	SP_STAT_CTX_NO_SPAN,	   /* TLS pointer NULL: the thread serves no span */
+	SP_STAT_CTX_NOT_VALID,	   /* record valid != 1 (being written, or ended) */
+	SP_STAT_CTX_ZERO_TRACE,	   /* record trace id all zero */
+	SP_STAT_CTX_ATTRS_TOO_BIG, /* attrs_data_size > SP_CTX_MAX_ATTRS */
+	SP_STAT_CTX_READ_FAILED,   /* TLS slot, DTV or record unreadable */
+	SP_STAT_CTX_UNALLOCATED,   /* the thread has no TLS block for the module yet */
+	SP_STAT_CTX_STALE,	   /* descriptor of an earlier process with the same PID */
+	SP_STAT_CTX_UPROBE,	   /* record pointer from --context-uprobe (counted in addition) */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
@@ -125,7 +126,8 @@ struct sp_sample {
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 };
 
-_Static_assert(sizeof(struct sp_sample) == 72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
+_Static_assert(sizeof(struct sp_sample) ==
+		   72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
 
 #endif /* SPANPROF_SAMPLER_H */

@@ -92,7 +92,8 @@ static __always_inline void threadctx_read_record(struct sp_sample *s, __u64 rec
 		stat_inc(SP_STAT_CTX_NOT_VALID);
 		return;
 	}
-	if (!ids[0] && !ids[1]) {
+	/* OTLP links need both ids: an all-zero trace id or span id is no span. */
+	if ((!ids[0] && !ids[1]) || !ids[2]) {
 		stat_inc(SP_STAT_CTX_ZERO_TRACE);
 		return;
 	}
@@ -101,7 +102,8 @@ static __always_inline void threadctx_read_record(struct sp_sample *s, __u64 rec
 		stat_inc(SP_STAT_CTX_ATTRS_TOO_BIG);
 		return;
 	}
-	if (size && bpf_probe_read_user(s->ctx + SP_CTX_HEADER, size, (void *)(rec + SP_CTX_HEADER))) {
+	if (size &&
+	    bpf_probe_read_user(s->ctx + SP_CTX_HEADER, size, (void *)(rec + SP_CTX_HEADER))) {
 		stat_inc(SP_STAT_CTX_READ_FAILED);
 		return;
 	}

@@ -366,7 +366,8 @@ static int builder__finish(struct builder *b)
 			}
 			b->kids[nkids++] = c;
 		}
-		qsort_r(b->kids, nkids, sizeof(*b->kids), by_name, t);
+		if (nkids > 1) /* b->kids may still be NULL for a leaf */
+			qsort_r(b->kids, nkids, sizeof(*b->kids), by_name, t);
 		n->first_child = nkids ? b->kids[0] : 0;
 		for (uint32_t k = 0; k < nkids; k++) {
 			struct node *c = node(t, b->kids[k]);

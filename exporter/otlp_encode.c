@@ -441,7 +441,7 @@ static int add_attr(struct enc *e, enum attr_kind kind, uint64_t v, uint32_t aux
 		val->string_value = e->htl[aux].hex;
 		break;
 	case AK_CTX:
-		/* Plain string keys (key), as Pyroscope reads them: not key_strindex refs. */
+		/* The key map's name, through the string table like the other attributes. */
 		k = add_string(e, (uint32_t)(v >> 32));
 		val->value_case = ANY_STRING;
 		val->string_value = (char *)profile__string(e->p, (uint32_t)v);
@@ -1141,8 +1141,7 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	order = malloc(nsamples * sizeof(*order));
 	procs = malloc(nsamples * sizeof(*procs));
 	if (!e.str_map || !e.map_map || !e.fn_map || !e.loc_map || !e.stack_map || !e.link_map ||
-	    !e.htl ||
-	    !e.hash || !order || !procs) {
+	    !e.htl || !e.hash || !order || !procs) {
 		err = -ENOMEM;
 		goto cleanup;
 	}

@@ -294,6 +294,8 @@ static void pprof__labels(struct pprof_build *b, PbSample *ps, uint32_t i,
 		ps->label[ps->n_label++] = &lab[5];
 	}
 	for (uint32_t j = 0; as && j < as->nattrs; j++) {
+		if (!attrs[j].value)
+			continue; /* pprof readers drop labels with an empty value */
 		lab[NLABELS + j].key = attrs[j].key;
 		lab[NLABELS + j].str = attrs[j].value;
 		ps->label[ps->n_label++] = &lab[NLABELS + j];

@@ -149,8 +149,7 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 }
 
 /* Every reader of a process's maps: the CFI unwinder and the span links. */
-static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns,
-		       const struct procmaps *maps)
+static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const struct procmaps *maps)
 {
 	struct recorder *r = ctx;
 
@@ -215,20 +214,21 @@ static void span_links_summary(struct recorder *r, const uint64_t *st)
 	if (!r->links)
 		return;
 	spanlinks__stats(r->links, &ls);
-	fprintf(stderr,
-		"spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
-		"outside spans, %llu record not valid, %llu zero trace id, %llu attrs too big, "
-		"%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
-		"thread context, %llu with a process context, %llu descriptor errors\n",
-		(unsigned long long)st[SP_STAT_CTX_LINKED], (unsigned long long)st[SP_STAT_CTX_UPROBE],
-		(unsigned long long)st[SP_STAT_CTX_NO_SPAN],
-		(unsigned long long)st[SP_STAT_CTX_NOT_VALID],
-		(unsigned long long)st[SP_STAT_CTX_ZERO_TRACE],
-		(unsigned long long)st[SP_STAT_CTX_ATTRS_TOO_BIG],
-		(unsigned long long)st[SP_STAT_CTX_READ_FAILED],
-		(unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
-		(unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
-		(unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
+	fprintf(
+	    stderr,
+	    "spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
+	    "outside spans, %llu record not valid, %llu zero trace/span id, %llu attrs too big, "
+	    "%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
+	    "thread context, %llu with a process context, %llu descriptor errors\n",
+	    (unsigned long long)st[SP_STAT_CTX_LINKED], (unsigned long long)st[SP_STAT_CTX_UPROBE],
+	    (unsigned long long)st[SP_STAT_CTX_NO_SPAN],
+	    (unsigned long long)st[SP_STAT_CTX_NOT_VALID],
+	    (unsigned long long)st[SP_STAT_CTX_ZERO_TRACE],
+	    (unsigned long long)st[SP_STAT_CTX_ATTRS_TOO_BIG],
+	    (unsigned long long)st[SP_STAT_CTX_READ_FAILED],
+	    (unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
+	    (unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
+	    (unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
 }
 
 static void unwind_summary(struct recorder *r, const uint64_t *st)
@@ -442,13 +442,13 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 			 (unsigned long long)es.requests_sent, es.bytes_sent / 1024.0,
 			 (unsigned long long)es.retries, (unsigned long long)es.dropped, es.queued);
 	}
-	fprintf(stderr,
-		"%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s",
-		tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
-		(unsigned long long)proctab__stats(r->procs)->processes,
-		(unsigned long long)st[SP_STAT_CTX_LINKED], export,
-		tty && !final ? "" : "\n");
+	fprintf(
+	    stderr,
+	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s",
+	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
+	    (unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
+	    (unsigned long long)proctab__stats(r->procs)->processes,
+	    (unsigned long long)st[SP_STAT_CTX_LINKED], export, tty && !final ? "" : "\n");
 }
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
@@ -857,6 +857,12 @@ int record__run(const struct record_opts *o)
 			/* End on time, not at the next 100 ms poll. */
 			if (end - now < 100000000ull)
 				wait_ms = (end - now + 999999) / 1000000;
+		}
+		if (r.unwinder) { /* a notified re-read is due before the usual 100 ms */
+			int due = unwinder__next_due_ms(r.unwinder);
+
+			if (due >= 0 && due < wait_ms)
+				wait_ms = due;
 		}
 		n = sampler__poll(s, wait_ms);
 		if (n < 0) {

@@ -156,6 +156,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (opts->npids > 0)
 		bpf_map__set_max_entries(s->skel->maps.pid_filter, opts->npids);
 	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
+	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
 	if (s->unwind) {
 		s->unw.max_chunks = opts->unwind_max_chunks;
@@ -352,6 +353,9 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
+	/* Samples wake us only when the ring fills up (ringbuf_wakeup_bytes): drain on timeout. */
+	if (n == 0)
+		n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
 }
 

@@ -296,6 +296,10 @@ int spanlinks__sample(struct spanlinks *sl, struct profile *p, const struct sp_s
 	}
 	memcpy(l.trace_id, s->ctx, 16);
 	memcpy(l.span_id, s->ctx + 16, 8);
+	if (!memcmp(l.span_id, (uint8_t[8]){0}, 8)) {
+		sl->st.bad_records++; /* BPF drops these: OTLP links need a span id */
+		return 0;
+	}
 	*link = profile__intern_link(p, &l);
 	if (!*link)
 		return -ENOMEM;

@@ -35,8 +35,8 @@ struct spanlinks_opts {
 };
 
 struct spanlinks_stats {
-	uint64_t processes;	/* processes with a thread-context descriptor now */
-	uint64_t contexts;	/* processes with a process context now */
+	uint64_t processes;	 /* processes with a thread-context descriptor now */
+	uint64_t contexts;	 /* processes with a process context now */
 	uint64_t processes_seen; /* processes given a descriptor, over the whole run */
 	uint64_t contexts_seen;	 /* processes whose process context was read, over the run */
 	uint64_t resolve_errors; /* descriptors that could not be computed (not ENOENT) */

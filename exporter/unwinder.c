@@ -788,6 +788,19 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
 }
 
+int unwinder__next_due_ms(const struct unwinder *u)
+{
+	uint64_t now = now_ns(), best = UINT64_MAX;
+	const struct pending *pe, *tmp;
+
+	HASH_ITER (hh, u->pending, pe, tmp)
+		if (pe->due_ns < best)
+			best = pe->due_ns;
+	if (best == UINT64_MAX)
+		return -1;
+	return best <= now ? 0 : (int)((best - now + 999999) / 1000000);
+}
+
 void unwinder__tick(struct unwinder *u)
 {
 	uint64_t now = now_ns();

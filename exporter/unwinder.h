@@ -95,6 +95,9 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e);
  * every few seconds, forgets processes whose exit notification was lost. Call after each poll.
  */
 void unwinder__tick(struct unwinder *u);
+/* Milliseconds until the next notified re-read is due (0: now), or -1 when none is pending:
+ * the agent's poll should not sleep past it. */
+int unwinder__next_due_ms(const struct unwinder *u);
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out);
 

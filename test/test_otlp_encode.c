@@ -219,6 +219,48 @@ static void add(struct profile *p, uint32_t stack, uint32_t pid, uint32_t tid, u
 	assert_int_equal(profile__add_sample(p, &k, t, count), 0);
 }
 
+/* add() with a link and an attribute set (indices of the profile, 0: none). */
+static void add_linked(struct profile *p, uint32_t stack, uint32_t pid, uint32_t tid, uint32_t cpu,
+		       const char *comm, const char *proc, uint64_t t, uint64_t count,
+		       uint32_t link, uint32_t attrs)
+{
+	struct profile_sample_key k = {
+	    .stack = stack,
+	    .pid = pid,
+	    .tid = tid,
+	    .cpu = cpu,
+	    .comm = comm ? str(p, comm) : 0,
+	    .process_name = proc ? str(p, proc) : 0,
+	    .link = link,
+	    .attrs = attrs,
+	};
+
+	assert_int_equal(profile__add_sample(p, &k, t, count), 0);
+}
+
+/* Link number @n (> 0): ids derived from n, never zero. */
+static struct profile_link link_n(uint32_t n)
+{
+	struct profile_link l;
+
+	for (int i = 0; i < 16; i++)
+		l.trace_id[i] = (uint8_t)(0x10 * (n % 16) + i);
+	for (int i = 0; i < 8; i++)
+		l.span_id[i] = (uint8_t)(n >> (8 * (i % 4))) ^ (uint8_t)(0xa0 + i);
+	l.trace_id[0] = (uint8_t)n;
+	l.trace_id[15] = 0xff;
+	return l;
+}
+
+static uint32_t intern_link(struct profile *p, uint32_t n)
+{
+	struct profile_link l = link_n(n);
+	uint32_t i = profile__intern_link(p, &l);
+
+	assert_true(i != 0);
+	return i;
+}
+
 /*
  * Three processes: 100 (timestamps, metadata from the callback, inline frames, fixture
  * files as mappings), 200 (no metadata, a kernel stack, one timestamp before the window),
@@ -419,10 +461,15 @@ static void check_dictionary(const pb_dict *d)
 	assert_int_equal(protobuf_c_message_get_packed_size(&d->function_table[0]->base), 0);
 	assert_int_equal(protobuf_c_message_get_packed_size(&d->attribute_table[0]->base), 0);
 	assert_int_equal(protobuf_c_message_get_packed_size(&d->stack_table[0]->base), 0);
-	/* No links in these profiles: just the empty Link{} at [0]. */
-	assert_int_equal(d->n_link_table, 1);
-	assert_int_equal(d->link_table[0]->trace_id.len, 0);
-	assert_int_equal(d->link_table[0]->span_id.len, 0);
+	/* Link [0] is the empty Link{}; the others have a full trace id and span id. */
+	assert_true(d->n_link_table >= 1);
+	assert_int_equal(protobuf_c_message_get_packed_size(&d->link_table[0]->base), 0);
+	for (size_t i = 1; i < d->n_link_table; i++) {
+		assert_int_equal(d->link_table[i]->trace_id.len, 16);
+		assert_int_equal(d->link_table[i]->span_id.len, 8);
+		assert_memory_not_equal(d->link_table[i]->trace_id.data, (uint8_t[16]){0}, 16);
+		assert_memory_not_equal(d->link_table[i]->span_id.data, (uint8_t[8]){0}, 8);
+	}
 
 	for (size_t i = 0; i < d->n_string_table; i++)
 		for (size_t j = 0; j < i; j++)
@@ -439,6 +486,8 @@ static void check_dictionary(const pb_dict *d)
 		      "attribute_table");
 	assert_unique((const ProtobufCMessage *const *)d->stack_table, d->n_stack_table,
 		      "stack_table");
+	assert_unique((const ProtobufCMessage *const *)d->link_table, d->n_link_table,
+		      "link_table");
 
 	/* Every index in range; every non-zero element used as documented. */
 	for (size_t i = 1; i < d->n_attribute_table; i++) {
@@ -541,14 +590,42 @@ static bool model_ts_mode(const struct profile *p, uint32_t pid)
 	return true;
 }
 
+static void sb_hex(struct sb *b, const uint8_t *data, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sb_printf(b, "%02x", data[i]);
+}
+
+/* The sample's span and thread-context attributes (in their order) as text. */
+static void model_link_ctx(const struct profile *p, const struct profile_sample *s, struct sb *b)
+{
+	const struct profile_attrset *as = profile__attrset(p, s->key.attrs);
+	const struct profile_attr *a = profile__attrset_attrs(p, s->key.attrs);
+
+	sb_printf(b, " link=");
+	if (s->key.link) {
+		sb_hex(b, profile__link(p, s->key.link)->trace_id, 16);
+		sb_printf(b, "/");
+		sb_hex(b, profile__link(p, s->key.link)->span_id, 8);
+	} else {
+		sb_printf(b, "-");
+	}
+	sb_printf(b, " ctx=");
+	for (uint32_t j = 0; j < as->nattrs; j++)
+		sb_printf(b, "%s=%s;", profile__string(p, a[j].key),
+			  profile__string(p, a[j].value));
+}
+
 static void model_keys(const struct profile *p, struct strv *out)
 {
 	for (uint32_t i = 0; i < profile__nsamples(p); i++) {
 		const struct profile_sample *s = profile__sample(p, i);
 		struct sb b = {0};
 
-		sb_printf(&b, "pid=%u tid=%u cpu=%u comm=%s n=%" PRIu64 " ts=", s->key.pid,
-			  s->key.tid, s->key.cpu, profile__string(p, s->key.comm), s->count);
+		sb_printf(&b, "pid=%u tid=%u cpu=%u comm=%s n=%" PRIu64, s->key.pid, s->key.tid,
+			  s->key.cpu, profile__string(p, s->key.comm), s->count);
+		model_link_ctx(p, s, &b);
+		sb_printf(&b, " ts=");
 		if (model_ts_mode(p, s->key.pid))
 			for (uint32_t j = 0; j < s->ntimestamps; j++)
 				sb_printf(&b, "%" PRIu64 ",", s->timestamps_unix_nano[j]);
@@ -574,10 +651,13 @@ static void check_request(const struct profile *p, const uint8_t *buf, size_t le
 	const struct profile_meta *meta = profile__meta(p);
 	pb_request *req = REQ_UNPACK(NULL, len, buf);
 	const pb_dict *d;
+	bool *link_used;
 
 	assert_non_null(req);
 	d = req->dictionary;
 	check_dictionary(d);
+	link_used = calloc(d->n_link_table, sizeof(*link_used));
+	assert_non_null(link_used);
 	assert_true(req->n_resource_profiles > 0);
 	for (size_t r = 0; r < req->n_resource_profiles; r++) {
 		const Opentelemetry__Proto__Profiles__V1development__ResourceProfiles *rp =
@@ -647,7 +727,6 @@ static void check_request(const struct profile *p, const uint8_t *buf, size_t le
 			struct sb b = {0};
 			uint64_t n;
 
-			assert_int_equal(s->link_index, 0);
 			tid =
 			    find_attr(d, s->attribute_indices, s->n_attribute_indices, "thread.id");
 			cpu = find_attr(d, s->attribute_indices, s->n_attribute_indices,
@@ -673,9 +752,35 @@ static void check_request(const struct profile *p, const uint8_t *buf, size_t le
 					 !!pr->samples[0]->n_timestamps_unix_nano);
 			sb_printf(&b,
 				  "pid=%" PRId64 " tid=%" PRId64 " cpu=%" PRId64
-				  " comm=%s n=%" PRIu64 " ts=",
+				  " comm=%s n=%" PRIu64 " link=",
 				  pid, tid->int_value, cpu->int_value,
 				  comm ? comm->string_value : "", n);
+			/* The span: a link of this request, or 0. */
+			assert_true(s->link_index >= 0 && (size_t)s->link_index < d->n_link_table);
+			if (s->link_index) {
+				const Opentelemetry__Proto__Profiles__V1development__Link *l =
+				    d->link_table[s->link_index];
+
+				link_used[s->link_index] = true;
+				sb_hex(&b, l->trace_id.data, l->trace_id.len);
+				sb_printf(&b, "/");
+				sb_hex(&b, l->span_id.data, l->span_id.len);
+			} else {
+				sb_printf(&b, "-");
+			}
+			/* Thread-context attributes: string values, after the thread's own. */
+			sb_printf(&b, " ctx=");
+			for (size_t j = 0; j < s->n_attribute_indices; j++) {
+				const pb_kvu *a = attr_at(d, s->attribute_indices[j]);
+				const char *key = dstr(d, a->key_strindex);
+
+				if (!strcmp(key, "thread.id") || !strcmp(key, "thread.name") ||
+				    !strcmp(key, "cpu.logical_number"))
+					continue;
+				assert_int_equal(a->value->value_case, ANY_STRING);
+				sb_printf(&b, "%s=%s;", key, a->value->string_value);
+			}
+			sb_printf(&b, " ts=");
 			for (size_t j = 0; j < s->n_timestamps_unix_nano; j++) {
 				uint64_t t = s->timestamps_unix_nano[j];
 
@@ -688,6 +793,11 @@ static void check_request(const struct profile *p, const uint8_t *buf, size_t le
 			strv_add(keys, b.s);
 		}
 	}
+	/* The request carries only the links its samples point at. */
+	for (size_t i = 1; i < d->n_link_table; i++)
+		if (!link_used[i])
+			fail_msg("link_table[%zu] is not used by any sample of the request", i);
+	free(link_used);
 	REQ_FREE(req, NULL);
 }
 
@@ -1030,12 +1140,17 @@ static void test_htlhash_cache_follows_file_changes(void **state)
 	rmdir(dir);
 }
 
-/* Many processes and stacks, deterministic. */
-static struct profile *make_big_profile(uint32_t nproc, uint32_t per_proc, uint32_t nstacks)
+/*
+ * Many processes and stacks, deterministic. With @nlinks, most samples are in one of
+ * @nlinks spans (and then carry one of three context attribute sets).
+ */
+static struct profile *make_big_profile(uint32_t nproc, uint32_t per_proc, uint32_t nstacks,
+					uint32_t nlinks)
 {
 	struct profile *p = profile__new();
 	struct profile_meta meta = {T0, DURATION, PERIOD, 100};
 	uint32_t *stacks = calloc(nstacks, sizeof(*stacks));
+	uint32_t sets[3] = {0};
 	uint64_t rnd = 42;
 
 	assert_non_null(p);
@@ -1063,14 +1178,27 @@ static struct profile *make_big_profile(uint32_t nproc, uint32_t per_proc, uint3
 		stacks[s] = profile__intern_stack(p, locs, depth);
 		assert_true(stacks[s] != 0);
 	}
+	if (nlinks) {
+		struct profile_attr a[2] = {{str(p, "http.route"), str(p, "/api/items")},
+					    {str(p, "tenant"), str(p, "acme")}};
+
+		sets[1] = profile__intern_attrset(p, a, 2);
+		sets[2] = profile__intern_attrset(p, a, 1);
+		a[0].value = str(p, "/api/users");
+		sets[0] = profile__intern_attrset(p, a, 1);
+		assert_true(sets[0] && sets[1] && sets[2]);
+	}
 	for (uint32_t pr = 0; pr < nproc; pr++) {
 		char comm[32];
 
 		snprintf(comm, sizeof(comm), "proc%u", pr);
 		for (uint32_t i = 0; i < per_proc; i++) {
+			uint32_t li = nlinks ? (i * 7 + pr * 3) % (nlinks + 1) : 0;
+
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-			add(p, stacks[(rnd >> 33) % nstacks], 1000 + pr, 1000 + pr + (i % 4),
-			    (rnd >> 20) % 8, comm, comm, T0 + (rnd >> 30) % DURATION, 1);
+			add_linked(p, stacks[(rnd >> 33) % nstacks], 1000 + pr, 1000 + pr + (i % 4),
+				   (rnd >> 20) % 8, comm, comm, T0 + (rnd >> 30) % DURATION, 1,
+				   li ? intern_link(p, li) : 0, li ? sets[(i + pr) % 3] : 0);
 		}
 	}
 	free(stacks);
@@ -1124,7 +1252,7 @@ static void assert_split_only_alone(const struct bufs *b)
 static void test_split_whole_processes(void **state)
 {
 	/* Few, shallow stacks: samples, not the dictionary, make the size. */
-	struct profile *p = make_big_profile(12, 40, 3);
+	struct profile *p = make_big_profile(12, 40, 3, 0);
 	struct otlp_encode_opts o = {
 	    .host_name = "h", .scope_version = "9.9.9-test", .no_file_hash = 1};
 	struct check_opts co = {.host = "h"};
@@ -1155,7 +1283,7 @@ static void test_split_whole_processes(void **state)
 
 static void test_split_one_process(void **state)
 {
-	struct profile *p = make_big_profile(1, 600, 50);
+	struct profile *p = make_big_profile(1, 600, 50, 0);
 	struct otlp_encode_opts o = {.host_name = "h",
 				     .scope_version = "9.9.9-test",
 				     .no_file_hash = 1,
@@ -1205,7 +1333,7 @@ static void test_split_one_process(void **state)
 static void test_split_mixed(void **state)
 {
 	/* Processes of very different sizes: small ones grouped, the big one split. */
-	struct profile *q = make_big_profile(6, 10, 40);
+	struct profile *q = make_big_profile(6, 10, 40, 0);
 	struct otlp_encode_opts o = {.host_name = "h",
 				     .scope_version = "9.9.9-test",
 				     .no_file_hash = 1,
@@ -1236,6 +1364,257 @@ static void test_split_mixed(void **state)
 	profile__free(q);
 }
 
+/* Index of the link with these ids in the request's link_table, 0 if none; fails if twice. */
+static int32_t find_link(const pb_dict *d, const struct profile_link *l)
+{
+	int32_t found = 0;
+
+	for (size_t i = 1; i < d->n_link_table; i++) {
+		if (!memcmp(d->link_table[i]->trace_id.data, l->trace_id, 16) &&
+		    !memcmp(d->link_table[i]->span_id.data, l->span_id, 8)) {
+			assert_int_equal(found, 0);
+			found = (int32_t)i;
+		}
+	}
+	return found;
+}
+
+/* Attribute table entries with this key and string value. */
+static size_t count_attr(const pb_dict *d, const char *key, const char *value)
+{
+	size_t n = 0;
+
+	for (size_t i = 1; i < d->n_attribute_table; i++) {
+		const pb_kvu *a = d->attribute_table[i];
+
+		if (!strcmp(dstr(d, a->key_strindex), key) && a->value->value_case == ANY_STRING &&
+		    !strcmp(a->value->string_value, value))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * make_profile() plus samples in spans: pid 100 runs st_user on tid 101 / cpu 0 outside any
+ * span (from make_profile), in span A, in span B, and in span A with context attributes;
+ * pid 400 runs in span A too (one link for both processes) and in span C. Span D is in the
+ * profile but no sample uses it.
+ */
+static struct profile *make_linked_profile(struct ids *ids, uint32_t link[4], uint32_t set[3])
+{
+	struct profile *p = make_profile(ids);
+	struct profile_attr a[2];
+
+	for (uint32_t i = 0; i < 4; i++)
+		link[i] = intern_link(p, 1 + i);
+	a[0] = (struct profile_attr){str(p, "http.route"), str(p, "/api/v1")};
+	a[1] = (struct profile_attr){str(p, "enduser.id"), str(p, "alice")};
+	set[0] = profile__intern_attrset(p, a, 2);
+	set[1] = profile__intern_attrset(p, a, 1); /* shares http.route=/api/v1 */
+	/* A value equal to a thread name, and an empty value. */
+	a[0].value = str(p, "worker");
+	a[1].value = 0;
+	set[2] = profile__intern_attrset(p, a, 2);
+	assert_true(set[0] && set[1] && set[2]);
+
+	add_linked(p, ids->st_user, 100, 101, 0, "worker", "app", T0 + 6000, 1, link[0], 0);
+	add_linked(p, ids->st_user, 100, 101, 0, "worker", "app", T0 + 6500, 1, link[0], 0);
+	add_linked(p, ids->st_user, 100, 101, 0, "worker", "app", T0 + 7000, 1, link[1], 0);
+	add_linked(p, ids->st_user, 100, 101, 0, "worker", "app", T0 + 8000, 1, link[0], set[0]);
+	add_linked(p, ids->st_user, 100, 101, 0, "worker", "app", T0 + 8500, 1, 0, set[1]);
+	add_linked(p, ids->st_inline, 100, 102, 1, "helper", "app", T0 + 9000, 1, link[1], set[2]);
+	add_linked(p, ids->st_kernel, 400, 400, 3, "linked", "linked", T0 + 100, 1, link[0],
+		   set[1]);
+	add_linked(p, ids->st_kernel, 400, 400, 3, "linked", "linked", T0 + 200, 1, link[2],
+		   set[0]);
+	return p;
+}
+
+static void test_encode_links_and_context(void **state)
+{
+	struct ids ids;
+	uint32_t link[4], set[3];
+	struct profile *p = make_linked_profile(&ids, link, set);
+	int calls = 0;
+	struct otlp_encode_opts o = test_opts(&calls);
+	struct check_opts co = {.host = "testhost", .meta = true};
+	struct bufs b = {0};
+	int32_t want[4];
+	pb_request *req;
+	const pb_dict *d;
+
+	setup_meta100();
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	assert_int_equal(b.n, 1);
+	/* Every sample with its link and its attributes, links used and each once. */
+	check_all(p, &b, &co, OTLP_DEFAULT_MAX_REQUEST);
+
+	req = REQ_UNPACK(NULL, b.len[0], b.buf[0]);
+	assert_non_null(req);
+	d = req->dictionary;
+	/* The empty Link and the three links samples use; not the unused one. */
+	assert_int_equal(d->n_link_table, 4);
+	for (int i = 0; i < 4; i++)
+		want[i] = find_link(d, profile__link(p, link[i]));
+	assert_true(want[0] > 0 && want[1] > 0 && want[2] > 0);
+	assert_int_equal(want[3], 0);
+	/* Context attributes: one entry per distinct (key, value), key by string index. */
+	assert_int_equal(count_attr(d, "http.route", "/api/v1"), 1);
+	assert_int_equal(count_attr(d, "http.route", "worker"), 1);
+	assert_int_equal(count_attr(d, "enduser.id", "alice"), 1);
+	assert_int_equal(count_attr(d, "enduser.id", ""), 1);
+
+	for (size_t r = 0; r < req->n_resource_profiles; r++) {
+		const pb_profile *pr = req->resource_profiles[r]->scope_profiles[0]->profiles[0];
+		int64_t pid =
+		    resource_attr(req->resource_profiles[r]->resource, "process.pid")->int_value;
+		size_t on_user = 0, seen_mask = 0;
+
+		for (size_t i = 0; i < pr->n_samples; i++) {
+			const pb_sample *s = pr->samples[i];
+			const int32_t *ai = s->attribute_indices;
+			size_t na = s->n_attribute_indices;
+			const pb_any *route = find_attr(d, ai, na, "http.route");
+			const pb_any *user = find_attr(d, ai, na, "enduser.id");
+
+			if (pid == 400) {
+				/* Span A shares its entry with pid 100's span A. */
+				assert_true(s->link_index == want[0] || s->link_index == want[2]);
+				assert_any_string(route, "/api/v1");
+				if (s->link_index == want[2])
+					assert_any_string(user, "alice");
+				else
+					assert_null(user);
+				continue;
+			}
+			if (find_attr(d, ai, na, "thread.id")->int_value != 101 ||
+			    find_attr(d, ai, na, "cpu.logical_number")->int_value != 0)
+				continue;
+			/* One stack on one thread and cpu: one sample per {link, attributes}. */
+			on_user++;
+			if (s->link_index == 0 && !route) {
+				seen_mask |= 1; /* make_profile's two events */
+				assert_int_equal(s->n_timestamps_unix_nano, 2);
+			} else if (s->link_index == 0) {
+				seen_mask |= 2;
+				assert_any_string(route, "/api/v1");
+				assert_null(user);
+			} else if (s->link_index == want[0] && !route) {
+				seen_mask |= 4;
+				assert_int_equal(s->n_timestamps_unix_nano, 2);
+				assert_int_equal(s->timestamps_unix_nano[0], T0 + 6000);
+				assert_int_equal(s->timestamps_unix_nano[1], T0 + 6500);
+			} else if (s->link_index == want[0]) {
+				seen_mask |= 8;
+				assert_any_string(route, "/api/v1");
+				assert_any_string(user, "alice");
+			} else {
+				seen_mask |= 16;
+				assert_int_equal(s->link_index, want[1]);
+				assert_null(route);
+				assert_null(user);
+			}
+		}
+		if (pid == 100) {
+			assert_int_equal(on_user, 5);
+			assert_int_equal(seen_mask, 31);
+		}
+	}
+	REQ_FREE(req, NULL);
+
+	/* The Collector's decoder sees the same links and attributes. */
+	{
+		char *json = check_with_otlpcheck(p, &b);
+		struct sb want_link = {0};
+
+		sb_printf(&want_link, "\"link\":{\"trace_id\":\"");
+		sb_hex(&want_link, profile__link(p, link[0])->trace_id, 16);
+		sb_printf(&want_link, "\",\"span_id\":\"");
+		sb_hex(&want_link, profile__link(p, link[0])->span_id, 8);
+		sb_printf(&want_link, "\"}");
+		expect_in(json, want_link.s);
+		/* Span A: 3 events in pid 100 (2 + 1 with attributes), 1 in pid 400. */
+		want_link.s[want_link.n - 1] = '\0';
+		sb_printf(&want_link, ",\"events\":3}");
+		expect_in(json, want_link.s + strlen("\"link\":"));
+		expect_in(json, "\"attributes\":{\"cpu.logical_number\":0,\"enduser.id\":\"alice\","
+				"\"http.route\":\"/api/v1\",\"thread.id\":101,"
+				"\"thread.name\":\"worker\"}");
+		expect_in(json, "\"attributes\":{\"cpu.logical_number\":1,\"enduser.id\":\"\","
+				"\"http.route\":\"worker\","
+				"\"thread.id\":102,\"thread.name\":\"helper\"}");
+		free(want_link.s);
+		free(json);
+	}
+	bufs_free(&b);
+	profile__free(p);
+}
+
+/* Samples in spans over split requests: each request holds the links it needs, no more. */
+static void test_split_links(void **state)
+{
+	struct otlp_encode_opts o = {
+	    .host_name = "h", .scope_version = "9.9.9-test", .no_file_hash = 1};
+	struct check_opts co = {.host = "h"};
+	struct profile *p = make_big_profile(12, 40, 3, 10);
+	struct bufs one = {0}, b = {0};
+	size_t links_sent = 0;
+
+	/* Many processes, grouped in requests. */
+	assert_int_equal(otlp__encode(p, &o, collect, &one), 0);
+	assert_int_equal(one.n, 1);
+	o.max_request_bytes = one.len[0] / 3;
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	assert_true(b.n >= 3);
+	check_all(p, &b, &co, o.max_request_bytes);
+	free(check_with_otlpcheck(p, &b));
+	bufs_free(&one);
+	bufs_free(&b);
+	profile__free(p);
+
+	/* One process over many requests: links repeat where their samples do. */
+	p = make_big_profile(1, 600, 50, 40);
+	o.max_request_bytes = 3000;
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	assert_true(b.n >= 4);
+	check_all(p, &b, &co, o.max_request_bytes);
+	free(check_with_otlpcheck(p, &b));
+	for (size_t i = 0; i < b.n; i++) {
+		pb_request *req = REQ_UNPACK(NULL, b.len[i], b.buf[i]);
+
+		assert_non_null(req);
+		assert_true(req->dictionary->n_link_table > 1);
+		links_sent += req->dictionary->n_link_table - 1;
+		REQ_FREE(req, NULL);
+	}
+	assert_true(links_sent > 40);
+	print_message("  limit %zu: %zu requests, %zu links sent for 40 spans\n",
+		      o.max_request_bytes, b.n, links_sent);
+	bufs_free(&b);
+
+	/* Every workable limit: rolled-back samples leave no link behind. */
+	{
+		bool ok = false;
+
+		for (size_t lim = 300; lim <= 2500; lim += 25) {
+			int err;
+
+			o.max_request_bytes = lim;
+			err = otlp__encode(p, &o, collect, &b);
+			if (err == -E2BIG && !ok) {
+				bufs_free(&b);
+				continue;
+			}
+			assert_int_equal(err, 0);
+			ok = true;
+			check_all(p, &b, &co, lim);
+			bufs_free(&b);
+		}
+		assert_true(ok);
+	}
+	profile__free(p);
+}
+
 static int count_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
 {
 	*(size_t *)ctx += len;
@@ -1244,7 +1623,7 @@ static int count_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t sample
 
 static void test_encode_speed(void **state)
 {
-	struct profile *p = make_big_profile(200, 250, 2000); /* 50k samples */
+	struct profile *p = make_big_profile(200, 250, 2000, 0); /* 50k samples */
 	struct otlp_encode_opts o = {.host_name = "h", .no_file_hash = 1};
 	struct timespec t0, t1;
 	size_t bytes = 0;
@@ -1270,6 +1649,8 @@ int main(void)
 	    cmocka_unit_test(test_split_whole_processes),
 	    cmocka_unit_test(test_split_one_process),
 	    cmocka_unit_test(test_split_mixed),
+	    cmocka_unit_test(test_encode_links_and_context),
+	    cmocka_unit_test(test_split_links),
 	    cmocka_unit_test(test_encode_speed),
 	};
 

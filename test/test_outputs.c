@@ -396,6 +396,246 @@ static void test_pprof_fields(void **state)
 	free(path);
 }
 
+/* Ids of the span-linked profile. */
+struct linked {
+	struct profile *p;
+	uint32_t st_a, st_b, link_a, link_b, set_small, set_big;
+	uint32_t s_app, s_worker;
+};
+
+static const struct profile_link span_a = {
+    .trace_id = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0xaa, 0xbb, 0xcc, 0xdd,
+		 0xee, 0xff},
+    .span_id = {0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x20},
+};
+static const struct profile_link span_b = {
+    .trace_id = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0xaa, 0xbb, 0xcc, 0xdd,
+		 0xee, 0xff},
+    .span_id = {0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87},
+};
+#define SPAN_A_TRACE "00010203040506070809aabbccddeeff"
+#define SPAN_A_SPAN "0a0b0c0d0e0f1020"
+#define SPAN_B_SPAN "f0e1d2c3b4a59687"
+
+static void add_linked(struct linked *lk, uint32_t stack, uint32_t cpu, uint32_t link,
+		       uint32_t attrs, uint64_t count)
+{
+	struct profile_sample_key k = {
+	    .stack = stack,
+	    .pid = 100,
+	    .tid = 101,
+	    .cpu = cpu,
+	    .comm = lk->s_worker,
+	    .process_name = lk->s_app,
+	    .link = link,
+	    .attrs = attrs,
+	};
+
+	assert_int_equal(profile__add_sample(lk->p, &k, 0, count), 0);
+}
+
+/*
+ * One thread (pid 100, tid 101) runs in_span_a() in span A and in_span_b() in span B, and
+ * both outside any span, with and without context attributes; the samples of each
+ * {stack, link, attributes} are spread over two CPUs (which pprof merges).
+ */
+static void make_linked(struct linked *lk)
+{
+	struct profile *p = profile__new();
+	struct profile_meta meta = {.period_nano = PERIOD, .frequency_hz = 99};
+	struct profile_line line = {0};
+	struct profile_attr big[5];
+	uint32_t loc;
+
+	assert_non_null(p);
+	memset(lk, 0, sizeof(*lk));
+	lk->p = p;
+	profile__set_meta(p, &meta);
+	lk->s_app = profile__intern_string(p, "linkedapp");
+	lk->s_worker = profile__intern_string(p, "worker");
+	line.function = func(p, "in_span_a", "a.c");
+	loc = profile__intern_location(p, 0, 0x1000, FRAME_NATIVE, &line, 1);
+	lk->st_a = profile__intern_stack(p, &loc, 1);
+	line.function = func(p, "in_span_b", "b.c");
+	loc = profile__intern_location(p, 0, 0x2000, FRAME_NATIVE, &line, 1);
+	lk->st_b = profile__intern_stack(p, &loc, 1);
+	lk->link_a = profile__intern_link(p, &span_a);
+	lk->link_b = profile__intern_link(p, &span_b);
+	for (int i = 0; i < 5; i++) {
+		char k[16], v[16];
+
+		snprintf(k, sizeof(k), "ctx.k%d", i);
+		snprintf(v, sizeof(v), "v%d", i);
+		big[i] = (struct profile_attr){profile__intern_string(p, k),
+					       profile__intern_string(p, v)};
+	}
+	lk->set_small = profile__intern_attrset(p, big, 1);
+	lk->set_big = profile__intern_attrset(p, big, 5);
+	assert_true(lk->st_a && lk->st_b && lk->link_a && lk->link_b && lk->set_small &&
+		    lk->set_big);
+
+	/* Samples 0..5 of the pprof output, in first-seen order. */
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {
+		add_linked(lk, lk->st_a, cpu, 0, 0, 1);
+		add_linked(lk, lk->st_a, cpu, lk->link_a, 0, 2);
+		add_linked(lk, lk->st_a, cpu, lk->link_a, lk->set_small, 3);
+		add_linked(lk, lk->st_a, cpu, lk->link_a, lk->set_big, 4);
+		add_linked(lk, lk->st_a, cpu, 0, lk->set_small, 5);
+		add_linked(lk, lk->st_b, cpu, lk->link_b, lk->set_small, 6);
+	}
+	assert_int_equal(profile__nsamples(p), 12);
+}
+
+static const char *label_str(const Perftools__Profiles__Profile *m,
+			     const Perftools__Profiles__Sample *s, const char *key)
+{
+	const Perftools__Profiles__Label *l = label(m, s, key);
+
+	if (!l)
+		return NULL;
+	assert_int_equal(l->num, 0);
+	return str(m, l->str);
+}
+
+static void test_pprof_links_and_context(void **state)
+{
+	char *path = path_in_dir("linked.pb.gz");
+	Perftools__Profiles__Profile *m;
+	struct linked lk;
+	/* Per output sample: span id (NULL: none), number of context labels, count. */
+	static const struct {
+		const char *span;
+		size_t nctx;
+		int64_t count;
+	} want[6] = {
+	    {NULL, 0, 2},	 {SPAN_A_SPAN, 0, 4}, {SPAN_A_SPAN, 1, 6},
+	    {SPAN_A_SPAN, 5, 8}, {NULL, 1, 10},	      {SPAN_B_SPAN, 1, 12},
+	};
+
+	make_linked(&lk);
+	assert_int_equal(pprof__write(lk.p, path), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	/* Equal but for link or attributes: not merged; equal but for the CPU: merged. */
+	assert_int_equal(m->n_sample, 6);
+	for (size_t i = 0; i < m->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = m->sample[i];
+
+		assert_int_equal(s->value[0], want[i].count);
+		assert_int_equal(s->value[1], want[i].count * PERIOD);
+		assert_int_equal(label(m, s, "pid")->num, 100);
+		assert_int_equal(label(m, s, "tid")->num, 101);
+		assert_string_equal(label_str(m, s, "comm"), "worker");
+		assert_string_equal(label_str(m, s, "process"), "linkedapp");
+		if (want[i].span) {
+			assert_string_equal(label_str(m, s, "trace_id"), SPAN_A_TRACE);
+			assert_string_equal(label_str(m, s, "span_id"), want[i].span);
+		} else {
+			assert_null(label(m, s, "trace_id"));
+			assert_null(label(m, s, "span_id"));
+		}
+		/* pid, tid, comm, process, the span's two, then one per context attribute. */
+		assert_int_equal(s->n_label, 4 + (want[i].span ? 2 : 0) + want[i].nctx);
+		if (want[i].nctx)
+			assert_string_equal(label_str(m, s, "ctx.k0"), "v0");
+		else
+			assert_null(label(m, s, "ctx.k0"));
+		if (want[i].nctx == 5) {
+			assert_string_equal(label_str(m, s, "ctx.k1"), "v1");
+			assert_string_equal(label_str(m, s, "ctx.k3"), "v3");
+			assert_string_equal(label_str(m, s, "ctx.k4"), "v4");
+		} else {
+			assert_null(label(m, s, "ctx.k1"));
+		}
+	}
+	/* Span B's stack is in_span_b. */
+	assert_int_equal(m->sample[5]->location_id[0], m->sample[0]->location_id[0] + 1);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	profile__free(lk.p);
+
+	/* Without links or attributes, no such labels (test_pprof_fields' profile has none). */
+	{
+		struct fixture *fx = *state;
+
+		assert_int_equal(pprof__write(fx->p, path), 0);
+		m = read_pprof(path);
+		assert_non_null(m);
+		for (size_t i = 0; i < m->n_sample; i++) {
+			assert_null(label(m, m->sample[i], "trace_id"));
+			assert_null(label(m, m->sample[i], "span_id"));
+			assert_true(m->sample[i]->n_label <= 4);
+		}
+		perftools__profiles__profile__free_unpacked(m, NULL);
+	}
+	free(path);
+}
+
+/* Many spans: each sample's labels name its own link. */
+static void test_pprof_many_links(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("many-links.pb.gz");
+	Perftools__Profiles__Profile *m;
+	struct profile_function f = {0};
+	struct profile_line line = {0};
+	uint32_t loc, stack;
+	const uint32_t n = 3000;
+
+	assert_non_null(p);
+	f.name = profile__intern_string(p, "fn");
+	line.function = profile__intern_function(p, &f);
+	loc = profile__intern_location(p, 0, 0x1000, FRAME_NATIVE, &line, 1);
+	stack = profile__intern_stack(p, &loc, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		struct profile_link l;
+		struct profile_sample_key k = {.stack = stack, .pid = 7, .tid = 7};
+
+		for (int j = 0; j < 16; j++)
+			l.trace_id[j] = (uint8_t)(i >> (j % 2 ? 8 : 0)) + (uint8_t)j;
+		for (int j = 0; j < 8; j++)
+			l.span_id[j] = (uint8_t)(i >> (j % 2 ? 0 : 8)) ^ 0x5a;
+		/* Every third sample outside a span; its link is still in the profile. */
+		k.link = profile__intern_link(p, &l);
+		assert_true(k.link != 0);
+		if (i % 3 == 2)
+			k.link = 0;
+		assert_int_equal(profile__add_sample(p, &k, 0, 1), 0);
+	}
+	assert_int_equal(pprof__write(p, path), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	/* The unlinked samples are one; the others one per span. */
+	assert_int_equal(m->n_sample, n - n / 3 + 1);
+	for (size_t i = 0; i < m->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = m->sample[i];
+		const char *trace = label_str(m, s, "trace_id"), *span = label_str(m, s, "span_id");
+		/* First-seen order: samples 0, 1, 2 (and 5, 8...: unlinked, merged), 3, 4, 6, 7...
+		 */
+		uint32_t src = i < 3 ? (uint32_t)i : 3 + (uint32_t)(i - 3) / 2 * 3 + (i - 3) % 2;
+		const struct profile_link *l = profile__link(p, 1 + src); /* sample j: link j + 1 */
+		char hex[33];
+
+		if (i == 2) {
+			assert_null(trace);
+			assert_null(span);
+			assert_int_equal(s->value[0], n / 3);
+			continue;
+		}
+		assert_int_equal(s->value[0], 1);
+		assert_non_null(trace);
+		assert_non_null(span);
+		for (int j = 0; j < 16; j++)
+			snprintf(hex + 2 * j, 3, "%02x", l->trace_id[j]);
+		assert_string_equal(trace, hex);
+		for (int j = 0; j < 8; j++)
+			snprintf(hex + 2 * j, 3, "%02x", l->span_id[j]);
+		assert_string_equal(span, hex);
+	}
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	free(path);
+	profile__free(p);
+}
+
 static void test_pprof_empty_profile(void **state)
 {
 	struct profile *p = profile__new();
@@ -428,34 +668,67 @@ static const char *find_go(void)
 	return access("/usr/local/go/bin/go", X_OK) == 0 ? "/usr/local/go/bin/go" : NULL;
 }
 
+/* Runs `go tool pprof @args @path` into @out; fails the test if it fails. */
+static void go_pprof(const char *go, const char *args, const char *path, char *out, size_t size)
+{
+	char cmd[8192];
+	size_t len = 0, n;
+	FILE *f;
+
+	/* HOME: pprof keeps its history there; keep the test out of the real one. */
+	snprintf(cmd, sizeof(cmd), "HOME='%s' '%s' tool pprof %s '%s' 2>&1", dir, go, args, path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (len < size - 1 && (n = fread(out + len, 1, size - 1 - len, f)) > 0)
+		len += n;
+	out[len] = '\0';
+	if (pclose(f) != 0)
+		fail_msg("go tool pprof %s failed:\n%s", args, out);
+}
+
 static void test_pprof_opens_in_go_tool_pprof(void **state)
 {
 	struct fixture *fx = *state;
 	char *path = path_in_dir("go.pb.gz");
 	const char *go = find_go();
-	char cmd[8192], out[16384];
-	size_t len = 0, n;
-	FILE *f;
+	char out[16384];
+	struct linked lk;
 
 	if (!go) {
 		print_message("skipped: no `go` on PATH nor /usr/local/go/bin/go\n");
 		skip();
 	}
 	assert_int_equal(pprof__write(fx->p, path), 0);
-	/* HOME: pprof keeps its history there; keep the test out of the real one. */
-	snprintf(cmd, sizeof(cmd), "HOME='%s' '%s' tool pprof -top '%s' 2>&1", dir, go, path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (len < sizeof(out) - 1 && (n = fread(out + len, 1, sizeof(out) - 1 - len, f)) > 0)
-		len += n;
-	out[len] = '\0';
-	if (pclose(f) != 0)
-		fail_msg("go tool pprof failed:\n%s", out);
+	go_pprof(go, "-top", path, out, sizeof(out));
 	assert_non_null(strstr(out, "inlined_helper"));
 	assert_non_null(strstr(out, "compute"));
 	assert_non_null(strstr(out, "main"));
 	assert_non_null(strstr(out, "do_syscall_64"));
 	assert_non_null(strstr(out, "Type: cpu"));
+
+	/* Span labels select the span's samples: -tagfocus span_id=... */
+	make_linked(&lk);
+	assert_int_equal(pprof__write(lk.p, path), 0);
+	profile__free(lk.p);
+	go_pprof(go, "-top -sample_index=samples -tagfocus span_id=" SPAN_B_SPAN, path, out,
+		 sizeof(out));
+	assert_non_null(strstr(out, "in_span_b"));
+	assert_null(strstr(out, "in_span_a"));
+	go_pprof(go, "-top -sample_index=samples -tagfocus span_id=" SPAN_A_SPAN, path, out,
+		 sizeof(out));
+	assert_non_null(strstr(out, "in_span_a"));
+	assert_null(strstr(out, "in_span_b"));
+	/* (2 + 3 + 4) per CPU, of (1 + 2 + 3 + 4 + 5 + 6) per CPU. */
+	assert_non_null(strstr(out, "accounting for 18, 42.86% of 42 total"));
+	/* Anchored: pprof reads a value of digits then letters as a numeric range. */
+	go_pprof(go, "-top -sample_index=samples -tagfocus 'trace_id=^" SPAN_A_TRACE "$'", path,
+		 out, sizeof(out));
+	assert_non_null(strstr(out, "in_span_a"));
+	assert_non_null(strstr(out, "in_span_b"));
+	/* A context attribute is a label like the others. */
+	go_pprof(go, "-top -sample_index=samples -tagfocus ctx.k1=v1", path, out, sizeof(out));
+	assert_non_null(strstr(out, "accounting for 8, 19.05% of 42 total"));
+	assert_null(strstr(out, "in_span_b"));
 	free(path);
 }
 
@@ -576,6 +849,8 @@ int main(void)
 	    cmocka_unit_test(test_folded_empty_profile),
 	    cmocka_unit_test(test_writers_leave_nothing_on_error),
 	    cmocka_unit_test(test_pprof_fields),
+	    cmocka_unit_test(test_pprof_links_and_context),
+	    cmocka_unit_test(test_pprof_many_links),
 	    cmocka_unit_test(test_pprof_empty_profile),
 	    cmocka_unit_test(test_pprof_opens_in_go_tool_pprof),
 	    cmocka_unit_test(test_svg),

@@ -28,6 +28,7 @@ static void assert_fresh(const struct profile *p)
 {
 	static const struct profile_mapping zm;
 	static const struct profile_function zf;
+	static const struct profile_link zlink;
 	const struct profile_location *zl;
 
 	assert_int_equal(profile__nstrings(p), 1);
@@ -47,6 +48,13 @@ static void assert_fresh(const struct profile *p)
 	assert_int_equal(profile__nstacks(p), 1);
 	assert_int_equal(profile__stack(p, 0)->nlocations, 0);
 	assert_null(profile__stack_locations(p, 0));
+	assert_int_equal(profile__nlinks(p), 1);
+	assert_memory_equal(profile__link(p, 0), &zlink, sizeof(zlink));
+	assert_null(profile__link(p, 1));
+	assert_int_equal(profile__nattrsets(p), 1);
+	assert_int_equal(profile__attrset(p, 0)->nattrs, 0);
+	assert_null(profile__attrset(p, 1));
+	assert_null(profile__attrset_attrs(p, 1));
 	assert_int_equal(profile__nsamples(p), 0);
 	assert_null(profile__sample(p, 0));
 	assert_int_equal(profile__total_count(p), 0);
@@ -433,6 +441,322 @@ static void test_meta_and_reset(void **state)
 	assert_true(after_first < 5000 * 1024);
 }
 
+/* A link whose ids are derived from @i (never all zero). */
+static struct profile_link make_link(uint32_t i)
+{
+	struct profile_link l;
+
+	for (int j = 0; j < 16; j++)
+		l.trace_id[j] = (uint8_t)(i >> (8 * (j % 4))) ^ (uint8_t)(0x11 * j);
+	for (int j = 0; j < 8; j++)
+		l.span_id[j] = (uint8_t)(i >> (8 * (j % 4))) ^ (uint8_t)(0x5a + j);
+	l.span_id[7] |= 1;
+	return l;
+}
+
+static void test_links(void **state)
+{
+	struct profile *p = *state;
+	struct profile_link zero = {0}, a = make_link(1), b = a, c = a, only_trace = {0},
+			    only_span = {0};
+
+	assert_int_equal(profile__intern_link(p, &zero), 0);
+	assert_int_equal(profile__nlinks(p), 1);
+	assert_int_equal(profile__intern_link(p, &a), 1);
+	assert_int_equal(profile__intern_link(p, &a), 1);
+	b.span_id[0] ^= 0xff; /* same trace, other span */
+	assert_int_equal(profile__intern_link(p, &b), 2);
+	c.trace_id[15] ^= 0xff; /* same span, other trace */
+	assert_int_equal(profile__intern_link(p, &c), 3);
+	/* Half-zero links are links, not "no span". */
+	only_trace.trace_id[0] = 1;
+	only_span.span_id[7] = 1;
+	assert_int_equal(profile__intern_link(p, &only_trace), 4);
+	assert_int_equal(profile__intern_link(p, &only_span), 5);
+	assert_int_equal(profile__intern_link(p, &b), 2);
+	assert_int_equal(profile__nlinks(p), 6);
+	assert_memory_equal(profile__link(p, 1), &a, sizeof(a));
+	assert_memory_equal(profile__link(p, 2), &b, sizeof(b));
+	assert_memory_equal(profile__link(p, 3), &c, sizeof(c));
+	assert_memory_equal(profile__link(p, 0), &zero, sizeof(zero));
+	assert_null(profile__link(p, 6));
+
+	/* Many links: the table and its index move; a link read from the table is found. */
+	for (uint32_t i = 0; i < 20000; i++) {
+		struct profile_link l = make_link(1000 + i);
+
+		assert_int_equal(profile__intern_link(p, &l), 6 + i);
+	}
+	assert_int_equal(profile__nlinks(p), 20006);
+	for (uint32_t i = 0; i < 20000; i += 7) {
+		struct profile_link l = make_link(1000 + i);
+
+		assert_int_equal(profile__intern_link(p, &l), 6 + i);
+		assert_memory_equal(profile__link(p, 6 + i), &l, sizeof(l));
+		assert_int_equal(profile__intern_link(p, profile__link(p, 6 + i)), 6 + i);
+	}
+	assert_int_equal(profile__intern_link(p, &a), 1);
+	assert_memory_equal(profile__link(p, 1), &a, sizeof(a));
+	assert_int_equal(profile__intern_link(p, &zero), 0);
+	assert_int_equal(profile__nlinks(p), 20006);
+}
+
+static void assert_attrset(const struct profile *p, uint32_t set, const struct profile_attr *want,
+			   uint32_t n)
+{
+	assert_non_null(profile__attrset(p, set));
+	assert_int_equal(profile__attrset(p, set)->nattrs, n);
+	assert_memory_equal(profile__attrset_attrs(p, set), want, n * sizeof(*want));
+}
+
+static void test_attrsets(void **state)
+{
+	struct profile *p = *state;
+	uint32_t route = profile__intern_string(p, "http.route");
+	uint32_t user = profile__intern_string(p, "user");
+	uint32_t api = profile__intern_string(p, "/api");
+	uint32_t alice = profile__intern_string(p, "alice");
+	struct profile_attr one[1] = {{route, api}};
+	struct profile_attr two[2] = {{route, api}, {user, alice}};
+	struct profile_attr rev[2] = {{user, alice}, {route, api}};
+	struct profile_attr swapped[2] = {{route, alice}, {user, api}};
+	struct profile_attr empty_value[1] = {{user, 0}};
+	struct profile_attr copy[2];
+	uint32_t nstrings = profile__nstrings(p);
+
+	assert_int_equal(profile__intern_attrset(p, NULL, 0), 0);
+	assert_int_equal(profile__intern_attrset(p, two, 0), 0);
+	assert_int_equal(profile__nattrsets(p), 1);
+	assert_int_equal(profile__intern_attrset(p, one, 1), 1);
+	assert_int_equal(profile__intern_attrset(p, two, 2), 2);
+	/* Equal content from another array is the same set. */
+	memcpy(copy, two, sizeof(copy));
+	assert_int_equal(profile__intern_attrset(p, copy, 2), 2);
+	assert_int_equal(profile__intern_attrset(p, copy, 1), 1); /* a prefix: the 1-set */
+	/* Order and pairing matter. */
+	assert_int_equal(profile__intern_attrset(p, rev, 2), 3);
+	assert_int_equal(profile__intern_attrset(p, swapped, 2), 4);
+	/* An empty value is a value. */
+	assert_int_equal(profile__intern_attrset(p, empty_value, 1), 5);
+	assert_int_equal(profile__nattrsets(p), 6);
+	assert_attrset(p, 1, one, 1);
+	assert_attrset(p, 2, two, 2);
+	assert_attrset(p, 3, rev, 2);
+	assert_attrset(p, 4, swapped, 2);
+	assert_attrset(p, 5, empty_value, 1);
+	assert_int_equal(profile__attrset(p, 0)->nattrs, 0);
+	assert_null(profile__attrset(p, 6));
+	assert_null(profile__attrset_attrs(p, 6));
+
+	/* Key 0, out-of-range key or value: EINVAL, nothing added. */
+	{
+		struct profile_attr bad[3][2] = {
+		    {{route, api}, {0, alice}},
+		    {{route, api}, {nstrings, alice}},
+		    {{route, api}, {user, nstrings + 100}},
+		};
+
+		for (int i = 0; i < 3; i++) {
+			errno = 0;
+			assert_int_equal(profile__intern_attrset(p, bad[i], 2), 0);
+			assert_int_equal(errno, EINVAL);
+		}
+		assert_int_equal(profile__nattrsets(p), 6);
+	}
+	/* Strings interned after the set's strings are valid too. */
+	one[0].value = profile__intern_string(p, "/later");
+	assert_int_equal(profile__intern_attrset(p, one, 1), 6);
+	assert_int_equal(profile__nattrsets(p), 7);
+}
+
+static void test_attrsets_grow(void **state)
+{
+	struct profile *p = *state;
+	struct profile_attr attrs[8];
+	uint32_t keys[8], first = profile__nattrsets(p);
+	char buf[32];
+
+	for (int k = 0; k < 8; k++) {
+		snprintf(buf, sizeof(buf), "key%d", k);
+		keys[k] = profile__intern_string(p, buf);
+	}
+	/* Sets of 1..8 attributes with distinct values: the pool and the index move often. */
+	for (uint32_t i = 0; i < 6000; i++) {
+		uint32_t n = 1 + i % 8;
+
+		for (uint32_t k = 0; k < n; k++) {
+			snprintf(buf, sizeof(buf), "v%u_%u", i, k);
+			attrs[k] = (struct profile_attr){keys[k], profile__intern_string(p, buf)};
+		}
+		assert_int_equal(profile__intern_attrset(p, attrs, n), first + i);
+	}
+	assert_int_equal(profile__nattrsets(p), first + 6000);
+	/* Every set still found by content and still holding it. */
+	for (uint32_t i = 0; i < 6000; i += 5) {
+		uint32_t n = 1 + i % 8;
+
+		for (uint32_t k = 0; k < n; k++) {
+			snprintf(buf, sizeof(buf), "v%u_%u", i, k);
+			attrs[k] = (struct profile_attr){keys[k], profile__find_string(p, buf)};
+		}
+		assert_int_equal(profile__intern_attrset(p, attrs, n), first + i);
+		assert_attrset(p, first + i, attrs, n);
+	}
+	assert_int_equal(profile__nattrsets(p), first + 6000);
+}
+
+static void test_samples_split_by_link_and_attrs(void **state)
+{
+	struct profile *p = *state;
+	struct profile_link la = make_link(1), lb = make_link(2);
+	struct profile_attr a1[1] = {
+	    {profile__intern_string(p, "k"), profile__intern_string(p, "x")}};
+	struct profile_attr a2[1] = {{a1[0].key, profile__intern_string(p, "y")}};
+	struct profile_sample_key base = {
+	    .stack = one_stack(p, 0x10),
+	    .pid = 10,
+	    .tid = 11,
+	    .cpu = 2,
+	    .comm = profile__intern_string(p, "worker"),
+	    .process_name = profile__intern_string(p, "app"),
+	};
+	uint32_t links[2] = {profile__intern_link(p, &la), profile__intern_link(p, &lb)};
+	uint32_t sets[2] = {profile__intern_attrset(p, a1, 1), profile__intern_attrset(p, a2, 1)};
+	struct profile_sample_key keys[9];
+	uint32_t n = 0;
+
+	assert_true(links[0] && links[1] && sets[0] && sets[1]);
+	/* Every {link, attrs} combination of one stack/thread/cpu: 9 samples. */
+	for (uint32_t l = 0; l < 3; l++) {
+		for (uint32_t a = 0; a < 3; a++) {
+			keys[n] = base;
+			keys[n].link = l ? links[l - 1] : 0;
+			keys[n].attrs = a ? sets[a - 1] : 0;
+			assert_int_equal(profile__add_sample(p, &keys[n], 1000 + n, 1 + n), 0);
+			n++;
+		}
+	}
+	/* Again: each merges into its own sample. */
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(profile__add_sample(p, &keys[i], 2000 + i, 1), 0);
+	assert_int_equal(profile__nsamples(p), 9);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct profile_sample *s = profile__sample(p, i);
+
+		assert_memory_equal(&s->key, &keys[i], sizeof(keys[i]));
+		assert_int_equal(s->count, 2 + i);
+		assert_int_equal(s->ntimestamps, 2);
+		assert_int_equal(s->timestamps_unix_nano[0], 1000 + i);
+		assert_int_equal(s->timestamps_unix_nano[1], 2000 + i);
+	}
+	assert_int_equal(profile__total_count(p), 9 * 2 + 36);
+
+	/* Out-of-range link or attribute set: -EINVAL, nothing counted. */
+	keys[0].link = profile__nlinks(p);
+	assert_int_equal(profile__add_sample(p, &keys[0], 1, 1), -EINVAL);
+	keys[0].link = 0;
+	keys[0].attrs = profile__nattrsets(p);
+	assert_int_equal(profile__add_sample(p, &keys[0], 1, 1), -EINVAL);
+	keys[0].attrs = UINT32_MAX;
+	assert_int_equal(profile__add_sample(p, &keys[0], 1, 1), -EINVAL);
+	assert_int_equal(profile__nsamples(p), 9);
+	assert_int_equal(profile__total_count(p), 9 * 2 + 36);
+}
+
+/* A window with span links and context attributes: @n samples, each its own link. */
+static void fill_linked(struct profile *p, uint32_t n)
+{
+	uint32_t key = profile__intern_string(p, "http.route");
+	uint32_t stack = one_stack(p, 0x10);
+	char buf[32];
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct profile_link l = make_link(i);
+		struct profile_attr a[4];
+		struct profile_sample_key k = {.stack = stack, .tid = i % 7};
+
+		for (uint32_t j = 0; j < 4; j++) {
+			snprintf(buf, sizeof(buf), "/r/%u/%u", i, j);
+			a[j] = (struct profile_attr){key, profile__intern_string(p, buf)};
+		}
+		k.link = profile__intern_link(p, &l);
+		k.attrs = profile__intern_attrset(p, a, 4);
+		assert_true(k.link && k.attrs);
+		assert_int_equal(profile__add_sample(p, &k, 100 + i, 1), 0);
+	}
+}
+
+static void test_links_reset_and_memory(void **state)
+{
+	struct profile *p = *state;
+	struct profile *twin = profile__new();
+	struct profile_link l = make_link(7);
+	struct profile_attr a[1];
+	size_t before, with_links, with_sets, after_first;
+	const uint32_t n = 10240;
+
+	assert_non_null(twin);
+	/* Links: at least the ids and an index entry each. */
+	before = profile__memory_usage(p);
+	for (uint32_t i = 0; i < n; i++) {
+		struct profile_link x = make_link(i);
+
+		assert_true(profile__intern_link(p, &x) != 0);
+	}
+	with_links = profile__memory_usage(p);
+	assert_true(with_links - before >= n * (sizeof(struct profile_link) + 6 * sizeof(void *)));
+
+	/* Sets of 64 attributes: at least the attributes themselves. */
+	{
+		struct profile_attr big[64];
+		uint32_t vals[1000];
+		char buf[32];
+
+		for (uint32_t j = 0; j < 1000; j++) {
+			snprintf(buf, sizeof(buf), "v%u", j);
+			vals[j] = profile__intern_string(twin, buf);
+		}
+		for (uint32_t j = 0; j < 64; j++)
+			big[j] = (struct profile_attr){vals[0], vals[j]};
+		before = profile__memory_usage(twin);
+		for (uint32_t i = 0; i < 1000; i++) {
+			big[0].value = vals[i];
+			assert_int_equal(profile__intern_attrset(twin, big, 64), 1 + i);
+		}
+		with_sets = profile__memory_usage(twin);
+		assert_true(with_sets - before >= 1000 * 64 * sizeof(struct profile_attr));
+	}
+	profile__free(twin);
+
+	/* Reset drops links and attribute sets: indices restart at 1. */
+	profile__reset(p);
+	assert_fresh(p);
+	assert_int_equal(profile__intern_link(p, &l), 1);
+	a[0] =
+	    (struct profile_attr){profile__intern_string(p, "k"), profile__intern_string(p, "v")};
+	assert_int_equal(profile__intern_attrset(p, a, 1), 1);
+	profile__reset(p);
+	assert_fresh(p);
+	/* A pre-reset set is not found: its strings are gone too. */
+	errno = 0;
+	assert_int_equal(profile__intern_attrset(p, a, 1), 0);
+	assert_int_equal(errno, EINVAL);
+
+	/* Windows of equal size reuse the memory of the first, links and sets included. */
+	fill_linked(p, 3000);
+	assert_int_equal(profile__nlinks(p), 3001);
+	assert_int_equal(profile__nattrsets(p), 3001);
+	assert_int_equal(profile__nsamples(p), 3000);
+	after_first = profile__memory_usage(p);
+	for (int i = 0; i < 3; i++) {
+		profile__reset(p);
+		assert_true(profile__memory_usage(p) <= after_first);
+		fill_linked(p, 3000);
+		assert_true(profile__memory_usage(p) <= after_first);
+	}
+	assert_int_equal(profile__nlinks(p), 3001);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +770,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_samples_merge_and_timestamps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_samples, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_meta_and_reset, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_links, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_attrsets, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_attrsets_grow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_samples_split_by_link_and_attrs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_links_reset_and_memory, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);

@@ -90,7 +90,8 @@ int main(int argc, char **argv)
 	char *end;
 
 	if (argc != 2 || (units = strtoul(argv[1], &end, 10)) == 0 || *end) {
-		fprintf(stderr, "usage: %s UNITS (a positive integer; one unit is ~1M operations)\n",
+		fprintf(stderr,
+			"usage: %s UNITS (a positive integer; one unit is ~1M operations)\n",
 			argv[0]);
 		return 2;
 	}

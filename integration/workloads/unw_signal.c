@@ -47,7 +47,7 @@ __attribute__((noinline)) unsigned long spin_outer(double until)
 
 int main(int argc, char **argv)
 {
-	struct itimerval it = { { 0, 4000 }, { 0, 4000 } };
+	struct itimerval it = {{0, 4000}, {0, 4000}};
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
