@@ -99,8 +99,11 @@ def check_links(prof, spans):
         if not link[0]:
             continue
         span = spans.get(link)
-        ok = (span is not None and span["tid"] == tid and
-              ENDPOINT_FN[span["endpoint"]] in fns)
+        # A sample of the span's thread, not in another span's code: in the span's endpoint
+        # function, or in the span's own set-up (attach, a uprobe's trap) before it.
+        others = {fn for ep, fn in ENDPOINT_FN.items() if span is None or ep != span["endpoint"]}
+        ok = (span is not None and span["tid"] == tid and not others & set(fns) and
+              "between_requests" not in fns)
         if not ok:
             c["wrong"] += n
             wrong.append((link, tid, span, fns[:6]))

@@ -7,6 +7,7 @@ pkgs=(
 	clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev pkg-config
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libgrpc-dev
 	uthash-dev libssl-dev libiberty-dev libcap-dev clang-format libcmocka-dev linux-perf binutils elfutils
+	libjson-c-dev libmicrohttpd-dev chromium
 )
 
 missing=()
@@ -25,6 +26,9 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if ! command -v npm >/dev/null; then
+	echo "spanprof: the view page bundles its flame graph library from the npm registry: install Node.js >= 20 with npm" >&2
+fi
 if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
 fi
