@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -18,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "caps.h"
 #include "flamegraph.h"
 #include "otel_env.h"
 #include "otlp_encode.h"
@@ -333,22 +333,14 @@ static void memory_summary(struct symcache *syms)
 
 static int check_privileges(void)
 {
-	cap_flag_value_t bpf = CAP_CLEAR, perfmon = CAP_CLEAR, admin = CAP_CLEAR;
-	cap_t caps = cap_get_proc();
+	char msg[256];
+	int err = caps__check(msg, sizeof(msg));
 
-	if (!caps)
-		return fail("cannot read this process's capabilities: %s", strerror(errno));
-	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
-#ifdef CAP_BPF
-	cap_get_flag(caps, CAP_BPF, CAP_EFFECTIVE, &bpf);
-	cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
-#endif
-	cap_free(caps);
-	if (admin == CAP_SET || (bpf == CAP_SET && perfmon == CAP_SET))
-		return 0;
-	return fail(
-	    "missing privileges: sampling needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); "
-	    "run as root, e.g. 'sudo build/spanprof record ...'");
+	if (err == -EPERM)
+		return fail("%s", msg);
+	if (err)
+		return fail("cannot read this process's capabilities: %s", strerror(-err));
+	return 0;
 }
 
 static int check_btf(void)
@@ -832,6 +824,14 @@ int record__run(const struct record_opts *o)
 		goto cleanup_dir;
 	}
 	sampler__start(s);
+	/* Everything that needs CAP_PERFMON and the like is loaded and attached: let it go. */
+	n = caps__drop_after_load();
+	if (getenv("SPANPROF_DEBUG")) {
+		char left[512];
+
+		caps__describe(left, sizeof(left));
+		fprintf(stderr, "spanprof: capabilities: %d dropped, kept %s\n", n, left);
+	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
 	t0 = last_progress = last_export = last_trim = clock_ns(CLOCK_MONOTONIC);

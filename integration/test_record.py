@@ -220,3 +220,40 @@ def test_no_repeated_frames_without_recursion(spanprof, workload, procs, tmp_pat
     for frames, _ in folded:
         for a, b in zip(frames, frames[1:]):
             assert a != b, f"repeated frame {a} in {frames}"
+
+
+def _cap_mask(pid, field):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_capabilities_dropped_after_loading(spanprof, workload, procs, tmp_path):
+    """Once loaded, the agent keeps only what it uses: no CAP_PERFMON, CAP_SYS_MODULE, ..."""
+    chain = workload("chain")
+    p = procs.start(chain, "10")
+    rec = procs.start(spanprof, "record", "--pid", p.pid, "--output-dir", tmp_path / "out",
+                      stderr=subprocess.PIPE, text=True)
+    first = rec.stderr.readline()
+    assert "sampling" in first, first
+    time.sleep(0.5)
+    keep = {1, 2, 19, 21, 39, 40}  # dac_override, dac_read_search, sys_ptrace, sys_admin, bpf,
+    #                                 checkpoint_restore
+    for field in ("CapPrm", "CapEff", "CapBnd"):
+        mask = _cap_mask(rec.pid, field)
+        extra = [b for b in range(64) if mask >> b & 1 and b not in keep]
+        assert not extra, f"{field} still holds capabilities {extra}"
+    assert _cap_mask(rec.pid, "CapEff") >> 39 & 1, "CAP_BPF dropped: unwind tables need it"
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    assert (tmp_path / "out" / "profile.pb.gz").exists()
+
+
+def test_missing_capability_is_named(spanprof, tmp_path):
+    res = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-bpf,-perfmon,-sys_admin",
+                          str(spanprof), "record", "-d", "1", "-o", str(tmp_path / "o")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert "CAP_BPF and CAP_PERFMON" in res.stderr, res.stderr
