@@ -19,8 +19,8 @@
 
 /* What the running agent keeps (caps.h says why). */
 static const cap_value_t keep[] = {
-    CAP_BPF,	      CAP_SYS_PTRACE,	 CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE,
-    CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE,
+    CAP_BPF,	      CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH,
+    CAP_DAC_OVERRIDE,
 };
 
 static int has(cap_t c, cap_value_t v)
@@ -47,11 +47,12 @@ int caps__check(char *msg, size_t msglen)
 	ptrace = has(c, CAP_SYS_PTRACE);
 	cap_free(c);
 	if (!bpf || !perfmon) {
-		snprintf(msg, msglen,
-			 "missing privileges: sampling needs %s%s%s (or CAP_SYS_ADMIN); run as root "
-			 "or grant them (docs/deploy.md)",
-			 bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "",
-			 perfmon ? "" : "CAP_PERFMON");
+		snprintf(
+		    msg, msglen,
+		    "missing privileges: sampling needs %s%s%s (or CAP_SYS_ADMIN); run as root "
+		    "or grant them (docs/deploy.md)",
+		    bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "",
+		    perfmon ? "" : "CAP_PERFMON");
 		return -EPERM;
 	}
 	if (!ptrace)

@@ -9,6 +9,7 @@
 
 #include "record.h"
 #include "sampler.h"
+#include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
 const char *argp_program_bug_address = "the project's issue tracker";
@@ -22,6 +23,8 @@ static const char usage_text[] =
     "Commands:\n"
     "  record    sample CPUs and write a symbolized profile (pprof, folded stacks,\n"
     "            flame graph), or send it as OTLP profiles to a Collector\n"
+    "  view      merge profiles (pprof, OTLP files) into one HTML page: flame\n"
+    "            graph filtered by service, thread, time and span\n"
     "\n"
     "Run 'spanprof COMMAND --help' for the options of a command.\n"
     "  -h, --help       this text\n"
@@ -196,7 +199,7 @@ static size_t parse_bytes(struct argp_state *state, const char *flag, const char
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
-	char *eq;
+	char *eq, spec[PATH_MAX + 256];
 	char *tok, *save = NULL;
 	char *end;
 
@@ -295,14 +298,22 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SPAN_LINKS:
 		o->no_span_links = 1;
 		break;
+	case ARGP_KEY_END:
+		if (o->no_span_links && o->nctx_uprobes)
+			argp_error(state,
+				   "--context-uprobe and --no-span-links contradict each other");
+		break;
 	case OPT_CTX_UPROBE:
 		if (o->nctx_uprobes >= RECORD_MAX_CTX_UPROBES)
 			argp_error(state, "at most %d --context-uprobe", RECORD_MAX_CTX_UPROBES);
+		if (strlen(arg) >= sizeof(spec))
+			argp_error(state, "--context-uprobe: '%s' is too long", arg);
+		strcpy(spec, arg); /* parse_ctx_uprobe() cuts arg into pieces */
 		if (parse_ctx_uprobe(arg, &o->ctx_uprobes[o->nctx_uprobes]))
 			argp_error(state,
-				   "--context-uprobe wants BINARY:SYMBOL[:argN|tls][,scoped] "
+				   "--context-uprobe wants BINARY:SYMBOL[:argN[,scoped]|:tls] "
 				   "(N from 1 to 6), not '%s'",
-				   arg);
+				   spec);
 		o->nctx_uprobes++;
 		break;
 	case ARGP_KEY_ARG:
@@ -369,6 +380,8 @@ int main(int argc, char **argv)
 			ropts.output_dir = "out";
 		return record__run(&ropts);
 	}
+	if (!strcmp(argv[1], "view"))
+		return view__main(argc - 1, argv + 1);
 	fprintf(stderr, "spanprof: unknown command '%s'\n\n%s", argv[1], usage_text);
 	return 2;
 }

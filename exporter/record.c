@@ -46,6 +46,13 @@ struct recorder {
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
+	/*
+	 * Exits seen but not handled yet: the process's last samples may still wait in the
+	 * sample ring (woken less often), and need its tables, maps and context. Handled after
+	 * the next drain of the sample ring.
+	 */
+	struct unwind_event exits[256];
+	uint32_t nexits;
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
 };
 
@@ -141,11 +148,32 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 {
 	struct recorder *r = ctx;
 
+	if (e->kind == UNWIND_EVENT_EXIT && r->nexits < sizeof(r->exits) / sizeof(r->exits[0])) {
+		r->exits[r->nexits++] = *e;
+		return 0;
+	}
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
 	if (r->links)
 		spanlinks__note_event(r->links, e);
 	return 0;
+}
+
+/* The exits noted by on_unwind_event(), once the samples taken before them are in. */
+static void handle_exits(struct recorder *r, struct sampler *s)
+{
+	uint32_t n = r->nexits;
+
+	if (!n)
+		return;
+	sampler__drain(s);
+	r->nexits = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (r->unwinder)
+			unwinder__note_event(r->unwinder, &r->exits[i]);
+		if (r->links)
+			spanlinks__note_event(r->links, &r->exits[i]);
+	}
 }
 
 /* Every reader of a process's maps: the CFI unwinder and the span links. */
@@ -189,9 +217,8 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	if (r->opts->no_span_links || sampler__threadctx_maps(s, &tm))
 		return 0;
 	lo.procs_fd = tm.procs_fd;
-	for (size_t i = 0; i < r->opts->nctx_uprobes; i++)
-		if (r->opts->ctx_uprobes[i].mode & SP_CTXP_TLS)
-			lo.allow_symtab = 1;
+	/* .symtab too: static executables have no .dynsym at all. */
+	lo.allow_symtab = 1;
 	r->links = spanlinks__new(&lo);
 	if (!r->links)
 		return fail("out of memory while starting");
@@ -865,6 +892,7 @@ int record__run(const struct record_opts *o)
 				wait_ms = due;
 		}
 		n = sampler__poll(s, wait_ms);
+		handle_exits(&r, s);
 		if (n < 0) {
 			fail("reading the ring buffer failed: %s", strerror(-n));
 			break;

@@ -412,9 +412,15 @@ static int attach_one_uprobe(struct sampler *s, struct bpf_program *prog, const 
 	l = bpf_program__attach_uprobe_opts(prog, -1, binary, 0, &uo);
 	if (!l) {
 		int err = -errno;
+		char why[128];
 
+		/* libbpf's own codes (not an ELF file, ...) are beyond strerror's range. */
+		if (err == -LIBBPF_ERRNO__FORMAT || err == -LIBBPF_ERRNO__LIBELF)
+			snprintf(why, sizeof(why), "not a readable ELF file");
+		else
+			libbpf_strerror(err, why, sizeof(why));
 		fprintf(stderr, "spanprof: --context-uprobe %s:%s: attaching the %s failed: %s\n",
-			binary, func, retprobe ? "uretprobe" : "uprobe", strerror(-err));
+			binary, func, retprobe ? "uretprobe" : "uprobe", why);
 		return err;
 	}
 	s->uprobe_links[s->nuprobe_links++] = l;

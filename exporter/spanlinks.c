@@ -19,6 +19,8 @@
 /* Lazy TLSDESC slots are resolved on a thread's first access: look again this often. */
 #define RETRY_NS (500ull * 1000000)
 #define MAX_RETRIES 240 /* two minutes */
+/* An exited process's context names its last samples until they are exported. */
+#define EXITED_KEEP_NS (60ull * 1000000000)
 /* Process contexts published without a prctl naming the mapping are found this late. */
 #define RECHECK_NS (30ull * 1000000000)
 #define SWEEP_NS (10ull * 1000000000)
@@ -33,6 +35,7 @@ struct slproc {
 	int has_ctx;
 	struct procctx ctx;
 	uint64_t ctx_checked_ns;
+	uint64_t exited_ns;	/* when the process exited (its context is kept a while), 0 */
 	struct procmeta merged; /* shallow: strings belong to the base meta or to ctx */
 	const struct procmeta *merged_base;
 };
@@ -122,7 +125,8 @@ static struct slproc *proc_get(struct spanlinks *sl, uint32_t pid, uint64_t star
 	struct slproc *p;
 
 	HASH_FIND(hh, sl->procs, &pid, sizeof(pid), p);
-	if (p && start_boot_ns && p->start_boot_ns && p->start_boot_ns != start_boot_ns) {
+	if (p && ((start_boot_ns && p->start_boot_ns && p->start_boot_ns != start_boot_ns) ||
+		  (p->exited_ns && start_boot_ns != p->start_boot_ns))) {
 		proc_remove(sl, p); /* the PID was reused */
 		p = NULL;
 	}
@@ -217,6 +221,12 @@ void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
 	HASH_FIND(hh, sl->procs, &pid, sizeof(pid), p);
 	switch (e->kind) {
 	case UNWIND_EVENT_EXIT:
+		/* Its descriptor goes now; its context still names samples not yet exported. */
+		if (p) {
+			loc_clear(sl, p);
+			p->exited_ns = now_ns();
+		}
+		break;
 	case UNWIND_EVENT_EXEC: /* a new image: the next maps read starts over */
 		if (p)
 			proc_remove(sl, p);
@@ -242,10 +252,16 @@ void spanlinks__tick(struct spanlinks *sl)
 	if (sweep)
 		sl->last_sweep_ns = now;
 	HASH_ITER (hh, sl->procs, p, tmp) {
+		if (p->exited_ns) {
+			if (now - p->exited_ns >= EXITED_KEEP_NS)
+				proc_remove(sl, p);
+			continue;
+		}
 		if (sweep) {
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
 			if (access(path, F_OK) && errno == ENOENT) {
-				proc_remove(sl, p);
+				loc_clear(sl, p);
+				p->exited_ns = now;
 				continue;
 			}
 		}

@@ -31,7 +31,7 @@ struct unwind_event;
 
 struct spanlinks_opts {
 	int procs_fd;	  /* BPF map tls_procs (tgid -> struct sp_tls_loc) */
-	int allow_symtab; /* also look for the variable in .symtab (--context-uprobe ...:tls) */
+	int allow_symtab; /* also look for the variable in .symtab (static executables) */
 };
 
 struct spanlinks_stats {
