@@ -11,3 +11,8 @@ bench: bench-context-reader
 
 bench-context-reader: $(BUILD)/spanprof
 	$(Q)python3 bench/context_reader.py --build $(BUILD) $(BENCH_CONTEXT_ARGS)
+
+# Both halves of the span-link cost in one run: the writer's attach+detach (ns per pair,
+# against plain TLS stores) and the reader's BPF time per sample (on vs off).
+.PHONY: bench-context
+bench-context: bench-context-writer bench-context-reader
