@@ -25,7 +25,7 @@ OBJ        := $(BUILD)/obj
 CFLAGS     ?= -g -O2
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	      -DSPANPROF_VERSION='"$(VERSION)"' -I$(GEN) -I$(BUILD) -Iexporter -Ibpf
-LDLIBS     += -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -lpthread -lm
+LDLIBS     += -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -lpthread -lm -ljson-c -lmicrohttpd
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Ibpf
 
 # --- generated code -------------------------------------------------------------------------
@@ -95,11 +95,12 @@ deps:
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/spanprof record --duration 10 --output-dir out
+	$(Q)$(BUILD)/spanprof view out --output out/profile.html
 
 # Test and bench fragments add their own targets and prerequisites.
 UNIT_TESTS :=
 INTEGRATION_TESTS :=
-include $(wildcard writer/*.mk test/*.mk integration/*.mk bench/*.mk)
+include $(wildcard writer/*.mk view/*.mk test/*.mk integration/*.mk bench/*.mk)
 
 unit: all $(UNIT_TESTS)
 	$(Q)scripts/run-tests.sh unit $(UNIT_TESTS)

@@ -133,7 +133,8 @@ static uint32_t hash_bytes(const void *p, size_t n)
 		h ^= h >> 29;
 	}
 	w = 0;
-	memcpy(&w, b, n);
+	if (n)
+		memcpy(&w, b, n);
 	return (uint32_t)mix64(h ^ w);
 }
 
@@ -344,8 +345,8 @@ static bool stack_eq(const struct view_doc *d, uint32_t i, const void *key)
 {
 	const struct stackkey *k = key;
 
-	return d->stacks[i].len == k->n &&
-	       !memcmp(d->stack_pool + d->stacks[i].first, k->frames, k->n * sizeof(int32_t));
+	return d->stacks[i].len == k->n && (!k->n || !memcmp(d->stack_pool + d->stacks[i].first,
+							     k->frames, k->n * sizeof(int32_t)));
 }
 
 int32_t view_doc__stack(struct view_doc *d, const int32_t *frames, uint32_t n)
@@ -579,8 +580,11 @@ int32_t view_doc__series(struct view_doc *d, int32_t type, int32_t stack, int32_
 	struct series s = {.type = type, .stack = stack, .thread = thread, .span = span};
 	uint32_t h = hash_bytes(&s, 4 * sizeof(int32_t));
 	struct slot *sl;
-	int err = itab_reserve(&d->series_ix);
+	int err;
 
+	if (d->finished)
+		return -EINVAL;
+	err = itab_reserve(&d->series_ix);
 	if (err)
 		return err;
 	sl = itab_probe(&d->series_ix, h, series_eq, d, &s);
@@ -881,6 +885,8 @@ int view_doc__finish(struct view_doc *d)
 	d->ev_series = NULL;
 	d->ev_ts = NULL;
 	d->ev_value = NULL;
+	free(d->series_ix.s); /* no series after this */
+	memset(&d->series_ix, 0, sizeof(d->series_ix));
 	d->finished = true;
 	err = 0;
 cleanup:
@@ -1089,6 +1095,9 @@ static void vb_key(struct vbuf *b, const char *k)
 	vb_lit(b, "\":");
 }
 
+/* The address of field @f of the first element of @arr (NULL for an empty table). */
+#define COL(arr, f) ((arr) ? (const void *)&(arr)->f : NULL)
+
 /* A column of int32 fields of an array of structs (or of a plain array: @stride sizeof). */
 static void vb_col32(struct vbuf *b, const char *key, const void *base, size_t n, size_t stride)
 {
@@ -1192,15 +1201,15 @@ static void write_tables(struct vbuf *b, const struct view_doc *d)
 	vb_lit(b, "],\n");
 
 	vb_lit(b, "\"frames\":{");
-	vb_col32(b, "name", &d->frames->name, d->nframes, sizeof(struct frame));
+	vb_col32(b, "name", COL(d->frames, name), d->nframes, sizeof(struct frame));
 	vb_ch(b, ',');
-	vb_col32(b, "file", &d->frames->file, d->nframes, sizeof(struct frame));
+	vb_col32(b, "file", COL(d->frames, file), d->nframes, sizeof(struct frame));
 	vb_ch(b, ',');
-	vb_col64(b, "line", &d->frames->line, d->nframes, sizeof(struct frame));
+	vb_col64(b, "line", COL(d->frames, line), d->nframes, sizeof(struct frame));
 	vb_ch(b, ',');
-	vb_col32(b, "module", &d->frames->module, d->nframes, sizeof(struct frame));
+	vb_col32(b, "module", COL(d->frames, module), d->nframes, sizeof(struct frame));
 	vb_ch(b, ',');
-	vb_col32(b, "kind", &d->frames->kind, d->nframes, sizeof(struct frame));
+	vb_col32(b, "kind", COL(d->frames, kind), d->nframes, sizeof(struct frame));
 	vb_lit(b, "},\n");
 
 	vb_key(b, "stacks");
@@ -1249,17 +1258,17 @@ static void write_tables(struct vbuf *b, const struct view_doc *d)
 
 	vb_col32(b, "services", d->services, d->nservices, sizeof(int32_t));
 	vb_lit(b, ",\n\"processes\":{");
-	vb_col64(b, "pid", &d->procs->pid, d->nprocs, sizeof(struct proc));
+	vb_col64(b, "pid", COL(d->procs, pid), d->nprocs, sizeof(struct proc));
 	vb_ch(b, ',');
-	vb_col32(b, "name", &d->procs->name, d->nprocs, sizeof(struct proc));
+	vb_col32(b, "name", COL(d->procs, name), d->nprocs, sizeof(struct proc));
 	vb_ch(b, ',');
-	vb_col32(b, "service", &d->procs->service, d->nprocs, sizeof(struct proc));
+	vb_col32(b, "service", COL(d->procs, service), d->nprocs, sizeof(struct proc));
 	vb_lit(b, "},\n\"threads\":{");
-	vb_col32(b, "process", &d->threads->process, d->nthreads, sizeof(struct thread));
+	vb_col32(b, "process", COL(d->threads, process), d->nthreads, sizeof(struct thread));
 	vb_ch(b, ',');
-	vb_col64(b, "tid", &d->threads->tid, d->nthreads, sizeof(struct thread));
+	vb_col64(b, "tid", COL(d->threads, tid), d->nthreads, sizeof(struct thread));
 	vb_ch(b, ',');
-	vb_col32(b, "name", &d->threads->name, d->nthreads, sizeof(struct thread));
+	vb_col32(b, "name", COL(d->threads, name), d->nthreads, sizeof(struct thread));
 	vb_lit(b, "},\n");
 }
 
@@ -1292,16 +1301,15 @@ static void write_spans(struct vbuf *b, const struct view_doc *d)
 		vb_ch(b, '}');
 	}
 	vb_lit(b, "],\n");
-	vb_col32(b, "process", &d->spans->process, d->nspans, sizeof(struct span));
+	vb_col32(b, "process", COL(d->spans, process), d->nspans, sizeof(struct span));
 	vb_lit(b, "},\n");
 }
 
-int view_doc__json(const struct view_doc *d, char **out, size_t *len)
+/* Appends the document to @b. */
+static void doc_json(const struct view_doc *d, struct vbuf *bp)
 {
-	struct vbuf b = {0};
+	struct vbuf b = *bp;
 
-	if (!d->finished)
-		return -EINVAL;
 	vb_lit(&b, "{\"format\":\"spanprof-view/1\",\n");
 	write_title(&b, d);
 	vb_lit(&b, ",\n\"generated_unix_ns\":");
@@ -1340,44 +1348,46 @@ int view_doc__json(const struct view_doc *d, char **out, size_t *len)
 	else
 		vb_lit(&b, "null");
 	vb_lit(&b, "}}\n");
-	if (b.oom || !vb_room(&b, 0)) {
-		free(b.p);
+	*bp = b;
+}
+
+/* The NUL-terminated buffer of @b, or -ENOMEM (and @b freed). */
+static int vb_finish(struct vbuf *b, char **out, size_t *len)
+{
+	if (b->oom || !vb_room(b, 0)) {
+		free(b->p);
 		return -ENOMEM;
 	}
-	b.p[b.n] = '\0';
-	*out = b.p;
-	*len = b.n;
+	b->p[b->n] = '\0';
+	*out = b->p;
+	*len = b->n;
 	return 0;
+}
+
+int view_doc__json(const struct view_doc *d, char **out, size_t *len)
+{
+	struct vbuf b = {0};
+
+	if (!d->finished)
+		return -EINVAL;
+	doc_json(d, &b);
+	return vb_finish(&b, out, len);
 }
 
 int view__page(const struct view_doc *d, const char *tmpl, size_t tlen, char **out, size_t *len)
 {
 	static const char token[] = VIEW_PAGE_TOKEN;
 	const char *at = memmem(tmpl, tlen, token, sizeof(token) - 1);
-	size_t head, tail, jlen;
-	char *json = NULL, *page;
-	int err;
+	struct vbuf b = {0};
+	size_t head;
 
-	if (!at)
+	if (!at || !d->finished)
 		return -EINVAL;
-	err = view_doc__json(d, &json, &jlen);
-	if (err)
-		return err;
 	head = (size_t)(at - tmpl);
-	tail = tlen - head - (sizeof(token) - 1);
-	page = malloc(head + jlen + tail + 1);
-	if (!page) {
-		free(json);
-		return -ENOMEM;
-	}
-	memcpy(page, tmpl, head);
-	memcpy(page + head, json, jlen);
-	memcpy(page + head + jlen, at + sizeof(token) - 1, tail);
-	page[head + jlen + tail] = '\0';
-	free(json);
-	*out = page;
-	*len = head + jlen + tail;
-	return 0;
+	vb_put(&b, tmpl, head);
+	doc_json(d, &b);
+	vb_put(&b, at + sizeof(token) - 1, tlen - head - (sizeof(token) - 1));
+	return vb_finish(&b, out, len);
 }
 
 /* --- the command -------------------------------------------------------------------------- */

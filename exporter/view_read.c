@@ -2167,8 +2167,9 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 		i++;
 	if (i < n && p[i] == '{')
 		return otlp_json(r, (const char *)p + i, n - i);
-	/* A protobuf message never starts with 0 (field 0 does not exist): a length prefix does. */
-	if (p[0] == 0)
+	/* A protobuf message never starts with field number 0 (a byte below 8): a big-endian
+	 * length prefix of a message under 128 MiB does. */
+	if (p[0] < 8)
 		return otlp_stream(r, p, n);
 	err = scan_fields(p, n, &maxfield, why, sizeof(why));
 	if (err == -E2BIG)

@@ -8,6 +8,7 @@ pkgs=(
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libgrpc-dev
 	uthash-dev libssl-dev libiberty-dev libcap-dev clang-format libcmocka-dev linux-perf binutils elfutils
 	libjson-c-dev libmicrohttpd-dev chromium
+	libclang-rt-14-dev
 )
 
 missing=()
