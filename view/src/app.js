@@ -39,7 +39,8 @@
  *   spans(): the span table's rows [{trace_id, span_id, attrs, process, count}], all pages
  *   selection(): {span_id, trace_id, spans} or null
  *   zoomTo(name): zooms on the first frame of that name; resetZoom()
- *   timings(): milliseconds spent in each step of the last refresh
+ *   timings(): milliseconds spent in each step of the last refresh (tree, tree_by_process:
+ *   building the call trees, only when that refresh built them)
  */
 (function () {
 	"use strict";
@@ -271,42 +272,79 @@
 	 * A prefix tree of the stacks of one profile type, built once per type and grouping mode:
 	 * node 0 is the root, a child's id is always greater than its parent's (so totals add up in
 	 * one backward pass), and each row of that type maps to the node where its stack ends.
+	 * Children are found through an open-addressing hash table on typed arrays (a Map keyed by
+	 * (parent, function) numbers took seconds on a million nodes).
 	 */
 	class Trie {
-		constructor(nFuncs, nProcs) {
-			this.nFuncs = nFuncs;
-			this.keySpan = nFuncs + nProcs + 4;
+		constructor(hashed, cap = 1024) {
 			this.n = 1;
-			this.parent = new Int32Array(1024);
-			this.func = new Int32Array(1024); // function id (-1 unknown), -(process index + 3): process
-			this.frame = new Int32Array(1024); // first frame merged here (for file:line)
+			this.parent = new Int32Array(cap);
+			this.func = new Int32Array(cap); // function id (-1 unknown), -(process index + 3): process
+			this.frame = new Int32Array(cap); // first frame merged here (for file:line)
 			this.parent[0] = -1;
 			this.func[0] = -1;
 			this.frame[0] = -1;
 			this.lines = new Map(); // node -> Set of lines, when frames with different lines merged
-			this.kids = new Map();
+			this.orig = null; // Int32Array: node -> node of `base` whose lines it shows, or null
+			this.base = null;
+			let size = 4096;
+			while (size < 2 * cap) size *= 2;
+			this.table = hashed ? new Int32Array(size).fill(-1) : null;
+		}
+
+		/* The set of lines merged into node i (null: just its frame's line). */
+		linesOf(i) {
+			return this.base ? this.base.lines.get(this.orig[i]) || null : this.lines.get(i) || null;
 		}
 
 		grow() {
 			const cap = this.parent.length * 2;
-			for (const k of ["parent", "func", "frame"]) {
+			for (const k of this.orig ? ["parent", "func", "frame", "orig"] : ["parent", "func", "frame"]) {
 				const a = new Int32Array(cap);
 				a.set(this[k]);
 				this[k] = a;
 			}
 		}
 
+		/* Appends a node with no lookup (the caller knows it is new). */
+		add(p, fn, frame) {
+			if (this.n === this.parent.length) this.grow();
+			const c = this.n++;
+			this.parent[c] = p;
+			this.func[c] = fn;
+			this.frame[c] = frame;
+			return c;
+		}
+
+		slot(p, fn) {
+			return (Math.imul(p, 0x9e3779b1) ^ Math.imul(fn + 3, 0x85ebca77)) & (this.table.length - 1);
+		}
+
+		rehash() {
+			const cap = this.table.length * 2;
+			this.table = new Int32Array(cap).fill(-1);
+			const mask = cap - 1;
+			for (let c = 1; c < this.n; c++) {
+				let h = this.slot(this.parent[c], this.func[c]);
+				while (this.table[h] >= 0) h = (h + 1) & mask;
+				this.table[h] = c;
+			}
+		}
+
 		child(p, fn, frame, lineOf) {
 			// fn >= -1: a function (-1 unknown); fn <= -2: process -(fn + 3) (-1 unknown).
-			const key = p * this.keySpan + (fn >= -1 ? fn + 2 : this.nFuncs + 2 + (-fn - 2));
-			let c = this.kids.get(key);
-			if (c === undefined) {
-				if (this.n === this.parent.length) this.grow();
-				c = this.n++;
-				this.parent[c] = p;
-				this.func[c] = fn;
-				this.frame[c] = frame;
-				this.kids.set(key, c);
+			const table = this.table;
+			const mask = table.length - 1;
+			let h = this.slot(p, fn);
+			let c;
+			while ((c = table[h]) >= 0) {
+				if (this.parent[c] === p && this.func[c] === fn) break;
+				h = (h + 1) & mask;
+			}
+			if (c < 0) {
+				c = this.add(p, fn, frame);
+				table[h] = c;
+				if (this.n * 2 > table.length) this.rehash();
 			} else if (frame >= 0 && frame !== this.frame[c]) {
 				const l0 = lineOf(this.frame[c]);
 				const l1 = lineOf(frame);
@@ -320,34 +358,89 @@
 		}
 	}
 
-	/* Trie + per-row leaf for a type and grouping mode (true: a process frame above stacks). */
-	function buildTrie(M, type, byProcess) {
-		const T = new Trie(M.func.name.length, M.nProcs);
+	/* Trie + per-row leaf for a type, stacks only (no process frames). */
+	function buildStackTrie(M, type) {
+		const T = new Trie(true, M.stackFrames.length + 1); // at most a node per stack frame
 		const lineOf = (f) => M.frames.line[f];
 		const rowLeaf = new Int32Array(M.rows.n);
-		const memo = new Map(); // (process, stack) -> leaf
+		const stackLeaf = new Int32Array(M.nStacks + 1).fill(-1); // stack + 1 -> leaf
 		const { stackOff, stackFrames, funcOf } = M;
 		for (let r = 0; r < M.rows.n; r++) {
 			if (M.rows.type[r] !== type) continue;
 			const s = M.rows.stack[r];
-			const t = M.rows.thread[r];
-			const p = byProcess ? (t >= 0 ? M.threads.process[t] : -1) : -1;
-			const key = (p + 1) * (M.nStacks + 1) + (s + 1);
-			let leaf = memo.get(key);
-			if (leaf === undefined) {
-				let node = byProcess ? T.child(0, -(p + 3), -1, lineOf) : 0;
+			let leaf = stackLeaf[s + 1];
+			if (leaf < 0) {
+				let node = 0;
 				if (s >= 0) {
 					for (let k = stackOff[s]; k < stackOff[s + 1]; k++) {
 						const f = stackFrames[k];
 						node = f < 0 ? T.child(node, -1, -1, lineOf) : T.child(node, funcOf[f], f, lineOf);
 					}
 				}
-				leaf = node;
-				memo.set(key, leaf);
+				leaf = stackLeaf[s + 1] = node;
 			}
 			rowLeaf[r] = leaf;
 		}
-		T.kids = null; // only needed while building
+		T.table = null; // only needed while building
+		return { T, rowLeaf };
+	}
+
+	/*
+	 * Trie + per-row leaf for a type and grouping mode (true: a process frame above stacks).
+	 * Grouped by process, the tree is the stack trie copied under each process node, for the
+	 * nodes that process's rows reach: node (process, stack-trie node) is made once, walking up
+	 * from a row's leaf only until a node already made, so the work is the size of the result.
+	 */
+	function buildTrie(M, type, byProcess) {
+		const plain = trie(type, false);
+		if (!byProcess) return plain;
+		const P = plain.T;
+		const T = new Trie(false);
+		T.orig = new Int32Array(T.parent.length);
+		T.orig[0] = 0;
+		T.base = P;
+		const rowLeaf = new Int32Array(M.rows.n);
+		// Rows of this type grouped by process (index + 1; 0: unknown), in row order.
+		const nP = M.nProcs + 1;
+		const procOfRow = (r) => {
+			const t = M.rows.thread[r];
+			return t >= 0 ? M.threads.process[t] + 1 : 0;
+		};
+		const start = new Int32Array(nP + 1);
+		for (let r = 0; r < M.rows.n; r++) if (M.rows.type[r] === type) start[procOfRow(r) + 1]++;
+		for (let p = 0; p < nP; p++) start[p + 1] += start[p];
+		const order = new Int32Array(start[nP]);
+		const fill = start.slice(0, nP);
+		for (let r = 0; r < M.rows.n; r++) if (M.rows.type[r] === type) order[fill[procOfRow(r)]++] = r;
+		const map = new Int32Array(P.n).fill(-1); // stack-trie node -> node, for one process
+		const touched = [];
+		const path = [];
+		for (let p = 0; p < nP; p++) {
+			if (start[p] === start[p + 1]) continue;
+			const pn = T.add(0, -(p - 1 + 3), -1);
+			T.orig[pn] = 0;
+			map[0] = pn;
+			for (let k = start[p]; k < start[p + 1]; k++) {
+				const r = order[k];
+				let x = plain.rowLeaf[r];
+				if (map[x] < 0) {
+					path.length = 0;
+					for (; map[x] < 0; x = P.parent[x]) path.push(x);
+					let node = map[x];
+					for (let j = path.length - 1; j >= 0; j--) {
+						const y = path[j];
+						node = T.add(node, P.func[y], P.frame[y]); // grows T.orig too
+						T.orig[node] = y;
+						map[y] = node;
+						touched.push(y);
+					}
+					x = plain.rowLeaf[r];
+				}
+				rowLeaf[r] = map[x];
+			}
+			for (const y of touched) map[y] = -1;
+			touched.length = 0;
+		}
 		return { T, rowLeaf };
 	}
 
@@ -375,9 +468,15 @@
 	let spanRows = []; // span table rows (indices into M.spans), sorted and filtered
 	let timeline = null;
 
-	function trie() {
-		const k = state.type + "/" + state.byProcess;
-		if (!tries.has(k)) tries.set(k, buildTrie(M, state.type, state.byProcess));
+	function trie(type = state.type, byProcess = state.byProcess) {
+		const k = type + "/" + byProcess;
+		if (!tries.has(k))
+			tries.set(
+				k,
+				byProcess
+					? timed("tree_by_process", () => buildTrie(M, type, true))
+					: timed("tree", () => buildStackTrie(M, type)),
+			);
 		return tries.get(k);
 	}
 
@@ -546,7 +645,7 @@
 			const fn = T.func[data.id];
 			const frame = T.frame[data.id];
 			const file = M.str(M.func.file[fn]);
-			const lines = T.lines.get(data.id);
+			const lines = T.linesOf(data.id);
 			const line = frame >= 0 ? M.frames.line[frame] : 0;
 			let loc = file;
 			if (lines) {
@@ -1131,6 +1230,8 @@
 	}
 
 	function refresh() {
+		delete timings.tree;
+		delete timings.tree_by_process;
 		current = timed("aggregate", aggregate);
 		timed("draw", draw);
 		timed("spans", renderSpans);
