@@ -184,7 +184,9 @@ struct ksyms *ksyms__load(const char *path)
 		err = order ? -EPERM : -ENODATA;
 		goto cleanup;
 	}
-	qsort(k->syms, k->n, sizeof(*k->syms), ksym_cmp);
+	/* Only non-text symbols: no array (qsort must not get NULL, even for 0 elements). */
+	if (k->n)
+		qsort(k->syms, k->n, sizeof(*k->syms), ksym_cmp);
 	/* One symbol per address: the global one, else the first listed. */
 	for (i = 0, n = 0; i < k->n; i++)
 		if (!n || k->syms[n - 1].addr != k->syms[i].addr)

@@ -1052,6 +1052,7 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr, strshdr;
 	struct lsym *tmp;
+	struct stat st;
 	size_t i, n, out = 0, entsize, per_chunk, done;
 	int cls = gelf_getclass(elf);
 	unsigned int enc = (unsigned char)elf_getident(elf, NULL)[EI_DATA];
@@ -1066,7 +1067,12 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	if (shdr.sh_entsize != entsize || !gelf_getshdr(elf_getscn(elf, shdr.sh_link), &strshdr) ||
 	    strshdr.sh_type != SHT_STRTAB || strshdr.sh_size > UINT32_MAX)
 		return -ENOENT;
+	/* A corrupt sh_size must not size the array: count only what the file holds. */
+	if (fstat(fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
+		return -ENOENT;
 	n = shdr.sh_size / entsize;
+	if (n > ((uint64_t)st.st_size - shdr.sh_offset) / entsize)
+		n = ((uint64_t)st.st_size - shdr.sh_offset) / entsize;
 	tmp = malloc((n ? n : 1) * sizeof(*tmp));
 	buf = malloc(SYMTAB_CHUNK);
 	if (!tmp || !buf) {
@@ -1362,6 +1368,9 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 			charge(o, cap * sizeof(*cu->funcs));
 		}
 	}
+	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
+	if (!cu->nfuncs)
+		return NULL;
 	hi = cu->nfuncs;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
@@ -1474,9 +1483,10 @@ static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
 	size_t nfiles;
 	Dwarf_Die cudie;
 
-	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0)
+	/* Values past INT_MAX only come from corrupt DWARF: unknown (0). */
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0 && v <= INT_MAX)
 		caller->line = (int)v;
-	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_column, &attr), &v) == 0)
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_column, &attr), &v) == 0 && v <= INT_MAX)
 		caller->column = (int)v;
 	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
 	    dwarf_diecu(inl, &cudie, NULL, NULL) &&
@@ -1510,7 +1520,7 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	struct cu_info *cu = find_cu(o, pc);
 	struct func_range *f;
 	Dwarf_Line *line;
-	int n, i, col;
+	int n, i, ln, col;
 
 	if (!cu)
 		return 0;
@@ -1540,8 +1550,10 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	line = dwarf_getsrc_die(&cu->die, pc);
 	if (line) {
 		out[0].file = dwarf_linesrc(line, NULL, NULL);
-		dwarf_lineno(line, &out[0].line);
-		if (dwarf_linecol(line, &col) == 0)
+		/* A corrupt line program can step the line below 1: libdw then answers < 0. */
+		if (dwarf_lineno(line, &ln) == 0 && ln > 0)
+			out[0].line = ln;
+		if (dwarf_linecol(line, &col) == 0 && col > 0)
 			out[0].column = col;
 	}
 	for (i = 0; i < n; i++)
@@ -1789,6 +1801,43 @@ cleanup:
 }
 
 /*
+ * Whether the string sections libdw reads names from (.debug_str, .debug_line_str, also as
+ * .zdebug_* and *.dwo) end in a NUL. libdw bounds a string's offset by its section's size but
+ * does not look for the terminating NUL (dwarf_formstring()), so in a corrupt file the last
+ * string would run past the section. Call after dwarf_begin_elf(): sections are inflated then.
+ */
+static bool dwarf_strings_terminated(Elf *elf)
+{
+	static const char *const names[] = {"debug_str", "debug_line_str"};
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	Elf_Data *d;
+	size_t stridx, i, len;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (!name || (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
+			continue;
+		name += name[1] == 'z' ? 2 : 1;
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			len = strlen(names[i]);
+			if (strncmp(name, names[i], len) ||
+			    (name[len] && strcmp(name + len, ".dwo")))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf && d->d_size && ((const char *)d->d_buf)[d->d_size - 1])
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
  * Opens the DWARF of @fd (@hdr: its headers) for libdw and charges its
  * sections. Plain sections are mapped (only the pages used count). Compressed
  * ones are inflated once into an unlinked file (inflate_to_file(), kept in
@@ -1834,6 +1883,10 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 		o->dwarf_fd = fd;
 	}
 	o->dwarf = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+	if (o->dwarf && !dwarf_strings_terminated(o->dwarf_elf)) {
+		dwarf_end(o->dwarf); /* corrupt: names from the symbol table only */
+		o->dwarf = NULL;
+	}
 	if (!o->dwarf) {
 		elf_end(o->dwarf_elf);
 		o->dwarf_elf = NULL;

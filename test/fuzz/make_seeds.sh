@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Regenerates the seed-* inputs of the fuzz targets, test/fuzz/corpus/<name>/seed-*, from the
+# sources in test/fuzz/seeds/ (ELF files), from this machine's /proc (maps files) and from the
+# texts below (kallsyms, environ, cgroup, process context payloads, thread-context records).
+# Run from anywhere (`make fuzz-seeds`); needs gcc, g++, objcopy, protoc and python3.
+# The ELF seeds are built reproducibly (paths mapped); the maps seeds are this machine's.
+# Other files in the corpus directories (minimized inputs, crash-* reproducers) are left alone.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+src=$root/test/fuzz/seeds
+out=$root/test/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta; do
+	mkdir -p "$out/$t"
+	rm -f "$out/$t"/seed-*
+done
+
+# --- ELF files: both ELF targets get all of them -----------------------------------------------
+# Small files: no separate code segment, 4 KiB pages; reproducible: paths mapped, no .comment.
+CFLAGS=(-Wall -fdebug-prefix-map="$src"=seeds -fdebug-prefix-map="$tmp"=build)
+LDFLAGS=(-Wl,-z,noseparate-code -Wl,-z,max-page-size=0x1000 -Wl,--build-id)
+TINY=(-DNOSTDLIB -nostdlib -static -fno-pie -no-pie)
+
+elf() { # name, compiler and flags...
+	local name=$1
+	shift
+	"$@" "${CFLAGS[@]}" "${LDFLAGS[@]}" -o "$name"
+	objcopy --remove-section .comment "$name"
+}
+
+# Executables: .eh_frame + DWARF 5; DWARF 4; .debug_frame only (no unwind tables); .debug_frame
+# and DWARF compressed (SHF_COMPRESSED, zlib); hand-written CFI in .eh_frame and .debug_frame.
+elf tiny-eh gcc -O2 -g "${TINY[@]}" "$src/prog.c"
+elf tiny-dwarf4 gcc -O2 -gdwarf-4 "${TINY[@]}" "$src/prog.c"
+elf tiny-debugframe gcc -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables "${TINY[@]}" \
+	"$src/prog.c"
+objcopy --compress-debug-sections=zlib tiny-debugframe tiny-zdebug
+elf asm-cfi gcc -nostdlib -static -no-pie "$src/cfi.S"
+# Split debug info: the stripped file names its debug file in .gnu_debuglink.
+cp tiny-eh tiny-split
+objcopy --only-keep-debug tiny-split tiny-split.debug
+objcopy --strip-debug --add-gnu-debuglink=tiny-split.debug tiny-split
+# Without a build ID only the debuglink CRC finds the debug file.
+elf tiny-nobid gcc -O2 -g "${TINY[@]}" -Wl,--build-id=none "$src/prog.c"
+objcopy --only-keep-debug tiny-nobid tiny-nobid.debug
+objcopy --strip-debug --add-gnu-debuglink=tiny-nobid.debug tiny-nobid
+# CFI only in the debug file, compressed (the file has neither .eh_frame nor .debug_frame).
+cp tiny-debugframe tiny-cfisplit
+objcopy --only-keep-debug --compress-debug-sections=zlib tiny-cfisplit tiny-cfisplit.debug
+objcopy --strip-debug tiny-cfisplit
+# glibc programs: PIE with .eh_frame_hdr, PLT CFI, .dynsym (-rdynamic: the TLS variable too);
+# C++ with exceptions (personality, LSDA) and mangled names.
+elf glibc-pie gcc -O2 -g -fPIE -pie -rdynamic "$src/prog.c"
+elf cxx-eh g++ -O2 -g1 -fPIE -pie "$src/cxxprog.cpp"
+# Libraries reaching the TLS variable each way tlsctx classifies.
+LIB=(gcc -O2 -fPIC -shared -nostdlib "$src/tlslib.c")
+elf lib-tlsdesc.so "${LIB[@]}" -mtls-dialect=gnu2
+elf lib-gd.so "${LIB[@]}" -mtls-dialect=gnu
+elf lib-ld-hidden.so "${LIB[@]}" -mtls-dialect=gnu -DVIS='"hidden"'
+elf lib-ld-hidden-tlsdesc.so "${LIB[@]}" -mtls-dialect=gnu2 -DVIS='"hidden"'
+elf lib-ie-extern.so "${LIB[@]}" -ftls-model=initial-exec -DEXTERN
+
+for f in tiny-eh tiny-dwarf4 tiny-debugframe tiny-zdebug asm-cfi tiny-split tiny-split.debug \
+	glibc-pie cxx-eh lib-tlsdesc.so lib-gd.so lib-ld-hidden.so lib-ld-hidden-tlsdesc.so \
+	lib-ie-extern.so; do
+	cp "$f" "$out/cfi/seed-$f"
+	cp "$f" "$out/symbolize/seed-$f"
+done
+# A file and its debug file in one input (see fuzz_elf_split() in fuzz.h).
+for f in tiny-split tiny-nobid tiny-cfisplit; do
+	cat "$f" "$f.debug" >"$out/cfi/seed-pair-$f"
+	cp "$out/cfi/seed-pair-$f" "$out/symbolize/seed-pair-$f"
+done
+
+# Bare CFI sections for fuzz_cfi (see wrap_section() there): kind byte (1: .debug_frame),
+# section address (8 bytes, little endian), section bytes.
+python3 - "$out/cfi" asm-cfi cxx-eh glibc-pie tiny-eh tiny-debugframe <<'EOF'
+import struct, sys
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    elf = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3a)
+    shdrs = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    strtab = shdrs[shstrndx][4]
+    for name, type_, flags, addr, off, size, *_ in shdrs:
+        sname = elf[strtab + name:elf.index(b"\0", strtab + name)].decode()
+        if sname in (".eh_frame", ".debug_frame") and type_ != 8:  # not SHT_NOBITS
+            kind = 1 if sname == ".debug_frame" else 0
+            with open(f"{out}/seed-raw-{path}{sname.replace('.', '-')}", "wb") as f:
+                f.write(bytes([kind]) + struct.pack("<Q", addr) + elf[off:off + size])
+EOF
+
+# --- /proc/PID/maps: real ones (this machine's) and the odd lines proc(5) allows ---------------
+cat /proc/self/maps >"$out/procmaps/seed-self-cat"
+python3 -c 'import sys; sys.stdout.write(open("/proc/self/maps").read())' \
+	>"$out/procmaps/seed-self-python"
+cat >"$out/procmaps/seed-odd" <<'EOF'
+00400000-00401000 r-xp 00000000 08:01 1234                               /opt/app/bin/server
+00401000-00402000 rw-p 00001000 08:01 1234                               /opt/app/bin/server (deleted)
+7f0000000000-7f0000001000 r--p 00000000 00:00 0                          [anon:OTEL_CTX]
+7f0000001000-7f0000002000 rw-s 00000000 00:01 4321                       /memfd:OTEL_CTX (deleted)
+7f0000002000-7f0000003000 rw-s 00000000 00:01 4322                       [anon_shmem:OTEL_CTX]
+7f0000003000-7f0000004000 r-xp 00000000 08:01 99                         /tmp/dir with spaces/lib\012name.so
+7f0000004000-7f0000005000 ---p 00000000 00:00 0 
+7f0000005000-7f0000005000 r--p 00000000 00:00 0
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+7ffd000fe000-7ffd00100000 r-xp 00000000 00:00 0                          [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
+EOF
+# Out of order (sorted by the parser), then an overlap (rejected).
+cat >"$out/procmaps/seed-unsorted" <<'EOF'
+7f0000002000-7f0000003000 r-xp 00002000 fd:00 42	/usr/lib/libx.so
+7f0000000000-7f0000001000 r--p 00000000 fd:00 42	/usr/lib/libx.so
+7f0000001000-7f0000002000 r--p 00001000 fd:00 42	/usr/lib/libx.so
+EOF
+printf '%s\n' '1000-3000 r-xp 00000000 00:00 0' '2000-4000 r-xp 00000000 00:00 0' \
+	'zz-1000 r-xp 00000000 00:00 0' >"$out/procmaps/seed-bad"
+
+# --- /proc/kallsyms ----------------------------------------------------------------------------
+cat >"$out/ksyms/seed-kallsyms" <<'EOF'
+ffffffff81000000 T _stext
+ffffffff81000000 T _text
+ffffffff81001000 T do_one_initcall
+ffffffff81001200 t trace_initcall_start_cb
+ffffffff81001300 W arch_cpu_idle
+ffffffff81002000 D some_data
+ffffffff81003000 w weak_text
+ffffffffc0a01000 t nf_conntrack_init	[nf_conntrack]
+ffffffffc0a01100 T nf_ct_get_tuple	[nf_conntrack]
+ffffffffc0b02000 t ext4_fill_super	[ext4]
+ffffffffc0b02080 t __pfx_ext4_mount	[ext4]
+EOF
+# kptr_restrict: every address reads as zero.
+printf '%s\n' '0000000000000000 T _stext' '0000000000000000 t foo [mod]' >"$out/ksyms/seed-restricted"
+
+# --- /proc/PID/environ and /proc/PID/cgroup ----------------------------------------------------
+printf 'PATH=/usr/bin\0OTEL_SERVICE_NAME=checkout\0OTEL_RESOURCE_ATTRIBUTES=service.name=cart,deployment.environment=prod%%2Ceu, team = a%%20b \0HOME=/root\0' \
+	>"$out/procmeta/seed-environ"
+printf 'OTEL_RESOURCE_ATTRIBUTES=service.name=api,bad%%zz=1\0OTEL_SERVICE_NAME=\0' \
+	>"$out/procmeta/seed-environ-bad"
+printf '%s\n' '0::/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope' \
+	>"$out/procmeta/seed-cgroup-docker"
+printf '%s\n' '12:memory:/kubepods/burstable/pod1234/cri-containerd-ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope' \
+	'0::/kubepods.slice/kubepods-pod1.slice/crio-conmon-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope' \
+	>"$out/procmeta/seed-cgroup-k8s"
+cat /proc/self/cgroup >"$out/procmeta/seed-cgroup-self"
+
+# --- process context payloads (OTEP 4719), encoded by protoc ---------------------------------
+encode() { # name, message type, text
+	printf '%s\n' "$3" | protoc --proto_path="$root/otlp-proto" --encode="$2" \
+		"$root/otlp-proto/opentelemetry/proto/processcontext/v1development/process_context.proto" \
+		>"$out/procctx/seed-$1"
+}
+PC=opentelemetry.proto.processcontext.v1development.ProcessContext
+RES=opentelemetry.proto.resource.v1.Resource
+encode full $PC '
+resource {
+  attributes { key: "service.name" value { string_value: "checkout" } }
+  attributes { key: "service.instance.id" value { string_value: "a1b2" } }
+  attributes { key: "process.pid" value { int_value: 4242 } }
+  attributes { key: "sampled" value { bool_value: true } }
+  attributes { key: "ratio" value { double_value: 0.1 } }
+  attributes { key: "tags" value { array_value { values { string_value: "x" } } } }
+  attributes { key: "blob" value { bytes_value: "\001\002" } }
+  attributes { key: "nested" value { kvlist_value { values { key: "k" value { int_value: 1 } } } } }
+}
+attributes { key: "threadlocal.schema_version" value { string_value: "tlsdesc_v1_dev" } }
+attributes { key: "threadlocal.attribute_key_map" value { array_value {
+  values { string_value: "http.route" } values { int_value: 7 } values { string_value: "user.id" } } } }'
+encode keymap-in-resource $PC '
+resource {
+  attributes { key: "service.name" value { int_value: 1 } }
+  attributes { key: "threadlocal.attribute_key_map" value { array_value {
+    values { string_value: "a" } values { string_value: "b" } } } }
+}'
+encode bare-resource $RES '
+attributes { key: "service.name" value { string_value: "legacy" } }
+attributes { key: "threadlocal.schema_version" value { string_value: "v1" } }
+dropped_attributes_count: 3'
+encode empty $PC ''
+
+# --- thread-context records (OTEP 4947): header 28 bytes, then {key, length, value} ------------
+python3 - "$out/threadctx" <<'EOF'
+import struct, sys
+out = sys.argv[1]
+trace = bytes(range(1, 17))
+span = bytes(range(0xa0, 0xa8))
+
+def rec(attrs, valid=1, flags=1, size=None, tid=trace):
+    n = len(attrs) if size is None else size
+    return tid + span + struct.pack("<BBH", valid, flags, n) + attrs
+
+def attr(k, v):
+    return bytes([k, len(v)]) + v
+
+seeds = {
+    "ok": rec(attr(0, b"/api/cart") + attr(2, b"user-17")),
+    "dup-key": rec(attr(1, b"first") + attr(1, b"second") + attr(255, b"")),
+    "no-attrs": rec(b""),
+    "not-valid": rec(attr(0, b"x"), valid=0),
+    "zero-trace": rec(attr(0, b"x"), tid=bytes(16)),
+    "too-big": rec(b"", size=613),
+    "truncated": rec(attr(0, b"abc"), size=40),
+    "cut-entry": rec(attr(0, b"abc")[:-1] + b"\x05\xff"),
+    "full": rec(b"".join(attr(i, bytes([0x41 + i % 26]) * 10) for i in range(51))[:612]),
+}
+for name, data in seeds.items():
+    with open(f"{out}/seed-{name}", "wb") as f:
+        f.write(data)
+EOF
+
+chmod 0644 "$out"/*/seed-*
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta; do
+	printf '  %-10s %3d seeds, %s\n' "$t" "$(ls "$out/$t"/seed-* | wc -l)" \
+		"$(du -ch "$out/$t"/seed-* | tail -1 | cut -f1)"
+done
