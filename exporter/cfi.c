@@ -593,7 +593,7 @@ static int interpret(struct builder *b, const struct cie *cie, struct cursor *c,
 static int parse_cie(struct builder *b, const struct section_ctx *s, size_t off)
 {
 	struct cie *cie = &b->cie;
-	struct cursor c = {.p = s->buf + off, .end = s->buf + s->size};
+	struct cursor c = {.end = s->buf + s->size};
 	const char *aug;
 	uint64_t len, id;
 	size_t augn;
@@ -604,8 +604,10 @@ static int parse_cie(struct builder *b, const struct section_ctx *s, size_t off)
 		return cie->ok ? 0 : -EINVAL;
 	memset(cie, 0, sizeof(*cie));
 	cie->off = off;
+	/* Checked first: even computing a pointer past the section is undefined. */
 	if (off >= s->size)
 		return -EINVAL;
+	c.p = s->buf + off;
 	len = cur_bytes(&c, 4, false);
 	if (len == 0xffffffff) {
 		dwarf64 = true;
@@ -648,11 +650,12 @@ static int parse_cie(struct builder *b, const struct section_ctx *s, size_t off)
 	cie->fde_enc = PE_ABSPTR;
 	if (augn > 0 && aug[0] == 'z') {
 		uint64_t alen = cur_uleb(&c);
-		const uint8_t *aend = c.p + alen;
+		const uint8_t *aend;
 		size_t i;
 
 		if (c.bad || alen > (uint64_t)(c.end - c.p))
 			return -EINVAL;
+		aend = c.p + alen; /* only now: a pointer past the entry would be undefined */
 		cie->has_z = true;
 		for (i = 1; i < augn; i++) {
 			if (aug[i] == 'R') {

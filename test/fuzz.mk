@@ -10,7 +10,7 @@
 #  - $(BUILD)/test/fuzz_replay_<name>: with test/fuzz/replay.c instead, a unit test that replays
 #    the committed corpus test/fuzz/corpus/<name>/ (seeds, minimized corpus, crash-* reproducers).
 #
-#   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="cfi procmaps"] [FUZZ_FLAGS=-jobs=2]
+#   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="cfi procmaps"] [FUZZ_FLAGS=-use_value_profile=1]
 #       runs each target for FUZZ_SECONDS, one after the other, seeded with the committed corpus;
 #       new inputs go to the scratch corpus $(FUZZ_DIR)/corpus/<name>, findings to
 #       $(FUZZ_DIR)/artifacts/<name>/, the log to $(FUZZ_DIR)/log/<name>.log.

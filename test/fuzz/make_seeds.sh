@@ -148,7 +148,9 @@ printf '%s\n' '0::/system.slice/docker-0123456789abcdef0123456789abcdef012345678
 printf '%s\n' '12:memory:/kubepods/burstable/pod1234/cri-containerd-ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope' \
 	'0::/kubepods.slice/kubepods-pod1.slice/crio-conmon-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope' \
 	>"$out/procmeta/seed-cgroup-k8s"
-cat /proc/self/cgroup >"$out/procmeta/seed-cgroup-self"
+# cgroup v1: one line per hierarchy, no container.
+printf '%s\n' '12:pids:/user.slice/user-1000.slice' '4:memory:/user.slice' '1:name=systemd:/init.scope' \
+	'0::/user.slice/user-1000.slice/session-2.scope' >"$out/procmeta/seed-cgroup-v1"
 
 # --- process context payloads (OTEP 4719), encoded by protoc ---------------------------------
 encode() { # name, message type, text
