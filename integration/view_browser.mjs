@@ -76,8 +76,9 @@ try {
 } finally {
 	await browser.close();
 }
-process.stdout.write(JSON.stringify(out) + "\n");
-process.exit(status);
+// Exit only once the output is flushed: on a pipe, process.exit() right after write() cuts
+// everything past the first 64 KiB.
+process.stdout.write(JSON.stringify(out) + "\n", () => process.exit(status));
 
 async function run(page, a) {
 	switch (a.op) {
