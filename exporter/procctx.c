@@ -213,35 +213,6 @@ int procctx__decode(const uint8_t *payload, size_t len, struct procctx *out)
 
 /* ---- reading the process ----------------------------------------------------------------- */
 
-/* @len bytes at @addr of @pid: process_vm_readv, else /proc/PID/mem. 0, -EFAULT, -ESRCH, ... */
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	char path[64];
-	ssize_t n;
-	int fd, err;
-
-	if (!len)
-		return 0;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n >= 0)
-		return -EFAULT;
-	err = -errno;
-	if (err == -ESRCH || err == -EFAULT)
-		return err;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = pread(fd, buf, len, (off_t)addr);
-	err = n == (ssize_t)len ? 0 : n >= 0 || errno == EIO ? -EFAULT : -errno;
-	close(fd);
-	return err;
-}
-
 bool procctx__is_mapping_name(const char *path)
 {
 	size_t i;
@@ -268,7 +239,7 @@ static int read_mapping(pid_t pid, uint64_t addr, struct procctx *out)
 	int tries, err = -EAGAIN;
 
 	for (tries = 0; tries < PROCCTX_MAX_TRIES; tries++) {
-		err = read_mem(pid, addr, &h, sizeof(h));
+		err = procmaps__read_mem(pid, addr, &h, sizeof(h));
 		if (err)
 			goto cleanup;
 		if (!header_ok(&h)) {
@@ -288,11 +259,11 @@ static int read_mapping(pid_t pid, uint64_t addr, struct procctx *out)
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		err = read_mem(pid, h.payload, payload, h.payload_size);
+		err = procmaps__read_mem(pid, h.payload, payload, h.payload_size);
 		if (err && err != -EFAULT)
 			goto cleanup;
 		/* A stale pointer fails or reads the wrong bytes: the re-read tells. */
-		if (read_mem(pid, addr, &again, sizeof(again))) {
+		if (procmaps__read_mem(pid, addr, &again, sizeof(again))) {
 			err = -EBADMSG;
 			goto cleanup;
 		}

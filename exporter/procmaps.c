@@ -12,7 +12,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "procmaps.h"
@@ -299,4 +301,33 @@ void procmaps__clear(struct procmaps *m)
 	free(m->maps);
 	m->maps = NULL;
 	m->n = 0;
+}
+
+int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	char path[64];
+	ssize_t n;
+	int fd, err;
+
+	if (!len)
+		return 0;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n >= 0)
+		return -EFAULT;
+	err = -errno;
+	if (err == -ESRCH || err == -EFAULT)
+		return err;
+	/* EPERM/ENOSYS (seccomp, no CONFIG_CROSS_MEMORY_ATTACH): /proc/PID/mem. */
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = pread(fd, buf, len, (off_t)addr);
+	err = n == (ssize_t)len ? 0 : n >= 0 || errno == EIO ? -EFAULT : -errno;
+	close(fd);
+	return err;
 }

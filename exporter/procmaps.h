@@ -39,6 +39,13 @@ int procmaps__read(int pid, struct procmaps *out);
 int procmaps__read_filtered(int pid, unsigned int flags, struct procmaps *out);
 /* Mapping containing @addr, or NULL (binary search). */
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
+
+/*
+ * Reads @len bytes at @addr of process @pid: process_vm_readv, else pread on /proc/PID/mem
+ * (seccomp, no CONFIG_CROSS_MEMORY_ATTACH). 0, -EFAULT (not all mapped), -ESRCH (gone),
+ * -EPERM/-EACCES (not allowed).
+ */
+int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len);
 /* Frees the array and paths; leaves @m empty. */
 void procmaps__clear(struct procmaps *m);
 

@@ -329,38 +329,9 @@ int tlsctx__classify(Elf *elf, const char *symbol, bool allow_symtab, struct tls
 
 /* ---- reading the live process ----------------------------------------------------------- */
 
-int tlsctx__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-	char path[64];
-	ssize_t n;
-	int fd, err;
-
-	if (!len)
-		return 0;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n >= 0)
-		return -EFAULT;
-	err = -errno;
-	if (err == -ESRCH || err == -EFAULT)
-		return err;
-	/* EPERM/ENOSYS (seccomp, no CONFIG_CROSS_MEMORY_ATTACH): /proc/PID/mem. */
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = pread(fd, buf, len, (off_t)addr);
-	err = n == (ssize_t)len ? 0 : n >= 0 || errno == EIO ? -EFAULT : -errno;
-	close(fd);
-	return err;
-}
-
 static int read_u64s(pid_t pid, uint64_t addr, uint64_t *v, size_t n)
 {
-	return tlsctx__read_mem(pid, addr, v, n * sizeof(*v));
+	return procmaps__read_mem(pid, addr, v, n * sizeof(*v));
 }
 
 int tlsctx__resolve(pid_t pid, uint64_t load_bias, const struct tlsctx_elf_info *info,

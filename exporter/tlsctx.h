@@ -150,12 +150,6 @@ int tlsctx__resolve_pid(pid_t pid, const char *symbol, bool allow_symtab, struct
  */
 int tlsctx__address(pid_t pid, const struct tlsctx_loc *loc, uint64_t fsbase, uint64_t *addr);
 
-/*
- * Reads @len bytes at @addr of @pid: process_vm_readv, else pread on /proc/PID/mem. 0, -EFAULT
- * (not all mapped), -ESRCH (gone), -EPERM/-EACCES (not allowed).
- */
-int tlsctx__read_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
-
 /* Empties the classification cache (tests, shutdown). */
 void tlsctx__cache_clear(void);
 

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "procmaps.h"
 #include "tlsctx.h"
 
 #define MAX_LINES 8
@@ -152,7 +153,7 @@ static void check_model(const struct model_case *mc)
 				assert_int_equal(err, -ENOENT);
 			} else {
 				assert_int_equal(err, 0);
-				assert_int_equal(tlsctx__read_mem(c.pid, addr, &val, 8), 0);
+				assert_int_equal(procmaps__read_mem(c.pid, addr, &val, 8), 0);
 				assert_int_equal(val, 0);
 			}
 			continue;
@@ -164,7 +165,7 @@ static void check_model(const struct model_case *mc)
 				 mc->prog, i, err, (unsigned long long)addr,
 				 (unsigned long long)c.t[i].addr);
 		}
-		assert_int_equal(tlsctx__read_mem(c.pid, addr, &val, sizeof(val)), 0);
+		assert_int_equal(procmaps__read_mem(c.pid, addr, &val, sizeof(val)), 0);
 		assert_int_equal(val, c.t[i].val);
 	}
 	child_stop(&c);
