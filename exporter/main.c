@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "record.h"
 #include "sampler.h"
 #include "view.h"
@@ -48,12 +49,32 @@ enum {
 	OPT_UNWIND_MAX,
 	OPT_NO_SPAN_LINKS,
 	OPT_CTX_UPROBE,
+	OPT_PROFILE,
+	OPT_ALLOC_SAMPLE,
+	OPT_ALLOC_MIN,
+	OPT_LOCK_MIN,
+	OPT_OFFCPU_MIN,
 };
 
 static const struct argp_option record_options[] = {
     {"frequency", 'F', "HZ", 0, "Samples per second on each CPU (default 19, max 10000)", 0},
     {"duration", 'd', "SECONDS", 0,
      "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0},
+    {"profile", OPT_PROFILE, "TYPE[,TYPE...]", 0,
+     "What to profile: cpu (on-CPU samples, the default), alloc (heap allocations by bytes, "
+     "uprobes on malloc & co.), lock (pthread mutex contention), offcpu (time blocked off "
+     "CPU). Each type is a profile of its own in the outputs and in each OTLP request",
+     0},
+    {"alloc-sample-bytes", OPT_ALLOC_SAMPLE, "BYTES", 0,
+     "alloc: one sample every BYTES allocated on average, randomized; values are scaled to "
+     "unbiased estimates (default 524288; 0: every allocation)",
+     0},
+    {"alloc-min-bytes", OPT_ALLOC_MIN, "BYTES", 0,
+     "alloc: ignore allocations smaller than this (default 0)", 0},
+    {"lock-min-wait", OPT_LOCK_MIN, "TIME", 0,
+     "lock: report lock waits from this long on (default 10us; units ns, us, ms, s)", 0},
+    {"offcpu-min", OPT_OFFCPU_MIN, "TIME", 0,
+     "offcpu: report blocked periods from this long on (default 1ms; units ns, us, ms, s)", 0},
     {"pid", 'p', "PID[,PID...]", 0,
      "Sample only these processes (and all their threads); repeatable. A thread id "
      "selects its whole process. Default: every process",
@@ -196,6 +217,40 @@ static size_t parse_bytes(struct argp_state *state, const char *flag, const char
 	return v;
 }
 
+/* "10us", "1ms", "2s", "500ns" (or "0") -> nanoseconds; -1 if malformed. */
+static int64_t parse_duration_ns(const char *arg)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !(v >= 0))
+		return -1;
+	if (!*end)
+		return v == 0 ? 0 : -1; /* a unit is needed, except for 0 */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit))
+			return v * units[i].ns > 3600e9 ? -1 : (int64_t)(v * units[i].ns + 0.5);
+	return -1;
+}
+
+static uint64_t parse_size(struct argp_state *state, const char *flag, const char *arg)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || v > (1ull << 40) || arg[0] == '-')
+		argp_error(state, "%s wants a number of bytes, not '%s'", flag, arg);
+	return v;
+}
+
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -298,6 +353,41 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SPAN_LINKS:
 		o->no_span_links = 1;
 		break;
+	case OPT_PROFILE:
+		o->profile_types = 0;
+		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			int t = profile__type_by_name(tok);
+
+			if (t < 0)
+				argp_error(state,
+					   "--profile wants types among cpu, alloc, lock, offcpu, "
+					   "not '%s'",
+					   tok);
+			o->profile_types |= 1u << t;
+		}
+		if (!o->profile_types)
+			argp_error(state, "--profile wants at least one type (cpu, alloc, lock, "
+					  "offcpu)");
+		break;
+	case OPT_ALLOC_SAMPLE:
+		o->alloc_sample_bytes = parse_size(state, "--alloc-sample-bytes", arg);
+		break;
+	case OPT_ALLOC_MIN:
+		o->alloc_min_bytes = parse_size(state, "--alloc-min-bytes", arg);
+		break;
+	case OPT_LOCK_MIN:
+	case OPT_OFFCPU_MIN: {
+		int64_t ns = parse_duration_ns(arg);
+
+		if (ns < 0)
+			argp_error(state, "%s wants a time with a unit (10us, 1ms, 0.5s), not '%s'",
+				   key == OPT_LOCK_MIN ? "--lock-min-wait" : "--offcpu-min", arg);
+		if (key == OPT_LOCK_MIN)
+			o->lock_min_wait_ns = ns;
+		else
+			o->offcpu_min_ns = ns;
+		break;
+	}
 	case ARGP_KEY_END:
 		if (o->no_span_links && o->nctx_uprobes)
 			argp_error(state,
@@ -333,6 +423,8 @@ static const struct argp record_argp = {
 	   "  DIR/profile.pb.gz   gzipped pprof profile ('go tool pprof -top DIR/profile.pb.gz')\n"
 	   "  DIR/profile.folded  folded stacks (flamegraph.pl, inferno, speedscope)\n"
 	   "  DIR/flamegraph.svg  a flame graph to open in a browser\n"
+	   "With --profile alloc, lock or offcpu, each of those types also writes TYPE.pb.gz, "
+	   "TYPE.folded and flamegraph-TYPE.svg.\n"
 	   "\n"
 	   "Needs root (CAP_BPF and CAP_PERFMON, CAP_SYS_PTRACE to read other processes) and a "
 	   "kernel with BTF.\n"
@@ -369,6 +461,10 @@ int main(int argc, char **argv)
 		ropts.max_request_bytes = 4 << 20;
 		ropts.queue_bytes = 64 << 20;
 		ropts.unwind_max_mb = RECORD_DEFAULT_UNWIND_MB;
+		ropts.profile_types = 1u << PROFILE_CPU;
+		ropts.alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
+		ropts.lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
+		ropts.offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
 		argv[1] = "spanprof record";
 		if (argp_parse(&record_argp, argc - 1, argv + 1, 0, NULL, &ropts))
 			return 2;

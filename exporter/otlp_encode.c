@@ -77,6 +77,16 @@ enum extra_string {
 	XS_FRAME_TYPE,
 	XS_BUILD_ID_GNU,
 	XS_BUILD_ID_HTL,
+	XS_LOCK_ADDRESS,
+	/* The value types of the profile types other than CPU (profile__type_info()). */
+	XS_ALLOC_OBJECTS,
+	XS_ALLOC_SPACE,
+	XS_BYTES,
+	XS_SPACE,
+	XS_CONTENTIONS,
+	XS_DELAY,
+	XS_OFF_CPU,
+	XS_EVENTS,
 	XS_COUNT_ALL,
 };
 
@@ -91,6 +101,15 @@ static const char *const extra_text[XS_COUNT_ALL] = {
     [XS_FRAME_TYPE] = "profile.frame.type",
     [XS_BUILD_ID_GNU] = "process.executable.build_id.gnu",
     [XS_BUILD_ID_HTL] = "process.executable.build_id.htlhash",
+    [XS_LOCK_ADDRESS] = "lock.address",
+    [XS_ALLOC_OBJECTS] = "alloc_objects",
+    [XS_ALLOC_SPACE] = "alloc_space",
+    [XS_BYTES] = "bytes",
+    [XS_SPACE] = "space",
+    [XS_CONTENTIONS] = "contentions",
+    [XS_DELAY] = "delay",
+    [XS_OFF_CPU] = "off_cpu",
+    [XS_EVENTS] = "events",
 };
 
 /* Kinds of attribute_table entries; an entry is identified by (kind, v). */
@@ -103,6 +122,7 @@ enum attr_kind {
 	AK_BUILD_ID,   /* v: profile string index of the hex build id */
 	AK_HTL,	       /* v: first 8 bytes of the hash; aux: a mapping with that hash */
 	AK_CTX,	       /* v: key string << 32 | value string (profile indices): thread context */
+	AK_LOCK,       /* v: lock address (LOCK samples) */
 };
 
 struct attr_key {
@@ -141,6 +161,8 @@ struct htl {
 struct proc {
 	uint32_t first, n;
 	bool timestamps; /* every sample has count == ntimestamps > 0 */
+	uint32_t type;	 /* enum profile_type of every sample of the chunk */
+	uint32_t which;	 /* the value it carries: 0 or 1 (profile_type_info.values) */
 };
 
 struct mark {
@@ -378,6 +400,15 @@ static int add_extra(struct enc *e, enum extra_string x)
 	return add_string(e, e->xs_id[x]);
 }
 
+/* add_extra() of one of the extra_text strings, by its text. */
+static int add_extra_text(struct enc *e, const char *text)
+{
+	for (int x = 0; x < XS_COUNT_ALL; x++)
+		if (!strcmp(extra_text[x], text))
+			return add_extra(e, (enum extra_string)x);
+	return -EINVAL; /* a value type missing from extra_text: a bug */
+}
+
 static uint64_t hslot_hash(uint32_t kind, uint64_t v)
 {
 	uint64_t h = (v ^ ((uint64_t)kind << 59)) * 0x9e3779b97f4a7c15ull;
@@ -439,6 +470,11 @@ static int add_attr(struct enc *e, enum attr_kind kind, uint64_t v, uint32_t aux
 		k = add_extra(e, XS_BUILD_ID_HTL);
 		val->value_case = ANY_STRING;
 		val->string_value = e->htl[aux].hex;
+		break;
+	case AK_LOCK:
+		k = add_extra(e, XS_LOCK_ADDRESS);
+		val->value_case = ANY_INT;
+		val->int_value = (int64_t)v;
 		break;
 	case AK_CTX:
 		/* The key map's name, through the string table like the other attributes. */
@@ -812,6 +848,7 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 	pb_profile *prof = arena_alloc(e, sizeof(*prof) + 16);
 	pb_vt *st = arena_alloc(e, sizeof(*st)), *pt = arena_alloc(e, sizeof(*pt));
 	pb_sample **samples = arena_alloc(e, c->n * sizeof(*samples));
+	const struct profile_type_info *ti;
 	int err, a, b, x, y;
 
 	if (!rp || !sp || !res || !scope || !prof || !st || !pt || !samples)
@@ -829,21 +866,26 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 	scope->name = (char *)e->scope_name;
 	scope->version = (char *)e->scope_version;
 
-	a = add_extra(e, XS_SAMPLES);
-	b = add_extra(e, XS_COUNT);
-	x = add_extra(e, XS_CPU);
-	y = add_extra(e, XS_NANOSECONDS);
+	ti = profile__type_info(c->type);
+	a = add_extra_text(e, ti->values[c->which].type);
+	b = add_extra_text(e, ti->values[c->which].unit);
+	x = add_extra_text(e, ti->period.type);
+	y = add_extra_text(e, ti->period.unit);
 	if (a < 0 || b < 0 || x < 0 || y < 0)
-		return -ENOMEM;
+		return a < 0 ? a : b < 0 ? b : x < 0 ? x : y;
 	st->type_strindex = a;
 	st->unit_strindex = b;
 	pt->type_strindex = x;
 	pt->unit_strindex = y;
 	prof->sample_type = st;
 	prof->period_type = pt;
-	prof->period = (int64_t)meta->period_nano;
-	if (!prof->period && meta->frequency_hz)
-		prof->period = 1000000000ll / meta->frequency_hz;
+	if (c->type == PROFILE_CPU) {
+		prof->period = (int64_t)meta->period_nano;
+		if (!prof->period && meta->frequency_hz)
+			prof->period = 1000000000ll / meta->frequency_hz;
+	} else {
+		prof->period = 1;
+	}
 	prof->profile_id.data = (uint8_t *)(prof + 1);
 	prof->profile_id.len = 16;
 	random_id(e, prof->profile_id.data);
@@ -887,7 +929,7 @@ static int add_sample(struct enc *e, uint32_t i)
 	const struct profile_attrset *as = profile__attrset(e->p, s->key.attrs);
 	uint32_t nctx = as ? as->nattrs : 0;
 	pb_sample *ps =
-	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (3 + (size_t)nctx) * sizeof(int32_t));
+	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (4 + (size_t)nctx) * sizeof(int32_t));
 	int st, a;
 
 	if (!ps)
@@ -919,6 +961,12 @@ static int add_sample(struct enc *e, uint32_t i)
 	if (a < 0)
 		return a;
 	ps->attribute_indices[ps->n_attribute_indices++] = a;
+	if (s->key.addr) {
+		a = add_attr(e, AK_LOCK, s->key.addr, 0);
+		if (a < 0)
+			return a;
+		ps->attribute_indices[ps->n_attribute_indices++] = a;
+	}
 	for (uint32_t j = 0; j < nctx; j++) {
 		const struct profile_attr *pa = profile__attrset_attrs(e->p, s->key.attrs) + j;
 
@@ -927,15 +975,31 @@ static int add_sample(struct enc *e, uint32_t i)
 			return a;
 		ps->attribute_indices[ps->n_attribute_indices++] = a;
 	}
-	if (e->cur->timestamps) {
+	if (e->cur->type != PROFILE_CPU && s->ntimestamps) {
+		/* One value per event, with its timestamp. */
+		int64_t *v = arena_alloc(e, s->ntimestamps * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (uint32_t j = 0; j < s->ntimestamps; j++)
+			v[j] = (int64_t)profile__event_value(e->p, s, j, e->cur->which);
+		ps->values = v;
+		ps->n_values = s->ntimestamps;
+		ps->timestamps_unix_nano = s->timestamps_unix_nano;
+		ps->n_timestamps_unix_nano = s->ntimestamps;
+	} else if (e->cur->timestamps) {
 		ps->timestamps_unix_nano = s->timestamps_unix_nano;
 		ps->n_timestamps_unix_nano = s->ntimestamps;
 	} else {
-		ps->values[0] = (int64_t)s->count;
+		ps->values[0] = (int64_t)profile__sample_value(e->p, s, e->cur->which);
 		ps->n_values = 1;
 	}
 	e->prof->samples[e->nsamples++] = ps;
-	e->events += s->count;
+	/* Events sent: each event once, on the first Profile of its type. */
+	if (e->cur->type == PROFILE_CPU)
+		e->events += s->count;
+	else if (!(profile__type_info(e->cur->type)->otlp_values & ((1u << e->cur->which) - 1)))
+		e->events += s->ntimestamps ? s->ntimestamps : 1;
 	e->body_bytes += msg_field_len(ps);
 	return 0;
 }
@@ -1018,10 +1082,12 @@ static int request_flush(struct enc *e)
 static int cmp_by_pid(const void *a, const void *b, void *p)
 {
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-	uint32_t pa = profile__sample(p, ia)->key.pid, pb = profile__sample(p, ib)->key.pid;
+	const struct profile_sample *sa = profile__sample(p, ia), *sb = profile__sample(p, ib);
 
-	if (pa != pb)
-		return pa < pb ? -1 : 1;
+	if (sa->key.pid != sb->key.pid)
+		return sa->key.pid < sb->key.pid ? -1 : 1;
+	if (sa->key.type != sb->key.type)
+		return sa->key.type < sb->key.type ? -1 : 1;
 	return ia < ib ? -1 : ia > ib;
 }
 
@@ -1134,12 +1200,12 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	for (uint32_t i = 1; i < profile__nattrsets(p); i++)
 		nctx += profile__attrset(p, i)->nattrs;
 	hcap = 64;
-	while (hcap < 2 * (3 * (size_t)nsamples + 2 * profile__nmappings(p) + 8 + nctx))
+	while (hcap < 2 * (4 * (size_t)nsamples + 2 * profile__nmappings(p) + 8 + nctx))
 		hcap *= 2;
 	e.hash = calloc(hcap, sizeof(*e.hash));
 	e.hash_mask = (uint32_t)(hcap - 1);
 	order = malloc(nsamples * sizeof(*order));
-	procs = malloc(nsamples * sizeof(*procs));
+	procs = malloc(2 * (size_t)nsamples * sizeof(*procs)); /* <= 2 Profiles per group */
 	if (!e.str_map || !e.map_map || !e.fn_map || !e.loc_map || !e.stack_map || !e.link_map ||
 	    !e.htl || !e.hash || !order || !procs) {
 		err = -ENOMEM;
@@ -1167,14 +1233,29 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	for (uint32_t i = 0; i < nsamples; i++)
 		order[i] = i;
 	qsort_r(order, nsamples, sizeof(*order), cmp_by_pid, (void *)p);
-	for (uint32_t i = 0; i < nsamples; i++) {
-		const struct profile_sample *s = profile__sample(p, order[i]);
-		bool ts = s->count > 0 && s->ntimestamps == s->count;
+	/* Then one chunk (an OTLP Profile) per process, type and value the type sends. */
+	for (uint32_t i = 0, first = 0; i < nsamples; i++) {
+		const struct profile_sample *s = profile__sample(p, order[i]), *next;
+		const struct profile_type_info *ti;
+		bool ts = true;
 
-		if (i == 0 || profile__sample(p, order[i - 1])->key.pid != s->key.pid)
-			procs[nproc++] = (struct proc){.first = i, .n = 0, .timestamps = true};
-		procs[nproc - 1].n++;
-		procs[nproc - 1].timestamps &= ts;
+		next = i + 1 < nsamples ? profile__sample(p, order[i + 1]) : NULL;
+		if (next && next->key.pid == s->key.pid && next->key.type == s->key.type)
+			continue;
+		for (uint32_t j = first; j <= i; j++) {
+			const struct profile_sample *x = profile__sample(p, order[j]);
+
+			ts &= x->count > 0 && x->ntimestamps == x->count;
+		}
+		ti = profile__type_info(s->key.type);
+		for (uint32_t w = 0; ti && w < ti->nvalues; w++)
+			if (ti->otlp_values & (1u << w))
+				procs[nproc++] = (struct proc){.first = first,
+							       .n = i + 1 - first,
+							       .timestamps = ts,
+							       .type = s->key.type,
+							       .which = w};
+		first = i + 1;
 	}
 	for (uint32_t i = 0; i < nproc; i++) {
 		err = encode_process(&e, &procs[i], order);

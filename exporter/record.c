@@ -40,8 +40,10 @@ struct recorder {
 	uint64_t encode_failures; /* intervals (or parts) that could not be encoded */
 	struct profile *profile;
 	struct proctab *procs;
-	uint64_t boot_to_unix_ns;  /* add to CLOCK_BOOTTIME to get the wall clock */
-	uint64_t samples;	   /* samples added to the profile */
+	uint64_t boot_to_unix_ns;	       /* add to CLOCK_BOOTTIME to get the wall clock */
+	uint64_t samples;		       /* samples added to the profile */
+	uint64_t type_samples[PROFILE_NTYPES]; /* the same, per profile type */
+	struct sampler *sampler;
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
@@ -99,6 +101,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
 	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
 	struct proc *proc = NULL;
+	int err;
 
 	if (ku > SP_MAX_KSTACK)
 		ku = SP_MAX_KSTACK;
@@ -119,6 +122,8 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	memcpy(pcomm, s->pcomm, SP_COMM_LEN);
 	pcomm[SP_COMM_LEN] = '\0';
 	key.stack = profile__intern_stack(r->profile, r->locs, n);
+	key.type = s->type < PROFILE_NTYPES ? s->type : PROFILE_CPU;
+	key.addr = s->addr;
 	key.pid = s->pid;
 	key.tid = s->tid;
 	key.cpu = s->cpu;
@@ -129,10 +134,22 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 		key.link = key.attrs = 0; /* keep the sample, without its span */
 		r->link_drops++;
 	}
-	if (profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1))
+	if (key.type == PROFILE_CPU) {
+		err =
+		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
+	} else {
+		uint64_t count, value;
+
+		sampler__event_values(r->sampler, s, &count, &value);
+		err = profile__add_event(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns,
+					 count, value);
+	}
+	if (err) {
 		r->user_drops++;
-	else
+	} else {
 		r->samples++;
+		r->type_samples[key.type]++;
+	}
 	return 0;
 }
 
@@ -185,6 +202,8 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
 	if (r->links)
 		spanlinks__maps_hook(r->links, pid, start_boot_ns, maps);
+	if (r->sampler) /* event profile types: uprobes on newly mapped files */
+		sampler__maps_hook(r->sampler, pid, maps);
 }
 
 /* Before sampling starts, so that even the first samples of --pid processes get CFI. */
@@ -443,9 +462,34 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
+/* Samples lost in BPF because the ring buffer was full, every profile type. */
+static uint64_t total_drops(const uint64_t *st)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		n += st[sp_stat_type_drop(t)];
+	return n;
+}
+
+/* "  | alloc 12  offcpu 40" for the event profile types selected, else "". */
+static const char *event_counts(struct recorder *r, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES && len < size; t++)
+		if (r->opts->profile_types & (1u << t))
+			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
+					profile__type_info(t)->name,
+					(unsigned long long)r->type_samples[t]);
+	return buf;
+}
+
 static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
 {
 	uint64_t st[SP_STAT_MAX] = {0};
+	char events[96];
 	double elapsed = (now - t0) / 1e9;
 	int tty = isatty(STDERR_FILENO);
 
@@ -463,11 +507,12 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	}
 	fprintf(
 	    stderr,
-	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s",
+	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
 	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-	    (unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
+	    (unsigned long long)(total_drops(st) + r->user_drops),
 	    (unsigned long long)proctab__stats(r->procs)->processes,
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], export, tty && !final ? "" : "\n");
+	    (unsigned long long)st[SP_STAT_CTX_LINKED], event_counts(r, events, sizeof(events)),
+	    export, tty && !final ? "" : "\n");
 }
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
@@ -489,13 +534,20 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"without a symbol; %llu maps unreadable, %llu files unopenable\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
 		sampler__ncpus(s), r->opts->frequency_hz,
-		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
-		(unsigned long long)st[SP_STAT_DROP_RINGBUF], (unsigned long long)r->user_drops,
+		(unsigned long long)(total_drops(st) + r->user_drops),
+		(unsigned long long)total_drops(st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
 		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
 		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
+		if (r->opts->profile_types & (1u << t))
+			fprintf(
+			    stderr,
+			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
+			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
+			    (unsigned long long)st[sp_stat_type_drop(t)]);
 	unwind_summary(r, st); /* CFI unwinder */
 	span_links_summary(r, st);
 	if (r->exporter) {
@@ -584,25 +636,42 @@ static void export_interval(struct recorder *r)
 	r->interval_start_mono = now_mono;
 }
 
+/*
+ * Local outputs: the CPU profile as profile.pb.gz, profile.folded and flamegraph.svg; each
+ * other selected profile type as TYPE.pb.gz, TYPE.folded and flamegraph-TYPE.svg.
+ */
 static int write_outputs(struct recorder *r, const char *dir)
 {
-	char path[PATH_MAX];
+	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
+	char path[PATH_MAX], names[512] = "";
+	size_t len = 0;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
-	err = pprof__write(r->profile, path);
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	snprintf(path, sizeof(path), "%s/profile.folded", dir);
-	err = folded__write(r->profile, path);
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
-	err = flamegraph__write_svg(r->profile, path, "spanprof CPU profile");
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	fprintf(stderr, "spanprof: wrote %s/profile.pb.gz, %s/profile.folded, %s/flamegraph.svg\n",
-		dir, dir, dir);
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
+		const struct profile_type_info *ti = profile__type_info(t);
+		char svg[64];
+
+		if (!(types & (1u << t)))
+			continue;
+		snprintf(svg, sizeof(svg),
+			 t == PROFILE_CPU ? "flamegraph.svg" : "flamegraph-%s.svg", ti->name);
+		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
+		err = pprof__write_type(r->profile, path, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
+		err = folded__write_type(r->profile, path, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		snprintf(path, sizeof(path), "%s/%s", dir, svg);
+		err = flamegraph__write_svg_type(r->profile, path, ti->title, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		len += snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
+				"%s%s/%s.pb.gz, %s/%s.folded, %s/%s", len ? ", " : "", dir,
+				ti->file_stem, dir, ti->file_stem, dir, svg);
+	}
+	fprintf(stderr, "spanprof: wrote %s\n", names);
 	return 0;
 }
 
@@ -833,6 +902,11 @@ int record__run(const struct record_opts *o)
 	so.start_disabled = 1;
 	so.threadctx = !o->no_span_links;
 	so.ctx_uprobes = o->no_span_links ? 0 : o->nctx_uprobes;
+	so.profile_types = o->profile_types;
+	so.alloc_sample_bytes = o->alloc_sample_bytes;
+	so.alloc_min_bytes = o->alloc_min_bytes;
+	so.lock_min_wait_ns = o->lock_min_wait_ns;
+	so.offcpu_min_ns = o->offcpu_min_ns;
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -841,6 +915,7 @@ int record__run(const struct record_opts *o)
 		}
 		goto cleanup_dir;
 	}
+	r.sampler = s;
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
 	start_unwinder(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
@@ -950,6 +1025,7 @@ int record__run(const struct record_opts *o)
 	r.unwinder = NULL;
 	spanlinks__free(r.links);
 	r.links = NULL;
+	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
 	rc = r.exporter ? export_result(&r) : write_outputs(&r, o->output_dir);
@@ -963,6 +1039,7 @@ cleanup_dir:
 cleanup:
 	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
+	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
 	proctab__free(r.procs);

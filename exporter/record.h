@@ -18,6 +18,9 @@
 #define RECORD_DEFAULT_SYMCACHE_MB 12
 #define RECORD_DEFAULT_UNWIND_MB 256
 #define RECORD_MAX_CTX_UPROBES 16
+#define RECORD_DEFAULT_ALLOC_SAMPLE_BYTES (512u << 10)
+#define RECORD_DEFAULT_LOCK_MIN_WAIT_NS 10000ull /* 10 us */
+#define RECORD_DEFAULT_OFFCPU_MIN_NS 1000000ull	 /* 1 ms */
 
 struct record_opts {
 	uint32_t frequency_hz;		/* per CPU */
@@ -35,6 +38,15 @@ struct record_opts {
 		uint32_t mode;
 	} ctx_uprobes[RECORD_MAX_CTX_UPROBES];
 	size_t nctx_uprobes;
+	/*
+	 * --profile: profile types, bit 1 << PROFILE_* (exporter/profile.h); 0 = CPU only.
+	 * Settings of the event types (docs/profile-types.md).
+	 */
+	uint32_t profile_types;
+	uint64_t alloc_sample_bytes; /* --alloc-sample-bytes: mean bytes between samples; 0: all */
+	uint64_t alloc_min_bytes;    /* --alloc-min-bytes */
+	uint64_t lock_min_wait_ns;   /* --lock-min-wait */
+	uint64_t offcpu_min_ns;	     /* --offcpu-min */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */
