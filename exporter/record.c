@@ -724,7 +724,10 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		o->tls_cert = v;
 	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
 		o->tls_key = v;
-	/* Environment headers first; a flag's header with the same key replaces them. */
+	/*
+	 * Environment headers first; a flag's header with the same key replaces them. Without
+	 * --header the headers are the configuration file's, and the environment's win instead.
+	 */
 	if ((v = otel_env__exporter("HEADERS"))) {
 		struct record_header flag_headers[RECORD_MAX_HEADERS];
 		size_t nflag = o->nheaders;
@@ -746,6 +749,8 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 			for (j = 0; j < o->nheaders; j++)
 				if (!strcasecmp(o->headers[j].key, flag_headers[i].key))
 					break;
+			if (j < o->nheaders && !f->headers)
+				continue;
 			if (j == o->nheaders && o->nheaders >= RECORD_MAX_HEADERS)
 				return fail("at most %d headers", RECORD_MAX_HEADERS);
 			if (j == o->nheaders)
