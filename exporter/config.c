@@ -570,6 +570,39 @@ static void report_yaml_error(struct apply *a, const yaml_parser_t *p)
 		report(a, &at, NULL, "YAML syntax error: %s", p->problem ? p->problem : "invalid");
 }
 
+/*
+ * libyaml's scanner takes time quadratic in the nesting depth (50000 '[' take a minute), and
+ * a configuration never nests deeper than 3: a first pass over the events stops at the first
+ * collection deeper than CONFIG_MAX_DEPTH. 0, or -1 with the error reported. Syntax errors are
+ * left to the second pass, which reports them.
+ */
+static int check_depth(struct apply *a, const char *text, size_t len)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, err = 0, done = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return 0;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!done && !err && yaml_parser_parse(&p, &ev)) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+			if (++depth > CONFIG_MAX_DEPTH) {
+				report(a, &ev.start_mark, NULL, "nested deeper than %d levels",
+				       CONFIG_MAX_DEPTH);
+				err = -1;
+			}
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+			   ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return err;
+}
+
 int config__apply_string(struct config *c, const char *name, const char *text, size_t len,
 			 const struct config_target *t)
 {
@@ -578,6 +611,8 @@ int config__apply_string(struct config *c, const char *name, const char *text, s
 	yaml_parser_t p;
 	yaml_node_t *root;
 
+	if (check_depth(&a, text, len))
+		return a.errors;
 	if (!yaml_parser_initialize(&p)) {
 		report(&a, NULL, NULL, "%s", strerror(ENOMEM));
 		return a.errors;

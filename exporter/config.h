@@ -14,8 +14,8 @@
  * Every problem is reported as "NAME:LINE:COLUMN: key 'KEY': REASON" (lines and columns from 1):
  * YAML syntax errors, a top level that is not a mapping, unknown keys (with the nearest known
  * key as a hint), duplicate keys, values of the wrong shape, values the option's parser
- * rejects. Every error of a file is reported, not only the first; a syntax error stops the
- * reading of the file there.
+ * rejects, nesting deeper than CONFIG_MAX_DEPTH. Every error of a file is reported, not only the
+ * first; a syntax error stops the reading of the file there.
  */
 #ifndef SPANPROF_CONFIG_H
 #define SPANPROF_CONFIG_H
@@ -26,6 +26,8 @@
 
 /* Files larger than this are refused (a configuration file is a few hundred bytes). */
 #define CONFIG_MAX_BYTES (1 << 20)
+/* Deeper nesting of lists and mappings is refused (a configuration needs 3 levels). */
+#define CONFIG_MAX_DEPTH 16
 
 /* What config__apply_*() does with a known key; see struct config_target. */
 enum config_filter {

@@ -271,6 +271,24 @@ static void test_check_document_shape(void **state)
 	free(err);
 }
 
+static void test_check_nesting_depth(void **state)
+{
+	size_t n = 100000, len = 5 + 2 * n + 2;
+	char *yaml = malloc(len), *out, *err;
+	const char *p;
+
+	/* Deep nesting is refused quickly (libyaml's scanner is quadratic in the depth). */
+	memcpy(yaml, "pid: ", 5);
+	memset(yaml + 5, '[', n);
+	memset(yaml + 5 + n, ']', n);
+	memcpy(yaml + 5 + 2 * n, "\n", 2);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "1:21", "nested deeper than 16 levels");
+	free(yaml);
+	free(out);
+	free(err);
+}
+
 static void test_check_cross_option_error(void **state)
 {
 	const char *p;
@@ -650,6 +668,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_check_list_item_shape, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_yaml_syntax_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_document_shape, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_check_nesting_depth, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_cross_option_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_nul_and_missing_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lists_booleans_mappings, setup, teardown),
