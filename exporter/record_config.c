@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "record_config.h"
 #include "sampler.h"
 
@@ -63,11 +64,32 @@ static void put_unset(FILE *f, const char *key, const char *meaning)
 }
 
 static const char *const known_keys[] = {
-    "frequency",       "duration",	 "pid",		  "output-dir",	       "quiet",
-    "symbol-cache-mb", "unwind-max-mb",	 "no-span-links", "context-uprobe",    "endpoint",
-    "export-interval", "export-timeout", "header",	  "insecure",	       "tls-ca",
-    "tls-cert",	       "tls-key",	 "compression",	  "max-request-bytes", "queue-bytes",
+    "frequency",
+    "duration",
+    "pid",
+    "output-dir",
+    "quiet",
+    "symbol-cache-mb",
+    "unwind-max-mb",
+    "no-span-links",
+    "context-uprobe",
+    "endpoint",
+    "export-interval",
+    "export-timeout",
+    "header",
+    "insecure",
+    "tls-ca",
+    "tls-cert",
+    "tls-key",
+    "compression",
+    "max-request-bytes",
+    "queue-bytes",
     "flush-timeout",
+    "profile",
+    "alloc-sample-bytes",
+    "alloc-min-bytes",
+    "lock-min-wait",
+    "offcpu-min",
 };
 
 static void put_str_opt(FILE *f, const struct config *cfg, const char *key, const char *v,
@@ -93,6 +115,19 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	} else {
 		put_unset(f, "duration", "until SIGINT or SIGTERM");
 	}
+	fprintf(f, "profile: ");
+	for (uint32_t t = 0, n = 0; t < PROFILE_NTYPES; t++)
+		if ((o->profile_types & (1u << t)) && profile__type_info(t))
+			fprintf(f, "%s%s", n++ ? "," : "", profile__type_info(t)->name);
+	put_source(f, cfg, "profile", NULL);
+	fprintf(f, "alloc-sample-bytes: %llu", (unsigned long long)o->alloc_sample_bytes);
+	put_source(f, cfg, "alloc-sample-bytes", NULL);
+	fprintf(f, "alloc-min-bytes: %llu", (unsigned long long)o->alloc_min_bytes);
+	put_source(f, cfg, "alloc-min-bytes", NULL);
+	fprintf(f, "lock-min-wait: %lluns", (unsigned long long)o->lock_min_wait_ns);
+	put_source(f, cfg, "lock-min-wait", NULL);
+	fprintf(f, "offcpu-min: %lluns", (unsigned long long)o->offcpu_min_ns);
+	put_source(f, cfg, "offcpu-min", NULL);
 	if (o->npids) {
 		fprintf(f, "pid: [");
 		for (size_t i = 0; i < o->npids; i++)
