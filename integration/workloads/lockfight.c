@@ -15,7 +15,8 @@
  *   rwlock: a writer (rw_writer, rw_write_site) and a reader (rw_reader, rw_read_site) take turns
  *           on rwlock "rw", holding it HOLD_MS.
  *   cond:   cond_waiter waits on condition variable "cv" in cond_wait_site() for a signal that
- *           comes HOLD_MS later; the mutex is held only for an instant.
+ *           comes HOLD_MS later; the mutex is held only for an instant. At the end, the two
+ *           threads contend once on "hot" (3 * HOLD_MS): a lock wait the profile must show.
  *   spans:  like mutex "hot" (span_lock_site), each acquisition inside a span published with
  *           the writer library (writer/spanprof_ctx.h).
  */
@@ -175,6 +176,7 @@ static void *cond_waiter(void *arg)
 	(void)arg;
 	for (int i = 0; i < rounds; i++)
 		cond_wait_site();
+	hot_lock_site(); /* the control: one contended mutex (cond_signaler holds it) */
 	return NULL;
 }
 
@@ -197,6 +199,9 @@ static void *cond_signaler(void *arg)
 			sleep_ns(100000);
 		}
 	}
+	pthread_mutex_lock(&hot);
+	sleep_ns(3 * hold_ns);
+	pthread_mutex_unlock(&hot);
 	return NULL;
 }
 
