@@ -10,10 +10,10 @@
  * "Futexes Are Tricky", where 2 means "locked, with waiters"):
  *   - FUTEX_LOCK_PI, FUTEX_LOCK_PI2: priority-inheritance mutexes, always a lock.
  *   - FUTEX_WAIT with the expected value 2: glibc's lll_lock slow path (__lll_lock_wait, used by
- *     every non-PI pthread_mutex_lock and glibc's internal locks), the Go runtime's mutexes;
- *     with the FUTEX_WAITERS bit (0x80000000) in the value: glibc robust mutexes.
- *     Other FUTEX_WAIT users (pthread_once, barriers, Go notes, C++ atomic waits) wait with
- *     other values and are not locks.
+ *     every non-PI pthread_mutex_lock and glibc's internal locks); with the FUTEX_WAITERS bit
+ *     (0x80000000) in the value: glibc robust mutexes. Other FUTEX_WAIT users (pthread_once,
+ *     C++ atomic waits) wait with other values and are not locks, unless their word happens
+ *     to hold 2 (a known false positive, docs/profile-types.md).
  *   - FUTEX_WAIT_BITSET with the expected value 2 or 3: glibc rwlocks (writers on
  *     __writers_futex with 3 and on __wrphase_futex with 2, readers on __wrphase_futex with 3),
  *     Rust's std Mutex (2). Condition variables (glibc waits on __g_signals with 0), semaphores

@@ -31,7 +31,7 @@ static void test_mutex_waits(void **state)
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT, 2), SP_LOCK_MUTEX);
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT | FUTEX_CLOCK_REALTIME, 2), SP_LOCK_MUTEX);
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT, FUTEX_WAITERS | 1234), SP_LOCK_MUTEX);
-	/* Not a lock's "contended" value: once, barriers' first round, Go notes, atomic waits. */
+	/* Not a lock's "contended" value: pthread_once, atomic waits. */
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT_PRIVATE, 0), SP_LOCK_NONE);
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT_PRIVATE, 1), SP_LOCK_NONE);
 	assert_int_equal(sp_lock_classify(FUTEX_WAIT_PRIVATE, 5), SP_LOCK_NONE);
