@@ -74,6 +74,11 @@ enum sp_stat {
 	SP_STAT_LOCK_DROP,
 	SP_STAT_OFFCPU_SAMPLES,
 	SP_STAT_OFFCPU_DROP,
+	/* Lock profile (bpf/lock.bpf.h): futex lock waits and why some were not sampled. */
+	SP_STAT_LOCK_WAITS,	 /* futex lock waits entered by wanted processes */
+	SP_STAT_LOCK_SHORT,	 /* waits under --lock-min-wait: counted, not sampled */
+	SP_STAT_LOCK_NO_STORAGE, /* the thread's task storage could not be created: wait missed */
+	SP_STAT_LOCK_LOST,	 /* exit never seen (restarted after a signal): wait missed */
 	SP_STAT_MAX,
 };
 

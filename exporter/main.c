@@ -69,7 +69,7 @@ static const struct argp_option record_options[] = {
      "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0},
     {"profile", OPT_PROFILE, "TYPE[,TYPE...]", 0,
      "What to profile: cpu (on-CPU samples, the default), alloc (heap allocations by bytes, "
-     "uprobes on malloc & co.), lock (pthread mutex contention), offcpu (time blocked off "
+     "uprobes on malloc & co.), lock (mutex and rwlock contention), offcpu (time blocked off "
      "CPU). Each type is a profile of its own in the outputs and in each OTLP request",
      0},
     {"alloc-sample-bytes", OPT_ALLOC_SAMPLE, "BYTES", 0,

@@ -548,6 +548,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
 			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
 			    (unsigned long long)st[sp_stat_type_drop(t)]);
+	sampler__event_summary(s, st);
 	unwind_summary(r, st); /* CFI unwinder */
 	span_links_summary(r, st);
 	if (r->exporter) {

@@ -41,6 +41,11 @@ struct sampler_event_type {
 	void (*values)(void *state, const struct sp_sample *s, uint64_t *count, uint64_t *value);
 	/* Detaches and frees @state (NULL: nothing attached). */
 	void (*free)(void *state);
+	/*
+	 * The type's own counters in the agent's summary (stderr), from @st[SP_STAT_MAX] (the
+	 * summed BPF counters). May be NULL.
+	 */
+	void (*summary)(void *state, const uint64_t *st);
 };
 
 extern const struct sampler_event_type sampler_ev_alloc, sampler_ev_lock, sampler_ev_offcpu;
