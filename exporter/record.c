@@ -517,10 +517,14 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
-	if (!r->samples)
+	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
 		fprintf(stderr,
 			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
 			"sleeping the whole time)\n",
+			r->opts->npids ? "the selected processes" : "no process");
+	else if (!r->samples)
+		fprintf(stderr,
+			"spanprof: no samples: %s had no event of the selected profile types\n",
 			r->opts->npids ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
@@ -946,12 +950,23 @@ int record__run(const struct record_opts *o)
 	start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
-	if (!o->quiet)
-		fprintf(stderr, "spanprof: sampling %s on %d CPUs at %u Hz%s%s%s; Ctrl-C to stop\n",
-			ntgids ? "the given processes" : "every process", sampler__ncpus(s),
-			o->frequency_hz, o->duration_s > 0 ? "" : " until interrupted",
+	if (!o->quiet) {
+		char what[128] = "", types[64] = "";
+		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+
+		if (sel & (1u << PROFILE_CPU))
+			snprintf(what, sizeof(what), " on %d CPUs at %u Hz", sampler__ncpus(s),
+				 o->frequency_hz);
+		for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
+			if (sel & (1u << t))
+				snprintf(types + strlen(types), sizeof(types) - strlen(types),
+					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
+		fprintf(stderr, "spanprof: profiling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
+			ntgids ? "the given processes" : "every process", types, what,
+			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
+	}
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
