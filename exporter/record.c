@@ -940,8 +940,12 @@ int record__run(const struct record_opts *o)
 			last_export = now;
 		}
 		if (now - last_sweep >= PROC_SWEEP_NS) {
-			/* Exporting: a process's entry outlives the interval holding its samples.
+			/*
+			 * Samples of a process that is gone may still wait in the ring: drain
+			 * it first. Exporting, an entry also outlives the interval holding its
+			 * samples.
 			 */
+			sampler__drain(s);
 			proctab__sweep(r.procs, r.exporter != NULL);
 			last_sweep = now;
 		}
