@@ -485,7 +485,7 @@ def run(args):
                 failures.append(f"{name}: {detail}")
 
         check("agent RSS peak flat (KiB)", *flat(rows, "rss_kib", 1.15, 8 * 1024))
-        check("agent RSS floor flat (KiB)", *flat(rows, "rss_kib", 1.15, 4 * 1024, min))
+        check("agent RSS floor flat (KiB)", *flat(rows, "rss_kib", 1.15, 8 * 1024, min))
         # Descriptors: the symbol cache keeps up to a quarter of RLIMIT_NOFILE, the CFI chunks
         # one per 512 KiB map: both bounded; a leak raises the floor.
         check("agent fds floor flat", *flat(rows, "fds", 1.15, 32, min))
