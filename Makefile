@@ -116,10 +116,10 @@ check: all $(UNIT_TESTS)
 	$(Q)scripts/run-tests.sh all $(UNIT_TESTS)
 
 lint:
-	$(Q)clang-format --dry-run --Werror $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]')
+	$(Q)clang-format --dry-run --Werror $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]' 'integration/soak/*.[ch]')
 
 format:
-	$(Q)clang-format -i $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]')
+	$(Q)clang-format -i $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]' 'integration/soak/*.[ch]')
 
 clean:
 	$(Q)rm -rf $(BUILD)

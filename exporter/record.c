@@ -37,7 +37,10 @@ struct recorder {
 	struct otlp_exporter *exporter; /* NULL: local files only */
 	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
 	uint64_t interval_start_mono;
-	uint64_t encode_failures; /* intervals (or parts) that could not be encoded */
+	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
+	uint64_t interval_samples; /* samples added since the last export_interval() */
+	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
+	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
 	struct profile *profile;
 	struct proctab *procs;
 	uint64_t boot_to_unix_ns;	       /* add to CLOCK_BOOTTIME to get the wall clock */
@@ -149,6 +152,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	} else {
 		r->samples++;
 		r->type_samples[key.type]++;
+		r->interval_samples++;
 	}
 	return 0;
 }
@@ -352,6 +356,8 @@ static uint32_t ringbuf_size(uint32_t hz)
  */
 #define MALLOC_MMAP_THRESHOLD (128 << 10)
 #define TRIM_NS (2 * 1000000000ull)
+/* Entries of exited processes leave the process table this often (proctab__sweep()). */
+#define PROC_SWEEP_NS (5 * 1000000000ull)
 
 static void tune_malloc(void)
 {
@@ -515,6 +521,25 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	    export, tty && !final ? "" : "\n");
 }
 
+/*
+ * Where every sample BPF took went: into the profile (and then, with --endpoint, sent or
+ * counted as dropped by the exporter or the encoder) or into a drop counter. Ring-buffer drops
+ * happen before BPF counts a sample as taken.
+ */
+static void accounting_summary(struct recorder *r, const uint64_t *st)
+{
+	uint64_t taken = 0;
+
+	/* Every profile type's samples handed to user space. */
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		taken += st[sp_stat_type_samples(t)];
+	fprintf(stderr,
+		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
+		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
+		(unsigned long long)taken, (unsigned long long)r->samples,
+		(unsigned long long)r->user_drops, (unsigned long long)total_drops(st));
+}
+
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
 	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
@@ -535,7 +560,9 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
-		"without a symbol; %llu maps unreadable, %llu files unopenable\n",
+		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
+		"dropped (PID reused)\n"
+		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
 		sampler__ncpus(s), r->opts->frequency_hz,
 		(unsigned long long)(total_drops(st) + r->user_drops),
@@ -544,7 +571,9 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
 		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
-		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
+		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
+		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
+		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
 	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			fprintf(
@@ -562,14 +591,17 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr,
 			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
 			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
-			"rejected by the Collector, %llu encoding failures\n",
+			"rejected by the Collector, %llu encoding failures (%llu samples lost "
+			"encoding)\n",
 			r->opts->endpoint, (unsigned long long)es.requests_sent,
 			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
 			(unsigned long long)es.retries, (unsigned long long)es.failed,
 			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
 			(unsigned long long)es.rejected_profiles,
-			(unsigned long long)r->encode_failures);
+			(unsigned long long)r->encode_failures,
+			(unsigned long long)r->encode_dropped);
 	}
+	accounting_summary(r, st);
 }
 
 /* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
@@ -603,6 +635,8 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, buf, len);
+	/* From here the exporter counts these samples as sent or dropped. */
+	r->interval_queued += samples;
 	otlp_exporter__submit(r->exporter, copy, len, samples);
 	return 0;
 }
@@ -635,6 +669,10 @@ static void export_interval(struct recorder *r)
 				strerror(err < 0 ? -err : err));
 		}
 	}
+	/* What never reached the exporter (an encoding failure, even a partial one) is counted. */
+	if (r->interval_samples > r->interval_queued)
+		r->encode_dropped += r->interval_samples - r->interval_queued;
+	r->interval_samples = r->interval_queued = 0;
 	profile__reset(r->profile);
 	proctab__profile_reset(r->procs);
 	r->interval_start_unix = now_unix;
@@ -830,7 +868,7 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
@@ -946,7 +984,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = clock_ns(CLOCK_MONOTONIC);
+	t0 = last_progress = last_export = last_trim = last_sweep = clock_ns(CLOCK_MONOTONIC);
 	start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
@@ -1000,6 +1038,16 @@ int record__run(const struct record_opts *o)
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
+		}
+		if (now - last_sweep >= PROC_SWEEP_NS) {
+			/*
+			 * Samples of a process that is gone may still wait in the ring: drain
+			 * it first. Exporting, an entry also outlives the interval holding its
+			 * samples.
+			 */
+			sampler__drain(s);
+			proctab__sweep(r.procs, r.exporter != NULL);
+			last_sweep = now;
 		}
 		if (now - last_trim >= TRIM_NS) {
 			symcache__trim(syms); /* mapped DWARF pages touched since */
