@@ -60,6 +60,7 @@ static __always_inline void stat_inc(__u32 which)
 
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
+#include "fileid.bpf.h"
 
 /*
  * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the
@@ -106,6 +107,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 					     struct sp_sample *s)
 {
 	struct unwind_proc *uproc;
+	__u32 stop = 0;
 	__u64 wakeup = 0;
 	long n;
 
@@ -121,7 +123,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			uproc = NULL;
 		}
 		if (uproc)
-			n = unwind_user_stack(ctx, s, uproc);
+			n = unwind_user_stack(ctx, s, uproc, &stop);
 		else
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
@@ -136,6 +138,15 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);
+	/*
+	 * File identities (bpf/fileid.bpf.h): for a process the agent has not loaded yet (it may
+	 * never see it alive), or whose walk reached a PC the agent had not seen mapped (it read
+	 * the maps right after exec, before the libraries were mapped, and the process is gone).
+	 */
+	s->vmas.n = 0;
+	s->vmas.exe.ino = 0;
+	if ((wakeup || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
+		fileid_sample(s, s->ustack_len);
 
 	s->ctx_len = 0;
 	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))

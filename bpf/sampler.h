@@ -79,6 +79,16 @@ enum sp_stat {
 	SP_STAT_LOCK_SHORT,	 /* waits under --lock-min-wait: counted, not sampled */
 	SP_STAT_LOCK_NO_STORAGE, /* the thread's task storage could not be created: wait missed */
 	SP_STAT_LOCK_LOST,	 /* exit never seen (restarted after a signal): wait missed */
+	/*
+	 * File identities of user PCs (struct sp_vmas below, bpf/fileid.bpf.h): samples of
+	 * processes the agent has not loaded yet carry the mappings their PCs fall in.
+	 */
+	SP_STAT_FILEID_SAMPLES,	  /* samples that carry a table (at least one lookup) */
+	SP_STAT_FILEID_VMAS,	  /* table entries filled */
+	SP_STAT_FILEID_FAILED,	  /* lookups not done: mmap lock busy, maple tree not as expected */
+	SP_STAT_FILEID_FULL,	  /* mappings holding a PC left out: table full (SP_MAX_VMAS) */
+	SP_STAT_FILEID_EXECS,	  /* executable paths sent (struct sp_exec_path) */
+	SP_STAT_FILEID_EXEC_DROP, /* executable paths lost: ring buffer full */
 	SP_STAT_MAX,
 };
 
@@ -149,6 +159,52 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
 
+/*
+ * --- File identities of user PCs (bpf/fileid.bpf.h, docs/unwinding.md) ---
+ * A process that lives a few milliseconds is gone before the agent can read its
+ * /proc/PID/maps, so its samples carry what naming their frames needs: the distinct
+ * mappings (VMAs) their user PCs fall in, with the identity of the mapped file. The agent
+ * matches each PC to an entry by address and finds the file in its symbol cache by
+ * (device, inode, size, mtime), the key symcache__open() uses.
+ */
+#define SP_MAX_VMAS 8 /* a power of two: indices are masked with it */
+struct sp_file_id {
+	__u64 ino;	  /* 0: no file (anonymous memory, JIT) or unknown */
+	__u64 size;	  /* i_size, bytes */
+	__s64 mtime_sec;  /* i_mtime */
+	__u32 mtime_nsec; /* < 1e9 */
+	__u32 dev;	  /* i_sb->s_dev, kernel encoding: major << 20 | minor */
+};
+#define SP_VMA_VDSO 0x1 /* sp_vma.flags: the vDSO (no file) */
+struct sp_vma {
+	__u64 start, end; /* [start, end), process addresses */
+	__u64 offset;	  /* file offset of start: vm_pgoff << PAGE_SHIFT */
+	struct sp_file_id file;
+	__u32 flags; /* SP_VMA_* */
+	__u32 pad;
+};
+struct sp_vmas {
+	struct sp_file_id exe; /* mm->exe_file (ino 0: none), also when n == 0 */
+	__u32 n;	       /* entries used in vma[] (0: the sample carries none) */
+	__u32 pad;
+	struct sp_vma vma[SP_MAX_VMAS]; /* in order of first use, leaf first */
+};
+_Static_assert(sizeof(struct sp_vmas) == 40 + 64 * SP_MAX_VMAS, "sp_vmas is shared with BPF");
+/*
+ * Sent through the sample ring buffer (told apart from struct sp_sample by its size) when a
+ * process execs a file whose identity was not sent lately, with its absolute path: the agent
+ * opens it there if no process shows it the file alive. Precedes the process's samples.
+ */
+#define SP_EXEC_PATH_LEN 256
+struct sp_exec_path {
+	__u32 pid;
+	__u32 pad;
+	struct sp_file_id file;	     /* the new mm->exe_file */
+	char path[SP_EXEC_PATH_LEN]; /* as exec resolved it (bprm->interp), NUL-terminated */
+};
+_Static_assert(sizeof(struct sp_exec_path) == 8 + 32 + SP_EXEC_PATH_LEN, "shared with BPF");
+/* --- end of file identities --- */
+
 struct sp_sample {
 	__u64 time_boot_ns; /* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */
 	__u32 pid;	    /* thread group id */
@@ -169,10 +225,11 @@ struct sp_sample {
 	__u16 ctx_len;		     /* bytes of ctx used; 0: no span */
 	__u8 ctx_pad[6];
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
+	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
 
-_Static_assert(sizeof(struct sp_sample) ==
-		   88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
+_Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +
+					       SP_CTX_MAX + sizeof(struct sp_vmas),
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
 
 #endif /* SPANPROF_SAMPLER_H */

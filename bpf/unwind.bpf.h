@@ -357,10 +357,10 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
 /*
  * Walks the user stack of the sampled process proc into s->ustack with the CFI tables.
  * Returns the number of frames, or -1 when the registers are unusable (the caller falls back to
- * frame pointers). Counts the outcome in stats.
+ * frame pointers). Counts the outcome in stats; *stop is why the walk ended (enum sp_stat).
  */
 static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
-					     struct unwind_proc *proc)
+					     struct unwind_proc *proc, __u32 *stop)
 {
 	struct unwind_loop l = {
 	    .s = s,
@@ -391,7 +391,8 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	/* One frame per iteration: SP_MAX_USTACK is the depth the sample record holds. */
 	bpf_loop(SP_MAX_USTACK, unwind_frame, &l, 0);
 	stat_inc(SP_STAT_UNW_CFI);
-	stat_inc(w->stop ? w->stop : SP_STAT_UNW_DEPTH);
+	*stop = w->stop ? w->stop : SP_STAT_UNW_DEPTH;
+	stat_inc(*stop);
 	stat_add(SP_STAT_UNW_FRAMES_CFI, w->cfi_frames);
 	stat_add(SP_STAT_UNW_FRAMES_FP, w->fp_frames);
 	return w->n;

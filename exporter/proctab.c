@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "fileid.h"
 #include "proclife.h"
 #include "procmaps.h"
 #include "procmeta.h"
@@ -36,6 +37,10 @@ struct proc {
 	uint32_t last_gen;    /* proctab gen of its latest sample */
 	struct procmeta meta; /* resource facts, read with the first maps */
 	int meta_err;	      /* 0, or why meta could not be read */
+	/* Mappings its samples' file identities showed (fileid.h), for samples without them. */
+	struct sp_vma *fvmas;
+	uint32_t nfvmas;
+	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
 	UT_hash_handle hh;
 };
 
@@ -84,6 +89,7 @@ static void proc_free(struct proctab *t, struct proc *proc)
 	proc_clear(proc);
 	procmeta__clear(&proc->meta);
 	free(proc->exe);
+	free(proc->fvmas);
 	free(proc);
 }
 
@@ -218,6 +224,7 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	}
 	/* New process, or the PID now belongs to another one. */
 	proc->start_boot_ns = start_boot_ns;
+	proc->nfvmas = 0;
 	proc->last_gen = t->gen;
 	t->stats.processes++;
 	free(proc->exe);
@@ -306,22 +313,146 @@ static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, str
 	return x->prof_mapping;
 }
 
+/* At most this many mappings learnt from a process's samples are kept in its entry. */
+#define MAX_FVMAS 64
+
+static int same_file_id(const struct sp_file_id *a, const struct sp_file_id *b)
+{
+	return a->ino == b->ino && a->dev == b->dev && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
+}
+
+/*
+ * Keeps the mappings of a sample's table in its process's entry: a later sample whose lookup
+ * could not run (taken inside mmap(2)) is named from them. An exec (another executable)
+ * forgets them.
+ */
+static void fileid_learn(struct proc *proc, const struct sp_vmas *vmas)
+{
+	uint32_t n = vmas->n < SP_MAX_VMAS ? vmas->n : SP_MAX_VMAS;
+
+	if (!vmas->exe.ino)
+		return;
+	if (!same_file_id(&proc->fexe, &vmas->exe)) {
+		proc->nfvmas = 0;
+		proc->fexe = vmas->exe;
+	}
+	if (!proc->fvmas && n) {
+		proc->fvmas = calloc(MAX_FVMAS, sizeof(*proc->fvmas));
+		if (!proc->fvmas)
+			return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sp_vma *v = &vmas->vma[i];
+		uint32_t j;
+
+		for (j = 0; j < proc->nfvmas; j++)
+			if (proc->fvmas[j].start == v->start)
+				break;
+		if (j < proc->nfvmas)
+			proc->fvmas[j] = *v; /* the newest sample knows best */
+		else if (proc->nfvmas < MAX_FVMAS)
+			proc->fvmas[proc->nfvmas++] = *v;
+	}
+}
+
+/*
+ * The recorded mapping holding @pc: the sample's own table, else what earlier samples of the
+ * process under the same executable showed. NULL if none.
+ */
+static const struct sp_vma *fileid_entry(const struct proc *proc, const struct sp_vmas *vmas,
+					 uint64_t pc)
+{
+	const struct sp_vma *e = fileid__find(vmas, pc);
+
+	if (e || !vmas || !proc->nfvmas || !same_file_id(&proc->fexe, &vmas->exe))
+		return e;
+	for (uint32_t i = 0; i < proc->nfvmas; i++)
+		if (pc >= proc->fvmas[i].start && pc < proc->fvmas[i].end)
+			return &proc->fvmas[i];
+	return NULL;
+}
+
+/* The object of a recorded mapping: the vDSO, or the cache's object of its file. */
+static struct elf_object *fileid_obj(struct proctab *t, const struct sp_vma *e)
+{
+	if (!e)
+		return NULL;
+	if (e->flags & SP_VMA_VDSO)
+		return vdso_object(t);
+	return fileid__object(t->syms, &e->file);
+}
+
+/*
+ * The location of @pc named through the sample's file identity: @e holds it, @obj is the
+ * symbol cache's object of its file. Mapping and names as user_location() gives them.
+ */
+static uint32_t fileid_location(struct proctab *t, struct profile *p, const struct sp_vma *e,
+				struct elf_object *obj, uint64_t pc, int is_return)
+{
+	struct sym_frame frames[MAX_INLINE];
+	struct profile_mapping pm;
+	uint32_t mapping, loc;
+	uint64_t vaddr, offset = e->flags & SP_VMA_VDSO ? 0 : e->offset;
+	int n = 0;
+
+	pm.memory_start = e->start;
+	pm.memory_limit = e->end;
+	pm.file_offset = offset;
+	pm.filename = profile__intern_string(
+	    p, e->flags & SP_VMA_VDSO ? "[vdso]" : elf_object__orig_path(obj));
+	pm.build_id = profile__intern_string(p, elf_object__build_id(obj));
+	mapping = profile__intern_mapping(p, &pm);
+	t->stats.frames_fileid++;
+	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (loc)
+		return loc;
+	if (!elf_object__file_offset_to_vaddr(obj, pc - e->start + offset - (is_return ? 1 : 0),
+					      &vaddr)) {
+		n = symcache__lookup(t->syms, obj, vaddr, frames, MAX_INLINE);
+		if (n < 0)
+			n = 0;
+	}
+	if (!n)
+		t->stats.frames_unsymbolized++;
+	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+}
+
 static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
-			      int is_return)
+			      int is_return, const struct sp_vmas *vmas)
 {
 	struct sym_frame frames[MAX_INLINE];
 	const struct procmap *m = procmaps__find(&proc->maps, pc);
+	const struct sp_vma *e = m ? NULL : fileid_entry(proc, vmas, pc);
+	struct elf_object *obj = fileid_obj(t, e);
 	uint32_t mapping, loc;
 	uint64_t vaddr;
 	size_t i;
 	int n = 0;
 
+	/* The sample says which file: no maps read needed (the process may be long gone). */
+	if (obj)
+		return fileid_location(t, p, e, obj, pc, is_return);
 	if (!m && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
+		/* Opening the maps' files may have taught the cache the recorded one. */
+		obj = !m ? fileid_obj(t, e) : NULL;
+		if (obj)
+			return fileid_location(t, p, e, obj, pc, is_return);
 	}
 	if (!m) {
-		t->stats.frames_unmapped++;
+		if (e && e->file.ino) {
+			t->stats.frames_fileid_unknown++;
+			if (getenv("SPANPROF_DEBUG"))
+				fprintf(stderr,
+					"spanprof: debug: PID %u: no file known with device %x, "
+					"inode %llu, size %llu, mtime %lld.%09u\n",
+					proc->pid, e->file.dev, (unsigned long long)e->file.ino,
+					(unsigned long long)e->file.size,
+					(long long)e->file.mtime_sec, e->file.mtime_nsec);
+		} else
+			t->stats.frames_unmapped++;
 		return profile__intern_location(p, 0, pc, FRAME_NATIVE, NULL, 0);
 	}
 	i = m - proc->maps.maps;
@@ -341,10 +472,66 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
 }
 
+/* The executable of a process whose resource facts could not be read, from its file identity. */
+static void fileid_exe(struct proctab *t, struct proc *proc, const struct sp_vmas *vmas)
+{
+	struct elf_object *obj = fileid__object(t->syms, &vmas->exe);
+	const char *path = obj ? elf_object__orig_path(obj) : NULL, *slash;
+	struct procmeta meta = {0};
+
+	if (!path || path[0] != '/')
+		return;
+	slash = strrchr(path, '/');
+	meta.exe_path = strdup(path);
+	meta.exe_name = strdup(slash + 1);
+	if (!meta.exe_path || !meta.exe_name || procmeta__finish(&meta)) {
+		procmeta__clear(&meta);
+		return;
+	}
+	procmeta__clear(&proc->meta);
+	proc->meta = meta;
+	proc->meta_err = 0;
+	if (!proc->exe)
+		proc->exe = strdup(path);
+	t->stats.exe_fileid++;
+}
+
+int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
+{
+	char path[SP_EXEC_PATH_LEN + 1];
+	int ret;
+
+	memcpy(path, e->path, SP_EXEC_PATH_LEN);
+	path[SP_EXEC_PATH_LEN] = '\0';
+	ret = fileid__open_path(t->syms, &e->file, path);
+	if (ret > 0)
+		t->stats.exec_paths_opened++;
+	else if (ret < 0)
+		t->stats.exec_paths_failed++;
+	return ret;
+}
+
 uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
 {
+	return proctab__sample_user_locations(t, proc, p, pcs, n, NULL, locs);
+}
+
+uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
+					uint32_t *locs)
+{
 	uint32_t out = 0;
+
+	/* Only samples of processes not loaded yet carry an identity (the executable's, at least).
+	 */
+	if (vmas && !vmas->exe.ino && !vmas->n)
+		vmas = NULL;
+	if (vmas) {
+		fileid_learn(proc, vmas);
+		if (proc->meta_err)
+			fileid_exe(t, proc, vmas);
+	}
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t loc;
@@ -352,7 +539,7 @@ uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct pr
 		/* A zero return address is where the frame-pointer chain ends. */
 		if (!pcs[i])
 			break;
-		loc = user_location(t, proc, p, pcs[i], i > 0);
+		loc = user_location(t, proc, p, pcs[i], i > 0, vmas);
 
 		if (loc)
 			locs[out++] = loc;

@@ -32,6 +32,12 @@ struct proctab_stats {
 	uint64_t kernel_unsymbolized; /* kernel PCs with no kallsyms entry */
 	uint64_t pid_reused;	      /* maps reads dropped: the PID had gone to another process */
 	uint64_t processes_freed;     /* entries of exited processes freed by proctab__sweep() */
+	/* File identities carried by samples (proctab__sample_user_locations(), fileid.h). */
+	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
+	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
+	uint64_t exe_fileid;		/* processes whose executable came from the identity */
+	uint64_t exec_paths_opened;	/* executable paths opened (proctab__exec_path()) */
+	uint64_t exec_paths_failed;	/* ... that could not be opened, or held another file */
 };
 
 /*
@@ -55,6 +61,28 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
  */
 uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 				 const uint64_t *pcs, uint32_t n, uint32_t *locs);
+/*
+ * proctab__user_locations() for a sample that carries file identities (@vmas, bpf/sampler.h,
+ * exporter/fileid.h; NULL or vmas->n 0: none). A PC outside the process's known mappings (it
+ * exited before its maps could be read, or mapped the file since) is named through the entry
+ * of @vmas holding it, from the symbol cache's object for that file: the same mapping and
+ * names as if /proc/PID/maps had been read. A file no process had shown the agent stays an
+ * address (counted in frames_fileid_unknown). Also gives a process whose resource facts could
+ * not be read its executable's path and name, from vmas->exe. Returns the number appended.
+ */
+struct sp_vmas;
+struct sp_exec_path;
+uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
+					uint32_t *locs);
+/*
+ * A process exec'd the file @e->path with identity @e->file (struct sp_exec_path, bpf/sampler.h):
+ * unless the symbol cache knows that file already, opens it by that path when the file there
+ * still has that identity, so samples carrying it are named even if no process running it is
+ * ever seen alive. Returns 1 opened, 0 known already, -ESTALE (the path holds another file now),
+ * -EINVAL (not absolute) or the open's -errno; counted.
+ */
+int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e);
 /* The same for kernel PCs (kallsyms names, kind FRAME_KERNEL). */
 uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
 				   uint32_t n, uint32_t *locs);

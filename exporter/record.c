@@ -117,8 +117,9 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	n += proctab__kernel_locations(r->procs, r->profile, (const uint64_t *)s->kstack, ku,
 				       r->locs);
 	if (proc)
-		n += proctab__user_locations(r->procs, proc, r->profile,
-					     (const uint64_t *)s->ustack, uu, r->locs + n);
+		n += proctab__sample_user_locations(r->procs, proc, r->profile,
+						    (const uint64_t *)s->ustack, uu, &s->vmas,
+						    r->locs + n);
 
 	memcpy(comm, s->comm, SP_COMM_LEN);
 	comm[SP_COMM_LEN] = '\0';
@@ -154,6 +155,15 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 		r->type_samples[key.type]++;
 		r->interval_samples++;
 	}
+	return 0;
+}
+
+/* File identities (bpf/fileid.bpf.h): a process exec'd this file. */
+static int on_exec_path(void *ctx, const struct sp_exec_path *e)
+{
+	struct recorder *r = ctx;
+
+	proctab__exec_path(r->procs, e);
 	return 0;
 }
 
@@ -540,6 +550,28 @@ static void accounting_summary(struct recorder *r, const uint64_t *st)
 		(unsigned long long)r->user_drops, (unsigned long long)total_drops(st));
 }
 
+/* File identities carried by samples of processes not loaded yet (bpf/fileid.bpf.h). */
+static void fileid_summary(struct recorder *r, const uint64_t *st)
+{
+	const struct proctab_stats *ps = proctab__stats(r->procs);
+
+	fprintf(stderr,
+		"spanprof: file identities (processes not loaded yet): %llu samples carried "
+		"them (%llu mappings, %llu lookups failed, %llu frames beyond the table); %llu "
+		"frames named from them, %llu frames unnamed (file unknown), %llu executables "
+		"named; executable paths: %llu sent, %llu lost (ring buffer full), %llu opened, "
+		"%llu unopenable or replaced\n",
+		(unsigned long long)st[SP_STAT_FILEID_SAMPLES],
+		(unsigned long long)st[SP_STAT_FILEID_VMAS],
+		(unsigned long long)st[SP_STAT_FILEID_FAILED],
+		(unsigned long long)st[SP_STAT_FILEID_FULL], (unsigned long long)ps->frames_fileid,
+		(unsigned long long)ps->frames_fileid_unknown, (unsigned long long)ps->exe_fileid,
+		(unsigned long long)st[SP_STAT_FILEID_EXECS],
+		(unsigned long long)st[SP_STAT_FILEID_EXEC_DROP],
+		(unsigned long long)ps->exec_paths_opened,
+		(unsigned long long)ps->exec_paths_failed);
+}
+
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
 	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
@@ -583,6 +615,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			    (unsigned long long)st[sp_stat_type_drop(t)]);
 	sampler__event_summary(s, st);
 	unwind_summary(r, st); /* CFI unwinder */
+	fileid_summary(r, st); /* file identities */
 	span_links_summary(r, st);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
@@ -955,6 +988,7 @@ int record__run(const struct record_opts *o)
 	so.alloc_min_bytes = o->alloc_min_bytes;
 	so.lock_min_wait_ns = o->lock_min_wait_ns;
 	so.offcpu_min_ns = o->offcpu_min_ns;
+	so.exec_path_cb = on_exec_path; /* file identities */
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {

@@ -42,7 +42,9 @@ struct sampler {
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
-	uint32_t types;			/* profile types: 1 << SP_PROF_* */
+	uint32_t types;			   /* profile types: 1 << SP_PROF_* */
+	sampler_exec_path_cb exec_path_cb; /* file identities: executable paths */
+	struct bpf_link *exec_path_link;
 	void *ev_state[SP_PROF_NTYPES]; /* event types' own state */
 };
 
@@ -107,6 +109,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 
+	if (size == sizeof(struct sp_exec_path))
+		return s->exec_path_cb ? s->exec_path_cb(s->ctx, data) : 0;
 	if (size < sizeof(struct sp_sample))
 		return 0;
 	return s->cb(s->ctx, data);
@@ -169,6 +173,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
 	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
+	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
+	s->skel->rodata->fileid_enabled =
+	    !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;
+	s->exec_path_cb = opts->exec_path_cb;
+	if (!s->exec_path_cb || !s->skel->rodata->fileid_enabled)
+		bpf_program__set_autoload(s->skel->progs.on_fileid_exec, false);
 	if (s->unwind) {
 		s->unw.max_chunks = opts->unwind_max_chunks;
 		s->unw.max_tables = opts->unwind_max_tables ? opts->unwind_max_tables : 16384;
@@ -327,6 +337,16 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: no online CPU accepted a perf event\n");
 		goto cleanup;
 	}
+	/* File identities: without the hook, binaries no live process showed stay unnamed. */
+	if (bpf_program__autoload(s->skel->progs.on_fileid_exec)) {
+		s->exec_path_link = bpf_program__attach(s->skel->progs.on_fileid_exec);
+		if (!s->exec_path_link)
+			fprintf(stderr,
+				"spanprof: warning: no exec hook (tp_btf/sched_process_exec: %s): "
+				"short-lived processes are named only from files a live process "
+				"showed\n",
+				strerror(errno));
+	}
 	if (!opts->start_disabled)
 		sampler__start(s);
 	return s;
@@ -360,6 +380,7 @@ void sampler__free(struct sampler *s)
 		bpf_link__destroy(s->unw_links[i]);
 	for (int i = 0; i < 2; i++)
 		bpf_link__destroy(s->ctx_links[i]);
+	bpf_link__destroy(s->exec_path_link);
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);

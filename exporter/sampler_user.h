@@ -16,6 +16,11 @@ struct sampler;
 
 /* Called for each record; the record is only valid during the call. Return 0 to go on. */
 typedef int (*sampler_cb)(void *ctx, const struct sp_sample *s);
+/*
+ * Called for each executable path record (bpf/fileid.bpf.h): a process exec'd the file; the
+ * record is only valid during the call.
+ */
+typedef int (*sampler_exec_path_cb)(void *ctx, const struct sp_exec_path *e);
 /* Called for each unwinder notification (exec, mmap, exit of a process with CFI tables). */
 typedef int (*sampler_event_cb)(void *ctx, const struct unwind_event *e);
 
@@ -54,6 +59,8 @@ struct sampler_opts {
 	uint64_t alloc_min_bytes;    /* allocations below this size are not counted */
 	uint64_t lock_min_wait_ns;   /* lock waits below this are not sampled */
 	uint64_t offcpu_min_ns;	     /* blocked periods below this are not sampled */
+	/* File identities (bpf/fileid.bpf.h): executable paths; NULL leaves the hook out. */
+	sampler_exec_path_cb exec_path_cb;
 };
 
 /* The thread-context maps: tgid -> struct sp_tls_loc, tid -> struct sp_ctx_thread. */

@@ -715,11 +715,18 @@ static int open_regular(const char *path, struct stat *st)
 	return fd;
 }
 
+static void identity_key_of(char *buf, size_t len, uint64_t dev, uint64_t ino, uint64_t size,
+			    int64_t mtime_sec, long mtime_nsec)
+{
+	snprintf(buf, len, "i:%llx:%llx:%llx:%lld.%09ld", (unsigned long long)dev,
+		 (unsigned long long)ino, (unsigned long long)size, (long long)mtime_sec,
+		 mtime_nsec);
+}
+
 static void identity_key(char *buf, size_t len, const struct stat *st)
 {
-	snprintf(buf, len, "i:%llx:%llx:%llx:%lld.%09ld", (unsigned long long)st->st_dev,
-		 (unsigned long long)st->st_ino, (unsigned long long)st->st_size,
-		 (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	identity_key_of(buf, len, st->st_dev, st->st_ino, st->st_size, st->st_mtim.tv_sec,
+			st->st_mtim.tv_nsec);
 }
 
 /* Keeps the number of held descriptors under max_fds: unloaded objects close theirs first. */
@@ -2074,3 +2081,21 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 	memcpy(out, frames, n * sizeof(*out));
 	return n;
 }
+
+/* --- lookup by file identity (exporter/fileid.h) --- */
+struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
+					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec)
+{
+	char key[128];
+
+	if (mtime_nsec >= 1000000000u)
+		return NULL;
+	identity_key_of(key, sizeof(key), dev, ino, size, mtime_sec, mtime_nsec);
+	return find_key(c, key);
+}
+
+const char *elf_object__orig_path(const struct elf_object *o)
+{
+	return o->orig_path ? o->orig_path : o->path;
+}
+/* --- end of lookup by file identity --- */

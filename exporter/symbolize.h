@@ -100,6 +100,20 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
  */
 const char *elf_object__debug_file(struct elf_object *o);
 
+/*
+ * --- Lookup by file identity (short-lived processes, exporter/fileid.h) ---
+ * The object already opened (by any process's mapping) whose file has this identity, as
+ * stat(2) gives it: @dev in the user-space encoding (makedev()), @ino, @size in bytes, the
+ * modification time. Opens nothing, so it works after every process mapping the file is gone.
+ * NULL when no open file had that identity (or @mtime_nsec is out of range). The object is
+ * owned by the cache.
+ */
+struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
+					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec);
+/* The path the first process that mapped @o saw (else the path opened). Owned by @o. */
+const char *elf_object__orig_path(const struct elf_object *o);
+/* --- end of lookup by file identity --- */
+
 /* Counters since symcache__new(), for the agent's self-metrics. */
 struct symcache_stats {
 	uint64_t objects;     /* distinct objects opened */

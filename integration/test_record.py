@@ -95,6 +95,51 @@ def test_short_lived_processes_get_named_frames(spanprof, workload, procs, tmp_p
     assert named / total >= 0.8, f"{named}/{total} short-lived samples named\n{mine}"
 
 
+def shortlived_shares(folded):
+    """Of the samples of the 'shortlived' processes that have user frames: (total, with every user
+    frame in a known mapping, with a frame of the workload's own binary)."""
+    total = mapped = own = 0
+    for f, c in folded:
+        if f[0] != "shortlived":
+            continue
+        user = [x for x in f[1:] if not x.endswith("_[k]")]
+        if not user:
+            continue  # exec, exit, page faults: kernel frames only
+        total += c
+        if not any(x.startswith("[unknown]") for x in user):
+            mapped += c
+        if "shortlived_spin" in user or "main" in user:
+            own += c
+    return total, mapped, own
+
+
+def test_very_short_lived_processes_named_with_agent_behind(spanprof, workload, procs, tmp_path):
+    """Hundreds of processes of ~5 ms each while the agent, sampling at 999 Hz, shares CPU 0 with
+    them at nice 19: nearly all are gone before their first sample reaches it (without file
+    identities none of their samples is named), so their frames are named from the file
+    identities their samples carry (bpf/fileid.bpf.h), not from /proc/PID/maps."""
+    short = workload("shortlived")
+    out = tmp_path / "out"
+    rec = procs.start("taskset", "-c", "0", "nice", "-n", "19", spanprof, "record",
+                      "--output-dir", out, "--frequency", 999, stderr=subprocess.PIPE, text=True)
+    assert "profiling" in rec.stderr.readline()
+    # Two loops of 200 processes each, 4 ms of CPU time apiece (plus loader start-up).
+    loop = f"i=0; while [ $i -lt 200 ]; do {short} 0.004 cpu; i=$((i+1)); done"
+    loops = [procs.start("taskset", "-c", "0", "sh", "-c", loop) for _ in range(2)]
+    for p in loops:
+        assert p.wait(timeout=300) == 0
+    time.sleep(1)
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=120)
+    assert rec.returncode == 0, err
+    total, mapped, own = shortlived_shares(read_folded(out / "profile.folded"))
+    summary = "\n".join(x for x in err.splitlines() if "frames" in x or "identities" in x)
+    assert total >= 100, f"only {total} samples of 400 short-lived processes\n{summary}"
+    assert mapped / total >= 0.8, f"{mapped}/{total} with every user frame named\n{summary}"
+    assert own / total >= 0.8, f"{own}/{total} in the workload's own functions\n{summary}"
+    assert "frames named from them" in err
+
+
 def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
     chain = workload("chain")
     p = procs.start(chain, "10")

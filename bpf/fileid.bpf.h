@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * File identities of user PCs (struct sp_vmas, bpf/sampler.h), included by sampler.bpf.c.
+ *
+ * The agent names user frames from /proc/PID/maps, read when a process's first sample reaches
+ * it. A process that lives a few milliseconds has exited by then. For the samples of processes
+ * the agent has not loaded yet (no unwind_procs entry), fileid_sample() records the distinct
+ * mappings the user PCs fall in: bounds, file offset and the mapped file's identity (device,
+ * inode, size, mtime), looked up under one mmap lock (bpf_find_vma()). The agent finds the
+ * file in its symbol cache by that identity, whether or not the process still exists.
+ */
+#ifndef SPANPROF_FILEID_BPF_H
+#define SPANPROF_FILEID_BPF_H
+
+/* Set before load: 0 turns the tables off (SPANPROF_FILEIDS=0, for measurements). */
+const volatile __u32 fileid_enabled = 1;
+
+/* struct inode's mtime before Linux 6.7 (a timespec64); 6.7+ has i_mtime_sec/i_mtime_nsec. */
+struct inode___old {
+	struct timespec64 i_mtime;
+} __attribute__((preserve_access_index));
+
+static __always_inline void fileid_read(struct file *f, struct sp_file_id *id)
+{
+	struct inode *inode = BPF_CORE_READ(f, f_inode);
+
+	id->ino = 0;
+	id->size = id->mtime_sec = 0;
+	id->mtime_nsec = id->dev = 0;
+	if (!inode)
+		return;
+	id->ino = BPF_CORE_READ(inode, i_ino);
+	id->size = BPF_CORE_READ(inode, i_size);
+	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	if (bpf_core_field_exists(inode->i_mtime_sec)) {
+		id->mtime_sec = BPF_CORE_READ(inode, i_mtime_sec);
+		id->mtime_nsec = BPF_CORE_READ(inode, i_mtime_nsec);
+	} else {
+		struct inode___old *old = (void *)inode;
+
+		id->mtime_sec = BPF_CORE_READ(old, i_mtime.tv_sec);
+		id->mtime_nsec = BPF_CORE_READ(old, i_mtime.tv_nsec);
+	}
+}
+
+/* VM_EXEC of include/linux/mm.h (a macro: not in BTF). */
+#define SP_FILEID_VM_EXEC 0x4ull
+/*
+ * The mm's maple tree (lib/maple_tree.c; stable since Linux 6.1): the root, when it is a node,
+ * is a pointer with bit 1 set and bit 0 clear (MAPLE_ROOT_NODE); every node pointer has the
+ * node's type in bits 3-6 (MAPLE_NODE_TYPE_SHIFT), the node being 256-byte aligned.
+ * Leaves (maple_leaf_64) and internal nodes (maple_range_64) have 15 pivots, the internal
+ * nodes of an allocation tree such as mm_mt (maple_arange_64) 9. A tree of 2^32 VMAs has at
+ * most 8 levels of arange nodes.
+ */
+#define SP_MT_TYPE(e) (((e) >> 3) & 0xf)
+#define SP_MT_IS_ROOT_NODE(e) (((e)&3) == 2 && (e) > 4096)
+#define SP_MT_NODE(e) ((e) & ~0xffull)
+#define SP_MT_LEAF_64 1
+#define SP_MT_RANGE_64 2
+#define SP_MT_ARANGE_64 3
+#define SP_MT_MAX_DEPTH 8
+#define SP_MT_PIVOTS 15
+
+/* What the callbacks get. */
+struct fileid_loop {
+	struct sp_sample *s;
+	__u64 root; /* mm->mm_mt.ma_root */
+	__u64 vdso; /* mm->context.vdso: where the vDSO's code starts (x86) */
+	__u32 n;    /* user frames in s->ustack */
+	__u32 used; /* entries filled */
+	__u32 full; /* mappings holding a PC left out: table full */
+	__u32 bad;  /* maple tree walks that failed */
+};
+
+/*
+ * The VMA holding @index, walking the maple tree as mtree_lookup_walk() does: in each node,
+ * the first slot whose pivot is >= index, else the last one. Only under the mmap lock
+ * (inside the bpf_find_vma() callback). Returns the vm_area_struct address, 0 if none.
+ */
+static __always_inline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
+{
+	__u64 pivots[SP_MT_PIVOTS];
+
+	for (int depth = 0; depth < SP_MT_MAX_DEPTH; depth++) {
+		__u32 type = SP_MT_TYPE(entry), npiv, off;
+		__u64 node = SP_MT_NODE(entry), piv_at, slot_at, next = 0;
+
+		if (depth == 0 ? !SP_MT_IS_ROOT_NODE(entry) : node < 4096)
+			return 0;
+		if (type == SP_MT_ARANGE_64) {
+			npiv = 9;
+			piv_at = node + bpf_core_field_offset(struct maple_arange_64, pivot);
+			slot_at = node + bpf_core_field_offset(struct maple_arange_64, slot);
+		} else if (type == SP_MT_LEAF_64 || type == SP_MT_RANGE_64) {
+			npiv = SP_MT_PIVOTS;
+			piv_at = node + bpf_core_field_offset(struct maple_range_64, pivot);
+			slot_at = node + bpf_core_field_offset(struct maple_range_64, slot);
+		} else {
+			return 0; /* dense nodes: not in an mm */
+		}
+		if (bpf_probe_read_kernel(pivots, sizeof(pivots), (void *)piv_at))
+			return 0;
+		off = npiv;
+		for (__u32 i = 0; i < SP_MT_PIVOTS; i++) {
+			if (i < npiv && pivots[i] >= index) {
+				off = i;
+				break;
+			}
+		}
+		if (bpf_probe_read_kernel(&next, sizeof(next), (void *)(slot_at + off * 8)))
+			return 0;
+		if (type == SP_MT_LEAF_64)
+			return next;
+		entry = next;
+	}
+	return 0;
+}
+
+static long fileid_frame(__u32 i, void *ctx)
+{
+	struct fileid_loop *l = ctx;
+	struct sp_sample *s = l->s;
+	struct vm_area_struct *vma;
+	__u64 pc, start, end;
+	struct file *f;
+	struct sp_vma *v;
+
+	if (i >= l->n)
+		return 1;
+	pc = s->ustack[i & (SP_MAX_USTACK - 1)];
+	if (!pc)
+		return 1; /* the frame-pointer chain ends */
+	for (__u32 j = 0; j < SP_MAX_VMAS; j++) {
+		struct sp_vma *e = &s->vmas.vma[j];
+
+		if (j >= l->used)
+			break;
+		if (pc >= e->start && pc < e->end)
+			return 0;
+	}
+	vma = (struct vm_area_struct *)fileid_mt_lookup(l->root, pc);
+	if (!vma)
+		return 0; /* in no VMA: a frame-pointer walk that read a non-pointer */
+	start = BPF_CORE_READ(vma, vm_start);
+	end = BPF_CORE_READ(vma, vm_end);
+	/* Not the VMA of the PC: the tree is not laid out as this code expects. Give up. */
+	if (pc < start || pc >= end) {
+		l->bad++;
+		return 1;
+	}
+	if (!(BPF_CORE_READ(vma, vm_flags) & SP_FILEID_VM_EXEC))
+		return 0;
+	if (l->used >= SP_MAX_VMAS) {
+		l->full++;
+		return 0;
+	}
+	v = &s->vmas.vma[l->used & (SP_MAX_VMAS - 1)];
+	v->start = start;
+	v->end = end;
+	v->offset = BPF_CORE_READ(vma, vm_pgoff) << 12; /* PAGE_SHIFT on x86-64 */
+	f = BPF_CORE_READ(vma, vm_file);
+	if (f)
+		fileid_read(f, &v->file);
+	else
+		v->file.ino = v->file.dev = 0;
+	v->flags = start == l->vdso ? SP_VMA_VDSO : 0;
+	v->pad = 0;
+	l->used++;
+	return 0;
+}
+
+/* bpf_find_vma() callback, the mmap lock held: one lookup per distinct mapping of the PCs. */
+static long fileid_locked(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct fileid_loop *l = ctx;
+
+	l->root = (__u64)BPF_CORE_READ(vma, vm_mm, mm_mt.ma_root);
+	l->vdso = (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso);
+	bpf_loop(l->n, fileid_frame, l, 0);
+	return 0;
+}
+
+/*
+ * Fills s->vmas for the @n user PCs in s->ustack of the current task (which has an mm).
+ * bpf_find_vma() takes the mmap lock once (it can only once per program run in interrupt
+ * context: the unlock is deferred to an irq_work); under it, each PC outside the entries
+ * found so far is looked up in the mm's maple tree, and executable VMAs are recorded.
+ * s->vmas.n is 0 on return when nothing was found. Counts in stats.
+ */
+static __always_inline void fileid_sample(struct sp_sample *s, __u32 n)
+{
+	struct fileid_loop l = {.s = s, .n = n < SP_MAX_USTACK ? n : SP_MAX_USTACK};
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *exe;
+
+	s->vmas.n = 0;
+	s->vmas.exe.ino = s->vmas.exe.dev = 0;
+	if (!fileid_enabled || !n)
+		return;
+	/* Lockless (RCU): the agent also names PCs from the entries of earlier samples. */
+	exe = BPF_CORE_READ(task, mm, exe_file);
+	if (exe)
+		fileid_read(exe, &s->vmas.exe);
+	/* Busy: the task was sampled inside mmap(2), munmap(2)... holding the lock for writing. */
+	if (bpf_find_vma(task, s->ustack[0], fileid_locked, &l, 0)) {
+		stat_inc(SP_STAT_FILEID_FAILED);
+		return;
+	}
+	if (l.bad)
+		stat_add(SP_STAT_FILEID_FAILED, l.bad);
+	if (l.full)
+		stat_add(SP_STAT_FILEID_FULL, l.full);
+	if (!l.used)
+		return;
+	s->vmas.n = l.used;
+	stat_inc(SP_STAT_FILEID_SAMPLES);
+	stat_add(SP_STAT_FILEID_VMAS, l.used);
+}
+
+/* Identities whose path was sent lately: each binary's path once, however often it runs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct sp_file_id);
+	__type(value, __u8);
+} fileid_paths_sent SEC(".maps");
+
+/*
+ * A process execs a file: send its absolute path with its identity, so that the agent can open
+ * it even if every process running it is gone before one of their samples reaches the agent.
+ * Process context: the new executable is mm->exe_file already.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_fileid_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct sp_exec_path *e;
+	struct sp_file_id id;
+	__u32 pid = p->tgid;
+	struct file *exe;
+	const char *path;
+	__u8 one = 1;
+	char first;
+
+	if (!sampling || !fileid_enabled)
+		return 0;
+	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid))
+		return 0;
+	exe = BPF_CORE_READ(p, mm, exe_file);
+	if (!exe)
+		return 0;
+	fileid_read(exe, &id);
+	if (!id.ino || bpf_map_lookup_elem(&fileid_paths_sent, &id))
+		return 0;
+	/* The file exec ran (the interpreter of a script), as exec resolved its name. */
+	path = BPF_CORE_READ(bprm, interp);
+	if (bpf_probe_read_kernel(&first, 1, path) || first != '/')
+		return 0; /* relative to a directory the agent cannot know later */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(SP_STAT_FILEID_EXEC_DROP);
+		return 0;
+	}
+	e->pid = pid;
+	e->pad = 0;
+	e->file = id;
+	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), path) < 0)
+		e->path[0] = '\0';
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_update_elem(&fileid_paths_sent, &id, &one, BPF_ANY);
+	stat_inc(SP_STAT_FILEID_EXECS);
+	return 0;
+}
+
+#endif /* SPANPROF_FILEID_BPF_H */
