@@ -14,8 +14,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set before load: when non-zero only thread groups in pid_filter are sampled. */
-const volatile __u32 filter_pids = 0;
 /*
  * Wake the agent only once this many bytes wait in the ring buffer (set before load to a
  * quarter of its size), or for a process it has not loaded yet (it must read the maps of a
@@ -25,13 +23,6 @@ const volatile __u32 filter_pids = 0;
 const volatile __u64 ringbuf_wakeup_bytes = 0;
 /* Set by the agent when sampling starts (the perf events run from attach on). */
 volatile __u32 sampling = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024); /* resized by user space to the --pid count */
-	__type(key, __u32);
-	__type(value, __u8);
-} pid_filter SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -58,6 +49,7 @@ static __always_inline void stat_inc(__u32 which)
 	stat_add(which, 1);
 }
 
+#include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
 
@@ -78,10 +70,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(SP_STAT_IDLE);
 		return 0;
 	}
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid)) {
-		stat_inc(SP_STAT_FILTERED);
+	task = (struct task_struct *)bpf_get_current_task();
+	if (!sp_filter_pass(task, pid)) /* --pid, --exe, --cgroup, --container-id, --k8s-pod */
 		return 0;
-	}
 
 	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 	if (!s) {
@@ -89,7 +80,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
-	task = (struct task_struct *)bpf_get_current_task();
 	s->time_boot_ns = bpf_ktime_get_boot_ns();
 	s->pid = pid;
 	s->tid = tid;

@@ -29,7 +29,7 @@
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,  /* samples handed to user space */
 	SP_STAT_IDLE,	      /* samples of the idle task, not recorded */
-	SP_STAT_FILTERED,     /* samples of processes outside --pid */
+	SP_STAT_FILTERED,     /* samples of processes no targeting filter selects */
 	SP_STAT_DROP_RINGBUF, /* ring buffer full: sample lost */
 	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */

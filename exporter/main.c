@@ -9,6 +9,7 @@
 
 #include "record.h"
 #include "sampler.h"
+#include "targets.h"
 #include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
@@ -48,6 +49,11 @@ enum {
 	OPT_UNWIND_MAX,
 	OPT_NO_SPAN_LINKS,
 	OPT_CTX_UPROBE,
+	OPT_EXE,
+	OPT_CGROUP,
+	OPT_CONTAINER_ID,
+	OPT_K8S_POD,
+	OPT_K8S,
 };
 
 static const struct argp_option record_options[] = {
@@ -82,6 +88,34 @@ static const struct argp_option record_options[] = {
      "ends the context), tls (read otel_thread_ctx_v1, also from .symtab, when the function "
      "returns), with ',scoped' the context ends when the function returns. Repeatable",
      2},
+    {NULL, 0, NULL, 0,
+     "Targeting (default: every process of the host). With several targeting options, "
+     "--pid included, a process is sampled when it matches any of them; the others are "
+     "dropped in BPF. Paths are read under $SPANPROF_HOST_ROOT when it is set (e.g. /host "
+     "in a DaemonSet); names are resolved again every 2 s:",
+     3},
+    {"exe", OPT_EXE, "PATH", 0,
+     "Sample only processes running this executable file (matched by device and inode, so "
+     "symlinks and hard links match; a binary replaced later is matched too). Repeatable",
+     3},
+    {"cgroup", OPT_CGROUP, "PATH", 0,
+     "Sample only processes in this cgroup v2 directory or below it, e.g. "
+     "/sys/fs/cgroup/system.slice/nginx.service (absolute, or relative to the cgroup v2 "
+     "mount). Repeatable",
+     3},
+    {"container-id", OPT_CONTAINER_ID, "ID", 0,
+     "Sample only this container (docker, containerd, cri-o, podman): its full id or a "
+     "prefix of at least 12 hex digits naming one container. Repeatable",
+     3},
+    {"k8s-pod", OPT_K8S_POD, "UID|NAMESPACE/NAME", 0,
+     "Sample only this Kubernetes pod (all its containers), by uid or by name (found in the "
+     "kubelet's /var/log/pods). Repeatable",
+     3},
+    {"k8s", OPT_K8S, NULL, 0,
+     "Add Kubernetes resource attributes: k8s.pod.uid (from the cgroup path), k8s.pod.name, "
+     "k8s.namespace.name, k8s.container.name (from the kubelet's /var/log/pods and "
+     "/var/log/containers) and k8s.node.name (from K8S_NODE_NAME or NODE_NAME)",
+     3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
      "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
@@ -316,6 +350,43 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				   spec);
 		o->nctx_uprobes++;
 		break;
+	case OPT_EXE:
+		if (o->nexes >= RECORD_MAX_TARGETS)
+			argp_error(state, "at most %d --exe", RECORD_MAX_TARGETS);
+		if (!*arg)
+			argp_error(state, "--exe wants a path");
+		o->exes[o->nexes++] = arg;
+		break;
+	case OPT_CGROUP:
+		if (o->ncgroups >= RECORD_MAX_TARGETS)
+			argp_error(state, "at most %d --cgroup", RECORD_MAX_TARGETS);
+		if (!*arg)
+			argp_error(state, "--cgroup wants a cgroup v2 directory");
+		o->cgroups[o->ncgroups++] = arg;
+		break;
+	case OPT_CONTAINER_ID:
+		if (o->ncontainer_ids >= RECORD_MAX_TARGETS)
+			argp_error(state, "at most %d --container-id", RECORD_MAX_TARGETS);
+		if (targets__check_container_id(arg))
+			argp_error(state,
+				   "--container-id wants 12 to 64 hex digits (a container id or a "
+				   "prefix of one), not '%s'",
+				   arg);
+		o->container_ids[o->ncontainer_ids++] = arg;
+		break;
+	case OPT_K8S_POD:
+		if (o->nk8s_pods >= RECORD_MAX_TARGETS)
+			argp_error(state, "at most %d --k8s-pod", RECORD_MAX_TARGETS);
+		if (targets__check_pod(arg))
+			argp_error(state,
+				   "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
+				   "NAMESPACE/NAME, not '%s'",
+				   arg);
+		o->k8s_pods[o->nk8s_pods++] = arg;
+		break;
+	case OPT_K8S:
+		o->k8s = 1;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -339,6 +410,7 @@ static const struct argp record_argp = {
 	   "Examples:\n"
 	   "  spanprof record --duration 10 --output-dir out\n"
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
+	   "  spanprof record --k8s --k8s-pod shop/checkout-7d9f --endpoint localhost:4317\n"
 	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
 };
 

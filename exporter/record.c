@@ -19,6 +19,7 @@
 
 #include "caps.h"
 #include "flamegraph.h"
+#include "k8smeta.h"
 #include "otel_env.h"
 #include "otlp_encode.h"
 #include "otlp_export.h"
@@ -30,6 +31,7 @@
 #include "sampler_user.h"
 #include "spanlinks.h"
 #include "symbolize.h"
+#include "targets.h"
 #include "unwinder.h"
 
 struct recorder {
@@ -46,6 +48,9 @@ struct recorder {
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
+	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
+	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
 	 * sample ring (woken less often), and need its tables, maps and context. Handled after
@@ -294,6 +299,99 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 }
 /* --- end of CFI unwinder --- */
 
+/* --- targeting and Kubernetes metadata (targets.h, k8smeta.h, docs/deploy.md) --- */
+static const char *host_root(void)
+{
+	const char *r = getenv("SPANPROF_HOST_ROOT");
+
+	return r && *r ? r : "";
+}
+
+static int targeted(const struct recorder *r)
+{
+	return r->opts->npids || r->targets;
+}
+
+/* The filters BPF cannot check by name: resolved here, before the sampler is made. */
+static int make_targets(struct recorder *r)
+{
+	const struct record_opts *o = r->opts;
+	struct targets_opts to = {
+	    .host_root = host_root(),
+	    .exes = o->exes,
+	    .nexes = o->nexes,
+	    .cgroups = o->cgroups,
+	    .ncgroups = o->ncgroups,
+	    .container_ids = o->container_ids,
+	    .ncontainer_ids = o->ncontainer_ids,
+	    .pods = o->k8s_pods,
+	    .npods = o->nk8s_pods,
+	};
+
+	if (!o->nexes && !o->ncgroups && !o->ncontainer_ids && !o->nk8s_pods)
+		return 0;
+	r->targets = targets__new(&to);
+	return r->targets ? 0 : -errno; /* message printed */
+}
+
+static void k8s_meta_hook(void *ctx, uint32_t pid, struct procmeta *m)
+{
+	struct recorder *r = ctx;
+
+	k8smeta__fill(r->k8s, m); /* ENOMEM: the process goes without pod names */
+}
+
+static int start_k8s(struct recorder *r)
+{
+	if (!r->opts->k8s)
+		return 0;
+	r->k8s = k8smeta__new(host_root());
+	if (!r->k8s)
+		return -ENOMEM;
+	r->k8s_node = getenv("K8S_NODE_NAME");
+	if (!r->k8s_node || !*r->k8s_node)
+		r->k8s_node = getenv("NODE_NAME");
+	proctab__set_meta_hook(r->procs, k8s_meta_hook, r);
+	return 0;
+}
+
+static void targeting_summary(struct recorder *r, const uint64_t *st)
+{
+	struct targets_stats ts = {0};
+	struct k8smeta_stats ks;
+
+	if (targeted(r))
+		fprintf(stderr,
+			"spanprof: targeting: %llu samples of other processes filtered "
+			"out in BPF\n",
+			(unsigned long long)st[SP_STAT_FILTERED]);
+	if (r->targets) {
+		targets__stats(r->targets, &ts);
+		fprintf(stderr,
+			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
+			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
+			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
+			ts.exes_found, r->opts->nexes, ts.exe_keys, ts.cgroups_found,
+			r->opts->ncgroups, ts.containers_found, r->opts->ncontainer_ids,
+			ts.containers_ambiguous, ts.pods_found, r->opts->nk8s_pods, ts.cgroup_ids,
+			(unsigned long long)ts.walks, (unsigned long long)ts.walk_dirs,
+			ts.walks ? ts.walk_ns / 1e6 / ts.walks : 0.0,
+			(unsigned long long)ts.map_errors);
+	}
+	if (r->k8s) {
+		k8smeta__stats(r->k8s, &ks);
+		fprintf(
+		    stderr,
+		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
+		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
+		    "containers)%s\n",
+		    (unsigned long long)ks.hits, (unsigned long long)ks.misses,
+		    (unsigned long long)ks.scans, ks.pods, ks.containers,
+		    r->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
+	}
+}
+/* --- end of targeting --- */
+
 /* One line, naming what is wrong and what to do. */
 static int fail(const char *fmt, ...)
 {
@@ -476,7 +574,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr,
 			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
 			"sleeping the whole time)\n",
-			r->opts->npids ? "the selected processes" : "no process");
+			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
 
@@ -498,6 +596,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
 	unwind_summary(r, st); /* CFI unwinder */
 	span_links_summary(r, st);
+	targeting_summary(r, st);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -560,6 +659,7 @@ static void export_interval(struct recorder *r)
 	    .max_request_bytes = r->opts->max_request_bytes,
 	    .process_meta = process_meta,
 	    .ctx = r,
+	    .k8s_node_name = r->k8s_node,
 	};
 	struct profile_meta meta = {0};
 	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
@@ -765,6 +865,8 @@ int record__run(const struct record_opts *o)
 		return fail("out of memory");
 	if (resolve_pids(o, tgids, &ntgids))
 		goto cleanup;
+	if (make_targets(&r))
+		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
 	/* Kernels since 5.11 charge BPF memory to the cgroup: a refusal here is harmless. */
@@ -783,7 +885,7 @@ int record__run(const struct record_opts *o)
 			"stay addresses\n",
 			strerror(errno));
 	r.procs = proctab__new(syms, ksyms);
-	if (!r.procs)
+	if (!r.procs || start_k8s(&r))
 		goto fail_nomem;
 	r.boot_to_unix_ns = boot_to_unix_offset();
 
@@ -833,6 +935,10 @@ int record__run(const struct record_opts *o)
 	so.start_disabled = 1;
 	so.threadctx = !o->no_span_links;
 	so.ctx_uprobes = o->no_span_links ? 0 : o->nctx_uprobes;
+	if (r.targets) {
+		so.filter_exe_max = targets__exe_max(r.targets);
+		so.filter_cgroup_max = targets__cgroup_max(r.targets);
+	}
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -842,6 +948,15 @@ int record__run(const struct record_opts *o)
 		goto cleanup_dir;
 	}
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
+	if (r.targets) {
+		struct sampler_filter_maps fm;
+
+		sampler__filter_maps(s, &fm);
+		if (targets__start(r.targets, &fm)) {
+			fail("cannot fill the targeting filters: %s", strerror(errno));
+			goto cleanup_dir;
+		}
+	}
 	start_unwinder(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
@@ -867,8 +982,9 @@ int record__run(const struct record_opts *o)
 	r.interval_start_unix = start_unix;
 	if (!o->quiet)
 		fprintf(stderr, "spanprof: sampling %s on %d CPUs at %u Hz%s%s%s; Ctrl-C to stop\n",
-			ntgids ? "the given processes" : "every process", sampler__ncpus(s),
-			o->frequency_hz, o->duration_s > 0 ? "" : " until interrupted",
+			targeted(&r) ? "the targeted processes" : "every process",
+			sampler__ncpus(s), o->frequency_hz,
+			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
 	while (!stop_requested) {
@@ -901,6 +1017,8 @@ int record__run(const struct record_opts *o)
 			unwinder__tick(r.unwinder);
 		if (r.links)
 			spanlinks__tick(r.links);
+		if (r.targets) /* containers and pods started since, binaries replaced */
+			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
@@ -970,5 +1088,7 @@ cleanup:
 	ksyms__free(ksyms);
 	symcache__free(syms);
 	free(tgids);
+	targets__free(r.targets);
+	k8smeta__free(r.k8s);
 	return rc;
 }

@@ -18,6 +18,7 @@
 #define RECORD_DEFAULT_SYMCACHE_MB 12
 #define RECORD_DEFAULT_UNWIND_MB 256
 #define RECORD_MAX_CTX_UPROBES 16
+#define RECORD_MAX_TARGETS 256 /* values of each targeting flag (--exe, --cgroup, ...) */
 
 struct record_opts {
 	uint32_t frequency_hz;		/* per CPU */
@@ -35,6 +36,19 @@ struct record_opts {
 		uint32_t mode;
 	} ctx_uprobes[RECORD_MAX_CTX_UPROBES];
 	size_t nctx_uprobes;
+	/*
+	 * Targeting (exporter/targets.h, docs/deploy.md): with any of these or --pid, a process
+	 * is sampled when it matches any of them. Paths are under SPANPROF_HOST_ROOT.
+	 */
+	const char *exes[RECORD_MAX_TARGETS]; /* --exe PATH */
+	size_t nexes;
+	const char *cgroups[RECORD_MAX_TARGETS]; /* --cgroup PATH (cgroup v2) */
+	size_t ncgroups;
+	const char *container_ids[RECORD_MAX_TARGETS]; /* --container-id ID (>= 12 hex digits) */
+	size_t ncontainer_ids;
+	const char *k8s_pods[RECORD_MAX_TARGETS]; /* --k8s-pod UID|NAMESPACE/NAME */
+	size_t nk8s_pods;
+	int k8s; /* --k8s: Kubernetes resource attributes (exporter/k8smeta.h) */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */
