@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/inotify.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -85,6 +86,13 @@ struct targets {
 	struct match *matches;
 	size_t nmatches, cap_matches;
 	uint64_t last_ns;
+	/*
+	 * Changes below the cgroup root (and in /var/log/pods): one inotify watch per directory,
+	 * set up again by every walk, so that an unchanged tree is not walked again.
+	 */
+	int ifd;
+	bool watch_failed; /* out of watches: walk at every refresh */
+	uint64_t last_walk_ns;
 	struct targets_stats st;
 };
 
@@ -159,12 +167,15 @@ int targets__check_pod(const char *pod)
 	return is_uid(pod) || split_pod_name(pod, NULL) ? 0 : -EINVAL;
 }
 
-/* @path under the host root (unless it already is), into @out. */
+/*
+ * @path under the host root, into @out; as is when it already is under it, or under /proc (the
+ * agent shares the host's PID namespace: /proc/PID/root/... reaches a container's files).
+ */
 static int host_path(const struct targets *t, const char *path, char *out, size_t size)
 {
 	size_t rl = strlen(t->root);
 
-	if (rl && !strncmp(path, t->root, rl) && path[rl] == '/')
+	if (rl && ((!strncmp(path, t->root, rl) && path[rl] == '/') || !strncmp(path, "/proc/", 6)))
 		rl = 0;
 	if (snprintf(out, size, "%.*s%s", (int)rl, t->root, path) >= (int)size)
 		return -ENAMETOOLONG;
@@ -237,6 +248,8 @@ void targets__free(struct targets *t)
 	free(t->want.ids);
 	free(t->matches);
 	free(t->root);
+	if (t->ifd >= 0)
+		close(t->ifd);
 	free(t);
 }
 
@@ -249,6 +262,7 @@ struct targets *targets__new(const struct targets_opts *o)
 	if (!t)
 		return NULL;
 	t->maps.exe_fd = t->maps.cgroup_fd = -1;
+	t->ifd = -1;
 	t->root = strdup(o->host_root && strcmp(o->host_root, "/") ? o->host_root : "");
 	t->exes = calloc(o->nexes + 1, sizeof(*t->exes));
 	t->cgroups = calloc(o->ncgroups + 1, sizeof(*t->cgroups));
@@ -434,6 +448,32 @@ static int add_match(struct targets *t, const struct match *m)
 	return 0;
 }
 
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR)
+
+/* Watches @path for entries coming and going; a failure means walking at every refresh. */
+static void watch(struct targets *t, const char *path)
+{
+	if (t->ifd >= 0 && inotify_add_watch(t->ifd, path, WATCH_MASK) < 0)
+		t->watch_failed = true;
+}
+
+/* Whether anything was created or removed since the last walk (drains the events). */
+static bool tree_changed(struct targets *t)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool changed = t->ifd < 0 || t->watch_failed;
+	ssize_t n;
+
+	while (t->ifd >= 0 && (n = read(t->ifd, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			changed |= errno != EAGAIN;
+			break;
+		}
+		changed = true; /* any event, IN_Q_OVERFLOW included */
+	}
+	return changed;
+}
+
 struct walk {
 	struct targets *t;
 	char path[PATH_MAX]; /* relative to the cgroup v2 root, "" for the root */
@@ -500,6 +540,12 @@ static void walk_dir(struct walk *w, int dfd, int depth, const char *parent_uid)
 		check_dir(w, de->d_name, de->d_ino, parent_uid, uid);
 		/* Bounded like the BPF side: deeper cgroups are matched by their ancestors. */
 		if (depth < SP_FILTER_MAX_LEVEL) {
+			char full[PATH_MAX];
+
+			/* Watched before it is read: a child made meanwhile is an event. */
+			if (snprintf(full, sizeof(full), "%s%s", w->t->cgroup_root, w->path) <
+			    (int)sizeof(full))
+				watch(w->t, full);
 			cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (cfd >= 0)
 				walk_dir(w, cfd, depth + 1, uid);
@@ -531,12 +577,26 @@ static void walk_cgroups(struct targets *t)
 	uint64_t t0 = mono_ns();
 	int fd;
 
+	/* New watches for the new walk: none is left on directories that went away. */
+	if (t->ifd >= 0)
+		close(t->ifd);
+	t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	t->watch_failed = t->ifd < 0;
+	t->last_walk_ns = t0;
 	for (size_t i = 0; i < t->npods; i++)
 		if (t->pods[i].by_name)
 			t->pods[i].nuids = 0;
-	if (t->npods)
+	if (t->npods) {
+		char logs[PATH_MAX];
+
+		snprintf(logs, sizeof(logs), "%s/var/log/pods", t->root);
+		if (t->ifd >= 0 && inotify_add_watch(t->ifd, logs, WATCH_MASK) < 0 &&
+		    errno != ENOENT)
+			t->watch_failed = true;
 		k8smeta__scan_pods(t->root, resolve_pod_name, t, NULL);
+	}
 	t->nmatches = 0;
+	watch(t, t->cgroup_root);
 	fd = open(t->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0)
 		walk_dir(&w, fd, 0, "");
@@ -634,7 +694,9 @@ static void refresh(struct targets *t)
 			t->st.map_errors++;
 	}
 	if (t->ncontainers || t->npods) {
-		walk_cgroups(t);
+		/* Walk again only when the tree (or the kubelet's pod list) changed. */
+		if (tree_changed(t) || mono_ns() - t->last_walk_ns >= TARGETS_FULL_WALK_NS)
+			walk_cgroups(t);
 		collect_matches(t);
 	}
 	apply_cgroups(t);

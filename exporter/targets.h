@@ -15,11 +15,13 @@
  * ancestors), so a pod or slice covers its containers. Everything is resolved again every
  * TARGETS_REFRESH_NS by targets__tick(): containers and pods started later, services restarted
  * (new cgroup), binaries replaced. Cost: one stat per --exe and --cgroup; with --container-id
- * or --k8s-pod one walk of the cgroup v2 directory tree (readdir only, no stat).
+ * or --k8s-pod a walk of the cgroup v2 directory tree (readdir only, no stat), done again only
+ * when inotify reports a directory created or removed in it (or in /var/log/pods), and at
+ * least every TARGETS_FULL_WALK_NS; every refresh when the inotify watches run out.
  *
  * Paths are under the host root (SPANPROF_HOST_ROOT: a DaemonSet that mounts the node's / at
- * /host); the cgroup v2 mount is <root>/sys/fs/cgroup, or <root>/sys/fs/cgroup/unified on a
- * hybrid (v1 + v2) host. Not thread-safe.
+ * /host), except /proc/... (the host's, with hostPID); the cgroup v2 mount is <root>/sys/fs/cgroup,
+ * or <root>/sys/fs/cgroup/unified on a hybrid (v1 + v2) host. Not thread-safe.
  */
 #ifndef SPANPROF_TARGETS_H
 #define SPANPROF_TARGETS_H
@@ -30,10 +32,11 @@
 #include "sampler_user.h"
 
 #define TARGETS_REFRESH_NS 2000000000ull
-#define TARGETS_EXE_KEYS 8	   /* identities kept per --exe path */
-#define TARGETS_CGROUP_IDS 8192	   /* map room for --container-id / --k8s-pod cgroups */
-#define TARGETS_MIN_ID_PREFIX 12   /* hex digits of a --container-id prefix */
-#define TARGETS_MAX_DIRS (1 << 20) /* cgroup directories visited per walk */
+#define TARGETS_FULL_WALK_NS 60000000000ull /* walk even without a change (lost events) */
+#define TARGETS_EXE_KEYS 8		    /* identities kept per --exe path */
+#define TARGETS_CGROUP_IDS 8192		    /* map room for --container-id / --k8s-pod cgroups */
+#define TARGETS_MIN_ID_PREFIX 12	    /* hex digits of a --container-id prefix */
+#define TARGETS_MAX_DIRS (1 << 20)	    /* cgroup directories visited per walk */
 
 struct targets_opts {
 	const char *host_root; /* NULL or "": / */

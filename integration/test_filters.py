@@ -247,6 +247,28 @@ def test_container_id_on_a_process_started_in_its_own_cgroup(spanprof, workload,
     assert "0 of 1 --container-id (1 ambiguous)" in res.stderr, res.stderr
 
 
+def test_container_started_later_is_caught(spanprof, workload, procs, tmp_path, cgroups,
+                                          pprofcheck):
+    chain = workload("chain")
+    cid = secrets.token_hex(32)
+    b = procs.start(chain, "60")
+    out = tmp_path / "out"
+    rec = procs.start(spanprof, "record", "--container-id", cid, "--duration", 8, "--frequency",
+                      FREQ, "--output-dir", out, stderr=subprocess.PIPE, text=True)
+    first = rec.stderr.readline()
+    assert "no container cgroup" in first, first
+    time.sleep(1)
+    # The runtime makes the container's cgroup now (a walk happens when the tree changes).
+    scope = cgroups.mkdir(f"system.slice/docker-{cid}.scope")
+    a = start_in_cgroup(procs, scope, chain, "60")
+    _, err = rec.communicate(timeout=120)
+    assert rec.returncode == 0, err
+    pids = pprof_pids(pprofcheck, out)
+    assert set(pids) == {a.pid}, f"{pids}\n{err}"
+    assert pids[a.pid] >= 5, pids
+    assert "1 of 1 --container-id" in err, err
+
+
 def test_k8s_metadata_and_pod_filter(spanprof, workload, procs, tmp_path, cgroups,
                                      testcollector_bin, otlpcheck):
     """A fake kubelet node: a kubepods cgroup hierarchy (systemd driver names) and the kubelet's
