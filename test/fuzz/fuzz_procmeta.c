@@ -6,11 +6,14 @@
  * stream, and each line's path through procmeta__cgroup_path_id() and
  * procmeta__cgroup_path_pod_uid()). The same bytes feed all of them. A service name must always
  * come out, attributes must be live strings with unique keys, a container id must be 64
- * lower-case hex digits and a pod uid 8-4-4-4-12 lower-case hex digits.
+ * lower-case hex digits and a pod uid 8-4-4-4-12 lower-case hex digits. Each line is also a
+ * kubelet log directory or file name (exporter/k8smeta.c): the names that come out must be
+ * non-empty DNS names without '_'.
  */
 #include <string.h>
 
 #include "fuzz.h"
+#include "k8smeta.h"
 #include "procmeta.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -51,6 +54,38 @@ static void check_uid(int err, const char *uid)
 		FUZZ_CHECK((i == 8 || i == 13 || i == 18 || i == 23)
 			       ? uid[i] == '-'
 			       : strchr("0123456789abcdef", uid[i]) && uid[i]);
+}
+
+static void check_name(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	FUZZ_CHECK(n > 0 && n <= max);
+	FUZZ_CHECK(strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n);
+}
+
+/* One line as a /var/log/pods directory name and as a /var/log/containers file name. */
+static void check_k8s_names(const char *line, size_t len)
+{
+	char name[512];
+	struct k8s_pod_ref pod;
+	struct k8s_container_ref ctr;
+
+	if (len >= sizeof(name))
+		return;
+	memcpy(name, line, len);
+	name[len] = '\0';
+	if (k8smeta__parse_pod_dir(name, &pod) == 0) {
+		check_name(pod.namespace, K8S_LABEL_MAX);
+		check_name(pod.name, K8S_POD_NAME_MAX);
+		check_uid(0, pod.uid);
+	}
+	if (k8smeta__parse_container_log(name, &ctr) == 0) {
+		check_name(ctr.pod, K8S_POD_NAME_MAX);
+		check_name(ctr.namespace, K8S_LABEL_MAX);
+		check_name(ctr.container, K8S_LABEL_MAX);
+		check_id(0, ctr.id);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -101,6 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			nl = end;
+		check_k8s_names(p, (size_t)(nl - p));
 		path = memchr(p, ':', (size_t)(nl - p));
 		path = path ? memchr(path + 1, ':', (size_t)(nl - path - 1)) : NULL;
 		if (!path)
