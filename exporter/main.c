@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "record.h"
 #include "sampler.h"
+#include "selfstats.h"
 #include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
@@ -54,6 +55,9 @@ enum {
 	OPT_ALLOC_MIN,
 	OPT_LOCK_MIN,
 	OPT_OFFCPU_MIN,
+	OPT_STATS_INTERVAL,
+	OPT_SELF_METRICS,
+	OPT_LOG_LEVEL,
 };
 
 static const struct argp_option record_options[] = {
@@ -134,6 +138,18 @@ static const struct argp_option record_options[] = {
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 3},
+    {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
+     "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "
+     "export results, CPU, RSS) as 'spanprof: info: stats ...' lines this often (default 60; "
+     "0: never)",
+     3},
+    {"self-metrics", OPT_SELF_METRICS, NULL, 0,
+     "Also send them as OTLP metrics (spanprof.*) to the --endpoint, every --stats-interval, "
+     "with the same TLS and headers. Resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES",
+     3},
+    {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
+     "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
     {0},
 };
 
@@ -388,6 +404,20 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			o->offcpu_min_ns = ns;
 		break;
 	}
+	case OPT_STATS_INTERVAL:
+		o->stats_interval_s = parse_seconds(state, "--stats-interval", arg, 0);
+		if (o->stats_interval_s > 0 && o->stats_interval_s < 1)
+			argp_error(state, "--stats-interval wants 0 (off) or at least 1 second");
+		break;
+	case OPT_SELF_METRICS:
+		o->self_metrics = 1;
+		break;
+	case OPT_LOG_LEVEL:
+		o->log_level = selfstats__parse_log_level(arg);
+		if (o->log_level < 0)
+			argp_error(state, "--log-level wants error, warn, info or debug, not '%s'",
+				   arg);
+		break;
 	case ARGP_KEY_END:
 		if (o->no_span_links && o->nctx_uprobes)
 			argp_error(state,
@@ -431,6 +461,7 @@ static const struct argp record_argp = {
 	   "Examples:\n"
 	   "  spanprof record --duration 10 --output-dir out\n"
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
+	   "  spanprof record --endpoint localhost:4317 --self-metrics  # and the agent's metrics\n"
 	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
 };
 
@@ -465,12 +496,24 @@ int main(int argc, char **argv)
 		ropts.alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
 		ropts.lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
 		ropts.offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
+		ropts.stats_interval_s = 60;
+		ropts.log_level = SELFSTATS_LOG_INFO;
 		argv[1] = "spanprof record";
 		if (argp_parse(&record_argp, argc - 1, argv + 1, 0, NULL, &ropts))
 			return 2;
 		output_dir_set = ropts.output_dir != NULL;
 		if (record__apply_env(&ropts, &flags_set))
 			return 2;
+		if (ropts.self_metrics && !ropts.endpoint) {
+			fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
+					"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
+			return 2;
+		}
+		if (ropts.self_metrics && !(ropts.stats_interval_s > 0)) {
+			fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
+					"cannot be 0\n");
+			return 2;
+		}
 		/* Local files by default; with an endpoint only when asked for. */
 		if (!output_dir_set && !ropts.endpoint)
 			ropts.output_dir = "out";

@@ -359,6 +359,11 @@ const struct proctab_stats *proctab__stats(const struct proctab *t)
 	return &t->stats;
 }
 
+uint64_t proctab__count(const struct proctab *t)
+{
+	return HASH_COUNT(t->procs);
+}
+
 /* --- CFI unwinder hooks --- */
 void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx)
 {

@@ -75,6 +75,8 @@ int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out);
 const char *proc__exe(const struct proc *proc);
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
+/* Processes in the table now (self-telemetry: processes tracked). */
+uint64_t proctab__count(const struct proctab *t);
 
 /* --- CFI unwinder hooks (exporter/unwinder.h, docs/unwinding.md) --- */
 struct procmaps;
