@@ -242,10 +242,12 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			report_failure(e, &res, 0);
 			pthread_mutex_lock(&e->lock);
 			e->st.failed++;
+			e->st.failed_samples += r->samples;
 			if (res.status >= 0 && res.status < OTLP_GRPC_STATUS_COUNT)
 				e->st.failed_by_status[res.status]++;
 			pthread_mutex_unlock(&e->lock);
-			export_queue__done(e->queue, r, 1);
+			/* Failed, not dropped: each request is counted under one outcome. */
+			export_queue__done(e->queue, r, 0);
 			return;
 		}
 		report_failure(e, &res, 1);

@@ -53,7 +53,8 @@ struct otlp_exporter_stats {
 	uint64_t bytes_sent;	/* serialized bytes of those (before gRPC compression) */
 	uint64_t samples_sent;
 	uint64_t retries;
-	uint64_t failed;  /* given up: non-retryable status */
+	uint64_t failed; /* given up: non-retryable status (not counted in dropped) */
+	uint64_t failed_samples;
 	uint64_t dropped; /* queue full, or not sent before shutdown */
 	uint64_t dropped_samples;
 	uint64_t rejected_profiles; /* partial_success.rejected_<what>, summed */

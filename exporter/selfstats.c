@@ -671,13 +671,14 @@ static void encode_export(struct builder *b, const struct selfstats *st)
 		b_int(b, qsize, e->queued_bytes, A(KS("signal", sig)));
 		if (!strcmp(sig, "profiles")) {
 			if (!smp)
-				smp =
-				    b_metric(b, "spanprof.export.samples", "{sample}",
-					     "Samples in the profiles sent, or dropped with their "
-					     "request",
-					     COUNTER);
+				smp = b_metric(
+				    b, "spanprof.export.samples", "{sample}",
+				    "Samples in the profiles sent, or lost with their request "
+				    "(dropped, or failed: non-retryable status)",
+				    COUNTER);
 			b_int(b, smp, e->samples_sent, A(KS("outcome", "sent")));
 			b_int(b, smp, e->dropped_samples, A(KS("outcome", "dropped")));
+			b_int(b, smp, e->failed_samples, A(KS("outcome", "failed")));
 		}
 	}
 	smp = b_metric(b, "spanprof.export.encode_failures", "{interval}",

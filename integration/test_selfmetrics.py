@@ -305,3 +305,28 @@ def test_unprivileged_user_refused_without_partial_state(spanprof, tmp_path):
     calls = trace.read_text()
     assert not re.search(r"\bbpf\(|perf_event_open\(", calls), calls
     assert f"htons({port})" not in calls, calls
+
+
+def test_collector_without_metrics_pipeline(spanprof, workload, procs, tmp_path, otelcol):
+    """span-links.yaml has no metrics pipeline: the metrics calls fail (UNIMPLEMENTED, counted
+    as failed, not dropped), one error line, and the profiles go through untouched."""
+    port = free_port()
+    env = dict(os.environ, OTLP_GRPC_ENDPOINT=f"127.0.0.1:{port}",
+               OTLP_HTTP_ENDPOINT=f"127.0.0.1:{free_port()}",
+               OTLP_TRACES_FILE=str(tmp_path / "traces.jsonl"),
+               OTLP_PROFILES_FILE=str(tmp_path / "profiles.jsonl"))
+    col = procs.start(otelcol, "--config", ROOT / "collector-config/span-links.yaml", env=env,
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port, col)
+    chain = procs.start(workload("chain"), "30")
+    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}",
+                          "--self-metrics", "--stats-interval", "1", "--duration", "4",
+                          "--export-interval", "1", "--pid", str(chain.pid), "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    nums = summary_numbers(res.stderr)
+    assert nums["sent"] == nums["recorded"] > 0 and nums["failed"] == 0, res.stderr
+    assert len(re.findall(r"failed: UNIMPLEMENTED", res.stderr)) == 1, res.stderr
+    last = [kv for g, kv in stats_lines(res.stderr) if g == "export.metrics"][-1]
+    assert int(last["failed"]) >= 1 and int(last["calls.UNIMPLEMENTED"]) == int(last["failed"])
+    assert int(last["dropped"]) == 0 and int(last["sent"]) == 0, last
