@@ -145,8 +145,9 @@ static const struct argp_option record_options[] = {
      "0: never)",
      3},
     {"self-metrics", OPT_SELF_METRICS, NULL, 0,
-     "Also send them as OTLP metrics (spanprof.*) to the --endpoint, every --stats-interval, "
-     "with the same TLS and headers. Resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES",
+     "Also send those counters as OTLP metrics (spanprof.*) to the --endpoint, every "
+     "--stats-interval, with the same TLS and headers. Resource: OTEL_SERVICE_NAME, "
+     "OTEL_RESOURCE_ATTRIBUTES",
      3},
     {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
      "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
@@ -461,7 +462,7 @@ static const struct argp record_argp = {
 	   "Examples:\n"
 	   "  spanprof record --duration 10 --output-dir out\n"
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
-	   "  spanprof record --endpoint localhost:4317 --self-metrics  # and the agent's metrics\n"
+	   "  spanprof record --endpoint localhost:4317 --self-metrics  # + own metrics\n"
 	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
 };
 
