@@ -601,6 +601,8 @@ static void self_telemetry(struct recorder *r, struct sampler *s, const struct s
 	    .samples_oom = r->user_drops,
 	    .link_drops = r->link_drops,
 	    .encode_failures = r->encode_failures,
+	    .profile_types = r->opts->profile_types,
+	    .type_samples = r->type_samples,
 	};
 	struct selfstats st;
 	uint8_t *buf;

@@ -42,6 +42,17 @@ static unsigned long long u(uint64_t v)
 	return (unsigned long long)v;
 }
 
+/* Samples lost to a full ring buffer, every profile type recorded. */
+static uint64_t ringbuf_drops(const struct selfstats *st)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		if (st->profile_types & (1u << t))
+			n += st->bpf[sp_stat_type_drop(t)];
+	return n;
+}
+
 void selfstats__log(FILE *f, const struct selfstats *st)
 {
 	const uint64_t *b = st->bpf;
@@ -51,10 +62,17 @@ void selfstats__log(FILE *f, const struct selfstats *st)
 	fprintf(f,
 		"spanprof: info: stats samples uptime_s=%.1f recorded=%llu "
 		"dropped.ringbuf_full=%llu dropped.out_of_memory=%llu idle=%llu filtered=%llu "
-		"stack_error.kernel=%llu stack_error.user=%llu link_dropped=%llu\n",
-		up, u(st->samples), u(b[SP_STAT_DROP_RINGBUF]), u(st->samples_oom),
-		u(b[SP_STAT_IDLE]), u(b[SP_STAT_FILTERED]), u(b[SP_STAT_KSTACK_ERR]),
-		u(b[SP_STAT_USTACK_ERR]), u(st->link_drops));
+		"stack_error.kernel=%llu stack_error.user=%llu link_dropped=%llu",
+		up, u(st->samples), u(ringbuf_drops(st)), u(st->samples_oom), u(b[SP_STAT_IDLE]),
+		u(b[SP_STAT_FILTERED]), u(b[SP_STAT_KSTACK_ERR]), u(b[SP_STAT_USTACK_ERR]),
+		u(st->link_drops));
+	/* The event profile types (--profile alloc,lock,offcpu), when recorded. */
+	for (uint32_t t = SP_PROF_CPU + 1; t < SP_PROF_NTYPES; t++)
+		if (st->profile_types & (1u << t))
+			fprintf(f, " recorded.%s=%llu dropped.%s=%llu", st->type_names[t],
+				u(st->type_recorded[t]), st->type_names[t],
+				u(b[sp_stat_type_drop(t)]));
+	fputc('\n', f);
 	if (st->cfi)
 		fprintf(f,
 			"spanprof: info: stats unwind cfi=%llu fp.no_table_yet=%llu fp.stale=%llu "
@@ -497,10 +515,18 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 	Metric *m;
 
 	m = b_metric(b, "spanprof.samples", "{sample}",
-		     "CPU samples taken by the BPF program, by what became of them", COUNTER);
-	b_int(b, m, st->samples, A(KS("outcome", "recorded")));
-	b_int(b, m, s[SP_STAT_DROP_RINGBUF],
-	      A(KS("outcome", "dropped"), KS("reason", "ringbuf_full")));
+		     "Samples taken by the BPF programs, by what became of them", COUNTER);
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++) {
+		const char *type = st->type_names[t] ? st->type_names[t] : "unknown";
+
+		if (!(st->profile_types & (1u << t)))
+			continue;
+		b_int(b, m, st->type_recorded[t],
+		      A(KS("outcome", "recorded"), KS("profile.type", type)));
+		b_int(b, m, s[sp_stat_type_drop(t)],
+		      A(KS("outcome", "dropped"), KS("reason", "ringbuf_full"),
+			KS("profile.type", type)));
+	}
 	b_int(b, m, st->samples_oom, A(KS("outcome", "dropped"), KS("reason", "out_of_memory")));
 	b_int(b, m, s[SP_STAT_IDLE], A(KS("outcome", "idle")));
 	b_int(b, m, s[SP_STAT_FILTERED], A(KS("outcome", "filtered")));

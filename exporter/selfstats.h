@@ -68,12 +68,20 @@ struct selfstats {
 	uint64_t start_unix_ns; /* when the agent started: start of every cumulative counter */
 
 	/* Samples (user space). */
-	uint64_t samples;	  /* recorded into profiles */
+	uint64_t samples;	  /* recorded into profiles, every profile type */
 	uint64_t samples_oom;	  /* lost in user space: out of memory */
 	uint64_t link_drops;	  /* kept without their span: out of memory */
 	uint64_t encode_failures; /* export intervals (or parts) that could not be encoded */
 	/* The BPF per-CPU counters, summed (enum sp_stat of bpf/sampler.h). */
 	uint64_t bpf[SP_STAT_MAX];
+	/*
+	 * Profile types (--profile, enum sp_profile_type): bit t set = type t recorded; its name
+	 * ("cpu", "alloc", ...: a static string) and the samples recorded for it. The drops per
+	 * type are in bpf[sp_stat_type_drop(t)].
+	 */
+	uint32_t profile_types;
+	const char *type_names[SP_PROF_NTYPES];
+	uint64_t type_recorded[SP_PROF_NTYPES];
 	int cfi;	/* CFI unwinder on: the SP_STAT_UNW_* counters mean something */
 	int span_links; /* thread-context reader on: the SP_STAT_CTX_* counters mean something */
 
@@ -178,6 +186,8 @@ struct selfstats_sources {
 	struct otlp_exporter *profiles, *metrics;
 	/* record.c's own counters */
 	uint64_t samples, samples_oom, link_drops, encode_failures;
+	uint32_t profile_types;	      /* --profile mask; 0: CPU only */
+	const uint64_t *type_samples; /* [SP_PROF_NTYPES] recorded per type; may be NULL */
 };
 
 /*

@@ -14,12 +14,16 @@
 
 #include <bpf/bpf.h>
 
+#include "profile.h"
 #include "proctab.h"
 #include "sampler_user.h"
 #include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
 #include "unwinder.h"
+
+_Static_assert((int)PROFILE_NTYPES == (int)SP_PROF_NTYPES,
+	       "profile types: one table for both sides");
 
 /* What /proc/self/fdinfo/FD says of a BPF map (fields as in kernel/bpf/syscall.c). */
 struct map_fdinfo {
@@ -126,6 +130,13 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 	out->samples_oom = src->samples_oom;
 	out->link_drops = src->link_drops;
 	out->encode_failures = src->encode_failures;
+	out->profile_types = src->profile_types ? src->profile_types : 1u << SP_PROF_CPU;
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++) {
+		const struct profile_type_info *ti = profile__type_info(t);
+
+		out->type_names[t] = ti ? ti->name : "unknown";
+		out->type_recorded[t] = src->type_samples ? src->type_samples[t] : 0;
+	}
 	out->cfi = src->unwinder != NULL;
 	out->span_links = src->links != NULL;
 	if (src->sampler)

@@ -39,6 +39,14 @@ static void fill(struct selfstats *st, uint64_t base)
 	st->encode_failures = 5 + base;
 	for (int i = 0; i < SP_STAT_MAX; i++)
 		st->bpf[i] = 100 + i + base;
+	/* CPU and alloc profiles recorded (--profile cpu,alloc). */
+	st->profile_types = 1u << SP_PROF_CPU | 1u << SP_PROF_ALLOC;
+	st->type_names[SP_PROF_CPU] = "cpu";
+	st->type_names[SP_PROF_ALLOC] = "alloc";
+	st->type_names[SP_PROF_LOCK] = "lock";
+	st->type_names[SP_PROF_OFFCPU] = "offcpu";
+	st->type_recorded[SP_PROF_CPU] = 990 + base;
+	st->type_recorded[SP_PROF_ALLOC] = 10;
 	st->cfi = 1;
 	st->span_links = 1;
 	st->frames_unmapped = 11 + base;
@@ -170,6 +178,25 @@ static int64_t value(const Request *r, const char *name, const char *k1, const c
 	return v;
 }
 
+/* Some point of metric @name with attribute @k = @v, or NULL. */
+static const Point *find_point(const Request *r, const char *name, const char *k, const char *v)
+{
+	const Metric *m = find_metric(r, name);
+	Point **pts;
+	size_t n;
+
+	if (!m)
+		return NULL;
+	points_of(m, &pts, &n);
+	for (size_t i = 0; i < n; i++) {
+		const char *a = attr(pts[i]->attributes, pts[i]->n_attributes, k);
+
+		if (a && !strcmp(a, v))
+			return pts[i];
+	}
+	return NULL;
+}
+
 static void test_every_metric_is_well_formed(void **state)
 {
 	struct selfstats st;
@@ -221,10 +248,18 @@ static void test_values_land_in_the_right_series(void **state)
 
 	fill(&st, 0);
 	r = encode(&st, NULL);
-	assert_int_equal(value(r, "spanprof.samples", "outcome", "recorded", NULL, NULL), 1000);
+	assert_int_equal(value(r, "spanprof.samples", "outcome", "recorded", "profile.type", "cpu"),
+			 990);
 	assert_int_equal(
-	    value(r, "spanprof.samples", "outcome", "dropped", "reason", "ringbuf_full"),
+	    value(r, "spanprof.samples", "outcome", "recorded", "profile.type", "alloc"), 10);
+	assert_int_equal(
+	    value(r, "spanprof.samples", "reason", "ringbuf_full", "profile.type", "cpu"),
 	    st.bpf[SP_STAT_DROP_RINGBUF]);
+	assert_int_equal(
+	    value(r, "spanprof.samples", "reason", "ringbuf_full", "profile.type", "alloc"),
+	    st.bpf[SP_STAT_ALLOC_DROP]);
+	/* Types not recorded have no point. */
+	assert_null(find_point(r, "spanprof.samples", "profile.type", "lock"));
 	assert_int_equal(
 	    value(r, "spanprof.samples", "outcome", "dropped", "reason", "out_of_memory"), 3);
 	assert_int_equal(value(r, "spanprof.samples", "outcome", "idle", NULL, NULL),
@@ -541,6 +576,19 @@ static void test_log_lines(void **state)
 	assert_int_equal(lines, 9);
 	assert_non_null(strstr(text, " uptime_s=60.0 recorded=1000 "));
 	assert_non_null(strstr(text, " dropped.out_of_memory=3 "));
+	/* Ring buffer drops of every type recorded; the event types have their own keys. */
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want), " dropped.ringbuf_full=%llu ",
+			 (unsigned long long)(st.bpf[SP_STAT_DROP_RINGBUF] +
+					      st.bpf[SP_STAT_ALLOC_DROP]));
+		assert_non_null(strstr(text, want));
+		snprintf(want, sizeof(want), " recorded.alloc=10 dropped.alloc=%llu\n",
+			 (unsigned long long)st.bpf[SP_STAT_ALLOC_DROP]);
+		assert_non_null(strstr(text, want));
+		assert_null(strstr(text, "recorded.lock"));
+	}
 	assert_non_null(strstr(text, " unwind_procs=7/8192 "));
 	assert_non_null(strstr(text, "stats export.profiles sent=12 failed=1 dropped=2 "));
 	assert_non_null(strstr(text, " calls.UNAVAILABLE=4"));
