@@ -13,6 +13,7 @@
 #include "record.h"
 #include "record_config.h"
 #include "sampler.h"
+#include "selfstats.h"
 #include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
@@ -61,6 +62,9 @@ enum {
 	OPT_LOCK_MIN,
 	OPT_OFFCPU_MIN,
 	OPT_CONFIG,
+	OPT_STATS_INTERVAL,
+	OPT_SELF_METRICS,
+	OPT_LOG_LEVEL,
 };
 
 static const struct argp_option record_options[] = {
@@ -146,6 +150,19 @@ static const struct argp_option record_options[] = {
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 3},
+    {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
+     "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "
+     "export results, CPU, RSS) as 'spanprof: info: stats ...' lines this often (default 60; "
+     "0: never)",
+     3},
+    {"self-metrics", OPT_SELF_METRICS, NULL, 0,
+     "Also send those counters as OTLP metrics (spanprof.*) to the --endpoint, every "
+     "--stats-interval, with the same TLS and headers. Resource: OTEL_SERVICE_NAME, "
+     "OTEL_RESOURCE_ATTRIBUTES",
+     3},
+    {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
+     "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
     {0},
 };
 
@@ -415,6 +432,21 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_CONFIG:
 		config_path = arg; /* read after the command line: see cli__record_configure() */
 		break;
+	case OPT_STATS_INTERVAL:
+		if (parse_seconds(state, "--stats-interval", arg, 0, &o->stats_interval_s))
+			return EINVAL;
+		if (o->stats_interval_s > 0 && o->stats_interval_s < 1)
+			OPT_FAIL(state, "--stats-interval wants 0 (off) or at least 1 second");
+		break;
+	case OPT_SELF_METRICS:
+		o->self_metrics = 1;
+		break;
+	case OPT_LOG_LEVEL:
+		o->log_level = selfstats__parse_log_level(arg);
+		if (o->log_level < 0)
+			OPT_FAIL(state, "--log-level wants error, warn, info or debug, not '%s'",
+				 arg);
+		break;
 	case ARGP_KEY_END:
 		if (o->no_span_links && o->nctx_uprobes)
 			OPT_FAIL(state,
@@ -460,6 +492,7 @@ static const struct argp record_argp = {
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
 	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem\n"
 	   "  spanprof record --config /etc/spanprof/spanprof.yaml --duration 30\n"
+	   "  spanprof record --endpoint localhost:4317 --self-metrics  # + own metrics\n"
 	   "\n"
 	   "Configuration file (--config FILE or $SPANPROF_CONFIG): YAML whose keys are the long "
 	   "options above ('frequency: 99', 'pid: [1, 2]', 'quiet: true', 'header: {k: v}'). "
@@ -506,6 +539,8 @@ static void record_defaults(struct record_opts *o)
 	o->alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
 	o->lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
 	o->offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
+	o->stats_interval_s = 60;
+	o->log_level = SELFSTATS_LOG_INFO;
 }
 
 /* The file's values, then the environment where no flag set a value, then the last defaults. */
@@ -538,6 +573,16 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 	output_dir_set = o->output_dir != NULL;
 	if (record__apply_env(o, &flags_set))
 		return 2;
+	if (o->self_metrics && !o->endpoint) {
+		fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
+				"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
+		return 2;
+	}
+	if (o->self_metrics && !(o->stats_interval_s > 0)) {
+		fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
+				"cannot be 0\n");
+		return 2;
+	}
 	/* Local files by default; with an endpoint only when asked for. */
 	if (!output_dir_set && !o->endpoint)
 		o->output_dir = "out";

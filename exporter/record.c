@@ -28,6 +28,7 @@
 #include "proctab.h"
 #include "record.h"
 #include "sampler_user.h"
+#include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
 #include "unwinder.h"
@@ -59,6 +60,10 @@ struct recorder {
 	struct unwind_event exits[256];
 	uint32_t nexits;
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
+	struct otlp_exporter *metrics;
+	struct selfstats_resource self_res;
+	uint64_t start_unix;
 };
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
@@ -616,6 +621,58 @@ static int export_result(struct recorder *r)
 	return 0;
 }
 
+/* Self-telemetry (docs/self-telemetry.md): the stats lines and the --self-metrics request. */
+static void self_telemetry(struct recorder *r, struct sampler *s, const struct symcache *syms,
+			   int log)
+{
+	struct selfstats_sources src = {
+	    .start_unix_ns = r->start_unix,
+	    .sampler = s,
+	    .procs = r->procs,
+	    .syms = syms,
+	    .unwinder = r->unwinder,
+	    .links = r->links,
+	    .profiles = r->exporter,
+	    .metrics = r->metrics,
+	    .samples = r->samples,
+	    .samples_oom = r->user_drops,
+	    .link_drops = r->link_drops,
+	    .encode_failures = r->encode_failures,
+	    .profile_types = r->opts->profile_types,
+	    .type_samples = r->type_samples,
+	};
+	struct selfstats st;
+	uint8_t *buf;
+	size_t len;
+
+	selfstats__collect(&src, &st);
+	if (log && r->opts->log_level >= SELFSTATS_LOG_INFO) {
+		if (!r->opts->quiet && isatty(STDERR_FILENO))
+			fputs("\r\033[K", stderr); /* over the progress line */
+		selfstats__log(stderr, &st);
+	}
+	if (r->metrics && !selfstats__encode(&st, &r->self_res, SPANPROF_VERSION, &buf, &len))
+		otlp_exporter__submit(r->metrics, buf, len, 0);
+}
+
+/* The --self-metrics sender: the profiles' endpoint, TLS and headers, its own bounded queue. */
+static int start_self_metrics(struct recorder *r, const struct otlp_exporter_opts *profiles)
+{
+	struct otlp_exporter_opts mo = *profiles;
+
+	if (selfstats__resource_from_env(&r->self_res))
+		return fail("out of memory while starting");
+	mo.method = OTLP_METRICS_METHOD;
+	mo.what = "data points";
+	mo.binpb_dir = NULL;
+	mo.queue_bytes = SELFSTATS_QUEUE_BYTES;
+	r->metrics = otlp_exporter__new(&mo);
+	if (!r->metrics)
+		return fail("cannot set up the --self-metrics export to '%s': %s",
+			    r->opts->endpoint, strerror(errno));
+	return 0;
+}
+
 static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 {
 	struct recorder *r = ctx;
@@ -868,7 +925,8 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
+	    last_stats;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
@@ -936,6 +994,8 @@ int record__run(const struct record_opts *o)
 			    o->endpoint, strerror(errno));
 			goto cleanup_dir;
 		}
+		if (o->self_metrics && start_self_metrics(&r, &eo))
+			goto cleanup_dir;
 	}
 
 	so.frequency_hz = o->frequency_hz;
@@ -984,8 +1044,9 @@ int record__run(const struct record_opts *o)
 	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = last_sweep = clock_ns(CLOCK_MONOTONIC);
-	start_unix = clock_ns(CLOCK_REALTIME);
+	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
+	    clock_ns(CLOCK_MONOTONIC);
+	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
 	if (!o->quiet) {
@@ -1054,6 +1115,11 @@ int record__run(const struct record_opts *o)
 			malloc_trim(0);
 			last_trim = now;
 		}
+		if (o->stats_interval_s > 0 &&
+		    now - last_stats >= (uint64_t)(o->stats_interval_s * 1e9)) {
+			self_telemetry(&r, s, syms, 1);
+			last_stats = now;
+		}
 		if (!o->quiet &&
 		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
 			progress(&r, s, t0, now, 0);
@@ -1076,6 +1142,10 @@ int record__run(const struct record_opts *o)
 			    "to give up)\n",
 			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
+	}
+	if (r.metrics) { /* the final figures, the profiles' flush included */
+		self_telemetry(&r, s, syms, 0);
+		otlp_exporter__shutdown(r.metrics, o->flush_timeout_s * 1000, &abort_flush);
 	}
 	if (!o->quiet)
 		progress(&r, s, t0, t_stop, 1);
@@ -1111,6 +1181,8 @@ cleanup:
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
+	otlp_exporter__free(r.metrics);
+	selfstats__resource_clear(&r.self_res);
 	proctab__free(r.procs);
 	profile__free(r.profile);
 	ksyms__free(ksyms);

@@ -62,6 +62,11 @@ struct record_opts {
 	double flush_timeout_s; /* on SIGINT/SIGTERM, wait this long for the queue to drain */
 	size_t max_request_bytes;
 	size_t queue_bytes;
+
+	/* Self-telemetry (docs/self-telemetry.md). */
+	double stats_interval_s; /* stats lines (and --self-metrics requests) this often; 0: off */
+	int self_metrics;	 /* also send them as OTLP metrics to the endpoint */
+	int log_level;		 /* SELFSTATS_LOG_*; the stats lines are info */
 };
 
 /*
