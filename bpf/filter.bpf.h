@@ -41,8 +41,9 @@ struct {
 	__type(value, __u8);
 } cgroup_filter SEC(".maps");
 
-static __always_inline bool sp_filter_exe(struct task_struct *task)
+static __always_inline bool sp_filter_exe(void)
 {
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct sp_exe_key key;
 
 	/* A kernel thread has no mm: the chain reads 0 and matches nothing. */
@@ -53,8 +54,9 @@ static __always_inline bool sp_filter_exe(struct task_struct *task)
 	return bpf_map_lookup_elem(&exe_filter, &key) != NULL;
 }
 
-static __always_inline bool sp_filter_cgroup(struct task_struct *task)
+static __always_inline bool sp_filter_cgroup(void)
 {
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	int level = BPF_CORE_READ(task, cgroups, dfl_cgrp, level);
 	__u64 id;
 
@@ -72,19 +74,19 @@ static __always_inline bool sp_filter_cgroup(struct task_struct *task)
 }
 
 /*
- * Whether the current task (@task, its thread group @tgid) is targeted. Counts the events it
- * refuses in SP_STAT_FILTERED. Only for programs running in the task's context (perf events,
- * tracepoints of the task, uprobes): the cgroup check reads the current task's cgroup.
+ * Whether the current task (of thread group @tgid) is targeted. Counts the events it refuses in
+ * SP_STAT_FILTERED. Only for programs running in the task's context (perf events, tracepoints
+ * and uprobes of the task): it reads the current task's executable and cgroup.
  */
-static __always_inline bool sp_filter_pass(struct task_struct *task, __u32 tgid)
+static __always_inline bool sp_filter_pass(__u32 tgid)
 {
 	if (!filter_mask)
 		return true;
 	if ((filter_mask & SP_FILTER_PID) && bpf_map_lookup_elem(&pid_filter, &tgid))
 		return true;
-	if ((filter_mask & SP_FILTER_EXE) && sp_filter_exe(task))
+	if ((filter_mask & SP_FILTER_EXE) && sp_filter_exe())
 		return true;
-	if ((filter_mask & SP_FILTER_CGROUP) && sp_filter_cgroup(task))
+	if ((filter_mask & SP_FILTER_CGROUP) && sp_filter_cgroup())
 		return true;
 	stat_inc(SP_STAT_FILTERED);
 	return false;

@@ -53,60 +53,57 @@ static __always_inline void stat_inc(__u32 which)
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
 
-SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx)
+/*
+ * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the
+ * process filter, reserves the record and fills its header; the caller fills the kernel stack
+ * (kstack_len) as fits its hook; sp_sample_finish() walks the user stack of the current task
+ * (CFI tables, else frame pointers), reads its thread context and submits the record.
+ * Both count per profile type (sp_stat_type_samples()/sp_stat_type_drop()).
+ */
+/* Targeting (filter.bpf.h): --pid, --exe, --cgroup, --container-id, --k8s-pod. */
+static __always_inline bool sp_process_wanted(__u32 pid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct task_struct *task;
-	struct unwind_proc *uproc;
-	struct sp_sample *s;
-	__u64 wakeup = 0;
-	long n;
+	return sp_filter_pass(pid);
+}
 
-	if (!sampling)
-		return 0;
-	if (tid == 0) {
-		stat_inc(SP_STAT_IDLE);
-		return 0;
-	}
-	task = (struct task_struct *)bpf_get_current_task();
-	if (!sp_filter_pass(task, pid)) /* --pid, --exe, --cgroup, --container-id, --k8s-pod */
-		return 0;
+static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *task, __u64 id,
+							 __u32 type, __u64 value, __u64 addr)
+{
+	struct sp_sample *s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 
-	s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
 	if (!s) {
-		stat_inc(SP_STAT_DROP_RINGBUF);
-		return 0;
+		stat_inc(sp_stat_type_drop(type));
+		return NULL;
 	}
-
 	s->time_boot_ns = bpf_ktime_get_boot_ns();
-	s->pid = pid;
-	s->tid = tid;
+	s->pid = id >> 32;
+	s->tid = (__u32)id;
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
-	s->pad = 0;
+	s->type = type;
+	s->pad[0] = s->pad[1] = s->pad[2] = 0;
+	s->value = value;
+	s->addr = addr;
+	s->kstack_len = 0;
 	s->pstart_boot_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	BPF_CORE_READ_STR_INTO(&s->pcomm, task, group_leader, comm);
+	return s;
+}
 
-	/* Interrupted in user mode (CPL 3): the kernel stack is empty, skip the helper's setup. */
-	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) /* whole words only in the context */
-		n = 0;
-	else
-		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
-	if (n < 0) {
-		stat_inc(SP_STAT_KSTACK_ERR);
-		n = 0;
-	}
-	s->kstack_len = n / sizeof(__u64);
+static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task,
+					     struct sp_sample *s)
+{
+	struct unwind_proc *uproc;
+	__u64 wakeup = 0;
+	long n;
 
 	if (!BPF_CORE_READ(task, mm)) {
 		s->flags |= SP_SAMPLE_KERNEL_THREAD;
 		n = 0;
 	} else {
 		n = -1;
-		uproc = unwind_enabled ? bpf_map_lookup_elem(&unwind_procs, &pid) : NULL;
+		uproc = unwind_enabled ? bpf_map_lookup_elem(&unwind_procs, &s->pid) : NULL;
 		/* start 0: loaded before the first sample told the agent the start time. */
 		if (uproc && uproc->start_boot_ns && uproc->start_boot_ns != s->pstart_boot_ns) {
 			stat_inc(SP_STAT_UNW_STALE);
@@ -135,7 +132,48 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
+	stat_inc(sp_stat_type_samples(s->type));
 	bpf_ringbuf_submit(s, wakeup ? wakeup : BPF_RB_NO_WAKEUP);
-	stat_inc(SP_STAT_SAMPLES);
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct sp_sample *s;
+	long n;
+
+	if (!sampling)
+		return 0;
+	if ((__u32)id == 0) {
+		stat_inc(SP_STAT_IDLE);
+		return 0;
+	}
+	if (!sp_process_wanted(id >> 32))
+		return 0;
+
+	task = (struct task_struct *)bpf_get_current_task();
+	s = sp_sample_begin(task, id, SP_PROF_CPU, 0, 0);
+	if (!s)
+		return 0;
+
+	/* Interrupted in user mode (CPL 3): the kernel stack is empty, skip the helper's setup. */
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) /* whole words only in the context */
+		n = 0;
+	else
+		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+	if (n < 0) {
+		stat_inc(SP_STAT_KSTACK_ERR);
+		n = 0;
+	}
+	s->kstack_len = n / sizeof(__u64);
+
+	sp_sample_finish(ctx, task, s);
 	return 0;
 }
+
+/* Event profiles: each header defines its programs with the functions above. */
+#include "alloc.bpf.h"
+#include "lock.bpf.h"
+#include "offcpu.bpf.h"

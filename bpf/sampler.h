@@ -63,6 +63,22 @@ enum sp_stat {
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
+	/*
+	 * Event profiles (--profile alloc,lock,offcpu; docs/profile-types.md): samples handed to
+	 * user space and samples lost because the ring buffer was full, per profile type, in the
+	 * order of enum sp_profile_type (sp_stat_type_samples()/sp_stat_type_drop()).
+	 */
+	SP_STAT_ALLOC_SAMPLES,
+	SP_STAT_ALLOC_DROP,
+	SP_STAT_LOCK_SAMPLES,
+	SP_STAT_LOCK_DROP,
+	SP_STAT_OFFCPU_SAMPLES,
+	SP_STAT_OFFCPU_DROP,
+	/* Lock profile (bpf/lock.bpf.h): futex lock waits and why some were not sampled. */
+	SP_STAT_LOCK_WAITS,	 /* futex lock waits entered by wanted processes */
+	SP_STAT_LOCK_SHORT,	 /* waits under --lock-min-wait: counted, not sampled */
+	SP_STAT_LOCK_NO_STORAGE, /* the thread's task storage could not be created: wait missed */
+	SP_STAT_LOCK_LOST,	 /* exit never seen (restarted after a signal): wait missed */
 	SP_STAT_MAX,
 };
 
@@ -104,6 +120,32 @@ struct sp_ctx_thread {
 #define SP_CTXP_TLS 0x8	     /* read the record pointer from otel_thread_ctx_v1 */
 #define SP_CTXP_CLEAR 0x10   /* uretprobe: the context ends when the function returns */
 
+/*
+ * Profile type of a sample (sp_sample.type): what the sample measures and what its value is.
+ * CPU: one sample per cpu-clock tick, value 0. ALLOC: one sampled allocation, value = its size in
+ * bytes (addr: the allocator entry point's cookie). LOCK: one contended lock acquisition, value =
+ * wait in nanoseconds, addr = the lock's address. OFFCPU: one blocked period, value = time off
+ * CPU in nanoseconds.
+ */
+enum sp_profile_type {
+	SP_PROF_CPU = 0,
+	SP_PROF_ALLOC = 1,
+	SP_PROF_LOCK = 2,
+	SP_PROF_OFFCPU = 3,
+	SP_PROF_NTYPES,
+};
+
+/* The per-type counters of enum sp_stat. */
+static inline __u32 sp_stat_type_samples(__u32 type)
+{
+	return type == SP_PROF_CPU ? SP_STAT_SAMPLES : SP_STAT_ALLOC_SAMPLES + 2 * (type - 1);
+}
+
+static inline __u32 sp_stat_type_drop(__u32 type)
+{
+	return type == SP_PROF_CPU ? SP_STAT_DROP_RINGBUF : SP_STAT_ALLOC_DROP + 2 * (type - 1);
+}
+
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
 
@@ -115,8 +157,11 @@ struct sp_sample {
 	__u32 flags;	  /* SP_SAMPLE_* */
 	__u16 kstack_len; /* frames used in kstack */
 	__u16 ustack_len; /* frames used in ustack */
-	__u32 pad;
+	__u8 type;	  /* enum sp_profile_type */
+	__u8 pad[3];
 	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
+	__u64 value;		     /* per type: bytes, nanoseconds (0 for CPU) */
+	__u64 addr;		     /* per type: lock address, 0 if none */
 	char comm[SP_COMM_LEN];	     /* thread name */
 	char pcomm[SP_COMM_LEN];     /* process (group leader) name */
 	__u64 kstack[SP_MAX_KSTACK]; /* kernel PCs, leaf first */
@@ -127,7 +172,7 @@ struct sp_sample {
 };
 
 _Static_assert(sizeof(struct sp_sample) ==
-		   72 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
+		   88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 + SP_CTX_MAX,
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
 
 #endif /* SPANPROF_SAMPLER_H */

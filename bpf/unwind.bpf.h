@@ -359,7 +359,7 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
  * Returns the number of frames, or -1 when the registers are unusable (the caller falls back to
  * frame pointers). Counts the outcome in stats.
  */
-static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, struct sp_sample *s,
+static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 					     struct unwind_proc *proc)
 {
 	struct unwind_loop l = {

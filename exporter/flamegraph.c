@@ -173,6 +173,7 @@ struct svg_ctx {
 	double scale;	 /* px per sample */
 	uint32_t levels; /* drawn levels, "all" included */
 	int height;
+	const char *unit; /* of a frame's weight: "samples", "bytes", "ns" */
 };
 
 /* First pass: how many levels are drawn. */
@@ -196,7 +197,7 @@ static void svg__frame(struct svg_ctx *c, const char *name, uint32_t level, uint
 
 	fputs("<g class=\"f\"><title>", c->f);
 	put_xml(c->f, name, SIZE_MAX);
-	fprintf(c->f, " (%" PRIu64 " samples, %.2f%%)</title>", total,
+	fprintf(c->f, " (%" PRIu64 " %s, %.2f%%)</title>", total, c->unit,
 		c->all ? 100.0 * total / c->all : 0.0);
 	fprintf(c->f,
 		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
@@ -240,10 +241,9 @@ static void svg__header(struct svg_ctx *c, const struct profile *p, const char *
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", WIDTH / 2);
 	put_xml(f, title ? title : "CPU flame graph", SIZE_MAX);
 	fprintf(f,
-		"</text>\n<text id=\"sub\" x=\"%d\" y=\"42\" text-anchor=\"middle\">%" PRIu64
-		" samples",
-		WIDTH / 2, c->all);
-	if (m->frequency_hz)
+		"</text>\n<text id=\"sub\" x=\"%d\" y=\"42\" text-anchor=\"middle\">%" PRIu64 " %s",
+		WIDTH / 2, c->all, c->unit);
+	if (m->frequency_hz && !strcmp(c->unit, "samples"))
 		fprintf(f, " at %" PRIu32 " Hz", m->frequency_hz);
 	if (m->duration_nano)
 		fprintf(f, " over %.1f s", m->duration_nano / 1e9);
@@ -256,13 +256,25 @@ static void svg__header(struct svg_ctx *c, const struct profile *p, const char *
 
 int flamegraph__write_svg(const struct profile *p, const char *path, const char *title)
 {
+	return flamegraph__write_svg_type(p, path, title, PROFILE_CPU);
+}
+
+int flamegraph__write_svg_type(const struct profile *p, const char *path, const char *title,
+			       uint32_t type)
+{
 	static const int all_rgb[3] = {200, 200, 200};
+	const struct profile_type_info *ti = profile__type_info(type);
 	struct out_file of = {0};
 	struct stack_tree *t = NULL;
 	struct svg_ctx c = {0};
 	int err = 0;
 
-	t = stack_tree__new(p);
+	if (!ti)
+		return -EINVAL;
+	c.unit = type == PROFILE_CPU			? "samples"
+		 : !strcmp(ti->values[1].unit, "bytes") ? "bytes"
+							: "ns";
+	t = stack_tree__new_type(p, type);
 	if (!t) {
 		err = -errno;
 		goto cleanup;

@@ -19,5 +19,8 @@
  * @title (NULL: "CPU flame graph") is shown on top. Returns 0 or -errno.
  */
 int flamegraph__write_svg(const struct profile *p, const char *path, const char *title);
+/* The flame graph of one profile type (enum profile_type; weights as in folded__write_type()). */
+int flamegraph__write_svg_type(const struct profile *p, const char *path, const char *title,
+			       uint32_t type);
 
 #endif /* SPANPROF_FLAMEGRAPH_H */

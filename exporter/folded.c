@@ -59,7 +59,8 @@ struct stack_tree {
 struct builder {
 	struct stack_tree *t;
 	const struct profile *p;
-	char *buf; /* frame name being formatted */
+	uint32_t type; /* samples of this profile type only */
+	char *buf;     /* frame name being formatted */
 	size_t cap;
 	uint32_t *chain; /* frame names of every location, root-most first */
 	uint32_t nchain, cap_chain;
@@ -301,23 +302,28 @@ static int builder__sample(struct builder *b, const struct profile_sample *s)
 	struct stack_tree *t = b->t;
 	const struct profile_stack *st = profile__stack(b->p, s->key.stack);
 	const uint32_t *locs = profile__stack_locations(b->p, s->key.stack);
-	uint32_t name = builder__process(b, s), cur;
+	uint32_t name, cur;
+	/* CPU: samples; the other types: their value (bytes, nanoseconds). */
+	uint64_t w = profile__sample_value(b->p, s, s->key.type == PROFILE_CPU ? 0 : 1);
 
+	if (s->key.type != b->type)
+		return 0;
+	name = builder__process(b, s);
 	if (name == NONE)
 		return -ENOMEM;
-	node(t, 0)->total += s->count;
+	node(t, 0)->total += w;
 	/* Same stack and process as before (another thread or CPU): same path. */
 	if (b->leaf_proc[s->key.stack] == name) {
 		cur = b->leaf[s->key.stack];
-		node(t, cur)->self += s->count;
+		node(t, cur)->self += w;
 		for (; cur; cur = node(t, cur)->key.parent)
-			node(t, cur)->total += s->count;
+			node(t, cur)->total += w;
 		return 0;
 	}
 	cur = tree__child(t, 0, name);
 	if (!cur)
 		return -ENOMEM;
-	node(t, cur)->total += s->count;
+	node(t, cur)->total += w;
 	/* The stack is leaf first; the tree grows from the root. */
 	for (uint32_t i = st->nlocations; i-- > 0;) {
 		uint32_t loc = locs[i];
@@ -326,10 +332,10 @@ static int builder__sample(struct builder *b, const struct profile_sample *s)
 			cur = tree__child(t, cur, b->chain[b->loc_first[loc] + j]);
 			if (!cur)
 				return -ENOMEM;
-			node(t, cur)->total += s->count;
+			node(t, cur)->total += w;
 		}
 	}
-	node(t, cur)->self += s->count;
+	node(t, cur)->self += w;
 	b->leaf_proc[s->key.stack] = name;
 	b->leaf[s->key.stack] = cur;
 	return 0;
@@ -385,9 +391,14 @@ static int builder__finish(struct builder *b)
 
 struct stack_tree *stack_tree__new(const struct profile *p)
 {
+	return stack_tree__new_type(p, PROFILE_CPU);
+}
+
+struct stack_tree *stack_tree__new_type(const struct profile *p, uint32_t type)
+{
 	uint32_t nloc = profile__nlocations(p), nstr = profile__nstrings(p);
 	uint32_t nstacks = profile__nstacks(p);
-	struct builder b = {.p = p};
+	struct builder b = {.p = p, .type = type};
 	int err = 0;
 
 	b.t = calloc(1, sizeof(*b.t));
@@ -583,12 +594,17 @@ static int folded__frame(const struct stack_tree_frame *fr, void *arg)
 
 int folded__write(const struct profile *p, const char *path)
 {
+	return folded__write_type(p, path, PROFILE_CPU);
+}
+
+int folded__write_type(const struct profile *p, const char *path, uint32_t type)
+{
 	struct out_file of = {0};
 	struct folded_ctx c = {0};
 	struct stack_tree *t = NULL;
 	int err = 0;
 
-	t = stack_tree__new(p);
+	t = stack_tree__new_type(p, type);
 	if (!t) {
 		err = -errno;
 		goto cleanup;

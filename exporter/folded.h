@@ -34,6 +34,11 @@
  * "[unknown]". Returns 0 or -errno (the profile is not modified).
  */
 int folded__write(const struct profile *p, const char *path);
+/*
+ * The same for the samples of profile type @type (enum profile_type) only; CPU stacks are
+ * weighted by their sample count, the other types by their value (bytes, nanoseconds).
+ */
+int folded__write_type(const struct profile *p, const char *path, uint32_t type);
 
 struct stack_tree;
 
@@ -57,6 +62,8 @@ typedef int (*stack_tree_fn)(const struct stack_tree_frame *f, void *ctx);
 
 /* Builds the tree of @p (which may be freed afterwards). NULL + errno (ENOMEM). */
 struct stack_tree *stack_tree__new(const struct profile *p);
+/* The tree of the samples of one profile type (weights as in folded__write_type()). */
+struct stack_tree *stack_tree__new_type(const struct profile *p, uint32_t type);
 void stack_tree__free(struct stack_tree *t);
 /* Sum of all samples; equals profile__total_count(). */
 uint64_t stack_tree__total(const struct stack_tree *t);

@@ -77,6 +77,16 @@ enum extra_string {
 	XS_FRAME_TYPE,
 	XS_BUILD_ID_GNU,
 	XS_BUILD_ID_HTL,
+	XS_LOCK_ADDRESS,
+	/* The value types of the profile types other than CPU (profile__type_info()). */
+	XS_ALLOC_OBJECTS,
+	XS_ALLOC_SPACE,
+	XS_BYTES,
+	XS_SPACE,
+	XS_CONTENTIONS,
+	XS_DELAY,
+	XS_OFF_CPU,
+	XS_EVENTS,
 	XS_COUNT_ALL,
 };
 
@@ -91,6 +101,15 @@ static const char *const extra_text[XS_COUNT_ALL] = {
     [XS_FRAME_TYPE] = "profile.frame.type",
     [XS_BUILD_ID_GNU] = "process.executable.build_id.gnu",
     [XS_BUILD_ID_HTL] = "process.executable.build_id.htlhash",
+    [XS_LOCK_ADDRESS] = "lock.address",
+    [XS_ALLOC_OBJECTS] = "alloc_objects",
+    [XS_ALLOC_SPACE] = "alloc_space",
+    [XS_BYTES] = "bytes",
+    [XS_SPACE] = "space",
+    [XS_CONTENTIONS] = "contentions",
+    [XS_DELAY] = "delay",
+    [XS_OFF_CPU] = "off_cpu",
+    [XS_EVENTS] = "events",
 };
 
 /* Kinds of attribute_table entries; an entry is identified by (kind, v). */
@@ -103,6 +122,7 @@ enum attr_kind {
 	AK_BUILD_ID,   /* v: profile string index of the hex build id */
 	AK_HTL,	       /* v: first 8 bytes of the hash; aux: a mapping with that hash */
 	AK_CTX,	       /* v: key string << 32 | value string (profile indices): thread context */
+	AK_LOCK,       /* v: lock address (LOCK samples) */
 };
 
 struct attr_key {
@@ -141,10 +161,16 @@ struct htl {
 struct proc {
 	uint32_t first, n;
 	bool timestamps; /* every sample has count == ntimestamps > 0 */
+	uint32_t type;	 /* enum profile_type of every sample of the chunk */
+	uint32_t which;	 /* the value it carries: 0 or 1 (profile_type_info.values) */
 };
+
+/* Profiles of one process share its ResourceProfiles: at most one per type and value. */
+#define MAX_PROFILES_PER_RESOURCE 8
 
 struct mark {
 	uint32_t nstr, nmap, nfn, nloc, nstack, nattr, nlink, nrp, nsamples;
+	uint32_t last_nprofiles, last_pid; /* of the last ResourceProfiles */
 	size_t dict_bytes, body_bytes;
 	uint64_t events;
 };
@@ -171,6 +197,9 @@ struct enc {
 	size_t dict_bytes, body_bytes;
 	uint64_t events; /* sum of the counts of the request's samples */
 
+	/* The last ResourceProfiles' scope (a process's next Profile joins it) and its pid. */
+	pb_sp *last_sp;
+	uint32_t last_pid;
 	/* The Profile being filled. */
 	pb_profile *prof;
 	const struct proc *cur;
@@ -303,6 +332,7 @@ static void request_reset(struct enc *e)
 	e->str.n = e->map.n = e->fn.n = e->loc.n = e->stack.n = e->attr.n = e->link.n = 1;
 	e->nrp = 0;
 	e->prof = NULL;
+	e->last_sp = NULL;
 	e->nsamples = 0;
 	/* The dictionary's own tag and length, and each table's zero element (2 bytes each). */
 	e->dict_bytes = 1 + LEN_SLOP + 7 * 2;
@@ -322,6 +352,8 @@ static struct mark mark_get(const struct enc *e)
 	    .nattr = e->attr.n,
 	    .nlink = e->link.n,
 	    .nrp = e->nrp,
+	    .last_nprofiles = e->last_sp ? (uint32_t)e->last_sp->n_profiles : 0,
+	    .last_pid = e->last_pid,
 	    .nsamples = e->nsamples,
 	    .dict_bytes = e->dict_bytes,
 	    .body_bytes = e->body_bytes,
@@ -339,6 +371,10 @@ static void mark_rollback(struct enc *e, const struct mark *m)
 	e->attr.n = m->nattr;
 	e->link.n = m->nlink;
 	e->nrp = m->nrp;
+	e->last_sp = e->nrp ? e->rps[e->nrp - 1]->scope_profiles[0] : NULL;
+	if (e->last_sp)
+		e->last_sp->n_profiles = m->last_nprofiles;
+	e->last_pid = m->last_pid;
 	e->nsamples = m->nsamples;
 	e->dict_bytes = m->dict_bytes;
 	e->body_bytes = m->body_bytes;
@@ -376,6 +412,15 @@ static int add_string(struct enc *e, uint32_t sid)
 static int add_extra(struct enc *e, enum extra_string x)
 {
 	return add_string(e, e->xs_id[x]);
+}
+
+/* add_extra() of one of the extra_text strings, by its text. */
+static int add_extra_text(struct enc *e, const char *text)
+{
+	for (int x = 0; x < XS_COUNT_ALL; x++)
+		if (!strcmp(extra_text[x], text))
+			return add_extra(e, (enum extra_string)x);
+	return -EINVAL; /* a value type missing from extra_text: a bug */
 }
 
 static uint64_t hslot_hash(uint32_t kind, uint64_t v)
@@ -439,6 +484,11 @@ static int add_attr(struct enc *e, enum attr_kind kind, uint64_t v, uint32_t aux
 		k = add_extra(e, XS_BUILD_ID_HTL);
 		val->value_case = ANY_STRING;
 		val->string_value = e->htl[aux].hex;
+		break;
+	case AK_LOCK:
+		k = add_extra(e, XS_LOCK_ADDRESS);
+		val->value_case = ANY_INT;
+		val->int_value = (int64_t)v;
 		break;
 	case AK_CTX:
 		/* The key map's name, through the string table like the other attributes. */
@@ -838,79 +888,104 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 {
 	const struct profile_sample *first = profile__sample(e->p, order[c->first]);
 	const struct profile_meta *meta = profile__meta(e->p);
-	pb_rp *rp = arena_alloc(e, sizeof(*rp) + sizeof(pb_sp *));
-	pb_sp *sp = arena_alloc(e, sizeof(*sp) + sizeof(pb_profile *));
-	pb_resource *res = arena_alloc(e, sizeof(*res));
-	pb_scope *scope = arena_alloc(e, sizeof(*scope));
+	/* The process's earlier Profile (another type) is the last one of the request: join it. */
+	bool join = e->nrp > 0 && e->last_sp && e->last_pid == first->key.pid &&
+		    e->last_sp->n_profiles < MAX_PROFILES_PER_RESOURCE;
+	pb_rp *rp = NULL;
+	pb_sp *sp = NULL;
+	pb_resource *res = NULL;
+	pb_scope *scope = NULL;
 	pb_profile *prof = arena_alloc(e, sizeof(*prof) + 16);
 	pb_vt *st = arena_alloc(e, sizeof(*st)), *pt = arena_alloc(e, sizeof(*pt));
 	pb_sample **samples = arena_alloc(e, c->n * sizeof(*samples));
+	const struct profile_type_info *ti;
 	int err, a, b, x, y;
 
-	if (!rp || !sp || !res || !scope || !prof || !st || !pt || !samples)
+	if (!join) {
+		rp = arena_alloc(e, sizeof(*rp) + sizeof(pb_sp *));
+		sp = arena_alloc(e, sizeof(*sp) + MAX_PROFILES_PER_RESOURCE * sizeof(pb_profile *));
+		res = arena_alloc(e, sizeof(*res));
+		scope = arena_alloc(e, sizeof(*scope));
+		if (!rp || !sp || !res || !scope)
+			return -ENOMEM;
+	}
+	if (!prof || !st || !pt || !samples)
 		return -ENOMEM;
-	PB(resource_profiles__init)(rp);
-	PB(scope_profiles__init)(sp);
-	opentelemetry__proto__resource__v1__resource__init(res);
-	opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
 	PB(profile__init)(prof);
 	PB(value_type__init)(st);
 	PB(value_type__init)(pt);
-	err = build_resource(e, first->key.pid, first->key.process_name, res);
-	if (err)
-		return err;
-	scope->name = (char *)e->scope_name;
-	scope->version = (char *)e->scope_version;
+	if (!join) {
+		PB(resource_profiles__init)(rp);
+		PB(scope_profiles__init)(sp);
+		opentelemetry__proto__resource__v1__resource__init(res);
+		opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
+		err = build_resource(e, first->key.pid, first->key.process_name, res);
+		if (err)
+			return err;
+		scope->name = (char *)e->scope_name;
+		scope->version = (char *)e->scope_version;
+	}
 
-	a = add_extra(e, XS_SAMPLES);
-	b = add_extra(e, XS_COUNT);
-	x = add_extra(e, XS_CPU);
-	y = add_extra(e, XS_NANOSECONDS);
+	ti = profile__type_info(c->type);
+	a = add_extra_text(e, ti->values[c->which].type);
+	b = add_extra_text(e, ti->values[c->which].unit);
+	x = add_extra_text(e, ti->period.type);
+	y = add_extra_text(e, ti->period.unit);
 	if (a < 0 || b < 0 || x < 0 || y < 0)
-		return -ENOMEM;
+		return a < 0 ? a : b < 0 ? b : x < 0 ? x : y;
 	st->type_strindex = a;
 	st->unit_strindex = b;
 	pt->type_strindex = x;
 	pt->unit_strindex = y;
 	prof->sample_type = st;
 	prof->period_type = pt;
-	prof->period = (int64_t)meta->period_nano;
-	if (!prof->period && meta->frequency_hz)
-		prof->period = 1000000000ll / meta->frequency_hz;
+	if (c->type == PROFILE_CPU) {
+		prof->period = (int64_t)meta->period_nano;
+		if (!prof->period && meta->frequency_hz)
+			prof->period = 1000000000ll / meta->frequency_hz;
+	} else {
+		prof->period = 1;
+	}
 	prof->profile_id.data = (uint8_t *)(prof + 1);
 	prof->profile_id.len = 16;
 	random_id(e, prof->profile_id.data);
 	prof->samples = samples;
 
-	rp->resource = res;
-	rp->scope_profiles = (pb_sp **)(rp + 1);
-	rp->scope_profiles[0] = sp;
-	rp->n_scope_profiles = 1;
-	sp->scope = scope;
-	sp->profiles = (pb_profile **)(sp + 1);
-	sp->profiles[0] = prof;
-	sp->n_profiles = 1;
-
-	if (e->nrp == e->cap_rp) {
-		uint32_t cap = e->cap_rp ? 2 * e->cap_rp : 16;
-		pb_rp **n = realloc(e->rps, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		e->rps = n;
-		e->cap_rp = cap;
-	}
-	e->rps[e->nrp++] = rp;
-	e->prof = prof;
-	e->cur = c;
-	e->nsamples = 0;
-
 	/* Size with the window fields at their largest, and room for the prefixes to grow. */
 	prof->time_unix_nano = UINT64_MAX;
 	prof->duration_nano = UINT64_MAX;
-	e->body_bytes += msg_field_len(rp) + 3 * LEN_SLOP;
+	if (join) {
+		e->last_sp->profiles[e->last_sp->n_profiles++] = prof;
+		e->body_bytes += msg_field_len(prof) + 3 * LEN_SLOP;
+	} else {
+		rp->resource = res;
+		rp->scope_profiles = (pb_sp **)(rp + 1);
+		rp->scope_profiles[0] = sp;
+		rp->n_scope_profiles = 1;
+		sp->scope = scope;
+		sp->profiles = (pb_profile **)(sp + 1);
+		sp->profiles[0] = prof;
+		sp->n_profiles = 1;
+
+		if (e->nrp == e->cap_rp) {
+			uint32_t cap = e->cap_rp ? 2 * e->cap_rp : 16;
+			pb_rp **n = realloc(e->rps, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			e->rps = n;
+			e->cap_rp = cap;
+		}
+		e->rps[e->nrp++] = rp;
+		e->last_sp = sp;
+		e->last_pid = first->key.pid;
+		e->body_bytes += msg_field_len(rp) + 3 * LEN_SLOP;
+	}
 	prof->time_unix_nano = 0;
 	prof->duration_nano = 0;
+	e->prof = prof;
+	e->cur = c;
+	e->nsamples = 0;
 	return 0;
 }
 
@@ -920,7 +995,7 @@ static int add_sample(struct enc *e, uint32_t i)
 	const struct profile_attrset *as = profile__attrset(e->p, s->key.attrs);
 	uint32_t nctx = as ? as->nattrs : 0;
 	pb_sample *ps =
-	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (3 + (size_t)nctx) * sizeof(int32_t));
+	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (4 + (size_t)nctx) * sizeof(int32_t));
 	int st, a;
 
 	if (!ps)
@@ -952,6 +1027,12 @@ static int add_sample(struct enc *e, uint32_t i)
 	if (a < 0)
 		return a;
 	ps->attribute_indices[ps->n_attribute_indices++] = a;
+	if (s->key.addr) {
+		a = add_attr(e, AK_LOCK, s->key.addr, 0);
+		if (a < 0)
+			return a;
+		ps->attribute_indices[ps->n_attribute_indices++] = a;
+	}
 	for (uint32_t j = 0; j < nctx; j++) {
 		const struct profile_attr *pa = profile__attrset_attrs(e->p, s->key.attrs) + j;
 
@@ -960,15 +1041,31 @@ static int add_sample(struct enc *e, uint32_t i)
 			return a;
 		ps->attribute_indices[ps->n_attribute_indices++] = a;
 	}
-	if (e->cur->timestamps) {
+	if (e->cur->type != PROFILE_CPU && s->ntimestamps) {
+		/* One value per event, with its timestamp. */
+		int64_t *v = arena_alloc(e, s->ntimestamps * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (uint32_t j = 0; j < s->ntimestamps; j++)
+			v[j] = (int64_t)profile__event_value(e->p, s, j, e->cur->which);
+		ps->values = v;
+		ps->n_values = s->ntimestamps;
+		ps->timestamps_unix_nano = s->timestamps_unix_nano;
+		ps->n_timestamps_unix_nano = s->ntimestamps;
+	} else if (e->cur->timestamps) {
 		ps->timestamps_unix_nano = s->timestamps_unix_nano;
 		ps->n_timestamps_unix_nano = s->ntimestamps;
 	} else {
-		ps->values[0] = (int64_t)s->count;
+		ps->values[0] = (int64_t)profile__sample_value(e->p, s, e->cur->which);
 		ps->n_values = 1;
 	}
 	e->prof->samples[e->nsamples++] = ps;
-	e->events += s->count;
+	/* Events sent: each event once, on the first Profile of its type. */
+	if (e->cur->type == PROFILE_CPU)
+		e->events += s->count;
+	else if (!(profile__type_info(e->cur->type)->otlp_values & ((1u << e->cur->which) - 1)))
+		e->events += s->ntimestamps ? s->ntimestamps : 1;
 	e->body_bytes += msg_field_len(ps);
 	return 0;
 }
@@ -1051,10 +1148,12 @@ static int request_flush(struct enc *e)
 static int cmp_by_pid(const void *a, const void *b, void *p)
 {
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-	uint32_t pa = profile__sample(p, ia)->key.pid, pb = profile__sample(p, ib)->key.pid;
+	const struct profile_sample *sa = profile__sample(p, ia), *sb = profile__sample(p, ib);
 
-	if (pa != pb)
-		return pa < pb ? -1 : 1;
+	if (sa->key.pid != sb->key.pid)
+		return sa->key.pid < sb->key.pid ? -1 : 1;
+	if (sa->key.type != sb->key.type)
+		return sa->key.type < sb->key.type ? -1 : 1;
 	return ia < ib ? -1 : ia > ib;
 }
 
@@ -1167,12 +1266,12 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	for (uint32_t i = 1; i < profile__nattrsets(p); i++)
 		nctx += profile__attrset(p, i)->nattrs;
 	hcap = 64;
-	while (hcap < 2 * (3 * (size_t)nsamples + 2 * profile__nmappings(p) + 8 + nctx))
+	while (hcap < 2 * (4 * (size_t)nsamples + 2 * profile__nmappings(p) + 8 + nctx))
 		hcap *= 2;
 	e.hash = calloc(hcap, sizeof(*e.hash));
 	e.hash_mask = (uint32_t)(hcap - 1);
 	order = malloc(nsamples * sizeof(*order));
-	procs = malloc(nsamples * sizeof(*procs));
+	procs = malloc(2 * (size_t)nsamples * sizeof(*procs)); /* <= 2 Profiles per group */
 	if (!e.str_map || !e.map_map || !e.fn_map || !e.loc_map || !e.stack_map || !e.link_map ||
 	    !e.htl || !e.hash || !order || !procs) {
 		err = -ENOMEM;
@@ -1200,14 +1299,29 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	for (uint32_t i = 0; i < nsamples; i++)
 		order[i] = i;
 	qsort_r(order, nsamples, sizeof(*order), cmp_by_pid, (void *)p);
-	for (uint32_t i = 0; i < nsamples; i++) {
-		const struct profile_sample *s = profile__sample(p, order[i]);
-		bool ts = s->count > 0 && s->ntimestamps == s->count;
+	/* Then one chunk (an OTLP Profile) per process, type and value the type sends. */
+	for (uint32_t i = 0, first = 0; i < nsamples; i++) {
+		const struct profile_sample *s = profile__sample(p, order[i]), *next;
+		const struct profile_type_info *ti;
+		bool ts = true;
 
-		if (i == 0 || profile__sample(p, order[i - 1])->key.pid != s->key.pid)
-			procs[nproc++] = (struct proc){.first = i, .n = 0, .timestamps = true};
-		procs[nproc - 1].n++;
-		procs[nproc - 1].timestamps &= ts;
+		next = i + 1 < nsamples ? profile__sample(p, order[i + 1]) : NULL;
+		if (next && next->key.pid == s->key.pid && next->key.type == s->key.type)
+			continue;
+		for (uint32_t j = first; j <= i; j++) {
+			const struct profile_sample *x = profile__sample(p, order[j]);
+
+			ts &= x->count > 0 && x->ntimestamps == x->count;
+		}
+		ti = profile__type_info(s->key.type);
+		for (uint32_t w = 0; ti && w < ti->nvalues; w++)
+			if (ti->otlp_values & (1u << w))
+				procs[nproc++] = (struct proc){.first = first,
+							       .n = i + 1 - first,
+							       .timestamps = ts,
+							       .type = s->key.type,
+							       .which = w};
+		first = i + 1;
 	}
 	for (uint32_t i = 0; i < nproc; i++) {
 		err = encode_process(&e, &procs[i], order);

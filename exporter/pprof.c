@@ -23,8 +23,8 @@
 #define SPANPROF_VERSION "dev"
 #endif
 
-#define MAX_EXTRA_STRINGS 16
-#define NLABELS 6 /* pid, tid, comm, process, trace_id, span_id; then the context's */
+#define MAX_EXTRA_STRINGS 24
+#define NLABELS 7 /* pid tid comm process trace_id span_id lock_address, then the context */
 
 typedef Perftools__Profiles__Profile PbProfile;
 typedef Perftools__Profiles__ValueType PbValueType;
@@ -44,6 +44,7 @@ struct merge_key {
 	uint32_t process_name;
 	uint32_t link;
 	uint32_t attrs;
+	uint64_t addr;
 };
 
 struct merge_ent {
@@ -54,6 +55,7 @@ struct merge_ent {
 
 struct pprof_build {
 	const struct profile *p;
+	uint32_t type; /* enum profile_type: only its samples are written */
 	PbProfile msg;
 	PbValueType types[2], period_type;
 	PbValueType *type_ptrs[2];
@@ -71,7 +73,7 @@ struct pprof_build {
 	PbLabel *labels, **label_ptrs;
 	struct merge_ent *ents, *merge_idx;
 	int64_t key_pid, key_tid, key_comm, key_process; /* label keys */
-	int64_t key_trace_id, key_span_id;
+	int64_t key_trace_id, key_span_id, key_lock;
 	uint32_t first_link_string; /* string index of link 1's trace id hex (span id: + 1) */
 	char *link_hex;		    /* 33 + 17 bytes per link */
 	uint32_t labels_per_sample; /* NLABELS + the largest attribute set */
@@ -113,6 +115,7 @@ static int pprof__strings(struct pprof_build *b)
 	b->key_process = pprof__string(b, "process");
 	b->key_trace_id = pprof__string(b, "trace_id");
 	b->key_span_id = pprof__string(b, "span_id");
+	b->key_lock = pprof__string(b, "lock_address");
 	/* Fixed extras end here: link strings follow (pprof__string never looks past them). */
 	b->first_link_string = b->nstrings;
 	for (uint32_t i = 1; i < nlinks; i++) {
@@ -293,6 +296,11 @@ static void pprof__labels(struct pprof_build *b, PbSample *ps, uint32_t i,
 		ps->label[ps->n_label++] = &lab[4];
 		ps->label[ps->n_label++] = &lab[5];
 	}
+	if (k->addr) {
+		lab[6].key = b->key_lock;
+		lab[6].num = (int64_t)k->addr;
+		ps->label[ps->n_label++] = &lab[6];
+	}
 	for (uint32_t j = 0; as && j < as->nattrs; j++) {
 		if (!attrs[j].value)
 			continue; /* pprof readers drop labels with an empty value */
@@ -305,7 +313,6 @@ static void pprof__labels(struct pprof_build *b, PbSample *ps, uint32_t i,
 static int pprof__samples(struct pprof_build *b)
 {
 	uint32_t n = profile__nsamples(b->p), out = 0;
-	uint64_t period = profile__meta(b->p)->period_nano;
 
 	b->samples = calloc(n, sizeof(*b->samples));
 	b->sample_ptrs = calloc(n, sizeof(*b->sample_ptrs));
@@ -324,7 +331,11 @@ static int pprof__samples(struct pprof_build *b)
 		const struct profile_sample *s = profile__sample(b->p, i);
 		struct merge_ent *e = NULL, *add = &b->ents[out];
 		PbSample *ps = &b->samples[out];
+		int64_t v0 = (int64_t)profile__sample_value(b->p, s, 0);
+		int64_t v1 = (int64_t)profile__sample_value(b->p, s, 1);
 
+		if (s->key.type != b->type)
+			continue;
 		add->key = (struct merge_key){
 		    .stack = s->key.stack,
 		    .pid = s->key.pid,
@@ -333,11 +344,12 @@ static int pprof__samples(struct pprof_build *b)
 		    .process_name = s->key.process_name,
 		    .link = s->key.link,
 		    .attrs = s->key.attrs,
+		    .addr = s->key.addr,
 		};
 		HASH_FIND(hh, b->merge_idx, &add->key, sizeof(add->key), e);
 		if (e) {
-			b->values[2 * e->idx] += s->count;
-			b->values[2 * e->idx + 1] += s->count * period;
+			b->values[2 * e->idx] += v0;
+			b->values[2 * e->idx + 1] += v1;
 			continue;
 		}
 		add->idx = out;
@@ -350,8 +362,8 @@ static int pprof__samples(struct pprof_build *b)
 		ps->n_location_id = profile__stack(b->p, s->key.stack)->nlocations;
 		ps->value = &b->values[2 * out];
 		ps->n_value = 2;
-		ps->value[0] = s->count;
-		ps->value[1] = s->count * period;
+		ps->value[0] = v0;
+		ps->value[1] = v1;
 		pprof__labels(b, ps, out, &s->key);
 		b->sample_ptrs[out++] = ps;
 	}
@@ -363,23 +375,24 @@ static int pprof__samples(struct pprof_build *b)
 static void pprof__header(struct pprof_build *b)
 {
 	const struct profile_meta *m = profile__meta(b->p);
+	const struct profile_type_info *ti = profile__type_info(b->type);
 	PbProfile *msg = &b->msg;
 
 	for (int i = 0; i < 2; i++) {
 		perftools__profiles__value_type__init(&b->types[i]);
 		b->type_ptrs[i] = &b->types[i];
 	}
-	b->types[0].type = pprof__string(b, "samples");
-	b->types[0].unit = pprof__string(b, "count");
-	b->types[1].type = pprof__string(b, "cpu");
-	b->types[1].unit = pprof__string(b, "nanoseconds");
+	b->types[0].type = pprof__string(b, ti->values[0].type);
+	b->types[0].unit = pprof__string(b, ti->values[0].unit);
+	b->types[1].type = pprof__string(b, ti->values[1].type);
+	b->types[1].unit = pprof__string(b, ti->values[1].unit);
 	msg->sample_type = b->type_ptrs;
 	msg->n_sample_type = 2;
 	perftools__profiles__value_type__init(&b->period_type);
-	b->period_type.type = b->types[1].type;
-	b->period_type.unit = b->types[1].unit;
+	b->period_type.type = pprof__string(b, ti->period.type);
+	b->period_type.unit = pprof__string(b, ti->period.unit);
 	msg->period_type = &b->period_type;
-	msg->period = m->period_nano;
+	msg->period = b->type == PROFILE_CPU ? m->period_nano : 1;
 	msg->time_nanos = m->start_unix_nano;
 	msg->duration_nanos = m->duration_nano;
 	msg->default_sample_type = b->types[1].type;
@@ -457,9 +470,16 @@ cleanup:
 
 int pprof__write(const struct profile *p, const char *path)
 {
-	struct pprof_build b = {.p = p};
+	return pprof__write_type(p, path, PROFILE_CPU);
+}
+
+int pprof__write_type(const struct profile *p, const char *path, uint32_t type)
+{
+	struct pprof_build b = {.p = p, .type = type};
 	int err;
 
+	if (!profile__type_info(type))
+		return -EINVAL;
 	perftools__profiles__profile__init(&b.msg);
 	err = pprof__strings(&b);
 	if (!err)

@@ -27,5 +27,11 @@
  * file system's error).
  */
 int pprof__write(const struct profile *p, const char *path);
+/*
+ * The samples of profile type @type (enum profile_type) only, with that type's two sample
+ * types (profile__type_info()); LOCK samples carry a numeric label lock_address.
+ * pprof__write() is the CPU profile. Same errors, plus -EINVAL for an unknown type.
+ */
+int pprof__write_type(const struct profile *p, const char *path, uint32_t type);
 
 #endif /* SPANPROF_PPROF_H */

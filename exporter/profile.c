@@ -30,7 +30,7 @@
 /* Keys are hashed and compared as raw bytes: they must have no padding. */
 _Static_assert(sizeof(struct profile_mapping) == 32, "profile_mapping has padding");
 _Static_assert(sizeof(struct profile_function) == 12, "profile_function has padding");
-_Static_assert(sizeof(struct profile_sample_key) == 32, "profile_sample_key has padding");
+_Static_assert(sizeof(struct profile_sample_key) == 48, "profile_sample_key has padding");
 _Static_assert(sizeof(struct profile_link) == 24, "profile_link has padding");
 _Static_assert(sizeof(struct profile_attr) == 8, "profile_attr has padding");
 
@@ -276,8 +276,10 @@ cleanup:
 
 static void profile__clear_indexes(struct profile *p)
 {
-	for (uint32_t i = 0; i < p->nsamples; i++)
+	for (uint32_t i = 0; i < p->nsamples; i++) {
 		free(p->samples[i].timestamps_unix_nano);
+		free(p->samples[i].event_values);
+	}
 	HASH_CLEAR(hh, p->string_idx);
 	HASH_CLEAR(hh, p->mapping_idx);
 	HASH_CLEAR(hh, p->function_idx);
@@ -708,26 +710,56 @@ nomem:
  * Timestamp arrays carry no capacity field: their capacity is 2 for up to 2
  * entries and the next power of two above. They grow when full.
  */
-static int sample__append_time(struct profile_sample *s, uint64_t t)
+static int sample__append_time(struct profile_sample *s, uint64_t t, const uint64_t *ev)
 {
 	uint32_t n = s->ntimestamps;
 
 	if (n == UINT32_MAX)
 		return -ENOMEM;
 	if (n == 0 || (n >= 2 && !(n & (n - 1)))) {
-		uint64_t *ts =
-		    realloc(s->timestamps_unix_nano, (n ? 2 * (size_t)n : 2) * sizeof(*ts));
+		size_t cap = n ? 2 * (size_t)n : 2;
+		uint64_t *ts = realloc(s->timestamps_unix_nano, cap * sizeof(*ts));
 
 		if (!ts)
 			return -ENOMEM;
 		s->timestamps_unix_nano = ts;
+		if (ev) {
+			uint64_t *v = realloc(s->event_values, 2 * cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			s->event_values = v;
+		}
+	}
+	if (ev) {
+		s->event_values[2 * (size_t)n] = ev[0];
+		s->event_values[2 * (size_t)n + 1] = ev[1];
 	}
 	s->timestamps_unix_nano[s->ntimestamps++] = t;
 	return 0;
 }
 
+static int sample__add(struct profile *p, const struct profile_sample_key *key,
+		       uint64_t time_unix_nano, uint64_t count, const uint64_t *ev);
+
 int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 			uint64_t time_unix_nano, uint64_t count)
+{
+	return sample__add(p, key, time_unix_nano, count, NULL);
+}
+
+int profile__add_event(struct profile *p, const struct profile_sample_key *key,
+		       uint64_t time_unix_nano, uint64_t count, uint64_t value)
+{
+	uint64_t ev[2] = {count, value};
+
+	if (key->type == PROFILE_CPU || key->type >= PROFILE_NTYPES || !time_unix_nano)
+		return -EINVAL;
+	return sample__add(p, key, time_unix_nano, count, ev);
+}
+
+static int sample__add(struct profile *p, const struct profile_sample_key *key,
+		       uint64_t time_unix_nano, uint64_t count, const uint64_t *ev)
 {
 	struct profile_sample *s;
 	struct hent *e = NULL;
@@ -736,15 +768,17 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 
 	if (key->stack >= p->nstacks || key->comm >= p->nstrings ||
 	    key->process_name >= p->nstrings || key->link >= p->nlinks ||
-	    key->attrs >= p->nattrsets)
+	    key->attrs >= p->nattrsets || key->type >= PROFILE_NTYPES || key->pad ||
+	    (!ev && key->type != PROFILE_CPU))
 		return -EINVAL;
 	HASH_VALUE(key, sizeof(*key), hv);
 	HASH_FIND_BYHASHVALUE(hh, p->sample_idx, key, sizeof(*key), hv, e);
 	if (e) {
 		s = &p->samples[e->idx];
-		if (time_unix_nano && sample__append_time(s, time_unix_nano))
+		if (time_unix_nano && sample__append_time(s, time_unix_nano, ev))
 			return -ENOMEM;
 		s->count += count;
+		s->value += ev ? ev[1] : 0;
 		p->total += count;
 		return 0;
 	}
@@ -759,8 +793,8 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 	s = &p->samples[p->nsamples];
 	memset(s, 0, sizeof(*s));
 	s->key = *key;
-	if (time_unix_nano && sample__append_time(s, time_unix_nano))
-		return -ENOMEM;
+	if (time_unix_nano && sample__append_time(s, time_unix_nano, ev))
+		goto nomem;
 	e = slab__alloc(&p->hents);
 	if (!e)
 		goto nomem;
@@ -768,6 +802,7 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 	if (!INDEX_ADD(p, hents, p->sample_idx, e, &s->key, sizeof(*key), hv))
 		goto nomem;
 	s->count = count;
+	s->value = ev ? ev[1] : 0;
 	p->total += count;
 	p->nsamples++;
 	return 0;
@@ -775,6 +810,8 @@ int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 nomem:
 	free(s->timestamps_unix_nano);
 	s->timestamps_unix_nano = NULL;
+	free(s->event_values);
+	s->event_values = NULL;
 	return -ENOMEM;
 }
 
@@ -921,10 +958,85 @@ size_t profile__memory_usage(const struct profile *p)
 		while (cap < n)
 			cap *= 2;
 		bytes += n ? cap * sizeof(uint64_t) : 0;
+		bytes += p->samples[i].event_values ? 2 * cap * sizeof(uint64_t) : 0;
 	}
 	bytes += BUCKET_BYTES(p->string_idx) + BUCKET_BYTES(p->mapping_idx) +
 		 BUCKET_BYTES(p->function_idx) + BUCKET_BYTES(p->location_idx) +
 		 BUCKET_BYTES(p->stack_idx) + BUCKET_BYTES(p->link_idx) +
 		 BUCKET_BYTES(p->attrset_idx) + BUCKET_BYTES(p->sample_idx);
 	return bytes;
+}
+
+static const struct profile_type_info type_info[PROFILE_NTYPES] = {
+    [PROFILE_CPU] =
+	{
+	    .name = "cpu",
+	    .file_stem = "profile",
+	    .title = "spanprof CPU profile",
+	    .nvalues = 2,
+	    .values = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+	    .otlp_values = 1 << 0,
+	    .period = {"cpu", "nanoseconds"},
+	},
+    [PROFILE_ALLOC] =
+	{
+	    .name = "alloc",
+	    .file_stem = "alloc",
+	    .title = "spanprof allocation profile (bytes)",
+	    .nvalues = 2,
+	    .values = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}},
+	    .otlp_values = 1 << 0 | 1 << 1,
+	    .period = {"space", "bytes"},
+	},
+    [PROFILE_LOCK] =
+	{
+	    .name = "lock",
+	    .file_stem = "lock",
+	    .title = "spanprof lock contention profile (wait time)",
+	    .nvalues = 2,
+	    .values = {{"contentions", "count"}, {"delay", "nanoseconds"}},
+	    .otlp_values = 1 << 0 | 1 << 1,
+	    .period = {"contentions", "count"},
+	},
+    [PROFILE_OFFCPU] =
+	{
+	    .name = "offcpu",
+	    .file_stem = "offcpu",
+	    .title = "spanprof off-CPU profile (time blocked)",
+	    .nvalues = 2,
+	    .values = {{"events", "count"}, {"off_cpu", "nanoseconds"}},
+	    .otlp_values = 1 << 1,
+	    .period = {"off_cpu", "nanoseconds"},
+	},
+};
+
+const struct profile_type_info *profile__type_info(uint32_t type)
+{
+	return type < PROFILE_NTYPES ? &type_info[type] : NULL;
+}
+
+int profile__type_by_name(const char *name)
+{
+	for (int t = 0; t < PROFILE_NTYPES; t++)
+		if (!strcmp(name, type_info[t].name))
+			return t;
+	return -1;
+}
+
+uint64_t profile__sample_value(const struct profile *p, const struct profile_sample *s,
+			       uint32_t which)
+{
+	if (which == 0)
+		return s->count;
+	if (s->key.type == PROFILE_CPU)
+		return s->count * p->meta.period_nano;
+	return s->value;
+}
+
+uint64_t profile__event_value(const struct profile *p, const struct profile_sample *s, uint32_t i,
+			      uint32_t which)
+{
+	if (s->event_values && i < s->ntimestamps)
+		return s->event_values[2 * (size_t)i + (which ? 1 : 0)];
+	return which ? p->meta.period_nano : 1;
 }

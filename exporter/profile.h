@@ -95,6 +95,7 @@ struct profile_attrset {
  * (a sample's identity is {stack, attributes, link}).
  */
 struct profile_sample_key {
+	uint32_t type;	/* enum profile_type */
 	uint32_t stack; /* stack index */
 	uint32_t pid;
 	uint32_t tid;
@@ -103,14 +104,61 @@ struct profile_sample_key {
 	uint32_t process_name; /* string index: process (group leader) name */
 	uint32_t link;	       /* link index, 0: not in a span */
 	uint32_t attrs;	       /* attribute set index, 0: none */
+	uint32_t pad;	       /* 0 */
+	uint64_t addr;	       /* LOCK: the lock's address; else 0 */
 };
 
 struct profile_sample {
 	struct profile_sample_key key;
-	uint64_t count; /* number of samples */
+	uint64_t count; /* number of samples (ALLOC: estimated number of allocations) */
+	uint64_t value; /* sum of the per-type values (bytes, nanoseconds); 0 for CPU */
 	uint32_t ntimestamps;
 	uint64_t *timestamps_unix_nano; /* wall clock of each sample, in arrival order */
+	/*
+	 * Types other than CPU: per event, in the order of timestamps_unix_nano, its count and
+	 * its value (2 entries per event); NULL for CPU samples (each timestamp counts one).
+	 */
+	uint64_t *event_values;
 };
+
+/*
+ * Profile types: what a sample measures (--profile; docs/profile-types.md). The values are
+ * the sample types of the pprof output (value 0: from count, value 1: from value or, for
+ * CPU, count x period) and, one OTLP Profile each, of the OTLP export (for CPU only value 0,
+ * samples/count with timestamps, the convention Pyroscope reads).
+ */
+enum profile_type {
+	PROFILE_CPU = 0, /* = SP_PROF_* of bpf/sampler.h */
+	PROFILE_ALLOC = 1,
+	PROFILE_LOCK = 2,
+	PROFILE_OFFCPU = 3,
+	PROFILE_NTYPES,
+};
+
+struct profile_value_type {
+	const char *type, *unit;
+};
+
+struct profile_type_info {
+	const char *name;      /* as in --profile: "cpu", "alloc", "lock", "offcpu" */
+	const char *file_stem; /* local output files: "profile", "alloc", "lock", "offcpu" */
+	const char *title;     /* flame graph title */
+	uint32_t nvalues;      /* pprof sample types */
+	struct profile_value_type values[2];
+	uint32_t otlp_values;		  /* bit i: value i is an OTLP Profile of its own */
+	struct profile_value_type period; /* period_type */
+};
+
+/* The table of profile types; NULL for an unknown type. */
+const struct profile_type_info *profile__type_info(uint32_t type);
+/* The type named @name ("cpu", ...), or -1. */
+int profile__type_by_name(const char *name);
+/* Value @which (0 or 1, as in profile_type_info.values) of sample @s, aggregated. */
+uint64_t profile__sample_value(const struct profile *p, const struct profile_sample *s,
+			       uint32_t which);
+/* Value @which of event @i of sample @s (timestamps order); CPU: 1 or the period. */
+uint64_t profile__event_value(const struct profile *p, const struct profile_sample *s, uint32_t i,
+			      uint32_t which);
 
 /* Creates an empty profile with every table's zero element in place. NULL + errno on ENOMEM. */
 struct profile *profile__new(void);
@@ -145,6 +193,13 @@ uint32_t profile__intern_attrset(struct profile *p, const struct profile_attr *a
  */
 int profile__add_sample(struct profile *p, const struct profile_sample_key *key,
 			uint64_t time_unix_nano, uint64_t count);
+/*
+ * Adds one event of a type other than CPU (key->type): @count (estimated events) and @value
+ * (bytes, nanoseconds) are added to the sample and kept per event with @time_unix_nano
+ * (required, non-zero). Returns 0, -EINVAL (bad key or time 0) or -ENOMEM.
+ */
+int profile__add_event(struct profile *p, const struct profile_sample_key *key,
+		       uint64_t time_unix_nano, uint64_t count, uint64_t value);
 
 /* Table access. Sizes include the zero element at index 0. */
 uint32_t profile__nstrings(const struct profile *p);

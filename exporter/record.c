@@ -29,6 +29,7 @@
 #include "proctab.h"
 #include "record.h"
 #include "sampler_user.h"
+#include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
 #include "targets.h"
@@ -39,11 +40,16 @@ struct recorder {
 	struct otlp_exporter *exporter; /* NULL: local files only */
 	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
 	uint64_t interval_start_mono;
-	uint64_t encode_failures; /* intervals (or parts) that could not be encoded */
+	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
+	uint64_t interval_samples; /* samples added since the last export_interval() */
+	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
+	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
 	struct profile *profile;
 	struct proctab *procs;
-	uint64_t boot_to_unix_ns;  /* add to CLOCK_BOOTTIME to get the wall clock */
-	uint64_t samples;	   /* samples added to the profile */
+	uint64_t boot_to_unix_ns;	       /* add to CLOCK_BOOTTIME to get the wall clock */
+	uint64_t samples;		       /* samples added to the profile */
+	uint64_t type_samples[PROFILE_NTYPES]; /* the same, per profile type */
+	struct sampler *sampler;
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
@@ -59,6 +65,10 @@ struct recorder {
 	struct unwind_event exits[256];
 	uint32_t nexits;
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
+	struct otlp_exporter *metrics;
+	struct selfstats_resource self_res;
+	uint64_t start_unix;
 };
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
@@ -104,6 +114,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
 	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
 	struct proc *proc = NULL;
+	int err;
 
 	if (ku > SP_MAX_KSTACK)
 		ku = SP_MAX_KSTACK;
@@ -124,6 +135,8 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	memcpy(pcomm, s->pcomm, SP_COMM_LEN);
 	pcomm[SP_COMM_LEN] = '\0';
 	key.stack = profile__intern_stack(r->profile, r->locs, n);
+	key.type = s->type < PROFILE_NTYPES ? s->type : PROFILE_CPU;
+	key.addr = s->addr;
 	key.pid = s->pid;
 	key.tid = s->tid;
 	key.cpu = s->cpu;
@@ -134,10 +147,23 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 		key.link = key.attrs = 0; /* keep the sample, without its span */
 		r->link_drops++;
 	}
-	if (profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1))
+	if (key.type == PROFILE_CPU) {
+		err =
+		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
+	} else {
+		uint64_t count, value;
+
+		sampler__event_values(r->sampler, s, &count, &value);
+		err = profile__add_event(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns,
+					 count, value);
+	}
+	if (err) {
 		r->user_drops++;
-	else
+	} else {
 		r->samples++;
+		r->type_samples[key.type]++;
+		r->interval_samples++;
+	}
 	return 0;
 }
 
@@ -190,6 +216,8 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
 	if (r->links)
 		spanlinks__maps_hook(r->links, pid, start_boot_ns, maps);
+	if (r->sampler) /* event profile types: uprobes on newly mapped files */
+		sampler__maps_hook(r->sampler, pid, maps);
 }
 
 /* Before sampling starts, so that even the first samples of --pid processes get CFI. */
@@ -431,6 +459,8 @@ static uint32_t ringbuf_size(uint32_t hz)
  */
 #define MALLOC_MMAP_THRESHOLD (128 << 10)
 #define TRIM_NS (2 * 1000000000ull)
+/* Entries of exited processes leave the process table this often (proctab__sweep()). */
+#define PROC_SWEEP_NS (5 * 1000000000ull)
 
 static void tune_malloc(void)
 {
@@ -541,9 +571,34 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
+/* Samples lost in BPF because the ring buffer was full, every profile type. */
+static uint64_t total_drops(const uint64_t *st)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		n += st[sp_stat_type_drop(t)];
+	return n;
+}
+
+/* "  | alloc 12  offcpu 40" for the event profile types selected, else "". */
+static const char *event_counts(struct recorder *r, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES && len < size; t++)
+		if (r->opts->profile_types & (1u << t))
+			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
+					profile__type_info(t)->name,
+					(unsigned long long)r->type_samples[t]);
+	return buf;
+}
+
 static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
 {
 	uint64_t st[SP_STAT_MAX] = {0};
+	char events[96];
 	double elapsed = (now - t0) / 1e9;
 	int tty = isatty(STDERR_FILENO);
 
@@ -561,19 +616,43 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	}
 	fprintf(
 	    stderr,
-	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s",
+	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
 	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-	    (unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
+	    (unsigned long long)(total_drops(st) + r->user_drops),
 	    (unsigned long long)proctab__stats(r->procs)->processes,
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], export, tty && !final ? "" : "\n");
+	    (unsigned long long)st[SP_STAT_CTX_LINKED], event_counts(r, events, sizeof(events)),
+	    export, tty && !final ? "" : "\n");
+}
+
+/*
+ * Where every sample BPF took went: into the profile (and then, with --endpoint, sent or
+ * counted as dropped by the exporter or the encoder) or into a drop counter. Ring-buffer drops
+ * happen before BPF counts a sample as taken.
+ */
+static void accounting_summary(struct recorder *r, const uint64_t *st)
+{
+	uint64_t taken = 0;
+
+	/* Every profile type's samples handed to user space. */
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		taken += st[sp_stat_type_samples(t)];
+	fprintf(stderr,
+		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
+		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
+		(unsigned long long)taken, (unsigned long long)r->samples,
+		(unsigned long long)r->user_drops, (unsigned long long)total_drops(st));
 }
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
-	if (!r->samples)
+	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
 		fprintf(stderr,
 			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
 			"sleeping the whole time)\n",
+			targeted(r) ? "the selected processes" : "no process");
+	else if (!r->samples)
+		fprintf(stderr,
+			"spanprof: no samples: %s had no event of the selected profile types\n",
 			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
@@ -584,16 +663,28 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
-		"without a symbol; %llu maps unreadable, %llu files unopenable\n",
+		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
+		"dropped (PID reused)\n"
+		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
 		sampler__ncpus(s), r->opts->frequency_hz,
-		(unsigned long long)(st[SP_STAT_DROP_RINGBUF] + r->user_drops),
-		(unsigned long long)st[SP_STAT_DROP_RINGBUF], (unsigned long long)r->user_drops,
+		(unsigned long long)(total_drops(st) + r->user_drops),
+		(unsigned long long)total_drops(st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
 		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
 		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
-		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
+		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
+		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
+		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
+		if (r->opts->profile_types & (1u << t))
+			fprintf(
+			    stderr,
+			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
+			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
+			    (unsigned long long)st[sp_stat_type_drop(t)]);
+	sampler__event_summary(s, st);
 	unwind_summary(r, st); /* CFI unwinder */
 	span_links_summary(r, st);
 	targeting_summary(r, st);
@@ -604,14 +695,17 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr,
 			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
 			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
-			"rejected by the Collector, %llu encoding failures\n",
+			"rejected by the Collector, %llu encoding failures (%llu samples lost "
+			"encoding)\n",
 			r->opts->endpoint, (unsigned long long)es.requests_sent,
 			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
 			(unsigned long long)es.retries, (unsigned long long)es.failed,
 			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
 			(unsigned long long)es.rejected_profiles,
-			(unsigned long long)r->encode_failures);
+			(unsigned long long)r->encode_failures,
+			(unsigned long long)r->encode_dropped);
 	}
+	accounting_summary(r, st);
 }
 
 /* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
@@ -623,6 +717,58 @@ static int export_result(struct recorder *r)
 	if (r->samples && !es.samples_sent)
 		return fail("no sample reached the Collector at %s (see the errors above)",
 			    r->opts->endpoint);
+	return 0;
+}
+
+/* Self-telemetry (docs/self-telemetry.md): the stats lines and the --self-metrics request. */
+static void self_telemetry(struct recorder *r, struct sampler *s, const struct symcache *syms,
+			   int log)
+{
+	struct selfstats_sources src = {
+	    .start_unix_ns = r->start_unix,
+	    .sampler = s,
+	    .procs = r->procs,
+	    .syms = syms,
+	    .unwinder = r->unwinder,
+	    .links = r->links,
+	    .profiles = r->exporter,
+	    .metrics = r->metrics,
+	    .samples = r->samples,
+	    .samples_oom = r->user_drops,
+	    .link_drops = r->link_drops,
+	    .encode_failures = r->encode_failures,
+	    .profile_types = r->opts->profile_types,
+	    .type_samples = r->type_samples,
+	};
+	struct selfstats st;
+	uint8_t *buf;
+	size_t len;
+
+	selfstats__collect(&src, &st);
+	if (log && r->opts->log_level >= SELFSTATS_LOG_INFO) {
+		if (!r->opts->quiet && isatty(STDERR_FILENO))
+			fputs("\r\033[K", stderr); /* over the progress line */
+		selfstats__log(stderr, &st);
+	}
+	if (r->metrics && !selfstats__encode(&st, &r->self_res, SPANPROF_VERSION, &buf, &len))
+		otlp_exporter__submit(r->metrics, buf, len, 0);
+}
+
+/* The --self-metrics sender: the profiles' endpoint, TLS and headers, its own bounded queue. */
+static int start_self_metrics(struct recorder *r, const struct otlp_exporter_opts *profiles)
+{
+	struct otlp_exporter_opts mo = *profiles;
+
+	if (selfstats__resource_from_env(&r->self_res))
+		return fail("out of memory while starting");
+	mo.method = OTLP_METRICS_METHOD;
+	mo.what = "data points";
+	mo.binpb_dir = NULL;
+	mo.queue_bytes = SELFSTATS_QUEUE_BYTES;
+	r->metrics = otlp_exporter__new(&mo);
+	if (!r->metrics)
+		return fail("cannot set up the --self-metrics export to '%s': %s",
+			    r->opts->endpoint, strerror(errno));
 	return 0;
 }
 
@@ -645,6 +791,8 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, buf, len);
+	/* From here the exporter counts these samples as sent or dropped. */
+	r->interval_queued += samples;
 	otlp_exporter__submit(r->exporter, copy, len, samples);
 	return 0;
 }
@@ -678,31 +826,52 @@ static void export_interval(struct recorder *r)
 				strerror(err < 0 ? -err : err));
 		}
 	}
+	/* What never reached the exporter (an encoding failure, even a partial one) is counted. */
+	if (r->interval_samples > r->interval_queued)
+		r->encode_dropped += r->interval_samples - r->interval_queued;
+	r->interval_samples = r->interval_queued = 0;
 	profile__reset(r->profile);
 	proctab__profile_reset(r->procs);
 	r->interval_start_unix = now_unix;
 	r->interval_start_mono = now_mono;
 }
 
+/*
+ * Local outputs: the CPU profile as profile.pb.gz, profile.folded and flamegraph.svg; each
+ * other selected profile type as TYPE.pb.gz, TYPE.folded and flamegraph-TYPE.svg.
+ */
 static int write_outputs(struct recorder *r, const char *dir)
 {
-	char path[PATH_MAX];
+	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
+	char path[PATH_MAX], names[512] = "";
+	size_t len = 0;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
-	err = pprof__write(r->profile, path);
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	snprintf(path, sizeof(path), "%s/profile.folded", dir);
-	err = folded__write(r->profile, path);
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
-	err = flamegraph__write_svg(r->profile, path, "spanprof CPU profile");
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	fprintf(stderr, "spanprof: wrote %s/profile.pb.gz, %s/profile.folded, %s/flamegraph.svg\n",
-		dir, dir, dir);
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
+		const struct profile_type_info *ti = profile__type_info(t);
+		char svg[64];
+
+		if (!(types & (1u << t)))
+			continue;
+		snprintf(svg, sizeof(svg),
+			 t == PROFILE_CPU ? "flamegraph.svg" : "flamegraph-%s.svg", ti->name);
+		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
+		err = pprof__write_type(r->profile, path, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
+		err = folded__write_type(r->profile, path, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		snprintf(path, sizeof(path), "%s/%s", dir, svg);
+		err = flamegraph__write_svg_type(r->profile, path, ti->title, t);
+		if (err)
+			return fail("writing %s failed: %s", path, strerror(-err));
+		len += snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
+				"%s%s/%s.pb.gz, %s/%s.folded, %s/%s", len ? ", " : "", dir,
+				ti->file_stem, dir, ti->file_stem, dir, svg);
+	}
+	fprintf(stderr, "spanprof: wrote %s\n", names);
 	return 0;
 }
 
@@ -755,7 +924,10 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		o->tls_cert = v;
 	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
 		o->tls_key = v;
-	/* Environment headers first; a flag's header with the same key replaces them. */
+	/*
+	 * Environment headers first; a flag's header with the same key replaces them. Without
+	 * --header the headers are the configuration file's, and the environment's win instead.
+	 */
 	if ((v = otel_env__exporter("HEADERS"))) {
 		struct record_header flag_headers[RECORD_MAX_HEADERS];
 		size_t nflag = o->nheaders;
@@ -777,6 +949,8 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 			for (j = 0; j < o->nheaders; j++)
 				if (!strcasecmp(o->headers[j].key, flag_headers[i].key))
 					break;
+			if (j < o->nheaders && !f->headers)
+				continue;
 			if (j == o->nheaders && o->nheaders >= RECORD_MAX_HEADERS)
 				return fail("at most %d headers", RECORD_MAX_HEADERS);
 			if (j == o->nheaders)
@@ -851,7 +1025,8 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
+	    last_stats;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
@@ -921,6 +1096,8 @@ int record__run(const struct record_opts *o)
 			    o->endpoint, strerror(errno));
 			goto cleanup_dir;
 		}
+		if (o->self_metrics && start_self_metrics(&r, &eo))
+			goto cleanup_dir;
 	}
 
 	so.frequency_hz = o->frequency_hz;
@@ -935,6 +1112,11 @@ int record__run(const struct record_opts *o)
 	so.start_disabled = 1;
 	so.threadctx = !o->no_span_links;
 	so.ctx_uprobes = o->no_span_links ? 0 : o->nctx_uprobes;
+	so.profile_types = o->profile_types;
+	so.alloc_sample_bytes = o->alloc_sample_bytes;
+	so.alloc_min_bytes = o->alloc_min_bytes;
+	so.lock_min_wait_ns = o->lock_min_wait_ns;
+	so.offcpu_min_ns = o->offcpu_min_ns;
 	if (r.targets) {
 		so.filter_exe_max = targets__exe_max(r.targets);
 		so.filter_cgroup_max = targets__cgroup_max(r.targets);
@@ -947,6 +1129,7 @@ int record__run(const struct record_opts *o)
 		}
 		goto cleanup_dir;
 	}
+	r.sampler = s;
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
 	if (r.targets) {
 		struct sampler_filter_maps fm;
@@ -976,17 +1159,28 @@ int record__run(const struct record_opts *o)
 	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = clock_ns(CLOCK_MONOTONIC);
-	start_unix = clock_ns(CLOCK_REALTIME);
+	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
+	    clock_ns(CLOCK_MONOTONIC);
+	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
-	if (!o->quiet)
-		fprintf(stderr, "spanprof: sampling %s on %d CPUs at %u Hz%s%s%s; Ctrl-C to stop\n",
-			targeted(&r) ? "the targeted processes" : "every process",
-			sampler__ncpus(s), o->frequency_hz,
+	if (!o->quiet) {
+		char what[128] = "", types[64] = "";
+		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+
+		if (sel & (1u << PROFILE_CPU))
+			snprintf(what, sizeof(what), " on %d CPUs at %u Hz", sampler__ncpus(s),
+				 o->frequency_hz);
+		for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
+			if (sel & (1u << t))
+				snprintf(types + strlen(types), sizeof(types) - strlen(types),
+					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
+		fprintf(stderr, "spanprof: profiling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
+			targeted(&r) ? "the targeted processes" : "every process", types, what,
 			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
+	}
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
@@ -1023,10 +1217,25 @@ int record__run(const struct record_opts *o)
 			export_interval(&r);
 			last_export = now;
 		}
+		if (now - last_sweep >= PROC_SWEEP_NS) {
+			/*
+			 * Samples of a process that is gone may still wait in the ring: drain
+			 * it first. Exporting, an entry also outlives the interval holding its
+			 * samples.
+			 */
+			sampler__drain(s);
+			proctab__sweep(r.procs, r.exporter != NULL);
+			last_sweep = now;
+		}
 		if (now - last_trim >= TRIM_NS) {
 			symcache__trim(syms); /* mapped DWARF pages touched since */
 			malloc_trim(0);
 			last_trim = now;
+		}
+		if (o->stats_interval_s > 0 &&
+		    now - last_stats >= (uint64_t)(o->stats_interval_s * 1e9)) {
+			self_telemetry(&r, s, syms, 1);
+			last_stats = now;
 		}
 		if (!o->quiet &&
 		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
@@ -1051,6 +1260,10 @@ int record__run(const struct record_opts *o)
 			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
 	}
+	if (r.metrics) { /* the final figures, the profiles' flush included */
+		self_telemetry(&r, s, syms, 0);
+		otlp_exporter__shutdown(r.metrics, o->flush_timeout_s * 1000, &abort_flush);
+	}
 	if (!o->quiet)
 		progress(&r, s, t0, t_stop, 1);
 
@@ -1068,6 +1281,7 @@ int record__run(const struct record_opts *o)
 	r.unwinder = NULL;
 	spanlinks__free(r.links);
 	r.links = NULL;
+	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
 	rc = r.exporter ? export_result(&r) : write_outputs(&r, o->output_dir);
@@ -1081,8 +1295,11 @@ cleanup_dir:
 cleanup:
 	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
+	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
+	otlp_exporter__free(r.metrics);
+	selfstats__resource_clear(&r.self_res);
 	proctab__free(r.procs);
 	profile__free(r.profile);
 	ksyms__free(ksyms);

@@ -14,7 +14,15 @@
 #include <bpf/libbpf.h>
 
 #include "sampler.skel.h"
+#include "sampler_events.h"
 #include "sampler_user.h"
+
+/* Event profile types, by SP_PROF_* (CPU is the perf events below). */
+static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
+    [SP_PROF_ALLOC] = &sampler_ev_alloc,
+    [SP_PROF_LOCK] = &sampler_ev_lock,
+    [SP_PROF_OFFCPU] = &sampler_ev_offcpu,
+};
 
 struct sampler {
 	struct sampler_bpf *skel;
@@ -34,6 +42,8 @@ struct sampler {
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
+	uint32_t types;			/* profile types: 1 << SP_PROF_* */
+	void *ev_state[SP_PROF_NTYPES]; /* event types' own state */
 	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 };
 
@@ -139,6 +149,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
 	s->event_cb = opts->event_cb;
+	s->types = opts->profile_types ? opts->profile_types : 1u << SP_PROF_CPU;
 	s->unwind = opts->unwind_max_chunks > 0;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
@@ -210,6 +221,14 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		}
 	}
 
+	for (int t = 0; t < SP_PROF_NTYPES; t++) {
+		if (!event_types[t])
+			continue;
+		err = event_types[t]->configure(s->skel, opts, !!(s->types & (1u << t)));
+		if (err)
+			goto cleanup;
+	}
+
 	err = sampler_bpf__load(s->skel);
 	if (err) {
 		fprintf(stderr,
@@ -274,6 +293,14 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		}
 	}
 
+	for (int t = 0; t < SP_PROF_NTYPES; t++) {
+		if (!event_types[t] || !(s->types & (1u << t)))
+			continue;
+		err = event_types[t]->attach(s->skel, opts, &s->ev_state[t]);
+		if (err)
+			goto cleanup;
+	}
+
 	s->pfds = malloc(sizeof(*s->pfds) * s->ncpus);
 	s->links = calloc(s->ncpus, sizeof(*s->links));
 	if (!s->pfds || !s->links) {
@@ -282,7 +309,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	}
 	for (cpu = 0; cpu < s->ncpus; cpu++)
 		s->pfds[cpu] = -1;
-	for (cpu = 0; cpu < s->ncpus; cpu++) {
+	for (cpu = 0; cpu < s->ncpus && (s->types & (1u << SP_PROF_CPU)); cpu++) {
 		s->pfds[cpu] = open_cpu_clock(cpu, opts->frequency_hz);
 		if (s->pfds[cpu] < 0) {
 			err = -errno;
@@ -305,7 +332,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		}
 		s->nattached++;
 	}
-	if (!s->nattached) {
+	if (!s->nattached && (s->types & (1u << SP_PROF_CPU))) {
 		err = -ENODEV;
 		fprintf(stderr, "spanprof: no online CPU accepted a perf event\n");
 		goto cleanup;
@@ -346,6 +373,9 @@ void sampler__free(struct sampler *s)
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && s->ev_state[t])
+			event_types[t]->free(s->ev_state[t]);
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
 		if (s->pfds[cpu] >= 0)
 			close(s->pfds[cpu]);
@@ -462,4 +492,30 @@ void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *o
 int sampler__ncpus(const struct sampler *s)
 {
 	return s->nattached;
+}
+
+void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *maps)
+{
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && event_types[t]->maps_hook && s->ev_state[t])
+			event_types[t]->maps_hook(s->ev_state[t], pid, maps);
+}
+
+void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
+			   uint64_t *value)
+{
+	const struct sampler_event_type *et =
+	    e->type < SP_PROF_NTYPES ? event_types[e->type] : NULL;
+
+	*count = 1;
+	*value = e->type == SP_PROF_CPU ? 0 : e->value;
+	if (et && et->values)
+		et->values(s->ev_state[e->type], e, count, value);
+}
+
+void sampler__event_summary(struct sampler *s, const uint64_t *st)
+{
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && event_types[t]->summary && s->ev_state[t])
+			event_types[t]->summary(s->ev_state[t], st);
 }

@@ -46,6 +46,16 @@ struct sampler_opts {
 	uint32_t threadctx_max_procs; /* 0: 8192 */
 	size_t ctx_uprobes;
 	/*
+	 * Profile types (bit 1 << SP_PROF_*, bpf/sampler.h; docs/profile-types.md); 0: CPU only.
+	 * CPU opens the cpu-clock perf events (frequency_hz); each other type loads and attaches
+	 * its programs (exporter/sampler_events.h) with the settings below.
+	 */
+	uint32_t profile_types;
+	uint64_t alloc_sample_bytes; /* mean bytes between two allocation samples; 0: every one */
+	uint64_t alloc_min_bytes;    /* allocations below this size are not counted */
+	uint64_t lock_min_wait_ns;   /* lock waits below this are not sampled */
+	uint64_t offcpu_min_ns;	     /* blocked periods below this are not sampled */
+	/*
 	 * Targeting (bpf/filter.bpf.h): room for this many executables / cgroup ids; 0 leaves
 	 * that filter out. The agent fills them through sampler__filter_maps()
 	 * (exporter/targets.h). A process is sampled when it matches any loaded filter, --pid
@@ -90,8 +100,19 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__drain(struct sampler *s);
 /* Sums the per-CPU counters into @out[SP_STAT_MAX]. 0 or -errno. */
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
-/* Number of perf events (CPUs) attached. */
+/* Number of perf events (CPUs) attached (0 without the CPU profile type). */
 int sampler__ncpus(const struct sampler *s);
+/* The mappings of process @pid were (re)read: the event types attach to new files. */
+struct procmaps;
+void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *maps);
+/*
+ * The count and value of event sample @e for the profile (sampler_event_type.values):
+ * CPU samples count 1 with value 0.
+ */
+void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
+			   uint64_t *value);
+/* Each selected event type's own counters (sampler_event_type.summary) from @st[SP_STAT_MAX]. */
+void sampler__event_summary(struct sampler *s, const uint64_t *st);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */

@@ -1722,6 +1722,177 @@ static void test_encode_speed(void **state)
 	profile__free(p);
 }
 
+/* Per request: value sums per "type/unit" Profile, events, and the lock addresses seen. */
+struct type_sums {
+	char name[8][64];
+	int64_t sum[8];
+	size_t nvalues[8];
+	uint32_t n;
+	uint32_t max_profiles_per_resource;
+	int64_t lock_addr;
+};
+
+static void sum_types(const uint8_t *buf, size_t len, struct type_sums *t)
+{
+	pb_request *req = REQ_UNPACK(NULL, len, buf);
+	const pb_dict *d;
+
+	assert_non_null(req);
+	d = req->dictionary;
+	check_dictionary(d);
+	for (size_t r = 0; r < req->n_resource_profiles; r++) {
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+		    req->resource_profiles[r]->scope_profiles[0];
+
+		for (size_t k = 0; k < r; k++) /* one ResourceProfiles per process */
+			assert_true(
+			    resource_attr(req->resource_profiles[k]->resource, "process.pid")
+				->int_value !=
+			    resource_attr(req->resource_profiles[r]->resource, "process.pid")
+				->int_value);
+		if (sp->n_profiles > t->max_profiles_per_resource)
+			t->max_profiles_per_resource = (uint32_t)sp->n_profiles;
+		for (size_t i = 0; i < sp->n_profiles; i++) {
+			const pb_profile *pr = sp->profiles[i];
+			char name[64];
+			uint32_t j;
+
+			snprintf(name, sizeof(name), "%s/%s",
+				 dstr(d, pr->sample_type->type_strindex),
+				 dstr(d, pr->sample_type->unit_strindex));
+			for (j = 0; j < t->n && strcmp(t->name[j], name); j++)
+				;
+			if (j == t->n) {
+				assert_true(t->n < 8);
+				strcpy(t->name[t->n++], name);
+			}
+			for (size_t k = 0; k < pr->n_samples; k++) {
+				const pb_sample *sm = pr->samples[k];
+				const pb_any *a =
+				    find_attr(d, sm->attribute_indices, sm->n_attribute_indices,
+					      "lock.address");
+
+				if (sm->n_values) {
+					/* Event profiles: a value per event, each with its time. */
+					assert_int_equal(sm->n_values, sm->n_timestamps_unix_nano);
+					for (size_t v = 0; v < sm->n_values; v++)
+						t->sum[j] += sm->values[v];
+					t->nvalues[j] += sm->n_values;
+				} else {
+					t->sum[j] += (int64_t)sm->n_timestamps_unix_nano;
+				}
+				for (size_t v = 0; v < sm->n_timestamps_unix_nano; v++) {
+					assert_true(sm->timestamps_unix_nano[v] >=
+						    pr->time_unix_nano);
+					assert_true(sm->timestamps_unix_nano[v] <
+						    pr->time_unix_nano + pr->duration_nano);
+				}
+				if (a) {
+					assert_int_equal(a->value_case, ANY_INT);
+					t->lock_addr = a->int_value;
+				}
+			}
+		}
+	}
+	REQ_FREE(req, NULL);
+}
+
+static int64_t type_sum(const struct type_sums *t, const char *name)
+{
+	for (uint32_t j = 0; j < t->n; j++)
+		if (!strcmp(t->name[j], name))
+			return t->sum[j];
+	fail_msg("no %s Profile", name);
+	return -1;
+}
+
+/*
+ * Every profile type of a process goes in one ResourceProfiles, one Profile per type and
+ * value (CPU: samples/count with timestamps; alloc: two; lock: two; offcpu: off_cpu), with a
+ * value per event; otlpcheck accepts the request; splitting keeps every event exactly once.
+ */
+static void test_encode_profile_types(void **state)
+{
+	struct profile *p = profile__new();
+	struct profile_meta meta = {.start_unix_nano = T0,
+				    .duration_nano = DURATION,
+				    .period_nano = PERIOD,
+				    .frequency_hz = 100};
+	struct otlp_encode_opts o = {
+	    .host_name = "h", .scope_version = "9.9.9-test", .no_file_hash = 1};
+	struct profile_sample_key k = {0};
+	struct type_sums t;
+	struct bufs b = {0};
+	uint32_t f, l[4], st[4];
+	int status;
+	char *json;
+
+	(void)state;
+	assert_non_null(p);
+	profile__set_meta(p, &meta);
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+		struct profile_line line;
+
+		snprintf(name, sizeof(name), "fn%d", i);
+		f = func(p, name, NULL, NULL);
+		line = (struct profile_line){f, 10 + i};
+		l[i] = loc(p, 0, 0x1000 + i, FRAME_NATIVE, &line, 1);
+		st[i] = profile__intern_stack(p, l, i + 1);
+	}
+	k.pid = 4242;
+	k.tid = 4243;
+	k.comm = str(p, "app");
+	k.process_name = k.comm;
+	for (uint32_t i = 0; i < 200; i++) {
+		k.stack = st[i % 4];
+		k.type = PROFILE_CPU;
+		k.addr = 0;
+		assert_int_equal(profile__add_sample(p, &k, T0 + 1000 + i, 1), 0);
+		k.type = PROFILE_ALLOC;
+		assert_int_equal(profile__add_event(p, &k, T0 + 2000 + i, 3, 1000 + i), 0);
+		k.type = PROFILE_OFFCPU;
+		assert_int_equal(profile__add_event(p, &k, T0 + 3000 + i, 1, 2000000), 0);
+		k.type = PROFILE_LOCK;
+		k.addr = 0x7fffdeadb000;
+		assert_int_equal(profile__add_event(p, &k, T0 + 4000 + i, 1, 15000), 0);
+	}
+
+	for (size_t lim = 0; lim <= 6000; lim += 6000) {
+		o.max_request_bytes = lim;
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+		for (size_t i = 0; i < b.n; i++)
+			sum_types(b.buf[i], b.len[i], &t);
+		assert_int_equal(t.n, 6);
+		assert_int_equal(type_sum(&t, "samples/count"), 200);
+		assert_int_equal(type_sum(&t, "alloc_objects/count"), 600);
+		assert_int_equal(type_sum(&t, "alloc_space/bytes"), 200 * 1000 + 199 * 200 / 2);
+		assert_int_equal(type_sum(&t, "off_cpu/nanoseconds"), 200 * 2000000ll);
+		assert_int_equal(type_sum(&t, "contentions/count"), 200);
+		assert_int_equal(type_sum(&t, "delay/nanoseconds"), 200 * 15000ll);
+		assert_int_equal(t.lock_addr, 0x7fffdeadb000);
+		/* Events sent: each event once (CPU samples, then one per event of each type). */
+		assert_int_equal(b.events, 4 * 200);
+		if (!lim) {
+			assert_int_equal(b.n, 1);
+			assert_int_equal(t.max_profiles_per_resource, 6);
+		} else {
+			assert_true(b.n > 1);
+			for (size_t i = 0; i < b.n; i++)
+				assert_true(b.len[i] <= lim);
+		}
+		json = run_otlpcheck(&b, &status);
+		if (status != 0)
+			fail_msg("otlpcheck exit status %d:\n%s", status, json);
+		expect_in(json, "\"ok\":true");
+		expect_in(json, "\"errors\":[]");
+		free(json);
+		bufs_free(&b);
+	}
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1736,6 +1907,7 @@ int main(void)
 	    cmocka_unit_test(test_encode_links_and_context),
 	    cmocka_unit_test(test_split_links),
 	    cmocka_unit_test(test_encode_speed),
+	    cmocka_unit_test(test_encode_profile_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

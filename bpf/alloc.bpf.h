@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * alloc profile (--profile alloc, docs/profile-types.md): its programs, included by sampler.bpf.c
+ * after sp_sample_begin()/sp_sample_finish(). Loaded only when the profile type is selected.
+ */
+#ifndef SPANPROF_ALLOC_BPF_H
+#define SPANPROF_ALLOC_BPF_H
+
+#endif
