@@ -518,9 +518,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			OPT_FAIL(state, "at most %d --container-id", RECORD_MAX_TARGETS);
 		if (targets__check_container_id(arg))
 			OPT_FAIL(state,
-				   "--container-id wants 12 to 64 hex digits (a container id or a "
-				   "prefix of one), not '%s'",
-				   arg);
+				 "--container-id wants 12 to 64 hex digits (a container id or a "
+				 "prefix of one), not '%s'",
+				 arg);
 		o->container_ids[o->ncontainer_ids++] = arg;
 		break;
 	case OPT_K8S_POD:
@@ -528,9 +528,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			OPT_FAIL(state, "at most %d --k8s-pod", RECORD_MAX_TARGETS);
 		if (targets__check_pod(arg))
 			OPT_FAIL(state,
-				   "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
-				   "NAMESPACE/NAME, not '%s'",
-				   arg);
+				 "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
+				 "NAMESPACE/NAME, not '%s'",
+				 arg);
 		o->k8s_pods[o->nk8s_pods++] = arg;
 		break;
 	case OPT_K8S:

@@ -42,8 +42,8 @@ struct sampler {
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
-	uint32_t types;			/* profile types: 1 << SP_PROF_* */
-	void *ev_state[SP_PROF_NTYPES]; /* event types' own state */
+	uint32_t types;				    /* profile types: 1 << SP_PROF_* */
+	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
 	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 };
 
