@@ -74,6 +74,11 @@ enum sp_stat {
 	SP_STAT_LOCK_DROP,
 	SP_STAT_OFFCPU_SAMPLES,
 	SP_STAT_OFFCPU_DROP,
+	/* alloc profile (bpf/alloc.bpf.h): what happened to each allocator call probed. */
+	SP_STAT_ALLOC_CALLS,	  /* calls seen (of the profiled processes, while sampling) */
+	SP_STAT_ALLOC_SMALL,	  /* below --alloc-min-bytes: ignored */
+	SP_STAT_ALLOC_NESTED,	  /* an entry point called by another one: counted by the outer */
+	SP_STAT_ALLOC_NO_STORAGE, /* the thread's countdown could not be created: not counted */
 	SP_STAT_MAX,
 };
 
