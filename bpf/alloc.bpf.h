@@ -167,6 +167,7 @@ int BPF_KPROBE(on_alloc)
 	s = sp_sample_begin(task, id, SP_PROF_ALLOC, size, 0);
 	if (!s)
 		return 0;
+	s->flags |= SP_SAMPLE_FUNC_ENTRY;
 	sp_sample_finish(ctx, task, s); /* user stack only: the kernel's is the trap's */
 	return 0;
 }

@@ -148,6 +148,11 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
+/*
+ * Set by the caller of sp_sample_finish(): taken at a function's first instruction (a uprobe on
+ * an entry point), where the return address is at [sp] and not yet in the frame-pointer chain.
+ */
+#define SP_SAMPLE_FUNC_ENTRY 0x2
 
 struct sp_sample {
 	__u64 time_boot_ns; /* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */
