@@ -116,8 +116,30 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		if (n >= 0) {
 			n *= sizeof(__u64);
 		} else {
+			__u64 ret = 0;
+
 			stat_inc(SP_STAT_UNW_FP);
-			n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+			/*
+			 * At a function's entry the walk from RBP skips the caller: put its return
+			 * address, at [sp], after the leaf (uprobe: ctx is the user pt_regs).
+			 */
+			if (s->flags & SP_SAMPLE_FUNC_ENTRY)
+				bpf_probe_read_user(
+				    &ret, sizeof(ret),
+				    (const void *)PT_REGS_SP((struct pt_regs *)ctx));
+			if (ret) {
+				n = bpf_get_stack(ctx, &s->ustack[1],
+						  sizeof(s->ustack) - sizeof(__u64),
+						  BPF_F_USER_STACK);
+				if (n >= (long)sizeof(__u64)) {
+					s->ustack[0] = s->ustack[1];
+					s->ustack[1] = ret;
+					n += sizeof(__u64);
+				}
+			} else {
+				n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack),
+						  BPF_F_USER_STACK);
+			}
 			if (n < 0) {
 				stat_inc(SP_STAT_USTACK_ERR);
 				n = 0;

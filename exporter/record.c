@@ -439,11 +439,12 @@ static int fail(const char *fmt, ...)
  * leaves room for a slow symbolization or a loaded machine without pinning
  * memory that an idle machine never touches.
  */
-static uint32_t ringbuf_size(uint32_t hz)
+static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
-	uint32_t size = 512 << 10;
+	/* Event profiles come in bursts (an allocation loop): room for ~1400 samples. */
+	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 512 << 10;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
@@ -684,8 +685,8 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
 			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
 			    (unsigned long long)st[sp_stat_type_drop(t)]);
-	sampler__event_summary(s, st);
-	unwind_summary(r, st); /* CFI unwinder */
+	sampler__event_summary(s, stderr); /* the event types' own counters */
+	unwind_summary(r, st);		   /* CFI unwinder */
 	span_links_summary(r, st);
 	targeting_summary(r, st);
 	if (r->exporter) {
@@ -1101,7 +1102,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes = ringbuf_size(o->frequency_hz);
+	so.ringbuf_bytes = ringbuf_size(o->frequency_hz, o->profile_types);
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;
@@ -1175,7 +1176,7 @@ int record__run(const struct record_opts *o)
 			if (sel & (1u << t))
 				snprintf(types + strlen(types), sizeof(types) - strlen(types),
 					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
-		fprintf(stderr, "spanprof: profiling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
+		fprintf(stderr, "spanprof: sampling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
 			targeted(&r) ? "the targeted processes" : "every process", types, what,
 			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",

@@ -513,9 +513,13 @@ void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_
 		et->values(s->ev_state[e->type], e, count, value);
 }
 
-void sampler__event_summary(struct sampler *s, const uint64_t *st)
+void sampler__event_summary(struct sampler *s, FILE *f)
 {
+	uint64_t st[SP_STAT_MAX];
+
+	if (sampler__stats(s, st))
+		return;
 	for (int t = 0; t < SP_PROF_NTYPES; t++)
 		if (event_types[t] && event_types[t]->summary && s->ev_state[t])
-			event_types[t]->summary(s->ev_state[t], st);
+			event_types[t]->summary(s->ev_state[t], st, f);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "filter.h"
 #include "sampler.h"
 #include "unwind_walk.h"
@@ -111,8 +112,8 @@ void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *
  */
 void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
 			   uint64_t *value);
-/* Each selected event type's own counters (sampler_event_type.summary) from @st[SP_STAT_MAX]. */
-void sampler__event_summary(struct sampler *s, const uint64_t *st);
+/* The event types' own summary lines (sampler_event_type.summary) on @f. */
+void sampler__event_summary(struct sampler *s, FILE *f);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */

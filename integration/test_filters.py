@@ -167,7 +167,7 @@ def test_exe_filter_follows_the_file_even_when_replaced(spanprof, workload, proc
     out = tmp_path / "out"
     rec = procs.start(spanprof, "record", "--exe", link, "--duration", 8, "--frequency", FREQ,
                       "--output-dir", out, stderr=subprocess.PIPE, text=True)
-    assert "profiling the targeted processes" in rec.stderr.readline()
+    assert "sampling the targeted processes" in rec.stderr.readline()
     # A new build replaces the file (new inode); a process started from it must be sampled too,
     # and the process still running the old file as well.
     time.sleep(1)
