@@ -121,12 +121,18 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			stat_inc(SP_STAT_UNW_FP);
 			/*
 			 * At a function's entry the walk from RBP skips the caller: put its return
-			 * address, at [sp], after the leaf (uprobe: ctx is the user pt_regs).
+			 * address, at [sp], after the leaf (the uprobe's user registers).
 			 */
-			if (s->flags & SP_SAMPLE_FUNC_ENTRY)
-				bpf_probe_read_user(
-				    &ret, sizeof(ret),
-				    (const void *)PT_REGS_SP((struct pt_regs *)ctx));
+			if (s->flags & SP_SAMPLE_FUNC_ENTRY) {
+				/* The task's user registers: ctx is not pt_regs for every caller.
+				 */
+				struct pt_regs *ur =
+				    (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+				if (ur)
+					bpf_probe_read_user(&ret, sizeof(ret),
+							    (const void *)ur->sp);
+			}
 			if (ret) {
 				n = bpf_get_stack(ctx, &s->ustack[1],
 						  sizeof(s->ustack) - sizeof(__u64),
