@@ -29,7 +29,7 @@
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,  /* samples handed to user space */
 	SP_STAT_IDLE,	      /* samples of the idle task, not recorded */
-	SP_STAT_FILTERED,     /* samples of processes outside --pid */
+	SP_STAT_FILTERED,     /* samples of processes no targeting filter selects */
 	SP_STAT_DROP_RINGBUF, /* ring buffer full: sample lost */
 	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */
@@ -79,6 +79,11 @@ enum sp_stat {
 	SP_STAT_LOCK_SHORT,	 /* waits under --lock-min-wait: counted, not sampled */
 	SP_STAT_LOCK_NO_STORAGE, /* the thread's task storage could not be created: wait missed */
 	SP_STAT_LOCK_LOST,	 /* exit never seen (restarted after a signal): wait missed */
+	/* alloc profile (bpf/alloc.bpf.h): what happened to each allocator call probed. */
+	SP_STAT_ALLOC_CALLS,	  /* calls seen (of the profiled processes, while sampling) */
+	SP_STAT_ALLOC_SMALL,	  /* below --alloc-min-bytes: ignored */
+	SP_STAT_ALLOC_NESTED,	  /* an entry point called by another one: counted by the outer */
+	SP_STAT_ALLOC_NO_STORAGE, /* the thread's countdown could not be created: not counted */
 	/*
 	 * File identities of user PCs (struct sp_vmas below, bpf/fileid.bpf.h): samples of
 	 * processes the agent has not loaded yet carry the mappings their PCs fall in.
@@ -158,6 +163,11 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
+/*
+ * Set by the caller of sp_sample_finish(): taken at a function's first instruction (a uprobe on
+ * an entry point), where the return address is at [sp] and not yet in the frame-pointer chain.
+ */
+#define SP_SAMPLE_FUNC_ENTRY 0x2
 
 /*
  * --- File identities of user PCs (bpf/fileid.bpf.h, docs/unwinding.md) ---

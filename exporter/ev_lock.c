@@ -82,10 +82,10 @@ static int lock_attach(struct sampler_bpf *skel, const struct sampler_opts *o, v
 	return err;
 }
 
-static void lock_summary(void *state, const uint64_t *st)
+static void lock_summary(void *state, const uint64_t *st, FILE *f)
 {
 	(void)state;
-	fprintf(stderr,
+	fprintf(f,
 		"spanprof: lock profile: %llu futex lock waits, %llu under --lock-min-wait (not "
 		"sampled), missed: %llu no task storage, %llu exit not seen\n",
 		(unsigned long long)st[SP_STAT_LOCK_WAITS],

@@ -13,6 +13,8 @@
 #include "record.h"
 #include "record_config.h"
 #include "sampler.h"
+#include "selfstats.h"
+#include "targets.h"
 #include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
@@ -61,6 +63,14 @@ enum {
 	OPT_LOCK_MIN,
 	OPT_OFFCPU_MIN,
 	OPT_CONFIG,
+	OPT_STATS_INTERVAL,
+	OPT_SELF_METRICS,
+	OPT_LOG_LEVEL,
+	OPT_EXE,
+	OPT_CGROUP,
+	OPT_CONTAINER_ID,
+	OPT_K8S_POD,
+	OPT_K8S,
 };
 
 static const struct argp_option record_options[] = {
@@ -115,6 +125,34 @@ static const struct argp_option record_options[] = {
      "ends the context), tls (read otel_thread_ctx_v1, also from .symtab, when the function "
      "returns), with ',scoped' the context ends when the function returns. Repeatable",
      2},
+    {NULL, 0, NULL, 0,
+     "Targeting (default: every process of the host). With several targeting options, "
+     "--pid included, a process is sampled when it matches any of them; the others are "
+     "dropped in BPF. Paths are read under $SPANPROF_HOST_ROOT when it is set (e.g. /host "
+     "in a DaemonSet); names are resolved again every 2 s:",
+     3},
+    {"exe", OPT_EXE, "PATH", 0,
+     "Sample only processes running this executable file (matched by device and inode, so "
+     "symlinks and hard links match; a binary replaced later is matched too). Repeatable",
+     3},
+    {"cgroup", OPT_CGROUP, "PATH", 0,
+     "Sample only processes in this cgroup v2 directory or below it, e.g. "
+     "/sys/fs/cgroup/system.slice/nginx.service (absolute, or relative to the cgroup v2 "
+     "mount). Repeatable",
+     3},
+    {"container-id", OPT_CONTAINER_ID, "ID", 0,
+     "Sample only this container (docker, containerd, cri-o, podman): its full id or a "
+     "prefix of at least 12 hex digits naming one container. Repeatable",
+     3},
+    {"k8s-pod", OPT_K8S_POD, "UID|NAMESPACE/NAME", 0,
+     "Sample only this Kubernetes pod (all its containers), by uid or by name (found in the "
+     "kubelet's /var/log/pods). Repeatable",
+     3},
+    {"k8s", OPT_K8S, NULL, 0,
+     "Add Kubernetes resource attributes: k8s.pod.uid (from the cgroup path), k8s.pod.name, "
+     "k8s.namespace.name, k8s.container.name (from the kubelet's /var/log/pods and "
+     "/var/log/containers) and k8s.node.name (from K8S_NODE_NAME or NODE_NAME)",
+     3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
      "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
@@ -146,6 +184,19 @@ static const struct argp_option record_options[] = {
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 3},
+    {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
+     "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "
+     "export results, CPU, RSS) as 'spanprof: info: stats ...' lines this often (default 60; "
+     "0: never)",
+     3},
+    {"self-metrics", OPT_SELF_METRICS, NULL, 0,
+     "Also send those counters as OTLP metrics (spanprof.*) to the --endpoint, every "
+     "--stats-interval, with the same TLS and headers. Resource: OTEL_SERVICE_NAME, "
+     "OTEL_RESOURCE_ATTRIBUTES",
+     3},
+    {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
+     "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
     {0},
 };
 
@@ -415,6 +466,21 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_CONFIG:
 		config_path = arg; /* read after the command line: see cli__record_configure() */
 		break;
+	case OPT_STATS_INTERVAL:
+		if (parse_seconds(state, "--stats-interval", arg, 0, &o->stats_interval_s))
+			return EINVAL;
+		if (o->stats_interval_s > 0 && o->stats_interval_s < 1)
+			OPT_FAIL(state, "--stats-interval wants 0 (off) or at least 1 second");
+		break;
+	case OPT_SELF_METRICS:
+		o->self_metrics = 1;
+		break;
+	case OPT_LOG_LEVEL:
+		o->log_level = selfstats__parse_log_level(arg);
+		if (o->log_level < 0)
+			OPT_FAIL(state, "--log-level wants error, warn, info or debug, not '%s'",
+				 arg);
+		break;
 	case ARGP_KEY_END:
 		if (o->no_span_links && o->nctx_uprobes)
 			OPT_FAIL(state,
@@ -432,6 +498,43 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				 "(N from 1 to 6), not '%s'",
 				 spec);
 		o->nctx_uprobes++;
+		break;
+	case OPT_EXE:
+		if (o->nexes >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --exe", RECORD_MAX_TARGETS);
+		if (!*arg)
+			OPT_FAIL(state, "--exe wants a path");
+		o->exes[o->nexes++] = arg;
+		break;
+	case OPT_CGROUP:
+		if (o->ncgroups >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --cgroup", RECORD_MAX_TARGETS);
+		if (!*arg)
+			OPT_FAIL(state, "--cgroup wants a cgroup v2 directory");
+		o->cgroups[o->ncgroups++] = arg;
+		break;
+	case OPT_CONTAINER_ID:
+		if (o->ncontainer_ids >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --container-id", RECORD_MAX_TARGETS);
+		if (targets__check_container_id(arg))
+			OPT_FAIL(state,
+				 "--container-id wants 12 to 64 hex digits (a container id or a "
+				 "prefix of one), not '%s'",
+				 arg);
+		o->container_ids[o->ncontainer_ids++] = arg;
+		break;
+	case OPT_K8S_POD:
+		if (o->nk8s_pods >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --k8s-pod", RECORD_MAX_TARGETS);
+		if (targets__check_pod(arg))
+			OPT_FAIL(state,
+				 "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
+				 "NAMESPACE/NAME, not '%s'",
+				 arg);
+		o->k8s_pods[o->nk8s_pods++] = arg;
+		break;
+	case OPT_K8S:
+		o->k8s = 1;
 		break;
 	case ARGP_KEY_ARG:
 		OPT_FAIL(state, "unexpected argument '%s'", arg);
@@ -458,8 +561,10 @@ static const struct argp record_argp = {
 	   "Examples:\n"
 	   "  spanprof record --duration 10 --output-dir out\n"
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
+	   "  spanprof record --k8s --k8s-pod shop/checkout-7d9f --endpoint localhost:4317\n"
 	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem\n"
 	   "  spanprof record --config /etc/spanprof/spanprof.yaml --duration 30\n"
+	   "  spanprof record --endpoint localhost:4317 --self-metrics  # + own metrics\n"
 	   "\n"
 	   "Configuration file (--config FILE or $SPANPROF_CONFIG): YAML whose keys are the long "
 	   "options above ('frequency: 99', 'pid: [1, 2]', 'quiet: true', 'header: {k: v}'). "
@@ -506,6 +611,8 @@ static void record_defaults(struct record_opts *o)
 	o->alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
 	o->lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
 	o->offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
+	o->stats_interval_s = 60;
+	o->log_level = SELFSTATS_LOG_INFO;
 }
 
 /* The file's values, then the environment where no flag set a value, then the last defaults. */
@@ -538,6 +645,16 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 	output_dir_set = o->output_dir != NULL;
 	if (record__apply_env(o, &flags_set))
 		return 2;
+	if (o->self_metrics && !o->endpoint) {
+		fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
+				"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
+		return 2;
+	}
+	if (o->self_metrics && !(o->stats_interval_s > 0)) {
+		fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
+				"cannot be 0\n");
+		return 2;
+	}
 	/* Local files by default; with an endpoint only when asked for. */
 	if (!output_dir_set && !o->endpoint)
 		o->output_dir = "out";

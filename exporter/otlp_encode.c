@@ -807,11 +807,42 @@ static bool own_key(const char *k)
 	return false;
 }
 
+/* Whether @key is among the first @n attributes (a process's own value must not repeat it). */
+static bool emitted(pb_kv *const *kvs, uint32_t n, const char *key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (kvs[i] && strcmp(kvs[i]->key, key) == 0)
+			return true;
+	return false;
+}
+
+/* Kubernetes attributes (--k8s, k8smeta.h): those known, none invented. */
+static uint32_t k8s_attrs(struct enc *e, const struct procmeta *pm, pb_kv **kvs)
+{
+	const char *node = e->o ? e->o->k8s_node_name : NULL;
+	uint32_t n = 0;
+
+	if (pm && pm->k8s) {
+		if (pm->pod_uid[0])
+			kvs[n++] = kv_new(e, "k8s.pod.uid", pm->pod_uid, 0, false);
+		if (pm->k8s->pod_name)
+			kvs[n++] = kv_new(e, "k8s.pod.name", pm->k8s->pod_name, 0, false);
+		if (pm->k8s->namespace)
+			kvs[n++] = kv_new(e, "k8s.namespace.name", pm->k8s->namespace, 0, false);
+		if (pm->k8s->container_name)
+			kvs[n++] =
+			    kv_new(e, "k8s.container.name", pm->k8s->container_name, 0, false);
+	}
+	if (node && *node)
+		kvs[n++] = kv_new(e, "k8s.node.name", node, 0, false);
+	return n;
+}
+
 static int build_resource(struct enc *e, uint32_t pid, uint32_t process_name, pb_resource *res)
 {
 	const struct procmeta *pm = NULL;
 	const char *name = profile__string(e->p, process_name), *service;
-	uint32_t cap = 6 + PROCMETA_MAX_ATTRS, n = 0;
+	uint32_t cap = 6 + 5 + PROCMETA_MAX_ATTRS, n = 0, own;
 	pb_kv **kvs = arena_alloc(e, cap * sizeof(*kvs));
 
 	if (!kvs)
@@ -839,8 +870,10 @@ static int build_resource(struct enc *e, uint32_t pid, uint32_t process_name, pb
 		kvs[n++] = kv_new(e, "container.id", pm->container_id, 0, false);
 	if (e->host && *e->host)
 		kvs[n++] = kv_new(e, "host.name", e->host, 0, false);
+	n += k8s_attrs(e, pm, kvs + n);
+	own = n;
 	for (uint32_t i = 0; pm && i < pm->nattrs && n < cap; i++)
-		if (!own_key(pm->attrs[i].key))
+		if (!own_key(pm->attrs[i].key) && !emitted(kvs, own, pm->attrs[i].key))
 			kvs[n++] = kv_new(e, pm->attrs[i].key, pm->attrs[i].value, 0, false);
 	for (uint32_t i = 0; i < n; i++)
 		if (!kvs[i])

@@ -54,6 +54,8 @@ struct proctab {
 	struct proctab_stats stats;
 	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
 	void *maps_hook_ctx;
+	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
+	void *meta_hook_ctx;
 };
 
 static uint64_t now_ns(void)
@@ -244,6 +246,8 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 		procmeta__clear(&proc->meta);
 		proc->meta_err = -ESTALE;
 	}
+	if (!proc->meta_err && t->meta_hook)
+		t->meta_hook(t->meta_hook_ctx, pid, &proc->meta);
 	return proc;
 }
 
@@ -602,6 +606,12 @@ size_t proctab__count(const struct proctab *t)
 const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
+}
+
+void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)
+{
+	t->meta_hook = fn;
+	t->meta_hook_ctx = ctx;
 }
 
 /* --- CFI unwinder hooks --- */

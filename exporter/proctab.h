@@ -131,4 +131,12 @@ void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx);
 int proctab__refresh(struct proctab *t, uint32_t pid);
 /* --- end of CFI unwinder hooks --- */
 
+/*
+ * Called once per process right after its resource facts were read successfully, to add to
+ * them (Kubernetes names with --k8s, k8smeta.h). @m belongs to the table.
+ */
+typedef void (*proctab_meta_hook)(void *ctx, uint32_t pid, struct procmeta *m);
+/* Sets (or with NULL clears) the hook. */
+void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx);
+
 #endif

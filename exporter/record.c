@@ -19,6 +19,7 @@
 
 #include "caps.h"
 #include "flamegraph.h"
+#include "k8smeta.h"
 #include "otel_env.h"
 #include "otlp_encode.h"
 #include "otlp_export.h"
@@ -28,8 +29,10 @@
 #include "proctab.h"
 #include "record.h"
 #include "sampler_user.h"
+#include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
+#include "targets.h"
 #include "unwinder.h"
 
 struct recorder {
@@ -51,6 +54,9 @@ struct recorder {
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
+	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
+	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
 	 * sample ring (woken less often), and need its tables, maps and context. Handled after
@@ -59,6 +65,10 @@ struct recorder {
 	struct unwind_event exits[256];
 	uint32_t nexits;
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
+	struct otlp_exporter *metrics;
+	struct selfstats_resource self_res;
+	uint64_t start_unix;
 };
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
@@ -327,6 +337,99 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 }
 /* --- end of CFI unwinder --- */
 
+/* --- targeting and Kubernetes metadata (targets.h, k8smeta.h, docs/deploy.md) --- */
+static const char *host_root(void)
+{
+	const char *r = getenv("SPANPROF_HOST_ROOT");
+
+	return r && *r ? r : "";
+}
+
+static int targeted(const struct recorder *r)
+{
+	return r->opts->npids || r->targets;
+}
+
+/* The filters BPF cannot check by name: resolved here, before the sampler is made. */
+static int make_targets(struct recorder *r)
+{
+	const struct record_opts *o = r->opts;
+	struct targets_opts to = {
+	    .host_root = host_root(),
+	    .exes = o->exes,
+	    .nexes = o->nexes,
+	    .cgroups = o->cgroups,
+	    .ncgroups = o->ncgroups,
+	    .container_ids = o->container_ids,
+	    .ncontainer_ids = o->ncontainer_ids,
+	    .pods = o->k8s_pods,
+	    .npods = o->nk8s_pods,
+	};
+
+	if (!o->nexes && !o->ncgroups && !o->ncontainer_ids && !o->nk8s_pods)
+		return 0;
+	r->targets = targets__new(&to);
+	return r->targets ? 0 : -errno; /* message printed */
+}
+
+static void k8s_meta_hook(void *ctx, uint32_t pid, struct procmeta *m)
+{
+	struct recorder *r = ctx;
+
+	k8smeta__fill(r->k8s, m); /* ENOMEM: the process goes without pod names */
+}
+
+static int start_k8s(struct recorder *r)
+{
+	if (!r->opts->k8s)
+		return 0;
+	r->k8s = k8smeta__new(host_root());
+	if (!r->k8s)
+		return -ENOMEM;
+	r->k8s_node = getenv("K8S_NODE_NAME");
+	if (!r->k8s_node || !*r->k8s_node)
+		r->k8s_node = getenv("NODE_NAME");
+	proctab__set_meta_hook(r->procs, k8s_meta_hook, r);
+	return 0;
+}
+
+static void targeting_summary(struct recorder *r, const uint64_t *st)
+{
+	struct targets_stats ts = {0};
+	struct k8smeta_stats ks;
+
+	if (targeted(r))
+		fprintf(stderr,
+			"spanprof: targeting: %llu samples of other processes filtered "
+			"out in BPF\n",
+			(unsigned long long)st[SP_STAT_FILTERED]);
+	if (r->targets) {
+		targets__stats(r->targets, &ts);
+		fprintf(stderr,
+			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
+			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
+			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
+			ts.exes_found, r->opts->nexes, ts.exe_keys, ts.cgroups_found,
+			r->opts->ncgroups, ts.containers_found, r->opts->ncontainer_ids,
+			ts.containers_ambiguous, ts.pods_found, r->opts->nk8s_pods, ts.cgroup_ids,
+			(unsigned long long)ts.walks, (unsigned long long)ts.walk_dirs,
+			ts.walks ? ts.walk_ns / 1e6 / ts.walks : 0.0,
+			(unsigned long long)ts.map_errors);
+	}
+	if (r->k8s) {
+		k8smeta__stats(r->k8s, &ks);
+		fprintf(
+		    stderr,
+		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
+		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
+		    "containers)%s\n",
+		    (unsigned long long)ks.hits, (unsigned long long)ks.misses,
+		    (unsigned long long)ks.scans, ks.pods, ks.containers,
+		    r->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
+	}
+}
+/* --- end of targeting --- */
+
 /* One line, naming what is wrong and what to do. */
 static int fail(const char *fmt, ...)
 {
@@ -346,11 +449,12 @@ static int fail(const char *fmt, ...)
  * leaves room for a slow symbolization or a loaded machine without pinning
  * memory that an idle machine never touches.
  */
-static uint32_t ringbuf_size(uint32_t hz)
+static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
-	uint32_t size = 512 << 10;
+	/* Event profiles come in bursts (an allocation loop): room for ~1400 samples. */
+	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 512 << 10;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
@@ -578,11 +682,11 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr,
 			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
 			"sleeping the whole time)\n",
-			r->opts->npids ? "the selected processes" : "no process");
+			targeted(r) ? "the selected processes" : "no process");
 	else if (!r->samples)
 		fprintf(stderr,
 			"spanprof: no samples: %s had no event of the selected profile types\n",
-			r->opts->npids ? "the selected processes" : "no process");
+			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
 
@@ -613,10 +717,11 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
 			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
 			    (unsigned long long)st[sp_stat_type_drop(t)]);
-	sampler__event_summary(s, st);
-	unwind_summary(r, st); /* CFI unwinder */
-	fileid_summary(r, st); /* file identities */
+	sampler__event_summary(s, stderr); /* the event types' own counters */
+	unwind_summary(r, st);		   /* CFI unwinder */
+	fileid_summary(r, st);		   /* file identities */
 	span_links_summary(r, st);
+	targeting_summary(r, st);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -646,6 +751,58 @@ static int export_result(struct recorder *r)
 	if (r->samples && !es.samples_sent)
 		return fail("no sample reached the Collector at %s (see the errors above)",
 			    r->opts->endpoint);
+	return 0;
+}
+
+/* Self-telemetry (docs/self-telemetry.md): the stats lines and the --self-metrics request. */
+static void self_telemetry(struct recorder *r, struct sampler *s, const struct symcache *syms,
+			   int log)
+{
+	struct selfstats_sources src = {
+	    .start_unix_ns = r->start_unix,
+	    .sampler = s,
+	    .procs = r->procs,
+	    .syms = syms,
+	    .unwinder = r->unwinder,
+	    .links = r->links,
+	    .profiles = r->exporter,
+	    .metrics = r->metrics,
+	    .samples = r->samples,
+	    .samples_oom = r->user_drops,
+	    .link_drops = r->link_drops,
+	    .encode_failures = r->encode_failures,
+	    .profile_types = r->opts->profile_types,
+	    .type_samples = r->type_samples,
+	};
+	struct selfstats st;
+	uint8_t *buf;
+	size_t len;
+
+	selfstats__collect(&src, &st);
+	if (log && r->opts->log_level >= SELFSTATS_LOG_INFO) {
+		if (!r->opts->quiet && isatty(STDERR_FILENO))
+			fputs("\r\033[K", stderr); /* over the progress line */
+		selfstats__log(stderr, &st);
+	}
+	if (r->metrics && !selfstats__encode(&st, &r->self_res, SPANPROF_VERSION, &buf, &len))
+		otlp_exporter__submit(r->metrics, buf, len, 0);
+}
+
+/* The --self-metrics sender: the profiles' endpoint, TLS and headers, its own bounded queue. */
+static int start_self_metrics(struct recorder *r, const struct otlp_exporter_opts *profiles)
+{
+	struct otlp_exporter_opts mo = *profiles;
+
+	if (selfstats__resource_from_env(&r->self_res))
+		return fail("out of memory while starting");
+	mo.method = OTLP_METRICS_METHOD;
+	mo.what = "data points";
+	mo.binpb_dir = NULL;
+	mo.queue_bytes = SELFSTATS_QUEUE_BYTES;
+	r->metrics = otlp_exporter__new(&mo);
+	if (!r->metrics)
+		return fail("cannot set up the --self-metrics export to '%s': %s",
+			    r->opts->endpoint, strerror(errno));
 	return 0;
 }
 
@@ -684,6 +841,7 @@ static void export_interval(struct recorder *r)
 	    .max_request_bytes = r->opts->max_request_bytes,
 	    .process_meta = process_meta,
 	    .ctx = r,
+	    .k8s_node_name = r->k8s_node,
 	};
 	struct profile_meta meta = {0};
 	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
@@ -901,7 +1059,8 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
+	    last_stats;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
@@ -914,6 +1073,8 @@ int record__run(const struct record_opts *o)
 	if (!tgids)
 		return fail("out of memory");
 	if (resolve_pids(o, tgids, &ntgids))
+		goto cleanup;
+	if (make_targets(&r))
 		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
@@ -933,7 +1094,7 @@ int record__run(const struct record_opts *o)
 			"stay addresses\n",
 			strerror(errno));
 	r.procs = proctab__new(syms, ksyms);
-	if (!r.procs)
+	if (!r.procs || start_k8s(&r))
 		goto fail_nomem;
 	r.boot_to_unix_ns = boot_to_unix_offset();
 
@@ -969,10 +1130,12 @@ int record__run(const struct record_opts *o)
 			    o->endpoint, strerror(errno));
 			goto cleanup_dir;
 		}
+		if (o->self_metrics && start_self_metrics(&r, &eo))
+			goto cleanup_dir;
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes = ringbuf_size(o->frequency_hz);
+	so.ringbuf_bytes = ringbuf_size(o->frequency_hz, o->profile_types);
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;
@@ -988,6 +1151,10 @@ int record__run(const struct record_opts *o)
 	so.alloc_min_bytes = o->alloc_min_bytes;
 	so.lock_min_wait_ns = o->lock_min_wait_ns;
 	so.offcpu_min_ns = o->offcpu_min_ns;
+	if (r.targets) {
+		so.filter_exe_max = targets__exe_max(r.targets);
+		so.filter_cgroup_max = targets__cgroup_max(r.targets);
+	}
 	so.exec_path_cb = on_exec_path; /* file identities */
 	s = sampler__new(&so);
 	if (!s) {
@@ -999,6 +1166,15 @@ int record__run(const struct record_opts *o)
 	}
 	r.sampler = s;
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
+	if (r.targets) {
+		struct sampler_filter_maps fm;
+
+		sampler__filter_maps(s, &fm);
+		if (targets__start(r.targets, &fm)) {
+			fail("cannot fill the targeting filters: %s", strerror(errno));
+			goto cleanup_dir;
+		}
+	}
 	start_unwinder(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
@@ -1018,8 +1194,9 @@ int record__run(const struct record_opts *o)
 	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = last_sweep = clock_ns(CLOCK_MONOTONIC);
-	start_unix = clock_ns(CLOCK_REALTIME);
+	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
+	    clock_ns(CLOCK_MONOTONIC);
+	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
 	if (!o->quiet) {
@@ -1033,8 +1210,8 @@ int record__run(const struct record_opts *o)
 			if (sel & (1u << t))
 				snprintf(types + strlen(types), sizeof(types) - strlen(types),
 					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
-		fprintf(stderr, "spanprof: profiling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
-			ntgids ? "the given processes" : "every process", types, what,
+		fprintf(stderr, "spanprof: sampling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
+			targeted(&r) ? "the targeted processes" : "every process", types, what,
 			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
@@ -1069,6 +1246,8 @@ int record__run(const struct record_opts *o)
 			unwinder__tick(r.unwinder);
 		if (r.links)
 			spanlinks__tick(r.links);
+		if (r.targets) /* containers and pods started since, binaries replaced */
+			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
@@ -1087,6 +1266,11 @@ int record__run(const struct record_opts *o)
 			symcache__trim(syms); /* mapped DWARF pages touched since */
 			malloc_trim(0);
 			last_trim = now;
+		}
+		if (o->stats_interval_s > 0 &&
+		    now - last_stats >= (uint64_t)(o->stats_interval_s * 1e9)) {
+			self_telemetry(&r, s, syms, 1);
+			last_stats = now;
 		}
 		if (!o->quiet &&
 		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
@@ -1110,6 +1294,10 @@ int record__run(const struct record_opts *o)
 			    "to give up)\n",
 			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
+	}
+	if (r.metrics) { /* the final figures, the profiles' flush included */
+		self_telemetry(&r, s, syms, 0);
+		otlp_exporter__shutdown(r.metrics, o->flush_timeout_s * 1000, &abort_flush);
 	}
 	if (!o->quiet)
 		progress(&r, s, t0, t_stop, 1);
@@ -1145,10 +1333,14 @@ cleanup:
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
+	otlp_exporter__free(r.metrics);
+	selfstats__resource_clear(&r.self_res);
 	proctab__free(r.procs);
 	profile__free(r.profile);
 	ksyms__free(ksyms);
 	symcache__free(syms);
 	free(tgids);
+	targets__free(r.targets);
+	k8smeta__free(r.k8s);
 	return rc;
 }

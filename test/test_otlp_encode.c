@@ -1097,6 +1097,89 @@ static void test_encode_defaults_and_errors(void **state)
 	profile__free(empty);
 }
 
+/* --k8s: the Kubernetes attributes known, and the agent's node name on every resource. */
+static struct procmeta k8s_meta100;
+
+static int k8s_meta(void *ctx, uint32_t pid, const struct procmeta **out)
+{
+	if (pid != 100 && pid != 200)
+		return -ESRCH;
+	*out = pid == 100 ? &k8s_meta100 : ctx;
+	return 0;
+}
+
+static void test_encode_k8s_attributes(void **state)
+{
+	static char svc[] = "checkout", pod[] = "checkout-7d9f", ns[] = "shop";
+	static char k1[] = "k8s.pod.name", v1[] = "from-the-environment";
+	static char k2[] = "k8s.deployment.name", v2[] = "checkout";
+	struct procmeta_attr attrs[2] = {{k1, v1}, {k2, v2}};
+	struct procmeta_k8s k8s = {.pod_name = pod, .namespace = ns};
+	/* pid 200: a pod uid in its cgroup path, but no --k8s names: no k8s.pod.uid either. */
+	struct procmeta meta200 = {.service_name = svc};
+	struct otlp_encode_opts o = {.host_name = "h",
+				     .no_file_hash = 1,
+				     .process_meta = k8s_meta,
+				     .ctx = &meta200,
+				     .k8s_node_name = "node-1"};
+	struct ids ids;
+	struct profile *p = make_profile(&ids);
+	struct bufs b = {0};
+	pb_request *req;
+	int seen = 0;
+
+	memset(&k8s_meta100, 0, sizeof(k8s_meta100));
+	k8s_meta100.service_name = svc;
+	k8s_meta100.k8s = &k8s;
+	k8s_meta100.attrs = attrs;
+	k8s_meta100.nattrs = 2;
+	strcpy(k8s_meta100.pod_uid, "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d");
+	strcpy(meta200.pod_uid, k8s_meta100.pod_uid);
+
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	assert_int_equal(b.n, 1);
+	req = REQ_UNPACK(NULL, b.len[0], b.buf[0]);
+	assert_non_null(req);
+	for (size_t i = 0; i < req->n_resource_profiles; i++) {
+		const Opentelemetry__Proto__Resource__V1__Resource *res =
+		    req->resource_profiles[i]->resource;
+		int64_t pid = resource_attr(res, "process.pid")->int_value;
+
+		/* Every resource: the node. resource_attr() also asserts that keys are unique. */
+		assert_any_string(resource_attr(res, "k8s.node.name"), "node-1");
+		if (pid == 100) {
+			seen++;
+			assert_any_string(resource_attr(res, "k8s.pod.uid"),
+					  "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d");
+			/* The kubelet's name wins over the process's own claim. */
+			assert_any_string(resource_attr(res, "k8s.pod.name"), "checkout-7d9f");
+			assert_any_string(resource_attr(res, "k8s.namespace.name"), "shop");
+			assert_null(resource_attr(res, "k8s.container.name"));
+			/* Attributes spanprof does not set are the process's. */
+			assert_any_string(resource_attr(res, "k8s.deployment.name"), "checkout");
+		} else {
+			seen += pid == 200;
+			assert_null(resource_attr(res, "k8s.pod.uid"));
+			assert_null(resource_attr(res, "k8s.pod.name"));
+		}
+	}
+	assert_int_equal(seen, 2);
+	REQ_FREE(req, NULL);
+	free(check_with_otlpcheck(p, &b));
+	bufs_free(&b);
+
+	/* Without a node name (no --k8s): no k8s.* at all for a process without names. */
+	o.k8s_node_name = NULL;
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	req = REQ_UNPACK(NULL, b.len[0], b.buf[0]);
+	assert_non_null(req);
+	for (size_t i = 0; i < req->n_resource_profiles; i++)
+		assert_null(resource_attr(req->resource_profiles[i]->resource, "k8s.node.name"));
+	REQ_FREE(req, NULL);
+	bufs_free(&b);
+	profile__free(p);
+}
+
 static void test_htlhash_file(void **state)
 {
 	char path[PATH_MAX], hex[33];
@@ -1817,6 +1900,7 @@ int main(void)
 	    cmocka_unit_test(test_htlhash_cache_follows_file_changes),
 	    cmocka_unit_test(test_encode_fields),
 	    cmocka_unit_test(test_encode_defaults_and_errors),
+	    cmocka_unit_test(test_encode_k8s_attributes),
 	    cmocka_unit_test(test_split_whole_processes),
 	    cmocka_unit_test(test_split_one_process),
 	    cmocka_unit_test(test_split_mixed),
