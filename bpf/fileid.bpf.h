@@ -270,6 +270,9 @@ int BPF_PROG(on_fileid_exec, struct task_struct *p, pid_t old_pid, struct linux_
 	e->file = id;
 	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), path) < 0)
 		e->path[0] = '\0';
+	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name),
+				      BPF_CORE_READ(exe, f_path.dentry, d_name.name)) < 0)
+		e->name[0] = '\0';
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&fileid_paths_sent, &id, &one, BPF_ANY);
 	stat_inc(SP_STAT_FILEID_EXECS);

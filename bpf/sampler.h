@@ -206,13 +206,16 @@ _Static_assert(sizeof(struct sp_vmas) == 40 + 64 * SP_MAX_VMAS, "sp_vmas is shar
  * opens it there if no process shows it the file alive. Precedes the process's samples.
  */
 #define SP_EXEC_PATH_LEN 256
+#define SP_EXEC_NAME_LEN 64
 struct sp_exec_path {
 	__u32 pid;
 	__u32 pad;
 	struct sp_file_id file;	     /* the new mm->exe_file */
-	char path[SP_EXEC_PATH_LEN]; /* as exec resolved it (bprm->interp), NUL-terminated */
+	char path[SP_EXEC_PATH_LEN]; /* as exec was given it (bprm->interp), NUL-terminated */
+	char name[SP_EXEC_NAME_LEN]; /* the file's own name (a symlink's target), may be cut */
 };
-_Static_assert(sizeof(struct sp_exec_path) == 8 + 32 + SP_EXEC_PATH_LEN, "shared with BPF");
+_Static_assert(sizeof(struct sp_exec_path) == 8 + 32 + SP_EXEC_PATH_LEN + SP_EXEC_NAME_LEN,
+	       "shared with BPF");
 /* --- end of file identities --- */
 
 struct sp_sample {

@@ -502,12 +502,24 @@ static void fileid_exe(struct proctab *t, struct proc *proc, const struct sp_vma
 
 int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
 {
-	char path[SP_EXEC_PATH_LEN + 1];
+	char path[SP_EXEC_PATH_LEN + SP_EXEC_NAME_LEN + 2], name[SP_EXEC_NAME_LEN + 1], *slash;
 	int ret;
 
 	memcpy(path, e->path, SP_EXEC_PATH_LEN);
 	path[SP_EXEC_PATH_LEN] = '\0';
+	memcpy(name, e->name, SP_EXEC_NAME_LEN);
+	name[SP_EXEC_NAME_LEN] = '\0';
 	ret = fileid__open_path(t->syms, &e->file, path);
+	/*
+	 * A symlink (cc -> gcc-12, a "current" link switched to a newer build meanwhile): the
+	 * file's own name in the same directory.
+	 */
+	slash = strrchr(path, '/');
+	if (ret == -ESTALE && slash && name[0] && strcmp(slash + 1, name) &&
+	    strlen(name) < SP_EXEC_NAME_LEN) {
+		strcpy(slash + 1, name);
+		ret = fileid__open_path(t->syms, &e->file, path);
+	}
 	if (ret > 0)
 		t->stats.exec_paths_opened++;
 	else if (ret < 0)

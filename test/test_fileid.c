@@ -233,6 +233,75 @@ static void test_maps_win(void **unused)
 	symcache__free(syms);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	ssize_t n;
+
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, n), n);
+	close(in);
+	close(out);
+}
+
+static void file_id_of(const char *path, struct sp_file_id *id)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	memset(id, 0, sizeof(*id));
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtime_sec = st.st_mtim.tv_sec;
+	id->mtime_nsec = st.st_mtim.tv_nsec;
+	id->dev = major(st.st_dev) << 20 | minor(st.st_dev);
+}
+
+/* Executable paths from the exec hook: opened only where the file still has the identity. */
+static void test_exec_path(void **unused)
+{
+	struct symcache *syms = symcache__new(NULL);
+	struct proctab *t = proctab__new(syms, NULL);
+	char dir[] = "/tmp/spanprof-fileid-XXXXXX", real[128], other[128], link[128];
+	struct sp_exec_path e = {0};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(real, sizeof(real), "%s/prog-1", dir);
+	snprintf(other, sizeof(other), "%s/prog-2", dir);
+	snprintf(link, sizeof(link), "%s/prog", dir);
+	copy_file("/proc/self/exe", real);
+	copy_file("/proc/self/exe", other);
+	assert_int_equal(symlink("prog-2", link), 0);
+	file_id_of(real, &e.file);
+	assert_null(fileid__object(syms, &e.file));
+
+	/* Not absolute: never guessed. */
+	snprintf(e.path, sizeof(e.path), "prog-1");
+	assert_int_equal(proctab__exec_path(t, &e), -EINVAL);
+	/* The link now points to another build, and the file's own name is not known: refused. */
+	snprintf(e.path, sizeof(e.path), "%s", link);
+	assert_int_equal(proctab__exec_path(t, &e), -ESTALE);
+	assert_null(fileid__object(syms, &e.file));
+	assert_int_equal(proctab__stats(t)->exec_paths_failed, 2);
+	/* With its own name: found next to the link. */
+	snprintf(e.name, sizeof(e.name), "prog-1");
+	assert_int_equal(proctab__exec_path(t, &e), 1);
+	assert_non_null(fileid__object(syms, &e.file));
+	assert_string_equal(elf_object__orig_path(fileid__object(syms, &e.file)), real);
+	/* Known now: nothing opened again. */
+	assert_int_equal(proctab__exec_path(t, &e), 0);
+	assert_int_equal(proctab__stats(t)->exec_paths_opened, 1);
+
+	unlink(link);
+	unlink(other);
+	unlink(real);
+	rmdir(dir);
+	proctab__free(t);
+	symcache__free(syms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +309,7 @@ int main(void)
 	    cmocka_unit_test(test_find),
 	    cmocka_unit_test(test_names_gone_process),
 	    cmocka_unit_test(test_maps_win),
+	    cmocka_unit_test(test_exec_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
