@@ -56,6 +56,8 @@ EXPECTED_LINES = [
     r"^spanprof: sending \d+ queued requests",
     r"^spanprof: \d+ samples from \d+ processes",              # summary
     r"^spanprof: (frames|user stacks|unwind tables|span links|accounting|memory|processes): ",
+    r"^spanprof: file identities \(processes not loaded yet\): ",  # summary
+    r"^spanprof: info: stats ",                                 # self-telemetry counters
     r"^spanprof: dropped \d+ \(ring buffer full",
     r"^spanprof: export to \S+: \d+ requests sent",
     r"^spanprof: capabilities: ",
