@@ -74,6 +74,10 @@ enum sp_stat {
 	SP_STAT_LOCK_DROP,
 	SP_STAT_OFFCPU_SAMPLES,
 	SP_STAT_OFFCPU_DROP,
+	/* offcpu (bpf/offcpu.bpf.h): blocked periods not reported, and merged ones. */
+	SP_STAT_OFFCPU_NO_STORAGE, /* task storage unavailable: a blocked period not measured */
+	SP_STAT_OFFCPU_STALE,	   /* user registers changed before the next syscall exit */
+	SP_STAT_OFFCPU_MERGED,	   /* a further period of the same syscall added to its event */
 	SP_STAT_MAX,
 };
 
