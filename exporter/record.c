@@ -140,9 +140,14 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	} else {
 		uint64_t count, value;
 
+		uint64_t ts = s->time_boot_ns + r->boot_to_unix_ns;
+
 		sampler__event_values(r->sampler, s, &count, &value);
-		err = profile__add_event(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns,
-					 count, value);
+		/* An event stamped when it began (offcpu: switch-out) may have begun before the
+		 * current export interval: keep it inside the interval it is exported in. */
+		if (ts < r->interval_start_unix)
+			ts = r->interval_start_unix;
+		err = profile__add_event(r->profile, &key, ts, count, value);
 	}
 	if (err) {
 		r->user_drops++;
@@ -330,13 +335,19 @@ static int fail(const char *fmt, ...)
  * Ring buffer size: one second of samples with every CPU busy, as a power of
  * two within [512 KiB, 64 MiB]. The consumer polls every 100 ms, so this
  * leaves room for a slow symbolization or a loaded machine without pinning
- * memory that an idle machine never touches.
+ * memory that an idle machine never touches. Event profiles (any type but cpu) come in bursts
+ * that the sampling rate does not bound (a machine's every blocked period of 1 ms, say): at
+ * least 8 MiB with them, ~1400 samples, so that a start-up spent building unwind tables does not
+ * lose them.
  */
-static uint32_t ringbuf_size(uint32_t hz)
+static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
 	uint32_t size = 512 << 10;
+
+	if (types & ~(1u << PROFILE_CPU) && want < (8u << 20))
+		want = 8u << 20;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
@@ -515,6 +526,21 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	    export, tty && !final ? "" : "\n");
 }
 
+/* The losses of profile type @t other than a full ring buffer, as ", N reason" items. */
+static const char *type_losses(uint32_t t, const uint64_t *st, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (t == PROFILE_OFFCPU) /* bpf/offcpu.bpf.h */
+		snprintf(buf, size,
+			 ", %llu stale (blocked outside a syscall: stack gone), %llu not measured "
+			 "(task storage unavailable); %llu further periods of one syscall added to "
+			 "its sample",
+			 (unsigned long long)st[SP_STAT_OFFCPU_STALE],
+			 (unsigned long long)st[SP_STAT_OFFCPU_NO_STORAGE],
+			 (unsigned long long)st[SP_STAT_OFFCPU_MERGED]);
+	return buf;
+}
+
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
 	if (!r->samples)
@@ -541,13 +567,17 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
-	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++) {
+		char more[256];
+
 		if (r->opts->profile_types & (1u << t))
 			fprintf(
 			    stderr,
-			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
+			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)%s\n",
 			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
-			    (unsigned long long)st[sp_stat_type_drop(t)]);
+			    (unsigned long long)st[sp_stat_type_drop(t)],
+			    type_losses(t, st, more, sizeof(more)));
+	}
 	unwind_summary(r, st); /* CFI unwinder */
 	span_links_summary(r, st);
 	if (r->exporter) {
@@ -891,7 +921,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes = ringbuf_size(o->frequency_hz);
+	so.ringbuf_bytes = ringbuf_size(o->frequency_hz, o->profile_types);
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;
