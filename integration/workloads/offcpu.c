@@ -11,7 +11,7 @@
  *   "napper" does 100 us nanosleeps in offcpu_short_naps(). Output lines:
  *     slept <ns in offcpu_sleep_target> <calls>
  *     piped <ns in offcpu_pipe_target> <calls>
- *     napped <ns in offcpu_short_naps> <calls>
+ *     napped <ns in offcpu_short_naps> <calls> <calls that took 1 ms or more>
  * MODE spans: 3 worker threads serve requests, each in a span with fresh random ids published
  *   through the writer library (writer/spanprof_ctx.h); a request sleeps 5 ms in
  *   offcpu_request_sleep(); between requests a thread sleeps 3 ms in offcpu_between_requests(),
@@ -76,15 +76,21 @@ __attribute__((noinline)) uint64_t offcpu_pipe_target(void)
 	return now_ns() - t0;
 }
 
-/* 100 us naps, below the default --offcpu-min: none of them may be reported. */
-__attribute__((noinline)) uint64_t offcpu_short_naps(unsigned n)
+/*
+ * 100 us naps, below the default --offcpu-min: only those that took 1 ms or more in all (a loaded
+ * machine can keep a woken thread waiting for a CPU) may be reported; counted in *nlong.
+ */
+__attribute__((noinline)) uint64_t offcpu_short_naps(unsigned n, unsigned *nlong)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), t = t0, t1;
 
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++, t = t1) {
 		sleep_ns(100000);
+		t1 = now_ns();
+		*nlong += t1 - t >= 1000000;
+	}
 	__asm__ volatile("" ::: "memory");
-	return now_ns() - t0;
+	return t - t0;
 }
 
 static void *sleeper(void *arg)
@@ -110,16 +116,16 @@ static void *sleeper(void *arg)
 static void *napper(void *arg)
 {
 	uint64_t napped = 0;
-	unsigned n = 0;
+	unsigned n = 0, nlong = 0;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "napper");
 	while (now_ns() < deadline) {
-		napped += offcpu_short_naps(50);
+		napped += offcpu_short_naps(50, &nlong);
 		n += 50;
 	}
 	pthread_mutex_lock(&log_lock);
-	printf("napped %llu %u\n", (unsigned long long)napped, n);
+	printf("napped %llu %u %u\n", (unsigned long long)napped, n, nlong);
 	pthread_mutex_unlock(&log_lock);
 	return NULL;
 }
