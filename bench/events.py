@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/events: what does each profile type cost an allocation-heavy and a lock-heavy program?
 
-Runs bench/workloads/allocheavy (single thread, many small mallocs/frees of varied sizes) and
-bench/workloads/lockheavy (threads contending on a few pthread mutexes) alone and under
+Runs bench/workloads/allocchurn (single thread, many small mallocs/frees of varied sizes) and
+bench/workloads/lockcontend (threads contending on a few pthread mutexes) alone and under
 `spanprof record --profile TYPE` for each TYPE (cpu, alloc, lock, offcpu) at its defaults, in
 interleaved rounds whose order rotates every round. Prints, against the "alone" runs of the same
 invocation, the slowdown per workload and type: median(type) / median(alone) - 1 on the workload's
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TYPES = ["cpu", "alloc", "lock", "offcpu"]
 WORKLOADS = {
     # name: (source, extra gcc flags, what it stands for)
-    "alloc": ("allocheavy.c", [], "allocheavy: 1 thread, small mallocs/frees of varied sizes"),
-    "lock": ("lockheavy.c", ["-pthread"], "lockheavy: 4 threads contending on 2 pthread mutexes"),
+    "alloc": ("allocchurn.c", [], "allocchurn: 1 thread, small mallocs/frees of varied sizes"),
+    "lock": ("lockcontend.c", ["-pthread"], "lockcontend: 4 threads contending on 2 pthread mutexes"),
 }
 # Targets from the requirement (informative only): slowdown in % per profile type.
 TARGETS = {"alloc": 5.0, "lock": 3.0, "offcpu": 2.0}

@@ -3,13 +3,13 @@
  * bit of work inside and outside the lock, so that lock waits, futex sleeps and context switches
  * are frequent (what the lock and offcpu profile types hook).
  *
- * Usage: lockheavy UNITS [THREADS [LOCKS]]   (defaults: 4 threads, 2 locks)
+ * Usage: lockcontend UNITS [THREADS [LOCKS]]   (defaults: 4 threads, 2 locks)
  *
  * Prints "ready PID" and waits for a line on stdin before working (a profiler can attach to the
  * PID first). Each thread does UNITS x 1000 iterations: lock one of the mutexes (a fixed sequence
  * per thread), ~0.5 us of work on the data it guards, unlock, ~1.5 us of work of its own. On exit
  * one line on stdout:
- *   lockheavy units=N threads=T locks=L work_ns=NANOSECONDS cpu_ns=NANOSECONDS checksum=HEX
+ *   lockcontend units=N threads=T locks=L work_ns=NANOSECONDS cpu_ns=NANOSECONDS checksum=HEX
  *             voluntary_switches=N
  * work_ns: CLOCK_MONOTONIC time from the start of the threads to the end of the last one;
  * cpu_ns: CLOCK_PROCESS_CPUTIME_ID over the same time; checksum: the threads' own results, the
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	for (unsigned t = 0; t < nthreads; t++)
 		sum ^= results[t];
-	printf("lockheavy units=%lu threads=%u locks=%u work_ns=%" PRIu64 " cpu_ns=%" PRIu64
+	printf("lockcontend units=%lu threads=%u locks=%u work_ns=%" PRIu64 " cpu_ns=%" PRIu64
 	       " checksum=%016" PRIx64 " voluntary_switches=%ld\n",
 	       units, nthreads, nlocks, t1 - t0, c1 - c0, sum, ru.ru_nvcsw);
 	return 0;

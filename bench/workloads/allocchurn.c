@@ -3,14 +3,14 @@
  * a bit of work on each block (what the alloc profile type hooks), single-threaded and
  * deterministic.
  *
- * Usage: allocheavy UNITS
+ * Usage: allocchurn UNITS
  *
  * Prints "ready PID" and waits for a line on stdin before working (a profiler can attach to the
  * PID first). One unit is 100000 iterations: free a block of a 4096-slot pool chosen by a
  * pseudo-random sequence, malloc a new one (16..1039 bytes; 1 in 64 of 4..64 KiB; 1 in 16 through
  * calloc, 1 in 16 through realloc of the old block), write and fold a few words of it. On exit one
  * line on stdout:
- *   allocheavy units=N work_ns=NANOSECONDS cpu_ns=NANOSECONDS checksum=HEX
+ *   allocchurn units=N work_ns=NANOSECONDS cpu_ns=NANOSECONDS checksum=HEX
  * (CLOCK_MONOTONIC and CLOCK_PROCESS_CPUTIME_ID over the work; the checksum is the same on every
  * run).
  */
@@ -102,7 +102,7 @@ int main(int argc, char **argv)
 	c1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned i = 0; i < SLOTS; i++)
 		free(pool[i]);
-	printf("allocheavy units=%lu work_ns=%" PRIu64 " cpu_ns=%" PRIu64 " checksum=%016" PRIx64
+	printf("allocchurn units=%lu work_ns=%" PRIu64 " cpu_ns=%" PRIu64 " checksum=%016" PRIx64
 	       "\n",
 	       units, t1 - t0, c1 - c0, h);
 	return 0;
