@@ -25,7 +25,7 @@ OBJ        := $(BUILD)/obj
 CFLAGS     ?= -g -O2
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	      -DSPANPROF_VERSION='"$(VERSION)"' -I$(GEN) -I$(BUILD) -Iexporter -Ibpf
-LDLIBS     += -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -lpthread -lm -ljson-c -lmicrohttpd
+LDLIBS     += -lyaml -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -lpthread -lm -ljson-c -lmicrohttpd
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Ibpf
 
 # --- generated code -------------------------------------------------------------------------
@@ -116,10 +116,10 @@ check: all $(UNIT_TESTS)
 	$(Q)scripts/run-tests.sh all $(UNIT_TESTS)
 
 lint:
-	$(Q)clang-format --dry-run --Werror $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]')
+	$(Q)clang-format --dry-run --Werror $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]' 'integration/soak/*.[ch]')
 
 format:
-	$(Q)clang-format -i $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]')
+	$(Q)clang-format -i $$(git ls-files 'exporter/*.[ch]' 'bpf/*.[ch]' 'test/*.[ch]' 'writer/*.[ch]' 'bench/*.[ch]' 'bench/workloads/*.[ch]' 'integration/workloads/*.[ch]' 'integration/soak/*.[ch]')
 
 clean:
 	$(Q)rm -rf $(BUILD)

@@ -112,12 +112,11 @@ int BPF_PROG(on_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 {
 	struct offcpu_out *o;
 	__u64 now = 0, start;
-	__u32 tgid;
 
 	if (!sampling)
 		return 0;
-	if (!preempt && prev_state && offcpu_user_task(prev) &&
-	    (!filter_pids || (tgid = prev->tgid, bpf_map_lookup_elem(&pid_filter, &tgid)))) {
+	/* The tracepoint runs in prev's context: the targeting filters read the current task. */
+	if (!preempt && prev_state && offcpu_user_task(prev) && sp_process_wanted(prev->tgid)) {
 		o = bpf_task_storage_get(&offcpu_outs, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (o) {
 			now = bpf_ktime_get_boot_ns();

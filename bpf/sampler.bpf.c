@@ -14,8 +14,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set before load: when non-zero only thread groups in pid_filter are sampled. */
-const volatile __u32 filter_pids = 0;
 /*
  * Wake the agent only once this many bytes wait in the ring buffer (set before load to a
  * quarter of its size), or for a process it has not loaded yet (it must read the maps of a
@@ -25,13 +23,6 @@ const volatile __u32 filter_pids = 0;
 const volatile __u64 ringbuf_wakeup_bytes = 0;
 /* Set by the agent when sampling starts (the perf events run from attach on). */
 volatile __u32 sampling = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024); /* resized by user space to the --pid count */
-	__type(key, __u32);
-	__type(value, __u8);
-} pid_filter SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -58,6 +49,7 @@ static __always_inline void stat_inc(__u32 which)
 	stat_add(which, 1);
 }
 
+#include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
 
@@ -68,13 +60,10 @@ static __always_inline void stat_inc(__u32 which)
  * (CFI tables, else frame pointers), reads its thread context and submits the record.
  * Both count per profile type (sp_stat_type_samples()/sp_stat_type_drop()).
  */
+/* Targeting (filter.bpf.h): --pid, --exe, --cgroup, --container-id, --k8s-pod. */
 static __always_inline bool sp_process_wanted(__u32 pid)
 {
-	if (filter_pids && !bpf_map_lookup_elem(&pid_filter, &pid)) {
-		stat_inc(SP_STAT_FILTERED);
-		return false;
-	}
-	return true;
+	return sp_filter_pass(pid);
 }
 
 static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *task, __u64 id,
@@ -127,8 +116,36 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		if (n >= 0) {
 			n *= sizeof(__u64);
 		} else {
+			__u64 ret = 0;
+
 			stat_inc(SP_STAT_UNW_FP);
-			n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+			/*
+			 * At a function's entry the walk from RBP skips the caller: put its return
+			 * address, at [sp], after the leaf (the uprobe's user registers).
+			 */
+			if (s->flags & SP_SAMPLE_FUNC_ENTRY) {
+				/* The task's user registers: ctx is not pt_regs for every caller.
+				 */
+				struct pt_regs *ur =
+				    (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+				if (ur)
+					bpf_probe_read_user(&ret, sizeof(ret),
+							    (const void *)ur->sp);
+			}
+			if (ret) {
+				n = bpf_get_stack(ctx, &s->ustack[1],
+						  sizeof(s->ustack) - sizeof(__u64),
+						  BPF_F_USER_STACK);
+				if (n >= (long)sizeof(__u64)) {
+					s->ustack[0] = s->ustack[1];
+					s->ustack[1] = ret;
+					n += sizeof(__u64);
+				}
+			} else {
+				n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack),
+						  BPF_F_USER_STACK);
+			}
 			if (n < 0) {
 				stat_inc(SP_STAT_USTACK_ERR);
 				n = 0;

@@ -29,7 +29,7 @@
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,  /* samples handed to user space */
 	SP_STAT_IDLE,	      /* samples of the idle task, not recorded */
-	SP_STAT_FILTERED,     /* samples of processes outside --pid */
+	SP_STAT_FILTERED,     /* samples of processes no targeting filter selects */
 	SP_STAT_DROP_RINGBUF, /* ring buffer full: sample lost */
 	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */
@@ -74,6 +74,16 @@ enum sp_stat {
 	SP_STAT_LOCK_DROP,
 	SP_STAT_OFFCPU_SAMPLES,
 	SP_STAT_OFFCPU_DROP,
+	/* Lock profile (bpf/lock.bpf.h): futex lock waits and why some were not sampled. */
+	SP_STAT_LOCK_WAITS,	 /* futex lock waits entered by wanted processes */
+	SP_STAT_LOCK_SHORT,	 /* waits under --lock-min-wait: counted, not sampled */
+	SP_STAT_LOCK_NO_STORAGE, /* the thread's task storage could not be created: wait missed */
+	SP_STAT_LOCK_LOST,	 /* exit never seen (restarted after a signal): wait missed */
+	/* alloc profile (bpf/alloc.bpf.h): what happened to each allocator call probed. */
+	SP_STAT_ALLOC_CALLS,	  /* calls seen (of the profiled processes, while sampling) */
+	SP_STAT_ALLOC_SMALL,	  /* below --alloc-min-bytes: ignored */
+	SP_STAT_ALLOC_NESTED,	  /* an entry point called by another one: counted by the outer */
+	SP_STAT_ALLOC_NO_STORAGE, /* the thread's countdown could not be created: not counted */
 	/* offcpu (bpf/offcpu.bpf.h): blocked periods not reported, and merged ones. */
 	SP_STAT_OFFCPU_NO_STORAGE, /* task storage unavailable: a blocked period not measured */
 	SP_STAT_OFFCPU_STALE,	   /* user registers changed before the next syscall exit */
@@ -147,6 +157,11 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
+/*
+ * Set by the caller of sp_sample_finish(): taken at a function's first instruction (a uprobe on
+ * an entry point), where the return address is at [sp] and not yet in the frame-pointer chain.
+ */
+#define SP_SAMPLE_FUNC_ENTRY 0x2
 
 struct sp_sample {
 	__u64 time_boot_ns; /* bpf_ktime_get_boot_ns(): CLOCK_BOOTTIME */

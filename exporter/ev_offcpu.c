@@ -69,9 +69,23 @@ static int offcpu_attach(struct sampler_bpf *skel, const struct sampler_opts *o,
 	return 0;
 }
 
+/* The periods not reported besides a full ring buffer (bpf/offcpu.bpf.h), and merged ones. */
+static void offcpu_summary(void *state, const uint64_t *st, FILE *f)
+{
+	(void)state;
+	fprintf(f,
+		"spanprof: offcpu: %llu stale (blocked outside a syscall: stack gone), %llu not "
+		"measured (task storage unavailable); %llu further periods of one syscall added to "
+		"its sample\n",
+		(unsigned long long)st[SP_STAT_OFFCPU_STALE],
+		(unsigned long long)st[SP_STAT_OFFCPU_NO_STORAGE],
+		(unsigned long long)st[SP_STAT_OFFCPU_MERGED]);
+}
+
 const struct sampler_event_type sampler_ev_offcpu = {
     .type = SP_PROF_OFFCPU,
     .configure = offcpu_configure,
     .attach = offcpu_attach,
+    .summary = offcpu_summary,
     .free = offcpu_free,
 };

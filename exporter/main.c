@@ -8,8 +8,13 @@
 #include <string.h>
 
 #include "profile.h"
+#include "cli.h"
+#include "config.h"
 #include "record.h"
+#include "record_config.h"
 #include "sampler.h"
+#include "selfstats.h"
+#include "targets.h"
 #include "view.h"
 
 const char *argp_program_version = "spanprof " SPANPROF_VERSION;
@@ -26,6 +31,9 @@ static const char usage_text[] =
     "            flame graph), or send it as OTLP profiles to a Collector\n"
     "  view      merge profiles (pprof, OTLP files) into one HTML page: flame\n"
     "            graph filtered by service, thread, time and span\n"
+    "  config check FILE\n"
+    "            check a YAML configuration file for 'spanprof record --config FILE'\n"
+    "            (docs/configuration.md): names each bad key and its line\n"
     "\n"
     "Run 'spanprof COMMAND --help' for the options of a command.\n"
     "  -h, --help       this text\n"
@@ -54,6 +62,15 @@ enum {
 	OPT_ALLOC_MIN,
 	OPT_LOCK_MIN,
 	OPT_OFFCPU_MIN,
+	OPT_CONFIG,
+	OPT_STATS_INTERVAL,
+	OPT_SELF_METRICS,
+	OPT_LOG_LEVEL,
+	OPT_EXE,
+	OPT_CGROUP,
+	OPT_CONTAINER_ID,
+	OPT_K8S_POD,
+	OPT_K8S,
 };
 
 static const struct argp_option record_options[] = {
@@ -62,7 +79,7 @@ static const struct argp_option record_options[] = {
      "Stop after this long (fractions allowed); default: run until SIGINT or SIGTERM", 0},
     {"profile", OPT_PROFILE, "TYPE[,TYPE...]", 0,
      "What to profile: cpu (on-CPU samples, the default), alloc (heap allocations by bytes, "
-     "uprobes on malloc & co.), lock (pthread mutex contention), offcpu (time blocked off "
+     "uprobes on malloc & co.), lock (mutex and rwlock contention), offcpu (time blocked off "
      "CPU). Each type is a profile of its own in the outputs and in each OTLP request",
      0},
     {"alloc-sample-bytes", OPT_ALLOC_SAMPLE, "BYTES", 0,
@@ -84,6 +101,11 @@ static const struct argp_option record_options[] = {
      "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
      0},
     {"quiet", OPT_QUIET, NULL, 0, "No progress line", 0},
+    {"config", OPT_CONFIG, "FILE", 0,
+     "Read options from this YAML file; its keys are the long options (docs/configuration.md). "
+     "A flag wins over the environment, the environment over the file. Default: "
+     "$SPANPROF_CONFIG; --config= reads none. Check a file with 'spanprof config check FILE'",
+     0},
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
      "unloaded beyond it (default 12)",
@@ -103,6 +125,34 @@ static const struct argp_option record_options[] = {
      "ends the context), tls (read otel_thread_ctx_v1, also from .symtab, when the function "
      "returns), with ',scoped' the context ends when the function returns. Repeatable",
      2},
+    {NULL, 0, NULL, 0,
+     "Targeting (default: every process of the host). With several targeting options, "
+     "--pid included, a process is sampled when it matches any of them; the others are "
+     "dropped in BPF. Paths are read under $SPANPROF_HOST_ROOT when it is set (e.g. /host "
+     "in a DaemonSet); names are resolved again every 2 s:",
+     3},
+    {"exe", OPT_EXE, "PATH", 0,
+     "Sample only processes running this executable file (matched by device and inode, so "
+     "symlinks and hard links match; a binary replaced later is matched too). Repeatable",
+     3},
+    {"cgroup", OPT_CGROUP, "PATH", 0,
+     "Sample only processes in this cgroup v2 directory or below it, e.g. "
+     "/sys/fs/cgroup/system.slice/nginx.service (absolute, or relative to the cgroup v2 "
+     "mount). Repeatable",
+     3},
+    {"container-id", OPT_CONTAINER_ID, "ID", 0,
+     "Sample only this container (docker, containerd, cri-o, podman): its full id or a "
+     "prefix of at least 12 hex digits naming one container. Repeatable",
+     3},
+    {"k8s-pod", OPT_K8S_POD, "UID|NAMESPACE/NAME", 0,
+     "Sample only this Kubernetes pod (all its containers), by uid or by name (found in the "
+     "kubelet's /var/log/pods). Repeatable",
+     3},
+    {"k8s", OPT_K8S, NULL, 0,
+     "Add Kubernetes resource attributes: k8s.pod.uid (from the cgroup path), k8s.pod.name, "
+     "k8s.namespace.name, k8s.container.name (from the kubelet's /var/log/pods and "
+     "/var/log/containers) and k8s.node.name (from K8S_NODE_NAME or NODE_NAME)",
+     3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
      "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
@@ -134,6 +184,19 @@ static const struct argp_option record_options[] = {
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 3},
+    {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
+     "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "
+     "export results, CPU, RSS) as 'spanprof: info: stats ...' lines this often (default 60; "
+     "0: never)",
+     3},
+    {"self-metrics", OPT_SELF_METRICS, NULL, 0,
+     "Also send those counters as OTLP metrics (spanprof.*) to the --endpoint, every "
+     "--stats-interval, with the same TLS and headers. Resource: OTEL_SERVICE_NAME, "
+     "OTEL_RESOURCE_ATTRIBUTES",
+     3},
+    {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
+     "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
     {0},
 };
 
@@ -192,8 +255,21 @@ static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32
 }
 
 static struct record_flags_set flags_set;
+static const char *config_path; /* --config, else $SPANPROF_CONFIG */
 
-static double parse_seconds(struct argp_state *state, const char *flag, const char *arg, double min)
+/*
+ * argp_error(), then refuse the option. On the command line argp_error() exits; for a
+ * configuration file (ARGP_NO_EXIT, exporter/config.h) it keeps the message and returns, and
+ * the parser must not go on with the bad value.
+ */
+#define OPT_FAIL(state, ...)                                                                       \
+	do {                                                                                       \
+		argp_error(state, __VA_ARGS__);                                                    \
+		return EINVAL;                                                                     \
+	} while (0)
+
+static error_t parse_seconds(struct argp_state *state, const char *flag, const char *arg,
+			     double min, double *out)
 {
 	char *end;
 	double v;
@@ -201,11 +277,12 @@ static double parse_seconds(struct argp_state *state, const char *flag, const ch
 	errno = 0;
 	v = strtod(arg, &end);
 	if (errno || end == arg || *end || !(v >= min) || v > 1e7)
-		argp_error(state, "%s wants a number of seconds >= %g, not '%s'", flag, min, arg);
-	return v;
+		OPT_FAIL(state, "%s wants a number of seconds >= %g, not '%s'", flag, min, arg);
+	*out = v;
+	return 0;
 }
 
-static size_t parse_bytes(struct argp_state *state, const char *flag, const char *arg)
+static error_t parse_bytes(struct argp_state *state, const char *flag, const char *arg, size_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -213,8 +290,9 @@ static size_t parse_bytes(struct argp_state *state, const char *flag, const char
 	errno = 0;
 	v = strtoull(arg, &end, 10);
 	if (errno || end == arg || *end || v < 4096 || v > (1ull << 40))
-		argp_error(state, "%s wants a number of bytes >= 4096, not '%s'", flag, arg);
-	return v;
+		OPT_FAIL(state, "%s wants a number of bytes >= 4096, not '%s'", flag, arg);
+	*out = v;
+	return 0;
 }
 
 /* "10us", "1ms", "2s", "500ns" (or "0") -> nanoseconds; -1 if malformed. */
@@ -239,7 +317,8 @@ static int64_t parse_duration_ns(const char *arg)
 	return -1;
 }
 
-static uint64_t parse_size(struct argp_state *state, const char *flag, const char *arg)
+static error_t parse_size(struct argp_state *state, const char *flag, const char *arg,
+			  uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -247,8 +326,9 @@ static uint64_t parse_size(struct argp_state *state, const char *flag, const cha
 	errno = 0;
 	v = strtoull(arg, &end, 10);
 	if (errno || end == arg || *end || v > (1ull << 40) || arg[0] == '-')
-		argp_error(state, "%s wants a number of bytes, not '%s'", flag, arg);
-	return v;
+		OPT_FAIL(state, "%s wants a number of bytes, not '%s'", flag, arg);
+	*out = v;
+	return 0;
 }
 
 static error_t record_parse(int key, char *arg, struct argp_state *state)
@@ -261,28 +341,28 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'F':
 		if (parse_u32(arg, 1, RECORD_MAX_HZ, &o->frequency_hz))
-			argp_error(state, "--frequency wants a whole number from 1 to %d, not '%s'",
-				   RECORD_MAX_HZ, arg);
+			OPT_FAIL(state, "--frequency wants a whole number from 1 to %d, not '%s'",
+				 RECORD_MAX_HZ, arg);
 		break;
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
 		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
-			argp_error(state, "--duration wants a positive number of seconds, not '%s'",
-				   arg);
+			OPT_FAIL(state, "--duration wants a positive number of seconds, not '%s'",
+				 arg);
 		break;
 	case 'p':
 		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if (o->npids >= RECORD_MAX_PIDS)
-				argp_error(state, "at most %d PIDs", RECORD_MAX_PIDS);
+				OPT_FAIL(state, "at most %d PIDs", RECORD_MAX_PIDS);
 			if (parse_u32(tok, 1, INT32_MAX, &o->pids[o->npids]))
-				argp_error(state, "--pid wants process ids, not '%s'", tok);
+				OPT_FAIL(state, "--pid wants process ids, not '%s'", tok);
 			o->npids++;
 		}
 		break;
 	case 'o':
 		if (!*arg)
-			argp_error(state, "--output-dir wants a directory");
+			OPT_FAIL(state, "--output-dir wants a directory");
 		o->output_dir = arg;
 		break;
 	case OPT_QUIET:
@@ -290,29 +370,28 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SYMCACHE:
 		if (parse_u32(arg, 4, 1 << 20, &o->symcache_mb))
-			argp_error(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'",
-				   arg);
+			OPT_FAIL(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'",
+				 arg);
 		break;
 	case OPT_ENDPOINT:
 		o->endpoint = arg;
 		flags_set.endpoint = 1;
 		break;
 	case OPT_INTERVAL:
-		o->export_interval_s = parse_seconds(state, "--export-interval", arg, 0.1);
-		break;
+		return parse_seconds(state, "--export-interval", arg, 0.1, &o->export_interval_s);
 	case OPT_TIMEOUT:
-		o->export_timeout_s = parse_seconds(state, "--export-timeout", arg, 0.001);
+		if (parse_seconds(state, "--export-timeout", arg, 0.001, &o->export_timeout_s))
+			return EINVAL;
 		flags_set.export_timeout = 1;
 		break;
 	case OPT_FLUSH:
-		o->flush_timeout_s = parse_seconds(state, "--flush-timeout", arg, 0);
-		break;
+		return parse_seconds(state, "--flush-timeout", arg, 0, &o->flush_timeout_s);
 	case OPT_HEADER:
 		eq = strchr(arg, '=');
 		if (!eq || eq == arg)
-			argp_error(state, "--header wants KEY=VALUE, not '%s'", arg);
+			OPT_FAIL(state, "--header wants KEY=VALUE, not '%s'", arg);
 		if (o->nheaders >= RECORD_MAX_HEADERS)
-			argp_error(state, "at most %d headers", RECORD_MAX_HEADERS);
+			OPT_FAIL(state, "at most %d headers", RECORD_MAX_HEADERS);
 		*eq = '\0';
 		o->headers[o->nheaders].key = arg;
 		o->headers[o->nheaders++].value = eq + 1;
@@ -336,19 +415,17 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_COMPRESSION:
 		if (strcmp(arg, "gzip") && strcmp(arg, "none"))
-			argp_error(state, "--compression wants gzip or none, not '%s'", arg);
+			OPT_FAIL(state, "--compression wants gzip or none, not '%s'", arg);
 		o->gzip = !strcmp(arg, "gzip");
 		flags_set.gzip = 1;
 		break;
 	case OPT_MAX_REQUEST:
-		o->max_request_bytes = parse_bytes(state, "--max-request-bytes", arg);
-		break;
+		return parse_bytes(state, "--max-request-bytes", arg, &o->max_request_bytes);
 	case OPT_QUEUE:
-		o->queue_bytes = parse_bytes(state, "--queue-bytes", arg);
-		break;
+		return parse_bytes(state, "--queue-bytes", arg, &o->queue_bytes);
 	case OPT_UNWIND_MAX:
 		if (parse_u32(arg, 0, 1 << 20, &o->unwind_max_mb))
-			argp_error(state, "--unwind-max-mb wants a number of MiB, not '%s'", arg);
+			OPT_FAIL(state, "--unwind-max-mb wants a number of MiB, not '%s'", arg);
 		break;
 	case OPT_NO_SPAN_LINKS:
 		o->no_span_links = 1;
@@ -359,55 +436,108 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			int t = profile__type_by_name(tok);
 
 			if (t < 0)
-				argp_error(state,
-					   "--profile wants types among cpu, alloc, lock, offcpu, "
-					   "not '%s'",
-					   tok);
+				OPT_FAIL(state,
+					 "--profile wants types among cpu, alloc, lock, offcpu, "
+					 "not '%s'",
+					 tok);
 			o->profile_types |= 1u << t;
 		}
 		if (!o->profile_types)
-			argp_error(state, "--profile wants at least one type (cpu, alloc, lock, "
-					  "offcpu)");
+			OPT_FAIL(state, "--profile wants at least one type (cpu, alloc, lock, "
+					"offcpu)");
 		break;
 	case OPT_ALLOC_SAMPLE:
-		o->alloc_sample_bytes = parse_size(state, "--alloc-sample-bytes", arg);
-		break;
+		return parse_size(state, "--alloc-sample-bytes", arg, &o->alloc_sample_bytes);
 	case OPT_ALLOC_MIN:
-		o->alloc_min_bytes = parse_size(state, "--alloc-min-bytes", arg);
-		break;
+		return parse_size(state, "--alloc-min-bytes", arg, &o->alloc_min_bytes);
 	case OPT_LOCK_MIN:
 	case OPT_OFFCPU_MIN: {
 		int64_t ns = parse_duration_ns(arg);
 
 		if (ns < 0)
-			argp_error(state, "%s wants a time with a unit (10us, 1ms, 0.5s), not '%s'",
-				   key == OPT_LOCK_MIN ? "--lock-min-wait" : "--offcpu-min", arg);
+			OPT_FAIL(state, "%s wants a time with a unit (10us, 1ms, 0.5s), not '%s'",
+				 key == OPT_LOCK_MIN ? "--lock-min-wait" : "--offcpu-min", arg);
 		if (key == OPT_LOCK_MIN)
 			o->lock_min_wait_ns = ns;
 		else
 			o->offcpu_min_ns = ns;
 		break;
 	}
+	case OPT_CONFIG:
+		config_path = arg; /* read after the command line: see cli__record_configure() */
+		break;
+	case OPT_STATS_INTERVAL:
+		if (parse_seconds(state, "--stats-interval", arg, 0, &o->stats_interval_s))
+			return EINVAL;
+		if (o->stats_interval_s > 0 && o->stats_interval_s < 1)
+			OPT_FAIL(state, "--stats-interval wants 0 (off) or at least 1 second");
+		break;
+	case OPT_SELF_METRICS:
+		o->self_metrics = 1;
+		break;
+	case OPT_LOG_LEVEL:
+		o->log_level = selfstats__parse_log_level(arg);
+		if (o->log_level < 0)
+			OPT_FAIL(state, "--log-level wants error, warn, info or debug, not '%s'",
+				 arg);
+		break;
 	case ARGP_KEY_END:
 		if (o->no_span_links && o->nctx_uprobes)
-			argp_error(state,
-				   "--context-uprobe and --no-span-links contradict each other");
+			OPT_FAIL(state,
+				 "--context-uprobe and --no-span-links contradict each other");
 		break;
 	case OPT_CTX_UPROBE:
 		if (o->nctx_uprobes >= RECORD_MAX_CTX_UPROBES)
-			argp_error(state, "at most %d --context-uprobe", RECORD_MAX_CTX_UPROBES);
+			OPT_FAIL(state, "at most %d --context-uprobe", RECORD_MAX_CTX_UPROBES);
 		if (strlen(arg) >= sizeof(spec))
-			argp_error(state, "--context-uprobe: '%s' is too long", arg);
+			OPT_FAIL(state, "--context-uprobe: '%s' is too long", arg);
 		strcpy(spec, arg); /* parse_ctx_uprobe() cuts arg into pieces */
 		if (parse_ctx_uprobe(arg, &o->ctx_uprobes[o->nctx_uprobes]))
-			argp_error(state,
-				   "--context-uprobe wants BINARY:SYMBOL[:argN[,scoped]|:tls] "
-				   "(N from 1 to 6), not '%s'",
-				   spec);
+			OPT_FAIL(state,
+				 "--context-uprobe wants BINARY:SYMBOL[:argN[,scoped]|:tls] "
+				 "(N from 1 to 6), not '%s'",
+				 spec);
 		o->nctx_uprobes++;
 		break;
+	case OPT_EXE:
+		if (o->nexes >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --exe", RECORD_MAX_TARGETS);
+		if (!*arg)
+			OPT_FAIL(state, "--exe wants a path");
+		o->exes[o->nexes++] = arg;
+		break;
+	case OPT_CGROUP:
+		if (o->ncgroups >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --cgroup", RECORD_MAX_TARGETS);
+		if (!*arg)
+			OPT_FAIL(state, "--cgroup wants a cgroup v2 directory");
+		o->cgroups[o->ncgroups++] = arg;
+		break;
+	case OPT_CONTAINER_ID:
+		if (o->ncontainer_ids >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --container-id", RECORD_MAX_TARGETS);
+		if (targets__check_container_id(arg))
+			OPT_FAIL(state,
+				 "--container-id wants 12 to 64 hex digits (a container id or a "
+				 "prefix of one), not '%s'",
+				 arg);
+		o->container_ids[o->ncontainer_ids++] = arg;
+		break;
+	case OPT_K8S_POD:
+		if (o->nk8s_pods >= RECORD_MAX_TARGETS)
+			OPT_FAIL(state, "at most %d --k8s-pod", RECORD_MAX_TARGETS);
+		if (targets__check_pod(arg))
+			OPT_FAIL(state,
+				 "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
+				 "NAMESPACE/NAME, not '%s'",
+				 arg);
+		o->k8s_pods[o->nk8s_pods++] = arg;
+		break;
+	case OPT_K8S:
+		o->k8s = 1;
+		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		OPT_FAIL(state, "unexpected argument '%s'", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -431,8 +561,163 @@ static const struct argp record_argp = {
 	   "Examples:\n"
 	   "  spanprof record --duration 10 --output-dir out\n"
 	   "  spanprof record --endpoint localhost:4317          # OTLP to a local Collector\n"
-	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem",
+	   "  spanprof record --k8s --k8s-pod shop/checkout-7d9f --endpoint localhost:4317\n"
+	   "  OTEL_EXPORTER_OTLP_ENDPOINT=https://otel:4317 spanprof record --tls-ca ca.pem\n"
+	   "  spanprof record --config /etc/spanprof/spanprof.yaml --duration 30\n"
+	   "  spanprof record --endpoint localhost:4317 --self-metrics  # + own metrics\n"
+	   "\n"
+	   "Configuration file (--config FILE or $SPANPROF_CONFIG): YAML whose keys are the long "
+	   "options above ('frequency: 99', 'pid: [1, 2]', 'quiet: true', 'header: {k: v}'). "
+	   "Precedence: flag > OTEL_* environment > file > default. 'spanprof config check FILE' "
+	   "validates a file.",
 };
+
+/* Option keys given on the command line: the configuration file leaves them alone. */
+static int cli_keys[128];
+static size_t ncli_keys;
+
+static error_t record_cli_parse(int key, char *arg, struct argp_state *state)
+{
+	if (key > 0 && key < ARGP_KEY_END && ncli_keys < sizeof(cli_keys) / sizeof(cli_keys[0]))
+		cli_keys[ncli_keys++] = key;
+	return record_parse(key, arg, state);
+}
+
+/* config_target.filter: flags win over the file; --config has no place in a file. */
+static int config_filter(void *ctx, const struct argp_option *opt)
+{
+	if (opt->key == OPT_CONFIG)
+		return CONFIG_REJECT;
+	for (size_t i = 0; ctx && i < ncli_keys; i++)
+		if (cli_keys[i] == opt->key)
+			return CONFIG_SKIP;
+	return CONFIG_APPLY;
+}
+
+static void record_defaults(struct record_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->frequency_hz = RECORD_DEFAULT_HZ;
+	o->symcache_mb = RECORD_DEFAULT_SYMCACHE_MB;
+	o->insecure = -1;
+	o->gzip = 1;
+	o->export_interval_s = 5;
+	o->export_timeout_s = 10;
+	o->flush_timeout_s = 10;
+	o->max_request_bytes = 4 << 20;
+	o->queue_bytes = 64 << 20;
+	o->unwind_max_mb = RECORD_DEFAULT_UNWIND_MB;
+	o->profile_types = 1u << PROFILE_CPU;
+	o->alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
+	o->lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
+	o->offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
+	o->stats_interval_s = 60;
+	o->log_level = SELFSTATS_LOG_INFO;
+}
+
+/* The file's values, then the environment where no flag set a value, then the last defaults. */
+static int apply_file_and_env(struct record_opts *o, const char *path, struct config **cfgp,
+			      int with_flags)
+{
+	struct config_target t = {
+	    .argp = &record_argp,
+	    .input = o,
+	    .filter = config_filter,
+	    .filter_ctx = with_flags ? cli_keys : NULL,
+	    .err = stderr,
+	};
+	struct record_flags_set by_flags = flags_set;
+	int output_dir_set, n;
+
+	*cfgp = NULL;
+	if (path && *path) {
+		*cfgp = config__new();
+		if (!*cfgp)
+			return 2;
+		n = config__apply_file(*cfgp, path, &t);
+		/* What the file set may still be replaced by the environment. */
+		flags_set = by_flags;
+		if (n) {
+			fprintf(stderr, "spanprof: %s: %d error%s\n", path, n, n > 1 ? "s" : "");
+			return 2;
+		}
+	}
+	output_dir_set = o->output_dir != NULL;
+	if (record__apply_env(o, &flags_set))
+		return 2;
+	if (o->self_metrics && !o->endpoint) {
+		fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
+				"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
+		return 2;
+	}
+	if (o->self_metrics && !(o->stats_interval_s > 0)) {
+		fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
+				"cannot be 0\n");
+		return 2;
+	}
+	/* Local files by default; with an endpoint only when asked for. */
+	if (!output_dir_set && !o->endpoint)
+		o->output_dir = "out";
+	return 0;
+}
+
+int cli__record_configure(int argc, char **argv, struct record_opts *o, struct config **cfgp)
+{
+	struct argp cli = record_argp;
+
+	record_defaults(o);
+	memset(&flags_set, 0, sizeof(flags_set));
+	ncli_keys = 0;
+	config_path = getenv("SPANPROF_CONFIG");
+	cli.parser = record_cli_parse;
+	if (argp_parse(&cli, argc, argv, 0, NULL, o))
+		return 2;
+	return apply_file_and_env(o, config_path, cfgp, 1);
+}
+
+static const char config_usage[] =
+    "Usage: spanprof config check FILE...\n"
+    "\n"
+    "Checks spanprof record configuration files (YAML; the keys are the long options of\n"
+    "'spanprof record', docs/configuration.md). For each file, prints 'FILE: ok' and the\n"
+    "settings 'spanprof record --config FILE' would run with (file, OTEL_EXPORTER_OTLP_*\n"
+    "environment, defaults), or every error with its line and column.\n"
+    "Exit status: 0 all files are valid, 2 otherwise.\n";
+
+int cli__config_main(int argc, char **argv)
+{
+	int rc = 0;
+
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(config_usage, stdout);
+		return 0;
+	}
+	if (argc < 3 || strcmp(argv[1], "check")) {
+		fputs(config_usage, stderr);
+		return 2;
+	}
+	for (int i = 2; i < argc; i++) {
+		struct record_opts *o = malloc(sizeof(*o));
+		struct config *cfg = NULL;
+
+		if (!o)
+			return 2;
+		record_defaults(o);
+		memset(&flags_set, 0, sizeof(flags_set));
+		if (!*argv[i]) {
+			fprintf(stderr, "spanprof: config check: empty file name\n");
+			rc = 2;
+		} else if (apply_file_and_env(o, argv[i], &cfg, 0)) {
+			rc = 2;
+		} else {
+			printf("%s: ok\n", argv[i]);
+			record_config__print(stdout, o, cfg);
+		}
+		config__free(cfg);
+		free(o);
+	}
+	return rc;
+}
 
 static struct record_opts ropts;
 
@@ -449,33 +734,18 @@ int main(int argc, char **argv)
 	}
 	argp_err_exit_status = 2;
 	if (!strcmp(argv[1], "record")) {
-		int output_dir_set;
+		struct config *cfg; /* holds the strings of the file's values until exit */
+		int rc;
 
-		ropts.frequency_hz = RECORD_DEFAULT_HZ;
-		ropts.symcache_mb = RECORD_DEFAULT_SYMCACHE_MB;
-		ropts.insecure = -1;
-		ropts.gzip = 1;
-		ropts.export_interval_s = 5;
-		ropts.export_timeout_s = 10;
-		ropts.flush_timeout_s = 10;
-		ropts.max_request_bytes = 4 << 20;
-		ropts.queue_bytes = 64 << 20;
-		ropts.unwind_max_mb = RECORD_DEFAULT_UNWIND_MB;
-		ropts.profile_types = 1u << PROFILE_CPU;
-		ropts.alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;
-		ropts.lock_min_wait_ns = RECORD_DEFAULT_LOCK_MIN_WAIT_NS;
-		ropts.offcpu_min_ns = RECORD_DEFAULT_OFFCPU_MIN_NS;
 		argv[1] = "spanprof record";
-		if (argp_parse(&record_argp, argc - 1, argv + 1, 0, NULL, &ropts))
-			return 2;
-		output_dir_set = ropts.output_dir != NULL;
-		if (record__apply_env(&ropts, &flags_set))
-			return 2;
-		/* Local files by default; with an endpoint only when asked for. */
-		if (!output_dir_set && !ropts.endpoint)
-			ropts.output_dir = "out";
-		return record__run(&ropts);
+		rc = cli__record_configure(argc - 1, argv + 1, &ropts, &cfg);
+		if (!rc)
+			rc = record__run(&ropts);
+		config__free(cfg);
+		return rc;
 	}
+	if (!strcmp(argv[1], "config"))
+		return cli__config_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "view"))
 		return view__main(argc - 1, argv + 1);
 	fprintf(stderr, "spanprof: unknown command '%s'\n\n%s", argv[1], usage_text);

@@ -165,8 +165,12 @@ struct proc {
 	uint32_t which;	 /* the value it carries: 0 or 1 (profile_type_info.values) */
 };
 
+/* Profiles of one process share its ResourceProfiles: at most one per type and value. */
+#define MAX_PROFILES_PER_RESOURCE 8
+
 struct mark {
 	uint32_t nstr, nmap, nfn, nloc, nstack, nattr, nlink, nrp, nsamples;
+	uint32_t last_nprofiles, last_pid; /* of the last ResourceProfiles */
 	size_t dict_bytes, body_bytes;
 	uint64_t events;
 };
@@ -193,6 +197,9 @@ struct enc {
 	size_t dict_bytes, body_bytes;
 	uint64_t events; /* sum of the counts of the request's samples */
 
+	/* The last ResourceProfiles' scope (a process's next Profile joins it) and its pid. */
+	pb_sp *last_sp;
+	uint32_t last_pid;
 	/* The Profile being filled. */
 	pb_profile *prof;
 	const struct proc *cur;
@@ -325,6 +332,7 @@ static void request_reset(struct enc *e)
 	e->str.n = e->map.n = e->fn.n = e->loc.n = e->stack.n = e->attr.n = e->link.n = 1;
 	e->nrp = 0;
 	e->prof = NULL;
+	e->last_sp = NULL;
 	e->nsamples = 0;
 	/* The dictionary's own tag and length, and each table's zero element (2 bytes each). */
 	e->dict_bytes = 1 + LEN_SLOP + 7 * 2;
@@ -344,6 +352,8 @@ static struct mark mark_get(const struct enc *e)
 	    .nattr = e->attr.n,
 	    .nlink = e->link.n,
 	    .nrp = e->nrp,
+	    .last_nprofiles = e->last_sp ? (uint32_t)e->last_sp->n_profiles : 0,
+	    .last_pid = e->last_pid,
 	    .nsamples = e->nsamples,
 	    .dict_bytes = e->dict_bytes,
 	    .body_bytes = e->body_bytes,
@@ -361,6 +371,10 @@ static void mark_rollback(struct enc *e, const struct mark *m)
 	e->attr.n = m->nattr;
 	e->link.n = m->nlink;
 	e->nrp = m->nrp;
+	e->last_sp = e->nrp ? e->rps[e->nrp - 1]->scope_profiles[0] : NULL;
+	if (e->last_sp)
+		e->last_sp->n_profiles = m->last_nprofiles;
+	e->last_pid = m->last_pid;
 	e->nsamples = m->nsamples;
 	e->dict_bytes = m->dict_bytes;
 	e->body_bytes = m->body_bytes;
@@ -793,11 +807,42 @@ static bool own_key(const char *k)
 	return false;
 }
 
+/* Whether @key is among the first @n attributes (a process's own value must not repeat it). */
+static bool emitted(pb_kv *const *kvs, uint32_t n, const char *key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (kvs[i] && strcmp(kvs[i]->key, key) == 0)
+			return true;
+	return false;
+}
+
+/* Kubernetes attributes (--k8s, k8smeta.h): those known, none invented. */
+static uint32_t k8s_attrs(struct enc *e, const struct procmeta *pm, pb_kv **kvs)
+{
+	const char *node = e->o ? e->o->k8s_node_name : NULL;
+	uint32_t n = 0;
+
+	if (pm && pm->k8s) {
+		if (pm->pod_uid[0])
+			kvs[n++] = kv_new(e, "k8s.pod.uid", pm->pod_uid, 0, false);
+		if (pm->k8s->pod_name)
+			kvs[n++] = kv_new(e, "k8s.pod.name", pm->k8s->pod_name, 0, false);
+		if (pm->k8s->namespace)
+			kvs[n++] = kv_new(e, "k8s.namespace.name", pm->k8s->namespace, 0, false);
+		if (pm->k8s->container_name)
+			kvs[n++] =
+			    kv_new(e, "k8s.container.name", pm->k8s->container_name, 0, false);
+	}
+	if (node && *node)
+		kvs[n++] = kv_new(e, "k8s.node.name", node, 0, false);
+	return n;
+}
+
 static int build_resource(struct enc *e, uint32_t pid, uint32_t process_name, pb_resource *res)
 {
 	const struct procmeta *pm = NULL;
 	const char *name = profile__string(e->p, process_name), *service;
-	uint32_t cap = 6 + PROCMETA_MAX_ATTRS, n = 0;
+	uint32_t cap = 6 + 5 + PROCMETA_MAX_ATTRS, n = 0, own;
 	pb_kv **kvs = arena_alloc(e, cap * sizeof(*kvs));
 
 	if (!kvs)
@@ -825,8 +870,10 @@ static int build_resource(struct enc *e, uint32_t pid, uint32_t process_name, pb
 		kvs[n++] = kv_new(e, "container.id", pm->container_id, 0, false);
 	if (e->host && *e->host)
 		kvs[n++] = kv_new(e, "host.name", e->host, 0, false);
+	n += k8s_attrs(e, pm, kvs + n);
+	own = n;
 	for (uint32_t i = 0; pm && i < pm->nattrs && n < cap; i++)
-		if (!own_key(pm->attrs[i].key))
+		if (!own_key(pm->attrs[i].key) && !emitted(kvs, own, pm->attrs[i].key))
 			kvs[n++] = kv_new(e, pm->attrs[i].key, pm->attrs[i].value, 0, false);
 	for (uint32_t i = 0; i < n; i++)
 		if (!kvs[i])
@@ -841,30 +888,43 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 {
 	const struct profile_sample *first = profile__sample(e->p, order[c->first]);
 	const struct profile_meta *meta = profile__meta(e->p);
-	pb_rp *rp = arena_alloc(e, sizeof(*rp) + sizeof(pb_sp *));
-	pb_sp *sp = arena_alloc(e, sizeof(*sp) + sizeof(pb_profile *));
-	pb_resource *res = arena_alloc(e, sizeof(*res));
-	pb_scope *scope = arena_alloc(e, sizeof(*scope));
+	/* The process's earlier Profile (another type) is the last one of the request: join it. */
+	bool join = e->nrp > 0 && e->last_sp && e->last_pid == first->key.pid &&
+		    e->last_sp->n_profiles < MAX_PROFILES_PER_RESOURCE;
+	pb_rp *rp = NULL;
+	pb_sp *sp = NULL;
+	pb_resource *res = NULL;
+	pb_scope *scope = NULL;
 	pb_profile *prof = arena_alloc(e, sizeof(*prof) + 16);
 	pb_vt *st = arena_alloc(e, sizeof(*st)), *pt = arena_alloc(e, sizeof(*pt));
 	pb_sample **samples = arena_alloc(e, c->n * sizeof(*samples));
 	const struct profile_type_info *ti;
 	int err, a, b, x, y;
 
-	if (!rp || !sp || !res || !scope || !prof || !st || !pt || !samples)
+	if (!join) {
+		rp = arena_alloc(e, sizeof(*rp) + sizeof(pb_sp *));
+		sp = arena_alloc(e, sizeof(*sp) + MAX_PROFILES_PER_RESOURCE * sizeof(pb_profile *));
+		res = arena_alloc(e, sizeof(*res));
+		scope = arena_alloc(e, sizeof(*scope));
+		if (!rp || !sp || !res || !scope)
+			return -ENOMEM;
+	}
+	if (!prof || !st || !pt || !samples)
 		return -ENOMEM;
-	PB(resource_profiles__init)(rp);
-	PB(scope_profiles__init)(sp);
-	opentelemetry__proto__resource__v1__resource__init(res);
-	opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
 	PB(profile__init)(prof);
 	PB(value_type__init)(st);
 	PB(value_type__init)(pt);
-	err = build_resource(e, first->key.pid, first->key.process_name, res);
-	if (err)
-		return err;
-	scope->name = (char *)e->scope_name;
-	scope->version = (char *)e->scope_version;
+	if (!join) {
+		PB(resource_profiles__init)(rp);
+		PB(scope_profiles__init)(sp);
+		opentelemetry__proto__resource__v1__resource__init(res);
+		opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
+		err = build_resource(e, first->key.pid, first->key.process_name, res);
+		if (err)
+			return err;
+		scope->name = (char *)e->scope_name;
+		scope->version = (char *)e->scope_version;
+	}
 
 	ti = profile__type_info(c->type);
 	a = add_extra_text(e, ti->values[c->which].type);
@@ -891,35 +951,41 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 	random_id(e, prof->profile_id.data);
 	prof->samples = samples;
 
-	rp->resource = res;
-	rp->scope_profiles = (pb_sp **)(rp + 1);
-	rp->scope_profiles[0] = sp;
-	rp->n_scope_profiles = 1;
-	sp->scope = scope;
-	sp->profiles = (pb_profile **)(sp + 1);
-	sp->profiles[0] = prof;
-	sp->n_profiles = 1;
-
-	if (e->nrp == e->cap_rp) {
-		uint32_t cap = e->cap_rp ? 2 * e->cap_rp : 16;
-		pb_rp **n = realloc(e->rps, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		e->rps = n;
-		e->cap_rp = cap;
-	}
-	e->rps[e->nrp++] = rp;
-	e->prof = prof;
-	e->cur = c;
-	e->nsamples = 0;
-
 	/* Size with the window fields at their largest, and room for the prefixes to grow. */
 	prof->time_unix_nano = UINT64_MAX;
 	prof->duration_nano = UINT64_MAX;
-	e->body_bytes += msg_field_len(rp) + 3 * LEN_SLOP;
+	if (join) {
+		e->last_sp->profiles[e->last_sp->n_profiles++] = prof;
+		e->body_bytes += msg_field_len(prof) + 3 * LEN_SLOP;
+	} else {
+		rp->resource = res;
+		rp->scope_profiles = (pb_sp **)(rp + 1);
+		rp->scope_profiles[0] = sp;
+		rp->n_scope_profiles = 1;
+		sp->scope = scope;
+		sp->profiles = (pb_profile **)(sp + 1);
+		sp->profiles[0] = prof;
+		sp->n_profiles = 1;
+
+		if (e->nrp == e->cap_rp) {
+			uint32_t cap = e->cap_rp ? 2 * e->cap_rp : 16;
+			pb_rp **n = realloc(e->rps, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			e->rps = n;
+			e->cap_rp = cap;
+		}
+		e->rps[e->nrp++] = rp;
+		e->last_sp = sp;
+		e->last_pid = first->key.pid;
+		e->body_bytes += msg_field_len(rp) + 3 * LEN_SLOP;
+	}
 	prof->time_unix_nano = 0;
 	prof->duration_nano = 0;
+	e->prof = prof;
+	e->cur = c;
+	e->nsamples = 0;
 	return 0;
 }
 

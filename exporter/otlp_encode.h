@@ -11,8 +11,10 @@
  * starts with its zero value (string_table[0] = "", link_table[0] = Link{}), one
  * ResourceProfiles per process (pid) with one ScopeProfiles and one Profile in it:
  *   resource: service.name, process.pid (int), process.executable.name,
- *             process.executable.path, container.id (when known), host.name, plus the other
- *             OTEL_RESOURCE_ATTRIBUTES of the process;
+ *             process.executable.path, container.id (when known), host.name, with --k8s
+ *             k8s.pod.uid, k8s.pod.name, k8s.namespace.name, k8s.container.name (those known,
+ *             procmeta.k8s) and k8s.node.name, plus the other OTEL_RESOURCE_ATTRIBUTES of the
+ *             process (a key spanprof already set is not repeated);
  *   profile:  sample_type samples/count, period_type cpu/nanoseconds, period = meta period,
  *             time_unix_nano/duration_nano = the recording window (widened, if needed, so
  *             that every timestamp lies in [time, time + duration)), random profile_id;
@@ -56,6 +58,8 @@ struct otlp_encode_opts {
 	 */
 	int (*process_meta)(void *ctx, uint32_t pid, const struct procmeta **out);
 	void *ctx;
+	/* k8s.node.name on every resource (--k8s: the agent's K8S_NODE_NAME); NULL: none. */
+	const char *k8s_node_name;
 	/* Non-zero: skip the htlhash file reads (tests with fake paths, or a caller's policy). */
 	int no_file_hash;
 };

@@ -47,13 +47,16 @@ static uint64_t mono_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+const double otlp_export_duration_bounds_s[OTLP_EXPORT_DURATION_BOUNDS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+
 static int retryable(int status)
 {
 	return status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_RESOURCE_EXHAUSTED ||
 	       status == GRPC_STATUS_DEADLINE_EXCEEDED;
 }
 
-static const char *status_name(int status)
+const char *otlp_exporter__status_name(int status)
 {
 	static const char *const names[] = {
 	    "OK",
@@ -89,7 +92,8 @@ static void report_failure(struct otlp_exporter *e, const struct grpc_result *re
 	pthread_mutex_lock(&e->lock);
 	if (!e->failing || now - e->last_error_report_ns >= ERROR_REPORT_NS) {
 		fprintf(stderr, "\nspanprof: export to %s failed: %s%s%s%s\n", e->endpoint,
-			status_name(res->status), res->message[0] ? ": " : "", res->message,
+			otlp_exporter__status_name(res->status), res->message[0] ? ": " : "",
+			res->message,
 			retry ? " (retrying with backoff)" : " (not retryable: request dropped)");
 		e->last_error_report_ns = now;
 	}
@@ -97,6 +101,10 @@ static void report_failure(struct otlp_exporter *e, const struct grpc_result *re
 	pthread_mutex_unlock(&e->lock);
 }
 
+/*
+ * Every OTLP Export*ServiceResponse has the same wire layout (partial_success = 1 {rejected = 1
+ * int64, error_message = 2}): the profiles decoder reads the metrics response as well.
+ */
 static void check_partial_success(struct otlp_exporter *e, const void *resp, size_t len)
 {
 	Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *r;
@@ -112,8 +120,9 @@ static void check_partial_success(struct otlp_exporter *e, const void *resp, siz
 		e->st.rejected_profiles += r->partial_success->rejected_profiles;
 		pthread_mutex_unlock(&e->lock);
 		if (!e->opts.quiet)
-			fprintf(stderr, "\nspanprof: the Collector rejected %lld profiles: %s\n",
+			fprintf(stderr, "\nspanprof: the Collector rejected %lld %s: %s\n",
 				(long long)r->partial_success->rejected_profiles,
+				e->opts.what ? e->opts.what : "profiles",
 				r->partial_success->error_message
 				    ? r->partial_success->error_message
 				    : "");
@@ -173,6 +182,23 @@ static uint32_t call_timeout(struct otlp_exporter *e, int *expired)
 	return t;
 }
 
+/* Counts one finished call: its status and its duration. Under e->lock. */
+static void count_call(struct otlp_exporter *e, int status, uint64_t ns)
+{
+	double secs = ns / 1e9;
+	int b = 0;
+
+	if (status >= 0 && status < OTLP_GRPC_STATUS_COUNT)
+		e->st.calls_by_status[status]++;
+	while (b < OTLP_EXPORT_DURATION_BOUNDS && secs > otlp_export_duration_bounds_s[b])
+		b++;
+	e->st.call_buckets[b]++;
+	e->st.calls++;
+	e->st.call_seconds_sum += secs;
+	if (secs > e->st.call_seconds_max)
+		e->st.call_seconds_max = secs;
+}
+
 static void send_one(struct otlp_exporter *e, struct export_request *r)
 {
 	uint32_t backoff = BACKOFF_INITIAL_MS, jitter, timeout;
@@ -187,11 +213,14 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 		if (expired || export_queue__should_drop(e->queue, r))
 			break;
 		t0 = mono_ns();
-		if (grpc_client__call(e->client, OTLP_PROFILES_METHOD, r->data, r->len, timeout,
-				      &res, &resp, &resp_len)) {
+		if (grpc_client__call(e->client, e->opts.method, r->data, r->len, timeout, &res,
+				      &resp, &resp_len)) {
 			res.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
 			snprintf(res.message, sizeof(res.message), "agent out of memory");
 		}
+		pthread_mutex_lock(&e->lock);
+		count_call(e, res.status, mono_ns() - t0);
+		pthread_mutex_unlock(&e->lock);
 		if (res.status == GRPC_STATUS_OK) {
 			check_partial_success(e, resp, resp_len);
 			free(resp);
@@ -213,8 +242,12 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			report_failure(e, &res, 0);
 			pthread_mutex_lock(&e->lock);
 			e->st.failed++;
+			e->st.failed_samples += r->samples;
+			if (res.status >= 0 && res.status < OTLP_GRPC_STATUS_COUNT)
+				e->st.failed_by_status[res.status]++;
 			pthread_mutex_unlock(&e->lock);
-			export_queue__done(e->queue, r, 1);
+			/* Failed, not dropped: each request is counted under one outcome. */
+			export_queue__done(e->queue, r, 0);
 			return;
 		}
 		report_failure(e, &res, 1);
@@ -260,6 +293,8 @@ struct otlp_exporter *otlp_exporter__new(const struct otlp_exporter_opts *opts)
 	e->binpb_dir = opts->binpb_dir ? strdup(opts->binpb_dir) : NULL;
 	e->opts.grpc.endpoint = e->endpoint;
 	e->opts.binpb_dir = e->binpb_dir;
+	if (!e->opts.method)
+		e->opts.method = OTLP_PROFILES_METHOD;
 	if (!e->endpoint || (opts->binpb_dir && !e->binpb_dir)) {
 		err = -ENOMEM;
 		goto cleanup;

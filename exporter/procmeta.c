@@ -40,6 +40,12 @@ void procmeta__clear(struct procmeta *m)
 	free(m->exe_path);
 	free(m->exe_name);
 	free(m->env_service_name);
+	if (m->k8s) {
+		free(m->k8s->pod_name);
+		free(m->k8s->namespace);
+		free(m->k8s->container_name);
+		free(m->k8s);
+	}
 	memset(m, 0, sizeof(*m));
 }
 
@@ -245,11 +251,59 @@ static bool has_prefix(const char *s, size_t n, const char *pfx)
 	return n >= k && memcmp(s, pfx, k) == 0;
 }
 
-int procmeta__cgroup_path_id(const char *path, size_t len, char *id)
+/* Runtime names of the systemd cgroup driver's "<slice>:<runtime>:<id>" form. */
+static bool colon_runtime(const char *s, size_t n)
+{
+	static const char *const names[] = {"cri-containerd", "docker", "crio", "containerd",
+					    "libpod"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (n == strlen(names[i]) && memcmp(s, names[i], n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The container id named by one path component [b, b + n), if any: "<id>", "<runtime>-<id>"
+ * with an optional ".scope", or "<slice>:<runtime>:<id>".
+ */
+static bool component_container_id(const char *b, size_t n, char *id)
 {
 	/* Runtime prefixes of systemd scope units: docker-<id>.scope, cri-containerd-<id>.scope… */
 	static const char *const prefixes[] = {"docker-", "cri-containerd-", "crio-", "libpod-",
 					       "containerd-"};
+	const char *c2 = n ? memrchr(b, ':', n) : NULL;
+
+	if (c2) {
+		const char *c1 = memrchr(b, ':', c2 - b);
+
+		if (!c1 || !colon_runtime(c1 + 1, c2 - c1 - 1))
+			return false;
+		n -= c2 + 1 - b;
+		b = c2 + 1;
+	}
+	if (n > 6 && memcmp(b + n - 6, ".scope", 6) == 0)
+		n -= 6;
+	/* conmon is cri-o's/podman's monitor, not the container. */
+	if (has_prefix(b, n, "crio-conmon-") || has_prefix(b, n, "libpod-conmon-"))
+		return false;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (has_prefix(b, n, prefixes[i])) {
+			b += strlen(prefixes[i]);
+			n -= strlen(prefixes[i]);
+			break;
+		}
+	}
+	if (!is_hex64(b, n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		id[i] = (b[i] >= 'A' && b[i] <= 'F') ? b[i] - 'A' + 'a' : b[i];
+	id[n] = '\0';
+	return true;
+}
+
+int procmeta__cgroup_path_id(const char *path, size_t len, char *id)
+{
 	const char *end = path + len;
 
 	/* The deepest component that names a container wins (nested pods and slices). */
@@ -261,38 +315,84 @@ int procmeta__cgroup_path_id(const char *path, size_t len, char *id)
 			b--;
 		n = end - b;
 		end = b > path ? b - 1 : path;
-		if (n > 6 && memcmp(b + n - 6, ".scope", 6) == 0)
-			n -= 6;
-		/* conmon is cri-o's/podman's monitor, not the container. */
-		if (has_prefix(b, n, "crio-conmon-") || has_prefix(b, n, "libpod-conmon-"))
-			continue;
-		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-			if (has_prefix(b, n, prefixes[i])) {
-				b += strlen(prefixes[i]);
-				n -= strlen(prefixes[i]);
-				break;
-			}
+		if (component_container_id(b, n, id))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* 8-4-4-4-12 hex digits separated by '-' (cgroupfs) or '_' (systemd slice names). */
+static bool is_pod_uid(const char *s, size_t n)
+{
+	if (n != PROCMETA_POD_UID_LEN)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-' && s[i] != '_')
+				return false;
+		} else if (hexval(s[i]) < 0) {
+			return false;
 		}
-		if (is_hex64(b, n)) {
-			for (size_t i = 0; i < n; i++)
-				id[i] = (b[i] >= 'A' && b[i] <= 'F') ? b[i] - 'A' + 'a' : b[i];
-			id[n] = '\0';
+	}
+	return true;
+}
+
+static bool contains(const char *s, size_t n, const char *needle)
+{
+	return memmem(s, n, needle, strlen(needle)) != NULL;
+}
+
+int procmeta__cgroup_path_pod_uid(const char *path, size_t len, char *uid)
+{
+	const char *end = path + len;
+
+	if (!contains(path, len, "kubepods"))
+		return -ENOENT;
+	while (end > path) {
+		const char *b = end, *colon, *u = NULL;
+		size_t n;
+
+		while (b > path && b[-1] != '/')
+			b--;
+		n = end - b;
+		end = b > path ? b - 1 : path;
+		/* "<pod slice>:<runtime>:<id>": the pod is the part before the first ':'. */
+		colon = n ? memchr(b, ':', n) : NULL;
+		if (colon)
+			n = colon - b;
+		if (n > 6 && memcmp(b + n - 6, ".slice", 6) == 0)
+			n -= 6;
+		if (n == 3 + PROCMETA_POD_UID_LEN && has_prefix(b, n, "pod"))
+			u = b + 3; /* cgroupfs: kubepods/<qos>/pod<uid> */
+		else if (n > 4 + PROCMETA_POD_UID_LEN && contains(b, n, "kubepods") &&
+			 memcmp(b + n - PROCMETA_POD_UID_LEN - 4, "-pod", 4) == 0)
+			u = b + n - PROCMETA_POD_UID_LEN; /* systemd: kubepods-<qos>-pod<uid> */
+		if (u && is_pod_uid(u, PROCMETA_POD_UID_LEN)) {
+			for (size_t i = 0; i < PROCMETA_POD_UID_LEN; i++)
+				uid[i] = u[i] == '_'			? '-'
+					 : (u[i] >= 'A' && u[i] <= 'F') ? u[i] - 'A' + 'a'
+									: u[i];
+			uid[PROCMETA_POD_UID_LEN] = '\0';
 			return 0;
 		}
 	}
 	return -ENOENT;
 }
 
-int procmeta__parse_cgroup(FILE *f, char *id)
+int procmeta__parse_cgroup_ids(FILE *f, char *id, char *pod_uid)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	int err = -ENOENT;
+	bool need_uid = pod_uid != NULL;
 
+	if (pod_uid)
+		pod_uid[0] = '\0';
 	while ((n = getline(&line, &cap, f)) > 0) {
 		/* "hierarchy-ID:controller-list:path"; the path itself may contain ':'. */
 		char *c1 = memchr(line, ':', n), *c2;
+		size_t plen;
 
 		if (!c1)
 			continue;
@@ -301,15 +401,23 @@ int procmeta__parse_cgroup(FILE *f, char *id)
 			continue;
 		if (line[n - 1] == '\n')
 			n--;
-		if (procmeta__cgroup_path_id(c2 + 1, line + n - (c2 + 1), id) == 0) {
+		plen = line + n - (c2 + 1);
+		if (err && procmeta__cgroup_path_id(c2 + 1, plen, id) == 0)
 			err = 0;
+		if (need_uid && procmeta__cgroup_path_pod_uid(c2 + 1, plen, pod_uid) == 0)
+			need_uid = false;
+		if (!err && !need_uid)
 			break;
-		}
 	}
 	if (err && ferror(f))
 		err = -EIO;
 	free(line);
 	return err;
+}
+
+int procmeta__parse_cgroup(FILE *f, char *id)
+{
+	return procmeta__parse_cgroup_ids(f, id, NULL);
 }
 
 /* Reads up to @cap bytes of @path into a new buffer. */
@@ -446,7 +554,7 @@ int procmeta__read_at(const char *proc_root, int pid, struct procmeta *out)
 	f = fopen(path, "re");
 	if (f) {
 		nread++;
-		procmeta__parse_cgroup(f, out->container_id);
+		procmeta__parse_cgroup_ids(f, out->container_id, out->pod_uid);
 	} else if (denied(-errno)) {
 		ndenied++;
 	}

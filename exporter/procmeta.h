@@ -7,7 +7,10 @@
  *   variable is skipped without being copied: environments hold secrets);
  * - the executable path (/proc/PID/exe) and its base name;
  * - container.id: the 64-hex-digit id in the /proc/PID/cgroup path of docker, containerd,
- *   cri-o, podman and kubepods cgroups.
+ *   cri-o, podman and kubepods cgroups (systemd scopes "<runtime>-<id>.scope", cgroupfs
+ *   directories "<id>", and the "<slice>:<runtime>:<id>" form of the systemd cgroup driver);
+ * - the Kubernetes pod uid in the same path ("kubepods-<qos>-pod<uid>.slice" with '_' for '-'
+ *   under the systemd driver, "kubepods/<qos>/pod<uid>" under cgroupfs).
  *
  * Formats: OTEL_* variables as in the OpenTelemetry SDK environment variable specification
  * (OTEL_RESOURCE_ATTRIBUTES: "key=value,..." in the W3C Baggage style, values
@@ -26,10 +29,21 @@
 /* At most this many OTEL_RESOURCE_ATTRIBUTES entries are kept (the rest is dropped). */
 #define PROCMETA_MAX_ATTRS 32
 #define PROCMETA_CONTAINER_ID_LEN 64
+#define PROCMETA_POD_UID_LEN 36 /* 8-4-4-4-12 hex digits, lower case, '-' separated */
 
 struct procmeta_attr {
 	char *key;
 	char *value;
+};
+
+/*
+ * Kubernetes names of a process in a pod (--k8s, filled by exporter/k8smeta.h from the
+ * kubelet's log layout); each NULL when unknown. Exported with k8s.pod.uid.
+ */
+struct procmeta_k8s {
+	char *pod_name;
+	char *namespace;
+	char *container_name;
 };
 
 struct procmeta {
@@ -42,6 +56,10 @@ struct procmeta {
 	char *exe_path; /* absolute, " (deleted)" stripped; NULL if unknown (kernel thread) */
 	char *exe_name; /* base name of exe_path, else /proc/PID/comm; NULL if unknown */
 	char container_id[PROCMETA_CONTAINER_ID_LEN + 1]; /* lower-case hex, "" if none */
+	/* Pod uid from the cgroup path, "" if none; exported (k8s.pod.uid) only when k8s is set. */
+	char pod_uid[PROCMETA_POD_UID_LEN + 1];
+	/* NULL unless the agent runs with --k8s (owned; see k8smeta.h). */
+	struct procmeta_k8s *k8s;
 	/* OTEL_RESOURCE_ATTRIBUTES entries in input order, keys unique (the last one wins). */
 	uint32_t nattrs;
 	struct procmeta_attr *attrs;
@@ -88,8 +106,25 @@ int procmeta__parse_resource_attributes(const char *s, size_t len, struct procme
  */
 int procmeta__parse_cgroup(FILE *f, char *id);
 
-/* Checks one cgroup path; same results as procmeta__parse_cgroup(). */
+/*
+ * Same, and also writes the pod uid (PROCMETA_POD_UID_LEN + 1 bytes, "" when no line names a
+ * pod) to @pod_uid when it is not NULL. The result still says whether a container id was found.
+ */
+int procmeta__parse_cgroup_ids(FILE *f, char *id, char *pod_uid);
+
+/*
+ * Checks one cgroup path (@len bytes, need not be NUL-terminated); same results as
+ * procmeta__parse_cgroup(). The deepest path component naming a container wins.
+ */
 int procmeta__cgroup_path_id(const char *path, size_t len, char *id);
+
+/*
+ * Finds the Kubernetes pod uid in one cgroup path: the deepest component that is
+ * "pod<uid>" (cgroupfs driver) or "...kubepods...-pod<uid>[.slice]" (systemd driver, '_' in
+ * place of '-'), in a path that mentions "kubepods". Writes it normalized (lower case, '-') to
+ * @uid (PROCMETA_POD_UID_LEN + 1 bytes). Returns 0, or -ENOENT.
+ */
+int procmeta__cgroup_path_pod_uid(const char *path, size_t len, char *uid);
 
 /*
  * (Re)computes service_name from env_service_name, the service.name attribute and

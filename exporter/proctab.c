@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "proclife.h"
 #include "procmaps.h"
 #include "procmeta.h"
 #include "proctab.h"
@@ -30,8 +31,9 @@ struct proc {
 	uint64_t start_boot_ns;
 	uint64_t maps_read_ns; /* CLOCK_MONOTONIC of the last maps read */
 	struct procmaps maps;
-	struct map_ext *ext; /* one per maps.maps[] */
-	char exe[PATH_MAX];
+	struct map_ext *ext;  /* one per maps.maps[] */
+	char *exe;	      /* NULL: unknown */
+	uint32_t last_gen;    /* proctab gen of its latest sample */
 	struct procmeta meta; /* resource facts, read with the first maps */
 	int meta_err;	      /* 0, or why meta could not be read */
 	UT_hash_handle hh;
@@ -47,6 +49,8 @@ struct proctab {
 	struct proctab_stats stats;
 	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
 	void *maps_hook_ctx;
+	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
+	void *meta_hook_ctx;
 };
 
 static uint64_t now_ns(void)
@@ -76,18 +80,23 @@ static void proc_clear(struct proc *proc)
 	proc->ext = NULL;
 }
 
+static void proc_free(struct proctab *t, struct proc *proc)
+{
+	HASH_DEL(t->procs, proc);
+	proc_clear(proc);
+	procmeta__clear(&proc->meta);
+	free(proc->exe);
+	free(proc);
+}
+
 void proctab__free(struct proctab *t)
 {
 	struct proc *proc, *tmp;
 
 	if (!t)
 		return;
-	HASH_ITER (hh, t->procs, proc, tmp) {
-		HASH_DEL(t->procs, proc);
-		proc_clear(proc);
-		procmeta__clear(&proc->meta);
-		free(proc);
-	}
+	HASH_ITER (hh, t->procs, proc, tmp)
+		proc_free(t, proc);
 	free(t);
 }
 
@@ -132,25 +141,28 @@ static int is_file_mapping(const struct procmap *m)
 	return m->path[0] == '/' && (m->prot & PROT_EXEC);
 }
 
-static void proc_read_maps(struct proctab *t, struct proc *proc)
+/*
+ * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
+ * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
+ * process's samples are never named with the newer one's mappings. The maps hook sees the
+ * outcome (no mapping when the read failed or was dropped).
+ */
+static int proc_read_maps(struct proctab *t, struct proc *proc)
 {
 	char path[PATH_MAX];
-	int err;
+	int err, ret = 0;
 
 	proc_clear(proc);
 	proc->maps_read_ns = now_ns();
 	err = procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &proc->maps);
-	/* CFI unwinder hook: the walker's mapping list follows every read. */
-	if (t->maps_hook)
-		t->maps_hook(t->maps_hook_ctx, proc->pid, proc->start_boot_ns, &proc->maps);
 	if (err && !proc->maps.n) {
 		t->stats.maps_read_failed++;
-		return;
+		goto hook;
 	}
 	proc->ext = calloc(proc->maps.n ? proc->maps.n : 1, sizeof(*proc->ext));
 	if (!proc->ext) {
 		procmaps__clear(&proc->maps);
-		return;
+		goto hook;
 	}
 	for (size_t i = 0; i < proc->maps.n; i++) {
 		const struct procmap *m = &proc->maps.maps[i];
@@ -175,17 +187,30 @@ static void proc_read_maps(struct proctab *t, struct proc *proc)
 					m->path, proc->pid, strerror(errno));
 		}
 	}
+	/* The process was there when sampled: still there now means every read above was its. */
+	if (proclife__check(proc->pid, proc->start_boot_ns) == -ESTALE) {
+		t->stats.pid_reused++;
+		proc_clear(proc);
+		ret = -ESTALE;
+	}
+hook:
+	/* CFI unwinder hook: the walker's mapping list follows every read. */
+	if (t->maps_hook)
+		t->maps_hook(t->maps_hook_ctx, proc->pid, proc->start_boot_ns, &proc->maps);
+	return ret;
 }
 
 struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns)
 {
 	struct proc *proc;
-	char link[64];
+	char link[64], exe[PATH_MAX];
 	ssize_t n;
 
 	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
-	if (proc && proc->start_boot_ns == start_boot_ns)
+	if (proc && proc->start_boot_ns == start_boot_ns) {
+		proc->last_gen = t->gen;
 		return proc;
+	}
 	if (!proc) {
 		proc = calloc(1, sizeof(*proc));
 		if (!proc)
@@ -195,13 +220,27 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	}
 	/* New process, or the PID now belongs to another one. */
 	proc->start_boot_ns = start_boot_ns;
+	proc->last_gen = t->gen;
 	t->stats.processes++;
+	free(proc->exe);
+	proc->exe = NULL;
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
-	n = readlink(link, proc->exe, sizeof(proc->exe) - 1);
-	proc->exe[n > 0 ? n : 0] = '\0';
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		proc->exe = strdup(exe);
+	}
 	procmeta__clear(&proc->meta);
 	proc->meta_err = procmeta__read(pid, &proc->meta);
-	proc_read_maps(t, proc);
+	/* The maps read checks the PID last: the exe and resource facts are dropped with them. */
+	if (proc_read_maps(t, proc) == -ESTALE) {
+		free(proc->exe);
+		proc->exe = NULL;
+		procmeta__clear(&proc->meta);
+		proc->meta_err = -ESTALE;
+	}
+	if (!proc->meta_err && t->meta_hook)
+		t->meta_hook(t->meta_hook_ctx, pid, &proc->meta);
 	return proc;
 }
 
@@ -220,7 +259,7 @@ int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out)
 
 const char *proc__exe(const struct proc *proc)
 {
-	return proc->exe;
+	return proc->exe ? proc->exe : "";
 }
 
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
@@ -354,9 +393,38 @@ void proctab__profile_reset(struct proctab *t)
 	t->gen++;
 }
 
+size_t proctab__sweep(struct proctab *t, int keep_current)
+{
+	struct proc *proc, *tmp;
+	size_t n = 0;
+
+	HASH_ITER (hh, t->procs, proc, tmp) {
+		/* Its samples of this interval are not encoded yet: the encoder wants its meta. */
+		if (keep_current && proc->last_gen == t->gen)
+			continue;
+		if (!proclife__check(proc->pid, proc->start_boot_ns))
+			continue;
+		proc_free(t, proc);
+		n++;
+	}
+	t->stats.processes_freed += n;
+	return n;
+}
+
+size_t proctab__count(const struct proctab *t)
+{
+	return HASH_COUNT(t->procs);
+}
+
 const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
+}
+
+void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)
+{
+	t->meta_hook = fn;
+	t->meta_hook_ctx = ctx;
 }
 
 /* --- CFI unwinder hooks --- */

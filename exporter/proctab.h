@@ -30,6 +30,8 @@ struct proctab_stats {
 	uint64_t frames_unmapped;     /* user PCs outside every known mapping */
 	uint64_t frames_unsymbolized; /* PCs in a known file with no symbol for them */
 	uint64_t kernel_unsymbolized; /* kernel PCs with no kallsyms entry */
+	uint64_t pid_reused;	      /* maps reads dropped: the PID had gone to another process */
+	uint64_t processes_freed;     /* entries of exited processes freed by proctab__sweep() */
 };
 
 /*
@@ -63,6 +65,17 @@ uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const u
  */
 void proctab__profile_reset(struct proctab *t);
 
+/*
+ * Frees the entries of processes that are gone (exited, or their PID reused: proclife.h), so
+ * the table holds the live processes only, however many come and go. With @keep_current, an
+ * entry sampled since the last proctab__profile_reset() stays until after the next one (the OTLP
+ * encoder still asks for its resource facts). One read of /proc/PID/stat per entry: call every
+ * few seconds. Returns the number freed. Pointers to freed entries become invalid.
+ */
+size_t proctab__sweep(struct proctab *t, int keep_current);
+/* Entries in the table now. */
+size_t proctab__count(const struct proctab *t);
+
 struct procmeta;
 /*
  * Resource facts of the latest process with @pid (procmeta.h), read when its
@@ -89,5 +102,13 @@ void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx);
 /* Re-reads the maps of the latest process with @pid now (exec, mmap). 0 or -ESRCH if unknown. */
 int proctab__refresh(struct proctab *t, uint32_t pid);
 /* --- end of CFI unwinder hooks --- */
+
+/*
+ * Called once per process right after its resource facts were read successfully, to add to
+ * them (Kubernetes names with --k8s, k8smeta.h). @m belongs to the table.
+ */
+typedef void (*proctab_meta_hook)(void *ctx, uint32_t pid, struct procmeta *m);
+/* Sets (or with NULL clears) the hook. */
+void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx);
 
 #endif

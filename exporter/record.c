@@ -19,6 +19,7 @@
 
 #include "caps.h"
 #include "flamegraph.h"
+#include "k8smeta.h"
 #include "otel_env.h"
 #include "otlp_encode.h"
 #include "otlp_export.h"
@@ -28,8 +29,10 @@
 #include "proctab.h"
 #include "record.h"
 #include "sampler_user.h"
+#include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
+#include "targets.h"
 #include "unwinder.h"
 
 struct recorder {
@@ -37,7 +40,10 @@ struct recorder {
 	struct otlp_exporter *exporter; /* NULL: local files only */
 	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
 	uint64_t interval_start_mono;
-	uint64_t encode_failures; /* intervals (or parts) that could not be encoded */
+	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
+	uint64_t interval_samples; /* samples added since the last export_interval() */
+	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
+	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
 	struct profile *profile;
 	struct proctab *procs;
 	uint64_t boot_to_unix_ns;	       /* add to CLOCK_BOOTTIME to get the wall clock */
@@ -48,6 +54,9 @@ struct recorder {
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
+	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
+	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
 	 * sample ring (woken less often), and need its tables, maps and context. Handled after
@@ -56,6 +65,10 @@ struct recorder {
 	struct unwind_event exits[256];
 	uint32_t nexits;
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
+	struct otlp_exporter *metrics;
+	struct selfstats_resource self_res;
+	uint64_t start_unix;
 };
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
@@ -154,6 +167,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	} else {
 		r->samples++;
 		r->type_samples[key.type]++;
+		r->interval_samples++;
 	}
 	return 0;
 }
@@ -318,6 +332,99 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 }
 /* --- end of CFI unwinder --- */
 
+/* --- targeting and Kubernetes metadata (targets.h, k8smeta.h, docs/deploy.md) --- */
+static const char *host_root(void)
+{
+	const char *r = getenv("SPANPROF_HOST_ROOT");
+
+	return r && *r ? r : "";
+}
+
+static int targeted(const struct recorder *r)
+{
+	return r->opts->npids || r->targets;
+}
+
+/* The filters BPF cannot check by name: resolved here, before the sampler is made. */
+static int make_targets(struct recorder *r)
+{
+	const struct record_opts *o = r->opts;
+	struct targets_opts to = {
+	    .host_root = host_root(),
+	    .exes = o->exes,
+	    .nexes = o->nexes,
+	    .cgroups = o->cgroups,
+	    .ncgroups = o->ncgroups,
+	    .container_ids = o->container_ids,
+	    .ncontainer_ids = o->ncontainer_ids,
+	    .pods = o->k8s_pods,
+	    .npods = o->nk8s_pods,
+	};
+
+	if (!o->nexes && !o->ncgroups && !o->ncontainer_ids && !o->nk8s_pods)
+		return 0;
+	r->targets = targets__new(&to);
+	return r->targets ? 0 : -errno; /* message printed */
+}
+
+static void k8s_meta_hook(void *ctx, uint32_t pid, struct procmeta *m)
+{
+	struct recorder *r = ctx;
+
+	k8smeta__fill(r->k8s, m); /* ENOMEM: the process goes without pod names */
+}
+
+static int start_k8s(struct recorder *r)
+{
+	if (!r->opts->k8s)
+		return 0;
+	r->k8s = k8smeta__new(host_root());
+	if (!r->k8s)
+		return -ENOMEM;
+	r->k8s_node = getenv("K8S_NODE_NAME");
+	if (!r->k8s_node || !*r->k8s_node)
+		r->k8s_node = getenv("NODE_NAME");
+	proctab__set_meta_hook(r->procs, k8s_meta_hook, r);
+	return 0;
+}
+
+static void targeting_summary(struct recorder *r, const uint64_t *st)
+{
+	struct targets_stats ts = {0};
+	struct k8smeta_stats ks;
+
+	if (targeted(r))
+		fprintf(stderr,
+			"spanprof: targeting: %llu samples of other processes filtered "
+			"out in BPF\n",
+			(unsigned long long)st[SP_STAT_FILTERED]);
+	if (r->targets) {
+		targets__stats(r->targets, &ts);
+		fprintf(stderr,
+			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
+			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
+			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
+			ts.exes_found, r->opts->nexes, ts.exe_keys, ts.cgroups_found,
+			r->opts->ncgroups, ts.containers_found, r->opts->ncontainer_ids,
+			ts.containers_ambiguous, ts.pods_found, r->opts->nk8s_pods, ts.cgroup_ids,
+			(unsigned long long)ts.walks, (unsigned long long)ts.walk_dirs,
+			ts.walks ? ts.walk_ns / 1e6 / ts.walks : 0.0,
+			(unsigned long long)ts.map_errors);
+	}
+	if (r->k8s) {
+		k8smeta__stats(r->k8s, &ks);
+		fprintf(
+		    stderr,
+		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
+		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
+		    "containers)%s\n",
+		    (unsigned long long)ks.hits, (unsigned long long)ks.misses,
+		    (unsigned long long)ks.scans, ks.pods, ks.containers,
+		    r->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
+	}
+}
+/* --- end of targeting --- */
+
 /* One line, naming what is wrong and what to do. */
 static int fail(const char *fmt, ...)
 {
@@ -335,19 +442,14 @@ static int fail(const char *fmt, ...)
  * Ring buffer size: one second of samples with every CPU busy, as a power of
  * two within [512 KiB, 64 MiB]. The consumer polls every 100 ms, so this
  * leaves room for a slow symbolization or a loaded machine without pinning
- * memory that an idle machine never touches. Event profiles (any type but cpu) come in bursts
- * that the sampling rate does not bound (a machine's every blocked period of 1 ms, say): at
- * least 8 MiB with them, ~1400 samples, so that a start-up spent building unwind tables does not
- * lose them.
+ * memory that an idle machine never touches.
  */
 static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
-	uint32_t size = 512 << 10;
-
-	if (types & ~(1u << PROFILE_CPU) && want < (8u << 20))
-		want = 8u << 20;
+	/* Event profiles come in bursts (an allocation loop): room for ~1400 samples. */
+	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 512 << 10;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
@@ -363,6 +465,8 @@ static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
  */
 #define MALLOC_MMAP_THRESHOLD (128 << 10)
 #define TRIM_NS (2 * 1000000000ull)
+/* Entries of exited processes leave the process table this often (proctab__sweep()). */
+#define PROC_SWEEP_NS (5 * 1000000000ull)
 
 static void tune_malloc(void)
 {
@@ -526,28 +630,36 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	    export, tty && !final ? "" : "\n");
 }
 
-/* The losses of profile type @t other than a full ring buffer, as ", N reason" items. */
-static const char *type_losses(uint32_t t, const uint64_t *st, char *buf, size_t size)
+/*
+ * Where every sample BPF took went: into the profile (and then, with --endpoint, sent or
+ * counted as dropped by the exporter or the encoder) or into a drop counter. Ring-buffer drops
+ * happen before BPF counts a sample as taken.
+ */
+static void accounting_summary(struct recorder *r, const uint64_t *st)
 {
-	buf[0] = '\0';
-	if (t == PROFILE_OFFCPU) /* bpf/offcpu.bpf.h */
-		snprintf(buf, size,
-			 ", %llu stale (blocked outside a syscall: stack gone), %llu not measured "
-			 "(task storage unavailable); %llu further periods of one syscall added to "
-			 "its sample",
-			 (unsigned long long)st[SP_STAT_OFFCPU_STALE],
-			 (unsigned long long)st[SP_STAT_OFFCPU_NO_STORAGE],
-			 (unsigned long long)st[SP_STAT_OFFCPU_MERGED]);
-	return buf;
+	uint64_t taken = 0;
+
+	/* Every profile type's samples handed to user space. */
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		taken += st[sp_stat_type_samples(t)];
+	fprintf(stderr,
+		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
+		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
+		(unsigned long long)taken, (unsigned long long)r->samples,
+		(unsigned long long)r->user_drops, (unsigned long long)total_drops(st));
 }
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
-	if (!r->samples)
+	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
 		fprintf(stderr,
 			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
 			"sleeping the whole time)\n",
-			r->opts->npids ? "the selected processes" : "no process");
+			targeted(r) ? "the selected processes" : "no process");
+	else if (!r->samples)
+		fprintf(stderr,
+			"spanprof: no samples: %s had no event of the selected profile types\n",
+			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
 
@@ -557,7 +669,9 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
-		"without a symbol; %llu maps unreadable, %llu files unopenable\n",
+		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
+		"dropped (PID reused)\n"
+		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
 		sampler__ncpus(s), r->opts->frequency_hz,
 		(unsigned long long)(total_drops(st) + r->user_drops),
@@ -566,20 +680,20 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
 		(unsigned long long)ps->frames_unsymbolized,
 		(unsigned long long)ps->kernel_unsymbolized,
-		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed);
-	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++) {
-		char more[256];
-
+		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
+		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
+		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
+	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			fprintf(
 			    stderr,
-			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)%s\n",
+			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
 			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
-			    (unsigned long long)st[sp_stat_type_drop(t)],
-			    type_losses(t, st, more, sizeof(more)));
-	}
-	unwind_summary(r, st); /* CFI unwinder */
+			    (unsigned long long)st[sp_stat_type_drop(t)]);
+	sampler__event_summary(s, stderr); /* the event types' own counters */
+	unwind_summary(r, st);		   /* CFI unwinder */
 	span_links_summary(r, st);
+	targeting_summary(r, st);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -587,14 +701,17 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr,
 			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
 			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
-			"rejected by the Collector, %llu encoding failures\n",
+			"rejected by the Collector, %llu encoding failures (%llu samples lost "
+			"encoding)\n",
 			r->opts->endpoint, (unsigned long long)es.requests_sent,
 			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
 			(unsigned long long)es.retries, (unsigned long long)es.failed,
 			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
 			(unsigned long long)es.rejected_profiles,
-			(unsigned long long)r->encode_failures);
+			(unsigned long long)r->encode_failures,
+			(unsigned long long)r->encode_dropped);
 	}
+	accounting_summary(r, st);
 }
 
 /* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
@@ -606,6 +723,58 @@ static int export_result(struct recorder *r)
 	if (r->samples && !es.samples_sent)
 		return fail("no sample reached the Collector at %s (see the errors above)",
 			    r->opts->endpoint);
+	return 0;
+}
+
+/* Self-telemetry (docs/self-telemetry.md): the stats lines and the --self-metrics request. */
+static void self_telemetry(struct recorder *r, struct sampler *s, const struct symcache *syms,
+			   int log)
+{
+	struct selfstats_sources src = {
+	    .start_unix_ns = r->start_unix,
+	    .sampler = s,
+	    .procs = r->procs,
+	    .syms = syms,
+	    .unwinder = r->unwinder,
+	    .links = r->links,
+	    .profiles = r->exporter,
+	    .metrics = r->metrics,
+	    .samples = r->samples,
+	    .samples_oom = r->user_drops,
+	    .link_drops = r->link_drops,
+	    .encode_failures = r->encode_failures,
+	    .profile_types = r->opts->profile_types,
+	    .type_samples = r->type_samples,
+	};
+	struct selfstats st;
+	uint8_t *buf;
+	size_t len;
+
+	selfstats__collect(&src, &st);
+	if (log && r->opts->log_level >= SELFSTATS_LOG_INFO) {
+		if (!r->opts->quiet && isatty(STDERR_FILENO))
+			fputs("\r\033[K", stderr); /* over the progress line */
+		selfstats__log(stderr, &st);
+	}
+	if (r->metrics && !selfstats__encode(&st, &r->self_res, SPANPROF_VERSION, &buf, &len))
+		otlp_exporter__submit(r->metrics, buf, len, 0);
+}
+
+/* The --self-metrics sender: the profiles' endpoint, TLS and headers, its own bounded queue. */
+static int start_self_metrics(struct recorder *r, const struct otlp_exporter_opts *profiles)
+{
+	struct otlp_exporter_opts mo = *profiles;
+
+	if (selfstats__resource_from_env(&r->self_res))
+		return fail("out of memory while starting");
+	mo.method = OTLP_METRICS_METHOD;
+	mo.what = "data points";
+	mo.binpb_dir = NULL;
+	mo.queue_bytes = SELFSTATS_QUEUE_BYTES;
+	r->metrics = otlp_exporter__new(&mo);
+	if (!r->metrics)
+		return fail("cannot set up the --self-metrics export to '%s': %s",
+			    r->opts->endpoint, strerror(errno));
 	return 0;
 }
 
@@ -628,6 +797,8 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, buf, len);
+	/* From here the exporter counts these samples as sent or dropped. */
+	r->interval_queued += samples;
 	otlp_exporter__submit(r->exporter, copy, len, samples);
 	return 0;
 }
@@ -642,6 +813,7 @@ static void export_interval(struct recorder *r)
 	    .max_request_bytes = r->opts->max_request_bytes,
 	    .process_meta = process_meta,
 	    .ctx = r,
+	    .k8s_node_name = r->k8s_node,
 	};
 	struct profile_meta meta = {0};
 	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
@@ -660,6 +832,10 @@ static void export_interval(struct recorder *r)
 				strerror(err < 0 ? -err : err));
 		}
 	}
+	/* What never reached the exporter (an encoding failure, even a partial one) is counted. */
+	if (r->interval_samples > r->interval_queued)
+		r->encode_dropped += r->interval_samples - r->interval_queued;
+	r->interval_samples = r->interval_queued = 0;
 	profile__reset(r->profile);
 	proctab__profile_reset(r->procs);
 	r->interval_start_unix = now_unix;
@@ -754,7 +930,10 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 		o->tls_cert = v;
 	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
 		o->tls_key = v;
-	/* Environment headers first; a flag's header with the same key replaces them. */
+	/*
+	 * Environment headers first; a flag's header with the same key replaces them. Without
+	 * --header the headers are the configuration file's, and the environment's win instead.
+	 */
 	if ((v = otel_env__exporter("HEADERS"))) {
 		struct record_header flag_headers[RECORD_MAX_HEADERS];
 		size_t nflag = o->nheaders;
@@ -776,6 +955,8 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 			for (j = 0; j < o->nheaders; j++)
 				if (!strcasecmp(o->headers[j].key, flag_headers[i].key))
 					break;
+			if (j < o->nheaders && !f->headers)
+				continue;
 			if (j == o->nheaders && o->nheaders >= RECORD_MAX_HEADERS)
 				return fail("at most %d headers", RECORD_MAX_HEADERS);
 			if (j == o->nheaders)
@@ -850,7 +1031,8 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, start_unix;
+	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
+	    last_stats;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
@@ -863,6 +1045,8 @@ int record__run(const struct record_opts *o)
 	if (!tgids)
 		return fail("out of memory");
 	if (resolve_pids(o, tgids, &ntgids))
+		goto cleanup;
+	if (make_targets(&r))
 		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
@@ -882,7 +1066,7 @@ int record__run(const struct record_opts *o)
 			"stay addresses\n",
 			strerror(errno));
 	r.procs = proctab__new(syms, ksyms);
-	if (!r.procs)
+	if (!r.procs || start_k8s(&r))
 		goto fail_nomem;
 	r.boot_to_unix_ns = boot_to_unix_offset();
 
@@ -918,6 +1102,8 @@ int record__run(const struct record_opts *o)
 			    o->endpoint, strerror(errno));
 			goto cleanup_dir;
 		}
+		if (o->self_metrics && start_self_metrics(&r, &eo))
+			goto cleanup_dir;
 	}
 
 	so.frequency_hz = o->frequency_hz;
@@ -937,6 +1123,10 @@ int record__run(const struct record_opts *o)
 	so.alloc_min_bytes = o->alloc_min_bytes;
 	so.lock_min_wait_ns = o->lock_min_wait_ns;
 	so.offcpu_min_ns = o->offcpu_min_ns;
+	if (r.targets) {
+		so.filter_exe_max = targets__exe_max(r.targets);
+		so.filter_cgroup_max = targets__cgroup_max(r.targets);
+	}
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -947,6 +1137,15 @@ int record__run(const struct record_opts *o)
 	}
 	r.sampler = s;
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
+	if (r.targets) {
+		struct sampler_filter_maps fm;
+
+		sampler__filter_maps(s, &fm);
+		if (targets__start(r.targets, &fm)) {
+			fail("cannot fill the targeting filters: %s", strerror(errno));
+			goto cleanup_dir;
+		}
+	}
 	start_unwinder(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
@@ -966,16 +1165,28 @@ int record__run(const struct record_opts *o)
 	}
 
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = clock_ns(CLOCK_MONOTONIC);
-	start_unix = clock_ns(CLOCK_REALTIME);
+	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
+	    clock_ns(CLOCK_MONOTONIC);
+	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
-	if (!o->quiet)
-		fprintf(stderr, "spanprof: sampling %s on %d CPUs at %u Hz%s%s%s; Ctrl-C to stop\n",
-			ntgids ? "the given processes" : "every process", sampler__ncpus(s),
-			o->frequency_hz, o->duration_s > 0 ? "" : " until interrupted",
+	if (!o->quiet) {
+		char what[128] = "", types[64] = "";
+		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+
+		if (sel & (1u << PROFILE_CPU))
+			snprintf(what, sizeof(what), " on %d CPUs at %u Hz", sampler__ncpus(s),
+				 o->frequency_hz);
+		for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
+			if (sel & (1u << t))
+				snprintf(types + strlen(types), sizeof(types) - strlen(types),
+					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
+		fprintf(stderr, "spanprof: sampling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
+			targeted(&r) ? "the targeted processes" : "every process", types, what,
+			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
+	}
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
@@ -1006,14 +1217,31 @@ int record__run(const struct record_opts *o)
 			unwinder__tick(r.unwinder);
 		if (r.links)
 			spanlinks__tick(r.links);
+		if (r.targets) /* containers and pods started since, binaries replaced */
+			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
 			export_interval(&r);
 			last_export = now;
+		}
+		if (now - last_sweep >= PROC_SWEEP_NS) {
+			/*
+			 * Samples of a process that is gone may still wait in the ring: drain
+			 * it first. Exporting, an entry also outlives the interval holding its
+			 * samples.
+			 */
+			sampler__drain(s);
+			proctab__sweep(r.procs, r.exporter != NULL);
+			last_sweep = now;
 		}
 		if (now - last_trim >= TRIM_NS) {
 			symcache__trim(syms); /* mapped DWARF pages touched since */
 			malloc_trim(0);
 			last_trim = now;
+		}
+		if (o->stats_interval_s > 0 &&
+		    now - last_stats >= (uint64_t)(o->stats_interval_s * 1e9)) {
+			self_telemetry(&r, s, syms, 1);
+			last_stats = now;
 		}
 		if (!o->quiet &&
 		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
@@ -1037,6 +1265,10 @@ int record__run(const struct record_opts *o)
 			    "to give up)\n",
 			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
+	}
+	if (r.metrics) { /* the final figures, the profiles' flush included */
+		self_telemetry(&r, s, syms, 0);
+		otlp_exporter__shutdown(r.metrics, o->flush_timeout_s * 1000, &abort_flush);
 	}
 	if (!o->quiet)
 		progress(&r, s, t0, t_stop, 1);
@@ -1072,10 +1304,14 @@ cleanup:
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
+	otlp_exporter__free(r.metrics);
+	selfstats__resource_clear(&r.self_res);
 	proctab__free(r.procs);
 	profile__free(r.profile);
 	ksyms__free(ksyms);
 	symcache__free(syms);
 	free(tgids);
+	targets__free(r.targets);
+	k8smeta__free(r.k8s);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #define RECORD_DEFAULT_ALLOC_SAMPLE_BYTES (512u << 10)
 #define RECORD_DEFAULT_LOCK_MIN_WAIT_NS 10000ull /* 10 us */
 #define RECORD_DEFAULT_OFFCPU_MIN_NS 1000000ull	 /* 1 ms */
+#define RECORD_MAX_TARGETS 256 /* values of each targeting flag (--exe, --cgroup, ...) */
 
 struct record_opts {
 	uint32_t frequency_hz;		/* per CPU */
@@ -47,6 +48,19 @@ struct record_opts {
 	uint64_t alloc_min_bytes;    /* --alloc-min-bytes */
 	uint64_t lock_min_wait_ns;   /* --lock-min-wait */
 	uint64_t offcpu_min_ns;	     /* --offcpu-min */
+	/*
+	 * Targeting (exporter/targets.h, docs/deploy.md): with any of these or --pid, a process
+	 * is sampled when it matches any of them. Paths are under SPANPROF_HOST_ROOT.
+	 */
+	const char *exes[RECORD_MAX_TARGETS]; /* --exe PATH */
+	size_t nexes;
+	const char *cgroups[RECORD_MAX_TARGETS]; /* --cgroup PATH (cgroup v2) */
+	size_t ncgroups;
+	const char *container_ids[RECORD_MAX_TARGETS]; /* --container-id ID (>= 12 hex digits) */
+	size_t ncontainer_ids;
+	const char *k8s_pods[RECORD_MAX_TARGETS]; /* --k8s-pod UID|NAMESPACE/NAME */
+	size_t nk8s_pods;
+	int k8s; /* --k8s: Kubernetes resource attributes (exporter/k8smeta.h) */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */
@@ -62,6 +76,11 @@ struct record_opts {
 	double flush_timeout_s; /* on SIGINT/SIGTERM, wait this long for the queue to drain */
 	size_t max_request_bytes;
 	size_t queue_bytes;
+
+	/* Self-telemetry (docs/self-telemetry.md). */
+	double stats_interval_s; /* stats lines (and --self-metrics requests) this often; 0: off */
+	int self_metrics;	 /* also send them as OTLP metrics to the endpoint */
+	int log_level;		 /* SELFSTATS_LOG_*; the stats lines are info */
 };
 
 /*
@@ -69,7 +88,10 @@ struct record_opts {
  * environment variables (OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT, _HEADERS,
  * _TIMEOUT, _COMPRESSION, _INSECURE, _CERTIFICATE, _CLIENT_CERTIFICATE,
  * _CLIENT_KEY; the signal-specific one wins), then the defaults.
- * @flag_set tells which fields came from flags. 0 or -EINVAL (message printed).
+ * @flag_set tells which fields came from flags; values already in @o that no flag set (from
+ * a configuration file) are replaced by the environment's. Headers are merged by name: a
+ * flag's replaces the environment's, the environment's replaces the file's.
+ * 0 or -EINVAL (message printed).
  */
 struct record_flags_set {
 	int endpoint, insecure, tls_ca, tls_cert, tls_key, headers, gzip, export_timeout;

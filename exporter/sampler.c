@@ -42,8 +42,9 @@ struct sampler {
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
-	uint32_t types;			/* profile types: 1 << SP_PROF_* */
-	void *ev_state[SP_PROF_NTYPES]; /* event types' own state */
+	uint32_t types;				    /* profile types: 1 << SP_PROF_* */
+	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
+	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -163,9 +164,18 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: cannot open the BPF object: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	s->skel->rodata->filter_pids = opts->npids > 0;
+	/* Targeting (bpf/filter.bpf.h): only the filters asked for are loaded. */
+	s->skel->rodata->filter_mask = (opts->npids ? SP_FILTER_PID : 0) |
+				       (opts->filter_exe_max ? SP_FILTER_EXE : 0) |
+				       (opts->filter_cgroup_max ? SP_FILTER_CGROUP : 0);
 	if (opts->npids > 0)
 		bpf_map__set_max_entries(s->skel->maps.pid_filter, opts->npids);
+	if (opts->filter_exe_max)
+		bpf_map__set_max_entries(s->skel->maps.exe_filter, opts->filter_exe_max);
+	if (opts->filter_cgroup_max)
+		bpf_map__set_max_entries(s->skel->maps.cgroup_filter, opts->filter_cgroup_max);
+	s->filter_exe_max = opts->filter_exe_max;
+	s->filter_cgroup_max = opts->filter_cgroup_max;
 	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
 	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
@@ -471,6 +481,14 @@ int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char
 	return err;
 }
 
+void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out)
+{
+	out->exe_fd = s->filter_exe_max ? bpf_map__fd(s->skel->maps.exe_filter) : -1;
+	out->cgroup_fd = s->filter_cgroup_max ? bpf_map__fd(s->skel->maps.cgroup_filter) : -1;
+	out->exe_max = s->filter_exe_max;
+	out->cgroup_max = s->filter_cgroup_max;
+}
+
 int sampler__ncpus(const struct sampler *s)
 {
 	return s->nattached;
@@ -493,4 +511,15 @@ void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_
 	*value = e->type == SP_PROF_CPU ? 0 : e->value;
 	if (et && et->values)
 		et->values(s->ev_state[e->type], e, count, value);
+}
+
+void sampler__event_summary(struct sampler *s, FILE *f)
+{
+	uint64_t st[SP_STAT_MAX];
+
+	if (sampler__stats(s, st))
+		return;
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && event_types[t]->summary && s->ev_state[t])
+			event_types[t]->summary(s->ev_state[t], st, f);
 }

@@ -11,6 +11,7 @@
 #define SPANPROF_SAMPLER_EVENTS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sampler.h"
 
@@ -39,6 +40,11 @@ struct sampler_event_type {
 	 * allocations). May be NULL: count 1, value s->value.
 	 */
 	void (*values)(void *state, const struct sp_sample *s, uint64_t *count, uint64_t *value);
+	/*
+	 * End of the run: the type's own lines for the summary on @f, from its state and the BPF
+	 * counters @st[SP_STAT_MAX]. May be NULL.
+	 */
+	void (*summary)(void *state, const uint64_t *st, FILE *f);
 	/* Detaches and frees @state (NULL: nothing attached). */
 	void (*free)(void *state);
 };

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include "filter.h"
 #include "sampler.h"
 #include "unwind_walk.h"
 
@@ -54,6 +56,21 @@ struct sampler_opts {
 	uint64_t alloc_min_bytes;    /* allocations below this size are not counted */
 	uint64_t lock_min_wait_ns;   /* lock waits below this are not sampled */
 	uint64_t offcpu_min_ns;	     /* blocked periods below this are not sampled */
+	/*
+	 * Targeting (bpf/filter.bpf.h): room for this many executables / cgroup ids; 0 leaves
+	 * that filter out. The agent fills them through sampler__filter_maps()
+	 * (exporter/targets.h). A process is sampled when it matches any loaded filter, --pid
+	 * included.
+	 */
+	uint32_t filter_exe_max;
+	uint32_t filter_cgroup_max;
+};
+
+/* The targeting maps (bpf/filter.h): -1 for a filter that is not loaded. */
+struct sampler_filter_maps {
+	int exe_fd;    /* BPF_MAP_TYPE_HASH: struct sp_exe_key -> __u8 1 */
+	int cgroup_fd; /* BPF_MAP_TYPE_HASH: __u64 cgroup v2 id -> __u8 1 */
+	uint32_t exe_max, cgroup_max;
 };
 
 /* The thread-context maps: tgid -> struct sp_tls_loc, tid -> struct sp_ctx_thread. */
@@ -95,6 +112,8 @@ void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *
  */
 void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
 			   uint64_t *value);
+/* The event types' own summary lines (sampler_event_type.summary) on @f. */
+void sampler__event_summary(struct sampler *s, FILE *f);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
@@ -107,6 +126,8 @@ int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_ma
  */
 int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char *func,
 			       uint32_t mode);
+/* The targeting maps (owned by the sampler). */
+void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out);
 /* Starts sampling when the sampler was made with start_disabled. */
 void sampler__start(struct sampler *s);
 /* Stops sampling (disables the perf events) before the final drain. */

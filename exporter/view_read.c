@@ -2268,8 +2268,9 @@ static bool ends_with(const char *s, const char *suffix)
 
 static bool wanted(const char *name)
 {
-	return !strcmp(name, "profile.pb.gz") || ends_with(name, ".binpb") ||
-	       ends_with(name, ".json") || ends_with(name, ".jsonl");
+	/* profile.pb.gz, and alloc/lock/offcpu.pb.gz of the other profile types */
+	return ends_with(name, ".pb.gz") || ends_with(name, ".binpb") || ends_with(name, ".json") ||
+	       ends_with(name, ".jsonl");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -2319,10 +2320,9 @@ static int read_dir(struct view_doc *d, const char *path)
 		names[n++] = full;
 	}
 	if (!n) {
-		snprintf(
-		    msg, sizeof(msg),
-		    "no profiles in this directory (looked for *.binpb, profile.pb.gz, *.json, "
-		    "*.jsonl)");
+		snprintf(msg, sizeof(msg),
+			 "no profiles in this directory (looked for *.binpb, *.pb.gz, *.json, "
+			 "*.jsonl)");
 		goto fail;
 	}
 	qsort(names, n, sizeof(*names), cmp_str);

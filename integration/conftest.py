@@ -109,6 +109,12 @@ def record(spanprof, outdir, *args, timeout=120, check=True):
     return res
 
 
+def as_nobody(*cmd):
+    """@cmd run as the unprivileged user nobody, without any capability (setpriv)."""
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",
+            *map(str, cmd)]
+
+
 def read_folded(path):
     """profile.folded as a list of (frames root..leaf, count)."""
     out = []

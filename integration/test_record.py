@@ -5,7 +5,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import bpf_prog_ids, loaded_prog_ids, read_folded, record
+from conftest import as_nobody, bpf_prog_ids, loaded_prog_ids, read_folded, record
 
 
 def is_subsequence(needle, hay):
@@ -137,9 +137,8 @@ def test_unwritable_output_dir_fails_cleanly(spanprof, tmp_path):
 def test_unprivileged_user_is_refused(spanprof, tmp_path):
     out = tmp_path / "out"
     os.chmod(tmp_path, 0o777)
-    res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                          "--inh-caps=-all", str(spanprof), "record", "--duration", "1",
-                          "--output-dir", str(out)], capture_output=True, text=True)
+    res = subprocess.run(as_nobody(spanprof, "record", "--duration", "1", "--output-dir", out),
+                         capture_output=True, text=True)
     assert res.returncode != 0
     assert "CAP_BPF" in res.stderr and "root" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr

@@ -1097,6 +1097,89 @@ static void test_encode_defaults_and_errors(void **state)
 	profile__free(empty);
 }
 
+/* --k8s: the Kubernetes attributes known, and the agent's node name on every resource. */
+static struct procmeta k8s_meta100;
+
+static int k8s_meta(void *ctx, uint32_t pid, const struct procmeta **out)
+{
+	if (pid != 100 && pid != 200)
+		return -ESRCH;
+	*out = pid == 100 ? &k8s_meta100 : ctx;
+	return 0;
+}
+
+static void test_encode_k8s_attributes(void **state)
+{
+	static char svc[] = "checkout", pod[] = "checkout-7d9f", ns[] = "shop";
+	static char k1[] = "k8s.pod.name", v1[] = "from-the-environment";
+	static char k2[] = "k8s.deployment.name", v2[] = "checkout";
+	struct procmeta_attr attrs[2] = {{k1, v1}, {k2, v2}};
+	struct procmeta_k8s k8s = {.pod_name = pod, .namespace = ns};
+	/* pid 200: a pod uid in its cgroup path, but no --k8s names: no k8s.pod.uid either. */
+	struct procmeta meta200 = {.service_name = svc};
+	struct otlp_encode_opts o = {.host_name = "h",
+				     .no_file_hash = 1,
+				     .process_meta = k8s_meta,
+				     .ctx = &meta200,
+				     .k8s_node_name = "node-1"};
+	struct ids ids;
+	struct profile *p = make_profile(&ids);
+	struct bufs b = {0};
+	pb_request *req;
+	int seen = 0;
+
+	memset(&k8s_meta100, 0, sizeof(k8s_meta100));
+	k8s_meta100.service_name = svc;
+	k8s_meta100.k8s = &k8s;
+	k8s_meta100.attrs = attrs;
+	k8s_meta100.nattrs = 2;
+	strcpy(k8s_meta100.pod_uid, "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d");
+	strcpy(meta200.pod_uid, k8s_meta100.pod_uid);
+
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	assert_int_equal(b.n, 1);
+	req = REQ_UNPACK(NULL, b.len[0], b.buf[0]);
+	assert_non_null(req);
+	for (size_t i = 0; i < req->n_resource_profiles; i++) {
+		const Opentelemetry__Proto__Resource__V1__Resource *res =
+		    req->resource_profiles[i]->resource;
+		int64_t pid = resource_attr(res, "process.pid")->int_value;
+
+		/* Every resource: the node. resource_attr() also asserts that keys are unique. */
+		assert_any_string(resource_attr(res, "k8s.node.name"), "node-1");
+		if (pid == 100) {
+			seen++;
+			assert_any_string(resource_attr(res, "k8s.pod.uid"),
+					  "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d");
+			/* The kubelet's name wins over the process's own claim. */
+			assert_any_string(resource_attr(res, "k8s.pod.name"), "checkout-7d9f");
+			assert_any_string(resource_attr(res, "k8s.namespace.name"), "shop");
+			assert_null(resource_attr(res, "k8s.container.name"));
+			/* Attributes spanprof does not set are the process's. */
+			assert_any_string(resource_attr(res, "k8s.deployment.name"), "checkout");
+		} else {
+			seen += pid == 200;
+			assert_null(resource_attr(res, "k8s.pod.uid"));
+			assert_null(resource_attr(res, "k8s.pod.name"));
+		}
+	}
+	assert_int_equal(seen, 2);
+	REQ_FREE(req, NULL);
+	free(check_with_otlpcheck(p, &b));
+	bufs_free(&b);
+
+	/* Without a node name (no --k8s): no k8s.* at all for a process without names. */
+	o.k8s_node_name = NULL;
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	req = REQ_UNPACK(NULL, b.len[0], b.buf[0]);
+	assert_non_null(req);
+	for (size_t i = 0; i < req->n_resource_profiles; i++)
+		assert_null(resource_attr(req->resource_profiles[i]->resource, "k8s.node.name"));
+	REQ_FREE(req, NULL);
+	bufs_free(&b);
+	profile__free(p);
+}
+
 static void test_htlhash_file(void **state)
 {
 	char path[PATH_MAX], hex[33];
@@ -1639,6 +1722,177 @@ static void test_encode_speed(void **state)
 	profile__free(p);
 }
 
+/* Per request: value sums per "type/unit" Profile, events, and the lock addresses seen. */
+struct type_sums {
+	char name[8][64];
+	int64_t sum[8];
+	size_t nvalues[8];
+	uint32_t n;
+	uint32_t max_profiles_per_resource;
+	int64_t lock_addr;
+};
+
+static void sum_types(const uint8_t *buf, size_t len, struct type_sums *t)
+{
+	pb_request *req = REQ_UNPACK(NULL, len, buf);
+	const pb_dict *d;
+
+	assert_non_null(req);
+	d = req->dictionary;
+	check_dictionary(d);
+	for (size_t r = 0; r < req->n_resource_profiles; r++) {
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+		    req->resource_profiles[r]->scope_profiles[0];
+
+		for (size_t k = 0; k < r; k++) /* one ResourceProfiles per process */
+			assert_true(
+			    resource_attr(req->resource_profiles[k]->resource, "process.pid")
+				->int_value !=
+			    resource_attr(req->resource_profiles[r]->resource, "process.pid")
+				->int_value);
+		if (sp->n_profiles > t->max_profiles_per_resource)
+			t->max_profiles_per_resource = (uint32_t)sp->n_profiles;
+		for (size_t i = 0; i < sp->n_profiles; i++) {
+			const pb_profile *pr = sp->profiles[i];
+			char name[64];
+			uint32_t j;
+
+			snprintf(name, sizeof(name), "%s/%s",
+				 dstr(d, pr->sample_type->type_strindex),
+				 dstr(d, pr->sample_type->unit_strindex));
+			for (j = 0; j < t->n && strcmp(t->name[j], name); j++)
+				;
+			if (j == t->n) {
+				assert_true(t->n < 8);
+				strcpy(t->name[t->n++], name);
+			}
+			for (size_t k = 0; k < pr->n_samples; k++) {
+				const pb_sample *sm = pr->samples[k];
+				const pb_any *a =
+				    find_attr(d, sm->attribute_indices, sm->n_attribute_indices,
+					      "lock.address");
+
+				if (sm->n_values) {
+					/* Event profiles: a value per event, each with its time. */
+					assert_int_equal(sm->n_values, sm->n_timestamps_unix_nano);
+					for (size_t v = 0; v < sm->n_values; v++)
+						t->sum[j] += sm->values[v];
+					t->nvalues[j] += sm->n_values;
+				} else {
+					t->sum[j] += (int64_t)sm->n_timestamps_unix_nano;
+				}
+				for (size_t v = 0; v < sm->n_timestamps_unix_nano; v++) {
+					assert_true(sm->timestamps_unix_nano[v] >=
+						    pr->time_unix_nano);
+					assert_true(sm->timestamps_unix_nano[v] <
+						    pr->time_unix_nano + pr->duration_nano);
+				}
+				if (a) {
+					assert_int_equal(a->value_case, ANY_INT);
+					t->lock_addr = a->int_value;
+				}
+			}
+		}
+	}
+	REQ_FREE(req, NULL);
+}
+
+static int64_t type_sum(const struct type_sums *t, const char *name)
+{
+	for (uint32_t j = 0; j < t->n; j++)
+		if (!strcmp(t->name[j], name))
+			return t->sum[j];
+	fail_msg("no %s Profile", name);
+	return -1;
+}
+
+/*
+ * Every profile type of a process goes in one ResourceProfiles, one Profile per type and
+ * value (CPU: samples/count with timestamps; alloc: two; lock: two; offcpu: off_cpu), with a
+ * value per event; otlpcheck accepts the request; splitting keeps every event exactly once.
+ */
+static void test_encode_profile_types(void **state)
+{
+	struct profile *p = profile__new();
+	struct profile_meta meta = {.start_unix_nano = T0,
+				    .duration_nano = DURATION,
+				    .period_nano = PERIOD,
+				    .frequency_hz = 100};
+	struct otlp_encode_opts o = {
+	    .host_name = "h", .scope_version = "9.9.9-test", .no_file_hash = 1};
+	struct profile_sample_key k = {0};
+	struct type_sums t;
+	struct bufs b = {0};
+	uint32_t f, l[4], st[4];
+	int status;
+	char *json;
+
+	(void)state;
+	assert_non_null(p);
+	profile__set_meta(p, &meta);
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+		struct profile_line line;
+
+		snprintf(name, sizeof(name), "fn%d", i);
+		f = func(p, name, NULL, NULL);
+		line = (struct profile_line){f, 10 + i};
+		l[i] = loc(p, 0, 0x1000 + i, FRAME_NATIVE, &line, 1);
+		st[i] = profile__intern_stack(p, l, i + 1);
+	}
+	k.pid = 4242;
+	k.tid = 4243;
+	k.comm = str(p, "app");
+	k.process_name = k.comm;
+	for (uint32_t i = 0; i < 200; i++) {
+		k.stack = st[i % 4];
+		k.type = PROFILE_CPU;
+		k.addr = 0;
+		assert_int_equal(profile__add_sample(p, &k, T0 + 1000 + i, 1), 0);
+		k.type = PROFILE_ALLOC;
+		assert_int_equal(profile__add_event(p, &k, T0 + 2000 + i, 3, 1000 + i), 0);
+		k.type = PROFILE_OFFCPU;
+		assert_int_equal(profile__add_event(p, &k, T0 + 3000 + i, 1, 2000000), 0);
+		k.type = PROFILE_LOCK;
+		k.addr = 0x7fffdeadb000;
+		assert_int_equal(profile__add_event(p, &k, T0 + 4000 + i, 1, 15000), 0);
+	}
+
+	for (size_t lim = 0; lim <= 6000; lim += 6000) {
+		o.max_request_bytes = lim;
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+		for (size_t i = 0; i < b.n; i++)
+			sum_types(b.buf[i], b.len[i], &t);
+		assert_int_equal(t.n, 6);
+		assert_int_equal(type_sum(&t, "samples/count"), 200);
+		assert_int_equal(type_sum(&t, "alloc_objects/count"), 600);
+		assert_int_equal(type_sum(&t, "alloc_space/bytes"), 200 * 1000 + 199 * 200 / 2);
+		assert_int_equal(type_sum(&t, "off_cpu/nanoseconds"), 200 * 2000000ll);
+		assert_int_equal(type_sum(&t, "contentions/count"), 200);
+		assert_int_equal(type_sum(&t, "delay/nanoseconds"), 200 * 15000ll);
+		assert_int_equal(t.lock_addr, 0x7fffdeadb000);
+		/* Events sent: each event once (CPU samples, then one per event of each type). */
+		assert_int_equal(b.events, 4 * 200);
+		if (!lim) {
+			assert_int_equal(b.n, 1);
+			assert_int_equal(t.max_profiles_per_resource, 6);
+		} else {
+			assert_true(b.n > 1);
+			for (size_t i = 0; i < b.n; i++)
+				assert_true(b.len[i] <= lim);
+		}
+		json = run_otlpcheck(&b, &status);
+		if (status != 0)
+			fail_msg("otlpcheck exit status %d:\n%s", status, json);
+		expect_in(json, "\"ok\":true");
+		expect_in(json, "\"errors\":[]");
+		free(json);
+		bufs_free(&b);
+	}
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1646,12 +1900,14 @@ int main(void)
 	    cmocka_unit_test(test_htlhash_cache_follows_file_changes),
 	    cmocka_unit_test(test_encode_fields),
 	    cmocka_unit_test(test_encode_defaults_and_errors),
+	    cmocka_unit_test(test_encode_k8s_attributes),
 	    cmocka_unit_test(test_split_whole_processes),
 	    cmocka_unit_test(test_split_one_process),
 	    cmocka_unit_test(test_split_mixed),
 	    cmocka_unit_test(test_encode_links_and_context),
 	    cmocka_unit_test(test_split_links),
 	    cmocka_unit_test(test_encode_speed),
+	    cmocka_unit_test(test_encode_profile_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -842,6 +842,107 @@ static int remove_dir(void)
 	return system(cmd);
 }
 
+/*
+ * Event profile types (runs last: it adds events to the shared fixture): each type's writers
+ * see only its samples, with its sample types and values; the CPU outputs stay as they were.
+ */
+static void test_event_types(void **state)
+{
+	struct fixture *fx = *state;
+	char *cpu_path = path_in_dir("out.folded"), *path = path_in_dir("alloc.folded");
+	char *before, *after, *text;
+	Perftools__Profiles__Profile *m;
+	struct profile_sample_key k = {
+	    .type = PROFILE_ALLOC,
+	    .stack = fx->st_compute,
+	    .pid = 100,
+	    .tid = 101,
+	    .comm = fx->s_worker,
+	    .process_name = fx->s_app,
+	};
+	int64_t objects = 0, space = 0, lock_label = 0;
+
+	assert_int_equal(folded__write(fx->p, cpu_path), 0);
+	before = slurp(cpu_path, NULL);
+	assert_non_null(before);
+	assert_int_equal(profile__add_event(fx->p, &k, 1700000000000000100ull, 8, 4096), 0);
+	assert_int_equal(profile__add_event(fx->p, &k, 1700000000000000200ull, 2, 1000), 0);
+	k.stack = fx->st_lib;
+	assert_int_equal(profile__add_event(fx->p, &k, 1700000000000000300ull, 1, 1 << 20), 0);
+	k.type = PROFILE_LOCK;
+	k.addr = 0x5555deadbee0;
+	assert_int_equal(profile__add_event(fx->p, &k, 1700000000000000400ull, 1, 50000), 0);
+
+	/* CPU outputs: unchanged. */
+	assert_int_equal(folded__write(fx->p, cpu_path), 0);
+	after = slurp(cpu_path, NULL);
+	assert_string_equal(before, after);
+
+	/* alloc: weighted by bytes. */
+	assert_int_equal(folded__write_type(fx->p, path, PROFILE_ALLOC), 0);
+	text = slurp(path, NULL);
+	assert_non_null(text);
+	assert_string_equal(text, "myapp;main;compute;inlined_helper 5096\n"
+				  "myapp;main;compute;inlined_helper;[libfoo.so+0x2234] 1048576\n");
+	free(text);
+	free(path);
+
+	path = path_in_dir("alloc.pb.gz");
+	assert_int_equal(pprof__write_type(fx->p, path, PROFILE_ALLOC), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	assert_int_equal(m->n_sample_type, 2);
+	assert_string_equal(str(m, m->sample_type[0]->type), "alloc_objects");
+	assert_string_equal(str(m, m->sample_type[0]->unit), "count");
+	assert_string_equal(str(m, m->sample_type[1]->type), "alloc_space");
+	assert_string_equal(str(m, m->sample_type[1]->unit), "bytes");
+	assert_string_equal(str(m, m->default_sample_type), "alloc_space");
+	assert_int_equal(m->n_sample, 2);
+	for (size_t i = 0; i < m->n_sample; i++) {
+		objects += m->sample[i]->value[0];
+		space += m->sample[i]->value[1];
+	}
+	assert_int_equal(objects, 11);
+	assert_int_equal(space, 4096 + 1000 + (1 << 20));
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	free(path);
+
+	path = path_in_dir("lock.pb.gz");
+	assert_int_equal(pprof__write_type(fx->p, path, PROFILE_LOCK), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	assert_string_equal(str(m, m->sample_type[1]->type), "delay");
+	assert_string_equal(str(m, m->sample_type[1]->unit), "nanoseconds");
+	assert_int_equal(m->n_sample, 1);
+	assert_int_equal(m->sample[0]->value[0], 1);
+	assert_int_equal(m->sample[0]->value[1], 50000);
+	for (size_t j = 0; j < m->sample[0]->n_label; j++)
+		if (!strcmp(str(m, m->sample[0]->label[j]->key), "lock_address"))
+			lock_label = m->sample[0]->label[j]->num;
+	assert_int_equal(lock_label, 0x5555deadbee0);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	free(path);
+
+	/* offcpu: none recorded, still a valid (empty) profile; unknown types refused. */
+	path = path_in_dir("offcpu.pb.gz");
+	assert_int_equal(pprof__write_type(fx->p, path, PROFILE_OFFCPU), 0);
+	m = read_pprof(path);
+	assert_non_null(m);
+	assert_int_equal(m->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	assert_int_equal(pprof__write_type(fx->p, path, PROFILE_NTYPES), -EINVAL);
+	free(path);
+	path = path_in_dir("flamegraph-alloc.svg");
+	assert_int_equal(flamegraph__write_svg_type(fx->p, path, "alloc", PROFILE_ALLOC), 0);
+	text = slurp(path, NULL);
+	assert_non_null(strstr(text, "1053672 bytes"));
+	free(text);
+	free(path);
+	free(before);
+	free(after);
+	free(cpu_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -856,6 +957,7 @@ int main(void)
 	    cmocka_unit_test(test_svg),
 	    cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
 	    cmocka_unit_test(test_svg_empty_profile),
+	    cmocka_unit_test(test_event_types),
 	};
 	int failed;
 

@@ -202,18 +202,27 @@ static void test_cgroup_paths(void **state)
 	    "0::/kubepods.slice/crio-" ID ".scope", /* no final newline */
 	    "garbage line\n\n::\n1:cpu\n0::/user.slice\n4:memory:/docker/" ID "\n",
 	    "0::/docker/" ID "/nested/" ID "\n",
+	    /* The systemd cgroup driver's "<slice>:<runtime>:<id>" form (containerd, cri-o). */
 	    "5:name=systemd:/system.slice/containerd.service/kubepods-besteffort-pod1.slice:"
-	    "cri-containerd:" ID "\n", /* no '/' before the id: not a path component */
+	    "cri-containerd:" ID "\n",
+	    "0::/kubepods-burstable-pod1.slice:crio:" ID "\n",
+	    /* kind and other kubelets running in a systemd unit of their own. */
+	    "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+	    "kubelet-kubepods-besteffort-pod1.slice/cri-containerd-" ID ".scope\n",
+	    /* A v1 hierarchy names the container; the v2 line does not. */
+	    "0::/init.scope\n3:cpu,cpuacct:/docker/" ID "\n",
 	};
 	char id[PROCMETA_CONTAINER_ID_LEN + 1];
 
-	for (size_t i = 0; i + 1 < sizeof(found) / sizeof(found[0]); i++) {
+	for (size_t i = 0; i < sizeof(found) / sizeof(found[0]); i++) {
 		memset(id, 'x', sizeof(id));
 		assert_int_equal(cgroup_str(found[i], id), 0);
 		assert_string_equal(id, ID);
 	}
-	/* The containerd systemd-cgroup "slice:prefix:id" form is a single component. */
-	assert_int_equal(cgroup_str(found[8], id), -ENOENT);
+	/* A colon form with an unknown runtime, or a colon inside the id, is not an id. */
+	assert_int_equal(cgroup_str("0::/x.slice:unknown:" ID "\n", id), -ENOENT);
+	assert_int_equal(cgroup_str("0::/docker-:" ID "\n", id), -ENOENT);
+	assert_int_equal(cgroup_str("0::/:docker:\n", id), -ENOENT);
 
 	/* Upper-case hex is normalized. */
 	assert_int_equal(cgroup_str("0::/docker/3F4B6C1D2E9A8B7C6D5E4F30211203A4B5C6D7E8F9A0B1C2D3E"
@@ -247,6 +256,92 @@ static void test_cgroup_not_found(void **state)
 	/* Binary garbage. */
 	assert_int_equal(cgroup_str("\x01\x02:\xff:\x80/docker/\n\x7f", id), -ENOENT);
 	assert_string_equal(id, "");
+}
+
+#define UID "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+
+static int pod_uid_str(const char *s, char *uid)
+{
+	return procmeta__cgroup_path_pod_uid(s, strlen(s), uid);
+}
+
+static void test_cgroup_pod_uid(void **state)
+{
+	static const char *const found[] = {
+	    /* systemd driver: '_' for '-' in slice names, every QoS class. */
+	    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+	    "1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/cri-containerd-" ID ".scope",
+	    "/kubepods.slice/kubepods-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/crio-" ID
+	    ".scope",
+	    "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+	    "1A2B3C4D_5E6F_7A8B_9C0D_1E2F3A4B5C6D.slice",
+	    /* cgroupfs driver. */
+	    "/kubepods/burstable/pod" UID "/" ID,
+	    "/kubepods/pod" UID "/" ID,
+	    /* kind: the kubelet runs in a unit of its own. */
+	    "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+	    "kubelet-kubepods-besteffort-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/"
+	    "cri-containerd-" ID ".scope",
+	    /* The systemd driver's colon form. */
+	    "/system.slice/containerd.service/kubepods-besteffort-pod"
+	    "1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice:cri-containerd:" ID,
+	};
+	static const char *const not_found[] = {
+	    "",
+	    "/",
+	    "/user.slice/user-0.slice/session-3.scope",
+	    "/docker/" ID,
+	    /* No "kubepods" in the path: a pod-looking name elsewhere is not a pod. */
+	    "/system.slice/pod" UID,
+	    "/machine.slice/libpod-pod-" UID ".slice",
+	    /* Wrong length, separators or digits. */
+	    "/kubepods/pod1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6",
+	    "/kubepods/pod" UID "0",
+	    "/kubepods/pod1a2b3c4d-5e6f-7a8b-9c0d+1e2f3a4b5c6d",
+	    "/kubepods/pod1a2b3c4dx5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+	    "/kubepods/podza2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+	    "/kubepods.slice/kubepods-burstable.slice",
+	    "/kubepods/besteffort",
+	    /* "-pod<uid>" in a component that does not say kubepods. */
+	    "/kubepods.slice/other-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice",
+	};
+	char uid[PROCMETA_POD_UID_LEN + 1], id[PROCMETA_CONTAINER_ID_LEN + 1];
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(found) / sizeof(found[0]); i++) {
+		memset(uid, 'x', sizeof(uid));
+		if (pod_uid_str(found[i], uid))
+			fail_msg("no pod uid in %s", found[i]);
+		assert_string_equal(uid, UID);
+	}
+	for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++)
+		if (pod_uid_str(not_found[i], uid) != -ENOENT)
+			fail_msg("pod uid found in %s", not_found[i]);
+	/* The path need not be NUL-terminated: only @len bytes are read. */
+	assert_int_equal(procmeta__cgroup_path_pod_uid("/kubepods/pod" UID "/x", 13 + 35, uid),
+			 -ENOENT);
+
+	/* Both ids from a whole /proc/PID/cgroup file; the uid is "" when there is none. */
+	{
+		static const char file[] = "1:cpu:/\n0::/kubepods/burstable/pod" UID "/" ID "\n";
+
+		f = fmemopen((void *)file, sizeof(file) - 1, "r");
+		assert_non_null(f);
+		assert_int_equal(procmeta__parse_cgroup_ids(f, id, uid), 0);
+		assert_string_equal(id, ID);
+		assert_string_equal(uid, UID);
+		fclose(f);
+	}
+	{
+		static const char file[] = "0::/system.slice/docker-" ID ".scope\n";
+
+		f = fmemopen((void *)file, sizeof(file) - 1, "r");
+		assert_non_null(f);
+		memset(uid, 'x', sizeof(uid));
+		assert_int_equal(procmeta__parse_cgroup_ids(f, id, uid), 0);
+		assert_string_equal(uid, "");
+		fclose(f);
+	}
 }
 
 static void test_cgroup_fixtures(void **state)
@@ -478,6 +573,7 @@ int main(void)
 	    cmocka_unit_test(test_resource_attributes_edges),
 	    cmocka_unit_test(test_cgroup_paths),
 	    cmocka_unit_test(test_cgroup_not_found),
+	    cmocka_unit_test(test_cgroup_pod_uid),
 	    cmocka_unit_test(test_cgroup_fixtures),
 	    cmocka_unit_test(test_read_fixture_tree),
 	    cmocka_unit_test(test_read_permission_denied),

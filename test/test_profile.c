@@ -757,6 +757,86 @@ static void test_links_reset_and_memory(void **state)
 	assert_int_equal(profile__nlinks(p), 3001);
 }
 
+/* Event profile types: count and value per event, kept apart from CPU samples of the same stack. */
+static void test_events(void **state)
+{
+	struct profile *p = *state;
+	struct profile_meta meta = {.period_nano = 1000};
+	struct profile_sample_key k = {
+	    .type = PROFILE_ALLOC,
+	    .stack = one_stack(p, 0x10),
+	    .pid = 10,
+	    .tid = 11,
+	    .comm = profile__intern_string(p, "worker"),
+	};
+	struct profile_sample_key cpu = k, lock = k;
+	const struct profile_sample *s;
+	size_t before;
+
+	profile__set_meta(p, &meta);
+	cpu.type = PROFILE_CPU;
+	lock.type = PROFILE_LOCK;
+	lock.addr = 0x7f0000001000;
+	assert_int_equal(profile__add_event(p, &k, 100, 3, 300), 0);
+	assert_int_equal(profile__add_event(p, &k, 200, 1, 4096), 0);
+	assert_int_equal(profile__add_sample(p, &cpu, 150, 1), 0);
+	assert_int_equal(profile__add_event(p, &lock, 170, 1, 25000), 0);
+	lock.addr++; /* another lock: another sample */
+	assert_int_equal(profile__add_event(p, &lock, 180, 1, 5000), 0);
+	assert_int_equal(profile__nsamples(p), 4);
+
+	s = profile__sample(p, 0);
+	assert_int_equal(s->key.type, PROFILE_ALLOC);
+	assert_int_equal(s->count, 4);
+	assert_int_equal(s->value, 4396);
+	assert_int_equal(s->ntimestamps, 2);
+	assert_non_null(s->event_values);
+	assert_int_equal(profile__event_value(p, s, 0, 0), 3);
+	assert_int_equal(profile__event_value(p, s, 0, 1), 300);
+	assert_int_equal(profile__event_value(p, s, 1, 0), 1);
+	assert_int_equal(profile__event_value(p, s, 1, 1), 4096);
+	assert_int_equal(profile__sample_value(p, s, 0), 4);
+	assert_int_equal(profile__sample_value(p, s, 1), 4396);
+	s = profile__sample(p, 1);
+	assert_int_equal(s->key.type, PROFILE_CPU);
+	assert_null(s->event_values);
+	assert_int_equal(profile__sample_value(p, s, 1), 1000); /* count x period */
+	assert_int_equal(profile__event_value(p, s, 0, 0), 1);
+	s = profile__sample(p, 2);
+	assert_int_equal(s->key.addr, 0x7f0000001000);
+	assert_int_equal(s->value, 25000);
+
+	/* Events need a type other than CPU and a time; CPU samples need no values. */
+	assert_int_equal(profile__add_event(p, &cpu, 100, 1, 1), -EINVAL);
+	assert_int_equal(profile__add_event(p, &k, 0, 1, 1), -EINVAL);
+	k.type = PROFILE_NTYPES;
+	assert_int_equal(profile__add_event(p, &k, 100, 1, 1), -EINVAL);
+	assert_int_equal(profile__add_sample(p, &lock, 100, 1), -EINVAL);
+	k.type = PROFILE_ALLOC;
+	k.pad = 1;
+	assert_int_equal(profile__add_event(p, &k, 100, 1, 1), -EINVAL);
+	assert_int_equal(profile__nsamples(p), 4);
+
+	/* Many events: the per-event values grow with the timestamps. */
+	k.pad = 0;
+	before = profile__memory_usage(p);
+	for (uint32_t i = 0; i < 1000; i++)
+		assert_int_equal(profile__add_event(p, &k, 1000 + i, 1, i), 0);
+	s = profile__sample(p, 0);
+	assert_int_equal(s->ntimestamps, 1002);
+	assert_int_equal(profile__event_value(p, s, 1001, 1), 999);
+	assert_int_equal(s->value, 4396 + 999 * 1000 / 2);
+	assert_true(profile__memory_usage(p) >= before + 1000 * 3 * sizeof(uint64_t));
+
+	/* The type table. */
+	assert_int_equal(profile__type_by_name("offcpu"), PROFILE_OFFCPU);
+	assert_int_equal(profile__type_by_name("heap"), -1);
+	assert_string_equal(profile__type_info(PROFILE_ALLOC)->values[1].type, "alloc_space");
+	assert_null(profile__type_info(PROFILE_NTYPES));
+	profile__reset(p);
+	assert_int_equal(profile__nsamples(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -775,6 +855,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_attrsets_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_samples_split_by_link_and_attrs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_links_reset_and_memory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);

@@ -22,8 +22,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	_ "go.opentelemetry.io/proto/slim/otlp/collector/metrics/v1"
 	_ "go.opentelemetry.io/proto/slim/otlp/collector/profiles/v1development"
 	_ "go.opentelemetry.io/proto/slim/otlp/common/v1"
+	_ "go.opentelemetry.io/proto/slim/otlp/metrics/v1"
 	_ "go.opentelemetry.io/proto/slim/otlp/profiles/v1development"
 	_ "go.opentelemetry.io/proto/slim/otlp/resource/v1"
 )
@@ -33,6 +35,8 @@ var ourProtoFiles = []string{
 	"opentelemetry/proto/resource/v1/resource.proto",
 	"opentelemetry/proto/profiles/v1development/profiles.proto",
 	"opentelemetry/proto/collector/profiles/v1development/profiles_service.proto",
+	"opentelemetry/proto/metrics/v1/metrics.proto",
+	"opentelemetry/proto/collector/metrics/v1/metrics_service.proto",
 }
 
 const slimPrefix = "opentelemetry.proto.slim."
@@ -92,9 +96,14 @@ func TestProtoFilesMatchPinnedWireFormat(t *testing.T) {
 	got := map[string]*descriptorpb.DescriptorProto{}
 	var services []string
 	for _, f := range set.File {
-		for _, m := range f.MessageType {
-			got[f.GetPackage()+"."+m.GetName()] = m
+		var walk func(prefix string, ms []*descriptorpb.DescriptorProto)
+		walk = func(prefix string, ms []*descriptorpb.DescriptorProto) {
+			for _, m := range ms {
+				got[prefix+"."+m.GetName()] = m
+				walk(prefix+"."+m.GetName(), m.NestedType)
+			}
 		}
+		walk(f.GetPackage(), f.MessageType)
 		for _, s := range f.Service {
 			for _, m := range s.Method {
 				services = append(services, "/"+f.GetPackage()+"."+s.GetName()+"/"+m.GetName()+
@@ -124,22 +133,32 @@ func TestProtoFilesMatchPinnedWireFormat(t *testing.T) {
 		}
 	}
 
-	// The Export rpc, as it appears in the gRPC path.
-	const wantRPC = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export" +
-		"(opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest) " +
-		"opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceResponse"
-	if len(services) != 1 || services[0] != wantRPC {
-		t.Errorf("rpc: got %v, want [%s]", services, wantRPC)
+	// The Export rpcs, as they appear in the gRPC path.
+	wantRPCs := []string{
+		"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export" +
+			"(opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest) " +
+			"opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceResponse",
+		"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export" +
+			"(opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest) " +
+			"opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse",
 	}
-	found := false
-	for _, s := range wantServices {
-		if officialName(string(s.FullName())) == "opentelemetry.proto.collector.profiles.v1development.ProfilesService" &&
-			s.Methods().Len() == 1 && s.Methods().Get(0).Name() == "Export" {
-			found = true
+	sort.Strings(services)
+	sort.Strings(wantRPCs)
+	if strings.Join(services, "\n") != strings.Join(wantRPCs, "\n") {
+		t.Errorf("rpc: got %v, want %v", services, wantRPCs)
+	}
+	for _, svc := range []string{"opentelemetry.proto.collector.profiles.v1development.ProfilesService",
+		"opentelemetry.proto.collector.metrics.v1.MetricsService"} {
+		found := false
+		for _, s := range wantServices {
+			if officialName(string(s.FullName())) == svc && s.Methods().Len() == 1 &&
+				s.Methods().Get(0).Name() == "Export" {
+				found = true
+			}
 		}
-	}
-	if !found {
-		t.Errorf("pinned release has no ProfilesService.Export")
+		if !found {
+			t.Errorf("pinned release has no %s.Export", svc)
+		}
 	}
 	t.Logf("compared %d messages", len(got))
 }
@@ -150,6 +169,8 @@ func isCopiedPackage(n string) bool {
 		"opentelemetry.proto.resource.v1.",
 		"opentelemetry.proto.profiles.v1development.",
 		"opentelemetry.proto.collector.profiles.v1development.",
+		"opentelemetry.proto.metrics.v1.",
+		"opentelemetry.proto.collector.metrics.v1.",
 	} {
 		if strings.HasPrefix(n, p) {
 			return true
@@ -206,7 +227,7 @@ func compareMessage(t *testing.T, name string, got *descriptorpb.DescriptorProto
 		if o := w.ContainingOneof(); o != nil && !o.IsSynthetic() {
 			wo = string(o.Name())
 		}
-		if f.OneofIndex != nil && !f.GetProto3Optional() {
+		if f.OneofIndex != nil && !f.GetProto3Optional() && !spelledOptional(got, f) {
 			gotOneof = got.OneofDecl[f.GetOneofIndex()].GetName()
 		}
 		if wo != gotOneof {
@@ -229,6 +250,21 @@ func compareMessage(t *testing.T, name string, got *descriptorpb.DescriptorProto
 	if strings.Join(gr, ",") != strings.Join(wr, ",") {
 		t.Errorf("%s: reserved %v, upstream %v", name, gr, wr)
 	}
+}
+
+// spelledOptional: the field is the only member of a oneof named "_<field>", which is how
+// otlp-proto/ writes a proto3 `optional` field for protoc-c (same wire format and presence).
+func spelledOptional(m *descriptorpb.DescriptorProto, f *descriptorpb.FieldDescriptorProto) bool {
+	if f.GetOneofIndex() < 0 || int(f.GetOneofIndex()) >= len(m.OneofDecl) ||
+		m.OneofDecl[f.GetOneofIndex()].GetName() != "_"+f.GetName() {
+		return false
+	}
+	for _, o := range m.Field {
+		if o != f && o.OneofIndex != nil && o.GetOneofIndex() == f.GetOneofIndex() {
+			return false
+		}
+	}
+	return true
 }
 
 func isPackable(ty descriptorpb.FieldDescriptorProto_Type) bool {

@@ -148,6 +148,13 @@ printf '%s\n' '0::/system.slice/docker-0123456789abcdef0123456789abcdef012345678
 printf '%s\n' '12:memory:/kubepods/burstable/pod1234/cri-containerd-ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789.scope' \
 	'0::/kubepods.slice/kubepods-pod1.slice/crio-conmon-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope' \
 	>"$out/procmeta/seed-cgroup-k8s"
+# Kubernetes: pod uids (systemd and cgroupfs drivers, the colon form) and kubelet log names.
+printf '%s\n' '0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope' \
+	'1:name=systemd:/kubepods/besteffort/pod1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef' \
+	'2:cpu:/system.slice/containerd.service/kubepods-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice:cri-containerd:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef' \
+	'shop_checkout-7d9f_1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d' \
+	'checkout-7d9f_shop_app-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.log' \
+	>"$out/procmeta/seed-k8s-pod"
 # cgroup v1: one line per hierarchy, no container.
 printf '%s\n' '12:pids:/user.slice/user-1000.slice' '4:memory:/user.slice' '1:name=systemd:/init.scope' \
 	'0::/user.slice/user-1000.slice/session-2.scope' >"$out/procmeta/seed-cgroup-v1"
