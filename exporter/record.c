@@ -151,9 +151,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 		err =
 		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
 	} else {
-		uint64_t count, value;
-
-		uint64_t ts = s->time_boot_ns + r->boot_to_unix_ns;
+		uint64_t count, value, ts = s->time_boot_ns + r->boot_to_unix_ns;
 
 		sampler__event_values(r->sampler, s, &count, &value);
 		/* An event stamped when it began (offcpu: switch-out) may have begun before the
