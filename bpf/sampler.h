@@ -84,6 +84,10 @@ enum sp_stat {
 	SP_STAT_ALLOC_SMALL,	  /* below --alloc-min-bytes: ignored */
 	SP_STAT_ALLOC_NESTED,	  /* an entry point called by another one: counted by the outer */
 	SP_STAT_ALLOC_NO_STORAGE, /* the thread's countdown could not be created: not counted */
+	/* offcpu (bpf/offcpu.bpf.h): blocked periods not reported, and merged ones. */
+	SP_STAT_OFFCPU_NO_STORAGE, /* task storage unavailable: a blocked period not measured */
+	SP_STAT_OFFCPU_STALE,	   /* user registers changed before the next syscall exit */
+	SP_STAT_OFFCPU_MERGED,	   /* a further period of the same syscall added to its event */
 	/*
 	 * File identities of user PCs (struct sp_vmas below, bpf/fileid.bpf.h): samples of
 	 * processes the agent has not loaded yet carry the mappings their PCs fall in.

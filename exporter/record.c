@@ -152,11 +152,14 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 		err =
 		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
 	} else {
-		uint64_t count, value;
+		uint64_t count, value, ts = s->time_boot_ns + r->boot_to_unix_ns;
 
 		sampler__event_values(r->sampler, s, &count, &value);
-		err = profile__add_event(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns,
-					 count, value);
+		/* An event stamped when it began (offcpu: switch-out) may have begun before the
+		 * current export interval: keep it inside the interval it is exported in. */
+		if (ts < r->interval_start_unix)
+			ts = r->interval_start_unix;
+		err = profile__add_event(r->profile, &key, ts, count, value);
 	}
 	if (err) {
 		r->user_drops++;
