@@ -384,13 +384,14 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
+	/* First: a tracepoint link's program is released a grace period after it goes. */
+	bpf_link__destroy(s->exec_path_link);
 	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
 		bpf_link__destroy(s->links[cpu]);
 	for (int i = 0; i < 3; i++)
 		bpf_link__destroy(s->unw_links[i]);
 	for (int i = 0; i < 2; i++)
 		bpf_link__destroy(s->ctx_links[i]);
-	bpf_link__destroy(s->exec_path_link);
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);
