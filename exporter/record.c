@@ -456,8 +456,12 @@ static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
-	/* Event profiles come in bursts (an allocation loop): room for ~1400 samples. */
-	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 512 << 10;
+	/*
+	 * At least ~320 records (6.4 KiB each): the agent may be busy for seconds building the
+	 * first CFI tables while samples keep coming. Event profiles come in bursts (an
+	 * allocation loop): room for ~1300 samples.
+	 */
+	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 2u << 20;
 
 	while (size < want && size < (64u << 20))
 		size <<= 1;
