@@ -184,19 +184,19 @@ static const struct argp_option record_options[] = {
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
      "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
-    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 3},
+    {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 4},
     {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
      "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "
      "export results, CPU, RSS) as 'spanprof: info: stats ...' lines this often (default 60; "
      "0: never)",
-     3},
+     4},
     {"self-metrics", OPT_SELF_METRICS, NULL, 0,
      "Also send those counters as OTLP metrics (spanprof.*) to the --endpoint, every "
      "--stats-interval, with the same TLS and headers. Resource: OTEL_SERVICE_NAME, "
      "OTEL_RESOURCE_ATTRIBUTES",
-     3},
+     4},
     {"log-level", OPT_LOG_LEVEL, "LEVEL", 0,
-     "error, warn, info or debug (default info); below info the stats lines are not logged", 3},
+     "error, warn, info or debug (default info); below info the stats lines are not logged", 4},
     {0},
 };
 
