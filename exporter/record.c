@@ -589,14 +589,12 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
-/* Samples lost in BPF because the ring buffer was full, every profile type. */
-static uint64_t total_drops(const uint64_t *st)
+/* Samples lost in BPF to a full ring buffer, every profile type recorded. */
+static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
 {
-	uint64_t n = 0;
+	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
 
-	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
-		n += st[sp_stat_type_drop(t)];
-	return n;
+	return selfstats_ringbuf_drops(st, types);
 }
 
 /* "  | alloc 12  offcpu 40" for the event profile types selected, else "". */
@@ -636,7 +634,7 @@ static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_
 	    stderr,
 	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
 	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-	    (unsigned long long)(total_drops(st) + r->user_drops),
+	    (unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
 	    (unsigned long long)proctab__stats(r->procs)->processes,
 	    (unsigned long long)st[SP_STAT_CTX_LINKED], event_counts(r, events, sizeof(events)),
 	    export, tty && !final ? "" : "\n");
@@ -658,7 +656,7 @@ static void accounting_summary(struct recorder *r, const uint64_t *st)
 		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
 		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
 		(unsigned long long)taken, (unsigned long long)r->samples,
-		(unsigned long long)r->user_drops, (unsigned long long)total_drops(st));
+		(unsigned long long)r->user_drops, (unsigned long long)ringbuf_drops(r, st));
 }
 
 /* File identities carried by samples of processes not loaded yet (bpf/fileid.bpf.h). */
@@ -708,8 +706,8 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
 		sampler__ncpus(s), r->opts->frequency_hz,
-		(unsigned long long)(total_drops(st) + r->user_drops),
-		(unsigned long long)total_drops(st), (unsigned long long)r->user_drops,
+		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
+		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
 		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
 		(unsigned long long)ps->frames_unsymbolized,

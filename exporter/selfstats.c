@@ -42,17 +42,6 @@ static unsigned long long u(uint64_t v)
 	return (unsigned long long)v;
 }
 
-/* Samples lost to a full ring buffer, every profile type recorded. */
-static uint64_t ringbuf_drops(const struct selfstats *st)
-{
-	uint64_t n = 0;
-
-	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
-		if (st->profile_types & (1u << t))
-			n += st->bpf[sp_stat_type_drop(t)];
-	return n;
-}
-
 void selfstats__log(FILE *f, const struct selfstats *st)
 {
 	const uint64_t *b = st->bpf;
@@ -63,9 +52,9 @@ void selfstats__log(FILE *f, const struct selfstats *st)
 		"spanprof: info: stats samples uptime_s=%.1f recorded=%llu "
 		"dropped.ringbuf_full=%llu dropped.out_of_memory=%llu idle=%llu filtered=%llu "
 		"stack_error.kernel=%llu stack_error.user=%llu link_dropped=%llu",
-		up, u(st->samples), u(ringbuf_drops(st)), u(st->samples_oom), u(b[SP_STAT_IDLE]),
-		u(b[SP_STAT_FILTERED]), u(b[SP_STAT_KSTACK_ERR]), u(b[SP_STAT_USTACK_ERR]),
-		u(st->link_drops));
+		up, u(st->samples), u(selfstats_ringbuf_drops(st->bpf, st->profile_types)),
+		u(st->samples_oom), u(b[SP_STAT_IDLE]), u(b[SP_STAT_FILTERED]),
+		u(b[SP_STAT_KSTACK_ERR]), u(b[SP_STAT_USTACK_ERR]), u(st->link_drops));
 	/* The event profile types (--profile alloc,lock,offcpu), when recorded. */
 	for (uint32_t t = SP_PROF_CPU + 1; t < SP_PROF_NTYPES; t++)
 		if (st->profile_types & (1u << t))

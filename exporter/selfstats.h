@@ -113,6 +113,21 @@ struct selfstats {
 };
 
 /*
+ * Samples lost in BPF to a full ring buffer, summed over the profile types in @types (bit t =
+ * enum sp_profile_type t). @bpf: the summed per-CPU counters, SP_STAT_MAX entries indexed by
+ * enum sp_stat (bpf/sampler.h).
+ */
+static inline uint64_t selfstats_ringbuf_drops(const uint64_t *bpf, uint32_t types)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		if (types & (1u << t))
+			n += bpf[sp_stat_type_drop(t)];
+	return n;
+}
+
+/*
  * Writes the snapshot as lines "spanprof: info: stats <group> key=value ..." to @f (groups:
  * samples, unwind, symbols, processes, maps, export, agent). Keys are unique across the lines;
  * docs/self-telemetry.md lists them.
