@@ -109,6 +109,41 @@ def record(spanprof, outdir, *args, timeout=120, check=True):
     return res
 
 
+def wait_sampling(agent):
+    """Reads a running agent's stderr up to its "spanprof: sampling" line (sampling has begun);
+    fails with what it printed if it exits first. Not for --quiet runs (no such line)."""
+    seen = []
+    while not seen or "spanprof: sampling" not in seen[-1]:
+        seen.append(agent.stderr.readline())
+        if not seen[-1]:
+            raise AssertionError("spanprof exited before sampling:\n" + "".join(seen) +
+                                 agent.stderr.read())
+    return seen
+
+
+def record_gated(spanprof, outdir, gate, *args, timeout=120, check=True):
+    """Runs 'spanprof record' (without --quiet) like record(), on a workload held at a gate:
+    @gate, a Popen with stdin=PIPE, waits for a line on its stdin before it starts working, and
+    gets one once the agent samples. So a loaded machine's slow start (BPF verification, first
+    tables) never makes the agent miss a workload of fixed length."""
+    agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(outdir),
+                              *map(str, args)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_sampling(agent)
+        gate.stdin.write("go\n")
+        gate.stdin.close()
+        _, err = agent.communicate(timeout=timeout)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    res = subprocess.CompletedProcess(agent.args, agent.returncode, "", "".join(seen) + err)
+    if check and res.returncode != 0:
+        raise AssertionError(f"spanprof failed ({res.returncode}):\n{res.stderr}")
+    return res
+
+
 def as_nobody(*cmd):
     """@cmd run as the unprivileged user nobody, without any capability (setpriv)."""
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",

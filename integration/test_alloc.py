@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, WORKLOADS
+from conftest import BUILD, ROOT, WORKLOADS, wait_sampling
 
 WRITER = ROOT / "writer"
 MEAN = 512 << 10  # the default --alloc-sample-bytes
@@ -53,14 +53,6 @@ def wait_line(proc, prefix, timeout=180):
         if line.startswith(prefix):
             return lines
     raise AssertionError(f"no '{prefix}' line from the workload: {lines[-5:]}")
-
-
-def wait_sampling(agent):
-    """Reads the agent's stderr up to its "sampling ..." line (sampling has started)."""
-    seen = []
-    while not seen or "spanprof: sampling" not in seen[-1]:
-        seen.append(agent.stderr.readline())
-        assert seen[-1], "".join(seen) + agent.stderr.read()
 
 
 def run_agent(spanprof, outdir, args, workload_cmd, procs, timeout=300):

@@ -259,7 +259,7 @@ def test_output_dir_parents_are_created(spanprof, tmp_path):
 def test_no_repeated_frames_without_recursion(spanprof, workload, procs, tmp_path):
     """Debug info that inlines a function into itself (glibc's __libc_read with libc6-dbg
     installed) must not show up as the same frame twice in a row."""
-    p = procs.start(workload("syscalls"), "5")
+    p = procs.start(workload("syscalls"), "10")  # outlasts a slow start on a loaded machine
     out = tmp_path / "out"
     record(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
     folded = read_folded(out / "profile.folded")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, ROOT, WORKLOADS, record
+from conftest import BUILD, ROOT, WORKLOADS, record, record_gated
 
 WRITER = ROOT / "writer"
 SERVER_FLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-pthread", f"-I{WRITER}"]
@@ -122,14 +122,14 @@ def test_samples_in_spans_carry_their_span(spanprof, spanservers, pprofcheck, pr
     assert dynsym_has(definer, "otel_thread_ctx_v1") == (build != "uprobe")
     log = tmp_path / "spans.log"
     with open(log, "w") as f:
-        # The server waits 2 s before its first span: a uprobe can only see context switches
-        # that happen after it is attached.
-        srv = procs.start(binary, "8", "4", "2", stdout=f)
+        # The server starts its first span once the agent samples: a uprobe can only see
+        # context switches that happen after it is attached.
+        srv = procs.start(binary, "8", "4", "-", stdout=f, stdin=subprocess.PIPE, text=True)
         deadline = time.time() + 10
         while "ready" not in log.read_text() and time.time() < deadline:
             time.sleep(0.05)
         out = tmp_path / "out"
-        res = record(spanprof, out, "-p", srv.pid, "-F", "97", "-d", "5", "-q", *extra)
+        res = record_gated(spanprof, out, srv, "-p", srv.pid, "-F", "97", "-d", "5", *extra)
         srv.wait(timeout=30)
     spans = parse_spans(log.read_text())
     assert len(spans) > 50, f"server logged only {len(spans)} spans"
@@ -147,10 +147,10 @@ def test_samples_in_spans_carry_their_span(spanprof, spanservers, pprofcheck, pr
 
 def test_no_span_links_flag(spanprof, spanservers, pprofcheck, procs, tmp_path):
     binary, _, _ = spanservers["exe"]
-    srv = procs.start(binary, "4", "2", stdout=subprocess.DEVNULL)
-    time.sleep(0.3)
+    srv = procs.start(binary, "4", "2", "-", stdout=subprocess.DEVNULL, stdin=subprocess.PIPE,
+                      text=True)
     out = tmp_path / "out"
-    record(spanprof, out, "-p", srv.pid, "-F", "97", "-d", "2", "-q", "--no-span-links")
+    record_gated(spanprof, out, srv, "-p", srv.pid, "-F", "97", "-d", "2", "--no-span-links")
     prof = pprofcheck(out / "profile.pb.gz")
     assert prof["samples"]
     assert not any("trace_id" in (s.get("labels") or {}) for s in prof["samples"])

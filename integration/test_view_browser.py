@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import view_fixture as vf
-from conftest import BUILD, ROOT, WORKLOADS, Procs, free_port, record
+from conftest import BUILD, ROOT, WORKLOADS, Procs, free_port, record, record_gated
 
 TEMPLATE = BUILD / "view" / "page.html"
 ARTIFACTS = BUILD / "test-artifacts" / "view"
@@ -483,12 +483,12 @@ def recorded_spanserver(spanprof, workdir, tmp_path_factory):
     procs = Procs()
     try:
         with open(log, "w") as f:
-            srv = procs.start(exe, "7", "2", "1", stdout=f)
+            srv = procs.start(exe, "7", "2", "-", stdout=f, stdin=subprocess.PIPE, text=True)
             deadline = time.time() + 10
             while "ready" not in log.read_text() and time.time() < deadline:
                 time.sleep(0.05)
             out = d / "rec"
-            record(spanprof, out, "-p", srv.pid, "-F", "97", "-d", "4", "-q")
+            record_gated(spanprof, out, srv, "-p", srv.pid, "-F", "97", "-d", "4")
             srv.wait(timeout=30)
     finally:
         procs.close()

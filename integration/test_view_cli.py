@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, WORKLOADS, free_port, summary_numbers, wait_listening
+from conftest import ROOT, WORKLOADS, free_port, record_gated, summary_numbers, wait_listening
 
 WRITER = ROOT / "writer"
 SERVER_FLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-pthread", f"-I{WRITER}"]
@@ -33,7 +33,9 @@ def spanserver(workdir):
 
 
 def start_server(procs, exe, seconds, threads=3):
-    p = procs.start(exe, str(seconds), str(threads), "1", stdout=subprocess.PIPE, text=True)
+    """The span server, held until a line on its stdin (record_gated sends it)."""
+    p = procs.start(exe, str(seconds), str(threads), "-", stdout=subprocess.PIPE,
+                    stdin=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     assert line.startswith("ready "), line
     return p
@@ -122,10 +124,8 @@ def recording(spanprof, spanserver, workdir):
     procs = P()
     try:
         srv = start_server(procs, spanserver, 4)
-        res = subprocess.run([str(spanprof), "record", "--pid", str(srv.pid), "--duration", "3",
-                              "--frequency", "199", "--quiet", "--output-dir", str(out)],
-                             capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0, res.stderr
+        res = record_gated(spanprof, out, srv, "--pid", srv.pid, "--duration", "3",
+                           "--frequency", "199")
         srv.wait(timeout=30)
         return out, summary_numbers(res.stderr), span_log(srv)
     finally:
@@ -178,11 +178,8 @@ def test_collector_file_matches_requests_sent(spanprof, spanserver, otelcol, pro
     col = start_otelcol(procs, otelcol, port, out_file, fmt)
     srv = start_server(procs, spanserver, 5)
     reqdir = tmp_path / "requests"
-    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
-                          str(srv.pid), "--duration", "4", "--export-interval", "1",
-                          "--frequency", "199", "--output-dir", str(reqdir)],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+    res = record_gated(spanprof, reqdir, srv, "--endpoint", f"127.0.0.1:{port}", "--pid",
+                       srv.pid, "--duration", "4", "--export-interval", "1", "--frequency", "199")
     nums = summary_numbers(res.stderr)
     assert nums["sent"] == nums["recorded"] > 100, res.stderr
     srv.wait(timeout=30)

@@ -11,7 +11,8 @@
  * that really ran on that thread.
  *
  * Usage: spanserver SECONDS [THREADS [DELAY]]: after "ready PID", waits DELAY seconds
- * (default 0) before the first request, so that a profiler can attach first.
+ * (default 0) before the first request, so that a profiler can attach first; DELAY "-" waits
+ * for a line on stdin instead (the test sends it once the profiler samples).
  * Built -O2 -fomit-frame-pointer. -DUPROBE_MODE: the program also calls
  * spanserver_context_switched(record) (a noinline function, argument 1 = the record
  * pointer, NULL when the span ends) for --context-uprobe; built that way without
@@ -171,7 +172,12 @@ int main(int argc, char **argv)
 	if (spctx_process_publish(resource, keys, 2))
 		fprintf(stderr, "spanserver: process context not published\n");
 	printf("ready %d\n", getpid());
-	if (delay > 0)
+	if (argc > 3 && !strcmp(argv[3], "-")) {
+		char go[16];
+
+		if (!fgets(go, sizeof(go), stdin))
+			return 1;
+	} else if (delay > 0)
 		nanosleep(&(struct timespec){(time_t)delay, (long)((delay - (time_t)delay) * 1e9)},
 			  NULL);
 	for (int i = 0; i < nthreads; i++)
