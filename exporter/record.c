@@ -496,11 +496,14 @@ static void memory_summary(struct symcache *syms)
 	symcache__stats(syms, &ss);
 	fprintf(stderr,
 		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
-		"evictions, %llu lookups (%llu cached), %llu DWARF skipped; malloc: heap %.1f "
+		"evictions, %llu lookups (%llu cached), %llu DWARF skipped, %llu descriptors "
+		"(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
 		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
 		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, (unsigned long long)ss.loads,
 		(unsigned long long)ss.evictions, (unsigned long long)ss.lookups,
 		(unsigned long long)ss.cache_hits, (unsigned long long)ss.dwarf_skipped,
+		(unsigned long long)ss.fds, (unsigned long long)ss.idle_closes,
+		(unsigned long long)ss.idle_reloads, (unsigned long long)ss.idle_reopen_errors,
 		mi.arena / 1048576.0, mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
 }
 

@@ -17,6 +17,13 @@
  * first inflated into an unlinked file), charged to the budget at a quarter
  * of its size, and its touched pages are dropped by symcache__trim(). Line
  * tables libdw reads are charged as they are read. Not thread-safe.
+ *
+ * Descriptors follow the working set: an object neither opened nor looked up for
+ * symcache_opts.idle_s closes its descriptors and, if loaded, drops its DWARF (the mapping
+ * pins the file as a descriptor does), keeping its symbols, the names read and the frames
+ * already answered (their strings copied out of libdw's memory). A later lookup of an
+ * address not answered before re-opens the very same file (reopen()) and re-loads the
+ * object; if the file is gone it answers from what stayed in memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -132,13 +140,17 @@ struct elf_object {
 	bool debug_searched; /* debug_path is final */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool loaded;
-	bool load_failed; /* file gone: lookups answer nothing */
+	bool load_failed;   /* file gone: lookups answer nothing */
+	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
+	bool idle_closed;   /* loaded, but descriptors and DWARF released for idleness */
+	bool reopen_failed; /* idle_closed and the file could not be re-opened */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
-	size_t bytes;	 /* accounted */
-	int dbg_fd;	 /* debug file, while its names may be read */
-	int names_fd;	 /* o->fd or dbg_fd: file holding strtab */
-	int dwarf_fd;	 /* o->fd or dbg_fd when dwarf_elf reads with pread */
-	int inflated_fd; /* light part: its compressed DWARF, inflated (unlinked file) */
+	size_t bytes;	    /* accounted */
+	size_t dwarf_bytes; /* of bytes: DWARF sections, indexes and line tables */
+	int dbg_fd;	    /* debug file, while its names may be read */
+	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
@@ -165,6 +177,7 @@ struct symcache {
 	char *debug_dir;
 	size_t max_bytes;
 	unsigned int max_fds;
+	uint64_t idle_ns; /* objects unused this long release their descriptors */
 	struct elf_object *objects;
 	struct elf_object *lru_head, *lru_tail;
 	struct obj_key *keys;
@@ -204,6 +217,8 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 		return NULL;
 	c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : SYMCACHE_DEFAULT_MAX_BYTES;
 	c->max_fds = opts && opts->max_fds ? opts->max_fds : default_max_fds();
+	c->idle_ns =
+	    (opts && opts->idle_s ? opts->idle_s : SYMCACHE_DEFAULT_IDLE_S) * 1000000000ull;
 	if (opts && opts->debug_dir) {
 		c->debug_dir = strdup(opts->debug_dir);
 		if (!c->debug_dir) {
@@ -237,6 +252,21 @@ static void charge(struct elf_object *o, size_t n)
 	st->bytes += n;
 	if (st->bytes > st->bytes_peak)
 		st->bytes_peak = st->bytes;
+}
+
+/* charge() for what drop_dwarf() frees. */
+static void charge_dwarf(struct elf_object *o, size_t n)
+{
+	charge(o, n);
+	o->dwarf_bytes += n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void addr_cache__clear(struct elf_object *o)
@@ -291,13 +321,40 @@ static void close_fd(struct symcache *c, int *fd)
 	}
 }
 
+/*
+ * Frees @o's DWARF (libdw handle, its Elf and mapping, CU and function indexes, line tables)
+ * and what was charged for it. Frames in the address cache may point into it: the caller
+ * clears them or copies their strings first. Does not close dwarf_fd (it is o->fd or dbg_fd).
+ */
+static void drop_dwarf(struct elf_object *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->ncus; i++)
+		free(o->cus[i].funcs);
+	free(o->cus);
+	free(o->cu_ranges);
+	o->cus = NULL;
+	o->cu_ranges = NULL;
+	o->ncus = o->ncu_ranges = 0;
+	if (o->dwarf)
+		dwarf_end(o->dwarf);
+	if (o->dwarf_elf)
+		elf_end(o->dwarf_elf);
+	o->dwarf = NULL;
+	o->dwarf_elf = NULL;
+	o->dwarf_fd = -1;
+	o->bytes -= o->dwarf_bytes;
+	o->cache->stats.bytes -= o->dwarf_bytes;
+	o->dwarf_bytes = 0;
+}
+
 /* Frees the heavy part; the object can be loaded again from its light part. */
 static void elf_object__unload(struct elf_object *o)
 {
 	struct symcache *c = o->cache;
 	struct sname *n, *ntmp;
 	struct istr *s, *stmp;
-	size_t i;
 
 	if (!o->loaded)
 		return;
@@ -310,27 +367,17 @@ static void elf_object__unload(struct elf_object *o)
 		HASH_DEL(o->strings, s);
 		free(s);
 	}
-	for (i = 0; i < o->ncus; i++)
-		free(o->cus[i].funcs);
-	free(o->cus);
-	free(o->cu_ranges);
+	drop_dwarf(o);
 	free(o->syms);
-	o->cus = NULL;
-	o->cu_ranges = NULL;
 	o->syms = NULL;
-	o->ncus = o->ncu_ranges = o->nsyms = 0;
-	if (o->dwarf)
-		dwarf_end(o->dwarf);
-	if (o->dwarf_elf)
-		elf_end(o->dwarf_elf);
-	o->dwarf = NULL;
-	o->dwarf_elf = NULL;
+	o->nsyms = 0;
 	close_fd(c, &o->dbg_fd);
-	o->names_fd = o->dwarf_fd = -1;
+	o->names_fd = -1;
 	o->strtab_off = o->strtab_size = 0;
 	c->stats.bytes -= o->bytes;
 	o->bytes = 0;
 	o->loaded = false;
+	o->idle_closed = o->reopen_failed = false;
 	c->stats.objects_loaded--;
 	lru_unlink(o);
 }
@@ -376,6 +423,8 @@ void symcache__trim(struct symcache *c)
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
 		if (o->dwarf_elf && o->dwarf_fd < 0)
 			drop_mapped_pages(o);
+	if (c)
+		symcache__close_idle(c, now_ns());
 }
 
 void symcache__stats(const struct symcache *c, struct symcache_stats *out)
@@ -729,6 +778,13 @@ static void identity_key(char *buf, size_t len, const struct stat *st)
 			st->st_mtim.tv_nsec);
 }
 
+/* True when @st (fstat of an open file) is @o's file: device, inode, size and mtime. */
+static bool same_file(const struct elf_object *o, const struct stat *st)
+{
+	return st->st_dev == o->dev && st->st_ino == o->ino && st->st_size == o->size &&
+	       st->st_mtim.tv_sec == o->mtime.tv_sec && st->st_mtim.tv_nsec == o->mtime.tv_nsec;
+}
+
 /* Keeps the number of held descriptors under max_fds: unloaded objects close theirs first. */
 static void limit_fds(struct symcache *c)
 {
@@ -760,7 +816,16 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	identity_key(ikey, sizeof(ikey), &st);
 	hit = find_key(c, ikey);
 	if (hit) {
-		close(fd);
+		hit->last_used = now_ns();
+		/* Closed while idle, and the very file is open here: keep this descriptor. */
+		if (hit->fd < 0 && same_file(hit, &st)) {
+			hit->fd = fd;
+			c->stats.fds++;
+			hit->load_failed = hit->reopen_failed = false;
+			limit_fds(c);
+		} else {
+			close(fd);
+		}
 		return hit;
 	}
 	if (!S_ISREG(st.st_mode)) {
@@ -830,6 +895,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	/* Kept: the file may be gone from every path (process exited) by the first lookup. */
 	o->fd = fd;
 	c->stats.fds++;
+	o->last_used = now_ns();
 	o->next = c->objects;
 	c->objects = o;
 	c->stats.objects++;
@@ -848,7 +914,10 @@ cleanup:
 	return NULL;
 }
 
-/* Re-opens a file whose descriptor was closed over max_fds; only the very same file will do. */
+/*
+ * Re-opens a file whose descriptor was closed (over max_fds, or idle) by o->path, then
+ * o->orig_path; only the very same file will do. 0, or -ENOENT.
+ */
 static int reopen(struct elf_object *o)
 {
 	const char *paths[2] = {o->path, o->orig_path};
@@ -861,9 +930,7 @@ static int reopen(struct elf_object *o)
 		fd = open_regular(paths[i], &st);
 		if (fd < 0)
 			continue;
-		if (st.st_dev == o->dev && st.st_ino == o->ino && st.st_size == o->size &&
-		    st.st_mtim.tv_sec == o->mtime.tv_sec &&
-		    st.st_mtim.tv_nsec == o->mtime.tv_nsec) {
+		if (same_file(o, &st)) {
 			o->fd = fd;
 			o->cache->stats.fds++;
 			return 0;
@@ -1309,7 +1376,7 @@ static int index_cus(struct elf_object *o)
 	}
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
-	charge(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
+	charge_dwarf(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
 	return 0;
 }
 
@@ -1372,7 +1439,7 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
-			charge(o, cap * sizeof(*cu->funcs));
+			charge_dwarf(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
@@ -1552,7 +1619,7 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 		cu->lines_charged = true;
 		if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
 		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
-			charge(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
+			charge_dwarf(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
 	}
 	line = dwarf_getsrc_die(&cu->die, pc);
 	if (line) {
@@ -1904,7 +1971,7 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	 * After dwarf_begin_elf(): inflated sections show their inflated size, all
 	 * in memory. Of mapped ones, only pages a lookup touched are resident.
 	 */
-	charge(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
 	if (index_cus(o)) {
 		/* Out of memory: run on symbols alone. */
 		free(o->cus);
@@ -1984,8 +2051,13 @@ fail:
 	return -ENOENT;
 }
 
+static void refresh_idle(struct elf_object *o);
+
 const char *elf_object__debug_file(struct elf_object *o)
 {
+	o->last_used = now_ns();
+	if (o->idle_closed)
+		refresh_idle(o);
 	if (!elf_object__load(o))
 		make_room(o->cache, o, 0);
 	return o->debug_path;
@@ -2049,6 +2121,84 @@ static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct s
 	charge(o, size + ENTRY_OVERHEAD);
 }
 
+/*
+ * @o was closed while idle and an address it has not answered yet is asked: re-load it from
+ * its file if the very same file can be opened again, else go on with what stayed in memory
+ * (symbols, names read, frames answered; counted once, not retried until symcache__open()
+ * meets the file again).
+ */
+static void refresh_idle(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->reopen_failed)
+		return;
+	if (o->fd < 0 && reopen(o)) {
+		o->reopen_failed = true;
+		c->stats.idle_reopen_errors++;
+		return;
+	}
+	elf_object__unload(o);
+	c->stats.idle_reloads++;
+}
+
+/*
+ * Makes the frames cached for @o independent of its DWARF: strings libdw owns (DIE names,
+ * line table file names) are copied into o->strings. false on ENOMEM.
+ */
+static bool addr_cache__own_strings(struct elf_object *o)
+{
+	struct addr_entry *e, *tmp;
+	const char **s[3];
+	int i, k;
+
+	HASH_ITER (hh, o->addrs, e, tmp) {
+		for (i = 0; i < e->n; i++) {
+			s[0] = &e->frames[i].function;
+			s[1] = &e->frames[i].system_name;
+			s[2] = &e->frames[i].file;
+			for (k = 0; k < 3; k++)
+				if (*s[k] && !(*s[k] = intern(o, *s[k])))
+					return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Releases what holds @o's files open: its descriptors (main file, debug file, inflated
+ * DWARF) and, when loaded, its DWARF (a mapping pins the file too). Symbols, names read and
+ * the address cache stay; names not read yet wait for refresh_idle().
+ */
+static void close_idle_object(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->loaded) {
+		if (o->dwarf && !addr_cache__own_strings(o))
+			addr_cache__clear(o);
+		drop_dwarf(o);
+		o->names_fd = -1;
+		o->idle_closed = true;
+	}
+	close_fd(c, &o->fd);
+	close_fd(c, &o->dbg_fd);
+	close_fd(c, &o->inflated_fd);
+	c->stats.idle_closes++;
+}
+
+void symcache__close_idle(struct symcache *c, uint64_t now)
+{
+	struct elf_object *o;
+
+	for (o = c ? c->objects : NULL; o; o = o->next) {
+		if (now < o->last_used || now - o->last_used < c->idle_ns)
+			continue;
+		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->dwarf_elf)
+			close_idle_object(o);
+	}
+}
+
 int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		     struct sym_frame *out, int max)
 {
@@ -2059,6 +2209,7 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 	if (!c || !o || !out || max <= 0)
 		return -EINVAL;
 	c->stats.lookups++;
+	o->last_used = now_ns();
 	HASH_FIND(hh, o->addrs, &vaddr, sizeof(vaddr), e);
 	if (e) {
 		c->stats.cache_hits++;
@@ -2067,6 +2218,8 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		memcpy(out, e->frames, n * sizeof(*out));
 		return n;
 	}
+	if (o->idle_closed)
+		refresh_idle(o);
 	if (elf_object__load(o)) {
 		c->stats.misses++;
 		return 0;

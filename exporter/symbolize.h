@@ -25,9 +25,10 @@ struct elf_object;
 
 /*
  * One frame of a lookup result. Strings are owned by the symcache and stay valid
- * until the next symcache__open() or symcache__lookup() call on the same cache
- * (either may unload a least-recently-used object to stay under
- * symcache_opts.max_bytes) or symcache__free(): copy what must outlive that.
+ * until the next symcache__open(), symcache__lookup(), symcache__trim() or
+ * symcache__close_idle() call on the same cache (the first two may unload a
+ * least-recently-used object to stay under symcache_opts.max_bytes, the last two
+ * release idle objects' DWARF) or symcache__free(): copy what must outlive that.
  */
 struct sym_frame {
 	const char *function;	 /* demangled name, NULL if unknown */
@@ -59,9 +60,18 @@ struct symcache_opts {
 	 * 0: a quarter of RLIMIT_NOFILE, at least 64.
 	 */
 	unsigned int max_fds;
+	/*
+	 * Seconds an object may go without an open or a lookup before
+	 * symcache__close_idle() (called by symcache__trim()) closes its
+	 * descriptors and drops its DWARF: held descriptors, and mappings, of
+	 * deleted files pin their disk space. 0: SYMCACHE_DEFAULT_IDLE_S.
+	 */
+	unsigned int idle_s;
 };
 
 #define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
+/* Idle time before an object's descriptors close: a few export intervals (5 s in the soak). */
+#define SYMCACHE_DEFAULT_IDLE_S 30
 
 /* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
 struct symcache *symcache__new(const struct symcache_opts *opts);
@@ -132,15 +142,34 @@ struct symcache_stats {
 	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
 	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
 	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
+	/* Descriptors following the working set (symcache__close_idle()). */
+	uint64_t idle_closes;	     /* objects that released descriptors/DWARF after idle_s */
+	uint64_t idle_reloads;	     /* of those, loaded ones re-read from the very same file */
+	uint64_t idle_reopen_errors; /* loaded ones whose file was gone: answered from memory */
 };
 void symcache__stats(const struct symcache *c, struct symcache_stats *out);
 /*
  * Drops from this process's memory the pages of mapped (uncompressed) DWARF that lookups have
  * touched; later lookups read them again from the page cache, with identical results. The
- * mappings are read-only, so no data is lost. Call now and then (the agent: every 2 s) to keep
- * the resident size to what recent lookups used. NULL is a no-op.
+ * mappings are read-only, so no data is lost. Then closes idle objects' descriptors
+ * (symcache__close_idle() at the current time). Call now and then (the agent: every 2 s) to
+ * keep the resident size to what recent lookups used. NULL is a no-op.
  */
 void symcache__trim(struct symcache *c);
+/*
+ * Closes the descriptors (file, debug file, inflated DWARF) of every object not opened nor
+ * looked up during the last symcache_opts.idle_s seconds before @now (CLOCK_MONOTONIC, in
+ * ns), and drops loaded ones' DWARF (its mapping keeps the file too). Their symbols, the
+ * names already read and the frames already answered stay in memory (frames keep file:line
+ * and inline chains). The next lookup of an address not answered yet re-opens the very same
+ * file (device, inode, size, mtime; by the opened path, then the original one) and re-loads
+ * the object, with the results of a fresh load; if the file is gone or changed, it answers
+ * from what stayed in memory, the symbol table only (stats.idle_reopen_errors). A
+ * symcache__open() of the same file hands it its descriptor back. symcache__trim() calls it
+ * with the current time; tests pass their own @now. Cost: one pass over the objects. NULL is a
+ * no-op.
+ */
+void symcache__close_idle(struct symcache *c, uint64_t now);
 
 /* Kernel symbols from /proc/kallsyms (or a file in that format for tests). */
 struct ksyms;

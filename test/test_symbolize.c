@@ -6,7 +6,9 @@
  * addr2line(1), lines from markers in the sources, and addresses the
  * programs print about themselves. No root needed.
  */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -784,6 +787,218 @@ static void test_fds(void **state)
 	symcache__free(c);
 }
 
+/* --- descriptors follow the working set (symcache__close_idle) ----------------------------- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Descriptors of this process open on @path (deleted or not), and all of them (@all). */
+static int fds_on(const char *path, int *all)
+{
+	char link[PATH_MAX + 32], fdpath[300];
+	size_t len = strlen(path);
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0, total = 0;
+	ssize_t got;
+
+	assert_non_null(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.' || atoi(d->d_name) == dirfd(dir))
+			continue;
+		total++;
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%s", d->d_name);
+		got = readlink(fdpath, link, sizeof(link) - 1);
+		if (got <= 0)
+			continue;
+		link[got] = 0;
+		if (!strncmp(link, path, len) && (!link[len] || !strcmp(link + len, " (deleted)")))
+			n++;
+	}
+	closedir(dir);
+	if (all)
+		*all = total;
+	return n;
+}
+
+/* Mappings of @path in this process (a mapping pins a deleted file as a descriptor does). */
+static int maps_of(const char *path)
+{
+	char line[PATH_MAX + 256];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, path))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* stats.fds is exact: every descriptor this process opened since @base is the cache's. */
+static void assert_fds_exact(struct symcache *c, int base)
+{
+	struct symcache_stats st;
+	int all;
+
+	fds_on("/", &all);
+	symcache__stats(c, &st);
+	assert_int_equal((int)st.fds, all - base);
+}
+
+/*
+ * An object unused for idle_s closes its descriptor and drops its mapped DWARF, keeping what
+ * is loaded: addresses answered before keep their frames, a new address re-opens the same
+ * file and answers as a fresh cache does; once the file is deleted, the names read before
+ * still answer and nothing crashes. Time is passed in, never slept.
+ */
+static void test_idle_fds(void **state)
+{
+	struct symcache_opts opts = {.idle_s = 5};
+	const uint64_t idle = 5 * 1000000000ull;
+	struct symcache *ref = new_cache(NULL), *c;
+	char tmp[] = "/tmp/spanprof-idle-XXXXXX", path[512], path2[512], want[4096], got[4096];
+	char want2[4096];
+	uint64_t mid, mid_size, out, out_size, t0;
+	struct symcache_stats st;
+	struct elf_object *o, *ro, *o2;
+	struct sym_frame f[16];
+	int base, n;
+
+	assert_non_null(mkdtemp(tmp));
+	snprintf(path, sizeof(path), "%s/a", tmp);
+	snprintf(path2, sizeof(path2), "%s/b", tmp);
+	free(run("cp '%s' '%s' && cp '%s' '%s'", P("cprog-pie"), path, P("cprog-nopie"), path2));
+	nm_symbol(P("cprog-pie"), "middle", false, &mid, &mid_size);
+	nm_symbol(P("cprog-pie"), "outer", false, &out, &out_size);
+	assert_true(mid_size > 4 && out_size > 1);
+	ro = must_open(ref, P("cprog-pie"));
+	fds_on("/", &base);
+	c = symcache__new(&opts);
+	assert_non_null(c);
+
+	/* Loaded, DWARF mapped, one descriptor. */
+	o = must_open(c, path);
+	t0 = mono_ns();
+	n = symcache__lookup(c, o, mid + 4, f, 16);
+	assert_true(n >= 2); /* the inline chain of middle (DWARF) */
+	frames_str(got, sizeof(got), f, n);
+	frames_str(want, sizeof(want), f, symcache__lookup(ref, ro, mid + 4, f, 16));
+	assert_string_equal(got, want);
+	assert_int_equal(fds_on(path, NULL), 1);
+	assert_true(maps_of(path) >= 1);
+	assert_fds_exact(c, base);
+
+	/* Not idle long enough: nothing closes. */
+	symcache__close_idle(c, t0 + idle - 1);
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_closes, 0);
+	assert_int_equal(fds_on(path, NULL), 1);
+
+	/* Idle: descriptor and mapping gone, memory kept. */
+	symcache__close_idle(c, mono_ns() + idle);
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_closes, 1);
+	assert_int_equal(st.objects_loaded, 1);
+	assert_int_equal(fds_on(path, NULL), 0);
+	assert_int_equal(maps_of(path), 0);
+	assert_fds_exact(c, base);
+	/* Answered before: the same frames (file:line and inline chain), file untouched. */
+	n = symcache__lookup(c, o, mid + 4, f, 16);
+	frames_str(got, sizeof(got), f, n);
+	assert_string_equal(got, want);
+	assert_int_equal(fds_on(path, NULL), 0);
+	/* A new address: the very same file is re-opened, answers as a fresh cache. */
+	n = symcache__lookup(c, o, out, f, 16);
+	frames_str(got, sizeof(got), f, n);
+	frames_str(want2, sizeof(want2), f, symcache__lookup(ref, ro, out, f, 16));
+	assert_string_equal(got, want2);
+	assert_non_null(strstr(got, "cprog.c"));
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_reloads, 1);
+	assert_int_equal(st.idle_reopen_errors, 0);
+	assert_int_equal(fds_on(path, NULL), 1);
+	assert_fds_exact(c, base);
+
+	/* Idle again, then deleted: what was read still answers, the rest is unknown. */
+	symcache__close_idle(c, mono_ns() + idle);
+	free(run("rm -f '%s'", path));
+	n = symcache__lookup(c, o, out, f, 16); /* answered before */
+	frames_str(got, sizeof(got), f, n);
+	assert_string_equal(got, want2);
+	n = symcache__lookup(c, o, out + 1, f, 16); /* symbol name read before: symtab only */
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].function, "outer");
+	assert_null(f[0].file);
+	assert_int_equal(symcache__lookup(c, o, mid + 4, f, 16), 0); /* name never read */
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_reopen_errors, 1); /* counted once, not retried */
+	assert_int_equal(st.load_errors, 0);
+	assert_int_equal(fds_on(path, NULL), 0);
+	assert_fds_exact(c, base);
+
+	/* Opened but never looked up: closes too; opening the same file again hands it back. */
+	o2 = must_open(c, path2);
+	assert_int_equal(fds_on(path2, NULL), 1);
+	symcache__close_idle(c, mono_ns() + idle);
+	assert_int_equal(fds_on(path2, NULL), 0);
+	assert_fds_exact(c, base);
+	assert_ptr_equal(must_open(c, path2), o2);
+	assert_int_equal(fds_on(path2, NULL), 1);
+	symcache__close_idle(c, mono_ns() + idle);
+	assert_int_equal(fds_on(path2, NULL), 0);
+	nm_symbol(P("cprog-nopie"), "middle", false, &mid, &mid_size);
+	n = symcache__lookup(c, o2, mid, f, 16); /* re-opened by path */
+	assert_true(n >= 1);
+	assert_string_equal(f[n - 1].function, "middle");
+	assert_int_equal(fds_on(path2, NULL), 1);
+	assert_fds_exact(c, base);
+
+	symcache__free(c);
+	assert_int_equal(fds_on(tmp, NULL), 0);
+	symcache__free(ref);
+	free(run("rm -rf '%s'", tmp));
+}
+
+/* Compressed DWARF is inflated into an unlinked file: it is released and rebuilt too. */
+static void test_idle_fds_inflated(void **state)
+{
+	struct symcache *ref = new_cache(NULL), *c = new_cache(NULL);
+	const uint64_t idle = SYMCACHE_DEFAULT_IDLE_S * 1000000000ull;
+	struct elf_object *o = must_open(c, P("cprog-zdebug")), *ro;
+	char want[4096], got[4096];
+	struct symcache_stats st;
+	uint64_t mid, mid_size, out, out_size;
+	struct sym_frame f[16];
+	int n;
+
+	ro = must_open(ref, P("cprog-zdebug"));
+	nm_symbol(P("cprog-zdebug"), "middle", false, &mid, &mid_size);
+	nm_symbol(P("cprog-zdebug"), "outer", false, &out, &out_size);
+	assert_true(symcache__lookup(c, o, mid, f, 16) >= 1);
+	symcache__stats(c, &st);
+	assert_int_equal(st.fds, 2); /* the file and its inflated DWARF */
+	symcache__close_idle(c, mono_ns() + idle);
+	symcache__stats(c, &st);
+	assert_int_equal(st.fds, 0);
+	n = symcache__lookup(c, o, out, f, 16);
+	frames_str(got, sizeof(got), f, n);
+	frames_str(want, sizeof(want), f, symcache__lookup(ref, ro, out, f, 16));
+	assert_string_equal(got, want);
+	assert_non_null(strstr(got, "cprog.c"));
+	symcache__stats(c, &st);
+	assert_int_equal(st.fds, 2);
+	assert_int_equal(st.idle_reloads, 1);
+	symcache__free(c);
+	symcache__free(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -808,6 +1023,8 @@ int main(void)
 	    cmocka_unit_test(test_live_shared_library),
 	    cmocka_unit_test(test_budget_reload),
 	    cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_idle_fds),
+	    cmocka_unit_test(test_idle_fds_inflated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
