@@ -94,7 +94,8 @@ static const struct argp_option record_options[] = {
      "offcpu: report blocked periods from this long on (default 1ms; units ns, us, ms, s)", 0},
     {"pid", 'p', "PID[,PID...]", 0,
      "Sample only these processes (and all their threads); repeatable. A thread id "
-     "selects its whole process. Default: every process",
+     "selects its whole process. Default: every process. Without other targeting options "
+     "the run ends (and writes its outputs) once all of them have exited",
      0},
     {"output-dir", 'o', "DIR", 0,
      "Write profile.pb.gz, profile.folded and flamegraph.svg here (default: out). With an "

@@ -23,6 +23,7 @@
 #include "otel_env.h"
 #include "otlp_encode.h"
 #include "otlp_export.h"
+#include "pidwatch.h"
 #include "folded.h"
 #include "pprof.h"
 #include "profile.h"
@@ -56,6 +57,7 @@ struct recorder {
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
@@ -373,6 +375,28 @@ static int make_targets(struct recorder *r)
 		return 0;
 	r->targets = targets__new(&to);
 	return r->targets ? 0 : -errno; /* message printed */
+}
+
+/*
+ * With --pid as the only targeting option, the run ends once all those processes have exited,
+ * as 'perf record -p' does (the other options can match processes started later).
+ */
+static int watch_pids(struct recorder *r, const uint32_t *tgids, size_t n)
+{
+	if (!n || r->targets)
+		return 0;
+	r->pidwatch = pidwatch__new(tgids, n);
+	if (r->pidwatch)
+		return 0;
+	if (errno == ESRCH)
+		return fail("a --pid process exited while starting (is it still running?)");
+	if (errno == ENOMEM)
+		return fail("out of memory while starting");
+	fprintf(stderr,
+		"spanprof: warning: cannot watch the --pid processes (%s): the run will not end "
+		"when they exit\n",
+		strerror(errno));
+	return 0;
 }
 
 static void k8s_meta_hook(void *ctx, uint32_t pid, struct procmeta *m)
@@ -1081,6 +1105,8 @@ int record__run(const struct record_opts *o)
 		goto cleanup;
 	if (make_targets(&r))
 		goto cleanup;
+	if (watch_pids(&r, tgids, ntgids))
+		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
 	/* Kernels since 5.11 charge BPF memory to the cgroup: a refusal here is harmless. */
@@ -1247,6 +1273,12 @@ int record__run(const struct record_opts *o)
 			fail("reading the ring buffer failed: %s", strerror(-n));
 			break;
 		}
+		if (r.pidwatch && !pidwatch__running(r.pidwatch)) {
+			/* As at the end of --duration: the ring is drained below. */
+			fprintf(stderr, "%sspanprof: all target processes exited; stopping\n",
+				!o->quiet && isatty(2) ? "\r\033[K" : "");
+			break;
+		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
 			unwinder__tick(r.unwinder);
 		if (r.links)
@@ -1347,5 +1379,6 @@ cleanup:
 	free(tgids);
 	targets__free(r.targets);
 	k8smeta__free(r.k8s);
+	pidwatch__free(r.pidwatch);
 	return rc;
 }

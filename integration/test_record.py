@@ -1,5 +1,6 @@
 """spanprof record against the real kernel: stacks, symbols, outputs, errors."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -304,3 +305,29 @@ def test_missing_capability_is_named(spanprof, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 1, res.stderr
     assert "CAP_BPF and CAP_PERFMON" in res.stderr, res.stderr
+
+
+def test_stops_when_every_pid_has_exited(spanprof, workload, procs, tmp_path):
+    """Like 'perf record -p': no --duration, the targets exit, the run ends and writes."""
+    chain = workload("chain")
+    a, b = procs.start(chain, "5"), procs.start(chain, "6")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", f"{a.pid},{b.pid}", "--frequency", 99, timeout=90)
+    assert "spanprof: all target processes exited; stopping" in res.stderr, res.stderr
+    m = re.search(r"^spanprof: (\d+) samples from \d+ processes in ([\d.]+) s", res.stderr, re.M)
+    assert m and int(m.group(1)) > 0, res.stderr
+    folded = read_folded(out / "profile.folded")
+    assert sum(c for _, c in folded) == int(m.group(1)), "the summary and the file disagree"
+    assert (out / "profile.pb.gz").stat().st_size > 0
+
+
+def test_other_targets_keep_the_run_going_after_the_pids_exit(spanprof, workload, procs,
+                                                             tmp_path):
+    """--exe can match processes started later: the exit of the --pid ones is no reason to stop."""
+    chain = workload("chain")
+    p = procs.start(chain, "1")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", p.pid, "--exe", chain, "--duration", 4, timeout=90)
+    assert "all target processes exited" not in res.stderr, res.stderr
+    m = re.search(r"^spanprof: \d+ samples from \d+ processes in ([\d.]+) s", res.stderr, re.M)
+    assert m and float(m.group(1)) >= 3.9, res.stderr
