@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "profile.h"
 #include "cli.h"
@@ -134,7 +135,8 @@ static const struct argp_option record_options[] = {
      3},
     {"exe", OPT_EXE, "PATH", 0,
      "Sample only processes running this executable file (matched by device and inode, so "
-     "symlinks and hard links match; a binary replaced later is matched too). Repeatable",
+     "symlinks and hard links match; a binary replaced later is matched too). It must exist "
+     "and be a regular, executable file. Repeatable",
      3},
     {"cgroup", OPT_CGROUP, "PATH", 0,
      "Sample only processes in this cgroup v2 directory or below it, e.g. "
@@ -255,6 +257,36 @@ static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32
 	return 0;
 }
 
+/*
+ * --exe PATH (under $SPANPROF_HOST_ROOT when set) must name an existing regular file with an
+ * execute bit: a directory or a device would match no process, silently. NULL when it does, else
+ * why not. A dangling symlink under a host root is let through: an absolute target points into
+ * the host's tree, which the targeting code resolves itself.
+ */
+static const char *exe_path_problem(const char *path)
+{
+	const char *root = getenv("SPANPROF_HOST_ROOT");
+	char full[PATH_MAX];
+	struct stat st;
+
+	if (!root || !strcmp(root, "/"))
+		root = "";
+	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+		return "path too long";
+	if (stat(full, &st)) {
+		if (*root && !lstat(full, &st) && S_ISLNK(st.st_mode))
+			return NULL;
+		return errno == ENOENT ? "no such file" : strerror(errno);
+	}
+	if (S_ISDIR(st.st_mode))
+		return "a directory";
+	if (!S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (!(st.st_mode & 0111))
+		return "not executable";
+	return NULL;
+}
+
 static struct record_flags_set flags_set;
 static const char *config_path; /* --config, else $SPANPROF_CONFIG */
 
@@ -337,6 +369,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	struct record_opts *o = state->input;
 	char *eq, spec[PATH_MAX + 256];
 	char *tok, *save = NULL;
+	const char *why;
 	char *end;
 
 	switch (key) {
@@ -505,6 +538,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			OPT_FAIL(state, "at most %d --exe", RECORD_MAX_TARGETS);
 		if (!*arg)
 			OPT_FAIL(state, "--exe wants a path");
+		if ((why = exe_path_problem(arg)))
+			OPT_FAIL(state, "--exe wants an executable file, not '%s' (%s)", arg, why);
 		o->exes[o->nexes++] = arg;
 		break;
 	case OPT_CGROUP:
