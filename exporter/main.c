@@ -81,7 +81,8 @@ static const struct argp_option record_options[] = {
     {"profile", OPT_PROFILE, "TYPE[,TYPE...]", 0,
      "What to profile: cpu (on-CPU samples, the default), alloc (heap allocations by bytes, "
      "uprobes on malloc & co.), lock (mutex and rwlock contention), offcpu (time blocked off "
-     "CPU). Each type is a profile of its own in the outputs and in each OTLP request",
+     "CPU). Each type is a profile of its own in the outputs and in each OTLP request; a type "
+     "may be listed once",
      0},
     {"alloc-sample-bytes", OPT_ALLOC_SAMPLE, "BYTES", 0,
      "alloc: one sample every BYTES allocated on average, randomized; values are scaled to "
@@ -474,6 +475,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 					 "--profile wants types among cpu, alloc, lock, offcpu, "
 					 "not '%s'",
 					 tok);
+			/* A mistake, not a wish: say so rather than guess what was meant. */
+			if (o->profile_types & (1u << t))
+				OPT_FAIL(state, "--profile lists '%s' twice", tok);
 			o->profile_types |= 1u << t;
 		}
 		if (!o->profile_types)

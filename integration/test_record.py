@@ -201,6 +201,22 @@ def test_bad_arguments_are_usage_errors(spanprof, tmp_path):
     assert res.returncode == 0 and "--frequency" in res.stdout and "--pid" in res.stdout
 
 
+def test_profile_type_listed_twice_is_refused(spanprof, tmp_path):
+    for types, dup in (("cpu,cpu", "cpu"), ("cpu,alloc,offcpu,alloc", "alloc")):
+        res = subprocess.run([str(spanprof), "record", "--profile", types, "--duration", "1",
+                              "--output-dir", str(tmp_path / "out")],
+                             capture_output=True, text=True)
+        assert res.returncode == 2, (types, res.stderr)
+        assert f"--profile lists '{dup}' twice" in res.stderr, res.stderr
+        assert not (tmp_path / "out").exists()
+    cfg = tmp_path / "twice.yaml"
+    cfg.write_text("profile: offcpu,offcpu\n")
+    res = subprocess.run([str(spanprof), "config", "check", str(cfg)], capture_output=True,
+                         text=True)
+    assert res.returncode == 2
+    assert f"{cfg}:1:10: key 'profile': lists 'offcpu' twice" in res.stderr, res.stderr
+
+
 def assert_chain_named(spanprof, pid, out):
     """Records the chain workload running as @pid: 90% of its samples show main;a;b;c."""
     record(spanprof, out, "--pid", pid, "--duration", 3, "--frequency", 99)
