@@ -3,6 +3,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -655,6 +656,89 @@ static void record_defaults(struct record_opts *o)
 	o->log_level = SELFSTATS_LOG_INFO;
 }
 
+/*
+ * Line of the configuration file that set option @name, 0 if none did or a flag replaced it
+ * (@with_flags: the command line's keys count).
+ */
+static unsigned file_line(const struct config *cfg, const char *name, int with_flags)
+{
+	if (!cfg)
+		return 0;
+	for (const struct argp_option *opt = record_options; opt->name || opt->doc; opt++) {
+		if (!opt->name || strcmp(opt->name, name))
+			continue;
+		for (size_t i = 0; with_flags && i < ncli_keys; i++)
+			if (cli_keys[i] == opt->key)
+				return 0;
+		return config__line(cfg, name);
+	}
+	return 0;
+}
+
+/*
+ * A check across options failed: "FILE:LINE: key 'KEY': MESSAGE" and "spanprof: FILE: 1 error"
+ * when a configuration file was read (the line of the first of the NULL-terminated @keys the
+ * file set, if any), else "spanprof: MESSAGE". Returns 2, the exit status.
+ */
+static int __attribute__((format(printf, 5, 6)))
+across_fail(const struct config *cfg, const char *path, int with_flags, const char *const *keys,
+	    const char *fmt, ...)
+{
+	unsigned line = 0;
+	va_list ap;
+
+	if (path && *path) {
+		for (; *keys && !line; keys++)
+			line = file_line(cfg, *keys, with_flags);
+		if (line)
+			fprintf(stderr, "%s:%u: key '%s': ", path, line, keys[-1]);
+		else
+			fprintf(stderr, "%s: ", path);
+	} else {
+		fputs("spanprof: ", stderr);
+	}
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (path && *path)
+		fprintf(stderr, "spanprof: %s: 1 error\n", path);
+	return 2;
+}
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/*
+ * The checks across options, on the final values (flags, environment, file): each message
+ * names the file and the line of a key it set (across_fail()). 0, or 2 after the message.
+ */
+static int check_across(const struct record_opts *o, const struct config *cfg, const char *path,
+			int with_flags)
+{
+	if (o->endpoint && !strncmp(o->endpoint, "http://", 7) &&
+	    (o->tls_ca || o->tls_cert || o->tls_key))
+		return across_fail(
+		    cfg, path, with_flags, KEYS("endpoint", "tls-ca", "tls-cert", "tls-key"),
+		    "TLS files were given for a plaintext http:// endpoint: use https://%s",
+		    o->endpoint + 7);
+	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
+		return across_fail(cfg, path, with_flags, KEYS("insecure", "endpoint"),
+				   "--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts "
+				   "the https:// endpoint %s: drop one of them",
+				   o->endpoint);
+	if (!!o->tls_cert != !!o->tls_key)
+		return across_fail(cfg, path, with_flags, KEYS("tls-cert", "tls-key"),
+				   "mTLS needs both --tls-cert and --tls-key");
+	if (o->self_metrics && !o->endpoint)
+		return across_fail(cfg, path, with_flags, KEYS("self-metrics"),
+				   "--self-metrics sends to the OTLP endpoint: give --endpoint (or "
+				   "OTEL_EXPORTER_OTLP_ENDPOINT)");
+	if (o->self_metrics && !(o->stats_interval_s > 0))
+		return across_fail(cfg, path, with_flags, KEYS("stats-interval", "self-metrics"),
+				   "--self-metrics sends every --stats-interval: it cannot be 0");
+	return 0;
+}
+
 /* The file's values, then the environment where no flag set a value, then the last defaults. */
 static int apply_file_and_env(struct record_opts *o, const char *path, struct config **cfgp,
 			      int with_flags)
@@ -683,18 +767,14 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 		}
 	}
 	output_dir_set = o->output_dir != NULL;
-	if (record__apply_env(o, &flags_set))
-		return 2;
-	if (o->self_metrics && !o->endpoint) {
-		fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
-				"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
-		return 2;
-	}
-	if (o->self_metrics && !(o->stats_interval_s > 0)) {
-		fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
-				"cannot be 0\n");
+	if (record__apply_env(o, &flags_set)) {
+		/* The environment, or headers (from the file too) that gRPC would refuse. */
+		if (path && *path)
+			fprintf(stderr, "spanprof: %s: 1 error (with the environment)\n", path);
 		return 2;
 	}
+	if (check_across(o, *cfgp, path, with_flags))
+		return 2;
 	/* Local files by default; with an endpoint only when asked for. */
 	if (!output_dir_set && !o->endpoint)
 		o->output_dir = "out";

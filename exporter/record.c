@@ -1040,17 +1040,7 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 					    "character",
 					    o->headers[i].key);
 	}
-	if (o->endpoint && !strncmp(o->endpoint, "http://", 7) &&
-	    (o->tls_ca || o->tls_cert || o->tls_key))
-		return fail("TLS files were given for a plaintext http:// endpoint: use https://%s",
-			    o->endpoint + 7);
-	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
-		return fail(
-		    "--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts the https:// "
-		    "endpoint %s: drop one of them",
-		    o->endpoint);
-	if (!!o->tls_cert != !!o->tls_key)
-		return fail("mTLS needs both --tls-cert and --tls-key");
+	/* The checks across options (TLS files, endpoint scheme): check_across() in main.c. */
 	return 0;
 }
 
