@@ -24,6 +24,7 @@
 #include "otlp_encode.h"
 #include "otlp_export.h"
 #include "pidwatch.h"
+#include "deadline.h"
 #include "folded.h"
 #include "pprof.h"
 #include "profile.h"
@@ -58,6 +59,7 @@ struct recorder {
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
+	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
@@ -107,6 +109,18 @@ static uint64_t boot_to_unix_offset(void)
 		}
 	}
 	return off;
+}
+
+/*
+ * The end of --duration, on the deadline thread: the main thread may be busy for seconds (the
+ * first pass over every process of the host reads maps and builds CFI tables) before it looks
+ * at the clock again. Sampling stops now; what the ring holds is still drained and kept.
+ */
+static void on_deadline(void *ctx)
+{
+	struct recorder *r = ctx;
+
+	sampler__stop(r->sampler);
 }
 
 static int on_sample(void *ctx, const struct sp_sample *s)
@@ -1220,6 +1234,13 @@ int record__run(const struct record_opts *o)
 	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
+	/* After the capabilities are dropped: a thread keeps those it was created with. */
+	if (o->duration_s > 0) {
+		r.deadline = deadline__new(t0 + (uint64_t)(o->duration_s * 1e9), on_deadline, &r);
+		if (!r.deadline) /* the main loop's check below still ends the run */
+			fprintf(stderr, "spanprof: warning: no deadline thread (%s)\n",
+				strerror(errno));
+	}
 	if (!o->quiet) {
 		char what[128] = "", types[64] = "";
 		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
@@ -1242,6 +1263,8 @@ int record__run(const struct record_opts *o)
 
 		int wait_ms = 100;
 
+		if (deadline__fired(r.deadline)) /* maybe while the main thread was busy */
+			break;
 		if (o->duration_s > 0) {
 			uint64_t end = t0 + (uint64_t)(o->duration_s * 1e9);
 
@@ -1305,9 +1328,14 @@ int record__run(const struct record_opts *o)
 			last_progress = now;
 		}
 	}
-	sampler__stop(s);
+	deadline__cancel(r.deadline); /* if it has not fired: no stop from it from here on */
+	t_stop = deadline__fired(r.deadline);
+	if (!t_stop) {
+		sampler__stop(s);
+		t_stop = clock_ns(CLOCK_MONOTONIC);
+	}
+	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
-	t_stop = clock_ns(CLOCK_MONOTONIC);
 	if (r.exporter) {
 		struct otlp_exporter_stats es;
 
@@ -1355,6 +1383,7 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
+	deadline__free(r.deadline); /* before the sampler it stops */
 	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
 	r.sampler = NULL;
