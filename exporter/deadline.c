@@ -14,7 +14,7 @@ struct deadline {
 	uint64_t at_ns;
 	void (*fn)(void *ctx);
 	void *ctx;
-	int cancelled;		 /* under lock */
+	int cancelled; /* under lock */
 	int joined;
 	uint64_t _Atomic fired_ns; /* read without the lock */
 };

@@ -30,6 +30,7 @@
 #include "profile.h"
 #include "proctab.h"
 #include "record.h"
+#include "record_describe.h"
 #include "sampler_user.h"
 #include "selfstats.h"
 #include "spanlinks.h"
@@ -635,13 +636,15 @@ static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
 	return selfstats_ringbuf_drops(st, types);
 }
 
-/* "  | alloc 12  offcpu 40" for the event profile types selected, else "". */
+/* "  | cpu 120 alloc 12" with more than one profile type selected, else "". */
 static const char *event_counts(struct recorder *r, char *buf, size_t size)
 {
 	size_t len = 0;
 
 	buf[0] = '\0';
-	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES && len < size; t++)
+	if (record__ntypes(r->opts) < 2)
+		return buf;
+	for (uint32_t t = 0; t < PROFILE_NTYPES && len < size; t++)
 		if (r->opts->profile_types & (1u << t))
 			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
 					profile__type_info(t)->name,
@@ -732,10 +735,11 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
+	char what[256];
 
 	sampler__stats(s, st);
 	fprintf(stderr,
-		"spanprof: %llu samples from %llu processes in %.1f s (%d CPUs at %u Hz)\n"
+		"spanprof: %llu samples from %llu processes in %.1f s (%s)\n"
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
@@ -743,7 +747,8 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"dropped (PID reused)\n"
 		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
-		sampler__ncpus(s), r->opts->frequency_hz,
+		record__describe_types(what, sizeof(what), r->opts, sampler__ncpus(s),
+				       record__ntypes(r->opts) > 1 ? r->type_samples : NULL),
 		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
 		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
@@ -1242,18 +1247,12 @@ int record__run(const struct record_opts *o)
 				strerror(errno));
 	}
 	if (!o->quiet) {
-		char what[128] = "", types[64] = "";
-		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+		char what[256];
 
-		if (sel & (1u << PROFILE_CPU))
-			snprintf(what, sizeof(what), " on %d CPUs at %u Hz", sampler__ncpus(s),
-				 o->frequency_hz);
-		for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
-			if (sel & (1u << t))
-				snprintf(types + strlen(types), sizeof(types) - strlen(types),
-					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
-		fprintf(stderr, "spanprof: sampling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
-			targeted(&r) ? "the targeted processes" : "every process", types, what,
+		/* "spanprof: sampling" starts the line: tests and scripts wait for it. */
+		fprintf(stderr, "spanprof: sampling %s: %s%s%s%s; Ctrl-C to stop\n",
+			targeted(&r) ? "the targeted processes" : "every process",
+			record__describe_types(what, sizeof(what), o, sampler__ncpus(s), NULL),
 			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
