@@ -3,9 +3,11 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "profile.h"
 #include "cli.h"
@@ -80,7 +82,8 @@ static const struct argp_option record_options[] = {
     {"profile", OPT_PROFILE, "TYPE[,TYPE...]", 0,
      "What to profile: cpu (on-CPU samples, the default), alloc (heap allocations by bytes, "
      "uprobes on malloc & co.), lock (mutex and rwlock contention), offcpu (time blocked off "
-     "CPU). Each type is a profile of its own in the outputs and in each OTLP request",
+     "CPU). Each type is a profile of its own in the outputs and in each OTLP request; a type "
+     "may be listed once",
      0},
     {"alloc-sample-bytes", OPT_ALLOC_SAMPLE, "BYTES", 0,
      "alloc: one sample every BYTES allocated on average, randomized; values are scaled to "
@@ -94,7 +97,8 @@ static const struct argp_option record_options[] = {
      "offcpu: report blocked periods from this long on (default 1ms; units ns, us, ms, s)", 0},
     {"pid", 'p', "PID[,PID...]", 0,
      "Sample only these processes (and all their threads); repeatable. A thread id "
-     "selects its whole process. Default: every process",
+     "selects its whole process. Default: every process. Without other targeting options "
+     "the run ends (and writes its outputs) once all of them have exited",
      0},
     {"output-dir", 'o', "DIR", 0,
      "Write profile.pb.gz, profile.folded and flamegraph.svg here (default: out). With an "
@@ -133,7 +137,8 @@ static const struct argp_option record_options[] = {
      3},
     {"exe", OPT_EXE, "PATH", 0,
      "Sample only processes running this executable file (matched by device and inode, so "
-     "symlinks and hard links match; a binary replaced later is matched too). Repeatable",
+     "symlinks and hard links match; a binary replaced later is matched too). It must exist "
+     "and be a regular, executable file. Repeatable",
      3},
     {"cgroup", OPT_CGROUP, "PATH", 0,
      "Sample only processes in this cgroup v2 directory or below it, e.g. "
@@ -254,6 +259,36 @@ static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32
 	return 0;
 }
 
+/*
+ * --exe PATH (under $SPANPROF_HOST_ROOT when set) must name an existing regular file with an
+ * execute bit: a directory or a device would match no process, silently. NULL when it does, else
+ * why not. A dangling symlink under a host root is let through: an absolute target points into
+ * the host's tree, which the targeting code resolves itself.
+ */
+static const char *exe_path_problem(const char *path)
+{
+	const char *root = getenv("SPANPROF_HOST_ROOT");
+	char full[PATH_MAX];
+	struct stat st;
+
+	if (!root || !strcmp(root, "/"))
+		root = "";
+	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+		return "path too long";
+	if (stat(full, &st)) {
+		if (*root && !lstat(full, &st) && S_ISLNK(st.st_mode))
+			return NULL;
+		return errno == ENOENT ? "no such file" : strerror(errno);
+	}
+	if (S_ISDIR(st.st_mode))
+		return "a directory";
+	if (!S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (!(st.st_mode & 0111))
+		return "not executable";
+	return NULL;
+}
+
 static struct record_flags_set flags_set;
 static const char *config_path; /* --config, else $SPANPROF_CONFIG */
 
@@ -336,6 +371,7 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	struct record_opts *o = state->input;
 	char *eq, spec[PATH_MAX + 256];
 	char *tok, *save = NULL;
+	const char *why;
 	char *end;
 
 	switch (key) {
@@ -440,6 +476,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 					 "--profile wants types among cpu, alloc, lock, offcpu, "
 					 "not '%s'",
 					 tok);
+			/* A mistake, not a wish: say so rather than guess what was meant. */
+			if (o->profile_types & (1u << t))
+				OPT_FAIL(state, "--profile lists '%s' twice", tok);
 			o->profile_types |= 1u << t;
 		}
 		if (!o->profile_types)
@@ -504,6 +543,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			OPT_FAIL(state, "at most %d --exe", RECORD_MAX_TARGETS);
 		if (!*arg)
 			OPT_FAIL(state, "--exe wants a path");
+		if ((why = exe_path_problem(arg)))
+			OPT_FAIL(state, "--exe wants an executable file, not '%s' (%s)", arg, why);
 		o->exes[o->nexes++] = arg;
 		break;
 	case OPT_CGROUP:
@@ -615,6 +656,89 @@ static void record_defaults(struct record_opts *o)
 	o->log_level = SELFSTATS_LOG_INFO;
 }
 
+/*
+ * Line of the configuration file that set option @name, 0 if none did or a flag replaced it
+ * (@with_flags: the command line's keys count).
+ */
+static unsigned file_line(const struct config *cfg, const char *name, int with_flags)
+{
+	if (!cfg)
+		return 0;
+	for (const struct argp_option *opt = record_options; opt->name || opt->doc; opt++) {
+		if (!opt->name || strcmp(opt->name, name))
+			continue;
+		for (size_t i = 0; with_flags && i < ncli_keys; i++)
+			if (cli_keys[i] == opt->key)
+				return 0;
+		return config__line(cfg, name);
+	}
+	return 0;
+}
+
+/*
+ * A check across options failed: "FILE:LINE: key 'KEY': MESSAGE" and "spanprof: FILE: 1 error"
+ * when a configuration file was read (the line of the first of the NULL-terminated @keys the
+ * file set, if any), else "spanprof: MESSAGE". Returns 2, the exit status.
+ */
+static int __attribute__((format(printf, 5, 6)))
+across_fail(const struct config *cfg, const char *path, int with_flags, const char *const *keys,
+	    const char *fmt, ...)
+{
+	unsigned line = 0;
+	va_list ap;
+
+	if (path && *path) {
+		for (; *keys && !line; keys++)
+			line = file_line(cfg, *keys, with_flags);
+		if (line)
+			fprintf(stderr, "%s:%u: key '%s': ", path, line, keys[-1]);
+		else
+			fprintf(stderr, "%s: ", path);
+	} else {
+		fputs("spanprof: ", stderr);
+	}
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (path && *path)
+		fprintf(stderr, "spanprof: %s: 1 error\n", path);
+	return 2;
+}
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/*
+ * The checks across options, on the final values (flags, environment, file): each message
+ * names the file and the line of a key it set (across_fail()). 0, or 2 after the message.
+ */
+static int check_across(const struct record_opts *o, const struct config *cfg, const char *path,
+			int with_flags)
+{
+	if (o->endpoint && !strncmp(o->endpoint, "http://", 7) &&
+	    (o->tls_ca || o->tls_cert || o->tls_key))
+		return across_fail(
+		    cfg, path, with_flags, KEYS("endpoint", "tls-ca", "tls-cert", "tls-key"),
+		    "TLS files were given for a plaintext http:// endpoint: use https://%s",
+		    o->endpoint + 7);
+	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
+		return across_fail(cfg, path, with_flags, KEYS("insecure", "endpoint"),
+				   "--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts "
+				   "the https:// endpoint %s: drop one of them",
+				   o->endpoint);
+	if (!!o->tls_cert != !!o->tls_key)
+		return across_fail(cfg, path, with_flags, KEYS("tls-cert", "tls-key"),
+				   "mTLS needs both --tls-cert and --tls-key");
+	if (o->self_metrics && !o->endpoint)
+		return across_fail(cfg, path, with_flags, KEYS("self-metrics"),
+				   "--self-metrics sends to the OTLP endpoint: give --endpoint (or "
+				   "OTEL_EXPORTER_OTLP_ENDPOINT)");
+	if (o->self_metrics && !(o->stats_interval_s > 0))
+		return across_fail(cfg, path, with_flags, KEYS("stats-interval", "self-metrics"),
+				   "--self-metrics sends every --stats-interval: it cannot be 0");
+	return 0;
+}
+
 /* The file's values, then the environment where no flag set a value, then the last defaults. */
 static int apply_file_and_env(struct record_opts *o, const char *path, struct config **cfgp,
 			      int with_flags)
@@ -643,18 +767,14 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 		}
 	}
 	output_dir_set = o->output_dir != NULL;
-	if (record__apply_env(o, &flags_set))
-		return 2;
-	if (o->self_metrics && !o->endpoint) {
-		fprintf(stderr, "spanprof: --self-metrics sends to the OTLP endpoint: give "
-				"--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
-		return 2;
-	}
-	if (o->self_metrics && !(o->stats_interval_s > 0)) {
-		fprintf(stderr, "spanprof: --self-metrics sends every --stats-interval: it "
-				"cannot be 0\n");
+	if (record__apply_env(o, &flags_set)) {
+		/* The environment, or headers (from the file too) that gRPC would refuse. */
+		if (path && *path)
+			fprintf(stderr, "spanprof: %s: 1 error (with the environment)\n", path);
 		return 2;
 	}
+	if (check_across(o, *cfgp, path, with_flags))
+		return 2;
 	/* Local files by default; with an endpoint only when asked for. */
 	if (!output_dir_set && !o->endpoint)
 		o->output_dir = "out";

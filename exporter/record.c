@@ -23,11 +23,14 @@
 #include "otel_env.h"
 #include "otlp_encode.h"
 #include "otlp_export.h"
+#include "pidwatch.h"
+#include "deadline.h"
 #include "folded.h"
 #include "pprof.h"
 #include "profile.h"
 #include "proctab.h"
 #include "record.h"
+#include "record_describe.h"
 #include "sampler_user.h"
 #include "selfstats.h"
 #include "spanlinks.h"
@@ -56,6 +59,8 @@ struct recorder {
 	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
+	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
@@ -105,6 +110,18 @@ static uint64_t boot_to_unix_offset(void)
 		}
 	}
 	return off;
+}
+
+/*
+ * The end of --duration, on the deadline thread: the main thread may be busy for seconds (the
+ * first pass over every process of the host reads maps and builds CFI tables) before it looks
+ * at the clock again. Sampling stops now; what the ring holds is still drained and kept.
+ */
+static void on_deadline(void *ctx)
+{
+	struct recorder *r = ctx;
+
+	sampler__stop(r->sampler);
 }
 
 static int on_sample(void *ctx, const struct sp_sample *s)
@@ -375,6 +392,28 @@ static int make_targets(struct recorder *r)
 	return r->targets ? 0 : -errno; /* message printed */
 }
 
+/*
+ * With --pid as the only targeting option, the run ends once all those processes have exited,
+ * as 'perf record -p' does (the other options can match processes started later).
+ */
+static int watch_pids(struct recorder *r, const uint32_t *tgids, size_t n)
+{
+	if (!n || r->targets)
+		return 0;
+	r->pidwatch = pidwatch__new(tgids, n);
+	if (r->pidwatch)
+		return 0;
+	if (errno == ESRCH)
+		return fail("a --pid process exited while starting (is it still running?)");
+	if (errno == ENOMEM)
+		return fail("out of memory while starting");
+	fprintf(stderr,
+		"spanprof: warning: cannot watch the --pid processes (%s): the run will not end "
+		"when they exit\n",
+		strerror(errno));
+	return 0;
+}
+
 static void k8s_meta_hook(void *ctx, uint32_t pid, struct procmeta *m)
 {
 	struct recorder *r = ctx;
@@ -600,13 +639,15 @@ static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
 	return selfstats_ringbuf_drops(st, types);
 }
 
-/* "  | alloc 12  offcpu 40" for the event profile types selected, else "". */
+/* "  | cpu 120 alloc 12" with more than one profile type selected, else "". */
 static const char *event_counts(struct recorder *r, char *buf, size_t size)
 {
 	size_t len = 0;
 
 	buf[0] = '\0';
-	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES && len < size; t++)
+	if (record__ntypes(r->opts) < 2)
+		return buf;
+	for (uint32_t t = 0; t < PROFILE_NTYPES && len < size; t++)
 		if (r->opts->profile_types & (1u << t))
 			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
 					profile__type_info(t)->name,
@@ -697,10 +738,11 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			targeted(r) ? "the selected processes" : "no process");
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
+	char what[256];
 
 	sampler__stats(s, st);
 	fprintf(stderr,
-		"spanprof: %llu samples from %llu processes in %.1f s (%d CPUs at %u Hz)\n"
+		"spanprof: %llu samples from %llu processes in %.1f s (%s)\n"
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
@@ -708,7 +750,8 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		"dropped (PID reused)\n"
 		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
 		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
-		sampler__ncpus(s), r->opts->frequency_hz,
+		record__describe_types(what, sizeof(what), r->opts, sampler__ncpus(s),
+				       record__ntypes(r->opts) > 1 ? r->type_samples : NULL),
 		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
 		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
@@ -1019,17 +1062,7 @@ int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 					    "character",
 					    o->headers[i].key);
 	}
-	if (o->endpoint && !strncmp(o->endpoint, "http://", 7) &&
-	    (o->tls_ca || o->tls_cert || o->tls_key))
-		return fail("TLS files were given for a plaintext http:// endpoint: use https://%s",
-			    o->endpoint + 7);
-	if (o->endpoint && !strncmp(o->endpoint, "https://", 8) && o->insecure == 1)
-		return fail(
-		    "--insecure (or OTEL_EXPORTER_OTLP_INSECURE=true) contradicts the https:// "
-		    "endpoint %s: drop one of them",
-		    o->endpoint);
-	if (!!o->tls_cert != !!o->tls_key)
-		return fail("mTLS needs both --tls-cert and --tls-key");
+	/* The checks across options (TLS files, endpoint scheme): check_across() in main.c. */
 	return 0;
 }
 
@@ -1083,6 +1116,8 @@ int record__run(const struct record_opts *o)
 	if (resolve_pids(o, tgids, &ntgids))
 		goto cleanup;
 	if (make_targets(&r))
+		goto cleanup;
+	if (watch_pids(&r, tgids, ntgids))
 		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
@@ -1207,19 +1242,20 @@ int record__run(const struct record_opts *o)
 	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
+	/* After the capabilities are dropped: a thread keeps those it was created with. */
+	if (o->duration_s > 0) {
+		r.deadline = deadline__new(t0 + (uint64_t)(o->duration_s * 1e9), on_deadline, &r);
+		if (!r.deadline) /* the main loop's check below still ends the run */
+			fprintf(stderr, "spanprof: warning: no deadline thread (%s)\n",
+				strerror(errno));
+	}
 	if (!o->quiet) {
-		char what[128] = "", types[64] = "";
-		uint32_t sel = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+		char what[256];
 
-		if (sel & (1u << PROFILE_CPU))
-			snprintf(what, sizeof(what), " on %d CPUs at %u Hz", sampler__ncpus(s),
-				 o->frequency_hz);
-		for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
-			if (sel & (1u << t))
-				snprintf(types + strlen(types), sizeof(types) - strlen(types),
-					 "%s%s", types[0] ? "," : "", profile__type_info(t)->name);
-		fprintf(stderr, "spanprof: sampling %s (%s)%s%s%s%s; Ctrl-C to stop\n",
-			targeted(&r) ? "the targeted processes" : "every process", types, what,
+		/* "spanprof: sampling" starts the line: tests and scripts wait for it. */
+		fprintf(stderr, "spanprof: sampling %s: %s%s%s%s; Ctrl-C to stop\n",
+			targeted(&r) ? "the targeted processes" : "every process",
+			record__describe_types(what, sizeof(what), o, sampler__ncpus(s), NULL),
 			o->duration_s > 0 ? "" : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
@@ -1229,6 +1265,8 @@ int record__run(const struct record_opts *o)
 
 		int wait_ms = 100;
 
+		if (deadline__fired(r.deadline)) /* maybe while the main thread was busy */
+			break;
 		if (o->duration_s > 0) {
 			uint64_t end = t0 + (uint64_t)(o->duration_s * 1e9);
 
@@ -1248,6 +1286,12 @@ int record__run(const struct record_opts *o)
 		handle_exits(&r, s);
 		if (n < 0) {
 			fail("reading the ring buffer failed: %s", strerror(-n));
+			break;
+		}
+		if (r.pidwatch && !pidwatch__running(r.pidwatch)) {
+			/* As at the end of --duration: the ring is drained below. */
+			fprintf(stderr, "%sspanprof: all target processes exited; stopping\n",
+				!o->quiet && isatty(2) ? "\r\033[K" : "");
 			break;
 		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
@@ -1286,9 +1330,14 @@ int record__run(const struct record_opts *o)
 			last_progress = now;
 		}
 	}
-	sampler__stop(s);
+	deadline__cancel(r.deadline); /* if it has not fired: no stop from it from here on */
+	t_stop = deadline__fired(r.deadline);
+	if (!t_stop) {
+		sampler__stop(s);
+		t_stop = clock_ns(CLOCK_MONOTONIC);
+	}
+	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
-	t_stop = clock_ns(CLOCK_MONOTONIC);
 	if (r.exporter) {
 		struct otlp_exporter_stats es;
 
@@ -1336,6 +1385,7 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
+	deadline__free(r.deadline); /* before the sampler it stops */
 	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
 	r.sampler = NULL;
@@ -1350,5 +1400,6 @@ cleanup:
 	free(tgids);
 	targets__free(r.targets);
 	k8smeta__free(r.k8s);
+	pidwatch__free(r.pidwatch);
 	return rc;
 }

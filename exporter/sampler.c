@@ -375,6 +375,8 @@ void sampler__start(struct sampler *s)
 
 void sampler__stop(struct sampler *s)
 {
+	if (s && s->skel && s->skel->bss) /* the event types too, at the same moment */
+		s->skel->bss->sampling = 0;
 	for (int cpu = 0; s && s->pfds && cpu < s->ncpus; cpu++)
 		if (s->pfds[cpu] >= 0)
 			ioctl(s->pfds[cpu], PERF_EVENT_IOC_DISABLE, 0);

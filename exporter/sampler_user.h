@@ -137,7 +137,11 @@ int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char
 void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out);
 /* Starts sampling when the sampler was made with start_disabled. */
 void sampler__start(struct sampler *s);
-/* Stops sampling (disables the perf events) before the final drain. */
+/*
+ * Stops sampling before the final drain: the perf events are disabled and every program stops
+ * taking samples of any type (the flag sampler__start() set). What the ring holds stays there
+ * for sampler__drain(). Cheap and idempotent: may be called from a sample callback.
+ */
 void sampler__stop(struct sampler *s);
 
 #endif

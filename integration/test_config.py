@@ -213,6 +213,16 @@ def test_config_check_names_every_bad_key_and_line(spanprof, tmp_path):
     assert res.returncode == 2 and "YAML syntax error" in res.stderr, res.stderr
 
 
+def test_config_check_refuses_an_exe_that_is_not_a_program(spanprof, tmp_path):
+    cfg = tmp_path / "exe.yaml"
+    cfg.write_text(f"frequency: 99\nexe: [{tmp_path}]\n")
+    for cmd in (["config", "check", cfg], ["record", "--config", cfg, "--duration", "1"]):
+        res = run(spanprof, *cmd)
+        assert res.returncode == 2, res.stderr
+        assert (f"{cfg}:2:7: key 'exe': wants an executable file, not '{tmp_path}' "
+                "(a directory)") in res.stderr, res.stderr
+
+
 def test_shipped_example_is_valid(spanprof):
     example = ROOT / "collector-config/deploy/spanprof.yaml"
     res = run(spanprof, "config", "check", example)

@@ -352,7 +352,15 @@ def test_no_k8s_flag_no_k8s_attributes(spanprof, workload, procs, tmp_path, cgro
 
 
 def test_bad_targets_are_refused(spanprof, tmp_path):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    plain.chmod(0o644)
     for args, code, msg in (
+            (["--exe", str(tmp_path)], 2, f"--exe wants an executable file, not '{tmp_path}' "
+                                          "(a directory)"),
+            (["--exe", str(plain)], 2, "(not executable)"),
+            (["--exe", "/dev/null"], 2, "(not a regular file)"),
+            (["--exe", str(tmp_path / "nope")], 2, "(no such file)"),
             (["--container-id", "abc"], 2, "--container-id wants 12 to 64 hex digits"),
             (["--container-id", "z" * 12], 2, "--container-id wants"),
             (["--k8s-pod", "no-slash"], 2, "--k8s-pod wants a pod uid"),

@@ -1,9 +1,10 @@
 """All four profile types at once: one OTLP request to the real Collector carries them, valid."""
 import os
+import re
 import subprocess
 import time
 
-from conftest import free_port
+from conftest import free_port, record
 from test_otlp import start_otelcol, stop
 
 # (sample type, unit) of each OTLP Profile, and the workload function it must show.
@@ -50,3 +51,34 @@ def test_four_types_in_one_request(spanprof, workload, procs, tmp_path, otelcol,
                 found[p["sample_type"]] = sum(st["events"] for st in shown)
         for stype in EXPECTED:
             assert found.get(stype, 0) > 0, f"no {stype} in {EXPECTED[stype]}: {found}\n{res.stderr}"
+
+
+def test_start_line_and_counts_per_type(spanprof, workload, procs, tmp_path):
+    """The start line says what each type samples (no CPUs without cpu); with several types
+    the progress line and the summary count each type, and the counts add up."""
+    w = procs.start(workload("mixedload", ("-pthread",)))
+    time.sleep(0.3)
+    res = record(spanprof, tmp_path / "alloc", "--profile", "alloc", "--pid", w.pid,
+                 "--duration", 1.5)
+    lines = res.stderr.splitlines()
+    assert lines[0] == ("spanprof: sampling the targeted processes: alloc every 512 KiB "
+                        "allocated; Ctrl-C to stop"), lines[0]
+    assert not re.search(r"\bCPUs?\b|\bHz\b", res.stderr.split("spanprof: user stacks")[0]), \
+        res.stderr
+    assert re.search(r"^spanprof: \d+ samples from \d+ processes in [\d.]+ s "
+                     r"\(alloc every 512 KiB allocated\)$", res.stderr, re.M), res.stderr
+    assert not re.search(r"samples .*\| ", res.stderr), "a breakdown for a single type"
+
+    res = record(spanprof, tmp_path / "mixed", "--profile", "cpu,offcpu", "--pid", w.pid,
+                 "--duration", 1.5, "--frequency", 49, "--offcpu-min", "2ms")
+    first = res.stderr.splitlines()[0]
+    assert first.startswith("spanprof: sampling the targeted processes: cpu at 49 Hz on "), first
+    assert first.endswith(" CPUs, offcpu periods from 2ms; Ctrl-C to stop"), first
+    m = re.search(r"^spanprof: (\d+) samples from \d+ processes in [\d.]+ s \(cpu (\d+) at 49 Hz "
+                  r"on \d+ CPUs?, offcpu (\d+) periods from 2ms\)$", res.stderr, re.M)
+    assert m, res.stderr
+    total, cpu, offcpu = map(int, m.groups())
+    assert cpu > 0 and offcpu > 0 and cpu + offcpu == total, res.stderr
+    assert re.search(rf"offcpu profile: {offcpu} samples", res.stderr), res.stderr
+    progress = [l for l in res.stderr.splitlines() if re.match(r"spanprof: +[\d.]+s ", l)]
+    assert progress and progress[-1].endswith(f"| cpu {cpu}  offcpu {offcpu}"), progress

@@ -1,5 +1,6 @@
 """spanprof record against the real kernel: stacks, symbols, outputs, errors."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -200,6 +201,22 @@ def test_bad_arguments_are_usage_errors(spanprof, tmp_path):
     assert res.returncode == 0 and "--frequency" in res.stdout and "--pid" in res.stdout
 
 
+def test_profile_type_listed_twice_is_refused(spanprof, tmp_path):
+    for types, dup in (("cpu,cpu", "cpu"), ("cpu,alloc,offcpu,alloc", "alloc")):
+        res = subprocess.run([str(spanprof), "record", "--profile", types, "--duration", "1",
+                              "--output-dir", str(tmp_path / "out")],
+                             capture_output=True, text=True)
+        assert res.returncode == 2, (types, res.stderr)
+        assert f"--profile lists '{dup}' twice" in res.stderr, res.stderr
+        assert not (tmp_path / "out").exists()
+    cfg = tmp_path / "twice.yaml"
+    cfg.write_text("profile: offcpu,offcpu\n")
+    res = subprocess.run([str(spanprof), "config", "check", str(cfg)], capture_output=True,
+                         text=True)
+    assert res.returncode == 2
+    assert f"{cfg}:1:10: key 'profile': lists 'offcpu' twice" in res.stderr, res.stderr
+
+
 def assert_chain_named(spanprof, pid, out):
     """Records the chain workload running as @pid: 90% of its samples show main;a;b;c."""
     record(spanprof, out, "--pid", pid, "--duration", 3, "--frequency", 99)
@@ -304,3 +321,64 @@ def test_missing_capability_is_named(spanprof, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 1, res.stderr
     assert "CAP_BPF and CAP_PERFMON" in res.stderr, res.stderr
+
+
+def test_stops_when_every_pid_has_exited(spanprof, workload, procs, tmp_path):
+    """Like 'perf record -p': no --duration, the targets exit, the run ends and writes."""
+    chain = workload("chain")
+    a, b = procs.start(chain, "120"), procs.start(chain, "120")
+    out = tmp_path / "out"
+    rec = procs.start(spanprof, "record", "--pid", f"{a.pid},{b.pid}", "--frequency", 99,
+                      "--output-dir", out, stderr=subprocess.PIPE, text=True)
+    first = rec.stderr.readline()
+    assert "sampling" in first and "until interrupted" in first, first
+    time.sleep(1.5)
+    a.kill()
+    a.wait()  # reaped: its PID may even be reused, the agent holds the process itself
+    time.sleep(1)
+    assert rec.poll() is None, "stopped while one target still runs"
+    b.kill()  # left a zombie: exited too
+    _, err = rec.communicate(timeout=60)
+    assert rec.returncode == 0, err
+    assert "spanprof: all target processes exited; stopping" in err, err
+    m = re.search(r"^spanprof: (\d+) samples from \d+ processes in ([\d.]+) s", err, re.M)
+    assert m and int(m.group(1)) > 0, err
+    folded = read_folded(out / "profile.folded")
+    assert sum(c for _, c in folded) == int(m.group(1)), "the summary and the file disagree"
+    assert (out / "profile.pb.gz").stat().st_size > 0
+
+
+def test_other_targets_keep_the_run_going_after_the_pids_exit(spanprof, workload, procs,
+                                                             tmp_path):
+    """--exe can match processes started later: the exit of the --pid ones is no reason to stop."""
+    chain = workload("chain")
+    p = procs.start(chain, "1")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", p.pid, "--exe", chain, "--duration", 4, timeout=90)
+    assert "all target processes exited" not in res.stderr, res.stderr
+    m = re.search(r"^spanprof: \d+ samples from \d+ processes in ([\d.]+) s", res.stderr, re.M)
+    assert m and float(m.group(1)) >= 3.9, res.stderr
+
+
+def test_short_duration_is_honoured_on_the_whole_host(spanprof, workload, procs, tmp_path):
+    """-d 0.5 over every process: the first pass (maps, CFI tables of every process seen) must
+    not stretch the sampling past the deadline (it used to last 1-3 s)."""
+    chain = workload("chain")
+    for _ in range(6):
+        procs.start(chain, "60")
+    ncpus, hz = os.cpu_count(), 99
+    for i in range(2):
+        out = tmp_path / f"out{i}"
+        res = record(spanprof, out, "--duration", 0.5, "--frequency", hz)
+        m = re.search(r"^spanprof: (\d+) samples from \d+ processes in ([\d.]+) s", res.stderr,
+                      re.M)
+        assert m, res.stderr
+        samples, secs = int(m.group(1)), float(m.group(2))
+        assert secs <= 0.8, res.stderr
+        # The samples themselves tell how long the CPUs were sampled: at most 0.8 s' worth
+        # (the busy chains keep both CPUs sampled), and none lost on the way.
+        assert 0 < samples <= ncpus * hz * 0.8, res.stderr
+        folded = read_folded(out / "profile.folded")
+        assert sum(c for _, c in folded) == samples
+        assert re.search(r"accounting: (\d+) samples taken by BPF = \1 recorded \+ 0 dropped",
+                         res.stderr), res.stderr

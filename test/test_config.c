@@ -301,9 +301,66 @@ static void test_check_cross_option_error(void **state)
 	assert_non_null(strstr(err, want));
 	free(out);
 	free(err);
-	/* record__apply_env()'s checks too (no line: they concern several keys). */
+	/* The checks after the environment: the file, and the line of a key it set. */
 	assert_int_equal(check("tls-cert: /c.pem\n", &p, &out, &err), 2);
-	assert_non_null(strstr(err, "mTLS needs both --tls-cert and --tls-key"));
+	assert_error(err, p, "1", "key 'tls-cert': mTLS needs both --tls-cert and --tls-key");
+	free(out);
+	free(err);
+	assert_int_equal(check("frequency: 99\nself-metrics: true\n", &p, &out, &err), 2);
+	assert_error(err, p, "2", "key 'self-metrics': --self-metrics sends to the OTLP endpoint");
+	snprintf(want, sizeof(want), "spanprof: %s: 1 error\n", p);
+	assert_non_null(strstr(err, want));
+	assert_string_equal(out, "");
+	free(out);
+	free(err);
+	assert_int_equal(check("endpoint: localhost:4317\nself-metrics: true\nstats-interval: 0\n",
+			       &p, &out, &err),
+			 2);
+	assert_error(err, p, "3",
+		     "key 'stats-interval': --self-metrics sends every --stats-interval");
+	free(out);
+	free(err);
+}
+
+static struct config *wrapped_cfg;
+
+/* cli__record_configure() with the signature capture() wants. */
+static int record_configure(int argc, char **argv)
+{
+	static struct record_opts o;
+	int rc = cli__record_configure(argc, argv, &o, &wrapped_cfg);
+
+	config__free(wrapped_cfg);
+	wrapped_cfg = NULL;
+	return rc;
+}
+
+static void test_cross_option_error_with_flags(void **state)
+{
+	const char *path = write_file("endpoint: https://collector:4317\ntls-cert: /c.pem\n");
+	char *argv[] = {"spanprof record", "--config", (char *)path, "--tls-cert", "/a.pem", NULL};
+	char *out, *err, want[300];
+
+	/* The file's tls-cert gave way to the flag's: its line is not the culprit. */
+	assert_int_equal(capture(record_configure, 5, argv, &out, &err), 2);
+	snprintf(want, sizeof(want), "%s: mTLS needs both --tls-cert and --tls-key\n", path);
+	assert_non_null(strstr(err, want));
+	free(out);
+	free(err);
+	/* The file's endpoint against the flag --insecure: the endpoint's line. */
+	argv[3] = "--insecure";
+	argv[4] = NULL;
+	assert_int_equal(capture(record_configure, 4, argv, &out, &err), 2);
+	snprintf(want, sizeof(want), "%s:1: key 'endpoint': --insecure (or", path);
+	assert_non_null(strstr(err, want));
+	free(out);
+	free(err);
+	/* Without a file, no file is named. */
+	argv[1] = "--self-metrics";
+	argv[2] = NULL;
+	assert_int_equal(capture(record_configure, 2, argv, &out, &err), 2);
+	assert_string_equal(err, "spanprof: --self-metrics sends to the OTLP endpoint: give "
+				 "--endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)\n");
 	free(out);
 	free(err);
 }
@@ -677,6 +734,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_spanprof_config_env, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_generic_target, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cross_option_error_with_flags, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,8 @@
+# Unit tests of exporter/deadline.c (record: --duration ends sampling on time). No root.
+
+$(BUILD)/test/test_deadline: test/test_deadline.c exporter/deadline.h $(LIBSPANPROF)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+
+UNIT_TESTS += $(BUILD)/test/test_deadline
