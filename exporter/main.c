@@ -260,10 +260,11 @@ static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32
 }
 
 /*
- * --exe PATH (under $SPANPROF_HOST_ROOT when set) must name an existing regular file with an
- * execute bit: a directory or a device would match no process, silently. NULL when it does, else
- * why not. A dangling symlink under a host root is let through: an absolute target points into
- * the host's tree, which the targeting code resolves itself.
+ * --exe PATH (under $SPANPROF_HOST_ROOT when set), when it exists, must be a regular file with
+ * an execute bit: a directory or a device would match no process, silently. NULL when it is (or
+ * does not exist yet: a program installed after the agent starts is looked for every 2 s, with a
+ * warning at the start), else why not. A dangling symlink under a host root is let through: an
+ * absolute target points into the host's tree, which the targeting code resolves itself.
  */
 static const char *exe_path_problem(const char *path)
 {
@@ -278,7 +279,7 @@ static const char *exe_path_problem(const char *path)
 	if (stat(full, &st)) {
 		if (*root && !lstat(full, &st) && S_ISLNK(st.st_mode))
 			return NULL;
-		return errno == ENOENT ? "no such file" : strerror(errno);
+		return errno == ENOENT ? NULL : strerror(errno);
 	}
 	if (S_ISDIR(st.st_mode))
 		return "a directory";

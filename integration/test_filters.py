@@ -351,6 +351,14 @@ def test_no_k8s_flag_no_k8s_attributes(spanprof, workload, procs, tmp_path, cgro
     assert not [k for k in resources[0] if k.startswith("k8s.")], resources[0]
 
 
+def test_exe_not_installed_yet_is_looked_for(spanprof, tmp_path):
+    """A program not installed yet is a target to wait for, not a usage error."""
+    missing = tmp_path / "installed-later"
+    res = record(spanprof, tmp_path / "out", "--exe", missing, "--duration", 1, check=False)
+    assert res.returncode == 0, res.stderr
+    assert f"--exe {missing}" in res.stderr and "does not exist (yet)" in res.stderr, res.stderr
+
+
 def test_bad_targets_are_refused(spanprof, tmp_path):
     plain = tmp_path / "plain.txt"
     plain.write_text("not a program\n")
@@ -360,7 +368,6 @@ def test_bad_targets_are_refused(spanprof, tmp_path):
                                           "(a directory)"),
             (["--exe", str(plain)], 2, "(not executable)"),
             (["--exe", "/dev/null"], 2, "(not a regular file)"),
-            (["--exe", str(tmp_path / "nope")], 2, "(no such file)"),
             (["--container-id", "abc"], 2, "--container-id wants 12 to 64 hex digits"),
             (["--container-id", "z" * 12], 2, "--container-id wants"),
             (["--k8s-pod", "no-slash"], 2, "--k8s-pod wants a pod uid"),
