@@ -1189,19 +1189,33 @@ base64:
 	return 0;
 }
 
+/*
+ * A repeated field's array in *@arr (*@n elements) and room in the arena for as many elements of
+ * @size bytes in *@out (NULL when there are none). Returns 0 or a negative errno (noted in @c).
+ */
+static int jarr_alloc(struct jc *c, json_object *o, const char *camel, const char *snake,
+		      json_object **arr, size_t *n, size_t size, void **out)
+{
+	int err = jarr(c, o, camel, snake, arr, n);
+
+	*out = NULL;
+	if (err || !*n)
+		return err;
+	*out = arena_alloc(&c->r->arena, *n * size);
+	return *out ? 0 : oom(c->r);
+}
+
 /* Repeated integer fields. */
 static int ji32s(struct jc *c, json_object *o, const char *camel, const char *snake, int32_t **out,
 		 size_t *n)
 {
 	json_object *arr;
-	int err = jarr(c, o, camel, snake, &arr, n);
+	void *p;
+	int err = jarr_alloc(c, o, camel, snake, &arr, n, sizeof(**out), &p);
 
-	*out = NULL;
+	*out = p;
 	if (err || !*n)
 		return err;
-	*out = arena_alloc(&c->r->arena, *n * sizeof(**out));
-	if (!*out)
-		return oom(c->r);
 	for (size_t i = 0; i < *n; i++) {
 		json_object *e = json_object_array_get_idx(arr, i);
 		int64_t v;
@@ -1223,14 +1237,12 @@ static int ji64s(struct jc *c, json_object *o, const char *camel, const char *sn
 		 size_t *n, bool is_unsigned)
 {
 	json_object *arr;
-	int err = jarr(c, o, camel, snake, &arr, n);
+	void *p;
+	int err = jarr_alloc(c, o, camel, snake, &arr, n, sizeof(**out), &p);
 
-	*out = NULL;
+	*out = p;
 	if (err || !*n)
 		return err;
-	*out = arena_alloc(&c->r->arena, *n * sizeof(**out));
-	if (!*out)
-		return oom(c->r);
 	for (size_t i = 0; i < *n; i++) {
 		json_object *e = json_object_array_get_idx(arr, i);
 		const char *s;
