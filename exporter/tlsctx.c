@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "elfcheck.h"
 #include "procmaps.h"
 #include "tlsctx.h"
 
@@ -198,27 +199,21 @@ static int has_df1_pie(Elf_Scn *dynamic)
 
 int tlsctx__classify(Elf *elf, const char *symbol, bool allow_symtab, struct tlsctx_elf_info *out)
 {
-	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL, *dynamic = NULL;
+	Elf_Scn *dynsym, *symtab, *dynamic;
 	struct scan_state st = {0};
 	GElf_Phdr phdr, tls = {0};
 	GElf_Ehdr ehdr;
-	GElf_Shdr shdr;
 	GElf_Sym sym = {0};
 	size_t nph, i, idx = 0;
 	bool interp = false, have_tls = false, have_load = false, defined = false;
 	int r, pie;
 
 	memset(out, 0, sizeof(*out));
-	if (!elf || !symbol || elf_kind(elf) != ELF_K_ELF)
+	if (!symbol)
 		return -EINVAL;
-	if (gelf_getclass(elf) != ELFCLASS64)
-		return -ENOTSUP;
-	if (!gelf_getehdr(elf, &ehdr))
-		return -EINVAL;
-	if (ehdr.e_machine != EM_X86_64 || (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN))
-		return -ENOTSUP;
-	if (elf_getphdrnum(elf, &nph))
-		return -EINVAL;
+	r = elfcheck__x86_64(elf, &ehdr, &nph);
+	if (r)
+		return r;
 	out->vaddr_lo = UINT64_MAX;
 	for (i = 0; i < nph; i++) {
 		if (!gelf_getphdr(elf, (int)i, &phdr))
@@ -238,16 +233,9 @@ int tlsctx__classify(Elf *elf, const char *symbol, bool allow_symtab, struct tls
 	}
 	if (!have_load)
 		out->vaddr_lo = 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			return -EINVAL;
-		if (shdr.sh_type == SHT_DYNSYM && !dynsym)
-			dynsym = scn;
-		else if (shdr.sh_type == SHT_SYMTAB && !symtab)
-			symtab = scn;
-		else if (shdr.sh_type == SHT_DYNAMIC && !dynamic)
-			dynamic = scn;
-	}
+	r = elfcheck__sections(elf, &dynsym, &symtab, &dynamic);
+	if (r)
+		return r;
 
 	if (dynsym) {
 		r = find_symbol(elf, dynsym, symbol, &sym, &idx);
@@ -487,31 +475,6 @@ void tlsctx__cache_clear(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-static bool libelf_ready(void)
-{
-	static int state; /* 0 unknown, 1 ok, -1 failed */
-
-	if (!state)
-		state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
-	return state > 0;
-}
-
-/* Headers and section headers within the file's @size bytes (a truncated copy fails). */
-static int elf_sane(Elf *elf, uint64_t size)
-{
-	GElf_Ehdr ehdr;
-
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		return -EINVAL;
-	if (ehdr.e_shoff > size ||
-	    (size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) < ehdr.e_shnum)
-		return -EINVAL;
-	if (ehdr.e_phoff > size ||
-	    (size - ehdr.e_phoff) / (ehdr.e_phentsize ? ehdr.e_phentsize : 1) < ehdr.e_phnum)
-		return -EINVAL;
-	return 0;
-}
-
 /* Classifies the open file @fd (identity @st) for @symbol into @e (err, info, loads). */
 static void classify_fd(int fd, const struct stat *st, const char *symbol, bool allow_symtab,
 			struct cache_entry *e)
@@ -526,7 +489,7 @@ static void classify_fd(int fd, const struct stat *st, const char *symbol, bool 
 		e->err = -EINVAL;
 		return;
 	}
-	e->err = elf_sane(elf, (uint64_t)st->st_size);
+	e->err = elfcheck__within(elf, (uint64_t)st->st_size);
 	if (!e->err)
 		e->err = tlsctx__classify(elf, symbol, allow_symtab, &e->info);
 	if (!e->err && !elf_getphdrnum(elf, &n)) {
@@ -676,7 +639,7 @@ int tlsctx__resolve_pid(pid_t pid, const char *symbol, bool allow_symtab, struct
 	set_path(path_out, path_len, "");
 	if (!symbol)
 		return -EINVAL;
-	if (!libelf_ready())
+	if (!elfcheck__libelf_ready())
 		return -ENOSYS;
 	err = procmaps__read(pid, &maps);
 	if (err) {

@@ -100,11 +100,11 @@ tls-progs: $(TLS_PROG_FILES)
 TLS_TEST_CFLAGS := -DTLS_PROGS_DIR='"$(abspath $(TLS_PROGS))"'
 
 $(BUILD)/test/test_tlsctx: test/test_tlsctx.c exporter/tlsctx.h $(OBJ)/tlsctx.o $(OBJ)/procmaps.o \
-		| tls-progs
+		$(OBJ)/elfcheck.o | tls-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/tlsctx.o $(OBJ)/procmaps.o -lelf -lpthread \
-		-lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/tlsctx.o $(OBJ)/procmaps.o \
+		$(OBJ)/elfcheck.o -lelf -lpthread -lcmocka -o $@
 
 $(BUILD)/test/test_threadctx: test/test_threadctx.c exporter/threadctx.h $(OBJ)/threadctx.o
 	$(call msg,LINK,$@)
