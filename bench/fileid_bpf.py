@@ -17,7 +17,6 @@ import os
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,19 +84,8 @@ def main():
         Path(ub.STATS_SYSCTL).write_text(prev + "\n")
         for p in list(CHILDREN):
             ub.stop(p)
-    for _ in range(50):
-        if not [p for p in ub.bpftool("prog", "show") if p.get("id") in ub.OUR_PROGS]:
-            break
-        time.sleep(0.2)
-
-    o_time = sum(r["run_time_ns"] for r in other)
-    o_cnt = sum(r["run_cnt"] for r in other)
-    c_other = o_time / o_cnt if o_cnt else 0.0
-
-    def per_sample(r):
-        if not r["samples"]:
-            return float("nan")
-        return (r["run_time_ns"] - (r["run_cnt"] - r["samples"]) * c_other) / r["samples"]
+    ub.wait_progs_freed()
+    c_other, per_sample = ub.sample_cost(other)
 
     print(f"\nBPF time of {ub.PROG_NAME} per recorded sample, frame-pointer path "
           f"(--unwind-max-mb 0), {args.hz} Hz, {args.seconds:.0f} s windows, {args.rounds} rounds")
