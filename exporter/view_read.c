@@ -32,6 +32,7 @@
 #include "otlp_pb.h"
 #include "pprof/profile.pb-c.h"
 #include "view.h"
+#include "util.h"
 
 typedef Perftools__Profiles__Profile pp_profile;
 
@@ -1107,14 +1108,6 @@ static int jobj(struct jc *c, json_object *v, const char *what)
 	return 0;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch |= 0x20;
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 static int b64val(int ch)
 {
 	if (ch >= 'A' && ch <= 'Z')
@@ -1157,7 +1150,7 @@ static int jid(struct jc *c, json_object *o, const char *camel, const char *snak
 		return oom(c->r);
 	if (len == 2 * want) {
 		for (size_t i = 0; i < want; i++) {
-			int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+			int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
 				goto base64;
@@ -1882,7 +1875,7 @@ static bool parse_hex(const char *s, uint8_t *out, size_t n)
 	if (strlen(s) != 2 * n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;
