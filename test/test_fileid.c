@@ -30,7 +30,7 @@
 #include "proctab.h"
 #include "symbolize.h"
 
-#include "proc_start.h"
+#include "testproc.h"
 
 #define GONE_PID (4194304u + 77u)
 

@@ -25,6 +25,8 @@
 #include "opentelemetry/proto/processcontext/v1development/process_context.pb-c.h"
 #include "procctx.h"
 
+#include "testproc.h"
+
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
 #define PR_SET_VMA_ANON_NAME 0
@@ -499,13 +501,8 @@ static void test_read_bad(void **state)
 static void test_read_gone(void **state)
 {
 	struct procctx c;
-	pid_t pid = fork();
 
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(procctx__read(pid, &c), -ESRCH);
+	assert_int_equal(procctx__read(gone_pid(), &c), -ESRCH);
 }
 
 /* The names the kernel gives each kind of mapping (this kernel may not name anonymous ones). */

@@ -23,7 +23,7 @@
 #include "proctab.h"
 #include "symbolize.h"
 
-#include "proc_start.h"
+#include "testproc.h"
 
 static void parse_ok(const char *line, char want_state, uint64_t want_ticks)
 {

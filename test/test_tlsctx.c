@@ -26,6 +26,8 @@
 #include "procmaps.h"
 #include "tlsctx.h"
 
+#include "testproc.h"
+
 #define MAX_LINES 8
 
 struct thread_line {
@@ -239,13 +241,9 @@ static void test_symtab_only(void **state)
 static void test_gone(void **state)
 {
 	struct tlsctx_loc loc;
-	pid_t pid = fork();
 
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(tlsctx__resolve_pid(pid, TLSCTX_SYMBOL, true, &loc, NULL, 0), -ESRCH);
+	assert_int_equal(tlsctx__resolve_pid(gone_pid(), TLSCTX_SYMBOL, true, &loc, NULL, 0),
+			 -ESRCH);
 }
 
 /* ---- classification of the files ---------------------------------------------------------- */
