@@ -52,26 +52,21 @@ static int entry_index(const char *name)
  */
 static int scan_symbols(Elf *elf, Elf_Scn *scn, GElf_Sym *found, int *have)
 {
-	Elf_Data *data;
-	GElf_Shdr shdr;
+	struct elfcheck_symtab t;
 	GElf_Sym s;
 	const char *name;
-	size_t i, n;
-	int k;
+	int k, err;
 
-	if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize != sizeof(Elf64_Sym))
-		return -EINVAL;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return shdr.sh_size ? -EINVAL : 0;
-	n = data->d_size / sizeof(Elf64_Sym);
-	for (i = 1; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &s))
+	err = elfcheck__symtab(scn, &t);
+	if (err)
+		return err;
+	for (size_t i = 1; i < t.n; i++) {
+		if (!gelf_getsym(t.data, (int)i, &s))
 			return -EINVAL;
 		if (!s.st_name || s.st_shndx == SHN_UNDEF || !s.st_value ||
 		    GELF_ST_TYPE(s.st_info) != STT_FUNC || GELF_ST_BIND(s.st_info) == STB_LOCAL)
 			continue;
-		name = elf_strptr(elf, shdr.sh_link, s.st_name);
+		name = elf_strptr(elf, t.strndx, s.st_name);
 		if (!name)
 			return -EINVAL;
 		k = entry_index(name);

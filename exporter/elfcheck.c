@@ -44,6 +44,23 @@ int elfcheck__x86_64(Elf *elf, GElf_Ehdr *ehdr, size_t *nph)
 	return 0;
 }
 
+int elfcheck__symtab(Elf_Scn *scn, struct elfcheck_symtab *t)
+{
+	GElf_Shdr shdr;
+
+	t->data = NULL;
+	t->n = 0;
+	t->strndx = 0;
+	if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize != sizeof(Elf64_Sym))
+		return -EINVAL;
+	t->strndx = shdr.sh_link;
+	t->data = elf_getdata(scn, NULL);
+	if (!t->data)
+		return shdr.sh_size ? -EINVAL : 0;
+	t->n = t->data->d_size / sizeof(Elf64_Sym);
+	return 0;
+}
+
 int elfcheck__sections(Elf *elf, Elf_Scn **dynsym, Elf_Scn **symtab, Elf_Scn **dynamic)
 {
 	Elf_Scn *scn = NULL;

@@ -35,4 +35,18 @@ int elfcheck__x86_64(Elf *elf, GElf_Ehdr *ehdr, size_t *nph);
  */
 int elfcheck__sections(Elf *elf, Elf_Scn **dynsym, Elf_Scn **symtab, Elf_Scn **dynamic);
 
+/* A symbol table section's entries (ELF64: Elf64_Sym, gABI "Symbol Table"). */
+struct elfcheck_symtab {
+	Elf_Data *data; /* owned by libelf; NULL when the table has no data */
+	size_t n;	/* entries, the null entry 0 included; 0 when data is NULL */
+	size_t strndx;	/* section index of the table's string table (sh_link) */
+};
+
+/*
+ * Opens the symbol table section @scn into @t (read the entries with gelf_getsym(t->data, i)
+ * and their names with elf_strptr(elf, t->strndx, st_name)). 0, or -EINVAL when its header
+ * is unreadable, its entries are not Elf64_Sym or its data can't be read.
+ */
+int elfcheck__symtab(Elf_Scn *scn, struct elfcheck_symtab *t);
+
 #endif

@@ -50,27 +50,20 @@ uint64_t tlsctx__exe_block_offset(uint64_t p_vaddr, uint64_t memsz, uint64_t ali
  */
 static int find_symbol(Elf *elf, Elf_Scn *scn, const char *name, GElf_Sym *sym, size_t *idx)
 {
-	Elf_Data *data;
-	GElf_Shdr shdr;
+	struct elfcheck_symtab t;
 	GElf_Sym s;
 	const char *sname;
-	size_t i, n;
-	int found = 0;
+	int found = 0, err;
 
-	if (!gelf_getshdr(scn, &shdr))
-		return -EINVAL;
-	if (shdr.sh_entsize != sizeof(Elf64_Sym))
-		return -EINVAL;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return shdr.sh_size ? -EINVAL : 0;
-	n = data->d_size / sizeof(Elf64_Sym);
-	for (i = 1; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &s))
+	err = elfcheck__symtab(scn, &t);
+	if (err)
+		return err;
+	for (size_t i = 1; i < t.n; i++) {
+		if (!gelf_getsym(t.data, (int)i, &s))
 			return -EINVAL;
 		if (!s.st_name)
 			continue;
-		sname = elf_strptr(elf, shdr.sh_link, s.st_name);
+		sname = elf_strptr(elf, t.strndx, s.st_name);
 		if (!sname)
 			return -EINVAL;
 		if (strcmp(sname, name))
