@@ -391,19 +391,12 @@ static void publisher(const struct publish *p, int ready_fd, int wait_fd)
 static bool pub_start(struct pub_child *c, const struct publish *p)
 {
 	int ready[2], wait[2];
-	pid_t parent;
 	char r = 0;
 
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(wait), 0);
-	parent = getpid();
-	c->pid = fork();
-	assert_true(c->pid >= 0);
+	c->pid = fork_tied(); /* dies with the test, even when an assertion skips pub_stop() */
 	if (!c->pid) {
-		/* Dies with the test, even when a failed assertion skips pub_stop(). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		close(ready[0]);
 		close(wait[1]);
 		publisher(p, ready[1], wait[0]);

@@ -11,7 +11,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +42,23 @@ static inline uint64_t start_ns(pid_t pid)
 	assert_true(n > 0);
 	assert_int_equal(proclife__parse_stat(buf, n, &state, &ticks), 0);
 	return ticks * (1000000000ull / sysconf(_SC_CLK_TCK)) + 1234; /* inside the tick */
+}
+
+/*
+ * fork() whose child dies with the test (PR_SET_PDEATHSIG), even when a failed assertion skips
+ * the test's own cleanup. Returns as fork() does, in both processes.
+ */
+static inline pid_t fork_tied(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent) /* the test died before prctl() */
+			_exit(1);
+	}
+	return pid;
 }
 
 /* A PID that was this test's child and is gone: the child exited and was reaped. */
