@@ -531,18 +531,11 @@ static int classify_mapping(pid_t pid, const struct procmap *m, const char *symb
 			    bool allow_symtab, struct cache_entry *res)
 {
 	struct cache_entry *e = NULL;
-	char path[PATH_MAX + 64];
 	struct stat st;
 	bool cacheable = strlen(symbol) < TLSCTX_SYMBOL_MAX;
 	int fd, err = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {

@@ -548,7 +548,6 @@ static int vdso_fd(struct unwinder *u)
 
 static int open_mapping(struct unwinder *u, uint32_t pid, const struct procmap *m, int *owned)
 {
-	char path[PATH_MAX];
 	int fd;
 
 	*owned = 0;
@@ -556,13 +555,7 @@ static int open_mapping(struct unwinder *u, uint32_t pid, const struct procmap *
 		return vdso_fd(u);
 	if (m->path[0] != '/')
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
 	*owned = fd >= 0;
 	return fd;
 }
