@@ -22,7 +22,6 @@ Needs root. Never fails on the figures.
 Usage: python3 bench/context_reader.py [--build DIR] [--hz 999] [--seconds S] [--rounds N]
        make bench-context-reader [BUILD=dir] [BENCH_CONTEXT_ARGS="..."]
 """
-import argparse
 import os
 import shutil
 import statistics
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import benchproc
 import unwind_bpf as ub
-from benchproc import CHILDREN, BenchError, spawn
+from benchproc import CHILDREN, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "integration" / "workloads" / "spanserver.c"
@@ -79,20 +78,7 @@ def measure(args, spanprof, server, extra, label):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cpu", type=int, default=1)
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
-    if not spanprof.exists():
-        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    args, build, spanprof = ub.bench_args(__doc__, seconds=5.0, rounds=3)
     exe, up, legacy = build_servers(build)
     modes = [("reader off (--no-span-links)", exe, ["--no-span-links"]),
              ("TLS reader (static TLS)", exe, []),

@@ -12,7 +12,6 @@ Needs root. Never fails on the figures.
 Usage: python3 bench/fileid_bpf.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds S]
                                    [--rounds N] [--cpu N]
 """
-import argparse
 import os
 import re
 import statistics
@@ -33,19 +32,7 @@ def stat_index(name):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--depths", default="10,50")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--cpu", type=int, default=1)
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
+    args, build, spanprof = ub.bench_args(__doc__, depths="10,50")
     bins = ub.build_workloads(build)
     depths = [int(x) for x in args.depths.split(",")]
     st_fid, st_vmas = stat_index("FILEID_SAMPLES"), stat_index("FILEID_VMAS")

@@ -107,6 +107,28 @@ def snapshot(prog_id, map_id):
             "stats": stats, "t": time.monotonic()}
 
 
+def bench_args(doc, seconds=6.0, rounds=2, depths=None):
+    """Parses the options the BPF-time benchmarks share (--depths too when @depths, its default,
+    is given) and checks root and the agent binary: (args, build dir, spanprof path)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    if depths:
+        ap.add_argument("--depths", default=depths)
+    ap.add_argument("--hz", type=int, default=999)
+    ap.add_argument("--seconds", type=float, default=seconds, help="measurement window per run")
+    ap.add_argument("--settle", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--cpu", type=int, default=1, help="CPU the workload is pinned to")
+    args = ap.parse_args()
+    if os.geteuid():
+        raise BenchError("needs root")
+    build = Path(args.build).resolve()
+    spanprof = build / "spanprof"
+    if not spanprof.exists():
+        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    return args, build, spanprof
+
+
 def sampler_window(args, spanprof, work, tmp, extra, label, before_stop=None):
     """Runs `spanprof record --pid` on the workload @work, output in @tmp; returns the sampler
     snapshots (a, b) around a window of args.seconds, taken after args.settle. @before_stop is
@@ -217,21 +239,7 @@ def measure(args, spanprof, target_argv, extra, label):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--depths", default="10,50,300")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=6.0, help="measurement window per run")
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--cpu", type=int, default=1, help="CPU the workload is pinned to")
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
-    if not spanprof.exists():
-        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    args, build, spanprof = bench_args(__doc__, depths="10,50,300")
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
     depths = [int(x) for x in args.depths.split(",")]
