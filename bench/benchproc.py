@@ -38,6 +38,24 @@ def stop(p, sig=signal.SIGKILL, timeout=30, group=False):
         CHILDREN.remove(p)
 
 
+def prog_ids(pid):
+    """BPF program ids a process holds open (its /proc/PID/fdinfo)."""
+    ids = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
 def run_main(main, log, stop_child=stop):
     """Runs a benchmark's main(): exit with its status, 1 on BenchError, and every child
     stopped with stop_child at the end."""

@@ -22,20 +22,17 @@ Needs root. Never fails on the figures.
 Usage: python3 bench/context_reader.py [--build DIR] [--hz 999] [--seconds S] [--rounds N]
        make bench-context-reader [BUILD=dir] [BENCH_CONTEXT_ARGS="..."]
 """
-import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import benchproc
 import unwind_bpf as ub
-from benchproc import CHILDREN, BenchError, spawn
+from benchproc import CHILDREN, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "integration" / "workloads" / "spanserver.c"
@@ -69,48 +66,19 @@ def measure(args, spanprof, server, extra, label):
     total = args.settle + args.seconds + 30
     work = spawn(["taskset", "-c", str(args.cpu), server, str(int(total)), "2"],
                  stdout=subprocess.DEVNULL)
-    agent = None
     try:
-        time.sleep(0.3)
-        agent = spawn([spanprof, "record", "--frequency", args.hz, "--duration", 3600, "--quiet",
-                       "--pid", work.pid, "--output-dir", tmp, *extra],
-                      stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
-        prog_id, map_id = ub.find_sampler(agent.pid)
-        ub.OUR_PROGS.add(prog_id)
-        time.sleep(args.settle)
-        a = ub.snapshot(prog_id, map_id)
-        time.sleep(args.seconds)
-        b = ub.snapshot(prog_id, map_id)
-        ub.stop(agent, signal.SIGINT, timeout=120)
-        if agent.returncode:
-            raise BenchError(f"{label}: spanprof exited {agent.returncode}: "
-                             + (tmp / "stderr").read_text()[-2000:])
+        a, b = ub.sampler_window(args, spanprof, work, tmp, extra, label)
         d = lambda k: b["stats"].get(k, 0) - a["stats"].get(k, 0)  # noqa: E731
         return {"run_time_ns": b["run_time_ns"] - a["run_time_ns"],
                 "run_cnt": b["run_cnt"] - a["run_cnt"],
                 "samples": d(ST_SAMPLES), "linked": d(ST_CTX_LINKED)}
     finally:
-        if agent is not None and agent.poll() is None:
-            ub.stop(agent, signal.SIGINT, timeout=120)
         ub.stop(work)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cpu", type=int, default=1)
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
-    if not spanprof.exists():
-        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    args, build, spanprof = ub.bench_args(__doc__, seconds=5.0, rounds=3)
     exe, up, legacy = build_servers(build)
     modes = [("reader off (--no-span-links)", exe, ["--no-span-links"]),
              ("TLS reader (static TLS)", exe, []),
@@ -133,13 +101,7 @@ def main():
         Path(ub.STATS_SYSCTL).write_text(prev + "\n")
         for p in list(CHILDREN):
             ub.stop(p)
-    o_cnt = sum(r["run_cnt"] for r in other)
-    c_other = sum(r["run_time_ns"] for r in other) / o_cnt if o_cnt else 0.0
-
-    def per_sample(r):
-        if not r["samples"]:
-            return float("nan")
-        return (r["run_time_ns"] - (r["run_cnt"] - r["samples"]) * c_other) / r["samples"]
+    _, per_sample = ub.sample_cost(other)
 
     print(f"\nBPF time of on_cpu_sample per recorded sample, thread-context reader on vs off; "
           f"{args.hz} Hz, {args.seconds:.0f} s windows, {args.rounds} rounds, server on CPU "

@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchproc import BenchError, CHILDREN, run_main, spawn, stop  # noqa: E402
+from benchproc import BenchError, CHILDREN, prog_ids, run_main, spawn, stop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = ["cpu", "alloc", "lock", "offcpu"]
@@ -63,24 +63,6 @@ def build_workload(build, name):
     if res.returncode != 0:
         raise BenchError(f"building {src.stem} failed: {' '.join(cmd)}\n{res.stderr}")
     return out
-
-
-def prog_ids(pid):
-    """BPF program ids a process holds open (its /proc/PID/fdinfo)."""
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return ids
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                for line in f:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
 
 
 def loaded_prog_ids():

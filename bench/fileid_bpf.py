@@ -12,12 +12,10 @@ Needs root. Never fails on the figures.
 Usage: python3 bench/fileid_bpf.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds S]
                                    [--rounds N] [--cpu N]
 """
-import argparse
 import os
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,19 +32,7 @@ def stat_index(name):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--depths", default="10,50")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--cpu", type=int, default=1)
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
+    args, build, spanprof = ub.bench_args(__doc__, depths="10,50")
     bins = ub.build_workloads(build)
     depths = [int(x) for x in args.depths.split(",")]
     st_fid, st_vmas = stat_index("FILEID_SAMPLES"), stat_index("FILEID_VMAS")
@@ -85,19 +71,8 @@ def main():
         Path(ub.STATS_SYSCTL).write_text(prev + "\n")
         for p in list(CHILDREN):
             ub.stop(p)
-    for _ in range(50):
-        if not [p for p in ub.bpftool("prog", "show") if p.get("id") in ub.OUR_PROGS]:
-            break
-        time.sleep(0.2)
-
-    o_time = sum(r["run_time_ns"] for r in other)
-    o_cnt = sum(r["run_cnt"] for r in other)
-    c_other = o_time / o_cnt if o_cnt else 0.0
-
-    def per_sample(r):
-        if not r["samples"]:
-            return float("nan")
-        return (r["run_time_ns"] - (r["run_cnt"] - r["samples"]) * c_other) / r["samples"]
+    ub.wait_progs_freed()
+    c_other, per_sample = ub.sample_cost(other)
 
     print(f"\nBPF time of {ub.PROG_NAME} per recorded sample, frame-pointer path "
           f"(--unwind-max-mb 0), {args.hz} Hz, {args.seconds:.0f} s windows, {args.rounds} rounds")

@@ -69,29 +69,11 @@ def bpftool(*args):
     return json.loads(res.stdout)
 
 
-def agent_prog_ids(pid):
-    """Ids of the BPF programs the process holds open (from /proc/PID/fdinfo)."""
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return ids
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                for line in f:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
-
-
 def find_sampler(pid, timeout=60):
     """(prog id of the agent's on_cpu_sample, id of its stats map) once it is loaded."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid_ in sorted(agent_prog_ids(pid)):
+        for pid_ in sorted(benchproc.prog_ids(pid)):
             try:
                 prog = bpftool("prog", "show", "id", str(pid_))
             except BenchError:
@@ -123,6 +105,83 @@ def snapshot(prog_id, map_id):
         stats[int(key)] = total
     return {"run_time_ns": prog.get("run_time_ns", 0), "run_cnt": prog.get("run_cnt", 0),
             "stats": stats, "t": time.monotonic()}
+
+
+def bench_args(doc, seconds=6.0, rounds=2, depths=None):
+    """Parses the options the BPF-time benchmarks share (--depths too when @depths, its default,
+    is given) and checks root and the agent binary: (args, build dir, spanprof path)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    if depths:
+        ap.add_argument("--depths", default=depths)
+    ap.add_argument("--hz", type=int, default=999)
+    ap.add_argument("--seconds", type=float, default=seconds, help="measurement window per run")
+    ap.add_argument("--settle", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--cpu", type=int, default=1, help="CPU the workload is pinned to")
+    args = ap.parse_args()
+    if os.geteuid():
+        raise BenchError("needs root")
+    build = Path(args.build).resolve()
+    spanprof = build / "spanprof"
+    if not spanprof.exists():
+        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    return args, build, spanprof
+
+
+def sampler_window(args, spanprof, work, tmp, extra, label, before_stop=None):
+    """Runs `spanprof record --pid` on the workload @work, output in @tmp; returns the sampler
+    snapshots (a, b) around a window of args.seconds, taken after args.settle. @before_stop is
+    called between the last snapshot and the agent's SIGINT. Raises BenchError when the agent
+    exits non-zero; the agent is stopped in any case."""
+    time.sleep(0.3)
+    agent = spawn([spanprof, "record", "--frequency", args.hz, "--duration", 3600, "--quiet",
+                   "--pid", work.pid, "--output-dir", tmp, *extra],
+                  stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
+    try:
+        prog_id, map_id = find_sampler(agent.pid)
+        OUR_PROGS.add(prog_id)
+        time.sleep(args.settle)
+        a = snapshot(prog_id, map_id)
+        time.sleep(args.seconds)
+        b = snapshot(prog_id, map_id)
+        if before_stop:
+            before_stop()
+        stop(agent, signal.SIGINT, timeout=120)
+        if agent.returncode:
+            raise BenchError(f"{label}: spanprof exited {agent.returncode}: "
+                             + (tmp / "stderr").read_text()[-2000:])
+        return a, b
+    finally:
+        if agent.poll() is None:
+            stop(agent, signal.SIGINT, timeout=120)
+
+
+def wait_progs_freed():
+    """Our sampler programs still loaded after up to 10 s (a program is freed shortly after its
+    last reference is closed)."""
+    left = []
+    for _ in range(50):
+        left = [p for p in bpftool("prog", "show") if p.get("id") in OUR_PROGS]
+        if not left:
+            break
+        time.sleep(0.2)
+    return left
+
+
+def sample_cost(other):
+    """(c_other, per_sample): the BPF time of a run that records nothing (idle, filtered), pooled
+    over the @other runs, and a function giving a run's BPF time per recorded sample with those
+    non-recording runs taken off at that cost (nan without samples)."""
+    o_cnt = sum(r["run_cnt"] for r in other)
+    c_other = sum(r["run_time_ns"] for r in other) / o_cnt if o_cnt else 0.0
+
+    def per_sample(r):
+        if not r["samples"]:
+            return float("nan")
+        return (r["run_time_ns"] - (r["run_cnt"] - r["samples"]) * c_other) / r["samples"]
+
+    return c_other, per_sample
 
 
 def build_workloads(build):
@@ -159,24 +218,13 @@ def measure(args, spanprof, target_argv, extra, label):
     total = args.settle + args.seconds + 30
     work = spawn(["taskset", "-c", str(args.cpu), *target_argv(total)],
                  stdout=subprocess.DEVNULL)
-    agent = None
     try:
-        time.sleep(0.3)
-        agent = spawn([spanprof, "record", "--frequency", args.hz, "--duration", 3600, "--quiet",
-                       "--pid", work.pid, "--output-dir", tmp, *extra],
-                      stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
-        prog_id, map_id = find_sampler(agent.pid)
-        OUR_PROGS.add(prog_id)
-        time.sleep(args.settle)
-        a = snapshot(prog_id, map_id)
-        time.sleep(args.seconds)
-        b = snapshot(prog_id, map_id)
-        if work.poll() is not None:
-            raise BenchError(f"{label}: workload ended early")
-        stop(agent, signal.SIGINT, timeout=120)
-        if agent.returncode:
-            raise BenchError(f"{label}: spanprof exited {agent.returncode}: "
-                             + (tmp / "stderr").read_text()[-2000:])
+
+        def alive():
+            if work.poll() is not None:
+                raise BenchError(f"{label}: workload ended early")
+
+        a, b = sampler_window(args, spanprof, work, tmp, extra, label, alive)
         depth = max_depth(tmp / "profile.folded", Path(target_argv(0)[0]).name)
         d = lambda k: b["stats"].get(k, 0) - a["stats"].get(k, 0)  # noqa: E731
         return {"label": label, "dt": b["t"] - a["t"],
@@ -186,28 +234,12 @@ def measure(args, spanprof, target_argv, extra, label):
                 "unw_cfi": d(ST_UNW_CFI), "unw_fp": d(ST_UNW_FP),
                 "frames_cfi": d(ST_FRAMES_CFI), "frames_fp": d(ST_FRAMES_FP), "depth": depth}
     finally:
-        if agent is not None and agent.poll() is None:
-            stop(agent, signal.SIGINT, timeout=120)
         stop(work)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--depths", default="10,50,300")
-    ap.add_argument("--hz", type=int, default=999)
-    ap.add_argument("--seconds", type=float, default=6.0, help="measurement window per run")
-    ap.add_argument("--settle", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--cpu", type=int, default=1, help="CPU the workload is pinned to")
-    args = ap.parse_args()
-    if os.geteuid():
-        raise BenchError("needs root")
-    build = Path(args.build).resolve()
-    spanprof = build / "spanprof"
-    if not spanprof.exists():
-        raise BenchError(f"{spanprof} missing: make BUILD={args.build} all")
+    args, build, spanprof = bench_args(__doc__, depths="10,50,300")
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
     depths = [int(x) for x in args.depths.split(",")]
@@ -236,22 +268,8 @@ def main():
         Path(STATS_SYSCTL).write_text(prev + "\n")
         for p in list(CHILDREN):
             stop(p)
-    # A program is freed shortly after its last reference is closed: give it a few seconds.
-    for _ in range(50):
-        left = [p for p in bpftool("prog", "show") if p.get("id") in OUR_PROGS]
-        if not left:
-            break
-        time.sleep(0.2)
-
-    # Cost of a run that records nothing (idle, filtered), pooled over the "other" runs.
-    o_time = sum(r["run_time_ns"] for r in other)
-    o_cnt = sum(r["run_cnt"] for r in other)
-    c_other = o_time / o_cnt if o_cnt else 0.0
-
-    def per_sample(r):
-        if not r["samples"]:
-            return float("nan")
-        return (r["run_time_ns"] - (r["run_cnt"] - r["samples"]) * c_other) / r["samples"]
+    left = wait_progs_freed()
+    c_other, per_sample = sample_cost(other)
 
     print(f"\nBPF time of {PROG_NAME} per run / per recorded sample, {args.hz} Hz, "
           f"{args.seconds:.0f} s windows, {args.rounds} rounds, workload pinned to CPU {args.cpu}")

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "allocsyms.h"
+#include "elfcheck.h"
 
 static const struct {
 	const char *name;
@@ -51,26 +52,21 @@ static int entry_index(const char *name)
  */
 static int scan_symbols(Elf *elf, Elf_Scn *scn, GElf_Sym *found, int *have)
 {
-	Elf_Data *data;
-	GElf_Shdr shdr;
+	struct elfcheck_symtab t;
 	GElf_Sym s;
 	const char *name;
-	size_t i, n;
-	int k;
+	int k, err;
 
-	if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize != sizeof(Elf64_Sym))
-		return -EINVAL;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return shdr.sh_size ? -EINVAL : 0;
-	n = data->d_size / sizeof(Elf64_Sym);
-	for (i = 1; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &s))
+	err = elfcheck__symtab(scn, &t);
+	if (err)
+		return err;
+	for (size_t i = 1; i < t.n; i++) {
+		if (!gelf_getsym(t.data, (int)i, &s))
 			return -EINVAL;
 		if (!s.st_name || s.st_shndx == SHN_UNDEF || !s.st_value ||
 		    GELF_ST_TYPE(s.st_info) != STT_FUNC || GELF_ST_BIND(s.st_info) == STB_LOCAL)
 			continue;
-		name = elf_strptr(elf, shdr.sh_link, s.st_name);
+		name = elf_strptr(elf, t.strndx, s.st_name);
 		if (!name)
 			return -EINVAL;
 		k = entry_index(name);
@@ -84,40 +80,27 @@ static int scan_symbols(Elf *elf, Elf_Scn *scn, GElf_Sym *found, int *have)
 
 int allocsyms__find(Elf *elf, struct allocsyms *out)
 {
-	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL;
+	Elf_Scn *dynsym, *symtab;
 	GElf_Sym found[NENTRIES];
 	int have[NENTRIES] = {0};
 	GElf_Ehdr ehdr;
-	GElf_Shdr shdr;
 	GElf_Phdr ph;
 	size_t nph, i, j;
 	int err, interp = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		return -EINVAL;
-	if (gelf_getclass(elf) != ELFCLASS64)
-		return -ENOTSUP;
-	if (!gelf_getehdr(elf, &ehdr))
-		return -EINVAL;
-	if (ehdr.e_machine != EM_X86_64 || (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN))
-		return -ENOTSUP;
-	if (elf_getphdrnum(elf, &nph))
-		return -EINVAL;
+	err = elfcheck__x86_64(elf, &ehdr, &nph);
+	if (err)
+		return err;
 	for (i = 0; i < nph; i++) {
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			return -EINVAL;
 		if (ph.p_type == PT_INTERP)
 			interp = 1;
 	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			return -EINVAL;
-		if (shdr.sh_type == SHT_DYNSYM && !dynsym)
-			dynsym = scn;
-		else if (shdr.sh_type == SHT_SYMTAB && !symtab)
-			symtab = scn;
-	}
+	err = elfcheck__sections(elf, &dynsym, &symtab, NULL);
+	if (err)
+		return err;
 	if (dynsym && (err = scan_symbols(elf, dynsym, found, have)))
 		return err;
 	/* A static executable keeps its malloc in .symtab (libraries export what they define). */
@@ -161,16 +144,12 @@ int allocsyms__find(Elf *elf, struct allocsyms *out)
 
 int allocsyms__find_fd(int fd, struct allocsyms *out)
 {
-	static int libelf_state; /* 0 unknown, 1 ok, -1 failed */
 	struct stat st;
-	GElf_Ehdr ehdr;
 	Elf *elf;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (!libelf_state)
-		libelf_state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
-	if (libelf_state < 0)
+	if (!elfcheck__libelf_ready())
 		return -ENOSYS;
 	if (fstat(fd, &st))
 		return -errno;
@@ -184,16 +163,9 @@ int allocsyms__find_fd(int fd, struct allocsyms *out)
 		goto out;
 	}
 	/* Section and program headers inside the file: a truncated copy is refused. */
-	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_shoff > (uint64_t)st.st_size ||
-	    ehdr.e_phoff > (uint64_t)st.st_size ||
-	    ((uint64_t)st.st_size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) <
-		ehdr.e_shnum ||
-	    ((uint64_t)st.st_size - ehdr.e_phoff) / (ehdr.e_phentsize ? ehdr.e_phentsize : 1) <
-		ehdr.e_phnum) {
-		err = -EINVAL;
-		goto out;
-	}
-	err = allocsyms__find(elf, out);
+	err = elfcheck__within(elf, (uint64_t)st.st_size);
+	if (!err)
+		err = allocsyms__find(elf, out);
 out:
 	elf_end(elf);
 	return err;

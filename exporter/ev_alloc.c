@@ -165,13 +165,7 @@ static void check_mapping(struct alloc_state *st, uint32_t pid, const struct pro
 		return;
 
 	/* map_files reaches deleted files and other mount namespaces; root + path otherwise. */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps__open_file((int)pid, m, path, sizeof(path));
 	if (fd < 0) {
 		/* The process is gone: another one mapping the file will tell again. */
 		if (errno != ENOENT && errno != ESRCH)

@@ -13,6 +13,7 @@
 #include <uthash.h>
 
 #include "k8smeta.h"
+#include "util.h"
 
 #define RESCAN_NS 1000000000ull /* at most one re-read of the directories per second */
 
@@ -34,14 +35,6 @@ struct k8smeta {
 	struct k8smeta_stats st;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static bool is_alnum_lower(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -56,17 +49,6 @@ static bool is_dns_name(const char *s, size_t n, size_t max, bool dots)
 		if (!is_alnum_lower(s[i]) && s[i] != '-' && !(dots && s[i] == '.'))
 			return false;
 	return true;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static char lower(char c)
@@ -106,7 +88,7 @@ int k8smeta__parse_pod_dir(const char *name, struct k8s_pod_ref *out)
 	for (size_t i = 0; i < PROCMETA_POD_UID_LEN; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? part[2][i] != '-' : hexval(part[2][i]) < 0)
+		if (dash ? part[2][i] != '-' : util__hexval(part[2][i]) < 0)
 			return -EINVAL;
 		out->uid[i] = lower(part[2][i]);
 	}
@@ -130,7 +112,7 @@ int k8smeta__parse_container_log(const char *name, struct k8s_container_ref *out
 		return -EINVAL;
 	id = name + n - tail + 1;
 	for (size_t i = 0; i < PROCMETA_CONTAINER_ID_LEN; i++) {
-		if (hexval(id[i]) < 0)
+		if (util__hexval(id[i]) < 0)
 			return -EINVAL;
 		out->id[i] = lower(id[i]);
 	}
@@ -255,7 +237,7 @@ static int rescan(struct k8smeta *k)
 	int err;
 
 	tables_free(k);
-	k->last_scan_ns = mono_ns();
+	k->last_scan_ns = util__mono_ns();
 	k->st.scans++;
 	err = k8smeta__scan_pods(k->root, add_pod, k, &k->st.skipped);
 	if (err == -ENOMEM)
@@ -323,7 +305,7 @@ int k8smeta__fill(struct k8smeta *k, struct procmeta *m)
 	if (m->k8s || (!m->pod_uid[0] && !m->container_id[0]))
 		return 0;
 	found = lookup(k, m, &c, &p);
-	if (!found && (!k->last_scan_ns || mono_ns() - k->last_scan_ns >= RESCAN_NS)) {
+	if (!found && (!k->last_scan_ns || util__mono_ns() - k->last_scan_ns >= RESCAN_NS)) {
 		err = rescan(k);
 		if (err)
 			return err;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,35 @@ static const char *config_path; /* --config, else $SPANPROF_CONFIG */
 		return EINVAL;                                                                     \
 	} while (0)
 
+/*
+ * Appends @arg to a targeting list (--exe, --cgroup, --container-id, --k8s-pod: @list holds *@n
+ * of at most RECORD_MAX_TARGETS). @bad: @arg is refused with the message @why (printf format).
+ * Returns 0, or EINVAL after argp_error() (a full list or a bad value).
+ */
+static error_t add_target(struct argp_state *state, const char *flag, const char **list, size_t *n,
+			  char *arg, bool bad, const char *why, ...)
+    __attribute__((format(printf, 7, 8)));
+static error_t add_target(struct argp_state *state, const char *flag, const char **list, size_t *n,
+			  char *arg, bool bad, const char *why, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+
+	if (*n >= RECORD_MAX_TARGETS)
+		OPT_FAIL(state, "at most %d %s", RECORD_MAX_TARGETS, flag);
+	if (bad) {
+		va_start(ap, why);
+		if (vasprintf(&msg, why, ap) < 0)
+			msg = NULL;
+		va_end(ap);
+		argp_error(state, "%s", msg ? msg : why);
+		free(msg);
+		return EINVAL;
+	}
+	list[(*n)++] = arg;
+	return 0;
+}
+
 static error_t parse_seconds(struct argp_state *state, const char *flag, const char *arg,
 			     double min, double *out)
 {
@@ -540,41 +570,25 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		o->nctx_uprobes++;
 		break;
 	case OPT_EXE:
-		if (o->nexes >= RECORD_MAX_TARGETS)
-			OPT_FAIL(state, "at most %d --exe", RECORD_MAX_TARGETS);
-		if (!*arg)
-			OPT_FAIL(state, "--exe wants a path");
-		if ((why = exe_path_problem(arg)))
+		if (*arg && (why = exe_path_problem(arg)))
 			OPT_FAIL(state, "--exe wants an executable file, not '%s' (%s)", arg, why);
-		o->exes[o->nexes++] = arg;
-		break;
+		return add_target(state, "--exe", o->exes, &o->nexes, arg, !*arg,
+				  "--exe wants a path");
 	case OPT_CGROUP:
-		if (o->ncgroups >= RECORD_MAX_TARGETS)
-			OPT_FAIL(state, "at most %d --cgroup", RECORD_MAX_TARGETS);
-		if (!*arg)
-			OPT_FAIL(state, "--cgroup wants a cgroup v2 directory");
-		o->cgroups[o->ncgroups++] = arg;
-		break;
+		return add_target(state, "--cgroup", o->cgroups, &o->ncgroups, arg, !*arg,
+				  "--cgroup wants a cgroup v2 directory");
 	case OPT_CONTAINER_ID:
-		if (o->ncontainer_ids >= RECORD_MAX_TARGETS)
-			OPT_FAIL(state, "at most %d --container-id", RECORD_MAX_TARGETS);
-		if (targets__check_container_id(arg))
-			OPT_FAIL(state,
-				 "--container-id wants 12 to 64 hex digits (a container id or a "
-				 "prefix of one), not '%s'",
-				 arg);
-		o->container_ids[o->ncontainer_ids++] = arg;
-		break;
+		return add_target(state, "--container-id", o->container_ids, &o->ncontainer_ids,
+				  arg, targets__check_container_id(arg),
+				  "--container-id wants 12 to 64 hex digits (a container id or a "
+				  "prefix of one), not '%s'",
+				  arg);
 	case OPT_K8S_POD:
-		if (o->nk8s_pods >= RECORD_MAX_TARGETS)
-			OPT_FAIL(state, "at most %d --k8s-pod", RECORD_MAX_TARGETS);
-		if (targets__check_pod(arg))
-			OPT_FAIL(state,
-				 "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
-				 "NAMESPACE/NAME, not '%s'",
-				 arg);
-		o->k8s_pods[o->nk8s_pods++] = arg;
-		break;
+		return add_target(state, "--k8s-pod", o->k8s_pods, &o->nk8s_pods, arg,
+				  targets__check_pod(arg),
+				  "--k8s-pod wants a pod uid (8-4-4-4-12 hex digits) or "
+				  "NAMESPACE/NAME, not '%s'",
+				  arg);
 	case OPT_K8S:
 		o->k8s = 1;
 		break;

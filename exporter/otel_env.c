@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "otel_env.h"
+#include "util.h"
 
 const char *otel_env__exporter(const char *name)
 {
@@ -22,14 +23,6 @@ const char *otel_env__exporter(const char *name)
 	return v && *v ? v : NULL;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Copies [s, e) trimmed, percent-decoding if @decode, into a new string. */
 static char *copy_trimmed(const char *s, const char *e, int decode)
 {
@@ -43,8 +36,9 @@ static char *copy_trimmed(const char *s, const char *e, int decode)
 	if (!out)
 		return NULL;
 	while (s < e) {
-		if (decode && *s == '%' && e - s >= 3 && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+		if (decode && *s == '%' && e - s >= 3 && util__hexval(s[1]) >= 0 &&
+		    util__hexval(s[2]) >= 0) {
+			*o++ = (char)(util__hexval(s[1]) * 16 + util__hexval(s[2]));
 			s += 3;
 		} else {
 			*o++ = *s++;

@@ -29,36 +29,15 @@
 
 #include <openssl/evp.h>
 
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "otlp_pb.h"
 #include "otlp_encode.h"
 
 #ifndef SPANPROF_VERSION
 #define SPANPROF_VERSION "0.0.0"
 #endif
 
-typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
-    pb_request;
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary pb_dict;
-typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles pb_rp;
-typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles pb_sp;
-typedef Opentelemetry__Proto__Profiles__V1development__Profile pb_profile;
-typedef Opentelemetry__Proto__Profiles__V1development__ValueType pb_vt;
-typedef Opentelemetry__Proto__Profiles__V1development__Sample pb_sample;
-typedef Opentelemetry__Proto__Profiles__V1development__Mapping pb_mapping;
-typedef Opentelemetry__Proto__Profiles__V1development__Location pb_location;
-typedef Opentelemetry__Proto__Profiles__V1development__Line pb_line;
-typedef Opentelemetry__Proto__Profiles__V1development__Function pb_function;
-typedef Opentelemetry__Proto__Profiles__V1development__Link pb_link;
-typedef Opentelemetry__Proto__Profiles__V1development__Stack pb_stack;
-typedef Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit pb_kvu;
-typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
-typedef Opentelemetry__Proto__Common__V1__KeyValue pb_kv;
-typedef Opentelemetry__Proto__Common__V1__InstrumentationScope pb_scope;
-typedef Opentelemetry__Proto__Resource__V1__Resource pb_resource;
-
-#define PB(name) opentelemetry__proto__profiles__v1development__##name
-#define ANY_STRING OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
-#define ANY_INT OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
+#define ANY_STRING ANY(STRING_VALUE)
+#define ANY_INT ANY(INT_VALUE)
 
 #define HTL_CHUNK 4096
 #define ARENA_CHUNK (256u << 10)

@@ -15,6 +15,7 @@
 #include "export_queue.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "otlp_export.h"
+#include "util.h"
 
 #define BACKOFF_INITIAL_MS 500
 #define BACKOFF_MAX_MS 30000
@@ -38,14 +39,6 @@ struct otlp_exporter {
 	uint64_t last_error_report_ns;
 	int failing;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 const double otlp_export_duration_bounds_s[OTLP_EXPORT_DURATION_BOUNDS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
@@ -85,7 +78,7 @@ const char *otlp_exporter__status_name(int status)
 /* Logs a failure, at most once per ERROR_REPORT_NS while failures go on. */
 static void report_failure(struct otlp_exporter *e, const struct grpc_result *res, int retry)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = util__mono_ns();
 
 	if (e->opts.quiet)
 		return;
@@ -145,7 +138,7 @@ static struct timespec mono_timespec(uint64_t ns)
  */
 static int backoff_wait(struct otlp_exporter *e, uint32_t ms)
 {
-	uint64_t end = mono_ns() + ms * 1000000ull, until;
+	uint64_t end = util__mono_ns() + ms * 1000000ull, until;
 	struct timespec ts;
 	int over;
 
@@ -154,12 +147,12 @@ static int backoff_wait(struct otlp_exporter *e, uint32_t ms)
 		until = end;
 		if (e->shutting_down && e->flush_deadline_ns < until)
 			until = e->flush_deadline_ns;
-		if (mono_ns() >= until)
+		if (util__mono_ns() >= until)
 			break;
 		ts = mono_timespec(until);
 		pthread_cond_timedwait(&e->wake, &e->lock, &ts);
 	}
-	over = e->shutting_down && mono_ns() >= e->flush_deadline_ns;
+	over = e->shutting_down && util__mono_ns() >= e->flush_deadline_ns;
 	pthread_mutex_unlock(&e->lock);
 	return over;
 }
@@ -168,7 +161,7 @@ static int backoff_wait(struct otlp_exporter *e, uint32_t ms)
 static uint32_t call_timeout(struct otlp_exporter *e, int *expired)
 {
 	uint32_t t = e->opts.timeout_ms;
-	uint64_t now = mono_ns();
+	uint64_t now = util__mono_ns();
 
 	*expired = 0;
 	pthread_mutex_lock(&e->lock);
@@ -212,14 +205,14 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 		timeout = call_timeout(e, &expired);
 		if (expired || export_queue__should_drop(e->queue, r))
 			break;
-		t0 = mono_ns();
+		t0 = util__mono_ns();
 		if (grpc_client__call(e->client, e->opts.method, r->data, r->len, timeout, &res,
 				      &resp, &resp_len)) {
 			res.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
 			snprintf(res.message, sizeof(res.message), "agent out of memory");
 		}
 		pthread_mutex_lock(&e->lock);
-		count_call(e, res.status, mono_ns() - t0);
+		count_call(e, res.status, util__mono_ns() - t0);
 		pthread_mutex_unlock(&e->lock);
 		if (res.status == GRPC_STATUS_OK) {
 			check_partial_success(e, resp, resp_len);
@@ -228,7 +221,7 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			e->st.requests_sent++;
 			e->st.bytes_sent += r->len;
 			e->st.samples_sent += r->samples;
-			e->st.last_latency_us = (mono_ns() - t0) / 1000;
+			e->st.last_latency_us = (util__mono_ns() - t0) / 1000;
 			if (e->failing && !e->opts.quiet)
 				fprintf(stderr, "\nspanprof: export to %s works again\n",
 					e->endpoint);
@@ -369,7 +362,7 @@ void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms,
 		return;
 	pthread_mutex_lock(&e->lock);
 	e->shutting_down = 1;
-	e->flush_deadline_ns = mono_ns() + flush_ms * 1000000ull;
+	e->flush_deadline_ns = util__mono_ns() + flush_ms * 1000000ull;
 	pthread_cond_broadcast(&e->wake);
 	pthread_mutex_unlock(&e->lock);
 	export_queue__close(e->queue);
@@ -385,7 +378,7 @@ void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms,
 		if (abort && *abort) {
 			/* Asked again: give up on what is left (counted as dropped). */
 			pthread_mutex_lock(&e->lock);
-			e->flush_deadline_ns = mono_ns();
+			e->flush_deadline_ns = util__mono_ns();
 			pthread_cond_broadcast(&e->wake);
 			pthread_mutex_unlock(&e->lock);
 			abort = NULL;

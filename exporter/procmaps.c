@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,4 +331,22 @@ int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len)
 	err = n == (ssize_t)len ? 0 : n >= 0 || errno == EIO ? -EFAULT : -errno;
 	close(fd);
 	return err;
+}
+
+int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t size)
+{
+	char buf[PATH_MAX + 64];
+	int fd;
+
+	if (!path) {
+		path = buf;
+		size = sizeof(buf);
+	}
+	snprintf(path, size, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, size, "/proc/%d/root%s", pid, m->path);
+	return open(path, O_RDONLY | O_CLOEXEC);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "procmeta.h"
+#include "util.h"
 
 /* environ can be large (ARG_MAX is 2 MiB and up); OTEL_* variables sit anywhere in it. */
 #define ENVIRON_MAX (4u << 20)
@@ -62,17 +63,6 @@ static bool is_ows(char c)
 	return c == ' ' || c == '\t';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Trims [*b, *e) of optional white space. */
 static void trim(const char **b, const char **e)
 {
@@ -94,13 +84,13 @@ static char *pct_decode(const char *b, const char *e)
 			*o++ = *b++;
 			continue;
 		}
-		if (e - b < 3 || hexval(b[1]) < 0 || hexval(b[2]) < 0 ||
-		    (hexval(b[1]) | hexval(b[2])) == 0) {
+		if (e - b < 3 || util__hexval(b[1]) < 0 || util__hexval(b[2]) < 0 ||
+		    (util__hexval(b[1]) | util__hexval(b[2])) == 0) {
 			free(out);
 			errno = EINVAL;
 			return NULL;
 		}
-		*o++ = (char)(hexval(b[1]) << 4 | hexval(b[2]));
+		*o++ = (char)(util__hexval(b[1]) << 4 | util__hexval(b[2]));
 		b += 3;
 	}
 	*o = '\0';
@@ -239,7 +229,7 @@ static bool is_hex64(const char *s, size_t n)
 	if (n != PROCMETA_CONTAINER_ID_LEN)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (hexval(s[i]) < 0)
+		if (util__hexval(s[i]) < 0)
 			return false;
 	return true;
 }
@@ -330,7 +320,7 @@ static bool is_pod_uid(const char *s, size_t n)
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
 			if (s[i] != '-' && s[i] != '_')
 				return false;
-		} else if (hexval(s[i]) < 0) {
+		} else if (util__hexval(s[i]) < 0) {
 			return false;
 		}
 	}

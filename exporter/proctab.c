@@ -15,6 +15,7 @@
 #include "procmaps.h"
 #include "procmeta.h"
 #include "proctab.h"
+#include "util.h"
 
 /* A PC outside every mapping triggers a re-read of maps at most this often. */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
@@ -57,14 +58,6 @@ struct proctab {
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms)
 {
@@ -159,7 +152,7 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 	int err, ret = 0;
 
 	proc_clear(proc);
-	proc->maps_read_ns = now_ns();
+	proc->maps_read_ns = util__mono_ns();
 	err = procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &proc->maps);
 	if (err && !proc->maps.n) {
 		t->stats.maps_read_failed++;
@@ -437,7 +430,7 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	/* The sample says which file: no maps read needed (the process may be long gone). */
 	if (obj)
 		return fileid_location(t, p, e, obj, pc, is_return);
-	if (!m && now_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
+	if (!m && util__mono_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
 		/* Opening the maps' files may have taught the cache the recorded one. */

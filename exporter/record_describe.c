@@ -51,8 +51,8 @@ unsigned record__ntypes(const struct record_opts *o)
 	return __builtin_popcount(selected(o));
 }
 
-const char *record__describe_types(char *buf, size_t size, const struct record_opts *o,
-				   int ncpus, const uint64_t *counts)
+const char *record__describe_types(char *buf, size_t size, const struct record_opts *o, int ncpus,
+				   const uint64_t *counts)
 {
 	uint32_t types = selected(o);
 	char a[32], b[32], count[32];
@@ -72,27 +72,28 @@ const char *record__describe_types(char *buf, size_t size, const struct record_o
 			snprintf(count, sizeof(count), " %" PRIu64, counts[t]);
 		switch (t) {
 		case PROFILE_CPU:
-			n = snprintf(buf + len, size - len, "%s%s%s at %u Hz on %d CPU%s", sep, name,
-				     count, o->frequency_hz, ncpus, ncpus == 1 ? "" : "s");
+			n = snprintf(buf + len, size - len, "%s%s%s at %u Hz on %d CPU%s", sep,
+				     name, count, o->frequency_hz, ncpus, ncpus == 1 ? "" : "s");
 			break;
 		case PROFILE_ALLOC:
 			if (o->alloc_sample_bytes)
-				n = snprintf(buf + len, size - len, "%s%s%s every %s allocated", sep,
-					     name, count, size_words(o->alloc_sample_bytes, a, 32));
+				n = snprintf(buf + len, size - len, "%s%s%s every %s allocated",
+					     sep, name, count,
+					     size_words(o->alloc_sample_bytes, a, 32));
 			else
-				n = snprintf(buf + len, size - len, "%s%s%s of every allocation", sep,
-					     name, count);
+				n = snprintf(buf + len, size - len, "%s%s%s of every allocation",
+					     sep, name, count);
 			if (n > 0 && o->alloc_min_bytes && len + n < size)
 				n += snprintf(buf + len + n, size - len - n, " from %s",
 					      size_words(o->alloc_min_bytes, b, 32));
 			break;
 		case PROFILE_LOCK:
-			n = snprintf(buf + len, size - len, "%s%s%s waits from %s", sep, name, count,
-				     time_words(o->lock_min_wait_ns, a, 32));
+			n = snprintf(buf + len, size - len, "%s%s%s waits from %s", sep, name,
+				     count, time_words(o->lock_min_wait_ns, a, 32));
 			break;
 		case PROFILE_OFFCPU:
-			n = snprintf(buf + len, size - len, "%s%s%s periods from %s", sep, name, count,
-				     time_words(o->offcpu_min_ns, a, 32));
+			n = snprintf(buf + len, size - len, "%s%s%s periods from %s", sep, name,
+				     count, time_words(o->offcpu_min_ns, a, 32));
 			break;
 		}
 		if (n > 0)

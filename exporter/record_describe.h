@@ -24,8 +24,8 @@
  * type), each phrase starts with the type's name and its count: "cpu 120 at 19 Hz on 2 CPUs".
  * Returns @buf.
  */
-const char *record__describe_types(char *buf, size_t size, const struct record_opts *o,
-				   int ncpus, const uint64_t *counts);
+const char *record__describe_types(char *buf, size_t size, const struct record_opts *o, int ncpus,
+				   const uint64_t *counts);
 
 /* Number of profile types selected in @o (none: cpu, so 1). */
 unsigned record__ntypes(const struct record_opts *o);

@@ -15,6 +15,7 @@
 #include "threadctx.h"
 #include "tlsctx.h"
 #include "unwind_walk.h"
+#include "util.h"
 
 /* Lazy TLSDESC slots are resolved on a thread's first access: look again this often. */
 #define RETRY_NS (500ull * 1000000)
@@ -53,14 +54,6 @@ struct spanlinks {
 	int nomem;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 struct spanlinks *spanlinks__new(const struct spanlinks_opts *o)
 {
 	struct spanlinks *sl = calloc(1, sizeof(*sl));
@@ -68,7 +61,7 @@ struct spanlinks *spanlinks__new(const struct spanlinks_opts *o)
 	if (!sl)
 		return NULL;
 	sl->o = *o;
-	sl->last_sweep_ns = now_ns();
+	sl->last_sweep_ns = util__mono_ns();
 	return sl;
 }
 
@@ -154,7 +147,7 @@ static void resolve_loc(struct spanlinks *sl, struct slproc *p)
 	if (err == -EAGAIN) {
 		if (p->retries++ < MAX_RETRIES) {
 			sl->st.retries++;
-			p->retry_due_ns = now_ns() + RETRY_NS;
+			p->retry_due_ns = util__mono_ns() + RETRY_NS;
 		} else {
 			p->retry_due_ns = 0;
 		}
@@ -188,7 +181,7 @@ static void read_ctx(struct spanlinks *sl, struct slproc *p)
 	struct procctx c = {0};
 	int err = procctx__read((pid_t)p->pid, &c), had = p->has_ctx;
 
-	p->ctx_checked_ns = now_ns();
+	p->ctx_checked_ns = util__mono_ns();
 	if (err == -EAGAIN)
 		return; /* kept changing: keep what we had, look again later */
 	ctx_clear(sl, p);
@@ -224,7 +217,7 @@ void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
 		/* Its descriptor goes now; its context still names samples not yet exported. */
 		if (p) {
 			loc_clear(sl, p);
-			p->exited_ns = now_ns();
+			p->exited_ns = util__mono_ns();
 		}
 		break;
 	case UNWIND_EVENT_EXEC: /* a new image: the next maps read starts over */
@@ -244,7 +237,7 @@ void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
 
 void spanlinks__tick(struct spanlinks *sl)
 {
-	uint64_t now = now_ns();
+	uint64_t now = util__mono_ns();
 	int sweep = now - sl->last_sweep_ns >= SWEEP_NS;
 	struct slproc *p, *tmp;
 	char path[32];

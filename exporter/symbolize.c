@@ -52,6 +52,7 @@ static __thread bool hash_oom;
 #define uthash_nonfatal_oom(obj) (hash_oom = true)
 #include <uthash.h>
 
+#include "elfcheck.h"
 #include "symbolize.h"
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
@@ -184,15 +185,6 @@ struct symcache {
 	struct symcache_stats stats;
 };
 
-static bool libelf_ready(void)
-{
-	static int state; /* 0 unknown, 1 ok, -1 failed */
-
-	if (!state)
-		state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
-	return state > 0;
-}
-
 static unsigned int default_max_fds(void)
 {
 	struct rlimit rl;
@@ -208,7 +200,7 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 {
 	struct symcache *c;
 
-	if (!libelf_ready()) {
+	if (!elfcheck__libelf_ready()) {
 		errno = ENOSYS;
 		return NULL;
 	}

@@ -23,6 +23,7 @@
 #include "k8smeta.h"
 #include "procmeta.h"
 #include "targets.h"
+#include "util.h"
 
 #define POD_UIDS_PER_NAME 4 /* pods of one name at once (a recreated pod's old directory) */
 
@@ -96,25 +97,6 @@ struct targets {
 	struct targets_stats st;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int targets__check_container_id(const char *id)
 {
 	size_t n = strlen(id);
@@ -122,7 +104,7 @@ int targets__check_container_id(const char *id)
 	if (n < TARGETS_MIN_ID_PREFIX || n > PROCMETA_CONTAINER_ID_LEN)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
-		if (hexval(id[i]) < 0)
+		if (util__hexval(id[i]) < 0)
 			return -EINVAL;
 	return 0;
 }
@@ -134,7 +116,7 @@ static bool is_uid(const char *s)
 	for (size_t i = 0; i < PROCMETA_POD_UID_LEN; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? s[i] != '-' : hexval(s[i]) < 0)
+		if (dash ? s[i] != '-' : util__hexval(s[i]) < 0)
 			return false;
 	}
 	return true;
@@ -574,7 +556,7 @@ static int resolve_pod_name(void *ctx, const struct k8s_pod_ref *ref)
 static void walk_cgroups(struct targets *t)
 {
 	struct walk w = {.t = t};
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = util__mono_ns();
 	int fd;
 
 	/* New watches for the new walk: none is left on directories that went away. */
@@ -602,7 +584,7 @@ static void walk_cgroups(struct targets *t)
 		walk_dir(&w, fd, 0, "");
 	t->st.walks++;
 	t->st.walk_dirs = w.dirs;
-	t->st.walk_ns += mono_ns() - t0;
+	t->st.walk_ns += util__mono_ns() - t0;
 }
 
 /* The wanted cgroup ids of the matches; a prefix naming several containers adds none. */
@@ -695,7 +677,7 @@ static void refresh(struct targets *t)
 	}
 	if (t->ncontainers || t->npods) {
 		/* Walk again only when the tree (or the kubelet's pod list) changed. */
-		if (tree_changed(t) || mono_ns() - t->last_walk_ns >= TARGETS_FULL_WALK_NS)
+		if (tree_changed(t) || util__mono_ns() - t->last_walk_ns >= TARGETS_FULL_WALK_NS)
 			walk_cgroups(t);
 		collect_matches(t);
 	}
@@ -709,7 +691,7 @@ int targets__start(struct targets *t, const struct sampler_filter_maps *maps)
 	    ((t->ncgroups || t->ncontainers || t->npods) && maps->cgroup_fd < 0))
 		return -EINVAL;
 	refresh(t);
-	t->last_ns = mono_ns();
+	t->last_ns = util__mono_ns();
 	for (size_t i = 0; i < t->nexes; i++)
 		if (!t->exes[i].found)
 			fprintf(stderr,

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "elfcheck.h"
 #include "procmaps.h"
 #include "tlsctx.h"
 
@@ -49,27 +50,20 @@ uint64_t tlsctx__exe_block_offset(uint64_t p_vaddr, uint64_t memsz, uint64_t ali
  */
 static int find_symbol(Elf *elf, Elf_Scn *scn, const char *name, GElf_Sym *sym, size_t *idx)
 {
-	Elf_Data *data;
-	GElf_Shdr shdr;
+	struct elfcheck_symtab t;
 	GElf_Sym s;
 	const char *sname;
-	size_t i, n;
-	int found = 0;
+	int found = 0, err;
 
-	if (!gelf_getshdr(scn, &shdr))
-		return -EINVAL;
-	if (shdr.sh_entsize != sizeof(Elf64_Sym))
-		return -EINVAL;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return shdr.sh_size ? -EINVAL : 0;
-	n = data->d_size / sizeof(Elf64_Sym);
-	for (i = 1; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &s))
+	err = elfcheck__symtab(scn, &t);
+	if (err)
+		return err;
+	for (size_t i = 1; i < t.n; i++) {
+		if (!gelf_getsym(t.data, (int)i, &s))
 			return -EINVAL;
 		if (!s.st_name)
 			continue;
-		sname = elf_strptr(elf, shdr.sh_link, s.st_name);
+		sname = elf_strptr(elf, t.strndx, s.st_name);
 		if (!sname)
 			return -EINVAL;
 		if (strcmp(sname, name))
@@ -198,27 +192,21 @@ static int has_df1_pie(Elf_Scn *dynamic)
 
 int tlsctx__classify(Elf *elf, const char *symbol, bool allow_symtab, struct tlsctx_elf_info *out)
 {
-	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL, *dynamic = NULL;
+	Elf_Scn *dynsym, *symtab, *dynamic;
 	struct scan_state st = {0};
 	GElf_Phdr phdr, tls = {0};
 	GElf_Ehdr ehdr;
-	GElf_Shdr shdr;
 	GElf_Sym sym = {0};
 	size_t nph, i, idx = 0;
 	bool interp = false, have_tls = false, have_load = false, defined = false;
 	int r, pie;
 
 	memset(out, 0, sizeof(*out));
-	if (!elf || !symbol || elf_kind(elf) != ELF_K_ELF)
+	if (!symbol)
 		return -EINVAL;
-	if (gelf_getclass(elf) != ELFCLASS64)
-		return -ENOTSUP;
-	if (!gelf_getehdr(elf, &ehdr))
-		return -EINVAL;
-	if (ehdr.e_machine != EM_X86_64 || (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN))
-		return -ENOTSUP;
-	if (elf_getphdrnum(elf, &nph))
-		return -EINVAL;
+	r = elfcheck__x86_64(elf, &ehdr, &nph);
+	if (r)
+		return r;
 	out->vaddr_lo = UINT64_MAX;
 	for (i = 0; i < nph; i++) {
 		if (!gelf_getphdr(elf, (int)i, &phdr))
@@ -238,16 +226,9 @@ int tlsctx__classify(Elf *elf, const char *symbol, bool allow_symtab, struct tls
 	}
 	if (!have_load)
 		out->vaddr_lo = 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			return -EINVAL;
-		if (shdr.sh_type == SHT_DYNSYM && !dynsym)
-			dynsym = scn;
-		else if (shdr.sh_type == SHT_SYMTAB && !symtab)
-			symtab = scn;
-		else if (shdr.sh_type == SHT_DYNAMIC && !dynamic)
-			dynamic = scn;
-	}
+	r = elfcheck__sections(elf, &dynsym, &symtab, &dynamic);
+	if (r)
+		return r;
 
 	if (dynsym) {
 		r = find_symbol(elf, dynsym, symbol, &sym, &idx);
@@ -487,31 +468,6 @@ void tlsctx__cache_clear(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-static bool libelf_ready(void)
-{
-	static int state; /* 0 unknown, 1 ok, -1 failed */
-
-	if (!state)
-		state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
-	return state > 0;
-}
-
-/* Headers and section headers within the file's @size bytes (a truncated copy fails). */
-static int elf_sane(Elf *elf, uint64_t size)
-{
-	GElf_Ehdr ehdr;
-
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		return -EINVAL;
-	if (ehdr.e_shoff > size ||
-	    (size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) < ehdr.e_shnum)
-		return -EINVAL;
-	if (ehdr.e_phoff > size ||
-	    (size - ehdr.e_phoff) / (ehdr.e_phentsize ? ehdr.e_phentsize : 1) < ehdr.e_phnum)
-		return -EINVAL;
-	return 0;
-}
-
 /* Classifies the open file @fd (identity @st) for @symbol into @e (err, info, loads). */
 static void classify_fd(int fd, const struct stat *st, const char *symbol, bool allow_symtab,
 			struct cache_entry *e)
@@ -526,7 +482,7 @@ static void classify_fd(int fd, const struct stat *st, const char *symbol, bool 
 		e->err = -EINVAL;
 		return;
 	}
-	e->err = elf_sane(elf, (uint64_t)st->st_size);
+	e->err = elfcheck__within(elf, (uint64_t)st->st_size);
 	if (!e->err)
 		e->err = tlsctx__classify(elf, symbol, allow_symtab, &e->info);
 	if (!e->err && !elf_getphdrnum(elf, &n)) {
@@ -575,18 +531,11 @@ static int classify_mapping(pid_t pid, const struct procmap *m, const char *symb
 			    bool allow_symtab, struct cache_entry *res)
 {
 	struct cache_entry *e = NULL;
-	char path[PATH_MAX + 64];
 	struct stat st;
 	bool cacheable = strlen(symbol) < TLSCTX_SYMBOL_MAX;
 	int fd, err = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
@@ -676,7 +625,7 @@ int tlsctx__resolve_pid(pid_t pid, const char *symbol, bool allow_symtab, struct
 	set_path(path_out, path_len, "");
 	if (!symbol)
 		return -EINVAL;
-	if (!libelf_ready())
+	if (!elfcheck__libelf_ready())
 		return -ENOSYS;
 	err = procmaps__read(pid, &maps);
 	if (err) {

@@ -17,6 +17,7 @@
 
 #include "cfi.h"
 #include "unwinder.h"
+#include "util.h"
 
 /* Notifications wait this long so that a burst (ld.so mapping a library) is one re-read. */
 #define REFRESH_DELAY_NS (20 * 1000 * 1000ull)
@@ -97,14 +98,6 @@ struct unwinder {
 	int vdso_tried;
 	struct unwinder_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* --- chunks ---------------------------------------------------------------------------------- */
 
@@ -434,7 +427,7 @@ static void table_load(struct unwinder *u, struct utable *t, int fd)
 	struct load_ctx l = {.u = u, .t = t};
 	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
 	struct unwind_table_desc d;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = util__mono_ns();
 	int err;
 
 	u->st.builds++;
@@ -474,7 +467,7 @@ fail:
 		u->st.no_cfi++;
 	}
 done:
-	u->st.build_ns += now_ns() - t0;
+	u->st.build_ns += util__mono_ns() - t0;
 }
 
 /* The table of the open file fd (identity key), built on first use. NULL on ENOMEM. */
@@ -510,7 +503,7 @@ static void table_put(struct unwinder *u, struct utable *t)
 		return;
 	}
 	t->idle = 1;
-	t->idle_since = now_ns();
+	t->idle_since = util__mono_ns();
 	t->idle_prev = u->idle_tail;
 	if (u->idle_tail)
 		u->idle_tail->idle_next = t;
@@ -555,7 +548,6 @@ static int vdso_fd(struct unwinder *u)
 
 static int open_mapping(struct unwinder *u, uint32_t pid, const struct procmap *m, int *owned)
 {
-	char path[PATH_MAX];
 	int fd;
 
 	*owned = 0;
@@ -563,13 +555,7 @@ static int open_mapping(struct unwinder *u, uint32_t pid, const struct procmap *
 		return vdso_fd(u);
 	if (m->path[0] != '/')
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
 	*owned = fd >= 0;
 	return fd;
 }
@@ -784,13 +770,13 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 	if (!pe)
 		return; /* the unknown-PC re-read remains */
 	pe->pid = pid;
-	pe->due_ns = now_ns() + REFRESH_DELAY_NS;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
 	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
 }
 
 int unwinder__next_due_ms(const struct unwinder *u)
 {
-	uint64_t now = now_ns(), best = UINT64_MAX;
+	uint64_t now = util__mono_ns(), best = UINT64_MAX;
 	const struct pending *pe, *tmp;
 
 	HASH_ITER (hh, u->pending, pe, tmp)
@@ -803,7 +789,7 @@ int unwinder__next_due_ms(const struct unwinder *u)
 
 void unwinder__tick(struct unwinder *u)
 {
-	uint64_t now = now_ns();
+	uint64_t now = util__mono_ns();
 	struct pending *pe, *tmp;
 	struct uproc *p, *ptmp;
 	char path[32];
@@ -846,7 +832,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 		return NULL;
 	u->o = *opts;
 	u->vdso_fd = -1;
-	u->last_sweep_ns = now_ns();
+	u->last_sweep_ns = util__mono_ns();
 	u->chunks = calloc(opts->maps.max_chunks, sizeof(*u->chunks));
 	u->free_ids = calloc(opts->maps.max_tables, sizeof(*u->free_ids));
 	u->val = calloc(1, sizeof(*u->val));

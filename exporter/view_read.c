@@ -29,31 +29,12 @@
 #include <json-c/json.h>
 #include <zlib.h>
 
-#include "opentelemetry/proto/profiles/v1development/profiles.pb-c.h"
+#include "otlp_pb.h"
 #include "pprof/profile.pb-c.h"
 #include "view.h"
+#include "util.h"
 
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesData pb_data;
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary pb_dict;
-typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles pb_rp;
-typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles pb_sp;
-typedef Opentelemetry__Proto__Profiles__V1development__Profile pb_profile;
-typedef Opentelemetry__Proto__Profiles__V1development__ValueType pb_vt;
-typedef Opentelemetry__Proto__Profiles__V1development__Sample pb_sample;
-typedef Opentelemetry__Proto__Profiles__V1development__Mapping pb_mapping;
-typedef Opentelemetry__Proto__Profiles__V1development__Location pb_location;
-typedef Opentelemetry__Proto__Profiles__V1development__Line pb_line;
-typedef Opentelemetry__Proto__Profiles__V1development__Function pb_function;
-typedef Opentelemetry__Proto__Profiles__V1development__Link pb_link;
-typedef Opentelemetry__Proto__Profiles__V1development__Stack pb_stack;
-typedef Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit pb_kvu;
-typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
-typedef Opentelemetry__Proto__Common__V1__KeyValue pb_kv;
-typedef Opentelemetry__Proto__Resource__V1__Resource pb_resource;
 typedef Perftools__Profiles__Profile pp_profile;
-
-#define PB(name) opentelemetry__proto__profiles__v1development__##name
-#define ANY(c) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##c
 
 #define FMT_PROTO "otlp-proto"
 #define FMT_STREAM "otlp-proto-stream"
@@ -305,6 +286,41 @@ static int fpool_push(struct fpool *p, int32_t v)
 	}
 	p->f[p->n++] = v;
 	return 0;
+}
+
+/* Where a location lies: what its frames are named after when they have no function name. */
+struct loc_site {
+	const char *mapfile; /* NULL: no mapping */
+	uint64_t start, offset, address;
+	int32_t module; /* doc string; 0: none */
+	enum view_frame_kind kind;
+};
+
+/*
+ * Appends one frame of the location at @s to @frames: function @name, @file and @line as doc
+ * strings and a line number (0: none); @name 0 names it "[file+0xoffset]" or "[unknown]"
+ * (unknown_name). Returns 0 or -ENOMEM (noted in @r).
+ */
+static int push_frame(struct rd *r, struct fpool *frames, const struct loc_site *s, int32_t name,
+		      int32_t file, int64_t line)
+{
+	int32_t f;
+
+	if (!name)
+		name = TRY(r, unknown_name(r, s->mapfile, s->start, s->offset, s->address));
+	f = TRY(r, view_doc__frame(r->d, name, file, line, s->module, s->kind));
+	return fpool_push(frames, f) ? oom(r) : 0;
+}
+
+/* Makes the scratch array *@tmp (*@cap entries) hold at least @n. Returns 0 or -ENOMEM. */
+static int grow_tmp(int32_t **tmp, size_t *cap, size_t n)
+{
+	if (n <= *cap)
+		return 0;
+	free(*tmp);
+	*cap = n < 256 ? 256 : 2 * n;
+	*tmp = malloc(*cap * sizeof(**tmp));
+	return *tmp ? 0 : -ENOMEM;
 }
 
 /* --- OTLP --------------------------------------------------------------------------------- */
@@ -591,8 +607,8 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 {
 	const pb_location *l;
 	const pb_mapping *mp = NULL;
-	enum view_frame_kind kind;
-	int32_t module = 0, name, f;
+	struct loc_site at = {0};
+	int32_t name, f;
 
 	if (m->loc_first[li] >= 0)
 		return 0;
@@ -606,9 +622,14 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 	l = m->dict->location_table[li];
 	if (l->mapping_index)
 		mp = m->dict->mapping_table[l->mapping_index];
-	if (mp)
-		module = TRY(r, m_sidx(r, m, mp->filename_strindex));
-	kind = otlp_frame_kind(m, l);
+	if (mp) {
+		at.module = TRY(r, m_sidx(r, m, mp->filename_strindex));
+		at.mapfile = m_text(m, mp->filename_strindex);
+		at.start = mp->memory_start;
+		at.offset = mp->file_offset;
+	}
+	at.address = l->address;
+	at.kind = otlp_frame_kind(m, l);
 	for (size_t j = l->n_lines; j-- > 0;) {
 		const pb_line *ln = l->lines[j];
 		const pb_function *fn = ln->function_index && m->nfn
@@ -623,35 +644,16 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 				name = TRY(r, m_sidx(r, m, fn->system_name_strindex));
 			file = TRY(r, m_sidx(r, m, fn->filename_strindex));
 		}
-		if (!name)
-			name = TRY(r, unknown_name(r, mp ? m_text(m, mp->filename_strindex) : NULL,
-						   mp ? mp->memory_start : 0,
-						   mp ? mp->file_offset : 0, l->address));
-		f = TRY(r, view_doc__frame(r->d, name, file, ln->line, module, kind));
-		if (fpool_push(&m->frames, f))
-			return oom(r);
+		if (push_frame(r, &m->frames, &at, name, file, ln->line))
+			return -ENOMEM;
 		m->loc_n[li]++;
 	}
 	if (!l->n_lines) {
-		name = TRY(r, unknown_name(r, mp ? m_text(m, mp->filename_strindex) : NULL,
-					   mp ? mp->memory_start : 0, mp ? mp->file_offset : 0,
-					   l->address));
-		f = TRY(r, view_doc__frame(r->d, name, 0, 0, module, kind));
-		if (fpool_push(&m->frames, f))
-			return oom(r);
+		if (push_frame(r, &m->frames, &at, 0, 0, 0))
+			return -ENOMEM;
 		m->loc_n[li] = 1;
 	}
 	return 0;
-}
-
-static int ensure_tmp(struct otlp_msg *m, size_t n)
-{
-	if (n <= m->tmp_cap)
-		return 0;
-	free(m->tmp);
-	m->tmp_cap = n < 256 ? 256 : 2 * n;
-	m->tmp = malloc(m->tmp_cap * sizeof(*m->tmp));
-	return m->tmp ? 0 : -ENOMEM;
 }
 
 /* Document stack of stack_table entry @si (leaf first there, root first here). */
@@ -674,7 +676,7 @@ static int32_t otlp_stack(struct rd *r, struct otlp_msg *m, int32_t si)
 			return err;
 		n += m->loc_n[st->location_indices[k]];
 	}
-	if (ensure_tmp(m, n))
+	if (grow_tmp(&m->tmp, &m->tmp_cap, n))
 		return oom(r);
 	n = 0;
 	for (size_t k = st->n_location_indices; k-- > 0;) {
@@ -1106,14 +1108,6 @@ static int jobj(struct jc *c, json_object *v, const char *what)
 	return 0;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch |= 0x20;
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 static int b64val(int ch)
 {
 	if (ch >= 'A' && ch <= 'Z')
@@ -1156,7 +1150,7 @@ static int jid(struct jc *c, json_object *o, const char *camel, const char *snak
 		return oom(c->r);
 	if (len == 2 * want) {
 		for (size_t i = 0; i < want; i++) {
-			int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+			int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
 				goto base64;
@@ -1188,19 +1182,33 @@ base64:
 	return 0;
 }
 
+/*
+ * A repeated field's array in *@arr (*@n elements) and room in the arena for as many elements of
+ * @size bytes in *@out (NULL when there are none). Returns 0 or a negative errno (noted in @c).
+ */
+static int jarr_alloc(struct jc *c, json_object *o, const char *camel, const char *snake,
+		      json_object **arr, size_t *n, size_t size, void **out)
+{
+	int err = jarr(c, o, camel, snake, arr, n);
+
+	*out = NULL;
+	if (err || !*n)
+		return err;
+	*out = arena_alloc(&c->r->arena, *n * size);
+	return *out ? 0 : oom(c->r);
+}
+
 /* Repeated integer fields. */
 static int ji32s(struct jc *c, json_object *o, const char *camel, const char *snake, int32_t **out,
 		 size_t *n)
 {
 	json_object *arr;
-	int err = jarr(c, o, camel, snake, &arr, n);
+	void *p;
+	int err = jarr_alloc(c, o, camel, snake, &arr, n, sizeof(**out), &p);
 
-	*out = NULL;
+	*out = p;
 	if (err || !*n)
 		return err;
-	*out = arena_alloc(&c->r->arena, *n * sizeof(**out));
-	if (!*out)
-		return oom(c->r);
 	for (size_t i = 0; i < *n; i++) {
 		json_object *e = json_object_array_get_idx(arr, i);
 		int64_t v;
@@ -1222,14 +1230,12 @@ static int ji64s(struct jc *c, json_object *o, const char *camel, const char *sn
 		 size_t *n, bool is_unsigned)
 {
 	json_object *arr;
-	int err = jarr(c, o, camel, snake, &arr, n);
+	void *p;
+	int err = jarr_alloc(c, o, camel, snake, &arr, n, sizeof(**out), &p);
 
-	*out = NULL;
+	*out = p;
 	if (err || !*n)
 		return err;
-	*out = arena_alloc(&c->r->arena, *n * sizeof(**out));
-	if (!*out)
-		return oom(c->r);
 	for (size_t i = 0; i < *n; i++) {
 		json_object *e = json_object_array_get_idx(arr, i);
 		const char *s;
@@ -1796,8 +1802,8 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 {
 	const Perftools__Profiles__Location *l = x->p->location[li];
 	const Perftools__Profiles__Mapping *mp = NULL;
-	enum view_frame_kind kind;
-	int32_t module = 0, name, f;
+	struct loc_site at = {0};
+	int32_t name;
 	uint32_t mi;
 
 	if (x->loc_first[li] >= 0)
@@ -1805,9 +1811,14 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 	x->loc_first[li] = (int32_t)x->frames.n;
 	if (l->mapping_id && idmap_get(&x->map, l->mapping_id, &mi))
 		mp = x->p->mapping[mi];
-	if (mp)
-		module = TRY(r, pp_sidx(r, x, mp->filename));
-	kind = !mp && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL : VIEW_FRAME_NATIVE;
+	if (mp) {
+		at.module = TRY(r, pp_sidx(r, x, mp->filename));
+		at.mapfile = pp_text(x, mp->filename);
+		at.start = mp->memory_start;
+		at.offset = mp->file_offset;
+	}
+	at.address = l->address;
+	at.kind = !mp && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL : VIEW_FRAME_NATIVE;
 	for (size_t j = l->n_line; j-- > 0;) {
 		const Perftools__Profiles__Line *ln = l->line[j];
 		const Perftools__Profiles__Function *fn = NULL;
@@ -1823,22 +1834,13 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 				name = TRY(r, pp_sidx(r, x, fn->system_name));
 			file = TRY(r, pp_sidx(r, x, fn->filename));
 		}
-		if (!name)
-			name = TRY(r, unknown_name(r, mp ? pp_text(x, mp->filename) : NULL,
-						   mp ? mp->memory_start : 0,
-						   mp ? mp->file_offset : 0, l->address));
-		f = TRY(r, view_doc__frame(r->d, name, file, ln->line, module, kind));
-		if (fpool_push(&x->frames, f))
-			return oom(r);
+		if (push_frame(r, &x->frames, &at, name, file, ln->line))
+			return -ENOMEM;
 		x->loc_n[li]++;
 	}
 	if (!l->n_line) {
-		name = TRY(r, unknown_name(r, mp ? pp_text(x, mp->filename) : NULL,
-					   mp ? mp->memory_start : 0, mp ? mp->file_offset : 0,
-					   l->address));
-		f = TRY(r, view_doc__frame(r->d, name, 0, 0, module, kind));
-		if (fpool_push(&x->frames, f))
-			return oom(r);
+		if (push_frame(r, &x->frames, &at, 0, 0, 0))
+			return -ENOMEM;
 		x->loc_n[li] = 1;
 	}
 	return 0;
@@ -1857,13 +1859,8 @@ static int32_t pp_stack(struct rd *r, struct pp *x, const Perftools__Profiles__S
 			return err;
 		n += x->loc_n[li];
 	}
-	if (n > x->tmp_cap) {
-		free(x->tmp);
-		x->tmp_cap = 2 * n;
-		x->tmp = malloc(x->tmp_cap * sizeof(*x->tmp));
-		if (!x->tmp)
-			return oom(r);
-	}
+	if (grow_tmp(&x->tmp, &x->tmp_cap, n))
+		return oom(r);
 	n = 0;
 	for (size_t k = s->n_location_id; k-- > 0;) {
 		idmap_get(&x->loc, s->location_id[k], &li);
@@ -1878,7 +1875,7 @@ static bool parse_hex(const char *s, uint8_t *out, size_t n)
 	if (strlen(s) != 2 * n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;

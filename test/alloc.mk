@@ -18,10 +18,10 @@ $(ALLOC_PROGS)/staticprog: test/alloc-progs/staticprog.c
 alloc-progs: $(ALLOC_PROGS)/libfakealloc.so $(ALLOC_PROGS)/staticprog
 
 $(BUILD)/test/test_alloc: test/test_alloc.c exporter/allocsyms.h exporter/allocsample.h bpf/alloc.h \
-		$(OBJ)/allocsyms.o $(OBJ)/allocsample.o | alloc-progs
+		$(OBJ)/allocsyms.o $(OBJ)/allocsample.o $(OBJ)/elfcheck.o | alloc-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -DALLOC_PROGS_DIR='"$(abspath $(ALLOC_PROGS))"' $< $(OBJ)/allocsyms.o \
-		$(OBJ)/allocsample.o -lelf -lm -lcmocka -o $@
+		$(OBJ)/allocsample.o $(OBJ)/elfcheck.o -lelf -lm -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_alloc

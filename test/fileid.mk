@@ -2,7 +2,7 @@
 # sample carries (processes gone before their maps were read). Runs without root.
 
 $(BUILD)/test/test_fileid: test/test_fileid.c exporter/fileid.h exporter/proctab.h bpf/sampler.h \
-		$(LIBSPANPROF)
+		test/testproc.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@

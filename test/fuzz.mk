@@ -34,8 +34,8 @@ FUZZ_CFLAGS   := -g -O1 -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror
 FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
-FUZZ_SRCS_cfi       := cfi tlsctx procmaps
-FUZZ_SRCS_symbolize := symbolize
+FUZZ_SRCS_cfi       := cfi tlsctx procmaps elfcheck
+FUZZ_SRCS_symbolize := symbolize elfcheck
 FUZZ_SRCS_procmaps  := procmaps procctx $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_procctx   := procctx procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := threadctx

@@ -2,7 +2,7 @@
 # process table's use of it (reused PIDs, sweeping exited processes). Runs without root.
 
 $(BUILD)/test/test_proclife: test/test_proclife.c exporter/proclife.h exporter/proctab.h \
-		$(LIBSPANPROF)
+		test/testproc.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@

@@ -30,24 +30,9 @@
 #include "proctab.h"
 #include "symbolize.h"
 
+#include "testproc.h"
+
 #define GONE_PID (4194304u + 77u)
-
-static uint64_t start_ns(pid_t pid)
-{
-	char path[64], buf[1024], state;
-	uint64_t ticks;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	assert_true(n > 0);
-	assert_int_equal(proclife__parse_stat(buf, n, &state, &ticks), 0);
-	return ticks * (1000000000ull / sysconf(_SC_CLK_TCK)) + 1234; /* inside the tick */
-}
 
 /* The function whose PC the samples carry. */
 __attribute__((noinline)) int fileid_test_target(int x)

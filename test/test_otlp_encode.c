@@ -204,22 +204,7 @@ static uint32_t loc(struct profile *p, uint32_t mapping, uint64_t addr, enum fra
 	return i;
 }
 
-static void add(struct profile *p, uint32_t stack, uint32_t pid, uint32_t tid, uint32_t cpu,
-		const char *comm, const char *proc, uint64_t t, uint64_t count)
-{
-	struct profile_sample_key k = {
-	    .stack = stack,
-	    .pid = pid,
-	    .tid = tid,
-	    .cpu = cpu,
-	    .comm = comm ? str(p, comm) : 0,
-	    .process_name = proc ? str(p, proc) : 0,
-	};
-
-	assert_int_equal(profile__add_sample(p, &k, t, count), 0);
-}
-
-/* add() with a link and an attribute set (indices of the profile, 0: none). */
+/* A sample with a link and an attribute set (indices of the profile, 0: none). */
 static void add_linked(struct profile *p, uint32_t stack, uint32_t pid, uint32_t tid, uint32_t cpu,
 		       const char *comm, const char *proc, uint64_t t, uint64_t count,
 		       uint32_t link, uint32_t attrs)
@@ -236,6 +221,13 @@ static void add_linked(struct profile *p, uint32_t stack, uint32_t pid, uint32_t
 	};
 
 	assert_int_equal(profile__add_sample(p, &k, t, count), 0);
+}
+
+/* A sample without link or attributes. */
+static void add(struct profile *p, uint32_t stack, uint32_t pid, uint32_t tid, uint32_t cpu,
+		const char *comm, const char *proc, uint64_t t, uint64_t count)
+{
+	add_linked(p, stack, pid, tid, cpu, comm, proc, t, count, 0, 0);
 }
 
 /* Link number @n (> 0): ids derived from n, never zero. */
@@ -1364,6 +1356,36 @@ static void test_split_whole_processes(void **state)
 	profile__free(p);
 }
 
+/*
+ * Encodes @p with request limits from 300 bytes to @hi in steps of 25: -E2BIG is accepted only
+ * below the smallest workable limit, every limit from there on must work and be respected
+ * (check_all). Returns that smallest limit; fails the test when no limit works.
+ */
+static size_t sweep_limits(const struct profile *p, struct otlp_encode_opts *o,
+			   const struct check_opts *co, size_t hi)
+{
+	struct bufs b = {0};
+	size_t smallest = 0;
+
+	for (size_t lim = 300; lim <= hi; lim += 25) {
+		int err;
+
+		o->max_request_bytes = lim;
+		err = otlp__encode(p, o, collect, &b);
+		if (err == -E2BIG && !smallest) {
+			bufs_free(&b);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		if (!smallest)
+			smallest = lim;
+		check_all(p, &b, co, lim);
+		bufs_free(&b);
+	}
+	assert_true(smallest);
+	return smallest;
+}
+
 static void test_split_one_process(void **state)
 {
 	struct profile *p = make_big_profile(1, 600, 50, 0);
@@ -1389,27 +1411,7 @@ static void test_split_one_process(void **state)
 	 * Around the smallest workable limit: below it -E2BIG, from it on every limit works
 	 * and is respected.
 	 */
-	{
-		bool ok = false;
-
-		for (size_t lim = 300; lim <= 2000; lim += 25) {
-			int err;
-
-			o.max_request_bytes = lim;
-			err = otlp__encode(p, &o, collect, &b);
-			if (err == -E2BIG && !ok) {
-				bufs_free(&b);
-				continue;
-			}
-			assert_int_equal(err, 0);
-			if (!ok)
-				print_message("  smallest workable limit: %zu bytes\n", lim);
-			ok = true;
-			check_all(p, &b, &co, lim);
-			bufs_free(&b);
-		}
-		assert_true(ok);
-	}
+	print_message("  smallest workable limit: %zu bytes\n", sweep_limits(p, &o, &co, 2000));
 	profile__free(p);
 }
 
@@ -1676,25 +1678,7 @@ static void test_split_links(void **state)
 	bufs_free(&b);
 
 	/* Every workable limit: rolled-back samples leave no link behind. */
-	{
-		bool ok = false;
-
-		for (size_t lim = 300; lim <= 2500; lim += 25) {
-			int err;
-
-			o.max_request_bytes = lim;
-			err = otlp__encode(p, &o, collect, &b);
-			if (err == -E2BIG && !ok) {
-				bufs_free(&b);
-				continue;
-			}
-			assert_int_equal(err, 0);
-			ok = true;
-			check_all(p, &b, &co, lim);
-			bufs_free(&b);
-		}
-		assert_true(ok);
-	}
+	sweep_limits(p, &o, &co, 2500);
 	profile__free(p);
 }
 

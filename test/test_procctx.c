@@ -25,6 +25,8 @@
 #include "opentelemetry/proto/processcontext/v1development/process_context.pb-c.h"
 #include "procctx.h"
 
+#include "testproc.h"
+
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
 #define PR_SET_VMA_ANON_NAME 0
@@ -389,19 +391,12 @@ static void publisher(const struct publish *p, int ready_fd, int wait_fd)
 static bool pub_start(struct pub_child *c, const struct publish *p)
 {
 	int ready[2], wait[2];
-	pid_t parent;
 	char r = 0;
 
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(wait), 0);
-	parent = getpid();
-	c->pid = fork();
-	assert_true(c->pid >= 0);
+	c->pid = fork_tied(); /* dies with the test, even when an assertion skips pub_stop() */
 	if (!c->pid) {
-		/* Dies with the test, even when a failed assertion skips pub_stop(). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		close(ready[0]);
 		close(wait[1]);
 		publisher(p, ready[1], wait[0]);
@@ -499,13 +494,8 @@ static void test_read_bad(void **state)
 static void test_read_gone(void **state)
 {
 	struct procctx c;
-	pid_t pid = fork();
 
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(procctx__read(pid, &c), -ESRCH);
+	assert_int_equal(procctx__read(gone_pid(), &c), -ESRCH);
 }
 
 /* The names the kernel gives each kind of mapping (this kernel may not name anonymous ones). */

@@ -23,6 +23,8 @@
 #include "proctab.h"
 #include "symbolize.h"
 
+#include "testproc.h"
+
 static void parse_ok(const char *line, char want_state, uint64_t want_ticks)
 {
 	uint64_t ticks = 0;
@@ -58,24 +60,6 @@ static void test_parse_stat(void **unused)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(proclife__parse_stat(bad[i], strlen(bad[i]), &state, &ticks),
 				 -EINVAL);
-}
-
-/* Start time of @pid in CLOCK_BOOTTIME ns, rounded to its tick (what BPF would report). */
-static uint64_t start_ns(pid_t pid)
-{
-	char path[64], buf[1024], state;
-	uint64_t ticks;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	assert_true(n > 0);
-	assert_int_equal(proclife__parse_stat(buf, n, &state, &ticks), 0);
-	return ticks * (1000000000ull / sysconf(_SC_CLK_TCK)) + 1234; /* inside the tick */
 }
 
 static void test_check(void **unused)

@@ -26,6 +26,8 @@
 #include "procmaps.h"
 #include "tlsctx.h"
 
+#include "testproc.h"
+
 #define MAX_LINES 8
 
 struct thread_line {
@@ -45,7 +47,6 @@ static void child_start(struct child *c, const char *prog, const char *arg, cons
 {
 	char path[512], argpath[512], line[256];
 	int in[2], out[2];
-	pid_t parent;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", TLS_PROGS_DIR, prog);
@@ -54,14 +55,8 @@ static void child_start(struct child *c, const char *prog, const char *arg, cons
 	assert_int_equal(pipe(in), 0);
 	assert_int_equal(pipe(out), 0);
 	memset(c, 0, sizeof(*c));
-	parent = getpid();
-	c->pid = fork();
-	assert_true(c->pid >= 0);
+	c->pid = fork_tied(); /* dies with the test, even when an assertion skips child_stop() */
 	if (!c->pid) {
-		/* Dies with the test, even when a failed assertion skips child_stop(). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		close(in[1]);
@@ -239,13 +234,9 @@ static void test_symtab_only(void **state)
 static void test_gone(void **state)
 {
 	struct tlsctx_loc loc;
-	pid_t pid = fork();
 
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(0);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(tlsctx__resolve_pid(pid, TLSCTX_SYMBOL, true, &loc, NULL, 0), -ESRCH);
+	assert_int_equal(tlsctx__resolve_pid(gone_pid(), TLSCTX_SYMBOL, true, &loc, NULL, 0),
+			 -ESRCH);
 }
 
 /* ---- classification of the files ---------------------------------------------------------- */

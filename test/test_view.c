@@ -25,31 +25,9 @@
 #include <json-c/json.h>
 #include <zlib.h>
 
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "opentelemetry/proto/profiles/v1development/profiles.pb-c.h"
+#include "otlp_pb.h"
 #include "pprof/profile.pb-c.h"
 #include "view.h"
-
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesData pb_data;
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary pb_dict;
-typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles pb_rp;
-typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles pb_sp;
-typedef Opentelemetry__Proto__Profiles__V1development__Profile pb_profile;
-typedef Opentelemetry__Proto__Profiles__V1development__ValueType pb_vt;
-typedef Opentelemetry__Proto__Profiles__V1development__Sample pb_sample;
-typedef Opentelemetry__Proto__Profiles__V1development__Mapping pb_mapping;
-typedef Opentelemetry__Proto__Profiles__V1development__Location pb_location;
-typedef Opentelemetry__Proto__Profiles__V1development__Line pb_line;
-typedef Opentelemetry__Proto__Profiles__V1development__Function pb_function;
-typedef Opentelemetry__Proto__Profiles__V1development__Link pb_link;
-typedef Opentelemetry__Proto__Profiles__V1development__Stack pb_stack;
-typedef Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit pb_kvu;
-typedef Opentelemetry__Proto__Common__V1__AnyValue pb_any;
-typedef Opentelemetry__Proto__Common__V1__KeyValue pb_kv;
-typedef Opentelemetry__Proto__Resource__V1__Resource pb_resource;
-
-#define PB(name) opentelemetry__proto__profiles__v1development__##name
-#define ANY(c) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##c
 
 #define T0 1764441600000000000ull /* 2025-11-29 18:40:00 UTC */
 #define MS 1000000ull

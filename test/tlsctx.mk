@@ -99,12 +99,12 @@ tls-progs: $(TLS_PROG_FILES)
 
 TLS_TEST_CFLAGS := -DTLS_PROGS_DIR='"$(abspath $(TLS_PROGS))"'
 
-$(BUILD)/test/test_tlsctx: test/test_tlsctx.c exporter/tlsctx.h $(OBJ)/tlsctx.o $(OBJ)/procmaps.o \
-		| tls-progs
+$(BUILD)/test/test_tlsctx: test/test_tlsctx.c test/testproc.h exporter/tlsctx.h $(OBJ)/tlsctx.o \
+		$(OBJ)/procmaps.o $(OBJ)/elfcheck.o | tls-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/tlsctx.o $(OBJ)/procmaps.o -lelf -lpthread \
-		-lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/tlsctx.o $(OBJ)/procmaps.o \
+		$(OBJ)/elfcheck.o -lelf -lpthread -lcmocka -o $@
 
 $(BUILD)/test/test_threadctx: test/test_threadctx.c exporter/threadctx.h $(OBJ)/threadctx.o
 	$(call msg,LINK,$@)
@@ -115,8 +115,8 @@ PROCCTX_PB_O := $(addprefix $(OBJ)/gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c.o common/v1/common.pb-c.o \
 	resource/v1/resource.pb-c.o)
 
-$(BUILD)/test/test_procctx: test/test_procctx.c exporter/procctx.h $(OBJ)/procctx.o $(OBJ)/procmaps.o \
-		$(PROCCTX_PB_O) $(PROTO_H)
+$(BUILD)/test/test_procctx: test/test_procctx.c test/testproc.h exporter/procctx.h \
+		$(OBJ)/procctx.o $(OBJ)/procmaps.o $(PROCCTX_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/procctx.o $(OBJ)/procmaps.o $(PROCCTX_PB_O) -lprotobuf-c \
