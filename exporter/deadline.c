@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "deadline.h"
+#include "util.h"
 
 struct deadline {
 	pthread_t thread;
@@ -19,14 +20,6 @@ struct deadline {
 	uint64_t _Atomic fired_ns; /* read without the lock */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void *run(void *arg)
 {
 	struct deadline *d = arg;
@@ -35,13 +28,13 @@ static void *run(void *arg)
 	int cancelled;
 
 	pthread_mutex_lock(&d->lock);
-	while (!d->cancelled && mono_ns() < d->at_ns)
+	while (!d->cancelled && util__mono_ns() < d->at_ns)
 		pthread_cond_timedwait(&d->cond, &d->lock, &at);
 	cancelled = d->cancelled;
 	pthread_mutex_unlock(&d->lock);
 	if (!cancelled) {
 		d->fn(d->ctx);
-		d->fired_ns = mono_ns();
+		d->fired_ns = util__mono_ns();
 	}
 	return NULL;
 }
