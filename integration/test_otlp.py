@@ -321,7 +321,8 @@ def test_second_signal_abandons_the_flush(spanprof, workload, procs):
     t0 = time.time()
     agent.send_signal(signal.SIGINT)
     _, err = agent.communicate(timeout=30)
-    assert time.time() - t0 < 3, err
+    # Well under the 60 s flush timeout it abandons (a loaded machine takes seconds to exit).
+    assert time.time() - t0 < 15, err
     assert "Ctrl-C again" in err
 
 
