@@ -684,6 +684,30 @@ static void refresh(struct targets *t)
 	apply_cgroups(t);
 }
 
+/*
+ * A script ("#!" first) never is a process's executable: the kernel runs its interpreter, which
+ * is what --exe then has to name. Says so once at the start, with the interpreter's path.
+ */
+static void warn_script(const struct exe_target *e)
+{
+	char line[128];
+	ssize_t n;
+	int fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n < 2 || line[0] != '#' || line[1] != '!')
+		return;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	fprintf(stderr,
+		"spanprof: warning: --exe %s is a script: its processes run its interpreter (%s), "
+		"so nothing matches it; give --exe with the interpreter, or --pid\n",
+		e->arg, line + 2 + strspn(line + 2, " \t"));
+}
+
 int targets__start(struct targets *t, const struct sampler_filter_maps *maps)
 {
 	t->maps = *maps;
@@ -699,6 +723,9 @@ int targets__start(struct targets *t, const struct sampler_filter_maps *maps)
 				"again every %llu s\n",
 				t->exes[i].arg, t->exes[i].path,
 				TARGETS_REFRESH_NS / 1000000000ull);
+	for (size_t i = 0; i < t->nexes; i++)
+		if (t->exes[i].found)
+			warn_script(&t->exes[i]);
 	for (size_t i = 0; i < t->ncgroups; i++)
 		if (!t->cgroups[i].found)
 			fprintf(

@@ -359,6 +359,18 @@ def test_exe_not_installed_yet_is_looked_for(spanprof, tmp_path):
     assert f"--exe {missing}" in res.stderr and "does not exist (yet)" in res.stderr, res.stderr
 
 
+def test_exe_script_names_its_interpreter(spanprof, tmp_path):
+    """A script is never a process's executable: the warning says what to give instead."""
+    script = tmp_path / "job.sh"
+    script.write_text("#! /bin/sh -e\nexit 0\n")
+    script.chmod(0o755)
+    res = record(spanprof, tmp_path / "out", "--exe", script, "--duration", 0.5)
+    assert f"--exe {script} is a script" in res.stderr, res.stderr
+    assert "interpreter (/bin/sh -e)" in res.stderr, res.stderr
+    binary = record(spanprof, tmp_path / "out2", "--exe", "/bin/sh", "--duration", 0.5)
+    assert "is a script" not in binary.stderr, binary.stderr
+
+
 def test_bad_targets_are_refused(spanprof, tmp_path):
     plain = tmp_path / "plain.txt"
     plain.write_text("not a program\n")
