@@ -1256,7 +1256,9 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: sampling %s: %s%s%s%s; Ctrl-C to stop\n",
 			targeted(&r) ? "the targeted processes" : "every process",
 			record__describe_types(what, sizeof(what), o, sampler__ncpus(s), NULL),
-			o->duration_s > 0 ? "" : " until interrupted",
+			o->duration_s > 0 ? ""
+			: r.pidwatch	  ? " until they exit"
+					  : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
 	}
