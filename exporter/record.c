@@ -921,43 +921,58 @@ static void export_interval(struct recorder *r)
 	r->interval_start_mono = now_mono;
 }
 
+/* Appends ", PATH" (the first without the comma) to @names, @len bytes used of @size. */
+static void add_name(char *names, size_t size, size_t *len, const char *path)
+{
+	if (*len < size)
+		*len += snprintf(names + *len, size - *len, "%s%s", *len ? ", " : "", path);
+}
+
 /*
  * Local outputs: the CPU profile as profile.pb.gz, profile.folded and flamegraph.svg; each
- * other selected profile type as TYPE.pb.gz, TYPE.folded and flamegraph-TYPE.svg.
+ * other selected profile type as TYPE.pb.gz, TYPE.folded and flamegraph-TYPE.svg. A file that
+ * can't be written is named and the others are still written. Returns 0, or 1 when any failed.
  */
 static int write_outputs(struct recorder *r, const char *dir)
 {
 	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
-	char path[PATH_MAX], names[512] = "";
+	char path[PATH_MAX], names[1024] = "";
 	size_t len = 0;
-	int err;
+	int failed = 0;
 
 	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
 		const struct profile_type_info *ti = profile__type_info(t);
-		char svg[64];
 
 		if (!(types & (1u << t)))
 			continue;
-		snprintf(svg, sizeof(svg),
-			 t == PROFILE_CPU ? "flamegraph.svg" : "flamegraph-%s.svg", ti->name);
-		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
-		err = pprof__write_type(r->profile, path, t);
-		if (err)
-			return fail("writing %s failed: %s", path, strerror(-err));
-		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
-		err = folded__write_type(r->profile, path, t);
-		if (err)
-			return fail("writing %s failed: %s", path, strerror(-err));
-		snprintf(path, sizeof(path), "%s/%s", dir, svg);
-		err = flamegraph__write_svg_type(r->profile, path, ti->title, t);
-		if (err)
-			return fail("writing %s failed: %s", path, strerror(-err));
-		len += snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
-				"%s%s/%s.pb.gz, %s/%s.folded, %s/%s", len ? ", " : "", dir,
-				ti->file_stem, dir, ti->file_stem, dir, svg);
+		for (int f = 0; f < 3; f++) {
+			int err;
+
+			if (f == 0) {
+				snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
+				err = pprof__write_type(r->profile, path, t);
+			} else if (f == 1) {
+				snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
+				err = folded__write_type(r->profile, path, t);
+			} else {
+				if (t == PROFILE_CPU)
+					snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
+				else
+					snprintf(path, sizeof(path), "%s/flamegraph-%s.svg", dir,
+						 ti->name);
+				err = flamegraph__write_svg_type(r->profile, path, ti->title, t);
+			}
+			if (err) {
+				fail("writing %s failed: %s", path, strerror(-err));
+				failed = 1;
+			} else {
+				add_name(names, sizeof(names), &len, path);
+			}
+		}
 	}
-	fprintf(stderr, "spanprof: wrote %s\n", names);
-	return 0;
+	if (len)
+		fprintf(stderr, "spanprof: wrote %s\n", names);
+	return failed;
 }
 
 static int add_env_header(void *ctx, const char *key, const char *value)

@@ -382,3 +382,15 @@ def test_short_duration_is_honoured_on_the_whole_host(spanprof, workload, procs,
         assert sum(c for _, c in folded) == samples
         assert re.search(r"accounting: (\d+) samples taken by BPF = \1 recorded \+ 0 dropped",
                          res.stderr), res.stderr
+
+
+def test_an_unwritable_output_does_not_lose_the_others(spanprof, tmp_path):
+    """profile.pb.gz can't be written (a directory stands there): the folded stacks and the flame
+    graph still are, the failure is named and the exit status says so."""
+    out = tmp_path / "out"
+    (out / "profile.pb.gz").mkdir(parents=True)
+    res = record(spanprof, out, "--duration", 1, check=False)
+    assert res.returncode == 1, res.stderr
+    assert f"writing {out}/profile.pb.gz failed: Is a directory" in res.stderr, res.stderr
+    assert (out / "profile.folded").is_file() and (out / "flamegraph.svg").is_file()
+    assert f"wrote {out}/profile.folded, {out}/flamegraph.svg" in res.stderr, res.stderr
