@@ -961,7 +961,7 @@ static int otlp_proto(struct rd *r, const uint8_t *p, size_t n)
 /* The Collector file exporter's `format: proto`: [4-byte big-endian length][ProfilesData]... */
 static int otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 {
-	size_t off = 0;
+	size_t off = 0, nonempty = 0;
 	unsigned msg = 1;
 	int err;
 
@@ -980,9 +980,17 @@ static int otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 		err = otlp_proto(r, p + off + 4, len);
 		if (err)
 			return err;
+		nonempty += len > 0;
 		off += 4 + (size_t)len;
 	}
 	r->where[0] = '\0';
+	/* Zero-filled data reads as a stream of empty messages: nothing the file exporter writes.
+	 */
+	if (!nonempty)
+		return fail(r,
+			    "not a profile: %u empty messages and nothing else (a zero-filled "
+			    "file?)",
+			    msg - 1);
 	return 0;
 }
 

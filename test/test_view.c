@@ -1507,6 +1507,13 @@ static void test_corrupt(void **state)
 	assert_int_equal(input_samples(doc, 4), 7);
 	json_object_put(doc);
 
+	/* Zeros read as a stream of empty messages: not a profile, said so. */
+	memset(garbage, 0, sizeof(garbage));
+	doc = load1(write_file("zeros.binpb", garbage, sizeof(garbage)));
+	assert_non_null(strstr(input_error(doc, 0), "1024 empty messages and nothing else"));
+	assert_int_equal(input_samples(doc, 0), 0);
+	json_object_put(doc);
+
 	/* A length prefix of 16 MiB (first byte 1, not 0) is still a stream's. */
 	doc = load1(write_file("big.binpb", "\x01\x00\x00\x00\x0a\x00", 6));
 	assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
