@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* spanprof: command-line entry point. Subcommands parse their own options with argp. */
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -247,11 +248,45 @@ static int parse_ctx_uprobe(char *arg, struct record_ctx_uprobe *u)
 	return 0;
 }
 
+/*
+ * Numbers are written in decimal: digits, one optional point and exponent ("1.5", "2e3"), no
+ * sign, blank, hex ("0x10", which strtod takes) or "inf"/"nan". The parsers below check this
+ * first, so every option reads numbers the same way. Returns the length of the decimal number
+ * @s starts with, 0 when it starts with none.
+ */
+static size_t decimal_len(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (s[n] == '.')
+		n += 1 + strspn(s + n + 1, "0123456789");
+	if (!n || (n == 1 && s[0] == '.'))
+		return 0;
+	if (s[n] == 'e' || s[n] == 'E') {
+		size_t k = n + 1 + (s[n + 1] == '+' || s[n + 1] == '-');
+		size_t d = strspn(s + k, "0123456789");
+
+		if (d)
+			n = k + d;
+	}
+	return n;
+}
+
+/* @s is a decimal number and nothing else (decimal_len()). */
+static bool is_decimal(const char *s)
+{
+	size_t n = decimal_len(s);
+
+	return n && !s[n];
+}
+
 static int parse_u32(const char *s, unsigned long min, unsigned long max, uint32_t *out)
 {
 	char *end;
 	unsigned long v;
 
+	if (!is_decimal(s) || strpbrk(s, ".eE"))
+		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max)
@@ -342,8 +377,9 @@ static error_t parse_seconds(struct argp_state *state, const char *flag, const c
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v >= min) || v > 1e7)
-		OPT_FAIL(state, "%s wants a number of seconds >= %g, not '%s'", flag, min, arg);
+	if (!is_decimal(arg) || errno || end == arg || *end || !(v >= min) || v > 1e7)
+		OPT_FAIL(state, "%s wants a number of seconds from %g to 10000000, not '%s'", flag,
+			 min, arg);
 	*out = v;
 	return 0;
 }
@@ -355,8 +391,9 @@ static error_t parse_bytes(struct argp_state *state, const char *flag, const cha
 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || v < 4096 || v > (1ull << 40))
-		OPT_FAIL(state, "%s wants a number of bytes >= 4096, not '%s'", flag, arg);
+	if (!is_decimal(arg) || errno || end == arg || *end || v < 4096 || v > (1ull << 40))
+		OPT_FAIL(state, "%s wants a number of bytes from 4096 to 2^40, not '%s'", flag,
+			 arg);
 	*out = v;
 	return 0;
 }
@@ -373,7 +410,7 @@ static int64_t parse_duration_ns(const char *arg)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || !(v >= 0))
+	if (errno || end == arg || end != arg + decimal_len(arg) || !(v >= 0))
 		return -1;
 	if (!*end)
 		return v == 0 ? 0 : -1; /* a unit is needed, except for 0 */
@@ -391,8 +428,10 @@ static error_t parse_size(struct argp_state *state, const char *flag, const char
 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || v > (1ull << 40) || arg[0] == '-')
-		OPT_FAIL(state, "%s wants a number of bytes, not '%s'", flag, arg);
+	if (!is_decimal(arg) || strpbrk(arg, ".eE") || errno || end == arg || *end ||
+	    v > (1ull << 40))
+		OPT_FAIL(state, "%s wants a whole number of bytes from 0 to 2^40, not '%s'", flag,
+			 arg);
 	*out = v;
 	return 0;
 }
@@ -414,8 +453,11 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
-		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
-			OPT_FAIL(state, "--duration wants a positive number of seconds, not '%s'",
+		if (!is_decimal(arg) || errno || end == arg || *end || !(o->duration_s > 0) ||
+		    o->duration_s > 1e7)
+			OPT_FAIL(state,
+				 "--duration wants a number of seconds above 0 and up to 10000000, "
+				 "not '%s'",
 				 arg);
 		break;
 	case 'p':
@@ -437,8 +479,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SYMCACHE:
 		if (parse_u32(arg, 4, 1 << 20, &o->symcache_mb))
-			OPT_FAIL(state, "--symbol-cache-mb wants a number of MiB >= 4, not '%s'",
-				 arg);
+			OPT_FAIL(
+			    state,
+			    "--symbol-cache-mb wants a number of MiB from 4 to 1048576, not '%s'",
+			    arg);
 		break;
 	case OPT_ENDPOINT:
 		o->endpoint = arg;
@@ -492,7 +536,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		return parse_bytes(state, "--queue-bytes", arg, &o->queue_bytes);
 	case OPT_UNWIND_MAX:
 		if (parse_u32(arg, 0, 1 << 20, &o->unwind_max_mb))
-			OPT_FAIL(state, "--unwind-max-mb wants a number of MiB, not '%s'", arg);
+			OPT_FAIL(
+			    state,
+			    "--unwind-max-mb wants a number of MiB from 0 to 1048576, not '%s'",
+			    arg);
 		break;
 	case OPT_NO_SPAN_LINKS:
 		o->no_span_links = 1;

@@ -394,3 +394,22 @@ def test_an_unwritable_output_does_not_lose_the_others(spanprof, tmp_path):
     assert f"writing {out}/profile.pb.gz failed: Is a directory" in res.stderr, res.stderr
     assert (out / "profile.folded").is_file() and (out / "flamegraph.svg").is_file()
     assert f"wrote {out}/profile.folded, {out}/flamegraph.svg" in res.stderr, res.stderr
+
+
+def test_numbers_are_decimal_and_limits_named(spanprof, tmp_path):
+    """Every numeric option reads decimal only (no hex, blank, inf) and names its range."""
+    for args, msg in (
+            (["-d", "0x10"], "--duration wants a number of seconds above 0 and up to 10000000"),
+            (["-d", "inf"], "--duration wants"),
+            (["-d", "1e9"], "up to 10000000, not '1e9'"),
+            (["-F", "0x10"], "--frequency wants a whole number from 1 to"),
+            (["-F", " 99"], "--frequency wants"),
+            (["--stats-interval", "1e9"], "--stats-interval wants a number of seconds from 0 to"),
+            (["--symbol-cache-mb", "99999999999999"], "from 4 to 1048576"),
+            (["--lock-min-wait", "0x1ms"], "--lock-min-wait wants a time with a unit")):
+        res = record(spanprof, tmp_path / "out", *args, check=False)
+        assert res.returncode == 2, (args, res.stderr)
+        assert msg in res.stderr, (args, res.stderr)
+    res = record(spanprof, tmp_path / "out", "-d", "0.5e0", "--lock-min-wait", "1.5e1us",
+                 "--profile", "cpu,lock")
+    assert " in 0.5 s " in res.stderr, res.stderr
