@@ -547,7 +547,16 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_PROFILE:
 		o->profile_types = 0;
 		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			int t = profile__type_by_name(tok);
+			size_t len;
+			int t;
+
+			tok += strspn(tok, " \t"); /* "cpu, alloc" */
+			len = strlen(tok);
+			while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+				tok[--len] = '\0';
+			if (!len)
+				continue;
+			t = profile__type_by_name(tok);
 
 			if (t < 0)
 				OPT_FAIL(state,

@@ -406,10 +406,11 @@ def test_numbers_are_decimal_and_limits_named(spanprof, tmp_path):
             (["-F", " 99"], "--frequency wants"),
             (["--stats-interval", "1e9"], "--stats-interval wants a number of seconds from 0 to"),
             (["--symbol-cache-mb", "99999999999999"], "from 4 to 1048576"),
-            (["--lock-min-wait", "0x1ms"], "--lock-min-wait wants a time with a unit")):
+            (["--lock-min-wait", "0x1ms"], "--lock-min-wait wants a time with a unit"),
+            (["--profile", "cpu, cpu"], "--profile lists 'cpu' twice")):
         res = record(spanprof, tmp_path / "out", *args, check=False)
         assert res.returncode == 2, (args, res.stderr)
         assert msg in res.stderr, (args, res.stderr)
     res = record(spanprof, tmp_path / "out", "-d", "0.5e0", "--lock-min-wait", "1.5e1us",
-                 "--profile", "cpu,lock")
+                 "--profile", "cpu, lock")  # blanks around the commas are fine
     assert " in 0.5 s " in res.stderr, res.stderr
