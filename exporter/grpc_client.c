@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include "endpoint.h"
 #include "grpc_client.h"
 
 struct grpc_client {
@@ -131,22 +132,20 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o)
 	grpc_arg args[2];
 	grpc_channel_args cargs = {.num_args = 0, .args = args};
 	int insecure = o->insecure, err = 0;
+	struct endpoint ep;
 
 	if (!target || !*target) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!strncmp(target, "http://", 7)) {
-		target += 7;
-		insecure = 1;
-	} else if (!strncmp(target, "https://", 8)) {
-		target += 8;
-		insecure = 0;
-	}
-	if (!*target || !!o->cert_file != !!o->key_file) {
+	/* Checked at parse time already; the scheme's default port and no trailing "/". */
+	if (endpoint__parse(target, &ep, NULL, 0) || !!o->cert_file != !!o->key_file) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (ep.scheme != ENDPOINT_NO_SCHEME)
+		insecure = ep.scheme == ENDPOINT_HTTP;
+	target = ep.target;
 	if (!grpc_inited++) {
 		gpr_set_log_function(grpc_log);
 		grpc_init();

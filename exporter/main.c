@@ -13,6 +13,7 @@
 #include "profile.h"
 #include "cli.h"
 #include "config.h"
+#include "endpoint.h"
 #include "record.h"
 #include "record_config.h"
 #include "sampler.h"
@@ -161,8 +162,9 @@ static const struct argp_option record_options[] = {
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
-     "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
-     "loopback and http://, TLS otherwise). Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
+     "Send OTLP profiles to this gRPC endpoint: host:port, [v6]:port, http://host[:port] or "
+     "https://host[:port] (port 1-65535, default 4317 with a scheme; no path). Plaintext for "
+     "loopback and http://, TLS otherwise. Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
      "OTEL_EXPORTER_OTLP_ENDPOINT",
      1},
     {"export-interval", OPT_INTERVAL, "SECONDS", 0, "Send a request this often (default 5)", 1},
@@ -441,6 +443,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				 arg);
 		break;
 	case OPT_ENDPOINT:
+		if (endpoint__parse(arg, NULL, spec, sizeof(spec)))
+			OPT_FAIL(state, "--endpoint: %s", spec);
 		o->endpoint = arg;
 		flags_set.endpoint = 1;
 		break;

@@ -25,6 +25,7 @@
 #include "otlp_export.h"
 #include "pidwatch.h"
 #include "deadline.h"
+#include "endpoint.h"
 #include "folded.h"
 #include "pprof.h"
 #include "profile.h"
@@ -977,13 +978,20 @@ static int add_env_header(void *ctx, const char *key, const char *value)
 
 int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 {
+	char why[256];
 	const char *v;
 	char *end;
 	double ms;
 	int b;
 
-	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT")))
+	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT"))) {
+		if (endpoint__parse(v, NULL, why, sizeof(why)))
+			return fail(
+			    "OTEL_EXPORTER_OTLP_%sENDPOINT: %s",
+			    v == getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") ? "PROFILES_" : "",
+			    why);
 		o->endpoint = v;
+	}
 	if (!f->insecure && (v = otel_env__exporter("INSECURE"))) {
 		b = otel_env__bool(v);
 		if (b < 0)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "cli.h"
@@ -333,6 +334,19 @@ static int record_configure(int argc, char **argv)
 	config__free(wrapped_cfg);
 	wrapped_cfg = NULL;
 	return rc;
+}
+
+/* record_configure() in a child, for flags argp refuses by exiting: 1 if it exited non-zero. */
+static int record_configure_child(int argc, char **argv)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(record_configure(argc, argv) ? 3 : 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) ? 1 : 0;
 }
 
 static void test_cross_option_error_with_flags(void **state)
@@ -717,6 +731,53 @@ static void test_generic_target(void **state)
 	config__free(NULL);
 }
 
+/* --- the endpoint, checked once for the flag, the file and the environment --------------- */
+
+static void test_bad_endpoint_everywhere(void **state)
+{
+	char *argv[] = {"spanprof record", "--endpoint", "localhost:99999", NULL};
+	struct config *cfg = NULL;
+	const char *p;
+	char *out, *err;
+
+	assert_int_equal(
+	    check("frequency: 99\nendpoint: \"localhost:4317/v1/profiles\"\n", &p, &out, &err), 2);
+	assert_error(err, p, "2:11", "key 'endpoint': ");
+	assert_non_null(strstr(err, "path '/v1/profiles' is not allowed"));
+	assert_string_equal(out, "");
+	free(out);
+	free(err);
+	assert_int_equal(check("endpoint: localhost\n", &p, &out, &err), 2);
+	assert_error(err, p, "1:11", "key 'endpoint': ");
+	assert_non_null(strstr(err, "no port"));
+	free(out);
+	free(err);
+	assert_int_equal(check("endpoint: https://collector/\n", &p, &out, &err), 0);
+	free(out);
+	free(err);
+	/* A bad flag is a usage error: argp exits (in a child here). */
+	assert_int_equal(capture(record_configure_child, 3, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--endpoint: port '99999' is not from 1 to 65535"));
+	free(out);
+	free(err);
+	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://x:1", 1);
+	assert_int_equal(capture(record_configure, 1, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "OTEL_EXPORTER_OTLP_ENDPOINT: scheme 'ftp' is not http"));
+	free(out);
+	free(err);
+	setenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "localhost:4317\r", 1);
+	assert_int_equal(capture(record_configure, 1, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT: character 15 is a "
+				    "control character"));
+	free(out);
+	free(err);
+	/* A good flag wins over a bad environment, which is then never read. */
+	argv[2] = "http://127.0.0.1:4317";
+	assert_int_equal(configure(opts(), &cfg, "--endpoint", "http://127.0.0.1:4317", NULL), 0);
+	assert_string_equal(opts()->endpoint, "http://127.0.0.1:4317");
+	config__free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -735,6 +796,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_spanprof_config_env, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_generic_target, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cross_option_error_with_flags, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_endpoint_everywhere, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
