@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -778,6 +779,31 @@ static void test_bad_endpoint_everywhere(void **state)
 	config__free(cfg);
 }
 
+/* A FIFO (or anything not a regular file) is refused at once, never read (a FIFO would block). */
+static void test_not_regular_file(void **state)
+{
+	char fifo[300], *argv[] = {"config", "check", fifo, NULL};
+	struct config *cfg = NULL;
+	char *out, *err;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo.yaml", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(capture(cli__config_main, 3, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "fifo.yaml: not a regular file (a FIFO)"));
+	assert_string_equal(out, "");
+	free(out);
+	free(err);
+	argv[2] = tmpdir;
+	assert_int_equal(capture(cli__config_main, 3, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "not a regular file (a directory)"));
+	free(out);
+	free(err);
+	setenv("SPANPROF_CONFIG", fifo, 1);
+	assert_int_equal(configure(opts(), &cfg, NULL), 2);
+	config__free(cfg);
+	assert_int_equal(unlink(fifo), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -797,6 +823,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_generic_target, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cross_option_error_with_flags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_endpoint_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_regular_file, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
