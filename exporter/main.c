@@ -110,7 +110,8 @@ static const struct argp_option record_options[] = {
     {"config", OPT_CONFIG, "FILE", 0,
      "Read options from this YAML file; its keys are the long options (docs/configuration.md). "
      "A flag wins over the environment, the environment over the file. Default: "
-     "$SPANPROF_CONFIG; --config= reads none. Check a file with 'spanprof config check FILE'",
+     "$SPANPROF_CONFIG; --config= reads none. One file only (files do not merge). Check a file "
+     "with 'spanprof config check FILE'",
      0},
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
@@ -638,6 +639,11 @@ static size_t ncli_keys;
 
 static error_t record_cli_parse(int key, char *arg, struct argp_state *state)
 {
+	/* Files do not merge: a second --config would silently replace the first. */
+	for (size_t i = 0; key == OPT_CONFIG && i < ncli_keys; i++)
+		if (cli_keys[i] == OPT_CONFIG)
+			OPT_FAIL(state, "--config was given twice ('%s' after '%s'): give one file",
+				 arg, config_path);
 	if (key > 0 && key < ARGP_KEY_END && ncli_keys < sizeof(cli_keys) / sizeof(cli_keys[0]))
 		cli_keys[ncli_keys++] = key;
 	return record_parse(key, arg, state);

@@ -804,6 +804,31 @@ static void test_not_regular_file(void **state)
 	assert_int_equal(unlink(fifo), 0);
 }
 
+/* Two --config: refused (files do not merge), also when the first is --config= (no file). */
+static void test_config_twice(void **state)
+{
+	const char *a = write_file("frequency: 31\n"), *b = write_file("frequency: 37\n");
+	char *argv[] = {"spanprof record", "--config", (char *)a, "--config", (char *)b, NULL};
+	char *out, *err;
+
+	assert_int_equal(capture(record_configure_child, 5, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--config was given twice"));
+	free(out);
+	free(err);
+	argv[1] = "--config=";
+	argv[2] = "--config";
+	argv[3] = (char *)b;
+	argv[4] = NULL;
+	assert_int_equal(capture(record_configure_child, 4, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--config was given twice"));
+	free(out);
+	free(err);
+	/* One is fine. */
+	assert_int_equal(capture(record_configure_child, 2, argv, &out, &err), 0);
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -824,6 +849,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cross_option_error_with_flags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_endpoint_everywhere, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_regular_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_config_twice, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
