@@ -728,15 +728,11 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
-	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
-		fprintf(stderr,
-			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
-			"sleeping the whole time)\n",
-			targeted(r) ? "the selected processes" : "no process");
-	else if (!r->samples)
-		fprintf(stderr,
-			"spanprof: no samples: %s had no event of the selected profile types\n",
-			targeted(r) ? "the selected processes" : "no process");
+	char why[256];
+
+	if (!r->samples)
+		fprintf(stderr, "spanprof: %s\n",
+			record__describe_no_samples(why, sizeof(why), r->opts, targeted(r)));
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
 	char what[256];
