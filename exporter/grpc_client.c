@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <grpc/byte_buffer.h>
@@ -44,10 +45,17 @@ enum pem_kind { PEM_CERTS, PEM_KEY };
 /* 0 when @path holds at least one PEM certificate (or a private key), else -errno + @why. */
 static int check_pem(const char *path, enum pem_kind kind, char *why, size_t len)
 {
-	BIO *bio = BIO_new_file(path, "r");
+	struct stat st;
+	BIO *bio;
 	void *obj;
 	int err = 0;
 
+	/* A FIFO would block the read: only regular files (stat() follows symlinks). */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s is not a regular file (want a PEM file)", path);
+		return -EINVAL;
+	}
+	bio = BIO_new_file(path, "r");
 	if (!bio) {
 		err = -errno ? -errno : -EIO;
 		snprintf(why, len, "cannot read %s: %s", path, strerror(-err));

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "config.h"
 #include "endpoint.h"
+#include "grpc_client.h"
 #include "record.h"
 #include "record_config.h"
 #include "sampler.h"
@@ -734,6 +735,32 @@ across_fail(const struct config *cfg, const char *path, int with_flags, const ch
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /*
+ * The files record reads at start-up, checked here with record's own checks so that `config
+ * check` refuses what `record` would (and record refuses them before any BPF): the TLS files
+ * (grpc_client__check_tls_files()), an output directory that is something else.
+ */
+static int check_files(const struct record_opts *o, const struct config *cfg, const char *path,
+		       int with_flags)
+{
+	const struct grpc_client_opts tls[] = {
+	    {.ca_file = o->tls_ca}, {.cert_file = o->tls_cert}, {.key_file = o->tls_key}};
+	const char *const keys[] = {"tls-ca", "tls-cert", "tls-key"};
+	const char *files[] = {o->tls_ca, o->tls_cert, o->tls_key};
+	char why[PATH_MAX + 128];
+	struct stat st;
+
+	for (size_t i = 0; i < 3; i++)
+		if (files[i] && grpc_client__check_tls_files(&tls[i], why, sizeof(why)))
+			return across_fail(cfg, path, with_flags, KEYS(keys[i]), "--%s: %s%s%s%s",
+					   keys[i], why, o->endpoint ? " (TLS for " : "",
+					   o->endpoint ? o->endpoint : "", o->endpoint ? ")" : "");
+	if (o->output_dir && *o->output_dir && !stat(o->output_dir, &st) && !S_ISDIR(st.st_mode))
+		return across_fail(cfg, path, with_flags, KEYS("output-dir"),
+				   "--output-dir %s exists and is not a directory", o->output_dir);
+	return 0;
+}
+
+/*
  * The checks across options, on the final values (flags, environment, file): each message
  * names the file and the line of a key it set (across_fail()). 0, or 2 after the message.
  */
@@ -761,7 +788,7 @@ static int check_across(const struct record_opts *o, const struct config *cfg, c
 	if (o->self_metrics && !(o->stats_interval_s > 0))
 		return across_fail(cfg, path, with_flags, KEYS("stats-interval", "self-metrics"),
 				   "--self-metrics sends every --stats-interval: it cannot be 0");
-	return 0;
+	return check_files(o, cfg, path, with_flags);
 }
 
 /* The file's values, then the environment where no flag set a value, then the last defaults. */

@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "cli.h"
 #include "config.h"
@@ -70,13 +73,49 @@ static int teardown(void **state)
 	return setup(state);
 }
 
+/* A self-signed certificate (CA) and its key in PEM, for the checks of the TLS files. */
+static char ca_pem[300], key_pem[300], env_ca_pem[300];
+
+static int write_cert(void)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	FILE *f = NULL, *g = NULL, *h = NULL;
+	int ok;
+
+	snprintf(ca_pem, sizeof(ca_pem), "%s/ca.pem", tmpdir);
+	snprintf(env_ca_pem, sizeof(env_ca_pem), "%s/env-ca.pem", tmpdir);
+	snprintf(key_pem, sizeof(key_pem), "%s/key.pem", tmpdir);
+	ok = k && x && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) &&
+	     X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
+	     X509_gmtime_adj(X509_getm_notAfter(x), 3600) && X509_set_pubkey(x, k) &&
+	     X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+					(const unsigned char *)"spanprof-test", -1, -1, 0) &&
+	     X509_set_issuer_name(x, X509_get_subject_name(x)) && X509_sign(x, k, EVP_sha256()) &&
+	     (f = fopen(ca_pem, "w")) && PEM_write_X509(f, x) && (h = fopen(env_ca_pem, "w")) &&
+	     PEM_write_X509(h, x) && (g = fopen(key_pem, "w")) &&
+	     PEM_write_PrivateKey(g, k, NULL, NULL, 0, NULL, NULL);
+	if (f)
+		ok &= !fclose(f);
+	if (g)
+		ok &= !fclose(g);
+	if (h)
+		ok &= !fclose(h);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return ok ? 0 : -1;
+}
+
 static int group_setup(void **state)
 {
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return mkdtemp(tmpdir) ? write_cert() : -1;
 }
 
 static int group_teardown(void **state)
 {
+	unlink(ca_pem);
+	unlink(env_ca_pem);
+	unlink(key_pem);
 	return rmdir(tmpdir);
 }
 
@@ -511,12 +550,17 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	struct config *cfg;
 	const char *p;
 
-	p = write_file("endpoint: file.example:4317\n"
-		       "compression: none\n"
-		       "export-timeout: 3\n"
-		       "insecure: true\n"
-		       "tls-ca: /file/ca.pem\n"
-		       "header: {x-a: file, x-c: file}\n");
+	char yaml[512];
+
+	snprintf(yaml, sizeof(yaml),
+		 "endpoint: file.example:4317\n"
+		 "compression: none\n"
+		 "export-timeout: 3\n"
+		 "insecure: true\n"
+		 "tls-ca: %s\n"
+		 "header: {x-a: file, x-c: file}\n",
+		 ca_pem);
+	p = write_file(yaml);
 	/* The file alone. */
 	assert_int_equal(configure(o, &cfg, "--config", p, NULL), 0);
 	assert_string_equal(o->endpoint, "file.example:4317");
@@ -531,14 +575,14 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", 1);
 	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1500", 1);
 	setenv("OTEL_EXPORTER_OTLP_INSECURE", "false", 1);
-	setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", "/env/ca.pem", 1);
+	setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", env_ca_pem, 1);
 	setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-a=env,x-b=env", 1);
 	assert_int_equal(configure(o, &cfg, "--config", p, NULL), 0);
 	assert_string_equal(o->endpoint, "env.example:4317");
 	assert_int_equal(o->gzip, 1);
 	assert_true(o->export_timeout_s == 1.5);
 	assert_int_equal(o->insecure, 0);
-	assert_string_equal(o->tls_ca, "/env/ca.pem");
+	assert_string_equal(o->tls_ca, env_ca_pem);
 	assert_int_equal(o->nheaders, 3);
 	assert_string_equal(header(o, "x-a"), "env"); /* merged by name: env over file */
 	assert_string_equal(header(o, "x-b"), "env");
@@ -548,13 +592,13 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	/* Flags replace both. */
 	assert_int_equal(configure(o, &cfg, "--config", p, "--endpoint", "flag.example:4317",
 				   "--compression", "none", "--export-timeout", "2", "--insecure",
-				   "--tls-ca", "/flag/ca.pem", "--header", "x-b=flag", NULL),
+				   "--tls-ca", ca_pem, "--header", "x-b=flag", NULL),
 			 0);
 	assert_string_equal(o->endpoint, "flag.example:4317");
 	assert_int_equal(o->gzip, 0);
 	assert_true(o->export_timeout_s == 2);
 	assert_int_equal(o->insecure, 1);
-	assert_string_equal(o->tls_ca, "/flag/ca.pem");
+	assert_string_equal(o->tls_ca, ca_pem);
 	assert_string_equal(header(o, "x-a"), "env");
 	assert_string_equal(header(o, "x-b"), "flag");
 	assert_null(header(o, "x-c")); /* --header replaces the file's list */
@@ -829,6 +873,52 @@ static void test_config_twice(void **state)
 	free(err);
 }
 
+/* config check refuses the TLS files and the output directory that record would refuse. */
+static void test_check_files_record_reads(void **state)
+{
+	char fifo[300], yaml[1200];
+	const char *p;
+	char *out, *err;
+
+	snprintf(yaml, sizeof(yaml), "endpoint: https://c.example\ntls-ca: %s/missing.pem\n",
+		 tmpdir);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "2", "key 'tls-ca': --tls-ca: cannot read ");
+	assert_non_null(strstr(err, "missing.pem: No such file or directory"));
+	free(out);
+	free(err);
+	assert_int_equal(check("tls-ca: /etc/hostname\n", &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'tls-ca': --tls-ca: /etc/hostname holds no PEM certificate");
+	free(out);
+	free(err);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.pem", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	snprintf(yaml, sizeof(yaml), "tls-cert: %s\ntls-key: %s\n", ca_pem, fifo);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "2", "key 'tls-key': --tls-key: ");
+	assert_non_null(strstr(err, "fifo.pem is not a regular file"));
+	free(out);
+	free(err);
+	assert_int_equal(unlink(fifo), 0);
+	/* A certificate is no key, a key no certificate. */
+	snprintf(yaml, sizeof(yaml), "tls-cert: %s\ntls-key: %s\n", key_pem, key_pem);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'tls-cert': --tls-cert: ");
+	free(out);
+	free(err);
+	snprintf(yaml, sizeof(yaml),
+		 "endpoint: https://c.example\ntls-ca: %s\ntls-cert: %s\ntls-key: %s\n", ca_pem,
+		 ca_pem, key_pem);
+	assert_int_equal(check(yaml, &p, &out, &err), 0);
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	assert_int_equal(check("output-dir: /etc/passwd\n", &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'output-dir': --output-dir /etc/passwd exists and is not");
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -850,6 +940,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_endpoint_everywhere, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_regular_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_config_twice, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_check_files_record_reads, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
