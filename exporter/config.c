@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* config: YAML configuration files fed through an argp option table (config.h). */
 #include <ctype.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -661,12 +664,31 @@ int config__apply_file(struct config *c, const char *path, const struct config_t
 	struct apply a = {.c = c, .name = path, .t = t};
 	char *buf = NULL;
 	size_t len = 0;
+	struct stat st = {0};
 	FILE *f;
-	int err;
+	int err, fd;
 
-	f = fopen(path, "re");
+	/* Non-blocking: a FIFO must not wait for a writer (refused below: not a regular file). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		report(&a, NULL, NULL, "can't open: %s", strerror(errno));
+		return a.errors;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		report(&a, NULL, NULL,
+		       "not a regular file (%s): a configuration file is a YAML file",
+		       S_ISFIFO(st.st_mode)			    ? "a FIFO"
+		       : S_ISDIR(st.st_mode)			    ? "a directory"
+		       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+		       : S_ISSOCK(st.st_mode)			    ? "a socket"
+								    : "not readable as a file");
+		close(fd);
+		return a.errors;
+	}
+	f = fdopen(fd, "r");
 	if (!f) {
 		report(&a, NULL, NULL, "can't open: %s", strerror(errno));
+		close(fd);
 		return a.errors;
 	}
 	buf = malloc(CONFIG_MAX_BYTES + 1);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <grpc/byte_buffer.h>
@@ -16,6 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include "endpoint.h"
 #include "grpc_client.h"
 
 struct grpc_client {
@@ -43,10 +45,17 @@ enum pem_kind { PEM_CERTS, PEM_KEY };
 /* 0 when @path holds at least one PEM certificate (or a private key), else -errno + @why. */
 static int check_pem(const char *path, enum pem_kind kind, char *why, size_t len)
 {
-	BIO *bio = BIO_new_file(path, "r");
+	struct stat st;
+	BIO *bio;
 	void *obj;
 	int err = 0;
 
+	/* A FIFO would block the read: only regular files (stat() follows symlinks). */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s is not a regular file (want a PEM file)", path);
+		return -EINVAL;
+	}
+	bio = BIO_new_file(path, "r");
 	if (!bio) {
 		err = -errno ? -errno : -EIO;
 		snprintf(why, len, "cannot read %s: %s", path, strerror(-err));
@@ -131,22 +140,20 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o)
 	grpc_arg args[2];
 	grpc_channel_args cargs = {.num_args = 0, .args = args};
 	int insecure = o->insecure, err = 0;
+	struct endpoint ep;
 
 	if (!target || !*target) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!strncmp(target, "http://", 7)) {
-		target += 7;
-		insecure = 1;
-	} else if (!strncmp(target, "https://", 8)) {
-		target += 8;
-		insecure = 0;
-	}
-	if (!*target || !!o->cert_file != !!o->key_file) {
+	/* Checked at parse time already; the scheme's default port and no trailing "/". */
+	if (endpoint__parse(target, &ep, NULL, 0) || !!o->cert_file != !!o->key_file) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (ep.scheme != ENDPOINT_NO_SCHEME)
+		insecure = ep.scheme == ENDPOINT_HTTP;
+	target = ep.target;
 	if (!grpc_inited++) {
 		gpr_set_log_function(grpc_log);
 		grpc_init();

@@ -14,6 +14,8 @@
 #include "profile.h"
 #include "cli.h"
 #include "config.h"
+#include "endpoint.h"
+#include "grpc_client.h"
 #include "record.h"
 #include "record_config.h"
 #include "sampler.h"
@@ -110,7 +112,8 @@ static const struct argp_option record_options[] = {
     {"config", OPT_CONFIG, "FILE", 0,
      "Read options from this YAML file; its keys are the long options (docs/configuration.md). "
      "A flag wins over the environment, the environment over the file. Default: "
-     "$SPANPROF_CONFIG; --config= reads none. Check a file with 'spanprof config check FILE'",
+     "$SPANPROF_CONFIG; --config= reads none. One file only (files do not merge). Check a file "
+     "with 'spanprof config check FILE'",
      0},
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
@@ -162,8 +165,9 @@ static const struct argp_option record_options[] = {
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
-     "Send OTLP profiles to this gRPC endpoint (http://, https:// or host:port; plaintext for "
-     "loopback and http://, TLS otherwise). Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
+     "Send OTLP profiles to this gRPC endpoint: host:port, [v6]:port, http://host[:port] or "
+     "https://host[:port] (port 1-65535, default 4317 with a scheme; no path). Plaintext for "
+     "loopback and http://, TLS otherwise. Env: OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, "
      "OTEL_EXPORTER_OTLP_ENDPOINT",
      1},
     {"export-interval", OPT_INTERVAL, "SECONDS", 0, "Send a request this often (default 5)", 1},
@@ -485,6 +489,8 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			    arg);
 		break;
 	case OPT_ENDPOINT:
+		if (endpoint__parse(arg, NULL, spec, sizeof(spec)))
+			OPT_FAIL(state, "--endpoint: %s", spec);
 		o->endpoint = arg;
 		flags_set.endpoint = 1;
 		break;
@@ -690,6 +696,11 @@ static size_t ncli_keys;
 
 static error_t record_cli_parse(int key, char *arg, struct argp_state *state)
 {
+	/* Files do not merge: a second --config would silently replace the first. */
+	for (size_t i = 0; key == OPT_CONFIG && i < ncli_keys; i++)
+		if (cli_keys[i] == OPT_CONFIG)
+			OPT_FAIL(state, "--config was given twice ('%s' after '%s'): give one file",
+				 arg, config_path);
 	if (key > 0 && key < ARGP_KEY_END && ncli_keys < sizeof(cli_keys) / sizeof(cli_keys[0]))
 		cli_keys[ncli_keys++] = key;
 	return record_parse(key, arg, state);
@@ -780,6 +791,32 @@ across_fail(const struct config *cfg, const char *path, int with_flags, const ch
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /*
+ * The files record reads at start-up, checked here with record's own checks so that `config
+ * check` refuses what `record` would (and record refuses them before any BPF): the TLS files
+ * (grpc_client__check_tls_files()), an output directory that is something else.
+ */
+static int check_files(const struct record_opts *o, const struct config *cfg, const char *path,
+		       int with_flags)
+{
+	const struct grpc_client_opts tls[] = {
+	    {.ca_file = o->tls_ca}, {.cert_file = o->tls_cert}, {.key_file = o->tls_key}};
+	const char *const keys[] = {"tls-ca", "tls-cert", "tls-key"};
+	const char *files[] = {o->tls_ca, o->tls_cert, o->tls_key};
+	char why[PATH_MAX + 128];
+	struct stat st;
+
+	for (size_t i = 0; i < 3; i++)
+		if (files[i] && grpc_client__check_tls_files(&tls[i], why, sizeof(why)))
+			return across_fail(cfg, path, with_flags, KEYS(keys[i]), "--%s: %s%s%s%s",
+					   keys[i], why, o->endpoint ? " (TLS for " : "",
+					   o->endpoint ? o->endpoint : "", o->endpoint ? ")" : "");
+	if (o->output_dir && *o->output_dir && !stat(o->output_dir, &st) && !S_ISDIR(st.st_mode))
+		return across_fail(cfg, path, with_flags, KEYS("output-dir"),
+				   "--output-dir %s exists and is not a directory", o->output_dir);
+	return 0;
+}
+
+/*
  * The checks across options, on the final values (flags, environment, file): each message
  * names the file and the line of a key it set (across_fail()). 0, or 2 after the message.
  */
@@ -807,7 +844,7 @@ static int check_across(const struct record_opts *o, const struct config *cfg, c
 	if (o->self_metrics && !(o->stats_interval_s > 0))
 		return across_fail(cfg, path, with_flags, KEYS("stats-interval", "self-metrics"),
 				   "--self-metrics sends every --stats-interval: it cannot be 0");
-	return 0;
+	return check_files(o, cfg, path, with_flags);
 }
 
 /* The file's values, then the environment where no flag set a value, then the last defaults. */

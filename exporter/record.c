@@ -25,6 +25,7 @@
 #include "otlp_export.h"
 #include "pidwatch.h"
 #include "deadline.h"
+#include "endpoint.h"
 #include "folded.h"
 #include "pprof.h"
 #include "profile.h"
@@ -727,15 +728,11 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
-	if (!r->samples && (!r->opts->profile_types || r->opts->profile_types == 1u << PROFILE_CPU))
-		fprintf(stderr,
-			"spanprof: no samples: %s never ran on a CPU while sampling (idle or "
-			"sleeping the whole time)\n",
-			targeted(r) ? "the selected processes" : "no process");
-	else if (!r->samples)
-		fprintf(stderr,
-			"spanprof: no samples: %s had no event of the selected profile types\n",
-			targeted(r) ? "the selected processes" : "no process");
+	char why[256];
+
+	if (!r->samples)
+		fprintf(stderr, "spanprof: %s\n",
+			record__describe_no_samples(why, sizeof(why), r->opts, targeted(r)));
 	const struct proctab_stats *ps = proctab__stats(r->procs);
 	uint64_t st[SP_STAT_MAX] = {0};
 	char what[256];
@@ -992,13 +989,20 @@ static int add_env_header(void *ctx, const char *key, const char *value)
 
 int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
 {
+	char why[256];
 	const char *v;
 	char *end;
 	double ms;
 	int b;
 
-	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT")))
+	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT"))) {
+		if (endpoint__parse(v, NULL, why, sizeof(why)))
+			return fail(
+			    "OTEL_EXPORTER_OTLP_%sENDPOINT: %s",
+			    v == getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") ? "PROFILES_" : "",
+			    why);
 		o->endpoint = v;
+	}
 	if (!f->insecure && (v = otel_env__exporter("INSECURE"))) {
 		b = otel_env__bool(v);
 		if (b < 0)

@@ -103,3 +103,37 @@ const char *record__describe_types(char *buf, size_t size, const struct record_o
 		buf[size - 1] = '\0';
 	return buf;
 }
+
+const char *record__describe_no_samples(char *buf, size_t size, const struct record_opts *o,
+					int targeted)
+{
+	uint32_t types = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+	int cpu = !!(types & 1u << PROFILE_CPU);
+	char others[64] = "";
+	size_t len = 0;
+
+	for (int t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
+		if (types & 1u << t && len < sizeof(others))
+			len += snprintf(others + len, sizeof(others) - len, "%s%s", len ? ", " : "",
+					profile__type_info(t)->name);
+	if (cpu && !len)
+		snprintf(buf, size, "no samples: %s",
+			 targeted ? "the selected processes never ran on a CPU while sampling "
+				    "(idle or sleeping the whole time)"
+				  : "no process ran on a CPU while sampling (every CPU idle the "
+				    "whole time)");
+	else if (cpu)
+		snprintf(buf, size, "no samples: %s (%s)",
+			 targeted ? "the selected processes neither ran on a CPU nor had an event "
+				    "of the other selected profile types"
+				  : "no process ran on a CPU or had an event of the other selected "
+				    "profile types",
+			 others);
+	else
+		snprintf(buf, size, "no samples: %s (%s)",
+			 targeted ? "the selected processes had no event of the selected profile "
+				    "types"
+				  : "no process had an event of the selected profile types",
+			 others);
+	return buf;
+}

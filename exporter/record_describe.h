@@ -27,6 +27,15 @@
 const char *record__describe_types(char *buf, size_t size, const struct record_opts *o, int ncpus,
 				   const uint64_t *counts);
 
+/*
+ * Writes into @buf (@size bytes, always NUL-terminated, cut short if too small) why a run has no
+ * samples, without "spanprof: " and newline, for the profile types of @o (none: cpu) and
+ * @targeted (processes were selected, else the whole host), e.g. "no samples: no process ran on
+ * a CPU while sampling (every CPU idle the whole time)". Returns @buf.
+ */
+const char *record__describe_no_samples(char *buf, size_t size, const struct record_opts *o,
+					int targeted);
+
 /* Number of profile types selected in @o (none: cpu, so 1). */
 unsigned record__ntypes(const struct record_opts *o);
 

@@ -228,3 +228,50 @@ def test_shipped_example_is_valid(spanprof):
     res = run(spanprof, "config", "check", example)
     assert res.returncode == 0, res.stderr
     assert f"{example}: ok" in res.stdout
+
+
+def test_endpoint_forms_checked_before_start(spanprof, workload, procs, tmp_path,
+                                             testcollector_bin):
+    # Each bad form is a usage error (2) from the flag, the file (with line:col) and the
+    # environment, before anything is loaded.
+    cfg = tmp_path / "ep.yaml"
+    for bad, part in (("localhost:99999", "port '99999'"), ("localhost", "no port"),
+                      ("ftp://x:1", "scheme 'ftp'"), ("host with space:1", "is a space"),
+                      ("localhost:4317/v1/profiles", "path '/v1/profiles'"),
+                      ("localhost:4317\r", "control character")):
+        res = run(spanprof, "record", "--duration", "1", "--endpoint", bad, timeout=30)
+        assert res.returncode == 2 and part in res.stderr, (bad, res.stderr)
+        cfg.write_text("frequency: 99\nendpoint: " + json.dumps(bad) + "\n")
+        res = run(spanprof, "config", "check", cfg, timeout=30)
+        assert res.returncode == 2 and f"{cfg}:2:11: key 'endpoint': " in res.stderr, res.stderr
+        assert part in res.stderr, (bad, res.stderr)
+        res = run(spanprof, "record", "--duration", "1", timeout=30,
+                  env=clean_env(OTEL_EXPORTER_OTLP_ENDPOINT=bad))
+        assert res.returncode == 2 and "OTEL_EXPORTER_OTLP_ENDPOINT: " in res.stderr
+        assert part in res.stderr, (bad, res.stderr)
+    # A trailing "/" is dropped before gRPC sees the target: the samples arrive.
+    port = free_port()
+    recv = tmp_path / "recv.jsonl"
+    start_testcollector(procs, testcollector_bin, port, recv)
+    chain = procs.start(workload("chain"), "10")
+    res = run(spanprof, "record", "--endpoint", f"http://127.0.0.1:{port}/", "--pid", chain.pid,
+              "--duration", "2", "--export-interval", "1")
+    assert res.returncode == 0, res.stderr
+    nums = summary_numbers(res.stderr)
+    assert nums["sent"] == nums["recorded"] > 0, res.stderr
+    assert sum(p["samples"] for r in received(recv) for p in r["profiles"]) == nums["sent"]
+
+
+def test_fifo_and_second_config_are_refused(spanprof, tmp_path):
+    fifo = tmp_path / "agent.yaml"
+    os.mkfifo(fifo)
+    # No writer ever comes: a read would block until the timeout.
+    res = run(spanprof, "config", "check", fifo, timeout=30)
+    assert res.returncode == 2 and "not a regular file (a FIFO)" in res.stderr, res.stderr
+    res = run(spanprof, "record", timeout=30, env=clean_env(SPANPROF_CONFIG=str(fifo)))
+    assert res.returncode == 2 and "not a regular file (a FIFO)" in res.stderr, res.stderr
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("frequency: 31\n")
+    b.write_text("frequency: 37\n")
+    res = run(spanprof, "record", "--config", a, "--config", b, "--duration", "1", timeout=30)
+    assert res.returncode == 2 and "--config was given twice" in res.stderr, res.stderr

@@ -4,7 +4,7 @@
 SELFSTATS_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 
 $(BUILD)/test/test_selfstats: test/test_selfstats.c exporter/selfstats.h $(OBJ)/selfstats.o \
-		$(OBJ)/procmeta.o $(OBJ)/otlp_export.o $(OBJ)/export_queue.o $(OBJ)/grpc_client.o \
+		$(OBJ)/procmeta.o $(OBJ)/otlp_export.o $(OBJ)/export_queue.o $(OBJ)/grpc_client.o $(OBJ)/endpoint.o \
 		$(SELFSTATS_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

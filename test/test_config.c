@@ -13,7 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "cli.h"
 #include "config.h"
@@ -68,13 +73,49 @@ static int teardown(void **state)
 	return setup(state);
 }
 
+/* A self-signed certificate (CA) and its key in PEM, for the checks of the TLS files. */
+static char ca_pem[300], key_pem[300], env_ca_pem[300];
+
+static int write_cert(void)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	FILE *f = NULL, *g = NULL, *h = NULL;
+	int ok;
+
+	snprintf(ca_pem, sizeof(ca_pem), "%s/ca.pem", tmpdir);
+	snprintf(env_ca_pem, sizeof(env_ca_pem), "%s/env-ca.pem", tmpdir);
+	snprintf(key_pem, sizeof(key_pem), "%s/key.pem", tmpdir);
+	ok = k && x && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) &&
+	     X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
+	     X509_gmtime_adj(X509_getm_notAfter(x), 3600) && X509_set_pubkey(x, k) &&
+	     X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+					(const unsigned char *)"spanprof-test", -1, -1, 0) &&
+	     X509_set_issuer_name(x, X509_get_subject_name(x)) && X509_sign(x, k, EVP_sha256()) &&
+	     (f = fopen(ca_pem, "w")) && PEM_write_X509(f, x) && (h = fopen(env_ca_pem, "w")) &&
+	     PEM_write_X509(h, x) && (g = fopen(key_pem, "w")) &&
+	     PEM_write_PrivateKey(g, k, NULL, NULL, 0, NULL, NULL);
+	if (f)
+		ok &= !fclose(f);
+	if (g)
+		ok &= !fclose(g);
+	if (h)
+		ok &= !fclose(h);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return ok ? 0 : -1;
+}
+
 static int group_setup(void **state)
 {
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return mkdtemp(tmpdir) ? write_cert() : -1;
 }
 
 static int group_teardown(void **state)
 {
+	unlink(ca_pem);
+	unlink(env_ca_pem);
+	unlink(key_pem);
 	return rmdir(tmpdir);
 }
 
@@ -335,6 +376,19 @@ static int record_configure(int argc, char **argv)
 	return rc;
 }
 
+/* record_configure() in a child, for flags argp refuses by exiting: 1 if it exited non-zero. */
+static int record_configure_child(int argc, char **argv)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(record_configure(argc, argv) ? 3 : 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) ? 1 : 0;
+}
+
 static void test_cross_option_error_with_flags(void **state)
 {
 	const char *path = write_file("endpoint: https://collector:4317\ntls-cert: /c.pem\n");
@@ -496,12 +550,17 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	struct config *cfg;
 	const char *p;
 
-	p = write_file("endpoint: file.example:4317\n"
-		       "compression: none\n"
-		       "export-timeout: 3\n"
-		       "insecure: true\n"
-		       "tls-ca: /file/ca.pem\n"
-		       "header: {x-a: file, x-c: file}\n");
+	char yaml[512];
+
+	snprintf(yaml, sizeof(yaml),
+		 "endpoint: file.example:4317\n"
+		 "compression: none\n"
+		 "export-timeout: 3\n"
+		 "insecure: true\n"
+		 "tls-ca: %s\n"
+		 "header: {x-a: file, x-c: file}\n",
+		 ca_pem);
+	p = write_file(yaml);
 	/* The file alone. */
 	assert_int_equal(configure(o, &cfg, "--config", p, NULL), 0);
 	assert_string_equal(o->endpoint, "file.example:4317");
@@ -516,14 +575,14 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", 1);
 	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1500", 1);
 	setenv("OTEL_EXPORTER_OTLP_INSECURE", "false", 1);
-	setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", "/env/ca.pem", 1);
+	setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", env_ca_pem, 1);
 	setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-a=env,x-b=env", 1);
 	assert_int_equal(configure(o, &cfg, "--config", p, NULL), 0);
 	assert_string_equal(o->endpoint, "env.example:4317");
 	assert_int_equal(o->gzip, 1);
 	assert_true(o->export_timeout_s == 1.5);
 	assert_int_equal(o->insecure, 0);
-	assert_string_equal(o->tls_ca, "/env/ca.pem");
+	assert_string_equal(o->tls_ca, env_ca_pem);
 	assert_int_equal(o->nheaders, 3);
 	assert_string_equal(header(o, "x-a"), "env"); /* merged by name: env over file */
 	assert_string_equal(header(o, "x-b"), "env");
@@ -533,13 +592,13 @@ static void test_env_overrides_file_flag_overrides_env(void **state)
 	/* Flags replace both. */
 	assert_int_equal(configure(o, &cfg, "--config", p, "--endpoint", "flag.example:4317",
 				   "--compression", "none", "--export-timeout", "2", "--insecure",
-				   "--tls-ca", "/flag/ca.pem", "--header", "x-b=flag", NULL),
+				   "--tls-ca", ca_pem, "--header", "x-b=flag", NULL),
 			 0);
 	assert_string_equal(o->endpoint, "flag.example:4317");
 	assert_int_equal(o->gzip, 0);
 	assert_true(o->export_timeout_s == 2);
 	assert_int_equal(o->insecure, 1);
-	assert_string_equal(o->tls_ca, "/flag/ca.pem");
+	assert_string_equal(o->tls_ca, ca_pem);
 	assert_string_equal(header(o, "x-a"), "env");
 	assert_string_equal(header(o, "x-b"), "flag");
 	assert_null(header(o, "x-c")); /* --header replaces the file's list */
@@ -717,6 +776,149 @@ static void test_generic_target(void **state)
 	config__free(NULL);
 }
 
+/* --- the endpoint, checked once for the flag, the file and the environment --------------- */
+
+static void test_bad_endpoint_everywhere(void **state)
+{
+	char *argv[] = {"spanprof record", "--endpoint", "localhost:99999", NULL};
+	struct config *cfg = NULL;
+	const char *p;
+	char *out, *err;
+
+	assert_int_equal(
+	    check("frequency: 99\nendpoint: \"localhost:4317/v1/profiles\"\n", &p, &out, &err), 2);
+	assert_error(err, p, "2:11", "key 'endpoint': ");
+	assert_non_null(strstr(err, "path '/v1/profiles' is not allowed"));
+	assert_string_equal(out, "");
+	free(out);
+	free(err);
+	assert_int_equal(check("endpoint: localhost\n", &p, &out, &err), 2);
+	assert_error(err, p, "1:11", "key 'endpoint': ");
+	assert_non_null(strstr(err, "no port"));
+	free(out);
+	free(err);
+	assert_int_equal(check("endpoint: https://collector/\n", &p, &out, &err), 0);
+	free(out);
+	free(err);
+	/* A bad flag is a usage error: argp exits (in a child here). */
+	assert_int_equal(capture(record_configure_child, 3, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--endpoint: port '99999' is not from 1 to 65535"));
+	free(out);
+	free(err);
+	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://x:1", 1);
+	assert_int_equal(capture(record_configure, 1, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "OTEL_EXPORTER_OTLP_ENDPOINT: scheme 'ftp' is not http"));
+	free(out);
+	free(err);
+	setenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "localhost:4317\r", 1);
+	assert_int_equal(capture(record_configure, 1, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT: character 15 is a "
+				    "control character"));
+	free(out);
+	free(err);
+	/* A good flag wins over a bad environment, which is then never read. */
+	argv[2] = "http://127.0.0.1:4317";
+	assert_int_equal(configure(opts(), &cfg, "--endpoint", "http://127.0.0.1:4317", NULL), 0);
+	assert_string_equal(opts()->endpoint, "http://127.0.0.1:4317");
+	config__free(cfg);
+}
+
+/* A FIFO (or anything not a regular file) is refused at once, never read (a FIFO would block). */
+static void test_not_regular_file(void **state)
+{
+	char fifo[300], *argv[] = {"config", "check", fifo, NULL};
+	struct config *cfg = NULL;
+	char *out, *err;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo.yaml", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(capture(cli__config_main, 3, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "fifo.yaml: not a regular file (a FIFO)"));
+	assert_string_equal(out, "");
+	free(out);
+	free(err);
+	argv[2] = tmpdir;
+	assert_int_equal(capture(cli__config_main, 3, argv, &out, &err), 2);
+	assert_non_null(strstr(err, "not a regular file (a directory)"));
+	free(out);
+	free(err);
+	setenv("SPANPROF_CONFIG", fifo, 1);
+	assert_int_equal(configure(opts(), &cfg, NULL), 2);
+	config__free(cfg);
+	assert_int_equal(unlink(fifo), 0);
+}
+
+/* Two --config: refused (files do not merge), also when the first is --config= (no file). */
+static void test_config_twice(void **state)
+{
+	const char *a = write_file("frequency: 31\n"), *b = write_file("frequency: 37\n");
+	char *argv[] = {"spanprof record", "--config", (char *)a, "--config", (char *)b, NULL};
+	char *out, *err;
+
+	assert_int_equal(capture(record_configure_child, 5, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--config was given twice"));
+	free(out);
+	free(err);
+	argv[1] = "--config=";
+	argv[2] = "--config";
+	argv[3] = (char *)b;
+	argv[4] = NULL;
+	assert_int_equal(capture(record_configure_child, 4, argv, &out, &err), 1);
+	assert_non_null(strstr(err, "--config was given twice"));
+	free(out);
+	free(err);
+	/* One is fine. */
+	assert_int_equal(capture(record_configure_child, 2, argv, &out, &err), 0);
+	free(out);
+	free(err);
+}
+
+/* config check refuses the TLS files and the output directory that record would refuse. */
+static void test_check_files_record_reads(void **state)
+{
+	char fifo[300], yaml[1200];
+	const char *p;
+	char *out, *err;
+
+	snprintf(yaml, sizeof(yaml), "endpoint: https://c.example\ntls-ca: %s/missing.pem\n",
+		 tmpdir);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "2", "key 'tls-ca': --tls-ca: cannot read ");
+	assert_non_null(strstr(err, "missing.pem: No such file or directory"));
+	free(out);
+	free(err);
+	assert_int_equal(check("tls-ca: /etc/hostname\n", &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'tls-ca': --tls-ca: /etc/hostname holds no PEM certificate");
+	free(out);
+	free(err);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.pem", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	snprintf(yaml, sizeof(yaml), "tls-cert: %s\ntls-key: %s\n", ca_pem, fifo);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "2", "key 'tls-key': --tls-key: ");
+	assert_non_null(strstr(err, "fifo.pem is not a regular file"));
+	free(out);
+	free(err);
+	assert_int_equal(unlink(fifo), 0);
+	/* A certificate is no key, a key no certificate. */
+	snprintf(yaml, sizeof(yaml), "tls-cert: %s\ntls-key: %s\n", key_pem, key_pem);
+	assert_int_equal(check(yaml, &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'tls-cert': --tls-cert: ");
+	free(out);
+	free(err);
+	snprintf(yaml, sizeof(yaml),
+		 "endpoint: https://c.example\ntls-ca: %s\ntls-cert: %s\ntls-key: %s\n", ca_pem,
+		 ca_pem, key_pem);
+	assert_int_equal(check(yaml, &p, &out, &err), 0);
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	assert_int_equal(check("output-dir: /etc/passwd\n", &p, &out, &err), 2);
+	assert_error(err, p, "1", "key 'output-dir': --output-dir /etc/passwd exists and is not");
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -735,6 +937,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_spanprof_config_env, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_generic_target, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cross_option_error_with_flags, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_endpoint_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_regular_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_config_twice, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_check_files_record_reads, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

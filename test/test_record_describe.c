@@ -84,11 +84,51 @@ static void test_several_types_with_counts(void **unused)
 	assert_memory_equal(small, "cpu 120 at 19 Hz on", sizeof(small) - 1);
 }
 
+/* Asserts that the "no samples" line for @types and @targeted is @want, with no double negative. */
+static void no_samples(uint32_t types, int targeted, const char *want)
+{
+	struct record_opts *o = defaults();
+	char buf[256];
+
+	o->profile_types = types;
+	assert_string_equal(record__describe_no_samples(buf, sizeof(buf), o, targeted), want);
+	assert_null(strstr(buf, "no process never"));
+	assert_null(strstr(buf, "no process had no"));
+}
+
+static void test_no_samples_every_combination(void **unused)
+{
+	const uint32_t cpu = 1u << PROFILE_CPU, alloc = 1u << PROFILE_ALLOC,
+		       lock = 1u << PROFILE_LOCK, offcpu = 1u << PROFILE_OFFCPU;
+
+	no_samples(cpu, 0,
+		   "no samples: no process ran on a CPU while sampling (every CPU idle the whole "
+		   "time)");
+	no_samples(0, 0,
+		   "no samples: no process ran on a CPU while sampling (every CPU idle the whole "
+		   "time)");
+	no_samples(cpu, 1,
+		   "no samples: the selected processes never ran on a CPU while sampling (idle or "
+		   "sleeping the whole time)");
+	no_samples(alloc, 0,
+		   "no samples: no process had an event of the selected profile types (alloc)");
+	no_samples(alloc | lock | offcpu, 1,
+		   "no samples: the selected processes had no event of the selected profile types "
+		   "(alloc, lock, offcpu)");
+	no_samples(cpu | lock, 0,
+		   "no samples: no process ran on a CPU or had an event of the other selected "
+		   "profile types (lock)");
+	no_samples(cpu | alloc | offcpu, 1,
+		   "no samples: the selected processes neither ran on a CPU nor had an event of "
+		   "the other selected profile types (alloc, offcpu)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_each_type_alone),
 	    cmocka_unit_test(test_several_types_with_counts),
+	    cmocka_unit_test(test_no_samples_every_combination),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
