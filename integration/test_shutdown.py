@@ -1,0 +1,34 @@
+"""How 'spanprof record' stops (docs/otlp.md "Stopping", docs/deploy.md): one --flush-timeout
+deadline for both senders, SIGHUP like SIGTERM, a vanished stderr reader, the lines printed
+even with --quiet."""
+import signal
+import subprocess
+import time
+
+from conftest import free_port, summary_numbers, wait_sampling
+
+
+def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
+    """Nobody listens, --self-metrics on: from SIGTERM to exit takes one --flush-timeout (the
+    profiles and the self-metrics share it), not one per sender (2 x 8 s before)."""
+    flush = 8
+    chain = procs.start(workload("chain"), "120")
+    agent = procs.start(spanprof, "record", "--endpoint", f"127.0.0.1:{free_port()}",
+                        "--self-metrics", "--stats-interval", 1, "--export-interval", 1,
+                        "--flush-timeout", flush, "--duration", 120, "--pid", chain.pid,
+                        "--frequency", 99, stderr=subprocess.PIPE, text=True)
+    seen = wait_sampling(agent)
+    time.sleep(3)  # requests queue up, retried with backoff
+    t0 = time.monotonic()
+    agent.send_signal(signal.SIGTERM)
+    _, err = agent.communicate(timeout=120)
+    elapsed = time.monotonic() - t0
+    err = "".join(seen) + err
+    # Nothing reached a Collector: exit status 1 (docs/otlp.md), after the summary.
+    assert agent.returncode == 1 and "no sample reached the Collector" in err, err
+    assert "spanprof: sending" in err, err
+    # It did wait for the Collector (retrying up to the deadline), but only once.
+    assert elapsed >= flush * 0.8, (elapsed, err)
+    assert elapsed < flush + 5, (elapsed, err)
+    nums = summary_numbers(err)
+    assert nums["sent"] == 0 and nums["dropped_samples"] == nums["recorded"] > 0, err
