@@ -76,7 +76,7 @@ struct recorder {
 	uint64_t start_unix;
 };
 
-static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
+static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM/SIGHUP */
 static volatile sig_atomic_t abort_flush;    /* a second one: stop waiting for the Collector */
 
 static void on_signal(int sig)
@@ -1122,7 +1122,7 @@ int record__run(const struct record_opts *o)
 	struct symcache *syms = NULL;
 	struct ksyms *ksyms = NULL;
 	struct profile_meta meta = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = {.sa_handler = on_signal}, old_hup;
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
@@ -1134,6 +1134,11 @@ int record__run(const struct record_opts *o)
 	/* From the start: a signal during start-up must end the run cleanly too. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal: a clean stop too, unless started ignoring it (nohup). */
+	if (sigaction(SIGHUP, NULL, &old_hup) || old_hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+	/* A reader of stderr gone (| head) fails log writes with EPIPE; the run goes on. */
+	signal(SIGPIPE, SIG_IGN);
 	if (check_privileges() || check_btf())
 		return 1;
 	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));

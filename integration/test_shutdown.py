@@ -32,3 +32,36 @@ def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
     assert elapsed < flush + 5, (elapsed, err)
     nums = summary_numbers(err)
     assert nums["sent"] == 0 and nums["dropped_samples"] == nums["recorded"] > 0, err
+
+
+def test_sighup_stops_cleanly(spanprof, workload, procs, tmp_path):
+    """SIGHUP (a closed terminal, 'systemctl kill -s HUP') ends the run like SIGTERM: exit 0,
+    the outputs written."""
+    out = tmp_path / "out"
+    chain = procs.start(workload("chain"), "60")
+    agent = procs.start(spanprof, "record", "--output-dir", out, "--duration", 120, "--pid",
+                        chain.pid, stderr=subprocess.PIPE, text=True)
+    seen = wait_sampling(agent)
+    time.sleep(1)
+    agent.send_signal(signal.SIGHUP)
+    _, err = agent.communicate(timeout=120)
+    err = "".join(seen) + err
+    assert agent.returncode == 0, (agent.returncode, err)
+    assert (out / "profile.folded").stat().st_size > 0, err
+    assert summary_numbers(err)["recorded"] > 0, err
+
+
+def test_stderr_reader_gone_does_not_kill_the_run(spanprof, workload, procs, tmp_path):
+    """'spanprof record ... 2>&1 | head -1': the reader of stderr goes away; the next log
+    lines fail with EPIPE and the run goes on to write its outputs (no death by SIGPIPE)."""
+    out = tmp_path / "out"
+    chain = procs.start(workload("chain"), "60")
+    agent = procs.start(spanprof, "record", "--output-dir", out, "--duration", 5,
+                        "--stats-interval", 1, "--pid", chain.pid, stderr=subprocess.PIPE,
+                        text=True)
+    wait_sampling(agent)
+    agent.stderr.close()  # stats lines every second from here on: each one hits EPIPE
+    rc = agent.wait(timeout=120)
+    assert rc == 0, rc
+    assert (out / "profile.folded").stat().st_size > 0
+    assert (out / "profile.pb.gz").exists()
