@@ -65,3 +65,16 @@ def test_stderr_reader_gone_does_not_kill_the_run(spanprof, workload, procs, tmp
     assert rc == 0, rc
     assert (out / "profile.folded").stat().st_size > 0
     assert (out / "profile.pb.gz").exists()
+
+
+def test_exit_status_of_an_export_run(spanprof, procs):
+    """docs/otlp.md: status 1 only when samples were recorded and none reached the Collector;
+    nothing recorded (an idle target) is no export failure: status 0."""
+    port = free_port()  # nobody listens
+    idle = procs.start("sleep", "60")
+    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
+                          str(idle.pid), "--duration", "2", "--export-interval", "1",
+                          "--flush-timeout", "1"], capture_output=True, text=True, timeout=120)
+    assert summary_numbers(res.stderr)["recorded"] == 0, res.stderr
+    assert res.returncode == 0, res.stderr
+    assert "no sample reached the Collector" not in res.stderr
