@@ -790,6 +790,16 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			(unsigned long long)r->encode_failures,
 			(unsigned long long)r->encode_dropped);
 	}
+	if (r->metrics) {
+		struct otlp_exporter_stats ms;
+
+		otlp_exporter__stats(r->metrics, &ms);
+		fprintf(stderr,
+			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "
+			"%llu dropped\n",
+			(unsigned long long)ms.requests_sent, (unsigned long long)ms.retries,
+			(unsigned long long)ms.failed, (unsigned long long)ms.dropped);
+	}
 	accounting_summary(r, st);
 }
 
@@ -1377,12 +1387,12 @@ int record__run(const struct record_opts *o)
 		/* The last, partial interval; then give the queue a bounded time to drain. */
 		export_interval(&r);
 		otlp_exporter__stats(r.exporter, &es);
-		if (!o->quiet && es.queued)
+		if (es.queued) /* even with --quiet: the one sign of life during a long stop */
 			fprintf(
 			    stderr,
 			    "%sspanprof: sending %zu queued requests (up to %.0f s; Ctrl-C again "
 			    "to give up)\n",
-			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
+			    !o->quiet && isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
 		otlp_exporter__shutdown(
 		    r.exporter, flush_ms_left(flush_end, r.metrics ? metrics_reserve(o) : 0),
 		    &abort_flush);

@@ -1,11 +1,15 @@
 """How 'spanprof record' stops (docs/otlp.md "Stopping", docs/deploy.md): one --flush-timeout
 deadline for both senders, SIGHUP like SIGTERM, a vanished stderr reader, the lines printed
 even with --quiet."""
+import re
 import signal
 import subprocess
 import time
 
 from conftest import free_port, summary_numbers, wait_sampling
+
+METRICS_LINE = re.compile(r"^spanprof: self-metrics: (\d+) requests sent, (\d+) retries, "
+                          r"(\d+) failed, (\d+) dropped$", re.M)
 
 
 def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
@@ -32,6 +36,26 @@ def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
     assert elapsed < flush + 5, (elapsed, err)
     nums = summary_numbers(err)
     assert nums["sent"] == 0 and nums["dropped_samples"] == nums["recorded"] > 0, err
+    m = METRICS_LINE.search(err)
+    assert m, err
+    sent, retries, failed, dropped = map(int, m.groups())
+    assert sent == 0 and failed == 0 and dropped >= 3 and retries > 0, err
+
+
+def test_quiet_still_shows_the_flush_and_metrics_summary(spanprof, workload, procs):
+    """With --quiet (the deploy config), the "sending N queued requests" line and the
+    self-metrics summary line are still printed."""
+    chain = procs.start(workload("chain"), "60")
+    res = subprocess.run([str(spanprof), "record", "--quiet", "--endpoint",
+                          f"127.0.0.1:{free_port()}", "--self-metrics", "--stats-interval", "1",
+                          "--export-interval", "1", "--flush-timeout", "1", "--duration", "4",
+                          "--pid", str(chain.pid), "--frequency", "99"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stderr
+    assert re.search(r"^spanprof: sending \d+ queued requests \(up to 1 s", res.stderr, re.M), \
+        res.stderr
+    assert METRICS_LINE.search(res.stderr), res.stderr
+    assert "spanprof:     " not in res.stderr  # still no progress line
 
 
 def test_sighup_stops_cleanly(spanprof, workload, procs, tmp_path):
