@@ -194,7 +194,9 @@ static const struct argp_option record_options[] = {
      "dropped first (default 67108864)",
      1},
     {"flush-timeout", OPT_FLUSH, "SECONDS", 0,
-     "On SIGINT/SIGTERM, wait this long for queued requests to be sent (default 10)", 1},
+     "On SIGINT/SIGTERM/SIGHUP, wait at most this long in all (profiles and self-metrics) for "
+     "queued requests to be sent (default 10)",
+     1},
     {NULL, 0, NULL, 0, "Self-telemetry (docs/self-telemetry.md):", 4},
     {"stats-interval", OPT_STATS_INTERVAL, "SECONDS", 0,
      "Log the agent's own counters (samples, drops, unwinding, symbolization, BPF map fill, "

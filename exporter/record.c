@@ -77,7 +77,7 @@ struct recorder {
 	uint64_t start_unix;
 };
 
-static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM */
+static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM/SIGHUP */
 static volatile sig_atomic_t abort_flush;    /* a second one: stop waiting for the Collector */
 
 static void on_signal(int sig)
@@ -787,7 +787,43 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 			(unsigned long long)r->encode_failures,
 			(unsigned long long)r->encode_dropped);
 	}
+	if (r->metrics) {
+		struct otlp_exporter_stats ms;
+
+		otlp_exporter__stats(r->metrics, &ms);
+		fprintf(stderr,
+			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "
+			"%llu dropped\n",
+			(unsigned long long)ms.requests_sent, (unsigned long long)ms.retries,
+			(unsigned long long)ms.failed, (unsigned long long)ms.dropped);
+	}
 	accounting_summary(r, st);
+}
+
+/*
+ * Milliseconds from now to @end_ns (CLOCK_MONOTONIC) less @keep_ns, 0 when that is past: the
+ * profiles' and the self-metrics' flushes share one --flush-timeout deadline.
+ */
+static uint32_t flush_ms_left(uint64_t end_ns, uint64_t keep_ns)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), ms;
+
+	if (now + keep_ns >= end_ns)
+		return 0;
+	ms = (end_ns - keep_ns - now) / 1000000;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+/*
+ * The end of the flush kept for the final self-metrics request (one call): a quarter of
+ * --flush-timeout, at most 1 s, so the profiles' flush cannot use it all when the Collector is
+ * away.
+ */
+static uint64_t metrics_reserve(const struct record_opts *o)
+{
+	double ns = o->flush_timeout_s * 1e9 / 4;
+
+	return ns > 1e9 ? 1000000000ull : (uint64_t)ns;
 }
 
 /* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
@@ -1115,18 +1151,23 @@ int record__run(const struct record_opts *o)
 	struct symcache *syms = NULL;
 	struct ksyms *ksyms = NULL;
 	struct profile_meta meta = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = {.sa_handler = on_signal}, old_hup;
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
 	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
-	    last_stats;
+	    last_stats, flush_end;
 	int rc = 1, dir_created = 0, n;
 
 	tune_malloc();
 	/* From the start: a signal during start-up must end the run cleanly too. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal: a clean stop too, unless started ignoring it (nohup). */
+	if (sigaction(SIGHUP, NULL, &old_hup) || old_hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+	/* A reader of stderr gone (| head) fails log writes with EPIPE; the run goes on. */
+	signal(SIGPIPE, SIG_IGN);
 	if (check_privileges() || check_btf())
 		return 1;
 	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));
@@ -1359,23 +1400,27 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
+	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
+	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
 	if (r.exporter) {
 		struct otlp_exporter_stats es;
 
 		/* The last, partial interval; then give the queue a bounded time to drain. */
 		export_interval(&r);
 		otlp_exporter__stats(r.exporter, &es);
-		if (!o->quiet && es.queued)
+		if (es.queued) /* even with --quiet: the one sign of life during a long stop */
 			fprintf(
 			    stderr,
 			    "%sspanprof: sending %zu queued requests (up to %.0f s; Ctrl-C again "
 			    "to give up)\n",
-			    isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
-		otlp_exporter__shutdown(r.exporter, o->flush_timeout_s * 1000, &abort_flush);
+			    !o->quiet && isatty(2) ? "\n" : "", es.queued, o->flush_timeout_s);
+		otlp_exporter__shutdown(
+		    r.exporter, flush_ms_left(flush_end, r.metrics ? metrics_reserve(o) : 0),
+		    &abort_flush);
 	}
 	if (r.metrics) { /* the final figures, the profiles' flush included */
 		self_telemetry(&r, s, syms, 0);
-		otlp_exporter__shutdown(r.metrics, o->flush_timeout_s * 1000, &abort_flush);
+		otlp_exporter__shutdown(r.metrics, flush_ms_left(flush_end, 0), &abort_flush);
 	}
 	if (!o->quiet)
 		progress(&r, s, t0, t_stop, 1);
