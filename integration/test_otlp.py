@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import ROOT, free_port, summary_numbers, wait_listening
+from conftest import ROOT, free_port, summary_numbers, wait_listening, wait_sampling
 
 
 def is_subsequence(needle, hay):
@@ -315,6 +315,7 @@ def test_second_signal_abandons_the_flush(spanprof, workload, procs):
     chain = procs.start(workload("chain"), "30")
     agent = spanprof_bg(procs, spanprof, "--endpoint", f"127.0.0.1:{free_port()}", "--pid",
                         chain.pid, "--export-interval", 0.5, "--flush-timeout", 60)
+    wait_sampling(agent)  # a loaded machine can take seconds to start
     time.sleep(3)
     agent.send_signal(signal.SIGINT)
     time.sleep(1)

@@ -331,7 +331,7 @@ def test_stops_when_every_pid_has_exited(spanprof, workload, procs, tmp_path):
     rec = procs.start(spanprof, "record", "--pid", f"{a.pid},{b.pid}", "--frequency", 99,
                       "--output-dir", out, stderr=subprocess.PIPE, text=True)
     first = rec.stderr.readline()
-    assert "sampling" in first and "until interrupted" in first, first
+    assert "sampling" in first and "until they exit" in first, first
     time.sleep(1.5)
     a.kill()
     a.wait()  # reaped: its PID may even be reused, the agent holds the process itself
