@@ -333,6 +333,8 @@ static const char *exe_path_problem(const char *path)
 }
 
 static struct record_flags_set flags_set;
+/* The last option given that only a profile type reads (--lock-min-wait: lock), by type. */
+static const char *type_option_given[PROFILE_NTYPES];
 static const char *config_path; /* --config, else $SPANPROF_CONFIG */
 
 /*
@@ -581,12 +583,19 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 					"offcpu)");
 		break;
 	case OPT_ALLOC_SAMPLE:
+		type_option_given[PROFILE_ALLOC] = "--alloc-sample-bytes";
 		return parse_size(state, "--alloc-sample-bytes", arg, &o->alloc_sample_bytes);
 	case OPT_ALLOC_MIN:
+		type_option_given[PROFILE_ALLOC] = "--alloc-min-bytes";
 		return parse_size(state, "--alloc-min-bytes", arg, &o->alloc_min_bytes);
 	case OPT_LOCK_MIN:
 	case OPT_OFFCPU_MIN: {
 		int64_t ns = parse_duration_ns(arg);
+
+		if (key == OPT_LOCK_MIN)
+			type_option_given[PROFILE_LOCK] = "--lock-min-wait";
+		else
+			type_option_given[PROFILE_OFFCPU] = "--offcpu-min";
 
 		if (ns < 0)
 			OPT_FAIL(state, "%s wants a time with a unit (10us, 1ms, 0.5s), not '%s'",
@@ -885,6 +894,12 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 	}
 	if (check_across(o, *cfgp, path, with_flags))
 		return 2;
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++)
+		if (type_option_given[t] && !(o->profile_types & (1u << t)))
+			fprintf(stderr,
+				"spanprof: warning: %s has no effect without --profile %s (among "
+				"the types)\n",
+				type_option_given[t], profile__type_info(t)->name);
 	/* Local files by default; with an endpoint only when asked for. */
 	if (!output_dir_set && !o->endpoint)
 		o->output_dir = "out";
@@ -897,6 +912,7 @@ int cli__record_configure(int argc, char **argv, struct record_opts *o, struct c
 
 	record_defaults(o);
 	memset(&flags_set, 0, sizeof(flags_set));
+	memset(type_option_given, 0, sizeof(type_option_given));
 	ncli_keys = 0;
 	config_path = getenv("SPANPROF_CONFIG");
 	cli.parser = record_cli_parse;

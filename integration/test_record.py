@@ -414,3 +414,13 @@ def test_numbers_are_decimal_and_limits_named(spanprof, tmp_path):
     res = record(spanprof, tmp_path / "out", "-d", "0.5e0", "--lock-min-wait", "1.5e1us",
                  "--profile", "cpu, lock")  # blanks around the commas are fine
     assert " in 0.5 s " in res.stderr, res.stderr
+
+
+def test_option_of_a_type_not_selected_is_warned(spanprof, tmp_path):
+    """--lock-min-wait without --profile lock would do nothing: said so, the run goes on."""
+    res = record(spanprof, tmp_path / "out", "--lock-min-wait", "0", "-d", "0.3")
+    assert "warning: --lock-min-wait has no effect without --profile lock" in res.stderr, \
+        res.stderr
+    res = record(spanprof, tmp_path / "out", "--lock-min-wait", "0", "--profile", "cpu,lock",
+                 "-d", "0.3")
+    assert "no effect" not in res.stderr, res.stderr
