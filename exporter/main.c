@@ -939,6 +939,12 @@ int cli__config_main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 3 || strcmp(argv[1], "check")) {
+		if (argc >= 2 && strcmp(argv[1], "check"))
+			fprintf(stderr,
+				"spanprof config: unknown command '%s' (there is: check)\n\n",
+				argv[1]);
+		else
+			fputs("spanprof config check: give at least one FILE\n\n", stderr);
 		fputs(config_usage, stderr);
 		return 2;
 	}

@@ -275,3 +275,10 @@ def test_fifo_and_second_config_are_refused(spanprof, tmp_path):
     b.write_text("frequency: 37\n")
     res = run(spanprof, "record", "--config", a, "--config", b, "--duration", "1", timeout=30)
     assert res.returncode == 2 and "--config was given twice" in res.stderr, res.stderr
+
+
+def test_config_command_misuse_is_named(spanprof):
+    res = run(spanprof, "config", "bogus", "x")
+    assert res.returncode == 2 and "unknown command 'bogus'" in res.stderr, res.stderr
+    res = run(spanprof, "config", "check")
+    assert res.returncode == 2 and "give at least one FILE" in res.stderr, res.stderr
