@@ -635,9 +635,7 @@ static int check_output_dir(const char *dir, int *created)
 /* Samples lost in BPF to a full ring buffer, every profile type recorded. */
 static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
 {
-	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
-
-	return selfstats_ringbuf_drops(st, types);
+	return selfstats_ringbuf_drops(st, record__selected_types(r->opts));
 }
 
 /* "  | cpu 120 alloc 12" with more than one profile type selected, else "". */
@@ -954,11 +952,17 @@ static void export_interval(struct recorder *r)
 	r->interval_start_mono = now_mono;
 }
 
-/* Appends ", PATH" (the first without the comma) to @names, @len bytes used of @size. */
-static void add_name(char *names, size_t size, size_t *len, const char *path)
+/*
+ * After writing @path (@err: 0 or -errno): names the failure, or appends ", PATH" (the first
+ * without the comma) to @names (@len bytes used of @size). Returns 1 when it failed, else 0.
+ */
+static int written(int err, const char *path, char *names, size_t size, size_t *len)
 {
+	if (err)
+		return fail("writing %s failed: %s", path, strerror(-err));
 	if (*len < size)
 		*len += snprintf(names + *len, size - *len, "%s%s", *len ? ", " : "", path);
+	return 0;
 }
 
 /*
@@ -968,7 +972,7 @@ static void add_name(char *names, size_t size, size_t *len, const char *path)
  */
 static int write_outputs(struct recorder *r, const char *dir)
 {
-	uint32_t types = r->opts->profile_types ? r->opts->profile_types : 1u << PROFILE_CPU;
+	uint32_t types = record__selected_types(r->opts);
 	char path[PATH_MAX], names[1024] = "";
 	size_t len = 0;
 	int failed = 0;
@@ -978,30 +982,18 @@ static int write_outputs(struct recorder *r, const char *dir)
 
 		if (!(types & (1u << t)))
 			continue;
-		for (int f = 0; f < 3; f++) {
-			int err;
-
-			if (f == 0) {
-				snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
-				err = pprof__write_type(r->profile, path, t);
-			} else if (f == 1) {
-				snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
-				err = folded__write_type(r->profile, path, t);
-			} else {
-				if (t == PROFILE_CPU)
-					snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
-				else
-					snprintf(path, sizeof(path), "%s/flamegraph-%s.svg", dir,
-						 ti->name);
-				err = flamegraph__write_svg_type(r->profile, path, ti->title, t);
-			}
-			if (err) {
-				fail("writing %s failed: %s", path, strerror(-err));
-				failed = 1;
-			} else {
-				add_name(names, sizeof(names), &len, path);
-			}
-		}
+		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
+		failed |= written(pprof__write_type(r->profile, path, t), path, names,
+				  sizeof(names), &len);
+		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
+		failed |= written(folded__write_type(r->profile, path, t), path, names,
+				  sizeof(names), &len);
+		if (t == PROFILE_CPU)
+			snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
+		else
+			snprintf(path, sizeof(path), "%s/flamegraph-%s.svg", dir, ti->name);
+		failed |= written(flamegraph__write_svg_type(r->profile, path, ti->title, t), path,
+				  names, sizeof(names), &len);
 	}
 	if (len)
 		fprintf(stderr, "spanprof: wrote %s\n", names);

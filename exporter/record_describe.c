@@ -41,20 +41,20 @@ static const char *time_words(uint64_t ns, char *buf, size_t size)
 	return buf;
 }
 
-static uint32_t selected(const struct record_opts *o)
+uint32_t record__selected_types(const struct record_opts *o)
 {
 	return o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
 }
 
 unsigned record__ntypes(const struct record_opts *o)
 {
-	return __builtin_popcount(selected(o));
+	return __builtin_popcount(record__selected_types(o));
 }
 
 const char *record__describe_types(char *buf, size_t size, const struct record_opts *o, int ncpus,
 				   const uint64_t *counts)
 {
-	uint32_t types = selected(o);
+	uint32_t types = record__selected_types(o);
 	char a[32], b[32], count[32];
 	size_t len = 0;
 
@@ -107,7 +107,7 @@ const char *record__describe_types(char *buf, size_t size, const struct record_o
 const char *record__describe_no_samples(char *buf, size_t size, const struct record_opts *o,
 					int targeted)
 {
-	uint32_t types = o->profile_types ? o->profile_types : 1u << PROFILE_CPU;
+	uint32_t types = record__selected_types(o);
 	int cpu = !!(types & 1u << PROFILE_CPU);
 	char others[64] = "";
 	size_t len = 0;

@@ -11,6 +11,9 @@
 
 #include "record.h"
 
+/* The profile types of @o, bit t = enum profile_type t: o->profile_types, or cpu when none. */
+uint32_t record__selected_types(const struct record_opts *o);
+
 /*
  * Writes into @buf (@size bytes, always NUL-terminated, cut short if too small) one phrase per
  * profile type selected in o->profile_types (none: cpu), in type order, separated by ", ":
