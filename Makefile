@@ -66,12 +66,12 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 .SECONDARY: $(BPF_OBJS) $(BPF_SKELS) $(PROTO_C) $(PROTO_H)
 
 # --- agent ----------------------------------------------------------------------------------
-EXP_SRCS   := $(wildcard exporter/*.c)
+EXP_SRCS   := $(shell find exporter -name '*.c' | sort)
 EXP_OBJS   := $(patsubst exporter/%.c,$(OBJ)/%.o,$(EXP_SRCS))
 LIB_OBJS   := $(filter-out $(OBJ)/main.o,$(EXP_OBJS)) $(PROTO_O)
 LIBSPANPROF := $(BUILD)/libspanprof.a
 
-$(OBJ)/%.o: exporter/%.c $(wildcard exporter/*.h) $(wildcard bpf/*.h) $(BPF_SKELS) $(PROTO_H)
+$(OBJ)/%.o: exporter/%.c $(shell find exporter -name '*.h') $(wildcard bpf/*.h) $(BPF_SKELS) $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
