@@ -66,12 +66,14 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 .SECONDARY: $(BPF_OBJS) $(BPF_SKELS) $(PROTO_C) $(PROTO_H)
 
 # --- agent ----------------------------------------------------------------------------------
+# The agent's modules, one folder per concern (docs/architecture.md).
 EXP_SRCS   := $(shell find exporter -name '*.c' | sort)
+EXP_HDRS   := $(shell find exporter -name '*.h' | sort)
 EXP_OBJS   := $(patsubst exporter/%.c,$(OBJ)/%.o,$(EXP_SRCS))
-LIB_OBJS   := $(filter-out $(OBJ)/main.o,$(EXP_OBJS)) $(PROTO_O)
+LIB_OBJS   := $(filter-out $(OBJ)/cli/main.o,$(EXP_OBJS)) $(PROTO_O)
 LIBSPANPROF := $(BUILD)/libspanprof.a
 
-$(OBJ)/%.o: exporter/%.c $(shell find exporter -name '*.h') $(wildcard bpf/*.h) $(BPF_SKELS) $(PROTO_H)
+$(OBJ)/%.o: exporter/%.c $(EXP_HDRS) $(wildcard bpf/*.h) $(BPF_SKELS) $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
@@ -80,7 +82,7 @@ $(LIBSPANPROF): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/spanprof: $(OBJ)/main.o $(LIBSPANPROF)
+$(BUILD)/spanprof: $(OBJ)/cli/main.o $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 

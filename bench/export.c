@@ -34,9 +34,9 @@
 
 #include <zlib.h>
 
-#include "otlp_encode.h"
-#include "pprof.h"
-#include "profile.h"
+#include "otlp/otlp_encode.h"
+#include "output/pprof.h"
+#include "profile/profile.h"
 
 extern char **environ;
 

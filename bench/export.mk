@@ -9,9 +9,9 @@
 BENCH_EXPORT_ARGS ?=
 EXPORT_BENCH_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
-$(BUILD)/bench/export: bench/export.c exporter/otlp_encode.h exporter/pprof.h exporter/profile.h \
-		exporter/procmeta.h $(OBJ)/otlp_encode.o $(OBJ)/pprof.o $(OBJ)/profile.o \
-		$(OBJ)/procmeta.o $(EXPORT_BENCH_PB_O) $(PROTO_H)
+$(BUILD)/bench/export: bench/export.c exporter/otlp/otlp_encode.h exporter/output/pprof.h exporter/profile/profile.h \
+		exporter/process/procmeta.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/output/pprof.o $(OBJ)/profile/profile.o \
+		$(OBJ)/process/procmeta.o $(EXPORT_BENCH_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -o $@

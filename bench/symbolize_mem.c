@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 #define MAX_FILES 256
 

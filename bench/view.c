@@ -38,7 +38,7 @@
 #include <json-c/json.h>
 #include <math.h>
 
-#include "otlp_pb.h"
+#include "otlp/otlp_pb.h"
 
 #define NPROC 40
 #define NSERVICE 8

@@ -10,7 +10,7 @@
 BENCH_VIEW_ARGS ?=
 VIEW_BENCH_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 
-$(BUILD)/bench/view: bench/view.c exporter/otlp_pb.h $(VIEW_BENCH_PB_O) $(PROTO_H)
+$(BUILD)/bench/view: bench/view.c exporter/otlp/otlp_pb.h $(VIEW_BENCH_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) -lprotobuf-c -ljson-c -lm -o $@

@@ -3,20 +3,20 @@
  * alloc profile (--profile alloc, docs/profile-types.md): its programs, included by sampler.bpf.c
  * after sp_sample_begin()/sp_sample_finish(). Loaded only when the profile type is selected.
  *
- * One uprobe program, attached by the agent (exporter/ev_alloc.c) to the entry of every allocator
- * function (malloc, calloc, realloc, aligned_alloc, ...) of every file that defines one. It reads
- * the size from the arguments (cookie: bpf/alloc.h), drops what is below --alloc-min-bytes and
- * calls made by one entry point to another, and counts the bytes down on a per-thread countdown:
- * when an allocation reaches it, the allocation is sampled (value: its size) with the user stack
- * of the thread, and a new exponential interval is drawn (Poisson sampling by bytes, the agent
- * scales each sample by 1 / P(sampled)). No uretprobe: the size is an argument.
+ * One uprobe program, attached by the agent (exporter/events/ev_alloc.c) to the entry of every
+ * allocator function (malloc, calloc, realloc, aligned_alloc, ...) of every file that defines one.
+ * It reads the size from the arguments (cookie: bpf/alloc.h), drops what is below --alloc-min-bytes
+ * and calls made by one entry point to another, and counts the bytes down on a per-thread
+ * countdown: when an allocation reaches it, the allocation is sampled (value: its size) with the
+ * user stack of the thread, and a new exponential interval is drawn (Poisson sampling by bytes, the
+ * agent scales each sample by 1 / P(sampled)). No uretprobe: the size is an argument.
  */
 #ifndef SPANPROF_ALLOC_BPF_H
 #define SPANPROF_ALLOC_BPF_H
 
 #include "alloc.h"
 
-/* Set before load (exporter/ev_alloc.c). 0: every allocation is sampled. */
+/* Set before load (exporter/events/ev_alloc.c). 0: every allocation is sampled. */
 const volatile __u64 alloc_sample_bytes = 0;
 /* Allocations below this many bytes are ignored (before the countdown). */
 const volatile __u64 alloc_min_bytes = 0;

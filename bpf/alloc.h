@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The alloc profile (--profile alloc, docs/profile-types.md): what bpf/alloc.bpf.h and the agent
- * (exporter/ev_alloc.c, exporter/allocsyms.c) share. Fixed-width types only, no pointers, no
- * bool; sizes are pinned with _Static_assert on both sides.
+ * (exporter/events/ev_alloc.c, exporter/events/allocsyms.c) share. Fixed-width types only, no
+ * pointers, no bool; sizes are pinned with _Static_assert on both sides.
  *
  * One uprobe per allocator entry point per ELF file that defines it. Its BPF cookie says where
  * the size is and which file and function the probe is in:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Targeting (bpf/filter.bpf.h, exporter/targets.h): which processes the BPF programs record.
- * Shared by both sides: fixed-width types only, sizes pinned with _Static_assert.
+ * Targeting (bpf/filter.bpf.h, exporter/sampling/targets.h): which processes the BPF programs
+ * record. Shared by both sides: fixed-width types only, sizes pinned with _Static_assert.
  */
 #ifndef SPANPROF_FILTER_H
 #define SPANPROF_FILTER_H

@@ -111,7 +111,7 @@ enum sp_stat {
 
 /*
  * Where a process keeps otel_thread_ctx_v1 (map "tls_procs", key: tgid), computed by
- * the agent (exporter/tlsctx.h) from the module's relocations and loader-filled GOT.
+ * the agent (exporter/spans/tlsctx.h) from the module's relocations and loader-filled GOT.
  * STATIC: variable at fsbase + tpoff. DTV: dtv = *(fsbase + 8); variable at
  * dtv[module_id].val + offset (16-byte DTV entries; dtv[-1] holds the slot count).
  */

@@ -3,7 +3,7 @@
  * Thread context reader (OTEP 4947): at each sample, find the sampled thread's
  * otel_thread_ctx_v1 (a TLS pointer to its context record), read and check the
  * record, and copy it into the sample. The agent computes, per process, where
- * the variable lives (struct sp_tls_loc, from exporter/tlsctx.c); here only the
+ * the variable lives (struct sp_tls_loc, from exporter/spans/tlsctx.c); here only the
  * thread pointer (the task's fsbase, x86-64) and the DTV are read. Every sample
  * of a process with a descriptor ends in exactly one SP_STAT_CTX_* reason.
  *

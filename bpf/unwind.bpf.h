@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * BPF half of the CFI stack walker (docs/unwinding.md): the maps the agent fills
- * (exporter/unwinder.c) and the per-sample walk, one bpf_loop iteration per frame. The step
+ * (exporter/unwind/unwinder.c) and the per-sample walk, one bpf_loop iteration per frame. The step
  * logic itself is shared with the unit test in unwind_walk.h. Included by sampler.bpf.c after
  * its stats map and stat_inc().
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * CFI unwind rows shared by the host (exporter/cfi.c builds them from .eh_frame or .debug_frame)
- * and the BPF stack walker (which looks them up per frame). Fixed-width types only, no pointers,
- * no bool; the row size is pinned with _Static_assert on both sides.
+ * CFI unwind rows shared by the host (exporter/unwind/cfi.c builds them from .eh_frame or
+ * .debug_frame) and the BPF stack walker (which looks them up per frame). Fixed-width types only,
+ * no pointers, no bool; the row size is pinned with _Static_assert on both sides.
  *
  * One table per ELF file: rows sorted by pc (relative to the table base, an ELF virtual address,
  * 0 for every ordinary executable and library), each row valid from its pc up to the next row's

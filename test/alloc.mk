@@ -17,11 +17,11 @@ $(ALLOC_PROGS)/staticprog: test/alloc-progs/staticprog.c
 .PHONY: alloc-progs
 alloc-progs: $(ALLOC_PROGS)/libfakealloc.so $(ALLOC_PROGS)/staticprog
 
-$(BUILD)/test/test_alloc: test/test_alloc.c exporter/allocsyms.h exporter/allocsample.h bpf/alloc.h \
-		$(OBJ)/allocsyms.o $(OBJ)/allocsample.o $(OBJ)/elfcheck.o | alloc-progs
+$(BUILD)/test/test_alloc: test/test_alloc.c exporter/events/allocsyms.h exporter/events/allocsample.h bpf/alloc.h \
+		$(OBJ)/events/allocsyms.o $(OBJ)/events/allocsample.o $(OBJ)/symbols/elfcheck.o | alloc-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -DALLOC_PROGS_DIR='"$(abspath $(ALLOC_PROGS))"' $< $(OBJ)/allocsyms.o \
-		$(OBJ)/allocsample.o $(OBJ)/elfcheck.o -lelf -lm -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) -DALLOC_PROGS_DIR='"$(abspath $(ALLOC_PROGS))"' $< $(OBJ)/events/allocsyms.o \
+		$(OBJ)/events/allocsample.o $(OBJ)/symbols/elfcheck.o -lelf -lm -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_alloc

@@ -1,4 +1,4 @@
-# Unit tests of the CFI table builder (exporter/cfi.c) and the shared row lookup (bpf/unwind.h),
+# Unit tests of the CFI table builder (exporter/unwind/cfi.c) and the shared row lookup (bpf/unwind.h),
 # checked row by row against `readelf --debug-dump=frames-interp`. The programs are built here in
 # the variants whose CFI differs: -O0 (RBP based CFA), -O2 -fomit-frame-pointer, PIE and not,
 # -static-pie, C++ with exceptions, a shared library, .debug_frame only, and .debug_frame only in
@@ -62,9 +62,9 @@ CFI_TEST_CFLAGS := -DCFI_PROGS_DIR='"$(abspath $(CFI_PROGS))"'
 .PHONY: cfi-progs
 cfi-progs: $(CFI_PROG_FILES)
 
-$(BUILD)/test/test_cfi: test/test_cfi.c $(OBJ)/cfi.o | cfi-progs
+$(BUILD)/test/test_cfi: test/test_cfi.c $(OBJ)/unwind/cfi.o | cfi-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(CFI_TEST_CFLAGS) $< $(OBJ)/cfi.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(CFI_TEST_CFLAGS) $< $(OBJ)/unwind/cfi.o $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_cfi

@@ -1,11 +1,11 @@
-# Unit tests of the configuration file (exporter/config.c) and of the precedence of flags,
-# environment, file and defaults of `spanprof record`. The precedence lives in exporter/main.c
+# Unit tests of the configuration file (exporter/cli/config.c) and of the precedence of flags,
+# environment, file and defaults of `spanprof record`. The precedence lives in exporter/cli/main.c
 # (its argp table is the list of keys), so the test links main.c compiled with main renamed
-# (exporter/cli.h) against the agent's archive. No root.
+# (exporter/cli/cli.h) against the agent's archive. No root.
 
 CONFIG_TEST_MAIN_O := $(BUILD)/test/main_cli.o
 
-$(CONFIG_TEST_MAIN_O): exporter/main.c $(wildcard exporter/*.h) $(wildcard bpf/*.h) \
+$(CONFIG_TEST_MAIN_O): exporter/cli/main.c $(EXP_HDRS) $(wildcard bpf/*.h) \
 		$(BPF_SKELS) $(PROTO_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

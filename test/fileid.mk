@@ -1,7 +1,7 @@
-# Unit tests of exporter/fileid.c and of the process table's naming from the file identities a
+# Unit tests of exporter/process/fileid.c and of the process table's naming from the file identities a
 # sample carries (processes gone before their maps were read). Runs without root.
 
-$(BUILD)/test/test_fileid: test/test_fileid.c exporter/fileid.h exporter/proctab.h bpf/sampler.h \
+$(BUILD)/test/test_fileid: test/test_fileid.c exporter/process/fileid.h exporter/process/proctab.h bpf/sampler.h \
 		test/testproc.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,5 +1,5 @@
-# Unit tests of the OTLP encoder (exporter/otlp_encode.c) and of the process resource reader
-# (exporter/procmeta.c). test_otlp_encode checks every request twice: unpacked with protobuf-c
+# Unit tests of the OTLP encoder (exporter/otlp/otlp_encode.c) and of the process resource reader
+# (exporter/process/procmeta.c). test_otlp_encode checks every request twice: unpacked with protobuf-c
 # field by field, and decoded by integration/otlpcheck (the Collector's own pdata decoder).
 
 OTLP_TEST_DIR  := $(BUILD)/test
@@ -17,15 +17,15 @@ $(OTLPCHECK): $(OTLPCHECK_SRCS)
 OTLP_TEST_CFLAGS := -DOTLPCHECK='"$(abspath $(OTLPCHECK))"' \
 		    -DOTLP_FIXTURES='"$(abspath test/fixtures/otlp)"'
 
-$(OTLP_TEST_DIR)/test_otlp_encode: test/test_otlp_encode.c exporter/otlp_encode.h \
-		exporter/procmeta.h exporter/profile.h $(OBJ)/otlp_encode.o $(OBJ)/procmeta.o \
-		$(OBJ)/profile.o $(OTLP_PB_O) $(PROTO_H) | $(OTLPCHECK)
+$(OTLP_TEST_DIR)/test_otlp_encode: test/test_otlp_encode.c exporter/otlp/otlp_encode.h \
+		exporter/process/procmeta.h exporter/profile/profile.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/process/procmeta.o \
+		$(OBJ)/profile/profile.o $(OTLP_PB_O) $(PROTO_H) | $(OTLPCHECK)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(OTLP_TEST_CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcrypto -lcmocka \
 		-o $@
 
-$(OTLP_TEST_DIR)/test_procmeta: test/test_procmeta.c exporter/procmeta.h $(OBJ)/procmeta.o
+$(OTLP_TEST_DIR)/test_procmeta: test/test_procmeta.c exporter/process/procmeta.h $(OBJ)/process/procmeta.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(OTLP_TEST_CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcmocka -o $@

@@ -4,13 +4,13 @@
 OUTPUTS_TEST_DIR := $(BUILD)/test
 PPROF_PB_O       := $(OBJ)/gen/pprof/profile.pb-c.o
 
-$(OUTPUTS_TEST_DIR)/test_profile: test/test_profile.c exporter/profile.h $(OBJ)/profile.o
+$(OUTPUTS_TEST_DIR)/test_profile: test/test_profile.c exporter/profile/profile.h $(OBJ)/profile/profile.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcmocka -o $@
 
-$(OUTPUTS_TEST_DIR)/test_outputs: test/test_outputs.c $(wildcard exporter/*.h) $(OBJ)/profile.o \
-		$(OBJ)/pprof.o $(OBJ)/folded.o $(OBJ)/flamegraph.o $(PPROF_PB_O)
+$(OUTPUTS_TEST_DIR)/test_outputs: test/test_outputs.c $(EXP_HDRS) $(OBJ)/profile/profile.o \
+		$(OBJ)/output/pprof.o $(OBJ)/output/folded.o $(OBJ)/output/flamegraph.o $(PPROF_PB_O)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcmocka -o $@

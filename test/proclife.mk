@@ -1,7 +1,7 @@
-# Unit tests of exporter/proclife.c (a process's identity: PID and start time) and of the
+# Unit tests of exporter/process/proclife.c (a process's identity: PID and start time) and of the
 # process table's use of it (reused PIDs, sweeping exited processes). Runs without root.
 
-$(BUILD)/test/test_proclife: test/test_proclife.c exporter/proclife.h exporter/proctab.h \
+$(BUILD)/test/test_proclife: test/test_proclife.c exporter/process/proclife.h exporter/process/proctab.h \
 		test/testproc.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

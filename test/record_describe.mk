@@ -1,6 +1,6 @@
-# Unit tests of exporter/record_describe.c (start line and summary per profile type). No root.
+# Unit tests of exporter/record/record_describe.c (start line and summary per profile type). No root.
 
-$(BUILD)/test/test_record_describe: test/test_record_describe.c exporter/record_describe.h \
+$(BUILD)/test/test_record_describe: test/test_record_describe.c exporter/record/record_describe.h \
 		$(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,4 +1,4 @@
-# Unit tests of the symbolizer (exporter/symbolize.c, ksyms.c, procmaps.c) and the small programs
+# Unit tests of the symbolizer (exporter/symbols/symbolize.c, ksyms.c, procmaps.c) and the small programs
 # they symbolize. The programs are built here, in every variant a real host meets: with and
 # without DWARF, PIE and not, stripped to .dynsym, split debug info (.gnu_debuglink, the build-id
 # tree), no build ID, a shared library, C++, and broken files.
@@ -129,21 +129,21 @@ SYM_TEST_LIBS   := $(LDLIBS) -lcmocka
 .PHONY: sym-progs
 sym-progs: $(SYM_PROG_FILES)
 
-$(BUILD)/test/test_symbolize: test/test_symbolize.c $(OBJ)/symbolize.o $(OBJ)/procmaps.o \
-		$(OBJ)/elfcheck.o | sym-progs
+$(BUILD)/test/test_symbolize: test/test_symbolize.c $(OBJ)/symbols/symbolize.o $(OBJ)/process/procmaps.o \
+		$(OBJ)/symbols/elfcheck.o | sym-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(OBJ)/symbolize.o $(OBJ)/procmaps.o \
-		$(OBJ)/elfcheck.o $(SYM_TEST_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(OBJ)/symbols/symbolize.o $(OBJ)/process/procmaps.o \
+		$(OBJ)/symbols/elfcheck.o $(SYM_TEST_LIBS) -o $@
 
-$(BUILD)/test/test_procmaps: test/test_procmaps.c $(OBJ)/procmaps.o
+$(BUILD)/test/test_procmaps: test/test_procmaps.c $(OBJ)/process/procmaps.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/procmaps.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/process/procmaps.o $(LDLIBS) -lcmocka -o $@
 
-$(BUILD)/test/test_ksyms: test/test_ksyms.c $(OBJ)/ksyms.o
+$(BUILD)/test/test_ksyms: test/test_ksyms.c $(OBJ)/symbols/ksyms.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/ksyms.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/symbols/ksyms.o $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_symbolize $(BUILD)/test/test_procmaps $(BUILD)/test/test_ksyms

@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "allocsample.h"
-#include "allocsyms.h"
+#include "events/allocsample.h"
+#include "events/allocsyms.h"
 
 static const struct allocsym *find(const struct allocsyms *s, const char *name)
 {

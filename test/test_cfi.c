@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/cfi.c and the row lookup of bpf/unwind.h (compiled here as ordinary C).
- * The reference is `readelf --debug-dump=frames-interp` on the same file: for every address of
+ * Unit tests of exporter/unwind/cfi.c and the row lookup of bpf/unwind.h (compiled here as ordinary
+ * C). The reference is `readelf --debug-dump=frames-interp` on the same file: for every address of
  * every FDE range, unwind__find_row() must give the CFA rule, return address location and RBP
  * location readelf shows. The programs come from test/cfi-progs/ (built by test/cfi.mk).
  */
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 #include "unwind.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests for the configuration file (exporter/config.c) and for the precedence of flags,
- * OTEL_* environment, file and defaults of `spanprof record` (exporter/main.c, linked with
- * main renamed: exporter/cli.h). No root: nothing is sampled.
+ * Unit tests for the configuration file (exporter/cli/config.c) and for the precedence of flags,
+ * OTEL_* environment, file and defaults of `spanprof record` (exporter/cli/main.c, linked with
+ * main renamed: exporter/cli/cli.h). No root: nothing is sampled.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,9 +20,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "cli.h"
-#include "config.h"
-#include "record.h"
+#include "cli/cli.h"
+#include "cli/config.h"
+#include "record/record.h"
 
 static char tmpdir[] = "/tmp/spanprof-test-config-XXXXXX";
 static char paths[16][256];

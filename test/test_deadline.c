@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "deadline.h"
+#include "sampling/deadline.h"
 
 static uint64_t mono_ns(void)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for exporter/endpoint.c: which OTLP endpoints are accepted, and their gRPC target. */
+/* Unit tests for exporter/cli/endpoint.c: which OTLP endpoints are accepted, and their gRPC target.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "endpoint.h"
+#include "cli/endpoint.h"
 
 static void accepts(const char *s, enum endpoint_scheme scheme, const char *target)
 {

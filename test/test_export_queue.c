@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for exporter/export_queue.c: ordering, the byte bound, close and accounting. */
+/* Unit tests for exporter/otlp/export_queue.c: ordering, the byte bound, close and accounting. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "export_queue.h"
+#include "otlp/export_queue.h"
 
 static uint8_t *blob(size_t n, uint8_t fill)
 {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/fileid.c and of proctab__sample_user_locations(): a sample of a process
- * that is gone (its maps never read) is named from the file identities it carries, when another
- * process showed the agent that file; anything else stays an address, counted.
+ * Unit tests of exporter/process/fileid.c and of proctab__sample_user_locations(): a sample of a
+ * process that is gone (its maps never read) is named from the file identities it carries, when
+ * another process showed the agent that file; anything else stays an address, counted.
  *
  * The "other process" is this test: its own maps are read into the table, which opens its
  * executable in the symbol cache. The gone process is a PID above PID_MAX_LIMIT (2^22), which
@@ -23,12 +23,12 @@
 
 #include <cmocka.h>
 
-#include "fileid.h"
-#include "proclife.h"
-#include "procmaps.h"
-#include "procmeta.h"
-#include "proctab.h"
-#include "symbolize.h"
+#include "process/fileid.h"
+#include "process/proclife.h"
+#include "process/procmaps.h"
+#include "process/procmeta.h"
+#include "process/proctab.h"
+#include "symbols/symbolize.h"
 
 #include "testproc.h"
 

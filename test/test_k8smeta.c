@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/k8smeta.c (the kubelet's log layout: /var/log/pods and
+ * Unit tests of exporter/process/k8smeta.c (the kubelet's log layout: /var/log/pods and
  * /var/log/containers names, the name cache over a fixture host root) and of the syntax checks
- * of the targeting flags (exporter/targets.c). No root needed.
+ * of the targeting flags (exporter/sampling/targets.c). No root needed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "k8smeta.h"
-#include "targets.h"
+#include "process/k8smeta.h"
+#include "sampling/targets.h"
 
 #define UID "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
 #define UID2 "99999999-8888-7777-6666-555555555555"

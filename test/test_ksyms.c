@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 static char *write_tmp(const char *text)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/otlp_encode.c. Every request the encoder emits is checked twice:
+ * Unit tests of exporter/otlp/otlp_encode.c. Every request the encoder emits is checked twice:
  * (a) unpacked with protobuf-c and checked field by field against the profile it came from
  *     (table [0] zero values, no duplicates, index bounds, resources, attributes, windows,
  *     every sample exactly once);
@@ -27,9 +27,9 @@
 #include <cmocka.h>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "otlp_encode.h"
-#include "procmeta.h"
-#include "profile.h"
+#include "otlp/otlp_encode.h"
+#include "process/procmeta.h"
+#include "profile/profile.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
     pb_request;

@@ -18,11 +18,11 @@
 
 #include <cmocka.h>
 
-#include "flamegraph.h"
-#include "folded.h"
-#include "pprof.h"
+#include "output/flamegraph.h"
+#include "output/folded.h"
+#include "output/pprof.h"
 #include "pprof/profile.pb-c.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 #define PERIOD 10101010 /* 99 Hz */
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "pidwatch.h"
+#include "sampling/pidwatch.h"
 
 static pid_t sleeper(void)
 {

@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "opentelemetry/proto/processcontext/v1development/process_context.pb-c.h"
-#include "procctx.h"
+#include "spans/procctx.h"
 
 #include "testproc.h"
 

@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "proclife.h"
-#include "proctab.h"
-#include "symbolize.h"
+#include "process/proclife.h"
+#include "process/proctab.h"
+#include "symbols/symbolize.h"
 
 #include "testproc.h"
 

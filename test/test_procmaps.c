@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 static int parse_text(const char *text, struct procmaps *m)
 {

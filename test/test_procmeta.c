@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/procmeta.c: environ and OTEL_RESOURCE_ATTRIBUTES parsing, cgroup
+ * Unit tests of exporter/process/procmeta.c: environ and OTEL_RESOURCE_ATTRIBUTES parsing, cgroup
  * container ids, and reading real and fixture /proc trees. Needs no root (a root run drops
  * to nobody in a child for the permission test).
  */
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "procmeta.h"
+#include "process/procmeta.h"
 
 #define ID "3f4b6c1d2e9a8b7c6d5e4f30211203a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0"
 

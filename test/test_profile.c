@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Unit tests of the in-memory profile model (exporter/profile.c). */
+/* Unit tests of the in-memory profile model (exporter/profile/profile.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 static int setup(void **state)
 {

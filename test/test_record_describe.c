@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
-#include "record_describe.h"
+#include "profile/profile.h"
+#include "record/record_describe.h"
 
 static struct record_opts *defaults(void)
 {

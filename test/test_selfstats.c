@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/selfstats.c: the OTLP metrics request (decoded with the protobuf-c
- * unpacker of opentelemetry-proto metrics/v1 and checked metric by metric), the agent's
+ * Unit tests of exporter/telemetry/selfstats.c: the OTLP metrics request (decoded with the
+ * protobuf-c unpacker of opentelemetry-proto metrics/v1 and checked metric by metric), the agent's
  * resource (OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES), the stats log lines and the small
  * parsers. No root, no network.
  */
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
-#include "selfstats.h"
+#include "telemetry/selfstats.h"
 
 typedef Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceRequest Request;
 typedef Opentelemetry__Proto__Metrics__V1__Metric Metric;

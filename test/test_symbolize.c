@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "procmaps.h"
-#include "symbolize.h"
+#include "process/procmaps.h"
+#include "symbols/symbolize.h"
 
 #define P(name) PROGS_DIR "/" name
 #define MAX_ADDRS 4096

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "threadctx.h"
+#include "spans/threadctx.h"
 
 struct seen {
 	int n;

@@ -23,8 +23,8 @@
 
 #include <cmocka.h>
 
-#include "procmaps.h"
-#include "tlsctx.h"
+#include "process/procmaps.h"
+#include "spans/tlsctx.h"
 
 #include "testproc.h"
 

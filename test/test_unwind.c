@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "cfi.h"
-#include "procmaps.h"
+#include "unwind/cfi.h"
+#include "process/procmaps.h"
 
 /* The walker reads memory through this: a copy of a stack, [base, base + len). */
 struct fake_stack {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of `spanprof view` (exporter/view_read.c, exporter/view.c): each input format
- * built here from one scenario (OTLP protobuf with protobuf-c, the length-prefixed stream,
- * OTLP/JSON lines as the Collector's pdata writes them, gzipped pprof as exporter/pprof.c
+ * Unit tests of `spanprof view` (exporter/view/view_read.c, exporter/view/view.c): each input
+ * format built here from one scenario (OTLP protobuf with protobuf-c, the length-prefixed stream,
+ * OTLP/JSON lines as the Collector's pdata writes them, gzipped pprof as exporter/output/pprof.c
  * writes it), merging, spans, time buckets, damaged inputs, and the document itself parsed
  * back with json-c and checked against docs/view-format.md.
  */
@@ -25,9 +25,9 @@
 #include <json-c/json.h>
 #include <zlib.h>
 
-#include "otlp_pb.h"
+#include "otlp/otlp_pb.h"
 #include "pprof/profile.pb-c.h"
-#include "view.h"
+#include "view/view.h"
 
 #define T0 1764441600000000000ull /* 2025-11-29 18:40:00 UTC */
 #define MS 1000000ull
@@ -549,7 +549,8 @@ static char *json_otlp(const struct t_msg *m)
 	return out;
 }
 
-/* --- pprof, as exporter/pprof.c writes it ------------------------------------------------- */
+/* --- pprof, as exporter/output/pprof.c writes it -------------------------------------------------
+ */
 
 typedef Perftools__Profiles__Profile pp_profile;
 

@@ -20,12 +20,12 @@
 
 #include <cmocka.h>
 
-#include "proclife.h"
+#include "process/proclife.h"
 
 /*
  * Start time of the live process @pid in CLOCK_BOOTTIME ns, rounded to its tick (what BPF would
  * report): /proc/PID/stat (proc(5), field 22 starttime, clock ticks since boot) read with
- * exporter/proclife.c's parser (the test links proclife.o when it calls this).
+ * exporter/process/proclife.c's parser (the test links proclife.o when it calls this).
  */
 static inline uint64_t start_ns(pid_t pid)
 {

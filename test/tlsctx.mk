@@ -1,5 +1,5 @@
-# Unit tests of the span-link readers: exporter/tlsctx.c (where otel_thread_ctx_v1 lives in each
-# thread, OTEP 4947), exporter/threadctx.c (the thread-context record) and exporter/procctx.c (the
+# Unit tests of the span-link readers: exporter/spans/tlsctx.c (where otel_thread_ctx_v1 lives in each
+# thread, OTEP 4947), exporter/spans/threadctx.c (the thread-context record) and exporter/spans/procctx.c (the
 # process context mapping, OTEP 4719). test_tlsctx runs the programs built here, one per TLS
 # model the loader meets, and checks every thread's address against the one the code really used.
 
@@ -99,27 +99,27 @@ tls-progs: $(TLS_PROG_FILES)
 
 TLS_TEST_CFLAGS := -DTLS_PROGS_DIR='"$(abspath $(TLS_PROGS))"'
 
-$(BUILD)/test/test_tlsctx: test/test_tlsctx.c test/testproc.h exporter/tlsctx.h $(OBJ)/tlsctx.o \
-		$(OBJ)/procmaps.o $(OBJ)/elfcheck.o | tls-progs
+$(BUILD)/test/test_tlsctx: test/test_tlsctx.c test/testproc.h exporter/spans/tlsctx.h $(OBJ)/spans/tlsctx.o \
+		$(OBJ)/process/procmaps.o $(OBJ)/symbols/elfcheck.o | tls-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/tlsctx.o $(OBJ)/procmaps.o \
-		$(OBJ)/elfcheck.o -lelf -lpthread -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/spans/tlsctx.o $(OBJ)/process/procmaps.o \
+		$(OBJ)/symbols/elfcheck.o -lelf -lpthread -lcmocka -o $@
 
-$(BUILD)/test/test_threadctx: test/test_threadctx.c exporter/threadctx.h $(OBJ)/threadctx.o
+$(BUILD)/test/test_threadctx: test/test_threadctx.c exporter/spans/threadctx.h $(OBJ)/spans/threadctx.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/threadctx.o -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/spans/threadctx.o -lcmocka -o $@
 
 PROCCTX_PB_O := $(addprefix $(OBJ)/gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c.o common/v1/common.pb-c.o \
 	resource/v1/resource.pb-c.o)
 
-$(BUILD)/test/test_procctx: test/test_procctx.c test/testproc.h exporter/procctx.h \
-		$(OBJ)/procctx.o $(OBJ)/procmaps.o $(PROCCTX_PB_O) $(PROTO_H)
+$(BUILD)/test/test_procctx: test/test_procctx.c test/testproc.h exporter/spans/procctx.h \
+		$(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(PROCCTX_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/procctx.o $(OBJ)/procmaps.o $(PROCCTX_PB_O) -lprotobuf-c \
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(PROCCTX_PB_O) -lprotobuf-c \
 		-lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_tlsctx $(BUILD)/test/test_threadctx $(BUILD)/test/test_procctx

@@ -2,11 +2,11 @@
 # step kind, and whole walks of the test's own stack checked against backtrace(). The test is
 # built without frame pointers so that only CFI can walk it.
 
-$(BUILD)/test/test_unwind: test/test_unwind.c bpf/unwind_walk.h bpf/unwind.h $(OBJ)/cfi.o \
-			   $(OBJ)/procmaps.o
+$(BUILD)/test/test_unwind: test/test_unwind.c bpf/unwind_walk.h bpf/unwind.h $(OBJ)/unwind/cfi.o \
+			   $(OBJ)/process/procmaps.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -fomit-frame-pointer -fno-optimize-sibling-calls $< $(OBJ)/cfi.o \
-		$(OBJ)/procmaps.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) -fomit-frame-pointer -fno-optimize-sibling-calls $< $(OBJ)/unwind/cfi.o \
+		$(OBJ)/process/procmaps.o $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_unwind

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: ELF bytes through the CFI table builder (exporter/cfi.c) and the TLS access
- * classifier (exporter/tlsctx.c). The input is one file, or a file and its separate debug file
- * (split at the second "\177ELF", see fuzz_elf_split()). The builder reads the first CFI source
- * it finds, so the file is read three ways:
+ * Fuzz target: ELF bytes through the CFI table builder (exporter/unwind/cfi.c) and the TLS access
+ * classifier (exporter/spans/tlsctx.c). The input is one file, or a file and its separate debug
+ * file (split at the second "\177ELF", see fuzz_elf_split()). The builder reads the first CFI
+ * source it finds, so the file is read three ways:
  *  1. as it is (.eh_frame, else .debug_frame, else the debug file's), with cfi__build_fd();
  *  2. with every ".eh_frame" name renamed, so a file with both sections is read through its
  *     .debug_frame, with cfi__build_fd_stream() and a checking sink;
@@ -19,9 +19,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 #include "fuzz.h"
-#include "tlsctx.h"
+#include "spans/tlsctx.h"
 
 /* Rows checked by lookup per table: enough to cover every seed, bounded for speed. */
 #define LOOKUP_ROWS 4096

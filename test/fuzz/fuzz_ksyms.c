@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: /proc/kallsyms text through ksyms__load() (exporter/ksyms.c), which wants a path:
- * the input is served from a memfd as /proc/self/fd/N. A table that loads must answer lookups of
- * the addresses its own lines give, and of the extremes, with live strings.
+ * Fuzz target: /proc/kallsyms text through ksyms__load() (exporter/symbols/ksyms.c), which wants a
+ * path: the input is served from a memfd as /proc/self/fd/N. A table that loads must answer lookups
+ * of the addresses its own lines give, and of the extremes, with live strings.
  */
 #include <stdbool.h>
 #include <string.h>
 
 #include "fuzz.h"
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 #define MAX_ADDRS 64
 

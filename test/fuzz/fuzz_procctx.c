@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Fuzz target: an OTEP 4719 process context payload (protobuf ProcessContext, or a bare Resource)
- * through procctx__decode() (exporter/procctx.c), with the protobuf-c code generated from
+ * through procctx__decode() (exporter/spans/procctx.c), with the protobuf-c code generated from
  * otlp-proto/. On success every string the struct points to must be live and terminated and the
  * key map at most PROCCTX_MAX_KEYS long; on failure the struct must be left empty. procctx__free()
  * must accept the struct twice.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "procctx.h"
+#include "spans/procctx.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

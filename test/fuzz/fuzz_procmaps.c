@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: /proc/PID/maps text through procmaps__parse() (exporter/procmaps.c), read from a
- * memory stream. A successful parse must keep what procmaps.h says: mappings sorted by start,
- * non-overlapping, start <= end, each path a string without the " (deleted)" suffix it came
+ * Fuzz target: /proc/PID/maps text through procmaps__parse() (exporter/process/procmaps.c), read
+ * from a memory stream. A successful parse must keep what procmaps.h says: mappings sorted by
+ * start, non-overlapping, start <= end, each path a string without the " (deleted)" suffix it came
  * with, and procmaps__find() answering each non-empty mapping for its first and last byte.
  */
 #include <string.h>
 #include <sys/mman.h>
 
 #include "fuzz.h"
-#include "procctx.h"
-#include "procmaps.h"
+#include "spans/procctx.h"
+#include "process/procmaps.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: what exporter/procmeta.c reads from /proc: the environ block
+ * Fuzz target: what exporter/process/procmeta.c reads from /proc: the environ block
  * (procmeta__parse_environ(), with OTEL_RESOURCE_ATTRIBUTES inside), a bare
  * OTEL_RESOURCE_ATTRIBUTES value, and /proc/PID/cgroup (procmeta__parse_cgroup() from a memory
  * stream, and each line's path through procmeta__cgroup_path_id() and
  * procmeta__cgroup_path_pod_uid()). The same bytes feed all of them. A service name must always
  * come out, attributes must be live strings with unique keys, a container id must be 64
  * lower-case hex digits and a pod uid 8-4-4-4-12 lower-case hex digits. Each line is also a
- * kubelet log directory or file name (exporter/k8smeta.c): the names that come out must be
+ * kubelet log directory or file name (exporter/process/k8smeta.c): the names that come out must be
  * non-empty DNS names without '_'.
  */
 #include <string.h>
 
 #include "fuzz.h"
-#include "k8smeta.h"
-#include "procmeta.h"
+#include "process/k8smeta.h"
+#include "process/procmeta.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

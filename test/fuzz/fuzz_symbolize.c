@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: ELF bytes through the symbolizer (exporter/symbolize.c): open (program headers,
- * build-id note), load (.symtab/.dynsym, DWARF through libdw, compressed sections, separate
- * debug files) and lookups. The symbolizer wants paths, so the input is written to files in a
- * private directory under /dev/shm: the file itself, and, when the input carries a second ELF
+ * Fuzz target: ELF bytes through the symbolizer (exporter/symbols/symbolize.c): open (program
+ * headers, build-id note), load (.symtab/.dynsym, DWARF through libdw, compressed sections,
+ * separate debug files) and lookups. The symbolizer wants paths, so the input is written to files
+ * in a private directory under /dev/shm: the file itself, and, when the input carries a second ELF
  * file (split at the second "\177ELF", see fuzz_elf_split()), that one as its separate debug
  * file, where the symbolizer looks: <debug_dir>/.build-id/xx/rest.debug for the file's build ID
  * and, for its .gnu_debuglink name, beside the file (CRC checked).
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "fuzz.h"
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 #define MAX_ADDRS 64
 #define MAX_LOOKUP_FRAMES 32

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Fuzz target: an OTEP 4947 thread-context record, as the BPF side copies it, through
- * threadctx__check_header() and threadctx__parse_attrs() (exporter/threadctx.c). The attributes
- * are parsed with the key map sizes the agent meets (none, the input's own choice, all 256, and
- * more than a u8 can index), and every callback must name a key below that size, in increasing
- * order, with a value inside the bytes given.
+ * threadctx__check_header() and threadctx__parse_attrs() (exporter/spans/threadctx.c). The
+ * attributes are parsed with the key map sizes the agent meets (none, the input's own choice, all
+ * 256, and more than a u8 can index), and every callback must name a key below that size, in
+ * increasing order, with a value inside the bytes given.
  */
 #include <string.h>
 
 #include "fuzz.h"
-#include "threadctx.h"
+#include "spans/threadctx.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Seed of the CFI fuzz target: the call frame instructions exporter/cfi.c meets beyond what a
+ * Seed of the CFI fuzz target: the call frame instructions exporter/unwind/cfi.c meets beyond what a
  * compiler emits for plain C, in both .eh_frame and .debug_frame (.cfi_sections): a signal
  * trampoline ('S'), remember/restore state, RBP-based CFA, the PLT CFA expression ld writes, an
  * unknown CFA expression, undefined RA (outermost frame), register/val_offset rules, same_value,

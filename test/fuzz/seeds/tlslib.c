@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Seed library of the ELF fuzz targets: OTEP 4947's TLS variable reached in the TLS models
- * exporter/tlsctx.c classifies (make_seeds.sh picks the model with -mtls-dialect,
+ * exporter/spans/tlsctx.c classifies (make_seeds.sh picks the model with -mtls-dialect,
  * -ftls-model and VIS; -DEXTERN only refers to a variable another module defines).
  */
 #ifndef VIS

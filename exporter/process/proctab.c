@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "process/fileid.h"
+#include "process/proclife.h"
+#include "process/procmaps.h"
+#include "process/procmeta.h"
+#include "process/proctab.h"
+#include "util/util.h"
+
+/* A PC outside every mapping triggers a re-read of maps at most this often. */
+#define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
+/* Inline chains deeper than this are cut (outermost frames kept last). */
+#define MAX_INLINE 16
+
+struct map_ext {
+	struct elf_object *obj; /* NULL: not a file, or it could not be opened */
+	uint32_t prof_mapping;	/* index in the profile, valid when gen matches */
+	uint32_t gen;
+};
+
+struct proc {
+	uint32_t pid; /* hash key */
+	uint64_t start_boot_ns;
+	uint64_t maps_read_ns; /* CLOCK_MONOTONIC of the last maps read */
+	struct procmaps maps;
+	struct map_ext *ext;  /* one per maps.maps[] */
+	char *exe;	      /* NULL: unknown */
+	uint32_t last_gen;    /* proctab gen of its latest sample */
+	struct procmeta meta; /* resource facts, read with the first maps */
+	int meta_err;	      /* 0, or why meta could not be read */
+	/* Mappings its samples' file identities showed (fileid.h), for samples without them. */
+	struct sp_vma *fvmas;
+	uint32_t nfvmas;
+	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
+	UT_hash_handle hh;
+};
+
+struct proctab {
+	struct proc *procs;
+	struct symcache *syms;
+	struct ksyms *ksyms;
+	uint32_t gen;		 /* bumped by proctab__profile_reset() */
+	struct elf_object *vdso; /* the kernel's vDSO image, shared by every process */
+	int vdso_tried;
+	struct proctab_stats stats;
+	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
+	void *maps_hook_ctx;
+	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
+	void *meta_hook_ctx;
+};
+
+struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms)
+{
+	struct proctab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->syms = syms;
+	t->ksyms = ksyms;
+	t->gen = 1;
+	return t;
+}
+
+static void proc_clear(struct proc *proc)
+{
+	procmaps__clear(&proc->maps);
+	free(proc->ext);
+	proc->ext = NULL;
+}
+
+static void proc_free(struct proctab *t, struct proc *proc)
+{
+	HASH_DEL(t->procs, proc);
+	proc_clear(proc);
+	procmeta__clear(&proc->meta);
+	free(proc->exe);
+	free(proc->fvmas);
+	free(proc);
+}
+
+void proctab__free(struct proctab *t)
+{
+	struct proc *proc, *tmp;
+
+	if (!t)
+		return;
+	HASH_ITER (hh, t->procs, proc, tmp)
+		proc_free(t, proc);
+	free(t);
+}
+
+/*
+ * Every process maps the same vDSO image, which exists only in memory: copy
+ * ours into a memfd once and symbolize all [vdso] frames against it.
+ */
+static struct elf_object *vdso_object(struct proctab *t)
+{
+	struct procmaps self = {0};
+	const struct procmap *m = NULL;
+	char path[64];
+	int fd = -1;
+
+	if (t->vdso_tried)
+		return t->vdso;
+	t->vdso_tried = 1;
+	if (procmaps__read_filtered(getpid(), PROCMAPS_EXEC_ONLY, &self))
+		return NULL;
+	for (size_t i = 0; i < self.n; i++)
+		if (!strcmp(self.maps[i].path, "[vdso]"))
+			m = &self.maps[i];
+	if (!m)
+		goto cleanup;
+	fd = memfd_create("spanprof-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		goto cleanup;
+	if (write(fd, (void *)(uintptr_t)m->start, m->end - m->start) !=
+	    (ssize_t)(m->end - m->start))
+		goto cleanup;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	t->vdso = symcache__open(t->syms, path, "[vdso]");
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	procmaps__clear(&self);
+	return t->vdso;
+}
+
+static int is_file_mapping(const struct procmap *m)
+{
+	return m->path[0] == '/' && (m->prot & PROT_EXEC);
+}
+
+/*
+ * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
+ * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
+ * process's samples are never named with the newer one's mappings. The maps hook sees the
+ * outcome (no mapping when the read failed or was dropped).
+ */
+static int proc_read_maps(struct proctab *t, struct proc *proc)
+{
+	char path[PATH_MAX];
+	int err, ret = 0;
+
+	proc_clear(proc);
+	proc->maps_read_ns = util__mono_ns();
+	err = procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &proc->maps);
+	if (err && !proc->maps.n) {
+		t->stats.maps_read_failed++;
+		goto hook;
+	}
+	proc->ext = calloc(proc->maps.n ? proc->maps.n : 1, sizeof(*proc->ext));
+	if (!proc->ext) {
+		procmaps__clear(&proc->maps);
+		goto hook;
+	}
+	for (size_t i = 0; i < proc->maps.n; i++) {
+		const struct procmap *m = &proc->maps.maps[i];
+
+		if (!strcmp(m->path, "[vdso]")) {
+			proc->ext[i].obj = vdso_object(t);
+			continue;
+		}
+		if (!is_file_mapping(m))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", proc->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		proc->ext[i].obj = symcache__open(t->syms, path, m->path);
+		if (!proc->ext[i].obj) {
+			snprintf(path, sizeof(path), "/proc/%u/root%s", proc->pid, m->path);
+			proc->ext[i].obj = symcache__open(t->syms, path, m->path);
+		}
+		if (!proc->ext[i].obj) {
+			t->stats.objects_failed++;
+			if (getenv("SPANPROF_DEBUG"))
+				fprintf(stderr, "spanprof: debug: cannot open %s of PID %u: %s\n",
+					m->path, proc->pid, strerror(errno));
+		}
+	}
+	/* The process was there when sampled: still there now means every read above was its. */
+	if (proclife__check(proc->pid, proc->start_boot_ns) == -ESTALE) {
+		t->stats.pid_reused++;
+		proc_clear(proc);
+		ret = -ESTALE;
+	}
+hook:
+	/* CFI unwinder hook: the walker's mapping list follows every read. */
+	if (t->maps_hook)
+		t->maps_hook(t->maps_hook_ctx, proc->pid, proc->start_boot_ns, &proc->maps);
+	return ret;
+}
+
+struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct proc *proc;
+	char link[64], exe[PATH_MAX];
+	ssize_t n;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (proc && proc->start_boot_ns == start_boot_ns) {
+		proc->last_gen = t->gen;
+		return proc;
+	}
+	if (!proc) {
+		proc = calloc(1, sizeof(*proc));
+		if (!proc)
+			return NULL;
+		proc->pid = pid;
+		HASH_ADD(hh, t->procs, pid, sizeof(pid), proc);
+	}
+	/* New process, or the PID now belongs to another one. */
+	proc->start_boot_ns = start_boot_ns;
+	proc->nfvmas = 0;
+	proc->last_gen = t->gen;
+	t->stats.processes++;
+	free(proc->exe);
+	proc->exe = NULL;
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		proc->exe = strdup(exe);
+	}
+	procmeta__clear(&proc->meta);
+	proc->meta_err = procmeta__read(pid, &proc->meta);
+	/* The maps read checks the PID last: the exe and resource facts are dropped with them. */
+	if (proc_read_maps(t, proc) == -ESTALE) {
+		free(proc->exe);
+		proc->exe = NULL;
+		procmeta__clear(&proc->meta);
+		proc->meta_err = -ESTALE;
+	}
+	if (!proc->meta_err && t->meta_hook)
+		t->meta_hook(t->meta_hook_ctx, pid, &proc->meta);
+	return proc;
+}
+
+int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out)
+{
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc)
+		return -ESRCH;
+	if (proc->meta_err)
+		return proc->meta_err;
+	*out = &proc->meta;
+	return 0;
+}
+
+const char *proc__exe(const struct proc *proc)
+{
+	return proc->exe ? proc->exe : "";
+}
+
+static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
+			      enum frame_kind kind, const struct sym_frame *frames, int n)
+{
+	struct profile_line lines[MAX_INLINE];
+	struct profile_function f;
+	int out = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+
+		/*
+		 * A function "inlined into itself" (glibc's debug info says so of aliases such
+		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
+		 */
+		if (out && name && lines[out - 1].function &&
+		    !strcmp(name, profile__string(
+				      p, profile__function(p, lines[out - 1].function)->name)))
+			continue;
+
+		f.name = profile__intern_string(p, name);
+		f.system_name =
+		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
+		f.filename = profile__intern_string(p, frames[i].file);
+		lines[out].function = profile__intern_function(p, &f);
+		lines[out].line = frames[i].line;
+		out++;
+	}
+	return profile__intern_location(p, mapping, address, kind, lines, out);
+}
+
+static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, struct profile *p)
+{
+	const struct procmap *m = &proc->maps.maps[i];
+	struct map_ext *x = &proc->ext[i];
+	struct profile_mapping pm;
+
+	if (x->gen == t->gen)
+		return x->prof_mapping;
+	pm.memory_start = m->start;
+	pm.memory_limit = m->end;
+	pm.file_offset = m->offset;
+	pm.filename = profile__intern_string(p, m->path);
+	pm.build_id = profile__intern_string(p, x->obj ? elf_object__build_id(x->obj) : NULL);
+	x->prof_mapping = profile__intern_mapping(p, &pm);
+	x->gen = t->gen;
+	return x->prof_mapping;
+}
+
+/* At most this many mappings learnt from a process's samples are kept in its entry. */
+#define MAX_FVMAS 64
+
+static int same_file_id(const struct sp_file_id *a, const struct sp_file_id *b)
+{
+	return a->ino == b->ino && a->dev == b->dev && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
+}
+
+/*
+ * Keeps the mappings of a sample's table in its process's entry: a later sample whose lookup
+ * could not run (taken inside mmap(2)) is named from them. An exec (another executable)
+ * forgets them.
+ */
+static void fileid_learn(struct proc *proc, const struct sp_vmas *vmas)
+{
+	uint32_t n = vmas->n < SP_MAX_VMAS ? vmas->n : SP_MAX_VMAS;
+
+	if (!vmas->exe.ino)
+		return;
+	if (!same_file_id(&proc->fexe, &vmas->exe)) {
+		proc->nfvmas = 0;
+		proc->fexe = vmas->exe;
+	}
+	if (!proc->fvmas && n) {
+		proc->fvmas = calloc(MAX_FVMAS, sizeof(*proc->fvmas));
+		if (!proc->fvmas)
+			return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sp_vma *v = &vmas->vma[i];
+		uint32_t j;
+
+		for (j = 0; j < proc->nfvmas; j++)
+			if (proc->fvmas[j].start == v->start)
+				break;
+		if (j < proc->nfvmas)
+			proc->fvmas[j] = *v; /* the newest sample knows best */
+		else if (proc->nfvmas < MAX_FVMAS)
+			proc->fvmas[proc->nfvmas++] = *v;
+	}
+}
+
+/*
+ * The recorded mapping holding @pc: the sample's own table, else what earlier samples of the
+ * process under the same executable showed. NULL if none.
+ */
+static const struct sp_vma *fileid_entry(const struct proc *proc, const struct sp_vmas *vmas,
+					 uint64_t pc)
+{
+	const struct sp_vma *e = fileid__find(vmas, pc);
+
+	if (e || !vmas || !proc->nfvmas || !same_file_id(&proc->fexe, &vmas->exe))
+		return e;
+	for (uint32_t i = 0; i < proc->nfvmas; i++)
+		if (pc >= proc->fvmas[i].start && pc < proc->fvmas[i].end)
+			return &proc->fvmas[i];
+	return NULL;
+}
+
+/* The object of a recorded mapping: the vDSO, or the cache's object of its file. */
+static struct elf_object *fileid_obj(struct proctab *t, const struct sp_vma *e)
+{
+	if (!e)
+		return NULL;
+	if (e->flags & SP_VMA_VDSO)
+		return vdso_object(t);
+	return fileid__object(t->syms, &e->file);
+}
+
+/*
+ * The location of @pc named through the sample's file identity: @e holds it, @obj is the
+ * symbol cache's object of its file. Mapping and names as user_location() gives them.
+ */
+static uint32_t fileid_location(struct proctab *t, struct profile *p, const struct sp_vma *e,
+				struct elf_object *obj, uint64_t pc, int is_return)
+{
+	struct sym_frame frames[MAX_INLINE];
+	struct profile_mapping pm;
+	uint32_t mapping, loc;
+	uint64_t vaddr, offset = e->flags & SP_VMA_VDSO ? 0 : e->offset;
+	int n = 0;
+
+	pm.memory_start = e->start;
+	pm.memory_limit = e->end;
+	pm.file_offset = offset;
+	pm.filename = profile__intern_string(
+	    p, e->flags & SP_VMA_VDSO ? "[vdso]" : elf_object__orig_path(obj));
+	pm.build_id = profile__intern_string(p, elf_object__build_id(obj));
+	mapping = profile__intern_mapping(p, &pm);
+	t->stats.frames_fileid++;
+	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (loc)
+		return loc;
+	if (!elf_object__file_offset_to_vaddr(obj, pc - e->start + offset - (is_return ? 1 : 0),
+					      &vaddr)) {
+		n = symcache__lookup(t->syms, obj, vaddr, frames, MAX_INLINE);
+		if (n < 0)
+			n = 0;
+	}
+	if (!n)
+		t->stats.frames_unsymbolized++;
+	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+}
+
+static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
+			      int is_return, const struct sp_vmas *vmas)
+{
+	struct sym_frame frames[MAX_INLINE];
+	const struct procmap *m = procmaps__find(&proc->maps, pc);
+	const struct sp_vma *e = m ? NULL : fileid_entry(proc, vmas, pc);
+	struct elf_object *obj = fileid_obj(t, e);
+	uint32_t mapping, loc;
+	uint64_t vaddr;
+	size_t i;
+	int n = 0;
+
+	/* The sample says which file: no maps read needed (the process may be long gone). */
+	if (obj)
+		return fileid_location(t, p, e, obj, pc, is_return);
+	if (!m && util__mono_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
+		proc_read_maps(t, proc);
+		m = procmaps__find(&proc->maps, pc);
+		/* Opening the maps' files may have taught the cache the recorded one. */
+		obj = !m ? fileid_obj(t, e) : NULL;
+		if (obj)
+			return fileid_location(t, p, e, obj, pc, is_return);
+	}
+	if (!m) {
+		if (e && e->file.ino) {
+			t->stats.frames_fileid_unknown++;
+			if (getenv("SPANPROF_DEBUG"))
+				fprintf(stderr,
+					"spanprof: debug: PID %u: no file known with device %x, "
+					"inode %llu, size %llu, mtime %lld.%09u\n",
+					proc->pid, e->file.dev, (unsigned long long)e->file.ino,
+					(unsigned long long)e->file.size,
+					(long long)e->file.mtime_sec, e->file.mtime_nsec);
+		} else
+			t->stats.frames_unmapped++;
+		return profile__intern_location(p, 0, pc, FRAME_NATIVE, NULL, 0);
+	}
+	i = m - proc->maps.maps;
+	mapping = prof_mapping(t, proc, i, p);
+	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (loc)
+		return loc;
+	if (proc->ext[i].obj &&
+	    !elf_object__file_offset_to_vaddr(
+		proc->ext[i].obj, pc - m->start + m->offset - (is_return ? 1 : 0), &vaddr)) {
+		n = symcache__lookup(t->syms, proc->ext[i].obj, vaddr, frames, MAX_INLINE);
+		if (n < 0)
+			n = 0;
+	}
+	if (!n)
+		t->stats.frames_unsymbolized++;
+	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+}
+
+/* The executable of a process whose resource facts could not be read, from its file identity. */
+static void fileid_exe(struct proctab *t, struct proc *proc, const struct sp_vmas *vmas)
+{
+	struct elf_object *obj = fileid__object(t->syms, &vmas->exe);
+	const char *path = obj ? elf_object__orig_path(obj) : NULL, *slash;
+	struct procmeta meta = {0};
+
+	if (!path || path[0] != '/')
+		return;
+	slash = strrchr(path, '/');
+	meta.exe_path = strdup(path);
+	meta.exe_name = strdup(slash + 1);
+	if (!meta.exe_path || !meta.exe_name || procmeta__finish(&meta)) {
+		procmeta__clear(&meta);
+		return;
+	}
+	procmeta__clear(&proc->meta);
+	proc->meta = meta;
+	proc->meta_err = 0;
+	if (!proc->exe)
+		proc->exe = strdup(path);
+	t->stats.exe_fileid++;
+}
+
+int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
+{
+	char path[SP_EXEC_PATH_LEN + SP_EXEC_NAME_LEN + 2], name[SP_EXEC_NAME_LEN + 1], *slash;
+	int ret;
+
+	memcpy(path, e->path, SP_EXEC_PATH_LEN);
+	path[SP_EXEC_PATH_LEN] = '\0';
+	memcpy(name, e->name, SP_EXEC_NAME_LEN);
+	name[SP_EXEC_NAME_LEN] = '\0';
+	ret = fileid__open_path(t->syms, &e->file, path);
+	/*
+	 * A symlink (cc -> gcc-12, a "current" link switched to a newer build meanwhile): the
+	 * file's own name in the same directory.
+	 */
+	slash = strrchr(path, '/');
+	if (ret == -ESTALE && slash && name[0] && strcmp(slash + 1, name) &&
+	    strlen(name) < SP_EXEC_NAME_LEN) {
+		strcpy(slash + 1, name);
+		ret = fileid__open_path(t->syms, &e->file, path);
+	}
+	if (ret > 0)
+		t->stats.exec_paths_opened++;
+	else if (ret < 0)
+		t->stats.exec_paths_failed++;
+	return ret;
+}
+
+uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
+{
+	return proctab__sample_user_locations(t, proc, p, pcs, n, NULL, locs);
+}
+
+uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
+					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
+					uint32_t *locs)
+{
+	uint32_t out = 0;
+
+	/* Only samples of processes not loaded yet carry an identity (the executable's, at least).
+	 */
+	if (vmas && !vmas->exe.ino && !vmas->n)
+		vmas = NULL;
+	if (vmas) {
+		fileid_learn(proc, vmas);
+		if (proc->meta_err)
+			fileid_exe(t, proc, vmas);
+	}
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t loc;
+
+		/* A zero return address is where the frame-pointer chain ends. */
+		if (!pcs[i])
+			break;
+		loc = user_location(t, proc, p, pcs[i], i > 0, vmas);
+
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
+				   uint32_t n, uint32_t *locs)
+{
+	struct sym_frame frame = {0};
+	uint32_t out = 0, loc;
+	uint64_t off;
+
+	for (uint32_t i = 0; i < n; i++) {
+		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
+		if (!loc) {
+			frame.function =
+			    t->ksyms ? ksyms__lookup(t->ksyms, pcs[i] - (i > 0), &off) : NULL;
+			frame.system_name = frame.function;
+			if (!frame.function)
+				t->stats.kernel_unsymbolized++;
+			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
+					    frame.function ? 1 : 0);
+		}
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+void proctab__profile_reset(struct proctab *t)
+{
+	t->gen++;
+}
+
+size_t proctab__sweep(struct proctab *t, int keep_current)
+{
+	struct proc *proc, *tmp;
+	size_t n = 0;
+
+	HASH_ITER (hh, t->procs, proc, tmp) {
+		/* Its samples of this interval are not encoded yet: the encoder wants its meta. */
+		if (keep_current && proc->last_gen == t->gen)
+			continue;
+		if (!proclife__check(proc->pid, proc->start_boot_ns))
+			continue;
+		proc_free(t, proc);
+		n++;
+	}
+	t->stats.processes_freed += n;
+	return n;
+}
+
+size_t proctab__count(const struct proctab *t)
+{
+	return HASH_COUNT(t->procs);
+}
+
+const struct proctab_stats *proctab__stats(const struct proctab *t)
+{
+	return &t->stats;
+}
+
+void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)
+{
+	t->meta_hook = fn;
+	t->meta_hook_ctx = ctx;
+}
+
+/* --- CFI unwinder hooks --- */
+void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx)
+{
+	t->maps_hook = fn;
+	t->maps_hook_ctx = ctx;
+}
+
+int proctab__refresh(struct proctab *t, uint32_t pid)
+{
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc)
+		return -ESRCH;
+	proc_read_maps(t, proc);
+	return 0;
+}
+/* --- end of CFI unwinder hooks --- */

@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler.skel.h"
+#include "sampling/sampler_events.h"
+#include "sampling/sampler_user.h"
+
+/* Event profile types, by SP_PROF_* (CPU is the perf events below). */
+static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
+    [SP_PROF_ALLOC] = &sampler_ev_alloc,
+    [SP_PROF_LOCK] = &sampler_ev_lock,
+    [SP_PROF_OFFCPU] = &sampler_ev_offcpu,
+};
+
+struct sampler {
+	struct sampler_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpus; /* possible CPUs */
+	int *pfds; /* perf event fd per CPU, -1 if offline */
+	struct bpf_link **links;
+	int nattached;
+	sampler_cb cb;
+	void *ctx;
+	sampler_event_cb event_cb;
+	struct bpf_link *unw_links[3]; /* exec, exit, mmap */
+	struct sampler_unwind_maps unw;
+	int unwind;
+	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
+	int threadctx;
+	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
+	struct bpf_link **uprobe_links;
+	size_t nuprobe_links, max_uprobe_links;
+	uint32_t types;				    /* profile types: 1 << SP_PROF_* */
+	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
+	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
+	sampler_exec_path_cb exec_path_cb;	    /* file identities: executable paths */
+	struct bpf_link *exec_path_link;
+};
+
+static int handle_unwind_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size < sizeof(struct unwind_event) || !s->event_cb)
+		return 0;
+	return s->event_cb(s->ctx, data);
+}
+
+/*
+ * The mmap hook is a classic tracepoint: libbpf finds its id in tracefs, which may not be
+ * mounted. Mount it once if so; without it, new code is found by the fallback (a PC outside the
+ * known mappings makes the agent re-read them).
+ */
+static struct bpf_link *attach_mmap_hook(struct sampler *s, struct bpf_program *prog)
+{
+	struct stat st;
+
+	/* Mounted by us, unmounted by sampler__free(): the system is left as it was. */
+	if (stat("/sys/kernel/tracing/events", &st) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+		s->mounted_tracefs = 1;
+	return bpf_program__attach(prog);
+}
+
+static int attach_unwind_hooks(struct sampler *s)
+{
+	int err;
+
+	s->unw_links[0] = bpf_program__attach(s->skel->progs.on_unw_exec);
+	if (!s->unw_links[0]) {
+		err = -errno;
+		fprintf(stderr,
+			"spanprof: attaching the exec hook (tp_btf/sched_process_exec) "
+			"failed: %s\n",
+			strerror(-err));
+		return err;
+	}
+	s->unw_links[1] = bpf_program__attach(s->skel->progs.on_unw_exit);
+	if (!s->unw_links[1]) {
+		err = -errno;
+		fprintf(stderr,
+			"spanprof: attaching the exit hook (tp_btf/sched_process_exit) "
+			"failed: %s\n",
+			strerror(-err));
+		return err;
+	}
+	s->unw_links[2] = attach_mmap_hook(s, s->skel->progs.on_unw_mmap);
+	if (!s->unw_links[2])
+		fprintf(stderr,
+			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
+			"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
+			"is found when its first PC is sampled\n",
+			strerror(errno));
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size == sizeof(struct sp_exec_path))
+		return s->exec_path_cb ? s->exec_path_cb(s->ctx, data) : 0;
+	if (size < sizeof(struct sp_sample))
+		return 0;
+	return s->cb(s->ctx, data);
+}
+
+static int open_cpu_clock(int cpu, uint32_t freq)
+{
+	struct perf_event_attr attr = {
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .sample_freq = freq,
+	    .freq = 1,
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && !getenv("SPANPROF_DEBUG"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts)
+{
+	struct sampler *s;
+	uint32_t rb_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes : 4u << 20;
+	int err, cpu;
+	uint8_t one = 1;
+
+	libbpf_set_print(libbpf_quiet);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->cb = opts->cb;
+	s->ctx = opts->ctx;
+	s->event_cb = opts->event_cb;
+	s->types = opts->profile_types ? opts->profile_types : 1u << SP_PROF_CPU;
+	s->unwind = opts->unwind_max_chunks > 0;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		err = s->ncpus ? s->ncpus : -EINVAL;
+		fprintf(stderr, "spanprof: cannot count the possible CPUs: %s\n", strerror(-err));
+		goto cleanup;
+	}
+
+	s->skel = sampler_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		fprintf(stderr, "spanprof: cannot open the BPF object: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	/* Targeting (bpf/filter.bpf.h): only the filters asked for are loaded. */
+	s->skel->rodata->filter_mask = (opts->npids ? SP_FILTER_PID : 0) |
+				       (opts->filter_exe_max ? SP_FILTER_EXE : 0) |
+				       (opts->filter_cgroup_max ? SP_FILTER_CGROUP : 0);
+	if (opts->npids > 0)
+		bpf_map__set_max_entries(s->skel->maps.pid_filter, opts->npids);
+	if (opts->filter_exe_max)
+		bpf_map__set_max_entries(s->skel->maps.exe_filter, opts->filter_exe_max);
+	if (opts->filter_cgroup_max)
+		bpf_map__set_max_entries(s->skel->maps.cgroup_filter, opts->filter_cgroup_max);
+	s->filter_exe_max = opts->filter_exe_max;
+	s->filter_cgroup_max = opts->filter_cgroup_max;
+	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
+	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
+	s->skel->rodata->unwind_enabled = s->unwind;
+	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
+	s->skel->rodata->fileid_enabled =
+	    !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;
+	s->exec_path_cb = opts->exec_path_cb;
+	if (!s->exec_path_cb || !s->skel->rodata->fileid_enabled)
+		bpf_program__set_autoload(s->skel->progs.on_fileid_exec, false);
+	if (s->unwind) {
+		s->unw.max_chunks = opts->unwind_max_chunks;
+		s->unw.max_tables = opts->unwind_max_tables ? opts->unwind_max_tables : 16384;
+		s->unw.max_procs = opts->unwind_max_procs ? opts->unwind_max_procs : 8192;
+		bpf_map__set_max_entries(s->skel->maps.unwind_chunks, s->unw.max_chunks);
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, s->unw.max_tables);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, s->unw.max_procs);
+	} else {
+		/* Nothing of the walker is created: one-entry maps, hooks not loaded. */
+		bpf_map__set_max_entries(s->skel->maps.unwind_chunks, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+		bpf_program__set_autoload(s->skel->progs.on_unw_exec, false);
+		bpf_program__set_autoload(s->skel->progs.on_unw_exit, false);
+		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
+	}
+
+	s->threadctx = opts->threadctx;
+	s->skel->rodata->threadctx_enabled = opts->threadctx;
+	if (opts->threadctx) {
+		bpf_map__set_max_entries(s->skel->maps.tls_procs, opts->threadctx_max_procs
+								      ? opts->threadctx_max_procs
+								      : 8192);
+	} else {
+		bpf_map__set_max_entries(s->skel->maps.tls_procs, 1);
+	}
+	if (!opts->threadctx || !s->unwind)
+		bpf_program__set_autoload(s->skel->progs.on_ctx_prctl, false);
+	if (!opts->threadctx || !opts->ctx_uprobes) {
+		bpf_map__set_max_entries(s->skel->maps.ctx_threads, 1);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_enter, false);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_return, false);
+		bpf_program__set_autoload(s->skel->progs.on_ctx_thread_exit, false);
+	} else {
+		s->max_uprobe_links = opts->ctx_uprobes * 2;
+		s->uprobe_links = calloc(s->max_uprobe_links, sizeof(*s->uprobe_links));
+		if (!s->uprobe_links) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+
+	for (int t = 0; t < SP_PROF_NTYPES; t++) {
+		if (!event_types[t])
+			continue;
+		err = event_types[t]->configure(s->skel, opts, !!(s->types & (1u << t)));
+		if (err)
+			goto cleanup;
+	}
+
+	err = sampler_bpf__load(s->skel);
+	if (err) {
+		fprintf(stderr,
+			"spanprof: loading the BPF sampler failed: %s (needs a kernel with BTF, "
+			"perf events and BPF ring buffers; run with SPANPROF_DEBUG=1 for the "
+			"verifier log)\n",
+			strerror(-err));
+		goto cleanup;
+	}
+	for (size_t i = 0; i < opts->npids; i++) {
+		err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pid_filter), &opts->pids[i],
+					  &one, BPF_ANY);
+		if (err) {
+			err = -errno;
+			fprintf(stderr, "spanprof: cannot fill the PID filter: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+	}
+
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		fprintf(stderr, "spanprof: cannot map the ring buffer: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (s->unwind) {
+		err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.unwind_events),
+				       handle_unwind_event, s);
+		if (err) {
+			fprintf(stderr, "spanprof: cannot map the unwinder's ring buffer: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
+		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
+		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+		err = attach_unwind_hooks(s);
+		if (err)
+			goto cleanup;
+		if (s->threadctx) {
+			/* Like the mmap hook: without it, contexts published later are found by
+			 * the agent's periodic re-check. */
+			s->ctx_links[1] = attach_mmap_hook(s, s->skel->progs.on_ctx_prctl);
+			if (!s->ctx_links[1])
+				fprintf(stderr,
+					"spanprof: warning: no prctl hook (tracepoint "
+					"syscalls/sys_enter_prctl: %s): process contexts published "
+					"later are found within a minute\n",
+					strerror(errno));
+		}
+	}
+	if (s->uprobe_links) {
+		s->ctx_links[0] = bpf_program__attach(s->skel->progs.on_ctx_thread_exit);
+		if (!s->ctx_links[0]) {
+			err = -errno;
+			fprintf(stderr,
+				"spanprof: attaching the thread exit hook "
+				"(tp_btf/sched_process_exit) failed: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+	}
+
+	for (int t = 0; t < SP_PROF_NTYPES; t++) {
+		if (!event_types[t] || !(s->types & (1u << t)))
+			continue;
+		err = event_types[t]->attach(s->skel, opts, &s->ev_state[t]);
+		if (err)
+			goto cleanup;
+	}
+
+	s->pfds = malloc(sizeof(*s->pfds) * s->ncpus);
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	if (!s->pfds || !s->links) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (cpu = 0; cpu < s->ncpus; cpu++)
+		s->pfds[cpu] = -1;
+	for (cpu = 0; cpu < s->ncpus && (s->types & (1u << SP_PROF_CPU)); cpu++) {
+		s->pfds[cpu] = open_cpu_clock(cpu, opts->frequency_hz);
+		if (s->pfds[cpu] < 0) {
+			err = -errno;
+			if (err == -ENODEV) /* offline CPU */
+				continue;
+			fprintf(
+			    stderr,
+			    "spanprof: perf_event_open(cpu-clock) on CPU %d failed: %s "
+			    "(needs CAP_PERFMON or root, and kernel.perf_event_paranoid <= 2)\n",
+			    cpu, strerror(-err));
+			goto cleanup;
+		}
+		s->links[cpu] =
+		    bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, s->pfds[cpu]);
+		if (!s->links[cpu]) {
+			err = -errno;
+			fprintf(stderr, "spanprof: attaching the sampler to CPU %d failed: %s\n",
+				cpu, strerror(-err));
+			goto cleanup;
+		}
+		s->nattached++;
+	}
+	if (!s->nattached && (s->types & (1u << SP_PROF_CPU))) {
+		err = -ENODEV;
+		fprintf(stderr, "spanprof: no online CPU accepted a perf event\n");
+		goto cleanup;
+	}
+	/* File identities: without the hook, binaries no live process showed stay unnamed. */
+	if (bpf_program__autoload(s->skel->progs.on_fileid_exec)) {
+		s->exec_path_link = bpf_program__attach(s->skel->progs.on_fileid_exec);
+		if (!s->exec_path_link)
+			fprintf(stderr,
+				"spanprof: warning: no exec hook (tp_btf/sched_process_exec: %s): "
+				"short-lived processes are named only from files a live process "
+				"showed\n",
+				strerror(errno));
+	}
+	if (!opts->start_disabled)
+		sampler__start(s);
+	return s;
+
+cleanup:
+	sampler__free(s);
+	errno = -err;
+	return NULL;
+}
+
+void sampler__start(struct sampler *s)
+{
+	/* The perf events run from attach on; the program ignores them until this flag is set. */
+	s->skel->bss->sampling = 1;
+}
+
+void sampler__stop(struct sampler *s)
+{
+	if (s && s->skel && s->skel->bss) /* the event types too, at the same moment */
+		s->skel->bss->sampling = 0;
+	for (int cpu = 0; s && s->pfds && cpu < s->ncpus; cpu++)
+		if (s->pfds[cpu] >= 0)
+			ioctl(s->pfds[cpu], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	/* First: a tracepoint link's program is released a grace period after it goes. */
+	bpf_link__destroy(s->exec_path_link);
+	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
+		bpf_link__destroy(s->links[cpu]);
+	for (int i = 0; i < 3; i++)
+		bpf_link__destroy(s->unw_links[i]);
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(s->ctx_links[i]);
+	for (size_t i = 0; i < s->nuprobe_links; i++)
+		bpf_link__destroy(s->uprobe_links[i]);
+	free(s->uprobe_links);
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && s->ev_state[t])
+			event_types[t]->free(s->ev_state[t]);
+	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
+		if (s->pfds[cpu] >= 0)
+			close(s->pfds[cpu]);
+	ring_buffer__free(s->rb);
+	sampler_bpf__destroy(s->skel);
+	if (s->mounted_tracefs && umount2("/sys/kernel/tracing", MNT_DETACH))
+		fprintf(stderr, "spanprof: warning: unmounting /sys/kernel/tracing: %s\n",
+			strerror(errno));
+	free(s->links);
+	free(s->pfds);
+	free(s);
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	/* Samples wake us only when the ring fills up (ringbuf_wakeup_bytes): drain on timeout. */
+	if (n == 0)
+		n = ring_buffer__consume(s->rb);
+	return n == -EINTR ? 0 : n;
+}
+
+int sampler__drain(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX])
+{
+	uint64_t *vals;
+	int fd = bpf_map__fd(s->skel->maps.stats);
+
+	vals = calloc(s->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < SP_STAT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int cpu = 0; cpu < s->ncpus; cpu++)
+			out[k] += vals[cpu];
+	}
+	free(vals);
+	return 0;
+}
+
+int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out)
+{
+	if (!s->unwind)
+		return -ENOTSUP;
+	*out = s->unw;
+	return 0;
+}
+
+int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out)
+{
+	if (!s->threadctx)
+		return -ENOTSUP;
+	out->procs_fd = bpf_map__fd(s->skel->maps.tls_procs);
+	out->threads_fd = bpf_map__fd(s->skel->maps.ctx_threads);
+	return 0;
+}
+
+static int attach_one_uprobe(struct sampler *s, struct bpf_program *prog, const char *binary,
+			     const char *func, uint32_t mode, int retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = retprobe,
+		    .bpf_cookie = mode);
+	struct bpf_link *l;
+
+	if (s->nuprobe_links == s->max_uprobe_links)
+		return -ENOSPC;
+	l = bpf_program__attach_uprobe_opts(prog, -1, binary, 0, &uo);
+	if (!l) {
+		int err = -errno;
+		char why[128];
+
+		/* libbpf's own codes (not an ELF file, ...) are beyond strerror's range. */
+		if (err == -LIBBPF_ERRNO__FORMAT || err == -LIBBPF_ERRNO__LIBELF)
+			snprintf(why, sizeof(why), "not a readable ELF file");
+		else
+			libbpf_strerror(err, why, sizeof(why));
+		fprintf(stderr, "spanprof: --context-uprobe %s:%s: attaching the %s failed: %s\n",
+			binary, func, retprobe ? "uretprobe" : "uprobe", why);
+		return err;
+	}
+	s->uprobe_links[s->nuprobe_links++] = l;
+	return 0;
+}
+
+int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char *func,
+			       uint32_t mode)
+{
+	int err = 0;
+
+	if (!s->uprobe_links)
+		return -ENOTSUP;
+	if (mode & SP_CTXP_ARG_MASK)
+		err = attach_one_uprobe(s, s->skel->progs.on_ctx_enter, binary, func, mode, 0);
+	if (!err && (mode & (SP_CTXP_TLS | SP_CTXP_CLEAR)))
+		err = attach_one_uprobe(s, s->skel->progs.on_ctx_return, binary, func, mode, 1);
+	return err;
+}
+
+void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out)
+{
+	out->exe_fd = s->filter_exe_max ? bpf_map__fd(s->skel->maps.exe_filter) : -1;
+	out->cgroup_fd = s->filter_cgroup_max ? bpf_map__fd(s->skel->maps.cgroup_filter) : -1;
+	out->exe_max = s->filter_exe_max;
+	out->cgroup_max = s->filter_cgroup_max;
+}
+
+int sampler__ncpus(const struct sampler *s)
+{
+	return s->nattached;
+}
+
+void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *maps)
+{
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && event_types[t]->maps_hook && s->ev_state[t])
+			event_types[t]->maps_hook(s->ev_state[t], pid, maps);
+}
+
+void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
+			   uint64_t *value)
+{
+	const struct sampler_event_type *et =
+	    e->type < SP_PROF_NTYPES ? event_types[e->type] : NULL;
+
+	*count = 1;
+	*value = e->type == SP_PROF_CPU ? 0 : e->value;
+	if (et && et->values)
+		et->values(s->ev_state[e->type], e, count, value);
+}
+
+void sampler__event_summary(struct sampler *s, FILE *f)
+{
+	uint64_t st[SP_STAT_MAX];
+
+	if (sampler__stats(s, st))
+		return;
+	for (int t = 0; t < SP_PROF_NTYPES; t++)
+		if (event_types[t] && event_types[t]->summary && s->ev_state[t])
+			event_types[t]->summary(s->ev_state[t], st, f);
+}

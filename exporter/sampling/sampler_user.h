@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sampler: loads bpf/sampler.bpf.c, opens one software cpu-clock perf event per
+ * online CPU, attaches the program to each and delivers struct sp_sample
+ * records (bpf/sampler.h) from the ring buffer to a callback.
+ */
+#ifndef SPANPROF_SAMPLER_USER_H
+#define SPANPROF_SAMPLER_USER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "filter.h"
+#include "sampler.h"
+#include "unwind_walk.h"
+
+struct sampler;
+
+/* Called for each record; the record is only valid during the call. Return 0 to go on. */
+typedef int (*sampler_cb)(void *ctx, const struct sp_sample *s);
+/*
+ * Called for each executable path record (bpf/fileid.bpf.h): a process exec'd the file; the
+ * record is only valid during the call.
+ */
+typedef int (*sampler_exec_path_cb)(void *ctx, const struct sp_exec_path *e);
+/* Called for each unwinder notification (exec, mmap, exit of a process with CFI tables). */
+typedef int (*sampler_event_cb)(void *ctx, const struct unwind_event *e);
+
+struct sampler_opts {
+	uint32_t frequency_hz; /* samples per second per CPU */
+	const uint32_t *pids;  /* thread group ids to sample; NULL/0: every process */
+	size_t npids;
+	uint32_t ringbuf_bytes; /* power of two, >= page size; 0: 4 MiB */
+	sampler_cb cb;
+	void *ctx;
+	/*
+	 * CFI unwinding (docs/unwinding.md): 0 leaves it off (frame pointers only); else the
+	 * walker and its exec/exit/mmap hooks are loaded, with room for this many 512 KiB chunks
+	 * of rows (an exporter/unwind/unwinder.h fills them through sampler__unwind_maps()).
+	 */
+	uint32_t unwind_max_chunks;
+	uint32_t unwind_max_tables; /* table descriptors; 0: 16384 */
+	uint32_t unwind_max_procs;  /* processes with tables; 0: 8192 */
+	sampler_event_cb event_cb;  /* may be NULL */
+	int start_disabled;	    /* samples are ignored until sampler__start() */
+	/*
+	 * Thread context (OTEP 4947, docs/span-links.md): non-zero loads the reader; the agent
+	 * fills the per-process descriptors (sampler__threadctx_maps()). ctx_uprobes: number of
+	 * --context-uprobe attachments to come (loads their programs and the thread-exit hook).
+	 */
+	int threadctx;
+	uint32_t threadctx_max_procs; /* 0: 8192 */
+	size_t ctx_uprobes;
+	/*
+	 * Profile types (bit 1 << SP_PROF_*, bpf/sampler.h; docs/profile-types.md); 0: CPU only.
+	 * CPU opens the cpu-clock perf events (frequency_hz); each other type loads and attaches
+	 * its programs (exporter/sampling/sampler_events.h) with the settings below.
+	 */
+	uint32_t profile_types;
+	uint64_t alloc_sample_bytes; /* mean bytes between two allocation samples; 0: every one */
+	uint64_t alloc_min_bytes;    /* allocations below this size are not counted */
+	uint64_t lock_min_wait_ns;   /* lock waits below this are not sampled */
+	uint64_t offcpu_min_ns;	     /* blocked periods below this are not sampled */
+	/*
+	 * Targeting (bpf/filter.bpf.h): room for this many executables / cgroup ids; 0 leaves
+	 * that filter out. The agent fills them through sampler__filter_maps()
+	 * (exporter/sampling/targets.h). A process is sampled when it matches any loaded filter,
+	 * --pid included.
+	 */
+	uint32_t filter_exe_max;
+	uint32_t filter_cgroup_max;
+	/* File identities (bpf/fileid.bpf.h): executable paths; NULL leaves the hook out. */
+	sampler_exec_path_cb exec_path_cb;
+};
+
+/* The targeting maps (bpf/filter.h): -1 for a filter that is not loaded. */
+struct sampler_filter_maps {
+	int exe_fd;    /* BPF_MAP_TYPE_HASH: struct sp_exe_key -> __u8 1 */
+	int cgroup_fd; /* BPF_MAP_TYPE_HASH: __u64 cgroup v2 id -> __u8 1 */
+	uint32_t exe_max, cgroup_max;
+};
+
+/* The thread-context maps: tgid -> struct sp_tls_loc, tid -> struct sp_ctx_thread. */
+struct sampler_threadctx_maps {
+	int procs_fd;
+	int threads_fd;
+};
+
+/* File descriptors of the walker's maps (owned by the sampler) and their sizes. */
+struct sampler_unwind_maps {
+	int chunks_fd; /* BPF_MAP_TYPE_ARRAY_OF_MAPS: slot -> struct unwind_chunk array */
+	int tables_fd; /* BPF_MAP_TYPE_ARRAY: table id -> struct unwind_table_desc */
+	int procs_fd;  /* BPF_MAP_TYPE_HASH: tgid -> struct unwind_proc */
+	uint32_t max_chunks, max_tables, max_procs;
+};
+
+/*
+ * Loads and attaches everything. NULL + errno on failure, with a message on
+ * stderr naming what failed (load, a CPU's perf event, an attach).
+ * Everything created so far is released on failure.
+ */
+struct sampler *sampler__new(const struct sampler_opts *opts);
+/* Detaches and frees everything (links, perf events, maps). NULL is a no-op. */
+void sampler__free(struct sampler *s);
+/* Waits up to @timeout_ms for records and delivers them. Returns records handled or -errno. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Delivers what is already in the ring buffer without waiting. */
+int sampler__drain(struct sampler *s);
+/* Sums the per-CPU counters into @out[SP_STAT_MAX]. 0 or -errno. */
+int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
+/* Number of perf events (CPUs) attached (0 without the CPU profile type). */
+int sampler__ncpus(const struct sampler *s);
+/* The mappings of process @pid were (re)read: the event types attach to new files. */
+struct procmaps;
+void sampler__maps_hook(struct sampler *s, uint32_t pid, const struct procmaps *maps);
+/*
+ * The count and value of event sample @e for the profile (sampler_event_type.values):
+ * CPU samples count 1 with value 0.
+ */
+void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_t *count,
+			   uint64_t *value);
+/* The event types' own summary lines (sampler_event_type.summary) on @f. */
+void sampler__event_summary(struct sampler *s, FILE *f);
+/* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
+int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
+/* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
+int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
+/*
+ * Attaches a context uprobe to @func in the ELF file @binary (every process mapping it).
+ * @mode: SP_CTXP_* (bpf/sampler.h): an argument number (entry probe), SP_CTXP_TLS (return
+ * probe reading otel_thread_ctx_v1) and/or SP_CTXP_CLEAR (return probe ending the context).
+ * 0 or -errno (message on stderr naming the binary and function).
+ */
+int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char *func,
+			       uint32_t mode);
+/* The targeting maps (owned by the sampler). */
+void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out);
+/* Starts sampling when the sampler was made with start_disabled. */
+void sampler__start(struct sampler *s);
+/*
+ * Stops sampling before the final drain: the perf events are disabled and every program stops
+ * taking samples of any type (the flag sampler__start() set). What the ring holds stays there
+ * for sampler__drain(). Cheap and idempotent: may be called from a sample callback.
+ */
+void sampler__stop(struct sampler *s);
+
+#endif

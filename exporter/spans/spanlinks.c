@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <uthash.h>
+
+#include "spans/procctx.h"
+#include "process/procmeta.h"
+#include "profile/profile.h"
+#include "spans/spanlinks.h"
+#include "spans/threadctx.h"
+#include "spans/tlsctx.h"
+#include "unwind_walk.h"
+#include "util/util.h"
+
+/* Lazy TLSDESC slots are resolved on a thread's first access: look again this often. */
+#define RETRY_NS (500ull * 1000000)
+#define MAX_RETRIES 240 /* two minutes */
+/* An exited process's context names its last samples until they are exported. */
+#define EXITED_KEEP_NS (60ull * 1000000000)
+/* Process contexts published without a prctl naming the mapping are found this late. */
+#define RECHECK_NS (30ull * 1000000000)
+#define SWEEP_NS (10ull * 1000000000)
+
+struct slproc {
+	UT_hash_handle hh;
+	uint32_t pid;
+	uint64_t start_boot_ns;
+	int has_loc;
+	uint32_t retries;
+	uint64_t retry_due_ns; /* 0: none */
+	int has_ctx;
+	struct procctx ctx;
+	uint64_t ctx_checked_ns;
+	uint64_t exited_ns;	/* when the process exited (its context is kept a while), 0 */
+	struct procmeta merged; /* shallow: strings belong to the base meta or to ctx */
+	const struct procmeta *merged_base;
+};
+
+struct spanlinks {
+	struct spanlinks_opts o;
+	struct slproc *procs;
+	uint64_t last_sweep_ns;
+	struct spanlinks_stats st;
+	/* Scratch for one sample's attributes. */
+	struct profile *cur_p;
+	struct slproc *cur_proc;
+	struct profile_attr attrs[256];
+	uint32_t nattrs;
+	int nomem;
+};
+
+struct spanlinks *spanlinks__new(const struct spanlinks_opts *o)
+{
+	struct spanlinks *sl = calloc(1, sizeof(*sl));
+
+	if (!sl)
+		return NULL;
+	sl->o = *o;
+	sl->last_sweep_ns = util__mono_ns();
+	return sl;
+}
+
+static void merged_clear(struct slproc *p)
+{
+	free(p->merged.attrs);
+	memset(&p->merged, 0, sizeof(p->merged));
+	p->merged_base = NULL;
+}
+
+static void ctx_clear(struct spanlinks *sl, struct slproc *p)
+{
+	if (p->has_ctx) {
+		procctx__free(&p->ctx);
+		sl->st.contexts--;
+	}
+	p->has_ctx = 0;
+	memset(&p->ctx, 0, sizeof(p->ctx));
+	merged_clear(p);
+}
+
+static void loc_clear(struct spanlinks *sl, struct slproc *p)
+{
+	if (p->has_loc) {
+		bpf_map_delete_elem(sl->o.procs_fd, &p->pid);
+		sl->st.processes--;
+	}
+	p->has_loc = 0;
+	p->retry_due_ns = 0;
+	p->retries = 0;
+}
+
+static void proc_remove(struct spanlinks *sl, struct slproc *p)
+{
+	loc_clear(sl, p);
+	ctx_clear(sl, p);
+	HASH_DEL(sl->procs, p);
+	free(p);
+}
+
+void spanlinks__free(struct spanlinks *sl)
+{
+	struct slproc *p, *tmp;
+
+	if (!sl)
+		return;
+	HASH_ITER (hh, sl->procs, p, tmp)
+		proc_remove(sl, p);
+	free(sl);
+}
+
+static struct slproc *proc_get(struct spanlinks *sl, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct slproc *p;
+
+	HASH_FIND(hh, sl->procs, &pid, sizeof(pid), p);
+	if (p && ((start_boot_ns && p->start_boot_ns && p->start_boot_ns != start_boot_ns) ||
+		  (p->exited_ns && start_boot_ns != p->start_boot_ns))) {
+		proc_remove(sl, p); /* the PID was reused */
+		p = NULL;
+	}
+	if (p) {
+		if (start_boot_ns)
+			p->start_boot_ns = start_boot_ns;
+		return p;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->start_boot_ns = start_boot_ns;
+	HASH_ADD(hh, sl->procs, pid, sizeof(p->pid), p);
+	return p;
+}
+
+static void resolve_loc(struct spanlinks *sl, struct slproc *p)
+{
+	struct tlsctx_loc loc;
+	struct sp_tls_loc bl = {0};
+	int err;
+
+	err = tlsctx__resolve_pid((pid_t)p->pid, TLSCTX_SYMBOL, sl->o.allow_symtab, &loc, NULL, 0);
+	if (err == -EAGAIN) {
+		if (p->retries++ < MAX_RETRIES) {
+			sl->st.retries++;
+			p->retry_due_ns = util__mono_ns() + RETRY_NS;
+		} else {
+			p->retry_due_ns = 0;
+		}
+		return;
+	}
+	p->retry_due_ns = 0;
+	if (err) {
+		if (err != -ENOENT && err != -ESRCH)
+			sl->st.resolve_errors++;
+		loc_clear(sl, p);
+		return;
+	}
+	bl.kind = loc.kind == TLSCTX_KIND_STATIC ? SP_TLS_STATIC : SP_TLS_DTV;
+	bl.module_id = loc.module_id;
+	bl.tpoff = loc.tpoff;
+	bl.offset = loc.offset;
+	bl.start_boot_ns = p->start_boot_ns;
+	if (bpf_map_update_elem(sl->o.procs_fd, &p->pid, &bl, BPF_ANY)) {
+		sl->st.resolve_errors++; /* map full: counted, the process goes without links */
+		return;
+	}
+	if (!p->has_loc) {
+		sl->st.processes++;
+		sl->st.processes_seen++;
+	}
+	p->has_loc = 1;
+}
+
+static void read_ctx(struct spanlinks *sl, struct slproc *p)
+{
+	struct procctx c = {0};
+	int err = procctx__read((pid_t)p->pid, &c), had = p->has_ctx;
+
+	p->ctx_checked_ns = util__mono_ns();
+	if (err == -EAGAIN)
+		return; /* kept changing: keep what we had, look again later */
+	ctx_clear(sl, p);
+	if (err)
+		return;
+	p->ctx = c;
+	p->has_ctx = 1;
+	sl->st.contexts++;
+	if (!had)
+		sl->st.contexts_seen++;
+}
+
+void spanlinks__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+			  const struct procmaps *maps)
+{
+	struct spanlinks *sl = ctx;
+	struct slproc *p = proc_get(sl, pid, start_boot_ns);
+
+	if (!p)
+		return;
+	resolve_loc(sl, p);
+	read_ctx(sl, p);
+}
+
+void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
+{
+	struct slproc *p;
+	uint32_t pid = e->pid;
+
+	HASH_FIND(hh, sl->procs, &pid, sizeof(pid), p);
+	switch (e->kind) {
+	case UNWIND_EVENT_EXIT:
+		/* Its descriptor goes now; its context still names samples not yet exported. */
+		if (p) {
+			loc_clear(sl, p);
+			p->exited_ns = util__mono_ns();
+		}
+		break;
+	case UNWIND_EVENT_EXEC: /* a new image: the next maps read starts over */
+		if (p)
+			proc_remove(sl, p);
+		break;
+	case UNWIND_EVENT_NAME:
+		if (!p)
+			p = proc_get(sl, pid, 0);
+		if (p)
+			read_ctx(sl, p);
+		break;
+	default:
+		break;
+	}
+}
+
+void spanlinks__tick(struct spanlinks *sl)
+{
+	uint64_t now = util__mono_ns();
+	int sweep = now - sl->last_sweep_ns >= SWEEP_NS;
+	struct slproc *p, *tmp;
+	char path[32];
+
+	if (sweep)
+		sl->last_sweep_ns = now;
+	HASH_ITER (hh, sl->procs, p, tmp) {
+		if (p->exited_ns) {
+			if (now - p->exited_ns >= EXITED_KEEP_NS)
+				proc_remove(sl, p);
+			continue;
+		}
+		if (sweep) {
+			snprintf(path, sizeof(path), "/proc/%u", p->pid);
+			if (access(path, F_OK) && errno == ENOENT) {
+				loc_clear(sl, p);
+				p->exited_ns = now;
+				continue;
+			}
+		}
+		if (p->retry_due_ns && p->retry_due_ns <= now)
+			resolve_loc(sl, p);
+		/* A writer may publish its process context after we first looked. */
+		if (p->has_loc && !p->has_ctx && now - p->ctx_checked_ns >= RECHECK_NS)
+			read_ctx(sl, p);
+	}
+}
+
+static void collect_attr(void *ctx, uint8_t key_index, const uint8_t *value, size_t len)
+{
+	struct spanlinks *sl = ctx;
+	char buf[256];
+	uint32_t k, v;
+
+	if (sl->nattrs >= sizeof(sl->attrs) / sizeof(sl->attrs[0]) ||
+	    key_index >= sl->cur_proc->ctx.nkeys || !sl->cur_proc->ctx.key_map[key_index])
+		return;
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	memcpy(buf, value, len);
+	buf[len] = '\0';
+	k = profile__intern_string(sl->cur_p, sl->cur_proc->ctx.key_map[key_index]);
+	v = profile__intern_string(sl->cur_p, buf);
+	if (!k || (!v && buf[0])) {
+		sl->nomem = 1;
+		return;
+	}
+	sl->attrs[sl->nattrs++] = (struct profile_attr){.key = k, .value = v};
+}
+
+int spanlinks__sample(struct spanlinks *sl, struct profile *p, const struct sp_sample *s,
+		      uint32_t *link, uint32_t *attrs)
+{
+	struct profile_link l;
+	struct slproc *proc;
+	size_t len = s->ctx_len;
+
+	*link = *attrs = 0;
+	if (!len)
+		return 0;
+	/* BPF checked the record; check again what user space relies on. */
+	if (len > SP_CTX_MAX || threadctx__check_header(s->ctx, len) != THREADCTX_OK) {
+		sl->st.bad_records++;
+		return 0;
+	}
+	memcpy(l.trace_id, s->ctx, 16);
+	memcpy(l.span_id, s->ctx + 16, 8);
+	if (!memcmp(l.span_id, (uint8_t[8]){0}, 8)) {
+		sl->st.bad_records++; /* BPF drops these: OTLP links need a span id */
+		return 0;
+	}
+	*link = profile__intern_link(p, &l);
+	if (!*link)
+		return -ENOMEM;
+	sl->st.links++;
+
+	HASH_FIND(hh, sl->procs, &s->pid, sizeof(s->pid), proc);
+	if (!proc || !proc->has_ctx || !proc->ctx.nkeys || len <= SP_CTX_HEADER)
+		return 0;
+	sl->cur_p = p;
+	sl->cur_proc = proc;
+	sl->nattrs = 0;
+	sl->nomem = 0;
+	threadctx__parse_attrs(s->ctx + SP_CTX_HEADER, len - SP_CTX_HEADER, proc->ctx.nkeys,
+			       collect_attr, sl);
+	if (sl->nomem)
+		return -ENOMEM;
+	if (sl->nattrs) {
+		*attrs = profile__intern_attrset(p, sl->attrs, sl->nattrs);
+		if (!*attrs)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+const struct procmeta *spanlinks__meta(struct spanlinks *sl, uint32_t pid,
+				       const struct procmeta *base)
+{
+	struct slproc *p;
+	struct procmeta *m;
+	size_t cap;
+
+	HASH_FIND(hh, sl->procs, &pid, sizeof(pid), p);
+	if (!p || !p->has_ctx)
+		return base;
+	merged_clear(p);
+	m = &p->merged;
+	*m = *base;
+	m->attrs = NULL;
+	m->nattrs = 0;
+	if (p->ctx.service_name && p->ctx.service_name[0])
+		m->service_name = p->ctx.service_name;
+	cap = (size_t)base->nattrs + p->ctx.nresource;
+	m->attrs = cap ? calloc(cap, sizeof(*m->attrs)) : NULL;
+	if (cap && !m->attrs)
+		return base;
+	/* The process context is the SDK's own resource: it wins over the environment. */
+	for (uint32_t i = 0; i < base->nattrs; i++) {
+		int shadowed = 0;
+
+		for (size_t j = 0; j < p->ctx.nresource && !shadowed; j++)
+			shadowed = !strcmp(base->attrs[i].key, p->ctx.resource[j].key);
+		if (!shadowed)
+			m->attrs[m->nattrs++] = base->attrs[i];
+	}
+	for (size_t j = 0; j < p->ctx.nresource; j++) {
+		if (!strcmp(p->ctx.resource[j].key, "service.name"))
+			continue; /* carried by service_name */
+		m->attrs[m->nattrs].key = p->ctx.resource[j].key;
+		m->attrs[m->nattrs].value = p->ctx.resource[j].value;
+		m->nattrs++;
+	}
+	p->merged_base = base;
+	return m;
+}
+
+void spanlinks__stats(const struct spanlinks *sl, struct spanlinks_stats *out)
+{
+	*out = sl->st;
+}

@@ -1,0 +1,2246 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * symbolize: ELF symbol tables and DWARF (libelf, libdw) to names, files and
+ * lines. Formats: ELF gABI (program headers, symbol tables, notes), the GNU
+ * build-id note and .gnu_debuglink (GDB manual, "Separate Debug Files"),
+ * DWARF 5 sections 2.17 (code addresses and ranges), 3.3.8 (inlined
+ * subroutines, DW_AT_call_file/line/column) and 6.2 (line number table).
+ *
+ * Memory: an object has a light part, kept until symcache__free() (path,
+ * build ID, PT_LOAD headers, an open descriptor), and a heavy part loaded on
+ * its first lookup and unloaded again, least recently used first, when the
+ * cache goes over its byte budget. Headers are read with pread (ELF_C_READ),
+ * never by mapping the file. Symbols become a compact sorted array (address,
+ * size, offset of the name in the string table); names are read with pread
+ * only for symbols a lookup hits. Only DWARF is mapped (libdw wants whole
+ * sections; mapping touches only the pages used; compressed sections are
+ * first inflated into an unlinked file), charged to the budget at a quarter
+ * of its size, and its touched pages are dropped by symcache__trim(). Line
+ * tables libdw reads are charged as they are read. Not thread-safe.
+ *
+ * Descriptors follow the working set: an object neither opened nor looked up for
+ * symcache_opts.idle_s closes its descriptors and, if loaded, drops its DWARF (the mapping
+ * pins the file as a descriptor does), keeping its symbols, the names read and the frames
+ * already answered (their strings copied out of libdw's memory). A later lookup of an
+ * address not answered before re-opens the very same file (reopen()) and re-loads the
+ * object; if the file is gone it answers from what stayed in memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libiberty/demangle.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+/* uthash must not exit() on allocation failure: record it and fail the call. */
+static __thread bool hash_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (hash_oom = true)
+#include <uthash.h>
+
+#include "symbols/elfcheck.h"
+#include "symbols/symbolize.h"
+
+#define HOST_DEBUG_DIR "/usr/lib/debug"
+/* Deepest inline chain kept; real code rarely nests more than ~10. */
+#define MAX_FRAMES 32
+/* Namespaces/classes nest shallowly; the bound guards against DWARF loops. */
+#define MAX_DIE_DEPTH 32
+/* One object's address cache may use this share of the budget before it is dropped. */
+#define ADDR_CACHE_SHARE 8
+/* Symbol tables are read in chunks of this many bytes (no full copy in memory). */
+#define SYMTAB_CHUNK 65536
+/* Longest symbol name read; C++ template names reach a few KiB. */
+#define MAX_NAME_LEN (1 << 16)
+/* Unloading this much at once returns free heap pages to the kernel. */
+#define TRIM_BYTES (1u << 20)
+/* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
+#define MAPPED_DWARF_SHARE 4
+/*
+ * What libdw keeps per line table row once a CU's line table is read (struct Dwarf_Line_s,
+ * 40-48 bytes in elfutils 0.188, in its memory blocks, until dwarf_end()), plus the file table.
+ */
+#define LINE_BYTES 48
+#define LINE_FILE_BYTES 64
+/* Approximate bytes of one uthash entry's bookkeeping, for the accounting. */
+#define ENTRY_OVERHEAD (sizeof(UT_hash_handle) + 2 * sizeof(void *))
+
+/* A function symbol; 16 bytes, sorted by address. */
+struct csym {
+	uint64_t addr;
+	uint32_t size; /* clamped to UINT32_MAX */
+	uint32_t name; /* offset in the string table */
+};
+
+/* Name of a symbol a lookup hit, read from the file. */
+struct sname {
+	uint32_t idx; /* in elf_object.syms */
+	UT_hash_handle hh;
+	const char *dname; /* demangled (interned), or name */
+	char name[];
+};
+
+struct func_range {
+	uint64_t lo, hi;
+	Dwarf_Die die; /* concrete DW_TAG_subprogram */
+};
+
+struct cu_info {
+	Dwarf_Die die;
+	struct func_range *funcs; /* sorted by lo, built on first use */
+	size_t nfuncs;
+	bool indexed;
+	bool lines_charged; /* its line table (libdw keeps it until dwarf_end) is in the budget */
+};
+
+struct cu_range {
+	uint64_t lo, hi;
+	size_t cu;
+};
+
+struct addr_entry {
+	uint64_t vaddr;
+	UT_hash_handle hh;
+	int n;
+	struct sym_frame frames[];
+};
+
+struct istr {
+	UT_hash_handle hh;
+	char s[];
+};
+
+struct elf_object {
+	struct symcache *cache;
+	/* Light part: kept until symcache__free(). */
+	struct elf_object *next;     /* all objects */
+	struct elf_object *lru_prev; /* loaded objects, most recently used first */
+	struct elf_object *lru_next;
+	char *path, *orig_path, *build_id, *debug_path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int fd; /* -1 when closed over max_fds */
+	GElf_Phdr *loads;
+	size_t nloads;
+	bool debug_searched; /* debug_path is final */
+	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
+	bool loaded;
+	bool load_failed;   /* file gone: lookups answer nothing */
+	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
+	bool idle_closed;   /* loaded, but descriptors and DWARF released for idleness */
+	bool reopen_failed; /* idle_closed and the file could not be re-opened */
+	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
+	size_t bytes;	    /* accounted */
+	size_t dwarf_bytes; /* of bytes: DWARF sections, indexes and line tables */
+	int dbg_fd;	    /* debug file, while its names may be read */
+	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
+	uint64_t strtab_off, strtab_size;
+	struct csym *syms;
+	size_t nsyms;
+	struct sname *names;
+	struct istr *strings; /* demangled names, source paths */
+	Elf *dwarf_elf;	      /* mapped, for libdw */
+	Dwarf *dwarf;
+	struct cu_info *cus;
+	size_t ncus;
+	struct cu_range *cu_ranges;
+	size_t ncu_ranges;
+	struct addr_entry *addrs;
+	size_t addr_bytes;
+};
+
+/* Cache key ("b:<build id>" or "i:<dev>:<ino>:<size>:<mtime>") to object. */
+struct obj_key {
+	UT_hash_handle hh;
+	struct elf_object *obj;
+	char key[];
+};
+
+struct symcache {
+	char *debug_dir;
+	size_t max_bytes;
+	unsigned int max_fds;
+	uint64_t idle_ns; /* objects unused this long release their descriptors */
+	struct elf_object *objects;
+	struct elf_object *lru_head, *lru_tail;
+	struct obj_key *keys;
+	struct symcache_stats stats;
+};
+
+static unsigned int default_max_fds(void)
+{
+	struct rlimit rl;
+	rlim_t n = 1024;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur;
+	n /= 4;
+	return n < 64 ? 64 : n > 65536 ? 65536 : (unsigned int)n;
+}
+
+struct symcache *symcache__new(const struct symcache_opts *opts)
+{
+	struct symcache *c;
+
+	if (!elfcheck__libelf_ready()) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : SYMCACHE_DEFAULT_MAX_BYTES;
+	c->max_fds = opts && opts->max_fds ? opts->max_fds : default_max_fds();
+	c->idle_ns =
+	    (opts && opts->idle_s ? opts->idle_s : SYMCACHE_DEFAULT_IDLE_S) * 1000000000ull;
+	if (opts && opts->debug_dir) {
+		c->debug_dir = strdup(opts->debug_dir);
+		if (!c->debug_dir) {
+			free(c);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return c;
+}
+
+/*
+ * Drops the resident pages of @o's mapped DWARF (ELF_C_READ_MMAP: a PROT_READ, MAP_PRIVATE
+ * mapping, so no page was ever written and every one reads back from the file unchanged).
+ */
+static void drop_mapped_pages(struct elf_object *o)
+{
+	size_t len;
+	char *img = elf_rawfile(o->dwarf_elf, &len);
+
+	if (img)
+		madvise((void *)((uintptr_t)img & ~(uintptr_t)4095), len + ((uintptr_t)img & 4095),
+			MADV_DONTNEED);
+}
+
+static void charge(struct elf_object *o, size_t n)
+{
+	struct symcache_stats *st = &o->cache->stats;
+
+	o->bytes += n;
+	st->bytes += n;
+	if (st->bytes > st->bytes_peak)
+		st->bytes_peak = st->bytes;
+}
+
+/* charge() for what drop_dwarf() frees. */
+static void charge_dwarf(struct elf_object *o, size_t n)
+{
+	charge(o, n);
+	o->dwarf_bytes += n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void addr_cache__clear(struct elf_object *o)
+{
+	struct addr_entry *e, *tmp;
+
+	HASH_ITER (hh, o->addrs, e, tmp) {
+		HASH_DEL(o->addrs, e);
+		free(e);
+	}
+	o->bytes -= o->addr_bytes;
+	o->cache->stats.bytes -= o->addr_bytes;
+	o->addr_bytes = 0;
+}
+
+static void lru_unlink(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->lru_prev)
+		o->lru_prev->lru_next = o->lru_next;
+	else if (c->lru_head == o)
+		c->lru_head = o->lru_next;
+	if (o->lru_next)
+		o->lru_next->lru_prev = o->lru_prev;
+	else if (c->lru_tail == o)
+		c->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
+}
+
+static void lru_touch(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (c->lru_head == o)
+		return;
+	lru_unlink(o);
+	o->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = o;
+	c->lru_head = o;
+	if (!c->lru_tail)
+		c->lru_tail = o;
+}
+
+static void close_fd(struct symcache *c, int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		c->stats.fds--;
+		*fd = -1;
+	}
+}
+
+/*
+ * Frees @o's DWARF (libdw handle, its Elf and mapping, CU and function indexes, line tables)
+ * and what was charged for it. Frames in the address cache may point into it: the caller
+ * clears them or copies their strings first. Does not close dwarf_fd (it is o->fd or dbg_fd).
+ */
+static void drop_dwarf(struct elf_object *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->ncus; i++)
+		free(o->cus[i].funcs);
+	free(o->cus);
+	free(o->cu_ranges);
+	o->cus = NULL;
+	o->cu_ranges = NULL;
+	o->ncus = o->ncu_ranges = 0;
+	if (o->dwarf)
+		dwarf_end(o->dwarf);
+	if (o->dwarf_elf)
+		elf_end(o->dwarf_elf);
+	o->dwarf = NULL;
+	o->dwarf_elf = NULL;
+	o->dwarf_fd = -1;
+	o->bytes -= o->dwarf_bytes;
+	o->cache->stats.bytes -= o->dwarf_bytes;
+	o->dwarf_bytes = 0;
+}
+
+/* Frees the heavy part; the object can be loaded again from its light part. */
+static void elf_object__unload(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	struct sname *n, *ntmp;
+	struct istr *s, *stmp;
+
+	if (!o->loaded)
+		return;
+	addr_cache__clear(o);
+	HASH_ITER (hh, o->names, n, ntmp) {
+		HASH_DEL(o->names, n);
+		free(n);
+	}
+	HASH_ITER (hh, o->strings, s, stmp) {
+		HASH_DEL(o->strings, s);
+		free(s);
+	}
+	drop_dwarf(o);
+	free(o->syms);
+	o->syms = NULL;
+	o->nsyms = 0;
+	close_fd(c, &o->dbg_fd);
+	o->names_fd = -1;
+	o->strtab_off = o->strtab_size = 0;
+	c->stats.bytes -= o->bytes;
+	o->bytes = 0;
+	o->loaded = false;
+	o->idle_closed = o->reopen_failed = false;
+	c->stats.objects_loaded--;
+	lru_unlink(o);
+}
+
+static void elf_object__free(struct elf_object *o)
+{
+	if (!o)
+		return;
+	elf_object__unload(o);
+	close_fd(o->cache, &o->fd);
+	close_fd(o->cache, &o->inflated_fd);
+	free(o->loads);
+	free(o->path);
+	free(o->orig_path);
+	free(o->build_id);
+	free(o->debug_path);
+	free(o);
+}
+
+void symcache__free(struct symcache *c)
+{
+	struct obj_key *k, *ktmp;
+	struct elf_object *o, *next;
+
+	if (!c)
+		return;
+	HASH_ITER (hh, c->keys, k, ktmp) {
+		HASH_DEL(c->keys, k);
+		free(k);
+	}
+	for (o = c->objects; o; o = next) {
+		next = o->next;
+		elf_object__free(o);
+	}
+	free(c->debug_dir);
+	free(c);
+}
+
+void symcache__trim(struct symcache *c)
+{
+	struct elf_object *o;
+
+	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
+		if (o->dwarf_elf && o->dwarf_fd < 0)
+			drop_mapped_pages(o);
+	if (c)
+		symcache__close_idle(c, now_ns());
+}
+
+void symcache__stats(const struct symcache *c, struct symcache_stats *out)
+{
+	*out = c->stats;
+}
+
+/* Returns a copy of @s that lives until @o is unloaded, or NULL (ENOMEM). */
+static const char *intern(struct elf_object *o, const char *s)
+{
+	struct istr *e;
+	size_t len = strlen(s);
+
+	HASH_FIND(hh, o->strings, s, len, e);
+	if (e)
+		return e->s;
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return NULL;
+	memcpy(e->s, s, len + 1);
+	hash_oom = false;
+	HASH_ADD_KEYPTR(hh, o->strings, e->s, len, e);
+	if (hash_oom) {
+		free(e);
+		return NULL;
+	}
+	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	return e->s;
+}
+
+/*
+ * Itanium C++ (_Z) and Rust names (legacy _ZN...17h<hash>E, whose hash
+ * libiberty drops, and v0 _R). Returns @name itself when not mangled.
+ */
+static const char *demangle(struct elf_object *o, const char *name)
+{
+	const char *s;
+	char *d;
+
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return name;
+	d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	if (!d)
+		return name;
+	s = intern(o, d);
+	free(d);
+	return s ? s : name;
+}
+
+/* --- ELF ----------------------------------------------------------------------------------- */
+
+/*
+ * Checks what later code relies on: headers, and section headers and loadable
+ * segments within the file's @size bytes (a truncated copy fails here).
+ */
+static int elf_validate(Elf *elf, uint64_t size)
+{
+	GElf_Ehdr ehdr;
+	GElf_Shdr shdr;
+	GElf_Phdr phdr;
+	size_t n, i;
+	Elf_Scn *scn = NULL;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -ENOEXEC;
+	if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+		return -ENOEXEC;
+	if (ehdr.e_shoff > size ||
+	    (size - ehdr.e_shoff) / (ehdr.e_shentsize ? ehdr.e_shentsize : 1) < ehdr.e_shnum)
+		return -ENOEXEC;
+	if (elf_getphdrnum(elf, &n) || elf_getshdrnum(elf, &i) || elf_getshdrstrndx(elf, &i))
+		return -ENOEXEC;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &phdr))
+			return -ENOEXEC;
+		if (phdr.p_type == PT_LOAD &&
+		    (phdr.p_offset > size || size - phdr.p_offset < phdr.p_filesz))
+			return -ENOEXEC;
+	}
+	while ((scn = elf_nextscn(elf, scn)))
+		if (!gelf_getshdr(scn, &shdr))
+			return -ENOEXEC;
+	return 0;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+	size_t stridx;
+	const char *sname;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, shdr))
+			return NULL;
+		sname = elf_strptr(elf, stridx, shdr->sh_name);
+		if (sname && !strcmp(sname, name))
+			return scn;
+	}
+	return NULL;
+}
+
+static bool has_data_section(Elf *elf, const char *name)
+{
+	GElf_Shdr shdr;
+
+	return find_section(elf, name, &shdr) && shdr.sh_type != SHT_NOBITS && shdr.sh_size;
+}
+
+/* Bytes of the .debug_* sections libdw may map: charged in full while loaded. */
+static size_t debug_sections_size(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx, n = 0;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			n += shdr.sh_size;
+	}
+	return n;
+}
+
+/*
+ * What loading @elf may cost before anything is read: 16 bytes a symbol, and
+ * DWARF sections in full (libdw inflates compressed ones: assume 3:1).
+ */
+static size_t load_estimate(Elf *elf, bool dwarf_only)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx, n = 0, syms = 0;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		if ((shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM) && shdr.sh_entsize &&
+		    !dwarf_only) {
+			if (shdr.sh_size / shdr.sh_entsize * 16 > syms)
+				syms = shdr.sh_size / shdr.sh_entsize * 16;
+			continue;
+		}
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size
+							    : shdr.sh_size / MAPPED_DWARF_SHARE;
+	}
+	return n + syms;
+}
+
+static char *hex(const unsigned char *p, size_t n)
+{
+	char *s = malloc(2 * n + 1);
+	size_t i;
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < n; i++)
+		sprintf(s + 2 * i, "%02x", p[i]);
+	s[2 * n] = 0;
+	return s;
+}
+
+static char *note_build_id(Elf_Data *data)
+{
+	GElf_Nhdr nh;
+	size_t off = 0, next, name_off, desc_off;
+
+	while ((next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz &&
+		    !memcmp((char *)data->d_buf + name_off, "GNU", 4))
+			return hex((unsigned char *)data->d_buf + desc_off, nh.n_descsz);
+		off = next;
+	}
+	return NULL;
+}
+
+/*
+ * Lower-case hex of the NT_GNU_BUILD_ID note, from SHT_NOTE sections, else
+ * from PT_NOTE segments (section headers may be stripped). NULL if none.
+ */
+static char *read_build_id(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Phdr phdr;
+	Elf_Data *data;
+	size_t n, i;
+	char *id;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (data && (id = note_build_id(data)))
+			return id;
+	}
+	if (elf_getphdrnum(elf, &n))
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &phdr) || phdr.p_type != PT_NOTE)
+			continue;
+		data = elf_getdata_rawchunk(elf, phdr.p_offset, phdr.p_filesz,
+					    phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (data && (id = note_build_id(data)))
+			return id;
+	}
+	return NULL;
+}
+
+static int read_loads(struct elf_object *o, Elf *elf)
+{
+	GElf_Phdr phdr;
+	size_t n, i;
+	void *p;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	o->loads = calloc(n ? n : 1, sizeof(*o->loads));
+	if (!o->loads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &phdr))
+			return -ENOEXEC;
+		if (phdr.p_type == PT_LOAD)
+			o->loads[o->nloads++] = phdr;
+	}
+	p = realloc(o->loads, (o->nloads ? o->nloads : 1) * sizeof(*o->loads));
+	if (p)
+		o->loads = p;
+	return 0;
+}
+
+int elf_object__file_offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr)
+{
+	size_t i;
+	int pass;
+
+	/* Segments may share a file page; a PC belongs to the executable one. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < o->nloads; i++) {
+			const GElf_Phdr *p = &o->loads[i];
+
+			if (!pass && !(p->p_flags & PF_X))
+				continue;
+			if (offset >= p->p_offset && offset - p->p_offset < p->p_filesz) {
+				*vaddr = offset - p->p_offset + p->p_vaddr;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+const char *elf_object__build_id(const struct elf_object *o)
+{
+	return o->build_id;
+}
+
+/* --- open and cache ------------------------------------------------------------------------ */
+
+static struct elf_object *find_key(struct symcache *c, const char *key)
+{
+	struct obj_key *k;
+
+	HASH_FIND_STR(c->keys, key, k);
+	return k ? k->obj : NULL;
+}
+
+static int add_key(struct symcache *c, const char *key, struct elf_object *o)
+{
+	size_t len = strlen(key);
+	struct obj_key *k = malloc(sizeof(*k) + len + 1);
+
+	if (!k)
+		return -ENOMEM;
+	memcpy(k->key, key, len + 1);
+	k->obj = o;
+	hash_oom = false;
+	HASH_ADD_KEYPTR(hh, c->keys, k->key, len, k);
+	if (hash_oom) {
+		free(k);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Reads @fd (a regular file of @size bytes) as ELF: @cmd ELF_C_READ reads
+ * headers and sections with pread on demand, ELF_C_READ_MMAP maps the file.
+ * NULL + *@errp (-ENOEXEC) on failure. @fd stays the caller's.
+ */
+static Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
+{
+	Elf *elf = elf_begin(fd, cmd, NULL);
+	int err;
+
+	if (!elf) {
+		*errp = -ENOEXEC;
+		return NULL;
+	}
+	err = elf_validate(elf, size);
+	if (err) {
+		elf_end(elf);
+		*errp = err;
+		return NULL;
+	}
+	return elf;
+}
+
+/* Opens @path read-only; -errno, or -ENOEXEC for what is not a regular file. */
+static int open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	return fd;
+}
+
+static void identity_key_of(char *buf, size_t len, uint64_t dev, uint64_t ino, uint64_t size,
+			    int64_t mtime_sec, long mtime_nsec)
+{
+	snprintf(buf, len, "i:%llx:%llx:%llx:%lld.%09ld", (unsigned long long)dev,
+		 (unsigned long long)ino, (unsigned long long)size, (long long)mtime_sec,
+		 mtime_nsec);
+}
+
+static void identity_key(char *buf, size_t len, const struct stat *st)
+{
+	identity_key_of(buf, len, st->st_dev, st->st_ino, st->st_size, st->st_mtim.tv_sec,
+			st->st_mtim.tv_nsec);
+}
+
+/* True when @st (fstat of an open file) is @o's file: device, inode, size and mtime. */
+static bool same_file(const struct elf_object *o, const struct stat *st)
+{
+	return st->st_dev == o->dev && st->st_ino == o->ino && st->st_size == o->size &&
+	       st->st_mtim.tv_sec == o->mtime.tv_sec && st->st_mtim.tv_nsec == o->mtime.tv_nsec;
+}
+
+/* Keeps the number of held descriptors under max_fds: unloaded objects close theirs first. */
+static void limit_fds(struct symcache *c)
+{
+	struct elf_object *o;
+
+	for (o = c->objects; o && c->stats.fds > c->max_fds; o = o->next)
+		if (!o->loaded && o->fd >= 0)
+			close_fd(c, &o->fd);
+}
+
+struct elf_object *symcache__open(struct symcache *c, const char *path, const char *orig_path)
+{
+	struct elf_object *o = NULL, *hit;
+	char ikey[128], *bkey = NULL;
+	struct stat st;
+	Elf *elf = NULL;
+	int err, fd;
+
+	/* Identity first: it needs only an fstat, and most opens are repeats. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	identity_key(ikey, sizeof(ikey), &st);
+	hit = find_key(c, ikey);
+	if (hit) {
+		hit->last_used = now_ns();
+		/* Closed while idle, and the very file is open here: keep this descriptor. */
+		if (hit->fd < 0 && same_file(hit, &st)) {
+			hit->fd = fd;
+			c->stats.fds++;
+			hit->load_failed = hit->reopen_failed = false;
+			limit_fds(c);
+		} else {
+			close(fd);
+		}
+		return hit;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	o->cache = c;
+	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = -1;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf)
+		goto cleanup;
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	o->size = st.st_size;
+	o->mtime = st.st_mtim;
+	err = read_loads(o, elf);
+	if (err)
+		goto cleanup;
+	o->build_id = read_build_id(elf);
+	elf_end(elf);
+	elf = NULL;
+	if (o->build_id) {
+		bkey = malloc(strlen(o->build_id) + 3);
+		if (!bkey) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		sprintf(bkey, "b:%s", o->build_id);
+		hit = find_key(c, bkey);
+		if (hit) {
+			/* Same build, another file (a copy, another container): share it. */
+			err = add_key(c, ikey, hit);
+			if (err)
+				goto cleanup;
+			elf_object__free(o);
+			free(bkey);
+			close(fd);
+			return hit;
+		}
+	}
+	o->path = strdup(path);
+	o->orig_path = orig_path ? strdup(orig_path) : NULL;
+	if (!o->path || (orig_path && !o->orig_path)) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = add_key(c, ikey, o);
+	if (err)
+		goto cleanup;
+	if (bkey) {
+		err = add_key(c, bkey, o);
+		if (err) {
+			struct obj_key *k;
+
+			HASH_FIND_STR(c->keys, ikey, k);
+			HASH_DEL(c->keys, k);
+			free(k);
+			goto cleanup;
+		}
+	}
+	/* Kept: the file may be gone from every path (process exited) by the first lookup. */
+	o->fd = fd;
+	c->stats.fds++;
+	o->last_used = now_ns();
+	o->next = c->objects;
+	c->objects = o;
+	c->stats.objects++;
+	free(bkey);
+	limit_fds(c);
+	return o;
+cleanup:
+	c->stats.open_errors++;
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	elf_object__free(o);
+	free(bkey);
+	errno = -err;
+	return NULL;
+}
+
+/*
+ * Re-opens a file whose descriptor was closed (over max_fds, or idle) by o->path, then
+ * o->orig_path; only the very same file will do. 0, or -ENOENT.
+ */
+static int reopen(struct elf_object *o)
+{
+	const char *paths[2] = {o->path, o->orig_path};
+	struct stat st;
+	int i, fd;
+
+	for (i = 0; i < 2; i++) {
+		if (!paths[i] || paths[i][0] != '/')
+			continue;
+		fd = open_regular(paths[i], &st);
+		if (fd < 0)
+			continue;
+		if (same_file(o, &st)) {
+			o->fd = fd;
+			o->cache->stats.fds++;
+			return 0;
+		}
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* --- separate debug files ------------------------------------------------------------------ */
+
+static int file_crc32(const char *path, uint32_t *crc)
+{
+	unsigned char buf[65536];
+	uLong v = crc32(0, Z_NULL, 0);
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		v = crc32(v, buf, (uInt)n);
+	if (n < 0)
+		err = -errno;
+	close(fd);
+	*crc = (uint32_t)v;
+	return err;
+}
+
+/*
+ * Opens candidate debug file @path for @o. Accepted when build IDs match, or,
+ * lacking one, when the .gnu_debuglink CRC (@crc, if @check_crc) matches.
+ */
+static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_crc, uint32_t crc)
+{
+	struct stat st;
+	Elf *elf;
+	char *id;
+	uint32_t got;
+	int err, fd;
+	bool ok;
+
+	if (access(path, R_OK))
+		return NULL;
+	fd = open_regular(path, &st);
+	if (fd < 0)
+		return NULL;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf)
+		goto reject;
+	if (st.st_dev == o->dev && st.st_ino == o->ino)
+		goto reject;
+	id = read_build_id(elf);
+	if (o->build_id && id)
+		ok = !strcmp(o->build_id, id);
+	else if (check_crc)
+		ok = !file_crc32(path, &got) && got == crc;
+	else
+		ok = false;
+	free(id);
+	if (!ok)
+		goto reject;
+	o->debug_path = strdup(path);
+	if (!o->debug_path)
+		goto reject;
+	o->dbg_fd = fd;
+	o->cache->stats.fds++;
+	return elf;
+reject:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return NULL;
+}
+
+/* Reads .gnu_debuglink: a NUL-terminated name, padding to 4, then a CRC32 of the debug file. */
+static const char *read_debuglink(Elf *elf, uint32_t *crc)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(elf, ".gnu_debuglink", &shdr);
+	Elf_Data *data;
+	const char *name;
+	size_t len, crc_off;
+
+	if (!scn || shdr.sh_type == SHT_NOBITS)
+		return NULL;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || !data->d_size)
+		return NULL;
+	name = data->d_buf;
+	len = strnlen(name, data->d_size);
+	crc_off = (len + 4) & ~(size_t)3;
+	if (!len || crc_off + 4 > data->d_size)
+		return NULL;
+	memcpy(crc, (char *)data->d_buf + crc_off, 4);
+	/* The CRC is stored in the byte order of the object. */
+	if (elf_getident(elf, NULL)[EI_DATA] !=
+	    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+		*crc = __builtin_bswap32(*crc);
+	return name;
+}
+
+/* Formats a candidate path and tries it; too long a path is no candidate. */
+static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= sizeof(path))
+		return NULL;
+	return try_debug_file(o, path, check_crc, crc);
+}
+
+/*
+ * Searches, in order: <root>/.build-id/xx/rest.debug, then the debuglink next
+ * to the file, in its .debug/ subdirectory, and under <root>/<dir of the file>,
+ * for root = symcache_opts.debug_dir, then /usr/lib/debug. The Elf returned
+ * reads through o->dbg_fd.
+ */
+static Elf *find_debug_file(struct elf_object *o, Elf *main_elf)
+{
+	const char *roots[2] = {o->cache->debug_dir, HOST_DEBUG_DIR};
+	const char *orig = o->orig_path ? o->orig_path : o->path, *link, *slash;
+	uint32_t crc = 0;
+	int i, dirlen;
+	Elf *elf;
+
+	for (i = 0; i < 2 && o->build_id && strlen(o->build_id) > 2; i++) {
+		if (!roots[i])
+			continue;
+		elf = try_debug_path(o, false, 0, "%s/.build-id/%.2s/%s.debug", roots[i],
+				     o->build_id, o->build_id + 2);
+		if (elf)
+			return elf;
+	}
+	link = read_debuglink(main_elf, &crc);
+	if (!link || strchr(link, '/'))
+		return NULL;
+	slash = strrchr(orig, '/');
+	if (!slash) {
+		orig = "./";
+		slash = orig + 1;
+	}
+	dirlen = (int)(slash - orig);
+	if ((elf = try_debug_path(o, true, crc, "%.*s/%s", dirlen, orig, link)))
+		return elf;
+	if ((elf = try_debug_path(o, true, crc, "%.*s/.debug/%s", dirlen, orig, link)))
+		return elf;
+	for (i = 0; i < 2 && orig[0] == '/'; i++) {
+		if (!roots[i])
+			continue;
+		elf = try_debug_path(o, true, crc, "%s%.*s/%s", roots[i], dirlen, orig, link);
+		if (elf)
+			return elf;
+	}
+	return NULL;
+}
+
+/* --- symbol tables ------------------------------------------------------------------------- */
+
+/* A symbol while loading: the preference orders aliases, then it is dropped. */
+struct lsym {
+	uint64_t addr;
+	uint32_t size;
+	uint32_t name;
+	int pref; /* lower wins among symbols at one address */
+};
+
+static int lsym_cmp(const void *a, const void *b)
+{
+	const struct lsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->pref != y->pref)
+		return x->pref - y->pref;
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+/*
+ * Loads function symbols of the first section of @type of @elf, read from @fd
+ * in chunks (the table is never held whole). Names stay in the file: only the
+ * string table's place is kept. 0, -ENOENT (none) or -errno.
+ */
+static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+{
+	unsigned char *buf = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr, strshdr;
+	struct lsym *tmp;
+	struct stat st;
+	size_t i, n, out = 0, entsize, per_chunk, done;
+	int cls = gelf_getclass(elf);
+	unsigned int enc = (unsigned char)elf_getident(elf, NULL)[EI_DATA];
+	void *p;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
+			break;
+	if (!scn)
+		return -ENOENT;
+	entsize = cls == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	if (shdr.sh_entsize != entsize || !gelf_getshdr(elf_getscn(elf, shdr.sh_link), &strshdr) ||
+	    strshdr.sh_type != SHT_STRTAB || strshdr.sh_size > UINT32_MAX)
+		return -ENOENT;
+	/* A corrupt sh_size must not size the array: count only what the file holds. */
+	if (fstat(fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
+		return -ENOENT;
+	n = shdr.sh_size / entsize;
+	if (n > ((uint64_t)st.st_size - shdr.sh_offset) / entsize)
+		n = ((uint64_t)st.st_size - shdr.sh_offset) / entsize;
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	buf = malloc(SYMTAB_CHUNK);
+	if (!tmp || !buf) {
+		free(tmp);
+		free(buf);
+		return -ENOMEM;
+	}
+	per_chunk = SYMTAB_CHUNK / entsize;
+	for (done = 0; done < n; done += per_chunk) {
+		size_t cnt = n - done < per_chunk ? n - done : per_chunk;
+		Elf_Data d = {.d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT};
+		ssize_t got =
+		    pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
+
+		if (got <= 0)
+			break;
+		cnt = (size_t)got / entsize;
+		d.d_size = cnt * entsize;
+		if (!gelf_xlatetom(elf, &d, &d, enc))
+			break;
+		for (i = 0; i < cnt; i++) {
+			uint64_t value, size;
+			uint32_t name;
+			unsigned char info;
+			uint16_t shndx;
+
+			if (cls == ELFCLASS64) {
+				const Elf64_Sym *s = (const Elf64_Sym *)buf + i;
+
+				value = s->st_value, size = s->st_size, name = s->st_name;
+				info = s->st_info, shndx = s->st_shndx;
+			} else {
+				const Elf32_Sym *s = (const Elf32_Sym *)buf + i;
+
+				value = s->st_value, size = s->st_size, name = s->st_name;
+				info = s->st_info, shndx = s->st_shndx;
+			}
+			if (GELF_ST_TYPE(info) != STT_FUNC && GELF_ST_TYPE(info) != STT_GNU_IFUNC)
+				continue;
+			if (shndx == SHN_UNDEF || !value || !name || name >= strshdr.sh_size)
+				continue;
+			tmp[out].addr = value;
+			tmp[out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			tmp[out].name = name;
+			/* At one address prefer global names over weak over local ones. */
+			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
+					: GELF_ST_BIND(info) == STB_WEAK ? 1
+									 : 2;
+			out++;
+		}
+	}
+	free(buf);
+	qsort(tmp, out, sizeof(*tmp), lsym_cmp);
+	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
+	for (i = 0, n = 0; i < out; i++) {
+		struct csym s = {tmp[i].addr, tmp[i].size, tmp[i].name};
+
+		if (n && ((struct csym *)tmp)[n - 1].addr == s.addr)
+			continue;
+		memcpy((struct csym *)tmp + n++, &s, sizeof(s));
+	}
+	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
+	o->syms = p ? p : (struct csym *)tmp;
+	o->nsyms = n;
+	o->names_fd = fd;
+	o->strtab_off = strshdr.sh_offset;
+	o->strtab_size = strshdr.sh_size;
+	charge(o, n * sizeof(struct csym));
+	return 0;
+}
+
+/* End of the PT_LOAD segment holding @vaddr, bounding symbols of size 0. */
+static uint64_t segment_end(const struct elf_object *o, uint64_t vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < o->nloads; i++)
+		if (vaddr >= o->loads[i].p_vaddr &&
+		    vaddr - o->loads[i].p_vaddr < o->loads[i].p_memsz)
+			return o->loads[i].p_vaddr + o->loads[i].p_memsz;
+	return vaddr;
+}
+
+static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr)
+{
+	size_t lo = 0, hi = o->nsyms, mid;
+	const struct csym *s;
+	uint64_t end;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (o->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &o->syms[lo - 1];
+	if (s->size)
+		end = s->addr + s->size;
+	else if (lo < o->nsyms)
+		end = o->syms[lo].addr;
+	else
+		end = segment_end(o, s->addr);
+	return vaddr < end ? s : NULL;
+}
+
+/*
+ * The name of @s, read from the string table on first use and kept while @o
+ * is loaded. NULL when unreadable, empty or not terminated within the table.
+ */
+static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
+{
+	uint32_t idx = (uint32_t)(s - o->syms);
+	char small[256], *buf = small, *nul;
+	size_t cap = sizeof(small), max, len;
+	struct sname *e;
+	ssize_t got;
+
+	HASH_FIND(hh, o->names, &idx, sizeof(idx), e);
+	if (e)
+		return e;
+	if (o->names_fd < 0 || s->name >= o->strtab_size)
+		return NULL;
+	max = o->strtab_size - s->name;
+	if (max > MAX_NAME_LEN)
+		max = MAX_NAME_LEN;
+	for (;;) {
+		size_t want = cap < max ? cap : max;
+
+		got = pread(o->names_fd, buf, want, (off_t)(o->strtab_off + s->name));
+		if (got <= 0)
+			goto fail;
+		nul = memchr(buf, 0, (size_t)got);
+		if (nul)
+			break;
+		if ((size_t)got < want || want == max)
+			goto fail;
+		cap *= 2;
+		if (buf != small)
+			free(buf);
+		buf = malloc(cap);
+		if (!buf)
+			return NULL;
+	}
+	len = (size_t)(nul - buf);
+	if (!len)
+		goto fail;
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		goto fail;
+	e->idx = idx;
+	memcpy(e->name, buf, len + 1);
+	hash_oom = false;
+	HASH_ADD(hh, o->names, idx, sizeof(e->idx), e);
+	if (hash_oom) {
+		free(e);
+		goto fail;
+	}
+	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	e->dname = demangle(o, e->name);
+	if (buf != small)
+		free(buf);
+	return e;
+fail:
+	if (buf != small)
+		free(buf);
+	return NULL;
+}
+
+/* --- DWARF --------------------------------------------------------------------------------- */
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int func_cmp(const void *a, const void *b)
+{
+	const struct func_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Address ranges of every compile unit; .debug_aranges is not used because clang omits it. */
+static int index_cus(struct elf_object *o)
+{
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Die cudie, subdie;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off;
+	size_t cap_cus = 0, cap_ranges = 0;
+	void *p;
+
+	while (dwarf_get_units(o->dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+		cu = next;
+		if (unit_type != DW_UT_compile)
+			continue;
+		if (o->ncus == cap_cus) {
+			cap_cus = cap_cus ? 2 * cap_cus : 64;
+			p = realloc(o->cus, cap_cus * sizeof(*o->cus));
+			if (!p)
+				return -ENOMEM;
+			o->cus = p;
+		}
+		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
+		o->cus[o->ncus].die = cudie;
+		off = 0;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			if (lo >= hi)
+				continue;
+			if (o->ncu_ranges == cap_ranges) {
+				cap_ranges = cap_ranges ? 2 * cap_ranges : 64;
+				p = realloc(o->cu_ranges, cap_ranges * sizeof(*o->cu_ranges));
+				if (!p)
+					return -ENOMEM;
+				o->cu_ranges = p;
+			}
+			o->cu_ranges[o->ncu_ranges++] = (struct cu_range){lo, hi, o->ncus};
+		}
+		o->ncus++;
+	}
+	if (o->ncu_ranges)
+		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
+	charge_dwarf(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
+	return 0;
+}
+
+static int add_func(struct cu_info *cu, size_t *cap, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	void *p;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (lo >= hi)
+			continue;
+		if (cu->nfuncs == *cap) {
+			*cap = *cap ? 2 * *cap : 32;
+			p = realloc(cu->funcs, *cap * sizeof(*cu->funcs));
+			if (!p)
+				return -ENOMEM;
+			cu->funcs = p;
+		}
+		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die};
+	}
+	return 0;
+}
+
+/* Collects concrete subprograms at CU level and inside namespaces and classes. */
+static int index_funcs_in(struct cu_info *cu, size_t *cap, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+	int tag, err;
+
+	if (depth > MAX_DIE_DEPTH || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram) {
+			err = add_func(cu, cap, &child);
+		} else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+			   tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+			   tag == DW_TAG_module) {
+			err = index_funcs_in(cu, cap, &child, depth + 1);
+		} else {
+			err = 0;
+		}
+		if (err)
+			return err;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, uint64_t pc)
+{
+	size_t lo = 0, hi, mid, cap = 0;
+	struct func_range *f;
+
+	if (!cu->indexed) {
+		cu->indexed = true;
+		if (index_funcs_in(cu, &cap, &cu->die, 0)) {
+			free(cu->funcs);
+			cu->funcs = NULL;
+			cu->nfuncs = 0;
+		} else if (cu->nfuncs) {
+			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
+			charge_dwarf(o, cap * sizeof(*cu->funcs));
+		}
+	}
+	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
+	if (!cu->nfuncs)
+		return NULL;
+	hi = cu->nfuncs;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (cu->funcs[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges of distinct functions do not nest; look back a little for overlaps. */
+	for (f = cu->funcs + lo; f > cu->funcs && lo - (size_t)(f - cu->funcs) < 8; f--)
+		if (pc < f[-1].hi)
+			return &f[-1];
+	return NULL;
+}
+
+static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
+{
+	size_t lo = 0, hi = o->ncu_ranges, mid, i;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (o->cu_ranges[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* CU ranges overlap only with odd producers (LTO); a few steps back are enough. */
+	for (i = lo; i > 0 && lo - i < 8; i--)
+		if (pc < o->cu_ranges[i - 1].hi)
+			return &o->cus[o->cu_ranges[i - 1].cu];
+	return NULL;
+}
+
+static bool has_pc_attrs(Dwarf_Die *die)
+{
+	return dwarf_hasattr(die, DW_AT_low_pc) || dwarf_hasattr(die, DW_AT_ranges);
+}
+
+/*
+ * Finds the child of @parent holding @pc that is an inlined subroutine or a
+ * lexical block; blocks without addresses are looked through.
+ */
+static bool find_scope_child(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *out, int depth)
+{
+	Dwarf_Die child;
+	int tag;
+
+	if (depth > MAX_DIE_DEPTH || dwarf_child(parent, &child) != 0)
+		return false;
+	do {
+		tag = dwarf_tag(&child);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block &&
+		    tag != DW_TAG_try_block && tag != DW_TAG_catch_block)
+			continue;
+		if (dwarf_haspc(&child, pc) > 0) {
+			*out = child;
+			return true;
+		}
+		if (tag == DW_TAG_lexical_block && !has_pc_attrs(&child) &&
+		    find_scope_child(&child, pc, out, depth + 1))
+			return true;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* chain[0] = the subprogram, then each inlined subroutine down to the innermost. */
+static int inline_chain(Dwarf_Die *func, uint64_t pc, Dwarf_Die *chain, int max)
+{
+	Dwarf_Die cur = *func, next;
+	int n = 0, depth;
+
+	chain[n++] = cur;
+	for (depth = 0; depth < 4 * MAX_FRAMES && find_scope_child(&cur, pc, &next, 0); depth++) {
+		if (dwarf_tag(&next) == DW_TAG_inlined_subroutine) {
+			if (n == max)
+				break;
+			chain[n++] = next;
+		}
+		cur = next;
+	}
+	return n;
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		return dwarf_formstring(&attr);
+	return NULL;
+}
+
+static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
+{
+	const char *linkage = die_linkage_name(die);
+	const char *name = dwarf_diename(die);
+
+	f->system_name = linkage ? linkage : name;
+	f->function = linkage ? demangle(o, linkage) : name;
+	if (linkage && f->function == linkage && name)
+		f->function = name; /* not mangled after all (extern "C", asm labels) */
+}
+
+static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+	Dwarf_Files *files;
+	size_t nfiles;
+	Dwarf_Die cudie;
+
+	/* Values past INT_MAX only come from corrupt DWARF: unknown (0). */
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0 && v <= INT_MAX)
+		caller->line = (int)v;
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_column, &attr), &v) == 0 && v <= INT_MAX)
+		caller->column = (int)v;
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
+	    dwarf_diecu(inl, &cudie, NULL, NULL) &&
+	    dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
+		caller->file = dwarf_filesrc(files, v, NULL, NULL);
+}
+
+/* Line tables may name files relative to the CU's directory (gcc's DWARF 5 does). */
+static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir, *s;
+	char buf[PATH_MAX];
+	int len;
+
+	if (!file || file[0] == '/')
+		return file;
+	dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
+	if (!dir)
+		return file;
+	len = snprintf(buf, sizeof(buf), "%s/%s", dir, file);
+	if (len < 0 || (size_t)len >= sizeof(buf))
+		return file;
+	s = intern(o, buf);
+	return s ? s : file;
+}
+
+static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max)
+{
+	Dwarf_Die chain[MAX_FRAMES];
+	struct cu_info *cu = find_cu(o, pc);
+	struct func_range *f;
+	Dwarf_Line *line;
+	int n, i, ln, col;
+
+	if (!cu)
+		return 0;
+	memset(out, 0, sizeof(*out) * max);
+	f = find_func(o, cu, pc);
+	if (f) {
+		n = inline_chain(&f->die, pc, chain, max);
+		for (i = 0; i < n; i++) {
+			die_names(o, &chain[n - 1 - i], &out[i]);
+			if (i > 0)
+				call_site(&chain[n - i], &out[i]);
+		}
+	} else {
+		n = 1;
+	}
+	if (!cu->lines_charged) {
+		Dwarf_Lines *lines;
+		Dwarf_Files *files;
+		size_t nlines = 0, nfiles = 0;
+
+		/* Read once and cached by libdw: charge it, or big CUs grow memory unseen. */
+		cu->lines_charged = true;
+		if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
+		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
+			charge_dwarf(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
+	}
+	line = dwarf_getsrc_die(&cu->die, pc);
+	if (line) {
+		out[0].file = dwarf_linesrc(line, NULL, NULL);
+		/* A corrupt line program can step the line below 1: libdw then answers < 0. */
+		if (dwarf_lineno(line, &ln) == 0 && ln > 0)
+			out[0].line = ln;
+		if (dwarf_linecol(line, &col) == 0 && col > 0)
+			out[0].column = col;
+	}
+	for (i = 0; i < n; i++)
+		out[i].file = source_path(o, &cu->die, out[i].file);
+	return n;
+}
+
+/* --- loading and the budget ---------------------------------------------------------------- */
+
+/*
+ * Unloads least recently used objects, never @keep, until @need more bytes fit
+ * in the budget. Objects without DWARF go first: re-loading them reads a symbol
+ * table, while DWARF costs an index walk and maybe decompressing its sections.
+ */
+static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
+{
+	struct elf_object *o, *prev;
+	uint64_t before = c->stats.bytes;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (o = c->lru_tail; o && c->stats.bytes + need > c->max_bytes; o = prev) {
+			prev = o->lru_prev;
+			if (o == keep || (!pass && o->dwarf))
+				continue;
+			elf_object__unload(o);
+			c->stats.evictions++;
+		}
+	}
+	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
+	if (before - c->stats.bytes >= TRIM_BYTES)
+		malloc_trim(0);
+	limit_fds(c);
+}
+
+/* Opens the debug file found by an earlier load, through o->dbg_fd. */
+static Elf *reopen_debug_file(struct elf_object *o)
+{
+	struct stat st;
+	Elf *elf;
+	int fd, err;
+
+	if (!o->debug_path)
+		return NULL;
+	fd = open_regular(o->debug_path, &st);
+	if (fd < 0)
+		return NULL;
+	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!elf) {
+		close(fd);
+		return NULL;
+	}
+	o->dbg_fd = fd;
+	o->cache->stats.fds++;
+	return elf;
+}
+
+/* True when a .debug_* section of @elf is compressed (SHF_COMPRESSED). */
+static bool has_compressed_debug(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED))
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (name && !strncmp(name, ".debug_", 7))
+			return true;
+	}
+	return false;
+}
+
+#define INFLATE_CHUNK 65536
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf = (const char *)buf + w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Copies @len bytes of @fd at @from to @out at @to, inflating them (zlib stream) when
+ * @zlib; *@outlen: bytes written. 0 or -errno (-EBADMSG: corrupt stream).
+ */
+static int copy_section(int fd, uint64_t from, uint64_t len, int out, uint64_t to, bool zlib,
+			unsigned char *in, unsigned char *buf, uint64_t *outlen)
+{
+	z_stream zs = {0};
+	int zr = Z_OK, err = 0;
+
+	*outlen = 0;
+	if (zlib && inflateInit(&zs) != Z_OK)
+		return -ENOMEM;
+	while (zlib ? zr != Z_STREAM_END : len > 0) {
+		size_t want = len < INFLATE_CHUNK ? (size_t)len : INFLATE_CHUNK;
+		ssize_t n = 0;
+
+		if (len && (!zlib || !zs.avail_in)) {
+			n = pread(fd, in, want, (off_t)from);
+			if (n <= 0) {
+				err = n < 0 ? -errno : -EBADMSG;
+				break;
+			}
+			from += (uint64_t)n;
+			len -= (uint64_t)n;
+		}
+		if (!zlib) {
+			err = pwrite_all(out, in, (size_t)n, to + *outlen);
+			*outlen += (uint64_t)n;
+			if (err)
+				break;
+			continue;
+		}
+		if (n) {
+			zs.next_in = in;
+			zs.avail_in = (uInt)n;
+		}
+		zs.next_out = buf;
+		zs.avail_out = INFLATE_CHUNK;
+		zr = inflate(&zs, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END) {
+			err = -EBADMSG; /* also Z_BUF_ERROR: the input ended before the stream */
+			break;
+		}
+		err = pwrite_all(out, buf, INFLATE_CHUNK - zs.avail_out, to + *outlen);
+		*outlen += INFLATE_CHUNK - zs.avail_out;
+		if (err)
+			break;
+	}
+	if (zlib)
+		inflateEnd(&zs);
+	return err;
+}
+
+static int open_tmpfile(void)
+{
+	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Writes a copy of the 64-bit little-endian ELF file @fd (@hdr: its headers) with every
+ * SHF_COMPRESSED section inflated (ELF gABI 4.1, "Section Compression": an Elf64_Chdr, then a
+ * zlib stream; ELFCOMPRESS_ZSTD is not handled) to an unlinked file in /var/tmp (else /tmp).
+ * Program headers are left out (libdw does not need them). Inflated DWARF then lives in the
+ * page cache, where a mapping can drop it and read it back, instead of in this process's
+ * heap. Streams in 64 KiB pieces. Returns the new descriptor or -errno (-ENOTSUP: not a format
+ * handled here).
+ */
+static int inflate_to_file(Elf *hdr, int fd)
+{
+	unsigned char *in = NULL, *buf = NULL;
+	GElf_Shdr *sh = NULL;
+	uint64_t off = sizeof(Elf64_Ehdr), n;
+	size_t shnum = 0, i;
+	GElf_Ehdr eh;
+	int out = -1, err = 0;
+
+	if (!gelf_getehdr(hdr, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || elf_getshdrnum(hdr, &shnum) || !shnum)
+		return -ENOTSUP;
+	sh = calloc(shnum, sizeof(*sh));
+	in = malloc(INFLATE_CHUNK);
+	buf = malloc(INFLATE_CHUNK);
+	if (!sh || !in || !buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < shnum; i++) {
+		if (!gelf_getshdr(elf_getscn(hdr, i), &sh[i])) {
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+	}
+	out = open_tmpfile();
+	if (out < 0) {
+		err = out;
+		goto cleanup;
+	}
+	for (i = 1; i < shnum; i++) {
+		bool z = sh[i].sh_flags & SHF_COMPRESSED;
+		uint64_t align = sh[i].sh_addralign > 1 ? sh[i].sh_addralign : 1;
+		Elf64_Chdr ch = {0};
+
+		if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_type == SHT_NULL) {
+			sh[i].sh_offset = off;
+			continue;
+		}
+		if (z) {
+			if (sh[i].sh_size < sizeof(ch) ||
+			    pread(fd, &ch, sizeof(ch), (off_t)sh[i].sh_offset) != sizeof(ch) ||
+			    ch.ch_type != ELFCOMPRESS_ZLIB) {
+				err = -ENOTSUP;
+				goto cleanup;
+			}
+			align = ch.ch_addralign > 1 ? ch.ch_addralign : 1;
+		}
+		off = (off + align - 1) / align * align;
+		err = copy_section(fd, sh[i].sh_offset + (z ? sizeof(ch) : 0),
+				   sh[i].sh_size - (z ? sizeof(ch) : 0), out, off, z, in, buf, &n);
+		if (!err && z && n != ch.ch_size)
+			err = -EBADMSG;
+		if (err)
+			goto cleanup;
+		sh[i].sh_offset = off;
+		sh[i].sh_size = n;
+		if (z) {
+			sh[i].sh_flags &= ~(uint64_t)SHF_COMPRESSED;
+			sh[i].sh_addralign = ch.ch_addralign;
+		}
+		off += n;
+	}
+	eh.e_shoff = (off + 7) & ~7ull;
+	eh.e_phoff = 0;
+	eh.e_phnum = 0;
+	/* GElf_Ehdr and GElf_Shdr are the ELF64 structures. */
+	err = pwrite_all(out, sh, shnum * sizeof(*sh), eh.e_shoff);
+	if (!err)
+		err = pwrite_all(out, &eh, sizeof(eh), 0);
+cleanup:
+	free(sh);
+	free(in);
+	free(buf);
+	if (err && out >= 0)
+		close(out);
+	return err ? err : out;
+}
+
+/*
+ * Whether the string sections libdw reads names from (.debug_str, .debug_line_str, also as
+ * .zdebug_* and *.dwo) end in a NUL. libdw bounds a string's offset by its section's size but
+ * does not look for the terminating NUL (dwarf_formstring()), so in a corrupt file the last
+ * string would run past the section. Call after dwarf_begin_elf(): sections are inflated then.
+ */
+static bool dwarf_strings_terminated(Elf *elf)
+{
+	static const char *const names[] = {"debug_str", "debug_line_str"};
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	Elf_Data *d;
+	size_t stridx, i, len;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, stridx, shdr.sh_name);
+		if (!name || (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
+			continue;
+		name += name[1] == 'z' ? 2 : 1;
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			len = strlen(names[i]);
+			if (strncmp(name, names[i], len) ||
+			    (name[len] && strcmp(name + len, ".dwo")))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf && d->d_size && ((const char *)d->d_buf)[d->d_size - 1])
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Opens the DWARF of @fd (@hdr: its headers) for libdw and charges its
+ * sections. Plain sections are mapped (only the pages used count). Compressed
+ * ones are inflated once into an unlinked file (inflate_to_file(), kept in
+ * o->inflated_fd for re-loads) and mapped the same way; if that fails they are
+ * read with pread and libdw inflates them all into memory (a mapping would
+ * keep the compressed bytes resident too), and then @fd must stay open while
+ * loaded.
+ */
+static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
+{
+	bool mapped = !has_compressed_debug(hdr);
+	struct stat st;
+	int err;
+
+	if (!mapped && o->inflated_fd < 0 && !o->inflate_failed) {
+		o->inflated_fd = inflate_to_file(hdr, fd);
+		if (o->inflated_fd >= 0)
+			o->cache->stats.fds++;
+		else
+			o->inflate_failed = true; /* no room, or an unhandled format: pread */
+	}
+	if (!mapped && o->inflated_fd >= 0) {
+		fd = o->inflated_fd;
+		mapped = true;
+	}
+	if (fstat(fd, &st))
+		return;
+	o->dwarf_elf =
+	    elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!o->dwarf_elf)
+		return;
+	if (mapped) {
+		size_t len;
+		char *img = elf_rawfile(o->dwarf_elf, &len);
+
+		/* DIE walks jump around: no fault-around or read-ahead filling RSS. */
+		if (img)
+			madvise((void *)((uintptr_t)img & ~(uintptr_t)4095),
+				len + ((uintptr_t)img & 4095), MADV_RANDOM);
+		/* Mapped now: libdw needs no descriptor. */
+		elf_cntl(o->dwarf_elf, ELF_C_FDDONE);
+	} else {
+		o->dwarf_fd = fd;
+	}
+	o->dwarf = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+	if (o->dwarf && !dwarf_strings_terminated(o->dwarf_elf)) {
+		dwarf_end(o->dwarf); /* corrupt: names from the symbol table only */
+		o->dwarf = NULL;
+	}
+	if (!o->dwarf) {
+		elf_end(o->dwarf_elf);
+		o->dwarf_elf = NULL;
+		o->dwarf_fd = -1;
+		return;
+	}
+	/*
+	 * After dwarf_begin_elf(): inflated sections show their inflated size, all
+	 * in memory. Of mapped ones, only pages a lookup touched are resident.
+	 */
+	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	if (index_cus(o)) {
+		/* Out of memory: run on symbols alone. */
+		free(o->cus);
+		free(o->cu_ranges);
+		o->cus = NULL;
+		o->cu_ranges = NULL;
+		o->ncus = o->ncu_ranges = 0;
+	}
+	/* The index walk touched every unit header: not what lookups will need. */
+	if (mapped)
+		drop_mapped_pages(o);
+}
+
+/*
+ * Loads symbols and DWARF of @o (first lookup, or first after an unload).
+ * Failures leave that part empty; -ENOENT when the file cannot be read again.
+ */
+static int elf_object__load(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	Elf *elf = NULL, *dbg = NULL;
+	bool main_dwarf, main_symtab;
+	int err;
+
+	if (o->loaded)
+		return 0;
+	if (o->load_failed)
+		return -ENOENT;
+	if (o->fd < 0 && reopen(o))
+		goto fail;
+	elf = elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
+	if (!elf)
+		goto fail;
+	o->loaded = true;
+	c->stats.objects_loaded++;
+	c->stats.loads++;
+	lru_touch(o);
+
+	main_dwarf = has_data_section(elf, ".debug_info");
+	main_symtab = has_data_section(elf, ".symtab");
+	if (!main_dwarf || !main_symtab) {
+		if (!o->debug_searched)
+			dbg = find_debug_file(o, elf);
+		else
+			dbg = reopen_debug_file(o);
+		o->debug_searched = true;
+	}
+	/* Room first: the peak is then the budget, not the budget plus this object. */
+	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
+
+	if (main_symtab)
+		load_symbols(o, elf, o->fd, SHT_SYMTAB);
+	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB))
+		load_symbols(o, elf, o->fd, SHT_DYNSYM);
+
+	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
+	if (main_dwarf && load_estimate(elf, true) > c->max_bytes)
+		c->stats.dwarf_skipped++;
+	else if (main_dwarf)
+		load_dwarf(o, elf, o->fd);
+	else if (dbg && has_data_section(dbg, ".debug_info") &&
+		 load_estimate(dbg, true) > c->max_bytes)
+		c->stats.dwarf_skipped++;
+	else if (dbg && has_data_section(dbg, ".debug_info"))
+		load_dwarf(o, dbg, o->dbg_fd);
+
+	/* Headers read with pread are not needed past loading. */
+	elf_end(elf);
+	if (dbg)
+		elf_end(dbg);
+	if (o->names_fd != o->dbg_fd && o->dwarf_fd != o->dbg_fd)
+		close_fd(c, &o->dbg_fd);
+	return 0;
+fail:
+	o->load_failed = true;
+	c->stats.load_errors++;
+	return -ENOENT;
+}
+
+static void refresh_idle(struct elf_object *o);
+
+const char *elf_object__debug_file(struct elf_object *o)
+{
+	o->last_used = now_ns();
+	if (o->idle_closed)
+		refresh_idle(o);
+	if (!elf_object__load(o))
+		make_room(o->cache, o, 0);
+	return o->debug_path;
+}
+
+/* --- lookups ------------------------------------------------------------------------------- */
+
+static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
+{
+	struct symcache *c = o->cache;
+	const struct csym *s = find_symbol(o, vaddr);
+	const struct sname *name = s ? sym_name(o, s) : NULL;
+	int n = 0;
+
+	if (o->dwarf)
+		n = dwarf_frames(o, vaddr, out, max);
+	if (n > 0) {
+		struct sym_frame *phys = &out[n - 1];
+
+		/* The symbol name is the truth for clones (foo.cold, foo.constprop.0). */
+		if (name)
+			phys->system_name = name->name;
+		if (!phys->function && name)
+			phys->function = name->dname;
+		c->stats.dwarf_hits++;
+		return n;
+	}
+	if (!name) {
+		c->stats.misses++;
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	out->function = name->dname;
+	out->system_name = name->name;
+	c->stats.symtab_hits++;
+	return 1;
+}
+
+/* Remembers the frames of @vaddr while @o stays loaded; bounded by a share of the budget. */
+static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct sym_frame *frames,
+			    int n)
+{
+	size_t size = sizeof(struct addr_entry) + n * sizeof(frames[0]);
+	struct addr_entry *e;
+
+	if (o->addr_bytes + size + ENTRY_OVERHEAD > o->cache->max_bytes / ADDR_CACHE_SHARE)
+		addr_cache__clear(o);
+	e = malloc(size);
+	if (!e)
+		return;
+	e->vaddr = vaddr;
+	e->n = n;
+	memcpy(e->frames, frames, n * sizeof(frames[0]));
+	hash_oom = false;
+	HASH_ADD(hh, o->addrs, vaddr, sizeof(e->vaddr), e);
+	if (hash_oom) {
+		free(e);
+		return;
+	}
+	o->addr_bytes += size + ENTRY_OVERHEAD;
+	charge(o, size + ENTRY_OVERHEAD);
+}
+
+/*
+ * @o was closed while idle and an address it has not answered yet is asked: re-load it from
+ * its file if the very same file can be opened again, else go on with what stayed in memory
+ * (symbols, names read, frames answered; counted once, not retried until symcache__open()
+ * meets the file again).
+ */
+static void refresh_idle(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->reopen_failed)
+		return;
+	if (o->fd < 0 && reopen(o)) {
+		o->reopen_failed = true;
+		c->stats.idle_reopen_errors++;
+		return;
+	}
+	elf_object__unload(o);
+	c->stats.idle_reloads++;
+}
+
+/*
+ * Makes the frames cached for @o independent of its DWARF: strings libdw owns (DIE names,
+ * line table file names) are copied into o->strings. false on ENOMEM.
+ */
+static bool addr_cache__own_strings(struct elf_object *o)
+{
+	struct addr_entry *e, *tmp;
+	const char **s[3];
+	int i, k;
+
+	HASH_ITER (hh, o->addrs, e, tmp) {
+		for (i = 0; i < e->n; i++) {
+			s[0] = &e->frames[i].function;
+			s[1] = &e->frames[i].system_name;
+			s[2] = &e->frames[i].file;
+			for (k = 0; k < 3; k++)
+				if (*s[k] && !(*s[k] = intern(o, *s[k])))
+					return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Releases what holds @o's files open: its descriptors (main file, debug file, inflated
+ * DWARF) and, when loaded, its DWARF (a mapping pins the file too). Symbols, names read and
+ * the address cache stay; names not read yet wait for refresh_idle().
+ */
+static void close_idle_object(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->loaded) {
+		if (o->dwarf && !addr_cache__own_strings(o))
+			addr_cache__clear(o);
+		drop_dwarf(o);
+		o->names_fd = -1;
+		o->idle_closed = true;
+	}
+	close_fd(c, &o->fd);
+	close_fd(c, &o->dbg_fd);
+	close_fd(c, &o->inflated_fd);
+	c->stats.idle_closes++;
+}
+
+void symcache__close_idle(struct symcache *c, uint64_t now)
+{
+	struct elf_object *o;
+
+	for (o = c ? c->objects : NULL; o; o = o->next) {
+		if (now < o->last_used || now - o->last_used < c->idle_ns)
+			continue;
+		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->dwarf_elf)
+			close_idle_object(o);
+	}
+}
+
+int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+		     struct sym_frame *out, int max)
+{
+	struct sym_frame frames[MAX_FRAMES];
+	struct addr_entry *e;
+	int n;
+
+	if (!c || !o || !out || max <= 0)
+		return -EINVAL;
+	c->stats.lookups++;
+	o->last_used = now_ns();
+	HASH_FIND(hh, o->addrs, &vaddr, sizeof(vaddr), e);
+	if (e) {
+		c->stats.cache_hits++;
+		lru_touch(o);
+		n = e->n < max ? e->n : max;
+		memcpy(out, e->frames, n * sizeof(*out));
+		return n;
+	}
+	if (o->idle_closed)
+		refresh_idle(o);
+	if (elf_object__load(o)) {
+		c->stats.misses++;
+		return 0;
+	}
+	lru_touch(o);
+	n = resolve(o, vaddr, frames, MAX_FRAMES);
+	addr_cache__add(o, vaddr, frames, n);
+	/* Strings of @o's frames stay valid: @o is never the one unloaded. */
+	make_room(c, o, 0);
+	if (n > max)
+		n = max;
+	memcpy(out, frames, n * sizeof(*out));
+	return n;
+}
+
+/* --- lookup by file identity (exporter/process/fileid.h) --- */
+struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
+					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec)
+{
+	char key[128];
+
+	if (mtime_nsec >= 1000000000u)
+		return NULL;
+	identity_key_of(key, sizeof(key), dev, ino, size, mtime_sec, mtime_nsec);
+	return find_key(c, key);
+}
+
+const char *elf_object__orig_path(const struct elf_object *o)
+{
+	return o->orig_path ? o->orig_path : o->path;
+}
+/* --- end of lookup by file identity --- */

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * symbolize: names the PCs of native code on the host, with libelf and libdw.
+ *
+ * A symcache holds one elf_object per distinct file, keyed by GNU build ID
+ * (NT_GNU_BUILD_ID note), or by (device, inode, size, mtime) for files without
+ * one, so every process that maps a library shares its symbols. Names come from
+ * DWARF (inline chain, file:line) when the file or its separate debug file
+ * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else from
+ * .symtab, else .dynsym. C++ and Rust names are demangled.
+ *
+ * Addresses given to symcache__lookup() are ELF virtual addresses (the
+ * addresses in the file's program headers and symbol tables), not process
+ * addresses: elf_object__file_offset_to_vaddr() converts a file offset,
+ * which the caller computes from /proc/PID/maps as pc - start + offset.
+ */
+#ifndef SPANPROF_SYMBOLIZE_H
+#define SPANPROF_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symcache;
+struct elf_object;
+
+/*
+ * One frame of a lookup result. Strings are owned by the symcache and stay valid
+ * until the next symcache__open(), symcache__lookup(), symcache__trim() or
+ * symcache__close_idle() call on the same cache (the first two may unload a
+ * least-recently-used object to stay under symcache_opts.max_bytes, the last two
+ * release idle objects' DWARF) or symcache__free(): copy what must outlive that.
+ */
+struct sym_frame {
+	const char *function;	 /* demangled name, NULL if unknown */
+	const char *system_name; /* name as in the symbol table / DWARF linkage name */
+	const char *file;	 /* source file, NULL if unknown */
+	int line;		 /* 0 if unknown */
+	int column;		 /* 0 if unknown */
+};
+
+struct symcache_opts {
+	/* Extra root for debug files (tests); NULL: the host's /usr/lib/debug. */
+	const char *debug_dir;
+	/*
+	 * Memory budget of loaded objects (symbol arrays, names, DWARF indexes,
+	 * mapped DWARF sections, the line tables libdw keeps, address caches),
+	 * in bytes. Over it, the least
+	 * recently used objects are unloaded back to their light part (path,
+	 * build ID, segments, open descriptor) and re-loaded, with identical
+	 * results, on their next lookup. An object whose DWARF alone (inflated, or
+	 * a quarter of it when mapped) exceeds the budget is symbolized from its
+	 * symbol table only (stats.dwarf_skipped). 0: SYMCACHE_DEFAULT_MAX_BYTES;
+	 * SIZE_MAX: no limit.
+	 */
+	size_t max_bytes;
+	/*
+	 * Descriptors kept open for re-loading (an object whose process exited can
+	 * be re-opened only through it). Over it, unloaded objects close theirs
+	 * and re-open by path, checking device, inode, size and mtime.
+	 * 0: a quarter of RLIMIT_NOFILE, at least 64.
+	 */
+	unsigned int max_fds;
+	/*
+	 * Seconds an object may go without an open or a lookup before
+	 * symcache__close_idle() (called by symcache__trim()) closes its
+	 * descriptors and drops its DWARF: held descriptors, and mappings, of
+	 * deleted files pin their disk space. 0: SYMCACHE_DEFAULT_IDLE_S.
+	 */
+	unsigned int idle_s;
+};
+
+#define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
+/* Idle time before an object's descriptors close: a few export intervals (5 s in the soak). */
+#define SYMCACHE_DEFAULT_IDLE_S 30
+
+/* NULL + errno on failure. @opts may be NULL. A symcache is not thread-safe. */
+struct symcache *symcache__new(const struct symcache_opts *opts);
+/* Frees every object and string; NULL is a no-op. */
+void symcache__free(struct symcache *c);
+
+/*
+ * Opens @path (any path the agent can open: /proc/PID/map_files/..., or
+ * /proc/PID/root/<path> for a container) or returns the cached object with the
+ * same identity. @orig_path is the path as the process sees it (for
+ * .gnu_debuglink lookups next to it), may be NULL. Returns a pointer owned by
+ * the cache, or NULL + errno (ENOENT, EACCES, ENOEXEC for a non-ELF or corrupt
+ * file). A failed open is not cached.
+ */
+struct elf_object *symcache__open(struct symcache *c, const char *path, const char *orig_path);
+
+/* Lower-case hex GNU build ID, or NULL. Owned by the object. */
+const char *elf_object__build_id(const struct elf_object *o);
+/* Converts a file offset into the ELF vaddr through the PT_LOAD segment holding it. 0 or -ENOENT.
+ */
+int elf_object__file_offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr);
+
+/*
+ * Symbolizes @vaddr of @o. Writes at most @max frames to @out, innermost
+ * (inlined) first, the physical function last. Returns the number of frames
+ * written (0: nothing known about the address) or a negative errno.
+ */
+int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+		     struct sym_frame *out, int max);
+
+/*
+ * The separate debug file in use (found through the build-id tree or
+ * .gnu_debuglink, CRC or build ID checked), or NULL when the object carries
+ * its own symbols or none was found. Loads the object's symbols and debug
+ * info if no lookup did yet. Owned by the object.
+ */
+const char *elf_object__debug_file(struct elf_object *o);
+
+/*
+ * --- Lookup by file identity (short-lived processes, exporter/process/fileid.h) ---
+ * The object already opened (by any process's mapping) whose file has this identity, as
+ * stat(2) gives it: @dev in the user-space encoding (makedev()), @ino, @size in bytes, the
+ * modification time. Opens nothing, so it works after every process mapping the file is gone.
+ * NULL when no open file had that identity (or @mtime_nsec is out of range). The object is
+ * owned by the cache.
+ */
+struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
+					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec);
+/* The path the first process that mapped @o saw (else the path opened). Owned by @o. */
+const char *elf_object__orig_path(const struct elf_object *o);
+/* --- end of lookup by file identity --- */
+
+/* Counters since symcache__new(), for the agent's self-metrics. */
+struct symcache_stats {
+	uint64_t objects;     /* distinct objects opened */
+	uint64_t open_errors; /* symcache__open() failures */
+	uint64_t lookups;     /* symcache__lookup() calls */
+	uint64_t cache_hits;  /* lookups answered from the per-address cache */
+	uint64_t dwarf_hits;  /* resolved through DWARF (file:line known) */
+	uint64_t symtab_hits; /* resolved through .symtab/.dynsym only */
+	uint64_t misses;      /* nothing known about the address */
+	/* Memory, for self-telemetry: gauges (now) and counters. */
+	uint64_t objects_loaded; /* gauge: objects with symbols/DWARF in memory */
+	uint64_t bytes;		 /* gauge: bytes accounted to loaded objects */
+	uint64_t bytes_peak;	 /* highest value of bytes */
+	uint64_t fds;		 /* gauge: descriptors held */
+	uint64_t loads;		 /* object loads, re-loads after eviction included */
+	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
+	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
+	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
+	/* Descriptors following the working set (symcache__close_idle()). */
+	uint64_t idle_closes;	     /* objects that released descriptors/DWARF after idle_s */
+	uint64_t idle_reloads;	     /* of those, loaded ones re-read from the very same file */
+	uint64_t idle_reopen_errors; /* loaded ones whose file was gone: answered from memory */
+};
+void symcache__stats(const struct symcache *c, struct symcache_stats *out);
+/*
+ * Drops from this process's memory the pages of mapped (uncompressed) DWARF that lookups have
+ * touched; later lookups read them again from the page cache, with identical results. The
+ * mappings are read-only, so no data is lost. Then closes idle objects' descriptors
+ * (symcache__close_idle() at the current time). Call now and then (the agent: every 2 s) to
+ * keep the resident size to what recent lookups used. NULL is a no-op.
+ */
+void symcache__trim(struct symcache *c);
+/*
+ * Closes the descriptors (file, debug file, inflated DWARF) of every object not opened nor
+ * looked up during the last symcache_opts.idle_s seconds before @now (CLOCK_MONOTONIC, in
+ * ns), and drops loaded ones' DWARF (its mapping keeps the file too). Their symbols, the
+ * names already read and the frames already answered stay in memory (frames keep file:line
+ * and inline chains). The next lookup of an address not answered yet re-opens the very same
+ * file (device, inode, size, mtime; by the opened path, then the original one) and re-loads
+ * the object, with the results of a fresh load; if the file is gone or changed, it answers
+ * from what stayed in memory, the symbol table only (stats.idle_reopen_errors). A
+ * symcache__open() of the same file hands it its descriptor back. symcache__trim() calls it
+ * with the current time; tests pass their own @now. Cost: one pass over the objects. NULL is a
+ * no-op.
+ */
+void symcache__close_idle(struct symcache *c, uint64_t now);
+
+/* Kernel symbols from /proc/kallsyms (or a file in that format for tests). */
+struct ksyms;
+/*
+ * NULL + errno. All addresses zero (kptr_restrict) gives errno EPERM; an empty
+ * file ENODATA; a malformed line EINVAL. Keeps text symbols (t/T/w/W) only.
+ */
+struct ksyms *ksyms__load(const char *path);
+void ksyms__free(struct ksyms *k);
+/* Name of the symbol containing @addr (with its module in the name as "sym [mod]" not added), or
+ * NULL. */
+const char *ksyms__lookup(const struct ksyms *k, uint64_t addr, uint64_t *offset);
+/* Same as ksyms__lookup(); also sets *@module to the module name, or NULL for the core kernel. */
+const char *ksyms__lookup_module(const struct ksyms *k, uint64_t addr, uint64_t *offset,
+				 const char **module);
+/* Number of symbols kept (text symbols, one per address). */
+size_t ksyms__count(const struct ksyms *k);
+
+#endif /* SPANPROF_SYMBOLIZE_H */

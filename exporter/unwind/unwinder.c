@@ -1,0 +1,882 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include <bpf/bpf.h>
+
+#include "unwind/cfi.h"
+#include "unwind/unwinder.h"
+#include "util/util.h"
+
+/* Notifications wait this long so that a burst (ld.so mapping a library) is one re-read. */
+#define REFRESH_DELAY_NS (20 * 1000 * 1000ull)
+/* Processes whose exit notification was lost are looked for this often. */
+#define SWEEP_NS (5 * 1000 * 1000 * 1000ull)
+/*
+ * A table no process maps any more stays loaded this long (and within IDLE_MAX_ROWS in all), so
+ * that a program run again and again (the compiler of a build) is not rebuilt every time. Its
+ * rows are in the chunks (BPF memory, not this process's); room for a new table comes first.
+ */
+#define IDLE_NS (30 * 1000 * 1000 * 1000ull)
+#define IDLE_MAX_ROWS ((32u << 20) / sizeof(struct unwind_row))
+
+/* What identifies a file: the same key means the same bytes, hence the same table. */
+struct file_key {
+	uint64_t dev, ino, size, mtime_ns;
+};
+
+struct exec_seg {
+	uint64_t offset, vaddr, filesz; /* PT_LOAD p_offset, p_vaddr, p_filesz */
+};
+
+struct utable {
+	struct file_key key; /* hash key */
+	uint32_t id;	     /* table id in BPF; UNWIND_TABLE_NONE: no rows loaded */
+	uint32_t first;	     /* global row index of the first row */
+	uint32_t count;	     /* rows */
+	uint32_t refs;	     /* processes whose mapping list uses it */
+	int err;	     /* why there are no rows: 0 (none needed), -ENODATA, -ENOSPC, ... */
+	uint64_t full_gen;   /* -ENOSPC: u->free_gen when refused (retried after a free) */
+	uint64_t base;	     /* cfi_table__base() */
+	struct exec_seg *segs;
+	size_t nsegs;
+	uint64_t idle_since;		      /* refs == 0 with rows: when the last user went */
+	struct utable *idle_prev, *idle_next; /* idle list, oldest first */
+	int idle;
+	UT_hash_handle hh;
+};
+
+struct uproc {
+	uint32_t pid;		/* hash key */
+	struct utable **tables; /* distinct tables referenced, one reference each */
+	size_t ntables;
+	UT_hash_handle hh;
+};
+
+struct extent {
+	uint32_t off, len; /* rows [off, off + len) of a chunk */
+};
+
+struct chunk {
+	int fd;		    /* inner map; -1: slot free */
+	struct extent *ext; /* allocated ranges, sorted by off */
+	size_t next, cap;
+	int big; /* part of a table larger than a chunk */
+};
+
+struct pending {
+	uint32_t pid; /* hash key */
+	uint64_t due_ns;
+	UT_hash_handle hh;
+};
+
+struct unwinder {
+	struct unwinder_opts o;
+	struct chunk *chunks; /* o.maps.max_chunks slots */
+	uint32_t *free_ids;   /* stack of free table ids */
+	uint32_t nfree_ids;
+	struct utable *files;
+	struct uproc *procs;
+	struct pending *pending;
+	struct utable *idle_head, *idle_tail; /* loaded tables no process uses */
+	uint64_t idle_rows;
+	uint64_t free_gen; /* bumped when rows are freed */
+	uint64_t last_sweep_ns;
+	struct unwind_proc *val; /* scratch BPF value */
+	int vdso_fd;		 /* copy of the vDSO, -1 if none */
+	int vdso_tried;
+	struct unwinder_stats st;
+};
+
+/* --- chunks ---------------------------------------------------------------------------------- */
+
+static int chunk_create(struct unwinder *u, uint32_t slot)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct chunk *c = &u->chunks[slot];
+	int fd, err;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sp_unw_chunk", sizeof(uint32_t),
+			    UNWIND_CHUNK_BYTES, 1, &mo);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_update_elem(u->o.maps.chunks_fd, &slot, &fd, BPF_ANY)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	c->fd = fd;
+	c->next = 0;
+	c->big = 0;
+	u->st.chunks++;
+	u->st.chunk_bytes += UNWIND_CHUNK_BYTES;
+	return 0;
+}
+
+static void chunk_release(struct unwinder *u, uint32_t slot)
+{
+	struct chunk *c = &u->chunks[slot];
+
+	if (c->fd < 0)
+		return;
+	bpf_map_delete_elem(u->o.maps.chunks_fd, &slot);
+	close(c->fd);
+	free(c->ext);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	u->st.chunks--;
+	u->st.chunk_bytes -= UNWIND_CHUNK_BYTES;
+}
+
+/*
+ * Copies n rows to row off of chunk slot. The chunk is mapped only for the copy: a mapping of a
+ * BPF array holds all its pages resident in this process (RSS) for as long as it exists.
+ */
+static int chunk_write(struct unwinder *u, uint32_t slot, uint32_t off,
+		       const struct unwind_row *src, uint32_t n)
+{
+	size_t lo = (size_t)off * sizeof(*src) & ~(size_t)4095;
+	size_t hi = (size_t)(off + n) * sizeof(*src);
+	char *mem;
+
+	/* Only the pages written: the kernel maps a BPF array from a page-aligned offset. */
+	hi = (hi + 4095) & ~(size_t)4095;
+	mem = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED, u->chunks[slot].fd, lo);
+	if (mem == MAP_FAILED)
+		return -errno;
+	memcpy(mem + (size_t)off * sizeof(*src) - lo, src, (size_t)n * sizeof(*src));
+	munmap(mem, hi - lo);
+	return 0;
+}
+
+static int chunk_add_extent(struct chunk *c, size_t at, uint32_t off, uint32_t len)
+{
+	if (c->next == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 8;
+		struct extent *e = realloc(c->ext, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		c->ext = e;
+		c->cap = cap;
+	}
+	memmove(&c->ext[at + 1], &c->ext[at], (c->next - at) * sizeof(*c->ext));
+	c->ext[at].off = off;
+	c->ext[at].len = len;
+	c->next++;
+	return 0;
+}
+
+/* First fit in a chunk shared by small tables: the row offset, or -1. */
+static int64_t chunk_fit(const struct chunk *c, uint32_t count, size_t *at)
+{
+	uint32_t prev_end = 0;
+
+	for (size_t i = 0; i <= c->next; i++) {
+		uint32_t next_off = i < c->next ? c->ext[i].off : UNWIND_CHUNK_ROWS;
+
+		if (next_off - prev_end >= count) {
+			*at = i;
+			return prev_end;
+		}
+		if (i < c->next)
+			prev_end = c->ext[i].off + c->ext[i].len;
+	}
+	return -1;
+}
+
+/* Reserves count rows: *first is their global index. 0, -ENOSPC (limit) or -errno. */
+static int rows_alloc(struct unwinder *u, uint32_t count, uint32_t *first)
+{
+	uint32_t max = u->o.maps.max_chunks, need, run = 0, slot;
+	int64_t off;
+	size_t at;
+	int err;
+
+	if (count <= UNWIND_CHUNK_ROWS) {
+		for (slot = 0; slot < max; slot++) {
+			struct chunk *c = &u->chunks[slot];
+
+			if (c->fd < 0 || c->big || (off = chunk_fit(c, count, &at)) < 0)
+				continue;
+			err = chunk_add_extent(c, at, off, count);
+			if (err)
+				return err;
+			*first = slot * UNWIND_CHUNK_ROWS + off;
+			return 0;
+		}
+		for (slot = 0; slot < max && u->chunks[slot].fd >= 0; slot++)
+			;
+		if (slot == max)
+			return -ENOSPC;
+		err = chunk_create(u, slot);
+		if (err)
+			return err;
+		err = chunk_add_extent(&u->chunks[slot], 0, 0, count);
+		if (err) {
+			chunk_release(u, slot);
+			return err;
+		}
+		*first = slot * UNWIND_CHUNK_ROWS;
+		return 0;
+	}
+	/* A large table takes consecutive whole chunks. */
+	need = (count + UNWIND_CHUNK_ROWS - 1) / UNWIND_CHUNK_ROWS;
+	for (slot = 0; slot < max && run < need; slot++)
+		run = u->chunks[slot].fd < 0 ? run + 1 : 0;
+	if (run < need)
+		return -ENOSPC;
+	slot -= need;
+	for (uint32_t i = 0; i < need; i++) {
+		uint32_t len = count - i * UNWIND_CHUNK_ROWS;
+
+		err = chunk_create(u, slot + i);
+		if (!err)
+			err = chunk_add_extent(&u->chunks[slot + i], 0, 0,
+					       len > UNWIND_CHUNK_ROWS ? UNWIND_CHUNK_ROWS : len);
+		if (err) {
+			for (uint32_t j = 0; j <= i; j++)
+				chunk_release(u, slot + j);
+			return err;
+		}
+		u->chunks[slot + i].big = 1;
+	}
+	*first = slot * UNWIND_CHUNK_ROWS;
+	return 0;
+}
+
+static void rows_free(struct unwinder *u, uint32_t first, uint32_t count)
+{
+	uint32_t slot = first / UNWIND_CHUNK_ROWS, off = first % UNWIND_CHUNK_ROWS;
+	uint32_t nchunks =
+	    count <= UNWIND_CHUNK_ROWS ? 1 : (count + UNWIND_CHUNK_ROWS - 1) / UNWIND_CHUNK_ROWS;
+
+	for (uint32_t i = 0; i < nchunks; i++, off = 0) {
+		struct chunk *c = &u->chunks[slot + i];
+
+		for (size_t j = 0; j < c->next; j++) {
+			if (c->ext[j].off != off)
+				continue;
+			memmove(&c->ext[j], &c->ext[j + 1], (c->next - j - 1) * sizeof(*c->ext));
+			c->next--;
+			break;
+		}
+		if (!c->next)
+			chunk_release(u, slot + i);
+	}
+	u->free_gen++;
+}
+
+/* --- tables ---------------------------------------------------------------------------------- */
+
+/* Executable PT_LOAD segments of the ELF file fd. 0 or -errno. */
+static int read_exec_segs(int fd, struct utable *t)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n = 0;
+	GElf_Phdr ph;
+	int err = 0;
+
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_getphdrnum(elf, &n)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	t->segs = calloc(n ? n : 1, sizeof(*t->segs));
+	if (!t->segs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		t->segs[t->nsegs].offset = ph.p_offset;
+		t->segs[t->nsegs].vaddr = ph.p_vaddr;
+		t->segs[t->nsegs].filesz = ph.p_filesz;
+		t->nsegs++;
+	}
+cleanup:
+	elf_end(elf);
+	return err;
+}
+
+static void table_unload(struct unwinder *u, struct utable *t)
+{
+	struct unwind_table_desc none = {0};
+
+	if (t->id == UNWIND_TABLE_NONE)
+		return;
+	/* No mapping list refers to the id any more: clear, then reuse its rows and id. */
+	bpf_map_update_elem(u->o.maps.tables_fd, &t->id, &none, BPF_ANY);
+	rows_free(u, t->first, t->count);
+	u->free_ids[u->nfree_ids++] = t->id;
+	u->st.tables--;
+	u->st.row_bytes -= (uint64_t)t->count * sizeof(struct unwind_row);
+	t->id = UNWIND_TABLE_NONE;
+	t->count = 0;
+}
+
+static void idle_unlink(struct unwinder *u, struct utable *t)
+{
+	if (!t->idle)
+		return;
+	if (t->idle_prev)
+		t->idle_prev->idle_next = t->idle_next;
+	else
+		u->idle_head = t->idle_next;
+	if (t->idle_next)
+		t->idle_next->idle_prev = t->idle_prev;
+	else
+		u->idle_tail = t->idle_prev;
+	t->idle_prev = t->idle_next = NULL;
+	t->idle = 0;
+	u->idle_rows -= t->count;
+}
+
+static void table_free(struct unwinder *u, struct utable *t)
+{
+	idle_unlink(u, t);
+	if (t->id != UNWIND_TABLE_NONE)
+		u->st.tables_freed++;
+	table_unload(u, t);
+	HASH_DEL(u->files, t);
+	free(t->segs);
+	free(t);
+	u->st.files--;
+}
+
+/* Frees the oldest idle table: 0, or -ENOSPC when there is none. */
+static int idle_evict_one(struct unwinder *u)
+{
+	if (!u->idle_head)
+		return -ENOSPC;
+	table_free(u, u->idle_head);
+	return 0;
+}
+
+/* Rows of a table being built go straight into its chunks (cfi_sink). */
+struct load_ctx {
+	struct unwinder *u;
+	struct utable *t;
+	uint32_t done; /* rows written */
+	int allocated; /* t->first..+count reserved */
+};
+
+static int load_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
+{
+	struct load_ctx *l = ctx;
+	int err;
+
+	(void)st;
+	if (!count)
+		return -ENODATA;
+	l->t->base = base;
+	/* Idle tables make room first. */
+	while (!l->u->nfree_ids)
+		if (idle_evict_one(l->u))
+			return -ENOSPC;
+	while ((err = rows_alloc(l->u, count, &l->t->first)) == -ENOSPC)
+		if (idle_evict_one(l->u))
+			return -ENOSPC;
+	if (err)
+		return err;
+	l->t->count = count;
+	l->allocated = 1;
+	return 0;
+}
+
+static int load_write(void *ctx, const struct unwind_row *rows, uint32_t n)
+{
+	struct load_ctx *l = ctx;
+
+	while (n) {
+		uint32_t r = l->t->first + l->done,
+			 left = UNWIND_CHUNK_ROWS - r % UNWIND_CHUNK_ROWS;
+		int err;
+
+		if (left > n)
+			left = n;
+		err = chunk_write(l->u, r / UNWIND_CHUNK_ROWS, r % UNWIND_CHUNK_ROWS, rows, left);
+		if (err)
+			return err;
+		l->done += left;
+		rows += left;
+		n -= left;
+	}
+	return 0;
+}
+
+/*
+ * Builds the table of fd and loads its rows; failures leave t->id NONE and t->err set. The rows
+ * are written into the chunks as they are assembled: no copy of the table stays in this process.
+ */
+static void table_load(struct unwinder *u, struct utable *t, int fd)
+{
+	struct load_ctx l = {.u = u, .t = t};
+	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
+	struct unwind_table_desc d;
+	uint64_t t0 = util__mono_ns();
+	int err;
+
+	u->st.builds++;
+	t->count = 0;
+	if (!t->segs) {
+		err = read_exec_segs(fd, t);
+		if (err)
+			goto fail;
+	}
+	err = cfi__build_fd_stream(fd, NULL, &sink);
+	if (!err && l.done != t->count)
+		err = -EIO;
+	if (err)
+		goto fail;
+	t->id = u->free_ids[--u->nfree_ids];
+	d.first = t->first;
+	d.count = t->count;
+	if (bpf_map_update_elem(u->o.maps.tables_fd, &t->id, &d, BPF_ANY)) {
+		err = -errno;
+		u->free_ids[u->nfree_ids++] = t->id;
+		t->id = UNWIND_TABLE_NONE;
+		goto fail;
+	}
+	t->err = 0;
+	u->st.tables++;
+	u->st.row_bytes += (uint64_t)t->count * sizeof(struct unwind_row);
+	goto done;
+fail:
+	if (l.allocated)
+		rows_free(u, t->first, t->count);
+	t->count = 0;
+	t->err = err;
+	if (err == -ENOSPC) {
+		t->full_gen = u->free_gen;
+		u->st.tables_full++;
+	} else {
+		u->st.no_cfi++;
+	}
+done:
+	u->st.build_ns += util__mono_ns() - t0;
+}
+
+/* The table of the open file fd (identity key), built on first use. NULL on ENOMEM. */
+static struct utable *table_get(struct unwinder *u, const struct file_key *key, int fd)
+{
+	struct utable *t;
+
+	HASH_FIND(hh, u->files, key, sizeof(*key), t);
+	if (t) {
+		idle_unlink(u, t); /* in use again */
+		/* Refused for lack of room: try again once something was freed. */
+		if (t->err == -ENOSPC && t->full_gen != u->free_gen)
+			table_load(u, t, fd);
+		return t;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->key = *key;
+	t->id = UNWIND_TABLE_NONE;
+	HASH_ADD(hh, u->files, key, sizeof(t->key), t);
+	u->st.files++;
+	table_load(u, t, fd);
+	return t;
+}
+
+static void table_put(struct unwinder *u, struct utable *t)
+{
+	if (--t->refs)
+		return;
+	if (t->id == UNWIND_TABLE_NONE || t->count > IDLE_MAX_ROWS) {
+		table_free(u, t);
+		return;
+	}
+	t->idle = 1;
+	t->idle_since = util__mono_ns();
+	t->idle_prev = u->idle_tail;
+	if (u->idle_tail)
+		u->idle_tail->idle_next = t;
+	else
+		u->idle_head = t;
+	u->idle_tail = t;
+	u->idle_rows += t->count;
+	while (u->idle_rows > IDLE_MAX_ROWS)
+		idle_evict_one(u);
+}
+
+/* --- processes ------------------------------------------------------------------------------- */
+
+/* This agent's vDSO, copied into a memfd: every 64-bit process maps the same image. */
+static int vdso_fd(struct unwinder *u)
+{
+	struct procmaps self = {0};
+	int fd = -1;
+
+	if (u->vdso_tried)
+		return u->vdso_fd;
+	u->vdso_tried = 1;
+	if (procmaps__read(getpid(), &self))
+		return -1;
+	for (size_t i = 0; i < self.n; i++) {
+		const struct procmap *m = &self.maps[i];
+		size_t len = m->end - m->start;
+
+		if (strcmp(m->path, "[vdso]"))
+			continue;
+		fd = memfd_create("spanprof-unw-vdso", MFD_CLOEXEC);
+		if (fd >= 0 && write(fd, (void *)(uintptr_t)m->start, len) != (ssize_t)len) {
+			close(fd);
+			fd = -1;
+		}
+		break;
+	}
+	procmaps__clear(&self);
+	u->vdso_fd = fd;
+	return fd;
+}
+
+static int open_mapping(struct unwinder *u, uint32_t pid, const struct procmap *m, int *owned)
+{
+	int fd;
+
+	*owned = 0;
+	if (!strcmp(m->path, "[vdso]"))
+		return vdso_fd(u);
+	if (m->path[0] != '/')
+		return -1;
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
+	*owned = fd >= 0;
+	return fd;
+}
+
+static int key_of(int fd, int is_vdso, struct file_key *key)
+{
+	struct stat st;
+
+	memset(key, 0, sizeof(*key));
+	if (fstat(fd, &st))
+		return -errno;
+	if (is_vdso) {
+		/* One image for all: a key no file has (device and inode all ones). */
+		key->dev = key->ino = UINT64_MAX;
+		key->size = st.st_size;
+		return 0;
+	}
+	key->dev = st.st_dev;
+	key->ino = st.st_ino;
+	key->size = st.st_size;
+	key->mtime_ns = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	return 0;
+}
+
+/* Bias of mapping m of a file with table t (see struct unwind_mapping), or -1 if none fits. */
+static int mapping_bias(const struct utable *t, const struct procmap *m, uint64_t *bias)
+{
+	uint64_t lo = m->offset, hi = m->offset + (m->end - m->start);
+
+	for (size_t i = 0; i < t->nsegs; i++) {
+		const struct exec_seg *s = &t->segs[i];
+
+		if (s->offset < hi && lo < s->offset + s->filesz) {
+			/* pc -> file offset pc - start + offset -> vaddr + (p_vaddr - p_offset). */
+			*bias = m->start - m->offset - (s->vaddr - s->offset) + t->base;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int ref_table(struct utable ***list, size_t *n, struct utable *t)
+{
+	struct utable **l;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*list)[i] == t)
+			return 0;
+	l = realloc(*list, (*n + 1) * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	l[(*n)++] = t;
+	t->refs++;
+	return 0;
+}
+
+static void proc_release(struct unwinder *u, struct utable **tables, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		table_put(u, tables[i]);
+	free(tables);
+}
+
+int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			     const struct procmaps *maps)
+{
+	struct unwind_proc *v = u->val;
+	struct utable **tables = NULL;
+	struct uproc *p;
+	size_t ntables = 0;
+	int err = 0;
+
+	if (!maps || !maps->n) {
+		unwinder__remove_process(u, pid);
+		return 0;
+	}
+	memset(v, 0, sizeof(*v));
+	v->start_boot_ns = start_boot_ns;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+		struct unwind_mapping *um;
+		struct file_key key;
+		struct utable *t;
+		uint64_t bias;
+		int fd, owned;
+
+		/* [vsyscall] (kernel addresses, emulated) has no CFI and is never a caller. */
+		if (!(m->prot & PROT_EXEC) || m->start >= (1ull << 63))
+			continue;
+		if (v->n == UNWIND_MAX_MAPPINGS) {
+			u->st.mappings_dropped++;
+			continue;
+		}
+		um = &v->maps[v->n++];
+		um->start = m->start;
+		um->end = m->end;
+		um->table = UNWIND_TABLE_NONE;
+		/* Anonymous code (JIT) has no table: frame pointers. */
+		fd = open_mapping(u, pid, m, &owned);
+		if (fd < 0) {
+			if (m->path[0] == '/')
+				u->st.open_failed++;
+			continue;
+		}
+		t = NULL;
+		err = key_of(fd, !owned, &key);
+		if (!err) {
+			t = table_get(u, &key, fd);
+			err = t ? ref_table(&tables, &ntables, t) : -ENOMEM;
+		}
+		if (owned)
+			close(fd);
+		if (t && !t->refs) {
+			/* Built but never referenced (ENOMEM): free it again. */
+			t->refs = 1;
+			table_put(u, t);
+		}
+		if (err == -ENOMEM)
+			goto cleanup;
+		if (err) {
+			err = 0;
+			u->st.open_failed++;
+			continue;
+		}
+		if (t->id != UNWIND_TABLE_NONE && !mapping_bias(t, m, &bias)) {
+			um->bias = bias;
+			um->table = t->id;
+		}
+	}
+	if (bpf_map_update_elem(u->o.maps.procs_fd, &pid, v, BPF_ANY)) {
+		err = -errno;
+		if (err == -E2BIG || err == -ENOMEM)
+			u->st.procs_full++;
+		goto cleanup;
+	}
+	u->st.updates++;
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			bpf_map_delete_elem(u->o.maps.procs_fd, &pid);
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		p->pid = pid;
+		HASH_ADD(hh, u->procs, pid, sizeof(p->pid), p);
+		u->st.processes++;
+	}
+	/* The new list is live: drop the references of the old one. */
+	proc_release(u, p->tables, p->ntables);
+	p->tables = tables;
+	p->ntables = ntables;
+	return 0;
+cleanup:
+	proc_release(u, tables, ntables);
+	return err;
+}
+
+int unwinder__preload(struct unwinder *u, uint32_t pid)
+{
+	struct procmaps maps = {0};
+	int err = procmaps__read(pid, &maps);
+
+	if (!err)
+		err = unwinder__update_process(u, pid, 0, &maps);
+	procmaps__clear(&maps);
+	return err;
+}
+
+void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+			 const struct procmaps *maps)
+{
+	unwinder__update_process(ctx, pid, start_boot_ns, maps);
+}
+
+void unwinder__remove_process(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *p;
+
+	bpf_map_delete_elem(u->o.maps.procs_fd, &pid);
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	if (!p)
+		return;
+	HASH_DEL(u->procs, p);
+	proc_release(u, p->tables, p->ntables);
+	free(p);
+	u->st.processes--;
+}
+
+/* --- notifications --------------------------------------------------------------------------- */
+
+void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
+{
+	struct pending *pe;
+	uint32_t pid = e->pid;
+
+	u->st.events++;
+	if (e->kind == UNWIND_EVENT_EXIT) {
+		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
+		if (pe) {
+			HASH_DEL(u->pending, pe);
+			free(pe);
+		}
+		unwinder__remove_process(u, pid);
+		return;
+	}
+	HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
+	if (pe)
+		return; /* already due soon: one re-read covers both */
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return; /* the unknown-PC re-read remains */
+	pe->pid = pid;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
+	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+}
+
+int unwinder__next_due_ms(const struct unwinder *u)
+{
+	uint64_t now = util__mono_ns(), best = UINT64_MAX;
+	const struct pending *pe, *tmp;
+
+	HASH_ITER (hh, u->pending, pe, tmp)
+		if (pe->due_ns < best)
+			best = pe->due_ns;
+	if (best == UINT64_MAX)
+		return -1;
+	return best <= now ? 0 : (int)((best - now + 999999) / 1000000);
+}
+
+void unwinder__tick(struct unwinder *u)
+{
+	uint64_t now = util__mono_ns();
+	struct pending *pe, *tmp;
+	struct uproc *p, *ptmp;
+	char path[32];
+
+	HASH_ITER (hh, u->pending, pe, tmp) {
+		if (pe->due_ns > now)
+			continue;
+		HASH_DEL(u->pending, pe);
+		if (u->o.refresh) {
+			u->st.refreshes++;
+			u->o.refresh(u->o.ctx, pe->pid);
+		}
+		free(pe);
+	}
+	while (u->idle_head && now - u->idle_head->idle_since >= IDLE_NS)
+		idle_evict_one(u);
+	if (now - u->last_sweep_ns < SWEEP_NS)
+		return;
+	u->last_sweep_ns = now;
+	HASH_ITER (hh, u->procs, p, ptmp) {
+		snprintf(path, sizeof(path), "/proc/%u", p->pid);
+		if (access(path, F_OK) && errno == ENOENT)
+			unwinder__remove_process(u, p->pid);
+	}
+}
+
+/* --- lifecycle ------------------------------------------------------------------------------- */
+
+struct unwinder *unwinder__new(const struct unwinder_opts *opts)
+{
+	struct unwinder *u;
+
+	if (!opts || opts->maps.chunks_fd < 0 || !opts->maps.max_chunks || !opts->maps.max_tables) {
+		errno = EINVAL;
+		return NULL;
+	}
+	elf_version(EV_CURRENT);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->o = *opts;
+	u->vdso_fd = -1;
+	u->last_sweep_ns = util__mono_ns();
+	u->chunks = calloc(opts->maps.max_chunks, sizeof(*u->chunks));
+	u->free_ids = calloc(opts->maps.max_tables, sizeof(*u->free_ids));
+	u->val = calloc(1, sizeof(*u->val));
+	if (!u->chunks || !u->free_ids || !u->val) {
+		unwinder__free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < opts->maps.max_chunks; i++)
+		u->chunks[i].fd = -1;
+	/* Lowest ids first. */
+	for (uint32_t i = 0; i < opts->maps.max_tables; i++)
+		u->free_ids[u->nfree_ids++] = opts->maps.max_tables - 1 - i;
+	u->st.max_bytes = (uint64_t)opts->maps.max_chunks * UNWIND_CHUNK_BYTES;
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	struct pending *pe, *ptmp;
+	struct uproc *p, *tmp;
+
+	if (!u)
+		return;
+	HASH_ITER (hh, u->procs, p, tmp)
+		unwinder__remove_process(u, p->pid);
+	while (!idle_evict_one(u))
+		;
+	HASH_ITER (hh, u->pending, pe, ptmp) {
+		HASH_DEL(u->pending, pe);
+		free(pe);
+	}
+	for (uint32_t i = 0; u->chunks && i < u->o.maps.max_chunks; i++)
+		chunk_release(u, i);
+	if (u->vdso_fd >= 0)
+		close(u->vdso_fd);
+	free(u->chunks);
+	free(u->free_ids);
+	free(u->val);
+	free(u);
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
+{
+	*out = u->st;
+	out->proc_bytes = u->st.processes * sizeof(struct unwind_proc);
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * unwinder: loads CFI tables (exporter/unwind/cfi.h) into the BPF walker's maps and keeps, per
+ * process, the list of its executable mappings with the table and bias of each (bpf/unwind_walk.h).
+ * Design, map layout and counters: docs/unwinding.md.
+ *
+ * Tables are keyed by file identity (device, inode, size, mtime of the mapped file; the vDSO is
+ * one shared image), built once, shared by every process that maps the file, and reference
+ * counted: the table of a file no process maps any more is freed and its rows reused. Rows live
+ * in 512 KiB chunks created on demand up to a byte limit; a file whose table does not fit is
+ * walked with frame pointers (counted in tables_full).
+ *
+ * Ownership: the unwinder borrows the sampler's maps (sampler__unwind_maps()) and owns the chunk
+ * maps it creates; free it before or after the sampler, but stop calling it once the sampler is
+ * gone. Not thread-safe.
+ */
+#ifndef SPANPROF_UNWINDER_H
+#define SPANPROF_UNWINDER_H
+
+#include <stdint.h>
+
+#include "process/procmaps.h"
+#include "sampling/sampler_user.h"
+
+struct unwinder;
+
+/* Default limit of row memory (the chunks), in bytes. */
+#define UNWINDER_DEFAULT_MAX_BYTES (256ull << 20)
+
+struct unwinder_opts {
+	struct sampler_unwind_maps maps; /* from sampler__unwind_maps() */
+	/*
+	 * Re-reads the maps of pid (the agent's process table, which then calls
+	 * unwinder__update_process()); used for exec and mmap notifications. May be NULL.
+	 * Returns 0 or -ESRCH when the process is not known.
+	 */
+	int (*refresh)(void *ctx, uint32_t pid);
+	void *ctx;
+};
+
+struct unwinder_stats {
+	uint64_t max_bytes;	   /* limit of chunk memory */
+	uint64_t chunk_bytes;	   /* chunk memory allocated (chunks * 512 KiB) */
+	uint64_t row_bytes;	   /* bytes of rows in use (8 per row) */
+	uint64_t proc_bytes;	   /* BPF memory of the per-process mapping lists */
+	uint64_t chunks;	   /* chunks allocated now */
+	uint64_t tables;	   /* tables loaded now (files with rows) */
+	uint64_t files;		   /* files known now (with or without a table) */
+	uint64_t processes;	   /* processes with a mapping list now */
+	uint64_t builds;	   /* tables built (cfi__build_fd calls) */
+	uint64_t no_cfi;	   /* files without usable CFI (walked with frame pointers) */
+	uint64_t tables_full;	   /* tables refused by the byte limit or the table count */
+	uint64_t tables_freed;	   /* tables freed (no process maps their file any more) */
+	uint64_t open_failed;	   /* mapped files that could not be opened */
+	uint64_t procs_full;	   /* processes refused: the BPF process map is full */
+	uint64_t mappings_dropped; /* executable mappings past UNWIND_MAX_MAPPINGS */
+	uint64_t updates;	   /* mapping lists written */
+	uint64_t events;	   /* exec/mmap/exit notifications received */
+	uint64_t refreshes;	   /* maps re-read because of a notification */
+	uint64_t build_ns;	   /* time spent building and loading tables */
+};
+
+/* NULL + errno (ENOMEM, or EINVAL for unusable maps). */
+struct unwinder *unwinder__new(const struct unwinder_opts *opts);
+/* Deletes every table, chunk and mapping list it made. NULL is a no-op. */
+void unwinder__free(struct unwinder *u);
+
+/*
+ * Replaces the mapping list of process pid (started at start_boot_ns, the group leader's
+ * CLOCK_BOOTTIME start, which the walker checks) with the executable mappings of maps, loading
+ * the tables of files not loaded yet. Files are opened through /proc/PID/map_files/START-END, else
+ * /proc/PID/root/PATH; the vDSO from this agent's own copy. maps with no entry (an unreadable
+ * maps file: the process is gone) removes the process. 0 or -errno (-ENOSPC: the process map is
+ * full; -ENOMEM).
+ */
+int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			     const struct procmaps *maps);
+/*
+ * Loads process pid from its current /proc/PID/maps before any sample of it arrived, with an
+ * unknown start time (0, which the walker accepts until the first sample's maps read replaces
+ * it). For processes named on the command line, so that their first samples are walked by CFI.
+ */
+int unwinder__preload(struct unwinder *u, uint32_t pid);
+/* Same as unwinder__update_process(), shaped as the process table's maps hook
+ * (proctab__set_maps_hook()); ctx is the unwinder. */
+void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+			 const struct procmaps *maps);
+/* Forgets process pid and releases its tables. Unknown pids are ignored. */
+void unwinder__remove_process(struct unwinder *u, uint32_t pid);
+
+/* Handles a notification from the walker (sampler_opts.event_cb). */
+void unwinder__note_event(struct unwinder *u, const struct unwind_event *e);
+/*
+ * Re-reads the maps of processes notified at least 20 ms ago (bursts of mmaps coalesce) and,
+ * every few seconds, forgets processes whose exit notification was lost. Call after each poll.
+ */
+void unwinder__tick(struct unwinder *u);
+/* Milliseconds until the next notified re-read is due (0: now), or -1 when none is pending:
+ * the agent's poll should not sleep past it. */
+int unwinder__next_due_ms(const struct unwinder *u);
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out);
+
+#endif /* SPANPROF_UNWINDER_H */

@@ -1,0 +1,1890 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * view: the document of `spanprof view` (docs/view-format.md): the merged tables, the time
+ * buckets and the aggregated rows, its JSON writer, and the command that writes the page or
+ * serves it on loopback.
+ *
+ * Every table is an array plus an open-addressing index of (hash, element index + 1), so the
+ * arrays can grow by realloc. Samples with a timestamp are kept as events (series, time,
+ * value) until the last input is read: only then is the time range, hence the bucket width,
+ * known. view_doc__finish() then groups the events by series (a counting sort) and sums each
+ * series' buckets into rows.
+ */
+#include <argp.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "view/view.h"
+
+/* --- growable arrays and the index -------------------------------------------------------- */
+
+/* Makes room for @need elements of @el bytes in *@pp. 0 or -ENOMEM (-EOVERFLOW past int32). */
+static int grow(void *pp, size_t *cap, size_t need, size_t el)
+{
+	void **p = pp, *n;
+	size_t c;
+
+	if (need <= *cap)
+		return 0;
+	if (need > INT32_MAX)
+		return -EOVERFLOW; /* indices are int32 in the document */
+	c = *cap ? *cap : 16;
+	while (c < need)
+		c *= 2;
+	n = realloc(*p, c * el);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
+struct slot {
+	uint32_t hash;
+	uint32_t idx1; /* element index + 1; 0: free */
+};
+
+struct itab {
+	struct slot *s;
+	uint32_t mask, n;
+};
+
+typedef bool (*eq_fn)(const struct view_doc *d, uint32_t idx, const void *key);
+
+/* Room for one more entry at load <= 1/2. 0 or -ENOMEM. */
+static int itab_reserve(struct itab *t)
+{
+	uint32_t cap = t->s ? t->mask + 1 : 0, ncap;
+	struct slot *ns;
+
+	if (t->s && (t->n + 1) * 2 <= cap)
+		return 0;
+	ncap = cap ? cap * 2 : 64;
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cap; i++) {
+		uint32_t j;
+
+		if (!t->s[i].idx1)
+			continue;
+		for (j = t->s[i].hash & (ncap - 1); ns[j].idx1; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = t->s[i];
+	}
+	free(t->s);
+	t->s = ns;
+	t->mask = ncap - 1;
+	return 0;
+}
+
+/* The slot of @key: taken (idx1 != 0) if present, else the free slot to insert it at. */
+static struct slot *itab_probe(const struct itab *t, uint32_t h, eq_fn eq, const struct view_doc *d,
+			       const void *key)
+{
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		struct slot *s = &t->s[i];
+
+		if (!s->idx1 || (s->hash == h && eq(d, s->idx1 - 1, key)))
+			return s;
+	}
+}
+
+static void itab_set(struct itab *t, struct slot *s, uint32_t h, uint32_t idx)
+{
+	s->hash = h;
+	s->idx1 = idx + 1;
+	t->n++;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint32_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	w = 0;
+	if (n)
+		memcpy(&w, b, n);
+	return (uint32_t)mix64(h ^ w);
+}
+
+/* --- the document ------------------------------------------------------------------------- */
+
+/* Keys are padding-free so that they hash and compare as bytes. */
+struct frame {
+	int32_t name, file, module, kind;
+	int64_t line;
+};
+
+struct ptype {
+	int32_t sample_type, unit, period_type, period_unit; /* the key */
+	int32_t name;
+	int64_t period;
+};
+
+struct proc {
+	int32_t service, name; /* service: index in services */
+	int64_t pid;
+};
+
+struct thread {
+	int32_t process, name;
+	int64_t tid;
+};
+
+struct span_attr {
+	int32_t key, value;
+};
+
+struct span {
+	uint8_t ids[24]; /* trace id, span id: the key */
+	int32_t process;
+	uint32_t nattrs;
+	size_t cap_attrs;
+	struct span_attr *attrs;
+};
+
+struct series {
+	int32_t type, stack, thread, span; /* the key */
+	uint32_t nevents;
+	bool has_untimed;
+	int64_t untimed; /* sum of the values without a timestamp */
+};
+
+struct view_doc {
+	/* strings: NUL-terminated in one pool */
+	char *pool;
+	size_t pool_n, pool_cap;
+	struct strent {
+		size_t off;
+		size_t len;
+	} * strs;
+	size_t nstr, cap_str;
+	struct itab str_ix;
+
+	struct frame *frames;
+	size_t nframes, cap_frames;
+	struct itab frame_ix;
+
+	int32_t *stack_pool; /* frames of every stack, back to back */
+	size_t stack_pool_n, stack_pool_cap;
+	struct stackent {
+		size_t first;
+		size_t len;
+	} * stacks;
+	size_t nstacks, cap_stacks;
+	struct itab stack_ix;
+
+	struct ptype *types;
+	size_t ntypes, cap_types;
+	struct itab type_ix;
+
+	int32_t *services; /* string indices */
+	size_t nservices, cap_services;
+	struct itab service_ix;
+
+	struct proc *procs;
+	size_t nprocs, cap_procs;
+	struct itab proc_ix;
+
+	struct thread *threads;
+	size_t nthreads, cap_threads;
+	struct itab thread_ix;
+
+	struct span *spans;
+	size_t nspans, cap_spans;
+	struct itab span_ix;
+
+	struct series *series;
+	size_t nseries, cap_series;
+	struct itab series_ix;
+
+	/* timestamped samples, until view_doc__finish */
+	uint32_t *ev_series;
+	uint64_t *ev_ts;
+	int64_t *ev_value;
+	size_t nev, cap_ev;
+	uint64_t tmin, tmax;
+
+	struct view_input *inputs;
+	size_t ninputs, cap_inputs;
+	bool in_input;
+
+	/* view_doc__finish */
+	bool finished;
+	uint64_t generated_ns, start_ns, bucket_ns;
+	uint32_t nbuckets;
+	int32_t *r_type, *r_stack, *r_thread, *r_span, *r_bucket;
+	int64_t *r_value;
+	size_t nrows;
+
+	char *initial_span, *initial_trace;
+};
+
+struct strkey {
+	const char *s;
+	size_t len;
+};
+
+static bool str_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	const struct strkey *k = key;
+
+	return d->strs[i].len == k->len && !memcmp(d->pool + d->strs[i].off, k->s, k->len);
+}
+
+int32_t view_doc__string(struct view_doc *d, const char *s, size_t len)
+{
+	struct strkey k = {.s = s ? s : "", .len = s ? len : 0};
+	uint32_t h = hash_bytes(k.s, k.len);
+	struct slot *sl;
+	int err;
+
+	err = itab_reserve(&d->str_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->str_ix, h, str_eq, d, &k);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->strs, &d->cap_str, d->nstr + 1, sizeof(*d->strs));
+	if (err)
+		return err;
+	if (d->pool_n + k.len + 1 > d->pool_cap) {
+		size_t c = d->pool_cap ? d->pool_cap : 4096;
+		char *np;
+
+		while (c < d->pool_n + k.len + 1)
+			c *= 2;
+		np = realloc(d->pool, c);
+		if (!np)
+			return -ENOMEM;
+		d->pool = np;
+		d->pool_cap = c;
+	}
+	memcpy(d->pool + d->pool_n, k.s, k.len);
+	d->pool[d->pool_n + k.len] = '\0';
+	d->strs[d->nstr].off = d->pool_n;
+	d->strs[d->nstr].len = k.len;
+	d->pool_n += k.len + 1;
+	itab_set(&d->str_ix, sl, h, (uint32_t)d->nstr);
+	return (int32_t)d->nstr++;
+}
+
+const char *view_doc__string_text(const struct view_doc *d, int32_t i)
+{
+	return i >= 0 && (size_t)i < d->nstr ? d->pool + d->strs[i].off : "";
+}
+
+static int32_t string_z(struct view_doc *d, const char *s)
+{
+	return view_doc__string(d, s, s ? strlen(s) : 0);
+}
+
+static bool frame_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(&d->frames[i], key, sizeof(struct frame));
+}
+
+int32_t view_doc__frame(struct view_doc *d, int32_t name, int32_t file, int64_t line,
+			int32_t module, enum view_frame_kind kind)
+{
+	struct frame f = {.name = name, .file = file, .module = module, .kind = kind, .line = line};
+	uint32_t h = hash_bytes(&f, sizeof(f));
+	struct slot *sl;
+	int err = itab_reserve(&d->frame_ix);
+
+	if (err)
+		return err;
+	sl = itab_probe(&d->frame_ix, h, frame_eq, d, &f);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->frames, &d->cap_frames, d->nframes + 1, sizeof(*d->frames));
+	if (err)
+		return err;
+	d->frames[d->nframes] = f;
+	itab_set(&d->frame_ix, sl, h, (uint32_t)d->nframes);
+	return (int32_t)d->nframes++;
+}
+
+struct stackkey {
+	const int32_t *frames;
+	uint32_t n;
+};
+
+static bool stack_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	const struct stackkey *k = key;
+
+	return d->stacks[i].len == k->n && (!k->n || !memcmp(d->stack_pool + d->stacks[i].first,
+							     k->frames, k->n * sizeof(int32_t)));
+}
+
+int32_t view_doc__stack(struct view_doc *d, const int32_t *frames, uint32_t n)
+{
+	struct stackkey k = {.frames = frames, .n = n};
+	uint32_t h = hash_bytes(frames, n * sizeof(int32_t));
+	struct slot *sl;
+	int err = itab_reserve(&d->stack_ix);
+
+	if (err)
+		return err;
+	sl = itab_probe(&d->stack_ix, h, stack_eq, d, &k);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	if (d->stack_pool_n + n > d->stack_pool_cap) {
+		size_t c = d->stack_pool_cap ? d->stack_pool_cap : 4096;
+		int32_t *np;
+
+		while (c < d->stack_pool_n + n)
+			c *= 2;
+		np = realloc(d->stack_pool, c * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		d->stack_pool = np;
+		d->stack_pool_cap = c;
+	}
+	err = grow(&d->stacks, &d->cap_stacks, d->nstacks + 1, sizeof(*d->stacks));
+	if (err)
+		return err;
+	if (n)
+		memcpy(d->stack_pool + d->stack_pool_n, frames, n * sizeof(int32_t));
+	d->stacks[d->nstacks].first = d->stack_pool_n;
+	d->stacks[d->nstacks].len = n;
+	d->stack_pool_n += n;
+	itab_set(&d->stack_ix, sl, h, (uint32_t)d->nstacks);
+	return (int32_t)d->nstacks++;
+}
+
+static bool type_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(&d->types[i], key, 4 * sizeof(int32_t));
+}
+
+int32_t view_doc__profile_type(struct view_doc *d, const char *sample_type, const char *unit,
+			       const char *period_type, const char *period_unit, int64_t period)
+{
+	struct ptype t = {
+	    .sample_type = string_z(d, sample_type),
+	    .unit = string_z(d, unit),
+	    .period_type = string_z(d, period_type),
+	    .period_unit = string_z(d, period_unit),
+	};
+	uint32_t h;
+	struct slot *sl;
+	bool cpu;
+	int err;
+
+	if (t.sample_type < 0 || t.unit < 0 || t.period_type < 0 || t.period_unit < 0)
+		return -ENOMEM;
+	h = hash_bytes(&t, 4 * sizeof(int32_t));
+	err = itab_reserve(&d->type_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->type_ix, h, type_eq, d, &t);
+	if (sl->idx1) {
+		struct ptype *old = &d->types[sl->idx1 - 1];
+
+		if (!old->period)
+			old->period = period;
+		return (int32_t)(sl->idx1 - 1);
+	}
+	/* docs/view-format.md: CPU samples are "cpu", anything else is named by its type. */
+	cpu = sample_type && !strcmp(sample_type, "samples") && unit && !strcmp(unit, "count") &&
+	      period_type && !strcmp(period_type, "cpu") && period_unit &&
+	      !strcmp(period_unit, "nanoseconds");
+	t.name = cpu ? string_z(d, "cpu")
+		     : (sample_type && *sample_type ? t.sample_type : string_z(d, "samples"));
+	if (t.name < 0)
+		return -ENOMEM;
+	t.period = period;
+	err = grow(&d->types, &d->cap_types, d->ntypes + 1, sizeof(*d->types));
+	if (err)
+		return err;
+	d->types[d->ntypes] = t;
+	itab_set(&d->type_ix, sl, h, (uint32_t)d->ntypes);
+	return (int32_t)d->ntypes++;
+}
+
+static bool service_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return d->services[i] == *(const int32_t *)key;
+}
+
+static int32_t service_index(struct view_doc *d, int32_t name)
+{
+	uint32_t h = hash_bytes(&name, sizeof(name));
+	struct slot *sl;
+	int err = itab_reserve(&d->service_ix);
+
+	if (err)
+		return err;
+	sl = itab_probe(&d->service_ix, h, service_eq, d, &name);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->services, &d->cap_services, d->nservices + 1, sizeof(*d->services));
+	if (err)
+		return err;
+	d->services[d->nservices] = name;
+	itab_set(&d->service_ix, sl, h, (uint32_t)d->nservices);
+	return (int32_t)d->nservices++;
+}
+
+static bool proc_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(&d->procs[i], key, sizeof(struct proc));
+}
+
+int32_t view_doc__process(struct view_doc *d, int32_t service, int64_t pid, int32_t name)
+{
+	struct proc p = {.name = name, .pid = pid};
+	uint32_t h;
+	struct slot *sl;
+	int err;
+
+	p.service = service_index(d, service);
+	if (p.service < 0)
+		return p.service;
+	h = hash_bytes(&p, sizeof(p));
+	err = itab_reserve(&d->proc_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->proc_ix, h, proc_eq, d, &p);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->procs, &d->cap_procs, d->nprocs + 1, sizeof(*d->procs));
+	if (err)
+		return err;
+	d->procs[d->nprocs] = p;
+	itab_set(&d->proc_ix, sl, h, (uint32_t)d->nprocs);
+	return (int32_t)d->nprocs++;
+}
+
+static bool thread_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(&d->threads[i], key, sizeof(struct thread));
+}
+
+int32_t view_doc__thread(struct view_doc *d, int32_t process, int64_t tid, int32_t name)
+{
+	struct thread t = {.process = process, .name = name, .tid = tid};
+	uint32_t h = hash_bytes(&t, sizeof(t));
+	struct slot *sl;
+	int err = itab_reserve(&d->thread_ix);
+
+	if (err)
+		return err;
+	sl = itab_probe(&d->thread_ix, h, thread_eq, d, &t);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->threads, &d->cap_threads, d->nthreads + 1, sizeof(*d->threads));
+	if (err)
+		return err;
+	d->threads[d->nthreads] = t;
+	itab_set(&d->thread_ix, sl, h, (uint32_t)d->nthreads);
+	return (int32_t)d->nthreads++;
+}
+
+static bool span_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(d->spans[i].ids, key, sizeof(d->spans[i].ids));
+}
+
+int32_t view_doc__span(struct view_doc *d, const uint8_t trace_id[16], const uint8_t span_id[8],
+		       int32_t process)
+{
+	uint8_t ids[24];
+	uint32_t h;
+	struct slot *sl;
+	int err;
+
+	memcpy(ids, trace_id, 16);
+	memcpy(ids + 16, span_id, 8);
+	h = hash_bytes(ids, sizeof(ids));
+	err = itab_reserve(&d->span_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->span_ix, h, span_eq, d, ids);
+	if (sl->idx1) {
+		struct span *s = &d->spans[sl->idx1 - 1];
+
+		if (s->process != process)
+			s->process = -1; /* one span id in two processes: say unknown */
+		return (int32_t)(sl->idx1 - 1);
+	}
+	err = grow(&d->spans, &d->cap_spans, d->nspans + 1, sizeof(*d->spans));
+	if (err)
+		return err;
+	memset(&d->spans[d->nspans], 0, sizeof(d->spans[0]));
+	memcpy(d->spans[d->nspans].ids, ids, sizeof(ids));
+	d->spans[d->nspans].process = process;
+	itab_set(&d->span_ix, sl, h, (uint32_t)d->nspans);
+	return (int32_t)d->nspans++;
+}
+
+int view_doc__span_attr(struct view_doc *d, int32_t span, int32_t key, int32_t value)
+{
+	struct span *s;
+	int err;
+
+	if (span < 0 || (size_t)span >= d->nspans)
+		return -EINVAL;
+	s = &d->spans[span];
+	for (uint32_t i = 0; i < s->nattrs; i++)
+		if (s->attrs[i].key == key)
+			return 0;
+	err = grow(&s->attrs, &s->cap_attrs, s->nattrs + 1, sizeof(*s->attrs));
+	if (err)
+		return err;
+	s->attrs[s->nattrs++] = (struct span_attr){.key = key, .value = value};
+	return 0;
+}
+
+static bool series_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(&d->series[i], key, 4 * sizeof(int32_t));
+}
+
+int32_t view_doc__series(struct view_doc *d, int32_t type, int32_t stack, int32_t thread,
+			 int32_t span)
+{
+	struct series s = {.type = type, .stack = stack, .thread = thread, .span = span};
+	uint32_t h = hash_bytes(&s, 4 * sizeof(int32_t));
+	struct slot *sl;
+	int err;
+
+	if (d->finished)
+		return -EINVAL;
+	err = itab_reserve(&d->series_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->series_ix, h, series_eq, d, &s);
+	if (sl->idx1)
+		return (int32_t)(sl->idx1 - 1);
+	err = grow(&d->series, &d->cap_series, d->nseries + 1, sizeof(*d->series));
+	if (err)
+		return err;
+	d->series[d->nseries] = s;
+	itab_set(&d->series_ix, sl, h, (uint32_t)d->nseries);
+	return (int32_t)d->nseries++;
+}
+
+int view_doc__add(struct view_doc *d, int32_t series, int64_t value, uint64_t ts_unix_nano,
+		  uint64_t samples)
+{
+	struct series *s;
+
+	if (series < 0 || (size_t)series >= d->nseries || d->finished)
+		return -EINVAL;
+	s = &d->series[series];
+	if (!ts_unix_nano) {
+		s->has_untimed = true;
+		s->untimed += value;
+	} else {
+		if (d->nev == d->cap_ev) {
+			size_t c = d->cap_ev ? 2 * d->cap_ev : 65536;
+			uint32_t *es = realloc(d->ev_series, c * sizeof(*es));
+			uint64_t *et;
+			int64_t *evv;
+
+			if (!es)
+				return -ENOMEM;
+			d->ev_series = es;
+			et = realloc(d->ev_ts, c * sizeof(*et));
+			if (!et)
+				return -ENOMEM;
+			d->ev_ts = et;
+			evv = realloc(d->ev_value, c * sizeof(*evv));
+			if (!evv)
+				return -ENOMEM;
+			d->ev_value = evv;
+			d->cap_ev = c;
+		}
+		d->ev_series[d->nev] = (uint32_t)series;
+		d->ev_ts[d->nev] = ts_unix_nano;
+		d->ev_value[d->nev++] = value;
+		s->nevents++;
+		if (d->nev == 1 || ts_unix_nano < d->tmin)
+			d->tmin = ts_unix_nano;
+		if (ts_unix_nano > d->tmax)
+			d->tmax = ts_unix_nano;
+	}
+	if (d->in_input)
+		d->inputs[d->ninputs - 1].samples += samples;
+	return 0;
+}
+
+/* --- inputs ------------------------------------------------------------------------------- */
+
+int view_doc__input_begin(struct view_doc *d, const char *path)
+{
+	struct view_input *in;
+	int err;
+
+	if (d->in_input)
+		view_doc__input_end(d, NULL, NULL);
+	err = grow(&d->inputs, &d->cap_inputs, d->ninputs + 1, sizeof(*d->inputs));
+	if (err)
+		return err;
+	in = &d->inputs[d->ninputs];
+	memset(in, 0, sizeof(*in));
+	in->path = strdup(path);
+	if (!in->path)
+		return -ENOMEM;
+	d->ninputs++;
+	d->in_input = true;
+	return 0;
+}
+
+int view_doc__input_end(struct view_doc *d, const char *format, const char *error)
+{
+	struct view_input *in;
+
+	if (!d->in_input)
+		return -EINVAL;
+	in = &d->inputs[d->ninputs - 1];
+	d->in_input = false;
+	in->format = format;
+	if (error) {
+		in->error = strdup(error);
+		if (!in->error)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+uint32_t view_doc__ninputs(const struct view_doc *d)
+{
+	return (uint32_t)d->ninputs;
+}
+
+const struct view_input *view_doc__input(const struct view_doc *d, uint32_t i)
+{
+	return i < d->ninputs ? &d->inputs[i] : NULL;
+}
+
+uint64_t view_doc__nsamples(const struct view_doc *d)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < d->ninputs; i++)
+		n += d->inputs[i].samples;
+	return n;
+}
+
+uint32_t view_doc__nrows(const struct view_doc *d)
+{
+	return (uint32_t)d->nrows;
+}
+
+uint32_t view_doc__nservices(const struct view_doc *d)
+{
+	return (uint32_t)d->nservices;
+}
+
+/* --- lifecycle ---------------------------------------------------------------------------- */
+
+struct view_doc *view_doc__new(void)
+{
+	struct view_doc *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	if (view_doc__string(d, "", 0) != 0) {
+		view_doc__free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return d;
+}
+
+void view_doc__free(struct view_doc *d)
+{
+	if (!d)
+		return;
+	free(d->pool);
+	free(d->strs);
+	free(d->str_ix.s);
+	free(d->frames);
+	free(d->frame_ix.s);
+	free(d->stack_pool);
+	free(d->stacks);
+	free(d->stack_ix.s);
+	free(d->types);
+	free(d->type_ix.s);
+	free(d->services);
+	free(d->service_ix.s);
+	free(d->procs);
+	free(d->proc_ix.s);
+	free(d->threads);
+	free(d->thread_ix.s);
+	for (size_t i = 0; i < d->nspans; i++)
+		free(d->spans[i].attrs);
+	free(d->spans);
+	free(d->span_ix.s);
+	free(d->series);
+	free(d->series_ix.s);
+	free(d->ev_series);
+	free(d->ev_ts);
+	free(d->ev_value);
+	for (size_t i = 0; i < d->ninputs; i++) {
+		free(d->inputs[i].path);
+		free(d->inputs[i].error);
+	}
+	free(d->inputs);
+	free(d->r_type);
+	free(d->r_stack);
+	free(d->r_thread);
+	free(d->r_span);
+	free(d->r_bucket);
+	free(d->r_value);
+	free(d->initial_span);
+	free(d->initial_trace);
+	free(d);
+}
+
+int view_doc__set_initial(struct view_doc *d, const char *span_id, const char *trace_id)
+{
+	free(d->initial_span);
+	free(d->initial_trace);
+	d->initial_span = span_id ? strdup(span_id) : NULL;
+	d->initial_trace = trace_id ? strdup(trace_id) : NULL;
+	if ((span_id && !d->initial_span) || (trace_id && !d->initial_trace))
+		return -ENOMEM;
+	return 0;
+}
+
+/* --- time buckets and rows ---------------------------------------------------------------- */
+
+static int cmp_u8(const void *a, const void *b)
+{
+	return (int)*(const uint8_t *)a - (int)*(const uint8_t *)b;
+}
+
+static void row_put(struct view_doc *d, const struct series *s, int32_t bucket, int64_t value)
+{
+	size_t r = d->nrows++;
+
+	d->r_type[r] = s->type;
+	d->r_stack[r] = s->stack;
+	d->r_thread[r] = s->thread;
+	d->r_span[r] = s->span;
+	d->r_bucket[r] = bucket;
+	d->r_value[r] = value;
+}
+
+int view_doc__finish(struct view_doc *d)
+{
+	size_t maxrows = d->nseries + d->nev, *first = NULL;
+	uint8_t *bucket = NULL, *order_b = NULL, touched[VIEW_MAX_BUCKETS];
+	int64_t *order_v = NULL, acc[VIEW_MAX_BUCKETS];
+	bool seen[VIEW_MAX_BUCKETS];
+	int err = -ENOMEM;
+
+	struct timespec now;
+
+	if (d->finished)
+		return -EINVAL;
+	if (d->in_input)
+		view_doc__input_end(d, NULL, NULL);
+	clock_gettime(CLOCK_REALTIME, &now);
+	d->generated_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	d->bucket_ns = VIEW_MIN_BUCKET_NS;
+	if (d->nev) {
+		uint64_t range, bw;
+
+		/* Whole milliseconds from a whole millisecond, so that bucket edges read well. */
+		d->start_ns = d->tmin - d->tmin % VIEW_MIN_BUCKET_NS;
+		range = d->tmax - d->start_ns + 1;
+		bw = (range + VIEW_MAX_BUCKETS - 1) / VIEW_MAX_BUCKETS;
+		bw = (bw + VIEW_MIN_BUCKET_NS - 1) / VIEW_MIN_BUCKET_NS * VIEW_MIN_BUCKET_NS;
+		d->bucket_ns = bw;
+		d->nbuckets = (uint32_t)((range + bw - 1) / bw);
+	}
+	d->r_type = malloc((maxrows + 1) * sizeof(int32_t));
+	d->r_stack = malloc((maxrows + 1) * sizeof(int32_t));
+	d->r_thread = malloc((maxrows + 1) * sizeof(int32_t));
+	d->r_span = malloc((maxrows + 1) * sizeof(int32_t));
+	d->r_bucket = malloc((maxrows + 1) * sizeof(int32_t));
+	d->r_value = malloc((maxrows + 1) * sizeof(int64_t));
+	first = malloc((d->nseries + 1) * sizeof(*first));
+	bucket = malloc(d->nev + 1);
+	order_b = malloc(d->nev + 1);
+	order_v = malloc((d->nev + 1) * sizeof(*order_v));
+	if (!d->r_type || !d->r_stack || !d->r_thread || !d->r_span || !d->r_bucket ||
+	    !d->r_value || !first || !bucket || !order_b || !order_v)
+		goto cleanup;
+
+	for (size_t i = 0; i < d->nev; i++)
+		bucket[i] = (uint8_t)((d->ev_ts[i] - d->start_ns) / d->bucket_ns);
+	/* Events grouped by series (counting sort), then each series' buckets summed. */
+	first[0] = 0;
+	for (size_t s = 0; s < d->nseries; s++)
+		first[s + 1] = first[s] + d->series[s].nevents;
+	for (size_t i = 0; i < d->nev; i++) {
+		size_t at = first[d->ev_series[i]]++;
+
+		order_b[at] = bucket[i];
+		order_v[at] = d->ev_value[i];
+	}
+	memset(seen, 0, sizeof(seen));
+	for (size_t s = 0, at = 0; s < d->nseries; s++) {
+		const struct series *se = &d->series[s];
+		uint32_t nt = 0;
+
+		if (se->has_untimed)
+			row_put(d, se, -1, se->untimed);
+		for (uint32_t k = 0; k < se->nevents; k++, at++) {
+			uint8_t b = order_b[at];
+
+			if (!seen[b]) {
+				seen[b] = true;
+				acc[b] = 0;
+				touched[nt++] = b;
+			}
+			acc[b] += order_v[at];
+		}
+		qsort(touched, nt, 1, cmp_u8);
+		for (uint32_t k = 0; k < nt; k++) {
+			row_put(d, se, touched[k], acc[touched[k]]);
+			seen[touched[k]] = false;
+		}
+	}
+	free(d->ev_series);
+	free(d->ev_ts);
+	free(d->ev_value);
+	d->ev_series = NULL;
+	d->ev_ts = NULL;
+	d->ev_value = NULL;
+	free(d->series_ix.s); /* no series after this */
+	memset(&d->series_ix, 0, sizeof(d->series_ix));
+	d->finished = true;
+	err = 0;
+cleanup:
+	free(first);
+	free(bucket);
+	free(order_b);
+	free(order_v);
+	return err;
+}
+
+/* --- JSON --------------------------------------------------------------------------------- */
+
+struct vbuf {
+	char *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static bool vb_room(struct vbuf *b, size_t more)
+{
+	size_t c;
+	char *np;
+
+	if (b->oom)
+		return false;
+	if (b->n + more + 1 <= b->cap)
+		return true;
+	c = b->cap ? b->cap : 1 << 16;
+	while (c < b->n + more + 1)
+		c *= 2;
+	np = realloc(b->p, c);
+	if (!np) {
+		b->oom = true;
+		return false;
+	}
+	b->p = np;
+	b->cap = c;
+	return true;
+}
+
+static void vb_put(struct vbuf *b, const void *s, size_t n)
+{
+	if (!vb_room(b, n))
+		return;
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+static void vb_lit(struct vbuf *b, const char *s)
+{
+	vb_put(b, s, strlen(s));
+}
+
+static void vb_ch(struct vbuf *b, char c)
+{
+	if (vb_room(b, 1))
+		b->p[b->n++] = c;
+}
+
+static void vb_i64(struct vbuf *b, int64_t v)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--q = '-';
+	vb_put(b, q, (size_t)(e - q));
+}
+
+static void vb_u64(struct vbuf *b, uint64_t u)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	vb_put(b, q, (size_t)(e - q));
+}
+
+/* Length of the valid UTF-8 sequence at @s (RFC 3629), 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
+			return 0; /* overlong, surrogate */
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80)
+			return 0;
+		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* A JSON string that can sit inside <script>: see view_doc__json. */
+static void vb_jstr(struct vbuf *b, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run;
+
+	vb_ch(b, '"');
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t l;
+
+		/* Plain ASCII runs are copied as they are. */
+		for (run = i; run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' &&
+			      s[run] != '\\' && s[run] != '<';
+		     run++)
+			;
+		if (run > i) {
+			vb_put(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			vb_lit(b, "\\\"");
+			i++;
+			continue;
+		case '\\':
+			vb_lit(b, "\\\\");
+			i++;
+			continue;
+		case '\n':
+			vb_lit(b, "\\n");
+			i++;
+			continue;
+		case '\t':
+			vb_lit(b, "\\t");
+			i++;
+			continue;
+		case '\r':
+			vb_lit(b, "\\r");
+			i++;
+			continue;
+		case '<':
+			if (i + 1 < n && s[i + 1] == '/')
+				vb_lit(b, "<\\/"), i += 2;
+			else if (n - i >= 4 && !memcmp(s + i, "<!--", 4))
+				vb_lit(b, "\\u003c!--"), i += 4;
+			else
+				vb_ch(b, '<'), i++;
+			continue;
+		}
+		if (c < 0x20) {
+			char esc[8];
+
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			vb_put(b, esc, 6);
+			i++;
+			continue;
+		}
+		l = utf8_len(s + i, n - i);
+		if (l) {
+			vb_put(b, s + i, l);
+			i += l;
+		} else {
+			vb_lit(b, "\\ufffd");
+			i++;
+		}
+	}
+	vb_ch(b, '"');
+}
+
+static void vb_sidx(struct vbuf *b, const struct view_doc *d, int32_t i)
+{
+	vb_jstr(b, d->pool + d->strs[i].off, d->strs[i].len);
+}
+
+static void vb_hex(struct vbuf *b, const uint8_t *p, size_t n)
+{
+	static const char hx[] = "0123456789abcdef";
+
+	if (!vb_room(b, 2 * n + 2))
+		return;
+	b->p[b->n++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		b->p[b->n++] = hx[p[i] >> 4];
+		b->p[b->n++] = hx[p[i] & 15];
+	}
+	b->p[b->n++] = '"';
+}
+
+static void vb_key(struct vbuf *b, const char *k)
+{
+	vb_ch(b, '"');
+	vb_lit(b, k);
+	vb_lit(b, "\":");
+}
+
+/* The address of field @f of the first element of @arr (NULL for an empty table). */
+#define COL(arr, f) ((arr) ? (const void *)&(arr)->f : NULL)
+
+/* A column of int32 fields of an array of structs (or of a plain array: @stride sizeof). */
+static void vb_col32(struct vbuf *b, const char *key, const void *base, size_t n, size_t stride)
+{
+	const char *p = base;
+
+	vb_key(b, key);
+	vb_ch(b, '[');
+	for (size_t i = 0; i < n; i++, p += stride) {
+		int32_t v;
+
+		memcpy(&v, p, sizeof(v));
+		if (i)
+			vb_ch(b, ',');
+		vb_i64(b, v);
+	}
+	vb_ch(b, ']');
+}
+
+static void vb_col64(struct vbuf *b, const char *key, const void *base, size_t n, size_t stride)
+{
+	const char *p = base;
+
+	vb_key(b, key);
+	vb_ch(b, '[');
+	for (size_t i = 0; i < n; i++, p += stride) {
+		int64_t v;
+
+		memcpy(&v, p, sizeof(v));
+		if (i)
+			vb_ch(b, ',');
+		vb_i64(b, v);
+	}
+	vb_ch(b, ']');
+}
+
+/* "1234", "12.3k", "1.2M": the title's sample count. */
+static void count_text(char *out, size_t n, uint64_t v)
+{
+	if (v < 10000)
+		snprintf(out, n, "%llu", (unsigned long long)v);
+	else if (v < 1000000)
+		snprintf(out, n, "%.1fk", v / 1e3);
+	else if (v < 1000000000)
+		snprintf(out, n, "%.1fM", v / 1e6);
+	else
+		snprintf(out, n, "%.1fG", v / 1e9);
+}
+
+static void write_title(struct vbuf *b, const struct view_doc *d)
+{
+	char title[160], num[32];
+	uint64_t n = view_doc__nsamples(d);
+
+	count_text(num, sizeof(num), n);
+	snprintf(title, sizeof(title), "spanprof: %zu input%s, %zu service%s, %s sample%s",
+		 d->ninputs, d->ninputs == 1 ? "" : "s", d->nservices, d->nservices == 1 ? "" : "s",
+		 num, n == 1 ? "" : "s");
+	vb_key(b, "title");
+	vb_jstr(b, title, strlen(title));
+}
+
+static void write_inputs(struct vbuf *b, const struct view_doc *d)
+{
+	vb_key(b, "inputs");
+	vb_ch(b, '[');
+	for (size_t i = 0; i < d->ninputs; i++) {
+		const struct view_input *in = &d->inputs[i];
+
+		vb_lit(b, i ? ",\n{" : "\n{");
+		vb_key(b, "path");
+		vb_jstr(b, in->path, strlen(in->path));
+		vb_ch(b, ',');
+		vb_key(b, "format");
+		if (in->format)
+			vb_jstr(b, in->format, strlen(in->format));
+		else
+			vb_lit(b, "null");
+		vb_ch(b, ',');
+		vb_key(b, "samples");
+		vb_u64(b, in->samples);
+		vb_ch(b, ',');
+		vb_key(b, "error");
+		if (in->error)
+			vb_jstr(b, in->error, strlen(in->error));
+		else
+			vb_lit(b, "null");
+		vb_ch(b, '}');
+	}
+	vb_ch(b, ']');
+}
+
+static void write_tables(struct vbuf *b, const struct view_doc *d)
+{
+	vb_key(b, "strings");
+	vb_ch(b, '[');
+	for (size_t i = 0; i < d->nstr; i++) {
+		if (i)
+			vb_lit(b, i % 64 ? "," : ",\n");
+		vb_sidx(b, d, (int32_t)i);
+	}
+	vb_lit(b, "],\n");
+
+	vb_lit(b, "\"frames\":{");
+	vb_col32(b, "name", COL(d->frames, name), d->nframes, sizeof(struct frame));
+	vb_ch(b, ',');
+	vb_col32(b, "file", COL(d->frames, file), d->nframes, sizeof(struct frame));
+	vb_ch(b, ',');
+	vb_col64(b, "line", COL(d->frames, line), d->nframes, sizeof(struct frame));
+	vb_ch(b, ',');
+	vb_col32(b, "module", COL(d->frames, module), d->nframes, sizeof(struct frame));
+	vb_ch(b, ',');
+	vb_col32(b, "kind", COL(d->frames, kind), d->nframes, sizeof(struct frame));
+	vb_lit(b, "},\n");
+
+	vb_key(b, "stacks");
+	vb_ch(b, '[');
+	for (size_t i = 0; i < d->nstacks; i++) {
+		const int32_t *f = d->stack_pool + d->stacks[i].first;
+
+		vb_lit(b, i ? ",[" : "[");
+		for (size_t j = 0; j < d->stacks[i].len; j++) {
+			if (j)
+				vb_ch(b, ',');
+			vb_i64(b, f[j]);
+		}
+		vb_ch(b, ']');
+		if (i % 64 == 63)
+			vb_ch(b, '\n');
+	}
+	vb_lit(b, "],\n");
+
+	vb_key(b, "profile_types");
+	vb_ch(b, '[');
+	for (size_t i = 0; i < d->ntypes; i++) {
+		const struct ptype *t = &d->types[i];
+
+		vb_lit(b, i ? ",{" : "{");
+		vb_key(b, "name");
+		vb_sidx(b, d, t->name);
+		vb_ch(b, ',');
+		vb_key(b, "sample_type");
+		vb_sidx(b, d, t->sample_type);
+		vb_ch(b, ',');
+		vb_key(b, "unit");
+		vb_sidx(b, d, t->unit);
+		vb_ch(b, ',');
+		vb_key(b, "period_type");
+		vb_sidx(b, d, t->period_type);
+		vb_ch(b, ',');
+		vb_key(b, "period_unit");
+		vb_sidx(b, d, t->period_unit);
+		vb_ch(b, ',');
+		vb_key(b, "period");
+		vb_i64(b, t->period);
+		vb_ch(b, '}');
+	}
+	vb_lit(b, "],\n");
+
+	vb_col32(b, "services", d->services, d->nservices, sizeof(int32_t));
+	vb_lit(b, ",\n\"processes\":{");
+	vb_col64(b, "pid", COL(d->procs, pid), d->nprocs, sizeof(struct proc));
+	vb_ch(b, ',');
+	vb_col32(b, "name", COL(d->procs, name), d->nprocs, sizeof(struct proc));
+	vb_ch(b, ',');
+	vb_col32(b, "service", COL(d->procs, service), d->nprocs, sizeof(struct proc));
+	vb_lit(b, "},\n\"threads\":{");
+	vb_col32(b, "process", COL(d->threads, process), d->nthreads, sizeof(struct thread));
+	vb_ch(b, ',');
+	vb_col64(b, "tid", COL(d->threads, tid), d->nthreads, sizeof(struct thread));
+	vb_ch(b, ',');
+	vb_col32(b, "name", COL(d->threads, name), d->nthreads, sizeof(struct thread));
+	vb_lit(b, "},\n");
+}
+
+static void write_spans(struct vbuf *b, const struct view_doc *d)
+{
+	vb_lit(b, "\"spans\":{\"trace_id\":[");
+	for (size_t i = 0; i < d->nspans; i++) {
+		if (i)
+			vb_ch(b, ',');
+		vb_hex(b, d->spans[i].ids, 16);
+	}
+	vb_lit(b, "],\n\"span_id\":[");
+	for (size_t i = 0; i < d->nspans; i++) {
+		if (i)
+			vb_ch(b, ',');
+		vb_hex(b, d->spans[i].ids + 16, 8);
+	}
+	vb_lit(b, "],\n\"attrs\":[");
+	for (size_t i = 0; i < d->nspans; i++) {
+		const struct span *s = &d->spans[i];
+
+		vb_lit(b, i ? ",{" : "{");
+		for (uint32_t j = 0; j < s->nattrs; j++) {
+			if (j)
+				vb_ch(b, ',');
+			vb_sidx(b, d, s->attrs[j].key);
+			vb_ch(b, ':');
+			vb_sidx(b, d, s->attrs[j].value);
+		}
+		vb_ch(b, '}');
+	}
+	vb_lit(b, "],\n");
+	vb_col32(b, "process", COL(d->spans, process), d->nspans, sizeof(struct span));
+	vb_lit(b, "},\n");
+}
+
+/* Appends the document to @b. */
+static void doc_json(const struct view_doc *d, struct vbuf *bp)
+{
+	struct vbuf b = *bp;
+
+	vb_lit(&b, "{\"format\":\"spanprof-view/1\",\n");
+	write_title(&b, d);
+	vb_lit(&b, ",\n\"generated_unix_ns\":");
+	vb_u64(&b, d->generated_ns);
+	vb_lit(&b, ",\n");
+	write_inputs(&b, d);
+	vb_lit(&b, ",\n");
+	write_tables(&b, d);
+	write_spans(&b, d);
+	vb_lit(&b, "\"time\":{\"start_unix_ns\":");
+	vb_u64(&b, d->start_ns);
+	vb_lit(&b, ",\"bucket_ns\":");
+	vb_u64(&b, d->bucket_ns);
+	vb_lit(&b, ",\"buckets\":");
+	vb_u64(&b, d->nbuckets);
+	vb_lit(&b, "},\n\"rows\":{");
+	vb_col32(&b, "type", d->r_type, d->nrows, sizeof(int32_t));
+	vb_lit(&b, ",\n");
+	vb_col32(&b, "stack", d->r_stack, d->nrows, sizeof(int32_t));
+	vb_lit(&b, ",\n");
+	vb_col32(&b, "thread", d->r_thread, d->nrows, sizeof(int32_t));
+	vb_lit(&b, ",\n");
+	vb_col32(&b, "span", d->r_span, d->nrows, sizeof(int32_t));
+	vb_lit(&b, ",\n");
+	vb_col32(&b, "bucket", d->r_bucket, d->nrows, sizeof(int32_t));
+	vb_lit(&b, ",\n");
+	vb_col64(&b, "value", d->r_value, d->nrows, sizeof(int64_t));
+	vb_lit(&b, "},\n\"initial\":{\"span_id\":");
+	if (d->initial_span)
+		vb_jstr(&b, d->initial_span, strlen(d->initial_span));
+	else
+		vb_lit(&b, "null");
+	vb_lit(&b, ",\"trace_id\":");
+	if (d->initial_trace)
+		vb_jstr(&b, d->initial_trace, strlen(d->initial_trace));
+	else
+		vb_lit(&b, "null");
+	vb_lit(&b, "}}\n");
+	*bp = b;
+}
+
+/* The NUL-terminated buffer of @b, or -ENOMEM (and @b freed). */
+static int vb_finish(struct vbuf *b, char **out, size_t *len)
+{
+	if (b->oom || !vb_room(b, 0)) {
+		free(b->p);
+		return -ENOMEM;
+	}
+	b->p[b->n] = '\0';
+	*out = b->p;
+	*len = b->n;
+	return 0;
+}
+
+int view_doc__json(const struct view_doc *d, char **out, size_t *len)
+{
+	struct vbuf b = {0};
+
+	if (!d->finished)
+		return -EINVAL;
+	doc_json(d, &b);
+	return vb_finish(&b, out, len);
+}
+
+int view__page(const struct view_doc *d, const char *tmpl, size_t tlen, char **out, size_t *len)
+{
+	static const char token[] = VIEW_PAGE_TOKEN;
+	const char *at = memmem(tmpl, tlen, token, sizeof(token) - 1);
+	struct vbuf b = {0};
+	size_t head;
+
+	if (!at || !d->finished)
+		return -EINVAL;
+	head = (size_t)(at - tmpl);
+	vb_put(&b, tmpl, head);
+	doc_json(d, &b);
+	vb_put(&b, at + sizeof(token) - 1, tlen - head - (sizeof(token) - 1));
+	return vb_finish(&b, out, len);
+}
+
+/* --- the command -------------------------------------------------------------------------- */
+
+struct view_opts {
+	char **inputs;
+	int ninputs;
+	const char *output;
+	const char *serve;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	char span_id[17], trace_id[33];
+};
+
+enum {
+	OPT_SERVE = 0x200,
+	OPT_SPAN_ID,
+	OPT_TRACE_ID,
+};
+
+static const struct argp_option view_options[] = {
+    {"output", 'o', "FILE.html", 0,
+     "Write the page here (default: profile.html next to the first INPUT, or inside it when "
+     "it is a directory); without --serve the page is always written",
+     0},
+    {"serve", OPT_SERVE, "127.0.0.1:PORT", 0,
+     "Serve the page at http://127.0.0.1:PORT/ until SIGINT or SIGTERM instead of writing it "
+     "(with --output as well: both). Loopback only (127.0.0.0/8, [::1], localhost); PORT 0 "
+     "picks a free port",
+     0},
+    {"span-id", OPT_SPAN_ID, "HEX", 0,
+     "Open the page on this span (16 hex digits; also #span=ID in the page's URL)", 0},
+    {"trace-id", OPT_TRACE_ID, "HEX", 0,
+     "Open the page on the spans of this trace (32 hex digits; also #trace=ID)", 0},
+    {0},
+};
+
+/* @arg: @ndigits hex digits -> lower case in @out. */
+static bool parse_hex_id(const char *arg, size_t ndigits, char *out)
+{
+	if (strlen(arg) != ndigits)
+		return false;
+	for (size_t i = 0; i < ndigits; i++) {
+		char c = arg[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+		out[i] = c;
+	}
+	out[ndigits] = '\0';
+	return true;
+}
+
+/*
+ * HOST:PORT with HOST a loopback address (127.0.0.0/8, ::1 in brackets) or "localhost".
+ * 0, -EINVAL (not HOST:PORT) or -EPERM (not loopback).
+ */
+static int parse_serve(const char *arg, struct view_opts *o)
+{
+	char host[256];
+	const char *colon = strrchr(arg, ':'), *hs = arg;
+	size_t hl;
+	unsigned long port;
+	char *end;
+
+	if (!colon || colon == arg || !colon[1])
+		return -EINVAL;
+	hl = (size_t)(colon - arg);
+	if (arg[0] == '[') {
+		if (hl < 2 || arg[hl - 1] != ']')
+			return -EINVAL;
+		hs = arg + 1;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, hs, hl);
+	host[hl] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || port > 65535)
+		return -EINVAL;
+	memset(&o->addr, 0, sizeof(o->addr));
+	if (!strcmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	if (arg[0] != '[') {
+		struct sockaddr_in *in = (struct sockaddr_in *)&o->addr;
+
+		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
+			return strchr(host, ':') ? -EINVAL : -EPERM;
+		if ((ntohl(in->sin_addr.s_addr) >> 24) != 127)
+			return -EPERM;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		o->addrlen = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&o->addr;
+
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return -EINVAL;
+		if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return -EPERM;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		o->addrlen = sizeof(*in6);
+	}
+	return 0;
+}
+
+static error_t view_parse(int key, char *arg, struct argp_state *state)
+{
+	struct view_opts *o = state->input;
+	int err;
+
+	switch (key) {
+	case 'o':
+		if (!*arg)
+			argp_error(state, "--output wants a file name");
+		o->output = arg;
+		break;
+	case OPT_SERVE:
+		err = parse_serve(arg, o);
+		if (err == -EPERM)
+			argp_error(
+			    state,
+			    "--serve listens on loopback only (127.0.0.1, [::1], localhost), "
+			    "not '%s': the page holds function names and span attributes. "
+			    "To look from another machine, tunnel: ssh -L 8080:127.0.0.1:8080",
+			    arg);
+		if (err)
+			argp_error(state, "--serve wants 127.0.0.1:PORT or [::1]:PORT, not '%s'",
+				   arg);
+		o->serve = arg;
+		break;
+	case OPT_SPAN_ID:
+		if (!parse_hex_id(arg, 16, o->span_id))
+			argp_error(state,
+				   "--span-id wants 16 hex digits (an 8-byte span id), not '%s'",
+				   arg);
+		break;
+	case OPT_TRACE_ID:
+		if (!parse_hex_id(arg, 32, o->trace_id))
+			argp_error(state,
+				   "--trace-id wants 32 hex digits (a 16-byte trace id), not '%s'",
+				   arg);
+		break;
+	case ARGP_KEY_ARG:
+		o->inputs[o->ninputs++] = arg;
+		break;
+	case ARGP_KEY_NO_ARGS:
+		argp_error(state, "no INPUT: give profile files or directories (e.g. 'out')");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp view_argp = {
+    .options = view_options,
+    .parser = view_parse,
+    .args_doc = "INPUT...",
+    .doc = "Merge profiles into one self-contained HTML page: a flame graph with filters by "
+	   "profile type, service, process, thread, time and span, and search. The page works "
+	   "offline (file://, no network).\v"
+	   "INPUT is a file or a directory (every *.binpb, *.pb.gz, *.json and *.jsonl "
+	   "in it). Formats are recognized by their content, gzipped or not:\n"
+	   "  pprof            profile.pb.gz (and alloc, lock, offcpu.pb.gz) of 'spanprof record', "
+	   "Go pprof\n"
+	   "  OTLP protobuf    profiles-NNNNNN.binpb of 'spanprof record --endpoint'\n"
+	   "                   (ExportProfilesServiceRequest); the Collector file\n"
+	   "                   exporter's 'format: proto' (length-prefixed)\n"
+	   "  OTLP/JSON        the Collector file exporter's default output (one\n"
+	   "                   ProfilesData per line)\n"
+	   "A damaged input is reported and noted in the page; the rest still loads.\n"
+	   "Exit status: 0 page written or served, 1 nothing could be read, 2 usage.\n"
+	   "\n"
+	   "Examples:\n"
+	   "  spanprof view out                        # writes out/profile.html\n"
+	   "  spanprof view profiles.jsonl --span-id 00f067aa0ba902b7\n"
+	   "  spanprof view out --serve 127.0.0.1:8080 # open http://127.0.0.1:8080/",
+};
+
+/* Where the page goes when --output is not given: next to (or inside) the first input. */
+static char *default_output(const char *first)
+{
+	struct stat st;
+	char *copy, *dir, *out = NULL;
+
+	if (!stat(first, &st) && S_ISDIR(st.st_mode)) {
+		if (asprintf(&out, "%s%sprofile.html", first,
+			     first[strlen(first) - 1] == '/' ? "" : "/") < 0)
+			return NULL;
+		return out;
+	}
+	copy = strdup(first);
+	if (!copy)
+		return NULL;
+	dir = dirname(copy);
+	if (asprintf(&out, "%s/profile.html", dir) < 0)
+		out = NULL;
+	free(copy);
+	return out;
+}
+
+/* Writes @page to @path through @path.tmp. 0 or -errno. */
+static int write_page(const char *path, const char *page, size_t len)
+{
+	char *tmp = NULL;
+	size_t off = 0;
+	int fd = -1, err = 0;
+
+	if (asprintf(&tmp, "%s.tmp", path) < 0) {
+		tmp = NULL;
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, page + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd)) {
+		fd = -1;
+		err = -errno;
+		goto cleanup;
+	}
+	fd = -1;
+	if (rename(tmp, path))
+		err = -errno;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (err && tmp)
+		unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+/* --- serving ------------------------------------------------------------------------------ */
+
+struct server {
+	struct MHD_Response *page, *not_found, *forbidden, *bad_method;
+};
+
+/* Host header of a request to a loopback server: a loopback name, so that a web page whose
+ * domain was re-pointed at 127.0.0.1 (DNS rebinding) cannot read the profile. */
+static bool host_ok(const char *host)
+{
+	char name[256];
+	const char *end;
+	size_t n;
+	struct in_addr a;
+
+	if (!host)
+		return true; /* HTTP/1.0 */
+	if (host[0] == '[') {
+		end = strchr(host, ']');
+		return end && (size_t)(end - host) == 4 && !strncmp(host, "[::1]", 5);
+	}
+	end = strchr(host, ':');
+	n = end ? (size_t)(end - host) : strlen(host);
+	if (n >= sizeof(name))
+		return false;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (!strcasecmp(name, "localhost"))
+		return true;
+	return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c, const char *url,
+				     const char *method, const char *version,
+				     const char *upload_data, size_t *upload_data_size,
+				     void **con_cls)
+{
+	struct server *s = cls;
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, s->bad_method);
+	if (!host_ok(host))
+		return MHD_queue_response(c, MHD_HTTP_FORBIDDEN, s->forbidden);
+	if (strcmp(url, "/") && strcmp(url, "/index.html") && strcmp(url, "/profile.html"))
+		return MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->not_found);
+	return MHD_queue_response(c, MHD_HTTP_OK, s->page);
+}
+
+static struct MHD_Response *text_response(const char *text)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+
+	if (r)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+					"text/plain; charset=utf-8");
+	return r;
+}
+
+static int serve(const struct view_opts *o, const char *page, size_t len)
+{
+	struct server s = {0};
+	struct MHD_Daemon *daemon = NULL;
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	char host[INET6_ADDRSTRLEN];
+	sigset_t set;
+	int fd = -1, one = 1, sig, err = 0, port;
+	bool v6 = o->addr.ss_family == AF_INET6;
+
+	fd = socket(o->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "spanprof: view: socket: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&o->addr, o->addrlen) || listen(fd, 64)) {
+		err = -errno;
+		fprintf(stderr, "spanprof: view: cannot listen on %s: %s\n", o->serve,
+			strerror(errno));
+		goto cleanup;
+	}
+	getsockname(fd, (struct sockaddr *)&bound, &blen);
+	if (v6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&bound)->sin6_addr, host,
+			  sizeof(host));
+		port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+	} else {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&bound)->sin_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	}
+
+	s.page = MHD_create_response_from_buffer(len, (void *)page, MHD_RESPMEM_PERSISTENT);
+	s.not_found = text_response("not found: the page is at /\n");
+	s.forbidden = text_response("forbidden: this server answers to loopback host names only\n");
+	s.bad_method = text_response("only GET and HEAD\n");
+	if (!s.page || !s.not_found || !s.forbidden || !s.bad_method) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	MHD_add_response_header(s.page, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	MHD_add_response_header(s.page, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(s.page, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(s.page, "Referrer-Policy", "no-referrer");
+
+	/* The server's thread inherits the mask: only this thread takes SIGINT and SIGTERM. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+				      (v6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, serve_request, &s, MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+	if (!daemon) {
+		err = -EIO;
+		fprintf(stderr, "spanprof: view: the HTTP server (libmicrohttpd) did not start\n");
+		goto cleanup;
+	}
+	fd = -1; /* the daemon closes it */
+	printf(v6 ? "http://[%s]:%d/\n" : "http://%s:%d/\n", host, port);
+	fflush(stdout);
+	fprintf(stderr, "spanprof: view: serving the page; Ctrl-C to stop\n");
+	sigwait(&set, &sig);
+
+cleanup:
+	if (daemon)
+		MHD_stop_daemon(daemon);
+	if (fd >= 0)
+		close(fd);
+	if (s.page)
+		MHD_destroy_response(s.page);
+	if (s.not_found)
+		MHD_destroy_response(s.not_found);
+	if (s.forbidden)
+		MHD_destroy_response(s.forbidden);
+	if (s.bad_method)
+		MHD_destroy_response(s.bad_method);
+	return err;
+}
+
+static void size_text(char *out, size_t n, size_t bytes)
+{
+	if (bytes < 10 * 1024)
+		snprintf(out, n, "%zu bytes", bytes);
+	else if (bytes < 10 * 1024 * 1024)
+		snprintf(out, n, "%zu KiB", bytes / 1024);
+	else
+		snprintf(out, n, "%.1f MiB", bytes / 1048576.0);
+}
+
+int view__main(int argc, char **argv)
+{
+	struct view_opts o = {0};
+	struct view_doc *d = NULL;
+	char *page = NULL, *out_path = NULL, sz[32];
+	size_t page_len = 0;
+	uint32_t nfailed = 0;
+	int loaded = 0, status = 1, err;
+
+	o.inputs = calloc((size_t)argc + 1, sizeof(*o.inputs));
+	if (!o.inputs) {
+		fprintf(stderr, "spanprof: view: out of memory\n");
+		return 1;
+	}
+	argv[0] = "spanprof view";
+	if (argp_parse(&view_argp, argc, argv, 0, NULL, &o)) {
+		status = 2;
+		goto cleanup;
+	}
+	d = view_doc__new();
+	if (!d)
+		goto oom;
+	for (int i = 0; i < o.ninputs; i++) {
+		err = view_read__path(d, o.inputs[i]);
+		if (err < 0)
+			goto oom;
+		loaded += err;
+	}
+	for (uint32_t i = 0; i < view_doc__ninputs(d); i++) {
+		const struct view_input *in = view_doc__input(d, i);
+
+		if (!in->error)
+			continue;
+		nfailed++;
+		if (in->samples)
+			fprintf(stderr,
+				"spanprof: view: %s: %s (the %llu samples before it are kept)\n",
+				in->path, in->error, (unsigned long long)in->samples);
+		else
+			fprintf(stderr, "spanprof: view: %s: %s\n", in->path, in->error);
+	}
+	if (!loaded) {
+		fprintf(stderr, "spanprof: view: nothing could be read from the inputs: no page\n");
+		status = 1;
+		goto cleanup;
+	}
+	if (view_doc__set_initial(d, o.span_id[0] ? o.span_id : NULL,
+				  o.trace_id[0] ? o.trace_id : NULL) ||
+	    view_doc__finish(d))
+		goto oom;
+	err = view__page(d, spanprof_view_page,
+			 (size_t)(spanprof_view_page_end - spanprof_view_page), &page, &page_len);
+	if (err == -EINVAL) {
+		fprintf(stderr,
+			"spanprof: view: the embedded page template has no %s placeholder "
+			"(a build problem: rebuild spanprof)\n",
+			VIEW_PAGE_TOKEN);
+		goto cleanup;
+	}
+	if (err)
+		goto oom;
+	size_text(sz, sizeof(sz), page_len);
+	fprintf(stderr,
+		"spanprof: view: %llu samples from %u input%s (%u with errors), %u service%s, "
+		"%u rows; page %s\n",
+		(unsigned long long)view_doc__nsamples(d), view_doc__ninputs(d),
+		view_doc__ninputs(d) == 1 ? "" : "s", nfailed, view_doc__nservices(d),
+		view_doc__nservices(d) == 1 ? "" : "s", view_doc__nrows(d), sz);
+	if (o.output || !o.serve) {
+		out_path = o.output ? strdup(o.output) : default_output(o.inputs[0]);
+		if (!out_path)
+			goto oom;
+		err = write_page(out_path, page, page_len);
+		if (err) {
+			fprintf(stderr, "spanprof: view: cannot write %s: %s\n", out_path,
+				strerror(-err));
+			goto cleanup;
+		}
+		printf("%s\n", out_path);
+		fflush(stdout);
+	}
+	if (o.serve && serve(&o, page, page_len))
+		goto cleanup;
+	status = 0;
+	goto cleanup;
+oom:
+	fprintf(stderr, "spanprof: view: out of memory\n");
+	status = 1;
+cleanup:
+	view_doc__free(d);
+	free(page);
+	free(out_path);
+	free(o.inputs);
+	return status;
+}
