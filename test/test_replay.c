@@ -556,21 +556,26 @@ static void read_gunzip(const char *path, struct blob *b)
 	gzclose(g);
 }
 
-/* The differing entries of two string tables, for the binary formats' hint. */
+static int has_string(char **t, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i], s))
+			return 1;
+	return 0;
+}
+
+/* The strings only one of two string tables holds, for the binary formats' hint. */
 static void diff_strings(char **a, size_t na, char **b, size_t nb)
 {
 	size_t shown = 0;
 
 	fprintf(stderr, "  string tables: golden %zu strings, actual %zu\n", na, nb);
-	for (size_t i = 0; i < (na > nb ? na : nb) && shown < 20; i++) {
-		const char *x = i < na ? a[i] : NULL, *y = i < nb ? b[i] : NULL;
-
-		if (x && y && !strcmp(x, y))
-			continue;
-		fprintf(stderr, "  [%zu] -%s\n  [%zu] +%s\n", i, x ? x : "(none)", i,
-			y ? y : "(none)");
-		shown++;
-	}
+	for (size_t i = 0; i < na && shown < 20; i++)
+		if (!has_string(b, nb, a[i]) && ++shown)
+			fprintf(stderr, "  -%s\n", a[i]);
+	for (size_t i = 0; i < nb && shown < 40; i++)
+		if (!has_string(a, na, b[i]) && ++shown)
+			fprintf(stderr, "  +%s\n", b[i]);
 }
 
 static void hint_pprof(const struct blob *g, const struct blob *a)
