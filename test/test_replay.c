@@ -42,15 +42,15 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "flamegraph.h"
-#include "folded.h"
-#include "otlp_encode.h"
-#include "pprof.h"
-#include "proctab.h"
-#include "profile.h"
+#include "output/flamegraph.h"
+#include "output/folded.h"
+#include "otlp/otlp_encode.h"
+#include "output/pprof.h"
+#include "process/proctab.h"
+#include "profile/profile.h"
 #include "sampler.h"
-#include "spanlinks.h"
-#include "symbolize.h"
+#include "spans/spanlinks.h"
+#include "symbols/symbolize.h"
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
