@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of exporter/process/fileid.c and of proctab__sample_user_locations(): a sample of a
+ * Unit tests of exporter/process/fileid.c and of resolve__user(): a sample of a
  * process that is gone (its maps never read) is named from the file identities it carries, when
  * another process showed the agent that file; anything else stays an address, counted.
  *
@@ -28,6 +28,7 @@
 #include "process/procmaps.h"
 #include "process/procmeta.h"
 #include "process/proctab.h"
+#include "resolve/resolve.h"
 #include "symbols/symbolize.h"
 
 #include "testproc.h"
@@ -108,7 +109,8 @@ static const char *loc_function(const struct profile *p, uint32_t loc)
 static void test_names_gone_process(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms, NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
 	struct profile *p = profile__new();
 	uint64_t pc = (uint64_t)(uintptr_t)fileid_test_target + 1;
 	const struct profile_mapping *pm;
@@ -120,6 +122,7 @@ static void test_names_gone_process(void **unused)
 
 	assert_non_null(syms);
 	assert_non_null(t);
+	assert_non_null(rv);
 	assert_non_null(p);
 	own_vma(pc, &v.vma[0], &v.exe, path, sizeof(path));
 	v.n = 1;
@@ -129,17 +132,17 @@ static void test_names_gone_process(void **unused)
 	assert_int_equal(proctab__meta(t, GONE_PID, &meta), -ESRCH);
 
 	/* No process has shown the agent that file yet: an address, counted as file unknown. */
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_null(loc_function(p, loc));
-	assert_int_equal(proctab__stats(t)->frames_fileid_unknown, 1);
-	assert_int_equal(proctab__stats(t)->frames_fileid, 0);
+	assert_int_equal(resolve__stats(rv)->frames_fileid_unknown, 1);
+	assert_int_equal(resolve__stats(rv)->frames_fileid, 0);
 
 	/* This process maps it: reading its maps opens the file in the cache. */
 	assert_non_null(proctab__get(t, getpid(), start_ns(getpid())));
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_non_null(loc_function(p, loc));
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
-	assert_int_equal(proctab__stats(t)->frames_fileid, 1);
+	assert_int_equal(resolve__stats(rv)->frames_fileid, 1);
 	/* The mapping reads as one from /proc/PID/maps. */
 	pm = profile__mapping(p, profile__location(p, loc)->mapping);
 	assert_int_equal(pm->memory_start, v.vma[0].start);
@@ -155,39 +158,39 @@ static void test_names_gone_process(void **unused)
 	/* A later sample without a table (lookup not possible): named from what earlier showed. */
 	v.n = 0;
 	pc += 1;
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
-	assert_int_equal(proctab__stats(t)->frames_fileid, 2);
+	assert_int_equal(resolve__stats(rv)->frames_fileid, 2);
 
 	/* After an exec (another executable) the earlier mappings are forgotten. */
 	v.exe.ino++;
 	pc += 1;
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_null(loc_function(p, loc));
-	assert_int_equal(proctab__stats(t)->frames_fileid, 2);
+	assert_int_equal(resolve__stats(rv)->frames_fileid, 2);
 
 	/* Another file with the same inode (size or mtime differ) is not this one. */
 	v.n = 1;
 	v.vma[0].file.mtime_nsec = (v.vma[0].file.mtime_nsec + 1) % 1000000000u;
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_null(loc_function(p, loc));
-	assert_int_equal(proctab__stats(t)->frames_fileid_unknown, 2);
+	assert_int_equal(resolve__stats(rv)->frames_fileid_unknown, 2);
 	/* A corrupt mtime is no identity. */
 	v.vma[0].file.mtime_nsec = 2000000000u;
-	assert_int_equal(proctab__sample_user_locations(t, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
 	assert_null(loc_function(p, loc));
 
 	/* A PC in no recorded mapping stays an address, counted as unmapped. */
 	{
 		uint64_t stray = 0x10;
-		uint64_t before = proctab__stats(t)->frames_unmapped;
+		uint64_t before = resolve__stats(rv)->frames_unmapped;
 
-		assert_int_equal(proctab__sample_user_locations(t, gone, p, &stray, 1, &v, &loc),
-				 1);
+		assert_int_equal(resolve__user(rv, gone, p, &stray, 1, &v, &loc), 1);
 		assert_null(loc_function(p, loc));
-		assert_int_equal(proctab__stats(t)->frames_unmapped, before + 1);
+		assert_int_equal(resolve__stats(rv)->frames_unmapped, before + 1);
 	}
 	profile__free(p);
+	resolve__free(rv);
 	proctab__free(t);
 	symcache__free(syms);
 }
@@ -196,7 +199,8 @@ static void test_names_gone_process(void **unused)
 static void test_maps_win(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms, NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
 	struct profile *p = profile__new();
 	uint64_t pc = (uint64_t)(uintptr_t)fileid_test_target + 1;
 	struct sp_vmas v = {0};
@@ -210,10 +214,11 @@ static void test_maps_win(void **unused)
 	v.vma[0].end += 0x1000;
 	me = proctab__get(t, getpid(), start_ns(getpid()));
 	assert_non_null(me);
-	assert_int_equal(proctab__sample_user_locations(t, me, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, &loc), 1);
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
-	assert_int_equal(proctab__stats(t)->frames_fileid, 0);
+	assert_int_equal(resolve__stats(rv)->frames_fileid, 0);
 	profile__free(p);
+	resolve__free(rv);
 	proctab__free(t);
 	symcache__free(syms);
 }
@@ -248,7 +253,8 @@ static void file_id_of(const char *path, struct sp_file_id *id)
 static void test_exec_path(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms, NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
 	char dir[] = "/tmp/spanprof-fileid-XXXXXX", real[128], other[128], link[128];
 	struct sp_exec_path e = {0};
 
@@ -283,6 +289,7 @@ static void test_exec_path(void **unused)
 	unlink(other);
 	unlink(real);
 	rmdir(dir);
+	resolve__free(rv);
 	proctab__free(t);
 	symcache__free(syms);
 }

@@ -21,6 +21,7 @@
 
 #include "process/proclife.h"
 #include "process/proctab.h"
+#include "resolve/resolve.h"
 #include "symbols/symbolize.h"
 
 #include "testproc.h"
@@ -95,7 +96,8 @@ static void test_check(void **unused)
 static void test_reused_pid_lends_nothing(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms, NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
 	uint64_t earlier = start_ns(getpid()) - 3600ull * 1000000000ull;
 	const struct procmeta *meta;
 	struct profile *p = profile__new();
@@ -104,6 +106,7 @@ static void test_reused_pid_lends_nothing(void **unused)
 	struct proc *proc;
 
 	assert_non_null(t);
+	assert_non_null(rv);
 	assert_non_null(p);
 	proc = proctab__get(t, getpid(), earlier);
 	assert_non_null(proc);
@@ -111,18 +114,19 @@ static void test_reused_pid_lends_nothing(void **unused)
 	assert_int_equal(proctab__stats(t)->pid_reused, 1);
 	assert_int_equal(proctab__meta(t, getpid(), &meta), -ESTALE);
 	/* Its PCs stay unnamed addresses. */
-	assert_int_equal(proctab__user_locations(t, proc, p, &pc, 1, locs), 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, locs), 1);
 	assert_int_equal(profile__location(p, locs[0])->nlines, 0);
-	assert_true(proctab__stats(t)->frames_unmapped >= 1);
+	assert_true(resolve__stats(rv)->frames_unmapped >= 1);
 
 	/* The process that really has the PID gets its own mappings, named. */
 	proc = proctab__get(t, getpid(), start_ns(getpid()));
 	assert_true(strlen(proc__exe(proc)) > 0);
 	assert_int_equal(proctab__meta(t, getpid(), &meta), 0);
-	assert_int_equal(proctab__user_locations(t, proc, p, &pc, 1, locs), 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, locs), 1);
 	assert_true(profile__location(p, locs[0])->nlines >= 1);
 	assert_int_equal(proctab__stats(t)->pid_reused, 1);
 	profile__free(p);
+	resolve__free(rv);
 	proctab__free(t);
 	symcache__free(syms);
 }
@@ -130,7 +134,8 @@ static void test_reused_pid_lends_nothing(void **unused)
 static void test_sweep_frees_exited(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms, NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
 	int status, pipefd[2];
 	pid_t child;
 	char c;
@@ -153,11 +158,12 @@ static void test_sweep_frees_exited(void **unused)
 	assert_int_equal(waitpid(child, &status, 0), child);
 	/* Sampled in the current interval: kept for the encoder while asked to. */
 	assert_int_equal(proctab__sweep(t, 1), 0);
-	proctab__profile_reset(t);
+	proctab__next_interval(t);
 	assert_int_equal(proctab__sweep(t, 1), 1);
 	assert_int_equal(proctab__count(t), 1);
 	assert_int_equal(proctab__stats(t)->processes_freed, 1);
 	assert_int_equal(proctab__meta(t, child, &(const struct procmeta *){NULL}), -ESRCH);
+	resolve__free(rv);
 	proctab__free(t);
 	symcache__free(syms);
 }

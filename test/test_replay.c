@@ -47,6 +47,8 @@
 #include "otlp/otlp_encode.h"
 #include "output/pprof.h"
 #include "process/proctab.h"
+#include "record/ingest.h"
+#include "resolve/resolve.h"
 #include "profile/profile.h"
 #include "sampler.h"
 #include "spans/spanlinks.h"
@@ -62,79 +64,28 @@
 #define MAX_OTLP_REQUESTS 16
 
 /*
- * What on_sample() reads of struct recorder (exporter/record.c), set up as record does: one
- * symbol cache, the kernel symbols, the process table, the profile of the export interval, the
- * span links (without BPF: no descriptors, so links and no attributes).
+ * What the agent's sample path is made of, set up as exporter/record/record.c does: one symbol
+ * cache, the kernel symbols, the process table, the resolve step, and the ingest state (the
+ * profile of the export interval, the span links without BPF: no descriptors, so links and no
+ * attributes).
  */
 struct replay {
 	struct symcache *syms;
 	struct ksyms *ksyms;
 	struct proctab *procs;
-	struct profile *profile;
-	struct spanlinks *links;
-	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
-	uint64_t boot_to_unix_ns;
-	uint64_t interval_start_unix;
-	uint64_t samples, user_drops, link_drops;
+	struct ingest in;
+	uint64_t samples, user_drops;
 };
 
 /*
- * One sample through the agent's sample path: exporter/record.c on_sample(), line for line,
- * except that the event values come from the recording (@count, @value: what
- * sampler__event_values() gave; ALLOC's are randomly rounded there). When the sample path
- * moves (issue 13: the resolve step), this function is the one to switch to the new API.
+ * One sample through the agent's sample path, ingest__sample() as record.c's on_sample() calls
+ * it, with the event values from the recording (@count, @value: what sampler__event_values()
+ * gave; ALLOC's are randomly rounded there).
  */
 static void replay_sample(struct replay *r, const struct sp_sample *s, uint64_t count,
 			  uint64_t value)
 {
-	struct profile_sample_key key = {0};
-	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
-	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
-	struct proc *proc = NULL;
-	int err;
-
-	if (ku > SP_MAX_KSTACK)
-		ku = SP_MAX_KSTACK;
-	if (uu > SP_MAX_USTACK)
-		uu = SP_MAX_USTACK;
-	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
-		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
-
-	n += proctab__kernel_locations(r->procs, r->profile, (const uint64_t *)s->kstack, ku,
-				       r->locs);
-	if (proc)
-		n += proctab__sample_user_locations(r->procs, proc, r->profile,
-						    (const uint64_t *)s->ustack, uu, &s->vmas,
-						    r->locs + n);
-
-	memcpy(comm, s->comm, SP_COMM_LEN);
-	comm[SP_COMM_LEN] = '\0';
-	memcpy(pcomm, s->pcomm, SP_COMM_LEN);
-	pcomm[SP_COMM_LEN] = '\0';
-	key.stack = profile__intern_stack(r->profile, r->locs, n);
-	key.type = s->type < PROFILE_NTYPES ? s->type : PROFILE_CPU;
-	key.addr = s->addr;
-	key.pid = s->pid;
-	key.tid = s->tid;
-	key.cpu = s->cpu;
-	key.comm = profile__intern_string(r->profile, comm);
-	key.process_name = profile__intern_string(r->profile, pcomm[0] ? pcomm : comm);
-	if (r->links && s->ctx_len &&
-	    spanlinks__sample(r->links, r->profile, s, &key.link, &key.attrs)) {
-		key.link = key.attrs = 0;
-		r->link_drops++;
-	}
-	if (key.type == PROFILE_CPU) {
-		err =
-		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
-	} else {
-		uint64_t ts = s->time_boot_ns + r->boot_to_unix_ns;
-
-		if (ts < r->interval_start_unix)
-			ts = r->interval_start_unix;
-		err = profile__add_event(r->profile, &key, ts, count, value);
-	}
-	if (err)
+	if (ingest__sample(&r->in, s, count, value) < 0)
 		r->user_drops++;
 	else
 		r->samples++;
@@ -146,8 +97,8 @@ static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 	struct replay *r = ctx;
 	int err = proctab__meta(r->procs, pid, out);
 
-	if (!err && r->links)
-		*out = spanlinks__meta(r->links, pid, *out);
+	if (!err && r->in.links)
+		*out = spanlinks__meta(r->in.links, pid, *out);
 	return err;
 }
 
@@ -440,16 +391,18 @@ static void directive(struct reader *rd, char **f, int nf)
 		rd->r->ksyms = ksyms__load(f[1]);
 		if (!rd->r->ksyms)
 			bad(rd, "ksyms__load(%s): %s", f[1], strerror(errno));
-		rd->r->procs = proctab__new(rd->r->syms, rd->r->ksyms);
+		rd->r->procs = proctab__new(rd->r->syms);
 		assert_non_null(rd->r->procs);
+		rd->r->in.resolve = resolve__new(rd->r->procs, rd->r->syms, rd->r->ksyms);
+		assert_non_null(rd->r->in.resolve);
 		return;
 	}
 	if (nf == 2 && !strcmp(f[0], "boot_to_unix_ns")) {
-		rd->r->boot_to_unix_ns = num(rd, f[1]);
+		rd->r->in.boot_to_unix_ns = num(rd, f[1]);
 		return;
 	}
 	if (nf == 2 && !strcmp(f[0], "interval_start_unix_ns")) {
-		rd->r->interval_start_unix = rd->meta.start_unix_nano = num(rd, f[1]);
+		rd->r->in.interval_start_unix = rd->meta.start_unix_nano = num(rd, f[1]);
 		return;
 	}
 	if (nf == 2 && !strcmp(f[0], "duration_ns")) {
@@ -496,7 +449,7 @@ static void replay_recording(struct replay *r, struct reader *rd)
 	}
 	fclose(in);
 	flush_sample(rd);
-	profile__set_meta(r->profile, &rd->meta);
+	profile__set_meta(r->in.profile, &rd->meta);
 }
 
 /* --- outputs and goldens ----------------------------------------------------------------- */
@@ -766,20 +719,20 @@ static void test_replay_golden(void **unused)
 	if (chdir(REPLAY_DIR))
 		fail_msg("%s: %s", REPLAY_DIR, strerror(errno));
 	r.syms = symcache__new(NULL);
-	r.profile = profile__new();
-	r.links = spanlinks__new(&lo);
+	r.in.profile = profile__new();
+	r.in.links = spanlinks__new(&lo);
 	assert_non_null(r.syms);
-	assert_non_null(r.profile);
-	assert_non_null(r.links);
+	assert_non_null(r.in.profile);
+	assert_non_null(r.in.links);
 
 	replay_recording(&r, &rd);
 	assert_int_equal(r.samples, rd.nsamples);
-	assert_int_equal(r.user_drops + r.link_drops, 0);
+	assert_int_equal(r.user_drops + r.in.link_drops, 0);
 	/* The recording exercises what it means to: names through identities, unknown files. */
-	assert_true(proctab__stats(r.procs)->frames_fileid > 0);
-	assert_true(proctab__stats(r.procs)->frames_fileid_unknown > 0);
-	assert_true(proctab__stats(r.procs)->frames_unsymbolized > 0);
-	assert_true(proctab__stats(r.procs)->kernel_unsymbolized > 0);
+	assert_true(resolve__stats(r.in.resolve)->frames_fileid > 0);
+	assert_true(resolve__stats(r.in.resolve)->frames_fileid_unknown > 0);
+	assert_true(resolve__stats(r.in.resolve)->frames_unsymbolized > 0);
+	assert_true(resolve__stats(r.in.resolve)->kernel_unsymbolized > 0);
 
 	/* record.c write_outputs(), every profile type. */
 	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
@@ -787,24 +740,24 @@ static void test_replay_golden(void **unused)
 
 		snprintf(name, sizeof(name), "%s.pb.gz", ti->file_stem);
 		snprintf(path, sizeof(path), "%s/%s", outdir, name);
-		assert_int_equal(pprof__write_type(r.profile, path, t), 0);
+		assert_int_equal(pprof__write_type(r.in.profile, path, t), 0);
 		compare_file(&c, name, PPROF);
 		snprintf(name, sizeof(name), "%s.folded", ti->file_stem);
 		snprintf(path, sizeof(path), "%s/%s", outdir, name);
-		assert_int_equal(folded__write_type(r.profile, path, t), 0);
+		assert_int_equal(folded__write_type(r.in.profile, path, t), 0);
 		compare_file(&c, name, TEXT);
 		if (t == PROFILE_CPU)
 			snprintf(name, sizeof(name), "flamegraph.svg");
 		else
 			snprintf(name, sizeof(name), "flamegraph-%s.svg", ti->name);
 		snprintf(path, sizeof(path), "%s/%s", outdir, name);
-		assert_int_equal(flamegraph__write_svg_type(r.profile, path, ti->title, t), 0);
+		assert_int_equal(flamegraph__write_svg_type(r.in.profile, path, ti->title, t), 0);
 		compare_file(&c, name, TEXT);
 	}
 
 	/* record.c export_interval(): the OTLP requests, machine-dependent inputs fixed. */
 	eo.ctx = &r;
-	assert_int_equal(otlp__encode(r.profile, &eo, collect_request, &otlp), 0);
+	assert_int_equal(otlp__encode(r.in.profile, &eo, collect_request, &otlp), 0);
 	assert_true(otlp.n > 0);
 	for (size_t i = 0; i < otlp.n; i++) {
 		snprintf(name, sizeof(name), "otlp-request-%zu.binpb", i + 1);
@@ -819,9 +772,10 @@ static void test_replay_golden(void **unused)
 		c.mismatches++;
 	}
 
-	spanlinks__free(r.links);
+	spanlinks__free(r.in.links);
+	resolve__free(r.in.resolve);
 	proctab__free(r.procs);
-	profile__free(r.profile);
+	profile__free(r.in.profile);
 	ksyms__free(r.ksyms);
 	symcache__free(r.syms);
 	assert_int_equal(chdir(cwd), 0);

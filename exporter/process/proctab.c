@@ -19,13 +19,10 @@
 
 /* A PC outside every mapping triggers a re-read of maps at most this often. */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
-/* Inline chains deeper than this are cut (outermost frames kept last). */
-#define MAX_INLINE 16
 
 struct map_ext {
 	struct elf_object *obj; /* NULL: not a file, or it could not be opened */
-	uint32_t prof_mapping;	/* index in the profile, valid when gen matches */
-	uint32_t gen;
+	uint32_t slot[2];	/* the caller's cache slot (struct proc_mapping) */
 };
 
 struct proc {
@@ -48,8 +45,7 @@ struct proc {
 struct proctab {
 	struct proc *procs;
 	struct symcache *syms;
-	struct ksyms *ksyms;
-	uint32_t gen;		 /* bumped by proctab__profile_reset() */
+	uint32_t gen;		 /* bumped by proctab__next_interval() */
 	struct elf_object *vdso; /* the kernel's vDSO image, shared by every process */
 	int vdso_tried;
 	struct proctab_stats stats;
@@ -59,14 +55,13 @@ struct proctab {
 	void *meta_hook_ctx;
 };
 
-struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms)
+struct proctab *proctab__new(struct symcache *syms)
 {
 	struct proctab *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->syms = syms;
-	t->ksyms = ksyms;
 	t->gen = 1;
 	return t;
 }
@@ -262,54 +257,6 @@ const char *proc__exe(const struct proc *proc)
 	return proc->exe ? proc->exe : "";
 }
 
-static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
-			      enum frame_kind kind, const struct sym_frame *frames, int n)
-{
-	struct profile_line lines[MAX_INLINE];
-	struct profile_function f;
-	int out = 0;
-
-	for (int i = 0; i < n; i++) {
-		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
-
-		/*
-		 * A function "inlined into itself" (glibc's debug info says so of aliases such
-		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
-		 */
-		if (out && name && lines[out - 1].function &&
-		    !strcmp(name, profile__string(
-				      p, profile__function(p, lines[out - 1].function)->name)))
-			continue;
-
-		f.name = profile__intern_string(p, name);
-		f.system_name =
-		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
-		f.filename = profile__intern_string(p, frames[i].file);
-		lines[out].function = profile__intern_function(p, &f);
-		lines[out].line = frames[i].line;
-		out++;
-	}
-	return profile__intern_location(p, mapping, address, kind, lines, out);
-}
-
-static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, struct profile *p)
-{
-	const struct procmap *m = &proc->maps.maps[i];
-	struct map_ext *x = &proc->ext[i];
-	struct profile_mapping pm;
-
-	if (x->gen == t->gen)
-		return x->prof_mapping;
-	pm.memory_start = m->start;
-	pm.memory_limit = m->end;
-	pm.file_offset = m->offset;
-	pm.filename = profile__intern_string(p, m->path);
-	pm.build_id = profile__intern_string(p, x->obj ? elf_object__build_id(x->obj) : NULL);
-	x->prof_mapping = profile__intern_mapping(p, &pm);
-	x->gen = t->gen;
-	return x->prof_mapping;
-}
-
 /* At most this many mappings learnt from a process's samples are kept in its entry. */
 #define MAX_FVMAS 64
 
@@ -380,93 +327,64 @@ static struct elf_object *fileid_obj(struct proctab *t, const struct sp_vma *e)
 	return fileid__object(t->syms, &e->file);
 }
 
-/*
- * The location of @pc named through the sample's file identity: @e holds it, @obj is the
- * symbol cache's object of its file. Mapping and names as user_location() gives them.
- */
-static uint32_t fileid_location(struct proctab *t, struct profile *p, const struct sp_vma *e,
-				struct elf_object *obj, uint64_t pc, int is_return)
+/* @out as the recorded mapping @e shows it, with its object @obj. */
+static void fileid_mapping(const struct sp_vma *e, struct elf_object *obj, struct proc_mapping *out)
 {
-	struct sym_frame frames[MAX_INLINE];
-	struct profile_mapping pm;
-	uint32_t mapping, loc;
-	uint64_t vaddr, offset = e->flags & SP_VMA_VDSO ? 0 : e->offset;
-	int n = 0;
+	int vdso = !!(e->flags & SP_VMA_VDSO);
 
-	pm.memory_start = e->start;
-	pm.memory_limit = e->end;
-	pm.file_offset = offset;
-	pm.filename = profile__intern_string(
-	    p, e->flags & SP_VMA_VDSO ? "[vdso]" : elf_object__orig_path(obj));
-	pm.build_id = profile__intern_string(p, elf_object__build_id(obj));
-	mapping = profile__intern_mapping(p, &pm);
-	t->stats.frames_fileid++;
-	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
-	if (loc)
-		return loc;
-	if (!elf_object__file_offset_to_vaddr(obj, pc - e->start + offset - (is_return ? 1 : 0),
-					      &vaddr)) {
-		n = symcache__lookup(t->syms, obj, vaddr, frames, MAX_INLINE);
-		if (n < 0)
-			n = 0;
-	}
-	if (!n)
-		t->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+	out->start = e->start;
+	out->end = e->end;
+	out->file_offset = vdso ? 0 : e->offset;
+	out->path = vdso ? "[vdso]" : elf_object__orig_path(obj);
+	out->obj = obj;
+	out->slot = NULL;
+	out->from_fileid = 1;
 }
 
-static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
-			      int is_return, const struct sp_vmas *vmas)
+int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const struct sp_vmas *vmas,
+		     struct proc_mapping *out)
 {
-	struct sym_frame frames[MAX_INLINE];
 	const struct procmap *m = procmaps__find(&proc->maps, pc);
 	const struct sp_vma *e = m ? NULL : fileid_entry(proc, vmas, pc);
 	struct elf_object *obj = fileid_obj(t, e);
-	uint32_t mapping, loc;
-	uint64_t vaddr;
 	size_t i;
-	int n = 0;
 
 	/* The sample says which file: no maps read needed (the process may be long gone). */
-	if (obj)
-		return fileid_location(t, p, e, obj, pc, is_return);
+	if (obj) {
+		fileid_mapping(e, obj, out);
+		return 0;
+	}
 	if (!m && util__mono_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
 		/* Opening the maps' files may have taught the cache the recorded one. */
 		obj = !m ? fileid_obj(t, e) : NULL;
-		if (obj)
-			return fileid_location(t, p, e, obj, pc, is_return);
+		if (obj) {
+			fileid_mapping(e, obj, out);
+			return 0;
+		}
 	}
 	if (!m) {
-		if (e && e->file.ino) {
-			t->stats.frames_fileid_unknown++;
-			if (getenv("SPANPROF_DEBUG"))
-				fprintf(stderr,
-					"spanprof: debug: PID %u: no file known with device %x, "
-					"inode %llu, size %llu, mtime %lld.%09u\n",
-					proc->pid, e->file.dev, (unsigned long long)e->file.ino,
-					(unsigned long long)e->file.size,
-					(long long)e->file.mtime_sec, e->file.mtime_nsec);
-		} else
-			t->stats.frames_unmapped++;
-		return profile__intern_location(p, 0, pc, FRAME_NATIVE, NULL, 0);
+		if (!e || !e->file.ino)
+			return -ENOENT;
+		if (getenv("SPANPROF_DEBUG"))
+			fprintf(stderr,
+				"spanprof: debug: PID %u: no file known with device %x, "
+				"inode %llu, size %llu, mtime %lld.%09u\n",
+				proc->pid, e->file.dev, (unsigned long long)e->file.ino,
+				(unsigned long long)e->file.size, (long long)e->file.mtime_sec,
+				e->file.mtime_nsec);
+		return -ENOKEY;
 	}
 	i = m - proc->maps.maps;
-	mapping = prof_mapping(t, proc, i, p);
-	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
-	if (loc)
-		return loc;
-	if (proc->ext[i].obj &&
-	    !elf_object__file_offset_to_vaddr(
-		proc->ext[i].obj, pc - m->start + m->offset - (is_return ? 1 : 0), &vaddr)) {
-		n = symcache__lookup(t->syms, proc->ext[i].obj, vaddr, frames, MAX_INLINE);
-		if (n < 0)
-			n = 0;
-	}
-	if (!n)
-		t->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+	out->start = m->start;
+	out->end = m->end;
+	out->file_offset = m->offset;
+	out->path = m->path;
+	out->obj = proc->ext[i].obj;
+	out->slot = proc->ext[i].slot;
+	out->from_fileid = 0;
+	return 0;
 }
 
 /* The executable of a process whose resource facts could not be read, from its file identity. */
@@ -520,67 +438,20 @@ int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
 	return ret;
 }
 
-uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
-				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
+const struct sp_vmas *proctab__note_vmas(struct proctab *t, struct proc *proc,
+					 const struct sp_vmas *vmas)
 {
-	return proctab__sample_user_locations(t, proc, p, pcs, n, NULL, locs);
-}
-
-uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
-					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
-					uint32_t *locs)
-{
-	uint32_t out = 0;
-
 	/* Only samples of processes not loaded yet carry an identity (the executable's, at least).
 	 */
-	if (vmas && !vmas->exe.ino && !vmas->n)
-		vmas = NULL;
-	if (vmas) {
-		fileid_learn(proc, vmas);
-		if (proc->meta_err)
-			fileid_exe(t, proc, vmas);
-	}
-
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t loc;
-
-		/* A zero return address is where the frame-pointer chain ends. */
-		if (!pcs[i])
-			break;
-		loc = user_location(t, proc, p, pcs[i], i > 0, vmas);
-
-		if (loc)
-			locs[out++] = loc;
-	}
-	return out;
+	if (!vmas || (!vmas->exe.ino && !vmas->n))
+		return NULL;
+	fileid_learn(proc, vmas);
+	if (proc->meta_err)
+		fileid_exe(t, proc, vmas);
+	return vmas;
 }
 
-uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
-				   uint32_t n, uint32_t *locs)
-{
-	struct sym_frame frame = {0};
-	uint32_t out = 0, loc;
-	uint64_t off;
-
-	for (uint32_t i = 0; i < n; i++) {
-		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
-		if (!loc) {
-			frame.function =
-			    t->ksyms ? ksyms__lookup(t->ksyms, pcs[i] - (i > 0), &off) : NULL;
-			frame.system_name = frame.function;
-			if (!frame.function)
-				t->stats.kernel_unsymbolized++;
-			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
-					    frame.function ? 1 : 0);
-		}
-		if (loc)
-			locs[out++] = loc;
-	}
-	return out;
-}
-
-void proctab__profile_reset(struct proctab *t)
+void proctab__next_interval(struct proctab *t)
 {
 	t->gen++;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * proctab: what the agent knows about each sampled process, and the
- * translation of its sampled PCs into profile locations.
+ * proctab: what the agent knows about each sampled process: its mappings, the file (symbol
+ * cache object) of each, its resource facts and the file identities its samples carried. It
+ * answers "which mapping and file hold this PC" (proctab__mapping()); naming the PC and building
+ * profile locations is the resolve step's (resolve/resolve.h).
  *
  * A process is identified by (pid, start time), so a reused PID never reaches
  * the previous process's mappings. Its /proc/PID/maps is read on the first
@@ -16,35 +18,28 @@
 
 #include <stdint.h>
 
-#include "profile/profile.h"
 #include "symbols/symbolize.h"
 
 struct proctab;
 struct proc;
+struct sp_vmas;
+struct sp_exec_path;
 
-/* Symbolization counters, for the summary and self-telemetry. */
+/* Process table counters, for the summary and self-telemetry. */
 struct proctab_stats {
-	uint64_t processes;	      /* processes seen */
-	uint64_t maps_read_failed;    /* /proc/PID/maps unreadable (process gone, no permission) */
-	uint64_t objects_failed;      /* executable mappings whose file could not be opened */
-	uint64_t frames_unmapped;     /* user PCs outside every known mapping */
-	uint64_t frames_unsymbolized; /* PCs in a known file with no symbol for them */
-	uint64_t kernel_unsymbolized; /* kernel PCs with no kallsyms entry */
-	uint64_t pid_reused;	      /* maps reads dropped: the PID had gone to another process */
-	uint64_t processes_freed;     /* entries of exited processes freed by proctab__sweep() */
-	/* File identities carried by samples (proctab__sample_user_locations(), fileid.h). */
-	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
-	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
-	uint64_t exe_fileid;		/* processes whose executable came from the identity */
-	uint64_t exec_paths_opened;	/* executable paths opened (proctab__exec_path()) */
-	uint64_t exec_paths_failed;	/* ... that could not be opened, or held another file */
+	uint64_t processes;	   /* processes seen */
+	uint64_t maps_read_failed; /* /proc/PID/maps unreadable (process gone, no permission) */
+	uint64_t objects_failed;   /* executable mappings whose file could not be opened */
+	uint64_t pid_reused;	   /* maps reads dropped: the PID had gone to another process */
+	uint64_t processes_freed;  /* entries of exited processes freed by proctab__sweep() */
+	/* File identities carried by samples (proctab__note_vmas(), fileid.h). */
+	uint64_t exe_fileid;	    /* processes whose executable came from the identity */
+	uint64_t exec_paths_opened; /* executable paths opened (proctab__exec_path()) */
+	uint64_t exec_paths_failed; /* ... that could not be opened, or held another file */
 };
 
-/*
- * @syms and @ksyms are borrowed (ksyms may be NULL: kernel frames stay
- * addresses). NULL + errno on ENOMEM.
- */
-struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms);
+/* @syms is borrowed: the table opens the files of mappings in it. NULL + errno on ENOMEM. */
+struct proctab *proctab__new(struct symcache *syms);
 void proctab__free(struct proctab *t);
 
 /*
@@ -55,26 +50,45 @@ void proctab__free(struct proctab *t);
 struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns);
 
 /*
- * Appends to @locs the profile locations of @n user PCs (leaf first) of @proc.
- * Non-leaf PCs are return addresses: they are symbolized at pc - 1 so that the
- * call site, not the next line, is named. Returns the number appended (<= n).
+ * Where a user PC lies, as the table knows it. The pointers belong to the table (path, slot) or
+ * the symbol cache (obj) and stay valid until the table next reads this process's maps.
  */
-uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
-				 const uint64_t *pcs, uint32_t n, uint32_t *locs);
+struct proc_mapping {
+	uint64_t start;		/* first byte mapped, process virtual address */
+	uint64_t end;		/* one past the last byte */
+	uint64_t file_offset;	/* file offset of start */
+	const char *path;	/* the file as the process sees it, or "[vdso]" */
+	struct elf_object *obj; /* its object in the symbol cache; NULL: not opened */
+	/*
+	 * Two words the caller may keep per mapping (the resolve step keeps the profile's
+	 * mapping index and its generation there); zero after each maps read. NULL for a
+	 * mapping known only from a sample's file identities.
+	 */
+	uint32_t *slot;
+	int from_fileid; /* 1: found through the sample's file identities, not /proc/PID/maps */
+};
+
 /*
- * proctab__user_locations() for a sample that carries file identities (@vmas, bpf/sampler.h,
- * exporter/process/fileid.h; NULL or vmas->n 0: none). A PC outside the process's known mappings
- * (it exited before its maps could be read, or mapped the file since) is named through the entry of
- * @vmas holding it, from the symbol cache's object for that file: the same mapping and names as if
- * /proc/PID/maps had been read. A file no process had shown the agent stays an address (counted in
- * frames_fileid_unknown). Also gives a process whose resource facts could not be read its
- * executable's path and name, from vmas->exe. Returns the number appended.
+ * The mapping of @proc holding user PC @pc into @out. @vmas are the file identities the sample
+ * carries (bpf/sampler.h, fileid.h; NULL: none), as returned by proctab__note_vmas(): a PC
+ * outside the known mappings is found through the entry of @vmas holding it (or one earlier
+ * samples of the process showed), from the symbol cache's object for that file, with no read of
+ * /proc. Else a PC outside every mapping re-reads the maps (rate-limited: dlopen, JIT).
+ * Returns 0; -ENOENT outside every known mapping; -ENOKEY in a recorded file no process had shown
+ * the agent (its identity is printed with SPANPROF_DEBUG set).
  */
-struct sp_vmas;
-struct sp_exec_path;
-uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
-					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
-					uint32_t *locs);
+int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const struct sp_vmas *vmas,
+		     struct proc_mapping *out);
+
+/*
+ * Notes the file identities a sample of @proc carries (NULL: none): its mappings are kept for
+ * later samples that could not record theirs, and a process whose resource facts could not be
+ * read gets its executable's path and name from them. Returns @vmas, or NULL when it holds no
+ * identity (samples of processes already loaded): pass that to proctab__mapping().
+ */
+const struct sp_vmas *proctab__note_vmas(struct proctab *t, struct proc *proc,
+					 const struct sp_vmas *vmas);
+
 /*
  * A process exec'd the file @e->path with identity @e->file (struct sp_exec_path, bpf/sampler.h):
  * unless the symbol cache knows that file already, opens it by that path when the file there
@@ -83,20 +97,16 @@ uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, st
  * -EINVAL (not absolute) or the open's -errno; counted.
  */
 int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e);
-/* The same for kernel PCs (kallsyms names, kind FRAME_KERNEL). */
-uint32_t proctab__kernel_locations(struct proctab *t, struct profile *p, const uint64_t *pcs,
-				   uint32_t n, uint32_t *locs);
-
 /*
- * Forgets the profile indices cached in process entries. Call after
- * profile__reset() of @p, before adding to it again.
+ * A new export interval begins: proctab__sweep(keep_current) keeps the entries sampled from now
+ * on until after the next one.
  */
-void proctab__profile_reset(struct proctab *t);
+void proctab__next_interval(struct proctab *t);
 
 /*
  * Frees the entries of processes that are gone (exited, or their PID reused: proclife.h), so
  * the table holds the live processes only, however many come and go. With @keep_current, an
- * entry sampled since the last proctab__profile_reset() stays until after the next one (the OTLP
+ * entry sampled since the last proctab__next_interval() stays until after the next one (the OTLP
  * encoder still asks for its resource facts). One read of /proc/PID/stat per entry: call every
  * few seconds. Returns the number freed. Pointers to freed entries become invalid.
  */

@@ -30,6 +30,8 @@
 #include "output/pprof.h"
 #include "profile/profile.h"
 #include "process/proctab.h"
+#include "resolve/resolve.h"
+#include "record/ingest.h"
 #include "record/record.h"
 #include "record/record_describe.h"
 #include "sampling/sampler_user.h"
@@ -40,24 +42,20 @@
 #include "unwind/unwinder.h"
 
 struct recorder {
+	struct ingest in; /* the sample path: resolve, model, span links */
 	const struct record_opts *opts;
 	struct otlp_exporter *exporter; /* NULL: local files only */
-	uint64_t interval_start_unix;	/* wall clock when the current export interval began */
 	uint64_t interval_start_mono;
 	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
 	uint64_t interval_samples; /* samples added since the last export_interval() */
 	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
 	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
-	struct profile *profile;
 	struct proctab *procs;
-	uint64_t boot_to_unix_ns;	       /* add to CLOCK_BOOTTIME to get the wall clock */
 	uint64_t samples;		       /* samples added to the profile */
 	uint64_t type_samples[PROFILE_NTYPES]; /* the same, per profile type */
 	struct sampler *sampler;
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
-	struct spanlinks *links;   /* thread contexts; NULL: --no-span-links */
-	uint64_t link_drops;	   /* samples whose link could not be stored (ENOMEM) */
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
@@ -70,7 +68,6 @@ struct recorder {
 	 */
 	struct unwind_event exits[256];
 	uint32_t nexits;
-	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
 	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
 	struct otlp_exporter *metrics;
 	struct selfstats_resource self_res;
@@ -128,62 +125,17 @@ static void on_deadline(void *ctx)
 static int on_sample(void *ctx, const struct sp_sample *s)
 {
 	struct recorder *r = ctx;
-	struct profile_sample_key key = {0};
-	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
-	char comm[SP_COMM_LEN + 1], pcomm[SP_COMM_LEN + 1];
-	struct proc *proc = NULL;
-	int err;
+	uint64_t count = 1, value = 0;
+	int type;
 
-	if (ku > SP_MAX_KSTACK)
-		ku = SP_MAX_KSTACK;
-	if (uu > SP_MAX_USTACK)
-		uu = SP_MAX_USTACK;
-	/* Read the maps before anything slow: the process may be about to exit. */
-	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
-		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
-
-	n += proctab__kernel_locations(r->procs, r->profile, (const uint64_t *)s->kstack, ku,
-				       r->locs);
-	if (proc)
-		n += proctab__sample_user_locations(r->procs, proc, r->profile,
-						    (const uint64_t *)s->ustack, uu, &s->vmas,
-						    r->locs + n);
-
-	memcpy(comm, s->comm, SP_COMM_LEN);
-	comm[SP_COMM_LEN] = '\0';
-	memcpy(pcomm, s->pcomm, SP_COMM_LEN);
-	pcomm[SP_COMM_LEN] = '\0';
-	key.stack = profile__intern_stack(r->profile, r->locs, n);
-	key.type = s->type < PROFILE_NTYPES ? s->type : PROFILE_CPU;
-	key.addr = s->addr;
-	key.pid = s->pid;
-	key.tid = s->tid;
-	key.cpu = s->cpu;
-	key.comm = profile__intern_string(r->profile, comm);
-	key.process_name = profile__intern_string(r->profile, pcomm[0] ? pcomm : comm);
-	if (r->links && s->ctx_len &&
-	    spanlinks__sample(r->links, r->profile, s, &key.link, &key.attrs)) {
-		key.link = key.attrs = 0; /* keep the sample, without its span */
-		r->link_drops++;
-	}
-	if (key.type == PROFILE_CPU) {
-		err =
-		    profile__add_sample(r->profile, &key, s->time_boot_ns + r->boot_to_unix_ns, 1);
-	} else {
-		uint64_t count, value, ts = s->time_boot_ns + r->boot_to_unix_ns;
-
+	if (s->type != PROFILE_CPU && s->type < PROFILE_NTYPES)
 		sampler__event_values(r->sampler, s, &count, &value);
-		/* An event stamped when it began (offcpu: switch-out) may have begun before the
-		 * current export interval: keep it inside the interval it is exported in. */
-		if (ts < r->interval_start_unix)
-			ts = r->interval_start_unix;
-		err = profile__add_event(r->profile, &key, ts, count, value);
-	}
-	if (err) {
+	type = ingest__sample(&r->in, s, count, value);
+	if (type < 0) {
 		r->user_drops++;
 	} else {
 		r->samples++;
-		r->type_samples[key.type]++;
+		r->type_samples[type]++;
 		r->interval_samples++;
 	}
 	return 0;
@@ -216,8 +168,8 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 	}
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
-	if (r->links)
-		spanlinks__note_event(r->links, e);
+	if (r->in.links)
+		spanlinks__note_event(r->in.links, e);
 	return 0;
 }
 
@@ -233,8 +185,8 @@ static void handle_exits(struct recorder *r, struct sampler *s)
 	for (uint32_t i = 0; i < n; i++) {
 		if (r->unwinder)
 			unwinder__note_event(r->unwinder, &r->exits[i]);
-		if (r->links)
-			spanlinks__note_event(r->links, &r->exits[i]);
+		if (r->in.links)
+			spanlinks__note_event(r->in.links, &r->exits[i]);
 	}
 }
 
@@ -245,8 +197,8 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 
 	if (r->unwinder)
 		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
-	if (r->links)
-		spanlinks__maps_hook(r->links, pid, start_boot_ns, maps);
+	if (r->in.links)
+		spanlinks__maps_hook(r->in.links, pid, start_boot_ns, maps);
 	if (r->sampler) /* event profile types: uprobes on newly mapped files */
 		sampler__maps_hook(r->sampler, pid, maps);
 }
@@ -283,8 +235,8 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	lo.procs_fd = tm.procs_fd;
 	/* .symtab too: static executables have no .dynsym at all. */
 	lo.allow_symtab = 1;
-	r->links = spanlinks__new(&lo);
-	if (!r->links)
+	r->in.links = spanlinks__new(&lo);
+	if (!r->in.links)
 		return fail("out of memory while starting");
 	for (size_t i = 0; i < r->opts->nctx_uprobes; i++) {
 		const struct record_ctx_uprobe *u = &r->opts->ctx_uprobes[i];
@@ -294,7 +246,7 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 				    u->binary, u->symbol);
 	}
 	for (size_t i = 0; i < n; i++)
-		spanlinks__maps_hook(r->links, pids[i], 0, NULL);
+		spanlinks__maps_hook(r->in.links, pids[i], 0, NULL);
 	return 0;
 }
 
@@ -302,9 +254,9 @@ static void span_links_summary(struct recorder *r, const uint64_t *st)
 {
 	struct spanlinks_stats ls = {0};
 
-	if (!r->links)
+	if (!r->in.links)
 		return;
-	spanlinks__stats(r->links, &ls);
+	spanlinks__stats(r->in.links, &ls);
 	fprintf(
 	    stderr,
 	    "spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
@@ -706,6 +658,7 @@ static void accounting_summary(struct recorder *r, const uint64_t *st)
 static void fileid_summary(struct recorder *r, const uint64_t *st)
 {
 	const struct proctab_stats *ps = proctab__stats(r->procs);
+	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
 
 	fprintf(stderr,
 		"spanprof: file identities (processes not loaded yet): %llu samples carried "
@@ -716,8 +669,8 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
 		(unsigned long long)st[SP_STAT_FILEID_SAMPLES],
 		(unsigned long long)st[SP_STAT_FILEID_VMAS],
 		(unsigned long long)st[SP_STAT_FILEID_FAILED],
-		(unsigned long long)st[SP_STAT_FILEID_FULL], (unsigned long long)ps->frames_fileid,
-		(unsigned long long)ps->frames_fileid_unknown, (unsigned long long)ps->exe_fileid,
+		(unsigned long long)st[SP_STAT_FILEID_FULL], (unsigned long long)rs->frames_fileid,
+		(unsigned long long)rs->frames_fileid_unknown, (unsigned long long)ps->exe_fileid,
 		(unsigned long long)st[SP_STAT_FILEID_EXECS],
 		(unsigned long long)st[SP_STAT_FILEID_EXEC_DROP],
 		(unsigned long long)ps->exec_paths_opened,
@@ -732,6 +685,7 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		fprintf(stderr, "spanprof: %s\n",
 			record__describe_no_samples(why, sizeof(why), r->opts, targeted(r)));
 	const struct proctab_stats *ps = proctab__stats(r->procs);
+	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
 	uint64_t st[SP_STAT_MAX] = {0};
 	char what[256];
 
@@ -750,9 +704,9 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
 		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
 		(unsigned long long)st[SP_STAT_KSTACK_ERR],
-		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)ps->frames_unmapped,
-		(unsigned long long)ps->frames_unsymbolized,
-		(unsigned long long)ps->kernel_unsymbolized,
+		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)rs->frames_unmapped,
+		(unsigned long long)rs->frames_unsymbolized,
+		(unsigned long long)rs->kernel_unsymbolized,
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
 		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
 		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
@@ -844,14 +798,15 @@ static void self_telemetry(struct recorder *r, struct sampler *s, const struct s
 	    .start_unix_ns = r->start_unix,
 	    .sampler = s,
 	    .procs = r->procs,
+	    .resolve = r->in.resolve,
 	    .syms = syms,
 	    .unwinder = r->unwinder,
-	    .links = r->links,
+	    .links = r->in.links,
 	    .profiles = r->exporter,
 	    .metrics = r->metrics,
 	    .samples = r->samples,
 	    .samples_oom = r->user_drops,
-	    .link_drops = r->link_drops,
+	    .link_drops = r->in.link_drops,
 	    .encode_failures = r->encode_failures,
 	    .profile_types = r->opts->profile_types,
 	    .type_samples = r->type_samples,
@@ -894,8 +849,8 @@ static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 	int err = proctab__meta(r->procs, pid, out);
 
 	/* The process context (OTEP 4719) names the service better than the environment. */
-	if (!err && r->links)
-		*out = spanlinks__meta(r->links, pid, *out);
+	if (!err && r->in.links)
+		*out = spanlinks__meta(r->in.links, pid, *out);
 	return err;
 }
 
@@ -929,13 +884,13 @@ static void export_interval(struct recorder *r)
 	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
-	meta.start_unix_nano = r->interval_start_unix;
+	meta.start_unix_nano = r->in.interval_start_unix;
 	meta.duration_nano = now_mono - r->interval_start_mono;
 	meta.frequency_hz = r->opts->frequency_hz;
 	meta.period_nano = 1000000000ull / r->opts->frequency_hz;
-	profile__set_meta(r->profile, &meta);
-	if (profile__nsamples(r->profile)) {
-		err = otlp__encode(r->profile, &eo, submit_request, r);
+	profile__set_meta(r->in.profile, &meta);
+	if (profile__nsamples(r->in.profile)) {
+		err = otlp__encode(r->in.profile, &eo, submit_request, r);
 		if (err) {
 			r->encode_failures++;
 			fprintf(stderr, "\nspanprof: encoding OTLP profiles failed: %s\n",
@@ -946,9 +901,10 @@ static void export_interval(struct recorder *r)
 	if (r->interval_samples > r->interval_queued)
 		r->encode_dropped += r->interval_samples - r->interval_queued;
 	r->interval_samples = r->interval_queued = 0;
-	profile__reset(r->profile);
-	proctab__profile_reset(r->procs);
-	r->interval_start_unix = now_unix;
+	profile__reset(r->in.profile);
+	proctab__next_interval(r->procs);
+	resolve__profile_reset(r->in.resolve);
+	r->in.interval_start_unix = now_unix;
 	r->interval_start_mono = now_mono;
 }
 
@@ -983,17 +939,17 @@ static int write_outputs(struct recorder *r, const char *dir)
 		if (!(types & (1u << t)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
-		failed |= written(pprof__write_type(r->profile, path, t), path, names,
+		failed |= written(pprof__write_type(r->in.profile, path, t), path, names,
 				  sizeof(names), &len);
 		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
-		failed |= written(folded__write_type(r->profile, path, t), path, names,
+		failed |= written(folded__write_type(r->in.profile, path, t), path, names,
 				  sizeof(names), &len);
 		if (t == PROFILE_CPU)
 			snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
 		else
 			snprintf(path, sizeof(path), "%s/flamegraph-%s.svg", dir, ti->name);
-		failed |= written(flamegraph__write_svg_type(r->profile, path, ti->title, t), path,
-				  names, sizeof(names), &len);
+		failed |= written(flamegraph__write_svg_type(r->in.profile, path, ti->title, t),
+				  path, names, sizeof(names), &len);
 	}
 	if (len)
 		fprintf(stderr, "spanprof: wrote %s\n", names);
@@ -1179,8 +1135,8 @@ int record__run(const struct record_opts *o)
 			strerror(errno));
 
 	syms = symcache__new(&(struct symcache_opts){.max_bytes = (size_t)o->symcache_mb << 20});
-	r.profile = profile__new();
-	if (!syms || !r.profile)
+	r.in.profile = profile__new();
+	if (!syms || !r.in.profile)
 		goto fail_nomem;
 	ksyms = ksyms__load("/proc/kallsyms");
 	if (!ksyms)
@@ -1188,10 +1144,11 @@ int record__run(const struct record_opts *o)
 			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
 			"stay addresses\n",
 			strerror(errno));
-	r.procs = proctab__new(syms, ksyms);
-	if (!r.procs || start_k8s(&r))
+	r.procs = proctab__new(syms);
+	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
+	if (!r.in.resolve || start_k8s(&r))
 		goto fail_nomem;
-	r.boot_to_unix_ns = boot_to_unix_offset();
+	r.in.boot_to_unix_ns = boot_to_unix_offset();
 
 	if (o->endpoint) {
 		struct otlp_exporter_opts eo = {0};
@@ -1293,7 +1250,7 @@ int record__run(const struct record_opts *o)
 	    clock_ns(CLOCK_MONOTONIC);
 	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_start_mono = t0;
-	r.interval_start_unix = start_unix;
+	r.in.interval_start_unix = start_unix;
 	/* After the capabilities are dropped: a thread keeps those it was created with. */
 	if (o->duration_s > 0) {
 		r.deadline = deadline__new(t0 + (uint64_t)(o->duration_s * 1e9), on_deadline, &r);
@@ -1350,8 +1307,8 @@ int record__run(const struct record_opts *o)
 		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
 			unwinder__tick(r.unwinder);
-		if (r.links)
-			spanlinks__tick(r.links);
+		if (r.in.links)
+			spanlinks__tick(r.in.links);
 		if (r.targets) /* containers and pods started since, binaries replaced */
 			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
@@ -1421,7 +1378,7 @@ int record__run(const struct record_opts *o)
 	meta.duration_nano = t_stop - t0;
 	meta.frequency_hz = o->frequency_hz;
 	meta.period_nano = 1000000000ull / o->frequency_hz;
-	profile__set_meta(r.profile, &meta);
+	profile__set_meta(r.in.profile, &meta);
 	summary(&r, s, meta.duration_nano / 1e9);
 	if (getenv("SPANPROF_DEBUG"))
 		memory_summary(syms);
@@ -1429,8 +1386,8 @@ int record__run(const struct record_opts *o)
 	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder, span links */
 	unwinder__free(r.unwinder);
 	r.unwinder = NULL;
-	spanlinks__free(r.links);
-	r.links = NULL;
+	spanlinks__free(r.in.links);
+	r.in.links = NULL;
 	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
@@ -1443,16 +1400,17 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
-	deadline__free(r.deadline); /* before the sampler it stops */
-	unwinder__free(r.unwinder); /* CFI unwinder: its chunks before the sampler's maps */
-	spanlinks__free(r.links);   /* its map entries, before the sampler's maps */
+	deadline__free(r.deadline);  /* before the sampler it stops */
+	unwinder__free(r.unwinder);  /* CFI unwinder: its chunks before the sampler's maps */
+	spanlinks__free(r.in.links); /* its map entries, before the sampler's maps */
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);
 	otlp_exporter__free(r.metrics);
 	selfstats__resource_clear(&r.self_res);
+	resolve__free(r.in.resolve);
 	proctab__free(r.procs);
-	profile__free(r.profile);
+	profile__free(r.in.profile);
 	ksyms__free(ksyms);
 	symcache__free(syms);
 	free(tgids);

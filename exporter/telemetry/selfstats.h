@@ -189,12 +189,14 @@ struct proctab;
 struct symcache;
 struct unwinder;
 struct spanlinks;
+struct resolve;
 
 /* What selfstats__collect() reads. Pointers may be NULL (that part is left out). */
 struct selfstats_sources {
 	uint64_t start_unix_ns;
 	struct sampler *sampler;
 	const struct proctab *procs;
+	const struct resolve *resolve;
 	const struct symcache *syms;
 	const struct unwinder *unwinder;
 	const struct spanlinks *links;

@@ -16,6 +16,7 @@
 
 #include "profile/profile.h"
 #include "process/proctab.h"
+#include "resolve/resolve.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
@@ -144,13 +145,17 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 	if (src->procs) {
 		const struct proctab_stats *ps = proctab__stats(src->procs);
 
-		out->frames_unmapped = ps->frames_unmapped;
-		out->frames_unsymbolized = ps->frames_unsymbolized;
-		out->kernel_unsymbolized = ps->kernel_unsymbolized;
 		out->maps_read_failed = ps->maps_read_failed;
 		out->objects_failed = ps->objects_failed;
 		out->processes_seen = ps->processes;
 		out->processes_tracked = proctab__count(src->procs);
+	}
+	if (src->resolve) {
+		const struct resolve_stats *rs = resolve__stats(src->resolve);
+
+		out->frames_unmapped = rs->frames_unmapped;
+		out->frames_unsymbolized = rs->frames_unsymbolized;
+		out->kernel_unsymbolized = rs->kernel_unsymbolized;
 	}
 	if (src->syms) {
 		struct symcache_stats ss;

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process/proctab.h"
+#include "sampler.h"
+#include "resolve/resolve.h"
+#include "symbols/symbolize.h"
+
+/* Inline chains deeper than this are cut (outermost frames kept last). */
+#define MAX_INLINE 16
+
+struct resolve {
+	struct proctab *procs;
+	struct symcache *syms;
+	struct ksyms *ksyms;
+	uint32_t gen; /* bumped by resolve__profile_reset(): cached mapping indices are stale */
+	struct resolve_stats stats;
+};
+
+struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms)
+{
+	struct resolve *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->procs = procs;
+	r->syms = syms;
+	r->ksyms = ksyms;
+	r->gen = 1;
+	return r;
+}
+
+void resolve__free(struct resolve *r)
+{
+	free(r);
+}
+
+/*
+ * Interns one location: @frames is the inline chain of @address, innermost first (n == 0: an
+ * unnamed address).
+ */
+static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
+			      enum frame_kind kind, const struct sym_frame *frames, int n)
+{
+	struct profile_line lines[MAX_INLINE];
+	struct profile_function f;
+	int out = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+
+		/*
+		 * A function "inlined into itself" (glibc's debug info says so of aliases such
+		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
+		 */
+		if (out && name && lines[out - 1].function &&
+		    !strcmp(name, profile__string(
+				      p, profile__function(p, lines[out - 1].function)->name)))
+			continue;
+
+		f.name = profile__intern_string(p, name);
+		f.system_name =
+		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
+		f.filename = profile__intern_string(p, frames[i].file);
+		lines[out].function = profile__intern_function(p, &f);
+		lines[out].line = frames[i].line;
+		out++;
+	}
+	return profile__intern_location(p, mapping, address, kind, lines, out);
+}
+
+/* The model's mapping of @m, remembered in the table's slot for it while the profile lasts. */
+static uint32_t model_mapping(struct resolve *r, struct profile *p, const struct proc_mapping *m)
+{
+	struct profile_mapping pm;
+	uint32_t idx;
+
+	if (m->slot && m->slot[1] == r->gen)
+		return m->slot[0];
+	pm.memory_start = m->start;
+	pm.memory_limit = m->end;
+	pm.file_offset = m->file_offset;
+	pm.filename = profile__intern_string(p, m->path);
+	pm.build_id = profile__intern_string(p, m->obj ? elf_object__build_id(m->obj) : NULL);
+	idx = profile__intern_mapping(p, &pm);
+	if (m->slot) {
+		m->slot[0] = idx;
+		m->slot[1] = r->gen;
+	}
+	return idx;
+}
+
+static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
+			      int is_return, const struct sp_vmas *vmas)
+{
+	struct sym_frame frames[MAX_INLINE];
+	struct proc_mapping m;
+	uint32_t mapping, loc;
+	uint64_t vaddr;
+	int n = 0, err;
+
+	err = proctab__mapping(r->procs, proc, pc, vmas, &m);
+	if (err) {
+		if (err == -ENOKEY)
+			r->stats.frames_fileid_unknown++;
+		else
+			r->stats.frames_unmapped++;
+		return profile__intern_location(p, 0, pc, FRAME_NATIVE, NULL, 0);
+	}
+	if (m.from_fileid)
+		r->stats.frames_fileid++;
+	mapping = model_mapping(r, p, &m);
+	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (loc)
+		return loc;
+	if (m.obj && !elf_object__file_offset_to_vaddr(
+			 m.obj, pc - m.start + m.file_offset - (is_return ? 1 : 0), &vaddr)) {
+		n = symcache__lookup(r->syms, m.obj, vaddr, frames, MAX_INLINE);
+		if (n < 0)
+			n = 0;
+	}
+	if (!n)
+		r->stats.frames_unsymbolized++;
+	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+}
+
+uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p,
+		       const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas, uint32_t *locs)
+{
+	uint32_t out = 0;
+
+	vmas = proctab__note_vmas(r->procs, proc, vmas);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t loc;
+
+		/* A zero return address is where the frame-pointer chain ends. */
+		if (!pcs[i])
+			break;
+		loc = user_location(r, proc, p, pcs[i], i > 0, vmas);
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *pcs, uint32_t n,
+			 uint32_t *locs)
+{
+	struct sym_frame frame = {0};
+	uint32_t out = 0, loc;
+	uint64_t off;
+
+	for (uint32_t i = 0; i < n; i++) {
+		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
+		if (!loc) {
+			frame.function =
+			    r->ksyms ? ksyms__lookup(r->ksyms, pcs[i] - (i > 0), &off) : NULL;
+			frame.system_name = frame.function;
+			if (!frame.function)
+				r->stats.kernel_unsymbolized++;
+			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
+					    frame.function ? 1 : 0);
+		}
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
+}
+
+uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_sample *s,
+			 uint32_t *locs)
+{
+	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
+	struct proc *proc = NULL;
+
+	if (ku > SP_MAX_KSTACK)
+		ku = SP_MAX_KSTACK;
+	if (uu > SP_MAX_USTACK)
+		uu = SP_MAX_USTACK;
+	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
+		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
+	n += resolve__kernel(r, p, (const uint64_t *)s->kstack, ku, locs);
+	if (proc)
+		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas,
+				   locs + n);
+	return n;
+}
+
+void resolve__profile_reset(struct resolve *r)
+{
+	r->gen++;
+}
+
+const struct resolve_stats *resolve__stats(const struct resolve *r)
+{
+	return &r->stats;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * resolve: the step that turns a sample's PCs into profile locations.
+ *
+ * One PC goes process -> mapping -> object -> frames: the process table (process/proctab.h) says
+ * which mapping holds it and which file that is, the symbol cache (symbols/symbolize.h) or
+ * kallsyms names it (the inline chain, innermost first), and only then is the result interned in
+ * the profile model (profile/profile.h), once per (mapping, PC): a PC seen before in the same
+ * profile is not named again. Nothing below this step builds locations, and nothing in it owns
+ * processes or files.
+ *
+ * Non-leaf PCs are return addresses: they are named at pc - 1, so that the call site, not the
+ * instruction after it, is named (the location keeps the real PC).
+ *
+ * Ownership: the resolver borrows the process table, the symbol cache and the kernel symbols
+ * (each may outlive it; ksyms may be NULL: kernel frames stay addresses). Not thread-safe.
+ */
+#ifndef SPANPROF_RESOLVE_H
+#define SPANPROF_RESOLVE_H
+
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+struct proctab;
+struct proc;
+struct symcache;
+struct ksyms;
+struct sp_vmas;
+struct sp_sample;
+struct resolve;
+
+/* What could not be named, and how PCs were named: the summary and self-telemetry read these. */
+struct resolve_stats {
+	uint64_t frames_unmapped;	/* user PCs outside every known mapping */
+	uint64_t frames_unsymbolized;	/* PCs in a known file with no symbol for them */
+	uint64_t kernel_unsymbolized;	/* kernel PCs with no kallsyms entry */
+	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
+	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
+};
+
+/* NULL + errno (ENOMEM). */
+struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms);
+/* NULL is a no-op. */
+void resolve__free(struct resolve *r);
+
+/*
+ * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind
+ * FRAME_KERNEL). Returns the number appended (<= n; fewer only on ENOMEM).
+ */
+uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *pcs, uint32_t n,
+			 uint32_t *locs);
+
+/*
+ * Appends to @locs the locations of @n user PCs (leaf first) of @proc; a zero PC ends the stack
+ * (where a frame-pointer chain ends). @vmas: the file identities the sample carries (bpf/sampler.h,
+ * process/fileid.h), or NULL: a PC outside the process's known mappings is then named through the
+ * entry of @vmas holding it, as if /proc/PID/maps had been read. Returns the number appended.
+ */
+uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p,
+		       const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
+		       uint32_t *locs);
+
+/*
+ * The whole stack of sample @s (bpf/sampler.h): its kernel PCs, then its user PCs, each leaf
+ * first, into @locs (room for SP_MAX_KSTACK + SP_MAX_USTACK entries). The process's entry is
+ * found first (its maps read on its first sample), before anything slow: the process may be
+ * about to exit (a kernel thread has none). Returns the number of locations.
+ */
+uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_sample *s,
+			 uint32_t *locs);
+
+/* Forgets the profile indices the resolver cached. Call after profile__reset() of the model. */
+void resolve__profile_reset(struct resolve *r);
+
+const struct resolve_stats *resolve__stats(const struct resolve *r);
+
+#endif
