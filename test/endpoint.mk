@@ -1,6 +1,6 @@
-# Unit tests of exporter/cli/endpoint.c (the OTLP endpoint forms --endpoint accepts). No root.
+# Unit tests of exporter/otlp/endpoint.c (the OTLP endpoint forms --endpoint accepts). No root.
 
-$(BUILD)/test/test_endpoint: test/test_endpoint.c exporter/cli/endpoint.h $(LIBSPANPROF)
+$(BUILD)/test/test_endpoint: test/test_endpoint.c exporter/otlp/endpoint.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@

@@ -4,7 +4,7 @@
 SELFSTATS_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 
 $(BUILD)/test/test_selfstats: test/test_selfstats.c exporter/telemetry/selfstats.h $(OBJ)/telemetry/selfstats.o \
-		$(OBJ)/process/procmeta.o $(OBJ)/otlp/otlp_export.o $(OBJ)/otlp/export_queue.o $(OBJ)/otlp/grpc_client.o $(OBJ)/cli/endpoint.o \
+		$(OBJ)/process/procmeta.o $(OBJ)/otlp/otlp_export.o $(OBJ)/otlp/export_queue.o $(OBJ)/otlp/grpc_client.o $(OBJ)/otlp/endpoint.o \
 		$(SELFSTATS_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for exporter/cli/endpoint.c: which OTLP endpoints are accepted, and their gRPC target.
+/* Unit tests for exporter/otlp/endpoint.c: which OTLP endpoints are accepted, and their gRPC
+ * target.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "cli/endpoint.h"
+#include "otlp/endpoint.h"
 
 static void accepts(const char *s, enum endpoint_scheme scheme, const char *target)
 {

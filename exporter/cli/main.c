@@ -14,7 +14,8 @@
 #include "profile/profile.h"
 #include "cli/cli.h"
 #include "cli/config.h"
-#include "cli/endpoint.h"
+#include "cli/record_env.h"
+#include "otlp/endpoint.h"
 #include "otlp/grpc_client.h"
 #include "record/record.h"
 #include "cli/record_config.h"
@@ -886,7 +887,7 @@ static int apply_file_and_env(struct record_opts *o, const char *path, struct co
 		}
 	}
 	output_dir_set = o->output_dir != NULL;
-	if (record__apply_env(o, &flags_set)) {
+	if (record_env__apply(o, &flags_set)) {
 		/* The environment, or headers (from the file too) that gRPC would refuse. */
 		if (path && *path)
 			fprintf(stderr, "spanprof: %s: 1 error (with the environment)\n", path);

@@ -17,7 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
-#include "cli/endpoint.h"
+#include "otlp/endpoint.h"
 #include "otlp/grpc_client.h"
 
 struct grpc_client {

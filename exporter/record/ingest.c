@@ -29,8 +29,7 @@ int ingest__sample(struct ingest *in, const struct sp_sample *s, uint64_t count,
 	key.cpu = s->cpu;
 	key.comm = profile__intern_string(p, comm);
 	key.process_name = profile__intern_string(p, pcomm[0] ? pcomm : comm);
-	if (in->links && s->ctx_len &&
-	    spanlinks__sample(in->links, p, s, &key.link, &key.attrs)) {
+	if (in->links && s->ctx_len && spanlinks__sample(in->links, p, s, &key.link, &key.attrs)) {
 		key.link = key.attrs = 0; /* keep the sample, without its span */
 		in->link_drops++;
 	}

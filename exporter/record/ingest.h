@@ -20,10 +20,10 @@ struct spanlinks;
 struct profile;
 
 struct ingest {
-	struct resolve *resolve;   /* required */
-	struct spanlinks *links;   /* NULL: samples carry no span */
-	struct profile *profile;   /* the model of the current export interval */
-	uint64_t boot_to_unix_ns;  /* added to CLOCK_BOOTTIME stamps (bpf_ktime_get_boot_ns) */
+	struct resolve *resolve;      /* required */
+	struct spanlinks *links;      /* NULL: samples carry no span */
+	struct profile *profile;      /* the model of the current export interval */
+	uint64_t boot_to_unix_ns;     /* added to CLOCK_BOOTTIME stamps (bpf_ktime_get_boot_ns) */
 	uint64_t interval_start_unix; /* events stamped earlier are moved to this time */
 	uint64_t link_drops;	      /* samples kept without their span (ENOMEM) */
 	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];

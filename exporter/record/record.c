@@ -18,61 +18,27 @@
 #include <bpf/libbpf.h>
 
 #include "sampling/caps.h"
-#include "output/flamegraph.h"
 #include "process/k8smeta.h"
-#include "cli/otel_env.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/otlp_export.h"
 #include "sampling/pidwatch.h"
 #include "sampling/deadline.h"
-#include "cli/endpoint.h"
-#include "output/folded.h"
-#include "output/pprof.h"
+#include "otlp/endpoint.h"
+#include "output/outputs.h"
 #include "profile/profile.h"
 #include "process/proctab.h"
 #include "resolve/resolve.h"
 #include "record/ingest.h"
 #include "record/record.h"
 #include "record/record_describe.h"
+#include "record/recorder.h"
+#include "record/report.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
 #include "symbols/symbolize.h"
 #include "sampling/targets.h"
 #include "unwind/unwinder.h"
-
-struct recorder {
-	struct ingest in; /* the sample path: resolve, model, span links */
-	const struct record_opts *opts;
-	struct otlp_exporter *exporter; /* NULL: local files only */
-	uint64_t interval_start_mono;
-	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
-	uint64_t interval_samples; /* samples added since the last export_interval() */
-	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
-	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
-	struct proctab *procs;
-	uint64_t samples;		       /* samples added to the profile */
-	uint64_t type_samples[PROFILE_NTYPES]; /* the same, per profile type */
-	struct sampler *sampler;
-	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
-	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
-	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
-	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
-	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
-	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
-	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
-	/*
-	 * Exits seen but not handled yet: the process's last samples may still wait in the
-	 * sample ring (woken less often), and need its tables, maps and context. Handled after
-	 * the next drain of the sample ring.
-	 */
-	struct unwind_event exits[256];
-	uint32_t nexits;
-	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
-	struct otlp_exporter *metrics;
-	struct selfstats_resource self_res;
-	uint64_t start_unix;
-};
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM/SIGHUP */
 static volatile sig_atomic_t abort_flush;    /* a second one: stop waiting for the Collector */
@@ -250,64 +216,6 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	return 0;
 }
 
-static void span_links_summary(struct recorder *r, const uint64_t *st)
-{
-	struct spanlinks_stats ls = {0};
-
-	if (!r->in.links)
-		return;
-	spanlinks__stats(r->in.links, &ls);
-	fprintf(
-	    stderr,
-	    "spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
-	    "outside spans, %llu record not valid, %llu zero trace/span id, %llu attrs too big, "
-	    "%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
-	    "thread context, %llu with a process context, %llu descriptor errors\n",
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], (unsigned long long)st[SP_STAT_CTX_UPROBE],
-	    (unsigned long long)st[SP_STAT_CTX_NO_SPAN],
-	    (unsigned long long)st[SP_STAT_CTX_NOT_VALID],
-	    (unsigned long long)st[SP_STAT_CTX_ZERO_TRACE],
-	    (unsigned long long)st[SP_STAT_CTX_ATTRS_TOO_BIG],
-	    (unsigned long long)st[SP_STAT_CTX_READ_FAILED],
-	    (unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
-	    (unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
-	    (unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
-}
-
-static void unwind_summary(struct recorder *r, const uint64_t *st)
-{
-	struct unwinder_stats us = {0};
-
-	if (r->unwinder)
-		unwinder__stats(r->unwinder, &us);
-	fprintf(
-	    stderr,
-	    "spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
-	    "frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
-	    "the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
-	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit\n"
-	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
-	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
-	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
-	    "%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
-	    (unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
-	    (unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
-	    (unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
-	    (unsigned long long)st[SP_STAT_UNW_END], (unsigned long long)st[SP_STAT_UNW_FP_END],
-	    (unsigned long long)st[SP_STAT_UNW_NO_MAPPING],
-	    (unsigned long long)st[SP_STAT_UNW_NO_TABLE],
-	    (unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
-	    (unsigned long long)st[SP_STAT_UNW_READ_FAILED],
-	    (unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
-	    (unsigned long long)us.tables, (unsigned long long)us.files, us.row_bytes / 1048576.0,
-	    (unsigned long long)us.chunks, us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0,
-	    (unsigned long long)us.processes, us.proc_bytes / 1048576.0,
-	    (unsigned long long)us.builds, us.build_ns / 1e6, (unsigned long long)us.no_cfi,
-	    (unsigned long long)us.tables_full, (unsigned long long)us.tables_freed,
-	    (unsigned long long)us.open_failed, (unsigned long long)us.procs_full,
-	    (unsigned long long)us.mappings_dropped, (unsigned long long)st[SP_STAT_EVENTS],
-	    (unsigned long long)st[SP_STAT_EVENT_DROP], (unsigned long long)us.refreshes);
-}
 /* --- end of CFI unwinder --- */
 
 /* --- targeting and Kubernetes metadata (targets.h, k8smeta.h, docs/deploy.md) --- */
@@ -316,11 +224,6 @@ static const char *host_root(void)
 	const char *r = getenv("SPANPROF_HOST_ROOT");
 
 	return r && *r ? r : "";
-}
-
-static int targeted(const struct recorder *r)
-{
-	return r->opts->npids || r->targets;
 }
 
 /* The filters BPF cannot check by name: resolved here, before the sampler is made. */
@@ -388,41 +291,6 @@ static int start_k8s(struct recorder *r)
 	return 0;
 }
 
-static void targeting_summary(struct recorder *r, const uint64_t *st)
-{
-	struct targets_stats ts = {0};
-	struct k8smeta_stats ks;
-
-	if (targeted(r))
-		fprintf(stderr,
-			"spanprof: targeting: %llu samples of other processes filtered "
-			"out in BPF\n",
-			(unsigned long long)st[SP_STAT_FILTERED]);
-	if (r->targets) {
-		targets__stats(r->targets, &ts);
-		fprintf(stderr,
-			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
-			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
-			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
-			ts.exes_found, r->opts->nexes, ts.exe_keys, ts.cgroups_found,
-			r->opts->ncgroups, ts.containers_found, r->opts->ncontainer_ids,
-			ts.containers_ambiguous, ts.pods_found, r->opts->nk8s_pods, ts.cgroup_ids,
-			(unsigned long long)ts.walks, (unsigned long long)ts.walk_dirs,
-			ts.walks ? ts.walk_ns / 1e6 / ts.walks : 0.0,
-			(unsigned long long)ts.map_errors);
-	}
-	if (r->k8s) {
-		k8smeta__stats(r->k8s, &ks);
-		fprintf(
-		    stderr,
-		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
-		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
-		    "containers)%s\n",
-		    (unsigned long long)ks.hits, (unsigned long long)ks.misses,
-		    (unsigned long long)ks.scans, ks.pods, ks.containers,
-		    r->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
-	}
-}
 /* --- end of targeting --- */
 
 /* One line, naming what is wrong and what to do. */
@@ -477,26 +345,6 @@ static void tune_malloc(void)
 	mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
 	mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_MMAP_THRESHOLD);
 	mallopt(M_ARENA_MAX, 2);
-}
-
-/* SPANPROF_DEBUG: where the memory went (docs/performance.md). */
-static void memory_summary(struct symcache *syms)
-{
-	struct symcache_stats ss;
-	struct mallinfo2 mi = mallinfo2();
-
-	symcache__stats(syms, &ss);
-	fprintf(stderr,
-		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
-		"evictions, %llu lookups (%llu cached), %llu DWARF skipped, %llu descriptors "
-		"(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
-		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
-		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, (unsigned long long)ss.loads,
-		(unsigned long long)ss.evictions, (unsigned long long)ss.lookups,
-		(unsigned long long)ss.cache_hits, (unsigned long long)ss.dwarf_skipped,
-		(unsigned long long)ss.fds, (unsigned long long)ss.idle_closes,
-		(unsigned long long)ss.idle_reloads, (unsigned long long)ss.idle_reopen_errors,
-		mi.arena / 1048576.0, mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
 }
 
 static int check_privileges(void)
@@ -582,174 +430,6 @@ static int check_output_dir(const char *dir, int *created)
 	close(fd);
 	unlink(path);
 	return 0;
-}
-
-/* Samples lost in BPF to a full ring buffer, every profile type recorded. */
-static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
-{
-	return selfstats_ringbuf_drops(st, record__selected_types(r->opts));
-}
-
-/* "  | cpu 120 alloc 12" with more than one profile type selected, else "". */
-static const char *event_counts(struct recorder *r, char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = '\0';
-	if (record__ntypes(r->opts) < 2)
-		return buf;
-	for (uint32_t t = 0; t < PROFILE_NTYPES && len < size; t++)
-		if (r->opts->profile_types & (1u << t))
-			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
-					profile__type_info(t)->name,
-					(unsigned long long)r->type_samples[t]);
-	return buf;
-}
-
-static void progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
-{
-	uint64_t st[SP_STAT_MAX] = {0};
-	char events[96];
-	double elapsed = (now - t0) / 1e9;
-	int tty = isatty(STDERR_FILENO);
-
-	char export[160] = "";
-
-	sampler__stats(s, st);
-	if (r->exporter) {
-		struct otlp_exporter_stats es;
-
-		otlp_exporter__stats(r->exporter, &es);
-		snprintf(export, sizeof(export),
-			 "  | export: %llu sent (%.1f KiB), %llu retries, %llu dropped, %zu queued",
-			 (unsigned long long)es.requests_sent, es.bytes_sent / 1024.0,
-			 (unsigned long long)es.retries, (unsigned long long)es.dropped, es.queued);
-	}
-	fprintf(
-	    stderr,
-	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
-	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-	    (unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
-	    (unsigned long long)proctab__stats(r->procs)->processes,
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], event_counts(r, events, sizeof(events)),
-	    export, tty && !final ? "" : "\n");
-}
-
-/*
- * Where every sample BPF took went: into the profile (and then, with --endpoint, sent or
- * counted as dropped by the exporter or the encoder) or into a drop counter. Ring-buffer drops
- * happen before BPF counts a sample as taken.
- */
-static void accounting_summary(struct recorder *r, const uint64_t *st)
-{
-	uint64_t taken = 0;
-
-	/* Every profile type's samples handed to user space. */
-	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
-		taken += st[sp_stat_type_samples(t)];
-	fprintf(stderr,
-		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
-		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
-		(unsigned long long)taken, (unsigned long long)r->samples,
-		(unsigned long long)r->user_drops, (unsigned long long)ringbuf_drops(r, st));
-}
-
-/* File identities carried by samples of processes not loaded yet (bpf/fileid.bpf.h). */
-static void fileid_summary(struct recorder *r, const uint64_t *st)
-{
-	const struct proctab_stats *ps = proctab__stats(r->procs);
-	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
-
-	fprintf(stderr,
-		"spanprof: file identities (processes not loaded yet): %llu samples carried "
-		"them (%llu mappings, %llu lookups failed, %llu frames beyond the table); %llu "
-		"frames named from them, %llu frames unnamed (file unknown), %llu executables "
-		"named; executable paths: %llu sent, %llu lost (ring buffer full), %llu opened, "
-		"%llu unopenable or replaced\n",
-		(unsigned long long)st[SP_STAT_FILEID_SAMPLES],
-		(unsigned long long)st[SP_STAT_FILEID_VMAS],
-		(unsigned long long)st[SP_STAT_FILEID_FAILED],
-		(unsigned long long)st[SP_STAT_FILEID_FULL], (unsigned long long)rs->frames_fileid,
-		(unsigned long long)rs->frames_fileid_unknown, (unsigned long long)ps->exe_fileid,
-		(unsigned long long)st[SP_STAT_FILEID_EXECS],
-		(unsigned long long)st[SP_STAT_FILEID_EXEC_DROP],
-		(unsigned long long)ps->exec_paths_opened,
-		(unsigned long long)ps->exec_paths_failed);
-}
-
-static void summary(struct recorder *r, struct sampler *s, double secs)
-{
-	char why[256];
-
-	if (!r->samples)
-		fprintf(stderr, "spanprof: %s\n",
-			record__describe_no_samples(why, sizeof(why), r->opts, targeted(r)));
-	const struct proctab_stats *ps = proctab__stats(r->procs);
-	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
-	uint64_t st[SP_STAT_MAX] = {0};
-	char what[256];
-
-	sampler__stats(s, st);
-	fprintf(stderr,
-		"spanprof: %llu samples from %llu processes in %.1f s (%s)\n"
-		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
-		"stack read failures: kernel %llu, user %llu\n"
-		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
-		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
-		"dropped (PID reused)\n"
-		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
-		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
-		record__describe_types(what, sizeof(what), r->opts, sampler__ncpus(s),
-				       record__ntypes(r->opts) > 1 ? r->type_samples : NULL),
-		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
-		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
-		(unsigned long long)st[SP_STAT_KSTACK_ERR],
-		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)rs->frames_unmapped,
-		(unsigned long long)rs->frames_unsymbolized,
-		(unsigned long long)rs->kernel_unsymbolized,
-		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
-		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
-		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
-	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
-		if (r->opts->profile_types & (1u << t))
-			fprintf(
-			    stderr,
-			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
-			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
-			    (unsigned long long)st[sp_stat_type_drop(t)]);
-	sampler__event_summary(s, stderr); /* the event types' own counters */
-	unwind_summary(r, st);		   /* CFI unwinder */
-	fileid_summary(r, st);		   /* file identities */
-	span_links_summary(r, st);
-	targeting_summary(r, st);
-	if (r->exporter) {
-		struct otlp_exporter_stats es;
-
-		otlp_exporter__stats(r->exporter, &es);
-		fprintf(stderr,
-			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
-			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
-			"rejected by the Collector, %llu encoding failures (%llu samples lost "
-			"encoding)\n",
-			r->opts->endpoint, (unsigned long long)es.requests_sent,
-			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
-			(unsigned long long)es.retries, (unsigned long long)es.failed,
-			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
-			(unsigned long long)es.rejected_profiles,
-			(unsigned long long)r->encode_failures,
-			(unsigned long long)r->encode_dropped);
-	}
-	if (r->metrics) {
-		struct otlp_exporter_stats ms;
-
-		otlp_exporter__stats(r->metrics, &ms);
-		fprintf(stderr,
-			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "
-			"%llu dropped\n",
-			(unsigned long long)ms.requests_sent, (unsigned long long)ms.retries,
-			(unsigned long long)ms.failed, (unsigned long long)ms.dropped);
-	}
-	accounting_summary(r, st);
 }
 
 /*
@@ -912,163 +592,6 @@ static void export_interval(struct recorder *r)
  * After writing @path (@err: 0 or -errno): names the failure, or appends ", PATH" (the first
  * without the comma) to @names (@len bytes used of @size). Returns 1 when it failed, else 0.
  */
-static int written(int err, const char *path, char *names, size_t size, size_t *len)
-{
-	if (err)
-		return fail("writing %s failed: %s", path, strerror(-err));
-	if (*len < size)
-		*len += snprintf(names + *len, size - *len, "%s%s", *len ? ", " : "", path);
-	return 0;
-}
-
-/*
- * Local outputs: the CPU profile as profile.pb.gz, profile.folded and flamegraph.svg; each
- * other selected profile type as TYPE.pb.gz, TYPE.folded and flamegraph-TYPE.svg. A file that
- * can't be written is named and the others are still written. Returns 0, or 1 when any failed.
- */
-static int write_outputs(struct recorder *r, const char *dir)
-{
-	uint32_t types = record__selected_types(r->opts);
-	char path[PATH_MAX], names[1024] = "";
-	size_t len = 0;
-	int failed = 0;
-
-	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
-		const struct profile_type_info *ti = profile__type_info(t);
-
-		if (!(types & (1u << t)))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
-		failed |= written(pprof__write_type(r->in.profile, path, t), path, names,
-				  sizeof(names), &len);
-		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
-		failed |= written(folded__write_type(r->in.profile, path, t), path, names,
-				  sizeof(names), &len);
-		if (t == PROFILE_CPU)
-			snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
-		else
-			snprintf(path, sizeof(path), "%s/flamegraph-%s.svg", dir, ti->name);
-		failed |= written(flamegraph__write_svg_type(r->in.profile, path, ti->title, t),
-				  path, names, sizeof(names), &len);
-	}
-	if (len)
-		fprintf(stderr, "spanprof: wrote %s\n", names);
-	return failed;
-}
-
-static int add_env_header(void *ctx, const char *key, const char *value)
-{
-	struct record_opts *o = ctx;
-
-	if (o->nheaders >= RECORD_MAX_HEADERS)
-		return -E2BIG;
-	/* Options live as long as the process: these copies are never freed. */
-	o->headers[o->nheaders].key = strdup(key);
-	o->headers[o->nheaders].value = strdup(value);
-	if (!o->headers[o->nheaders].key || !o->headers[o->nheaders].value)
-		return -ENOMEM;
-	o->nheaders++;
-	return 0;
-}
-
-int record__apply_env(struct record_opts *o, const struct record_flags_set *f)
-{
-	char why[256];
-	const char *v;
-	char *end;
-	double ms;
-	int b;
-
-	if (!f->endpoint && (v = otel_env__exporter("ENDPOINT"))) {
-		if (endpoint__parse(v, NULL, why, sizeof(why)))
-			return fail(
-			    "OTEL_EXPORTER_OTLP_%sENDPOINT: %s",
-			    v == getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") ? "PROFILES_" : "",
-			    why);
-		o->endpoint = v;
-	}
-	if (!f->insecure && (v = otel_env__exporter("INSECURE"))) {
-		b = otel_env__bool(v);
-		if (b < 0)
-			return fail("OTEL_EXPORTER_OTLP_INSECURE wants true or false, not '%s'", v);
-		o->insecure = b; /* false: TLS even for a loopback endpoint without a scheme */
-	}
-	if (!f->export_timeout && (v = otel_env__exporter("TIMEOUT"))) {
-		errno = 0;
-		ms = strtod(v, &end);
-		if (errno || end == v || *end || !(ms > 0))
-			return fail("OTEL_EXPORTER_OTLP_TIMEOUT wants milliseconds, not '%s'", v);
-		o->export_timeout_s = ms / 1000;
-	}
-	if (!f->gzip && (v = otel_env__exporter("COMPRESSION"))) {
-		if (strcmp(v, "gzip") && strcmp(v, "none"))
-			return fail("OTEL_EXPORTER_OTLP_COMPRESSION wants gzip or none, not '%s'",
-				    v);
-		o->gzip = !strcmp(v, "gzip");
-	}
-	if (!f->tls_ca && (v = otel_env__exporter("CERTIFICATE")))
-		o->tls_ca = v;
-	if (!f->tls_cert && (v = otel_env__exporter("CLIENT_CERTIFICATE")))
-		o->tls_cert = v;
-	if (!f->tls_key && (v = otel_env__exporter("CLIENT_KEY")))
-		o->tls_key = v;
-	/*
-	 * Environment headers first; a flag's header with the same key replaces them. Without
-	 * --header the headers are the configuration file's, and the environment's win instead.
-	 */
-	if ((v = otel_env__exporter("HEADERS"))) {
-		struct record_header flag_headers[RECORD_MAX_HEADERS];
-		size_t nflag = o->nheaders;
-		int skipped;
-
-		memcpy(flag_headers, o->headers, sizeof(flag_headers[0]) * nflag);
-		o->nheaders = 0;
-		skipped = otel_env__parse_list(v, add_env_header, o);
-		if (skipped < 0)
-			return fail("OTEL_EXPORTER_OTLP_HEADERS: %s", strerror(-skipped));
-		if (skipped > 0)
-			fprintf(stderr,
-				"spanprof: warning: %d malformed entries in "
-				"OTEL_EXPORTER_OTLP_HEADERS ignored (want key=value,...)\n",
-				skipped);
-		for (size_t i = 0; i < nflag; i++) {
-			size_t j;
-
-			for (j = 0; j < o->nheaders; j++)
-				if (!strcasecmp(o->headers[j].key, flag_headers[i].key))
-					break;
-			if (j < o->nheaders && !f->headers)
-				continue;
-			if (j == o->nheaders && o->nheaders >= RECORD_MAX_HEADERS)
-				return fail("at most %d headers", RECORD_MAX_HEADERS);
-			if (j == o->nheaders)
-				o->nheaders++;
-			o->headers[j] = flag_headers[i];
-		}
-	}
-	/* gRPC metadata keys are lower-case; keys and values are checked here, not per call. */
-	for (size_t i = 0; i < o->nheaders; i++) {
-		for (char *c = o->headers[i].key; *c; c++) {
-			*c = tolower((unsigned char)*c);
-			if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
-				return fail(
-				    "header name '%s' is not valid gRPC metadata (letters, digits, "
-				    "'-', '_' and '.' only)",
-				    o->headers[i].key);
-		}
-		if (strlen(o->headers[i].key) > 4 &&
-		    !strcmp(o->headers[i].key + strlen(o->headers[i].key) - 4, "-bin"))
-			return fail("binary header '%s' is not supported", o->headers[i].key);
-		for (const char *c = o->headers[i].value; *c; c++)
-			if (*c < 0x20 || *c > 0x7e)
-				return fail("the value of header '%s' has a control or non-ASCII "
-					    "character",
-					    o->headers[i].key);
-	}
-	/* The checks across options (TLS files, endpoint scheme): check_across() in main.c. */
-	return 0;
-}
-
 /*
  * Plaintext for http://, TLS for https://; without a scheme, as
  * --insecure / OTEL_EXPORTER_OTLP_INSECURE say, else plaintext for loopback
@@ -1337,7 +860,7 @@ int record__run(const struct record_opts *o)
 		}
 		if (!o->quiet &&
 		    now - last_progress >= (isatty(2) ? 1000000000ull : 10000000000ull)) {
-			progress(&r, s, t0, now, 0);
+			report__progress(&r, s, t0, now, 0);
 			last_progress = now;
 		}
 	}
@@ -1372,16 +895,16 @@ int record__run(const struct record_opts *o)
 		otlp_exporter__shutdown(r.metrics, flush_ms_left(flush_end, 0), &abort_flush);
 	}
 	if (!o->quiet)
-		progress(&r, s, t0, t_stop, 1);
+		report__progress(&r, s, t0, t_stop, 1);
 
 	meta.start_unix_nano = start_unix;
 	meta.duration_nano = t_stop - t0;
 	meta.frequency_hz = o->frequency_hz;
 	meta.period_nano = 1000000000ull / o->frequency_hz;
 	profile__set_meta(r.in.profile, &meta);
-	summary(&r, s, meta.duration_nano / 1e9);
+	report__summary(&r, s, meta.duration_nano / 1e9);
 	if (getenv("SPANPROF_DEBUG"))
-		memory_summary(syms);
+		report__memory(syms);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
 	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder, span links */
 	unwinder__free(r.unwinder);
@@ -1391,7 +914,9 @@ int record__run(const struct record_opts *o)
 	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
-	rc = r.exporter ? export_result(&r) : write_outputs(&r, o->output_dir);
+	rc = r.exporter
+		 ? export_result(&r)
+		 : outputs__write_dir(r.in.profile, o->output_dir, record__selected_types(o));
 	goto cleanup;
 
 fail_nomem:

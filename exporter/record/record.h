@@ -83,21 +83,6 @@ struct record_opts {
 	int log_level;		 /* SELFSTATS_LOG_*; the stats lines are info */
 };
 
-/*
- * Fills the export options that no flag set from the OpenTelemetry exporter
- * environment variables (OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT, _HEADERS,
- * _TIMEOUT, _COMPRESSION, _INSECURE, _CERTIFICATE, _CLIENT_CERTIFICATE,
- * _CLIENT_KEY; the signal-specific one wins), then the defaults.
- * @flag_set tells which fields came from flags; values already in @o that no flag set (from
- * a configuration file) are replaced by the environment's. Headers are merged by name: a
- * flag's replaces the environment's, the environment's replaces the file's.
- * 0 or -EINVAL (message printed).
- */
-struct record_flags_set {
-	int endpoint, insecure, tls_ca, tls_cert, tls_key, headers, gzip, export_timeout;
-};
-int record__apply_env(struct record_opts *o, const struct record_flags_set *flag_set);
-
 /* Runs the job. Returns the process exit code (0 ok, 1 failure, 2 usage). */
 int record__run(const struct record_opts *o);
 

@@ -126,8 +126,8 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
 }
 
-uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p,
-		       const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas, uint32_t *locs)
+uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, const uint64_t *pcs,
+		       uint32_t n, const struct sp_vmas *vmas, uint32_t *locs)
 {
 	uint32_t out = 0;
 
@@ -183,8 +183,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
 	n += resolve__kernel(r, p, (const uint64_t *)s->kstack, ku, locs);
 	if (proc)
-		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas,
-				   locs + n);
+		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, locs + n);
 	return n;
 }
 

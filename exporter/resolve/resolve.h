@@ -57,9 +57,8 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
  * process/fileid.h), or NULL: a PC outside the process's known mappings is then named through the
  * entry of @vmas holding it, as if /proc/PID/maps had been read. Returns the number appended.
  */
-uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p,
-		       const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
-		       uint32_t *locs);
+uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, const uint64_t *pcs,
+		       uint32_t n, const struct sp_vmas *vmas, uint32_t *locs);
 
 /*
  * The whole stack of sample @s (bpf/sampler.h): its kernel PCs, then its user PCs, each leaf

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-/* endpoint: the check of an OTLP/gRPC endpoint (exporter/cli/endpoint.h). */
+/* endpoint: the check of an OTLP/gRPC endpoint (exporter/otlp/endpoint.h). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/endpoint.h"
+#include "otlp/endpoint.h"
 
 static int __attribute__((format(printf, 3, 4)))
 bad(char *why, size_t why_len, const char *fmt, ...)

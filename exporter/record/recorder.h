@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * recorder: the state of one `spanprof record` run, shared by the conductor (record.c) and its
+ * report (report.c). Private to exporter/record/: every stage it points to is owned by
+ * record__run(), which creates them in order and frees them in reverse.
+ */
+#ifndef SPANPROF_RECORDER_H
+#define SPANPROF_RECORDER_H
+
+#include <stdint.h>
+
+#include "otlp/otlp_export.h"
+#include "process/proctab.h"
+#include "profile/profile.h"
+#include "record/ingest.h"
+#include "record/record.h"
+#include "sampling/sampler_user.h"
+#include "telemetry/selfstats.h"
+
+struct targets;
+struct k8smeta;
+struct pidwatch;
+struct deadline;
+struct unwinder;
+
+struct recorder {
+	struct ingest in; /* the sample path: resolve, model, span links */
+	const struct record_opts *opts;
+	struct otlp_exporter *exporter; /* NULL: local files only */
+	uint64_t interval_start_mono;
+	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
+	uint64_t interval_samples; /* samples added since the last export_interval() */
+	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */
+	uint64_t encode_dropped;   /* samples of intervals (or parts) that could not be encoded */
+	struct proctab *procs;
+	uint64_t samples;		       /* samples added to the profile */
+	uint64_t type_samples[PROFILE_NTYPES]; /* the same, per profile type */
+	struct sampler *sampler;
+	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
+	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
+	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
+	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
+	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
+	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
+	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
+	/*
+	 * Exits seen but not handled yet: the process's last samples may still wait in the
+	 * sample ring (woken less often), and need its tables, maps and context. Handled after
+	 * the next drain of the sample ring.
+	 */
+	struct unwind_event exits[256];
+	uint32_t nexits;
+	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
+	struct otlp_exporter *metrics;
+	struct selfstats_resource self_res;
+	uint64_t start_unix;
+};
+
+/* A run limited to some processes (--pid or any other targeting option). */
+static inline int targeted(const struct recorder *r)
+{
+	return r->opts->npids || r->targets;
+}
+
+#endif
