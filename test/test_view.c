@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of `spanprof view` (exporter/view/view_read.c, exporter/view/view.c): each input
+ * Unit tests of `spanprof view` (exporter/view/read.c, exporter/view/doc.c): each input
  * format built here from one scenario (OTLP protobuf with protobuf-c, the length-prefixed stream,
  * OTLP/JSON lines as the Collector's pdata writes them, gzipped pprof as exporter/output/pprof.c
  * writes it), merging, spans, time buckets, damaged inputs, and the document itself parsed
@@ -27,6 +27,8 @@
 
 #include "otlp/otlp_pb.h"
 #include "pprof/profile.pb-c.h"
+#include "view/doc.h"
+#include "view/read.h"
 #include "view/view.h"
 
 #define T0 1764441600000000000ull /* 2025-11-29 18:40:00 UTC */

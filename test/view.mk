@@ -1,11 +1,11 @@
 # spanprof view: the page template embedded in the binary, and the unit tests of the readers and
-# the document writer (exporter/view/view_read.c, exporter/view/view.c; no root).
+# the document writer (exporter/view/read.c, exporter/view/doc.c; no root).
 #
 # The template is $(BUILD)/view/page.html, built by view/view.mk from view/src. Until view/
 # exists, a stub page holding only the data placeholder stands in so that the C side builds.
 # The page is embedded with the assembler's .incbin: byte for byte, no generated C text in
 # between, and instant to build whatever the page's size. The symbols are spanprof_view_page
-# and spanprof_view_page_end (exporter/view/view.h).
+# and spanprof_view_page_end (exporter/view/doc.h).
 
 VIEWC_PAGE   := $(BUILD)/view/page.html
 VIEWC_PAGE_O := $(OBJ)/view_page.o
@@ -33,8 +33,8 @@ $(LIBSPANPROF): $(VIEWC_PAGE_O)
 
 VIEW_TEST_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
-$(BUILD)/test/test_view: test/test_view.c exporter/view/view.h exporter/otlp/otlp_pb.h $(OBJ)/view/view.o \
-		$(OBJ)/view/view_read.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
+$(BUILD)/test/test_view: test/test_view.c exporter/view/doc.h exporter/view/read.h exporter/otlp/otlp_pb.h \
+		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/view_main.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) -ljson-c -lmicrohttpd -lprotobuf-c -lz -lcmocka \

@@ -4,7 +4,7 @@
  * (opentelemetry-proto profiles/v1development/profiles.proto, common/v1/common.proto,
  * resource/v1/resource.proto, collector/profiles/v1development/profiles_service.proto), as
  * generated into the build directory by protoc-c. Shared by the encoder (otlp_encode.c), the
- * reader of `spanprof view` (view_read.c) and the tests and benchmarks that build OTLP
+ * reader of `spanprof view` (view/read.c) and the tests and benchmarks that build OTLP
  * messages by hand (test/test_view.c, bench/view.c). Types only: no code, no ownership.
  *
  * PB(name) names a generated function of the profiles package: PB(sample__init)(s).

@@ -34,8 +34,7 @@ int outputs__write_dir(const struct profile *p, const char *dir, uint32_t types)
 		snprintf(path, sizeof(path), "%s/%s.pb.gz", dir, ti->file_stem);
 		failed |= written(pprof__write_type(p, path, t), path, names, sizeof(names), &len);
 		snprintf(path, sizeof(path), "%s/%s.folded", dir, ti->file_stem);
-		failed |=
-		    written(folded__write_type(p, path, t), path, names, sizeof(names), &len);
+		failed |= written(folded__write_type(p, path, t), path, names, sizeof(names), &len);
 		if (t == PROFILE_CPU)
 			snprintf(path, sizeof(path), "%s/flamegraph.svg", dir);
 		else

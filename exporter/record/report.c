@@ -295,4 +295,3 @@ void report__summary(struct recorder *r, struct sampler *s, double secs)
 	}
 	accounting_summary(r, st);
 }
-

@@ -31,7 +31,8 @@
 
 #include "otlp/otlp_pb.h"
 #include "pprof/profile.pb-c.h"
-#include "view/view.h"
+#include "view/doc.h"
+#include "view/read.h"
 #include "util/util.h"
 
 typedef Perftools__Profiles__Profile pp_profile;
