@@ -3,7 +3,7 @@
  * The CFI stack walker's shared half: the layout of the BPF maps the host fills (table chunks,
  * table descriptors, per-process mapping lists, notification events) and the per-frame logic
  * (mapping search, one unwind step). Compiled by bpf/sampler.bpf.c and, as ordinary C, by the
- * unit test (test/test_unwind.c), which runs the same step against a captured stack.
+ * unit test (test/unwind/test_unwind.c), which runs the same step against a captured stack.
  * Fixed-width types only, no pointers, no bool; sizes pinned with _Static_assert.
  *
  * The unwind rules are those of bpf/unwind.h (x86-64 psABI section 3.6): RA at CFA - 8, the

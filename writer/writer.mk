@@ -2,7 +2,7 @@
 # span (OTEP 4947) and their process context (OTEP 4719) for spanprof. libc only.
 #   $(BUILD)/writer/libspanprof_ctx.so   -fPIC -mtls-dialect=gnu2 (TLSDESC, the recommended model)
 #   $(BUILD)/writer/libspanprof_ctx.a    the same object, for linking into an executable
-# Other fragments compile $(WRITER_SRC) themselves to get other TLS models (see test/writer.mk).
+# Other fragments compile $(WRITER_SRC) themselves to get other TLS models (see test/writer/writer.mk).
 # An executable that contains the writer must export the TLS symbol: $(WRITER_EXE_LDFLAGS).
 
 WRITER_SRC        := writer/spanprof_ctx.c

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli: entry points of exporter/cli/main.c (the command line) besides main(), declared for the
- * unit tests (test/test_config.c links main.c with main renamed).
+ * unit tests (test/cli/test_config.c links main.c with main renamed).
  */
 #ifndef SPANPROF_CLI_H
 #define SPANPROF_CLI_H
