@@ -54,6 +54,7 @@ static __thread bool hash_oom;
 
 #include "elfcheck.h"
 #include "symbolize.h"
+#include "symbols/minidebuginfo.h"
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
 /* Deepest inline chain kept; real code rarely nests more than ~10. */
@@ -83,8 +84,11 @@ static __thread bool hash_oom;
 struct csym {
 	uint64_t addr;
 	uint32_t size; /* clamped to UINT32_MAX */
-	uint32_t name; /* offset in the string table */
+	uint32_t name; /* offset in the string table; SYM_NAME_MINI: in MiniDebugInfo's */
 };
+
+/* Set in csym.name when the name is in the MiniDebugInfo's string table (o->mini_names). */
+#define SYM_NAME_MINI 0x80000000u
 
 /* Name of a symbol a lookup hit, read from the file. */
 struct sname {
@@ -152,6 +156,10 @@ struct elf_object {
 	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
 	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
 	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
+	int mini_fd;	    /* light part: its .gnu_debugdata, decoded (unlinked file) */
+	bool mini_failed;   /* .gnu_debugdata unreadable (counted once): .dynsym alone */
+	bool mini_names;    /* syms holds names from mini_fd (SYM_NAME_MINI) */
+	uint64_t mini_strtab_off, mini_strtab_size;
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
@@ -366,6 +374,8 @@ static void elf_object__unload(struct elf_object *o)
 	close_fd(c, &o->dbg_fd);
 	o->names_fd = -1;
 	o->strtab_off = o->strtab_size = 0;
+	o->mini_names = false;
+	o->mini_strtab_off = o->mini_strtab_size = 0;
 	c->stats.bytes -= o->bytes;
 	o->bytes = 0;
 	o->loaded = false;
@@ -381,6 +391,7 @@ static void elf_object__free(struct elf_object *o)
 	elf_object__unload(o);
 	close_fd(o->cache, &o->fd);
 	close_fd(o->cache, &o->inflated_fd);
+	close_fd(o->cache, &o->mini_fd);
 	free(o->loads);
 	free(o->path);
 	free(o->orig_path);
@@ -492,7 +503,8 @@ static int elf_validate(Elf *elf, uint64_t size)
 	for (i = 0; i < n; i++) {
 		if (!gelf_getphdr(elf, i, &phdr))
 			return -ENOEXEC;
-		if (phdr.p_type == PT_LOAD &&
+		/* Debug files keep segments with no bytes whose offsets point past their end. */
+		if (phdr.p_type == PT_LOAD && phdr.p_filesz &&
 		    (phdr.p_offset > size || size - phdr.p_offset < phdr.p_filesz))
 			return -ENOEXEC;
 	}
@@ -831,7 +843,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 		goto cleanup;
 	}
 	o->cache = c;
-	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = -1;
+	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = o->mini_fd = -1;
 	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf)
 		goto cleanup;
@@ -1107,25 +1119,33 @@ static int lsym_cmp(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+/* One symbol table to load: the first section of @type of @elf, read through @fd. */
+struct symtab_src {
+	Elf *elf;
+	int fd;
+	GElf_Word type;
+};
+
 /*
- * Loads function symbols of the first section of @type of @elf, read from @fd
- * in chunks (the table is never held whole). Names stay in the file: only the
- * string table's place is kept. 0, -ENOENT (none) or -errno.
+ * Appends the function symbols of @src to *@tmp (*@out used, *@cap allocated), with @name_bit
+ * set in each name offset; names using that bit themselves are left out. Sets *@str_off and
+ * *@str_size to the string table's place. 0, -ENOENT (no such table) or -ENOMEM.
  */
-static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, struct lsym **tmp,
+			   size_t *out, size_t *cap, uint64_t *str_off, uint64_t *str_size)
 {
 	unsigned char *buf = NULL;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr, strshdr;
-	struct lsym *tmp;
 	struct stat st;
-	size_t i, n, out = 0, entsize, per_chunk, done;
+	Elf *elf = src->elf;
+	size_t i, n, entsize, per_chunk, done;
 	int cls = gelf_getclass(elf);
 	unsigned int enc = (unsigned char)elf_getident(elf, NULL)[EI_DATA];
 	void *p;
 
 	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == src->type)
 			break;
 	if (!scn)
 		return -ENOENT;
@@ -1134,24 +1154,27 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	    strshdr.sh_type != SHT_STRTAB || strshdr.sh_size > UINT32_MAX)
 		return -ENOENT;
 	/* A corrupt sh_size must not size the array: count only what the file holds. */
-	if (fstat(fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
+	if (fstat(src->fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
 		return -ENOENT;
 	n = shdr.sh_size / entsize;
 	if (n > ((uint64_t)st.st_size - shdr.sh_offset) / entsize)
 		n = ((uint64_t)st.st_size - shdr.sh_offset) / entsize;
-	tmp = malloc((n ? n : 1) * sizeof(*tmp));
-	buf = malloc(SYMTAB_CHUNK);
-	if (!tmp || !buf) {
-		free(tmp);
-		free(buf);
-		return -ENOMEM;
+	if (*out + n > *cap) {
+		p = realloc(*tmp, (*out + n ? *out + n : 1) * sizeof(**tmp));
+		if (!p)
+			return -ENOMEM;
+		*tmp = p;
+		*cap = *out + n;
 	}
+	buf = malloc(SYMTAB_CHUNK);
+	if (!buf)
+		return -ENOMEM;
 	per_chunk = SYMTAB_CHUNK / entsize;
 	for (done = 0; done < n; done += per_chunk) {
 		size_t cnt = n - done < per_chunk ? n - done : per_chunk;
 		Elf_Data d = {.d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT};
 		ssize_t got =
-		    pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
+		    pread(src->fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
 
 		if (got <= 0)
 			break;
@@ -1180,17 +1203,67 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 				continue;
 			if (shndx == SHN_UNDEF || !value || !name || name >= strshdr.sh_size)
 				continue;
-			tmp[out].addr = value;
-			tmp[out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-			tmp[out].name = name;
+			if (name & name_bit)
+				continue;
+			(*tmp)[*out].addr = value;
+			(*tmp)[*out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			(*tmp)[*out].name = name | name_bit;
 			/* At one address prefer global names over weak over local ones. */
-			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
-					: GELF_ST_BIND(info) == STB_WEAK ? 1
-									 : 2;
-			out++;
+			(*tmp)[*out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
+					    : GELF_ST_BIND(info) == STB_WEAK ? 1
+									     : 2;
+			(*out)++;
 		}
 	}
 	free(buf);
+	*str_off = strshdr.sh_offset;
+	*str_size = strshdr.sh_size;
+	return 0;
+}
+
+/*
+ * Loads the function symbols of @srcs[0] and, when @nsrc is 2, of @srcs[1] too, whose names
+ * then live in the MiniDebugInfo file o->mini_fd (SYM_NAME_MINI). Tables are read in chunks
+ * (never held whole); names stay in the files: only the string tables' places are kept.
+ * 0, -ENOENT (no table in any source) or -ENOMEM.
+ */
+static int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc)
+{
+	struct lsym *tmp = NULL;
+	size_t i, n, out = 0, cap = 0;
+	uint64_t off, size;
+	bool found = false;
+	int k, err;
+	void *p;
+
+	for (k = 0; k < nsrc; k++) {
+		err = collect_symbols(&srcs[k], nsrc > 1 ? (k ? SYM_NAME_MINI : 0) : 0, &tmp, &out,
+				      &cap, &off, &size);
+		if (err == -ENOMEM) {
+			free(tmp);
+			return err;
+		}
+		if (err)
+			continue;
+		found = true;
+		if (k) {
+			o->mini_names = true;
+			o->mini_strtab_off = off;
+			o->mini_strtab_size = size;
+		} else {
+			o->names_fd = srcs[0].fd;
+			o->strtab_off = off;
+			o->strtab_size = size;
+		}
+	}
+	if (!found) {
+		free(tmp);
+		return -ENOENT;
+	}
+	if (!tmp)
+		tmp = malloc(sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
 	qsort(tmp, out, sizeof(*tmp), lsym_cmp);
 	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
 	for (i = 0, n = 0; i < out; i++) {
@@ -1203,11 +1276,52 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
 	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
-	o->names_fd = fd;
-	o->strtab_off = strshdr.sh_offset;
-	o->strtab_size = strshdr.sh_size;
 	charge(o, n * sizeof(struct csym));
 	return 0;
+}
+
+/* load_symbol_tables() of one table. */
+static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+{
+	struct symtab_src src = {elf, fd, type};
+
+	return load_symbol_tables(o, &src, 1);
+}
+
+/*
+ * The MiniDebugInfo of @o (@elf: its headers), decoded once into o->mini_fd and kept for
+ * re-loads, opened as ELF; NULL when it has none or it is unreadable (counted once).
+ */
+static Elf *open_minidebuginfo(struct elf_object *o, Elf *elf)
+{
+	struct symcache *c = o->cache;
+	struct stat st;
+	Elf *mini;
+	int fd, err;
+
+	if (o->mini_failed || (o->mini_fd < 0 && !minidebuginfo__present(elf)))
+		return NULL;
+	if (o->mini_fd < 0) {
+		fd = minidebuginfo__extract(elf, o->fd, (uint64_t)o->size);
+		if (fd < 0) {
+			o->mini_failed = true;
+			c->stats.minidebuginfo_errors++;
+			return NULL;
+		}
+		o->mini_fd = fd;
+		c->stats.fds++;
+		c->stats.minidebuginfo++;
+	}
+	if (fstat(o->mini_fd, &st))
+		return NULL;
+	mini = elf_from_fd(o->mini_fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!mini) {
+		o->mini_failed = true;
+		c->stats.minidebuginfo_errors++;
+		c->stats.minidebuginfo--;
+		close_fd(c, &o->mini_fd);
+	}
+	return mini;
 }
 
 /* End of the PT_LOAD segment holding @vaddr, bounding symbols of size 0. */
@@ -1253,7 +1367,9 @@ static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr
  */
 static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
 {
-	uint32_t idx = (uint32_t)(s - o->syms);
+	uint32_t idx = (uint32_t)(s - o->syms), name_off = s->name;
+	uint64_t str_off = o->strtab_off, str_size = o->strtab_size;
+	int fd = o->names_fd;
 	char small[256], *buf = small, *nul;
 	size_t cap = sizeof(small), max, len;
 	struct sname *e;
@@ -1262,15 +1378,21 @@ static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
 	HASH_FIND(hh, o->names, &idx, sizeof(idx), e);
 	if (e)
 		return e;
-	if (o->names_fd < 0 || s->name >= o->strtab_size)
+	if (o->mini_names && (s->name & SYM_NAME_MINI)) {
+		fd = o->mini_fd;
+		name_off = s->name & ~SYM_NAME_MINI;
+		str_off = o->mini_strtab_off;
+		str_size = o->mini_strtab_size;
+	}
+	if (fd < 0 || name_off >= str_size)
 		return NULL;
-	max = o->strtab_size - s->name;
+	max = str_size - name_off;
 	if (max > MAX_NAME_LEN)
 		max = MAX_NAME_LEN;
 	for (;;) {
 		size_t want = cap < max ? cap : max;
 
-		got = pread(o->names_fd, buf, want, (off_t)(o->strtab_off + s->name));
+		got = pread(fd, buf, want, (off_t)(str_off + name_off));
 		if (got <= 0)
 			goto fail;
 		nul = memchr(buf, 0, (size_t)got);
@@ -2016,8 +2138,17 @@ static int elf_object__load(struct elf_object *o)
 
 	if (main_symtab)
 		load_symbols(o, elf, o->fd, SHT_SYMTAB);
-	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB))
-		load_symbols(o, elf, o->fd, SHT_DYNSYM);
+	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
+		/* MiniDebugInfo keeps only what .dynsym lacks: both together. */
+		struct symtab_src srcs[2] = {{elf, o->fd, SHT_DYNSYM},
+					     {NULL, o->mini_fd, SHT_SYMTAB}};
+
+		srcs[1].elf = open_minidebuginfo(o, elf);
+		srcs[1].fd = o->mini_fd;
+		load_symbol_tables(o, srcs, srcs[1].elf ? 2 : 1);
+		if (srcs[1].elf)
+			elf_end(srcs[1].elf);
+	}
 
 	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
 	if (main_dwarf && load_estimate(elf, true) > c->max_bytes)
@@ -2176,6 +2307,7 @@ static void close_idle_object(struct elf_object *o)
 	close_fd(c, &o->fd);
 	close_fd(c, &o->dbg_fd);
 	close_fd(c, &o->inflated_fd);
+	close_fd(c, &o->mini_fd);
 	c->stats.idle_closes++;
 }
 
@@ -2186,7 +2318,8 @@ void symcache__close_idle(struct symcache *c, uint64_t now)
 	for (o = c ? c->objects : NULL; o; o = o->next) {
 		if (now < o->last_used || now - o->last_used < c->idle_ns)
 			continue;
-		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->dwarf_elf)
+		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->mini_fd >= 0 ||
+		    o->dwarf_elf)
 			close_idle_object(o);
 	}
 }

@@ -7,7 +7,9 @@
  * one, so every process that maps a library shares its symbols. Names come from
  * DWARF (inline chain, file:line) when the file or its separate debug file
  * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else from
- * .symtab, else .dynsym. C++ and Rust names are demangled.
+ * .symtab (the file's, else the debug file's), else .dynsym together with the
+ * MiniDebugInfo .symtab of .gnu_debugdata when there is one. C++ and Rust names
+ * are demangled.
  *
  * Addresses given to symcache__lookup() are ELF virtual addresses (the
  * addresses in the file's program headers and symbol tables), not process
@@ -142,6 +144,9 @@ struct symcache_stats {
 	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
 	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
 	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
+	/* MiniDebugInfo (.gnu_debugdata, exporter/symbols/minidebuginfo.h). */
+	uint64_t minidebuginfo;	       /* objects whose .gnu_debugdata was decoded (per decode) */
+	uint64_t minidebuginfo_errors; /* objects whose .gnu_debugdata is corrupt: .dynsym only */
 	/* Descriptors following the working set (symcache__close_idle()). */
 	uint64_t idle_closes;	     /* objects that released descriptors/DWARF after idle_s */
 	uint64_t idle_reloads;	     /* of those, loaded ones re-read from the very same file */
