@@ -60,6 +60,7 @@ enum {
 	OPT_QUEUE,
 	OPT_FLUSH,
 	OPT_SYMCACHE,
+	OPT_DEBUGINFOD,
 	OPT_UNWIND_MAX,
 	OPT_NO_SPAN_LINKS,
 	OPT_CTX_UPROBE,
@@ -118,6 +119,12 @@ static const struct argp_option record_options[] = {
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
      "unloaded beyond it (default 12). Files unused for 30 s are closed",
+     0},
+    {"debuginfod", OPT_DEBUGINFOD, "URLS", 0,
+     "Fetch, in the background, the debug files of binaries that have none on this host from "
+     "these debuginfod servers (space-separated URLs; default: $DEBUGINFOD_URLS; an empty value "
+     "turns it off). Files go to the debuginfod client cache ($DEBUGINFOD_CACHE_PATH, else "
+     "~/.cache/debuginfod_client); frames are named once their file arrives",
      0},
     {"unwind-max-mb", OPT_UNWIND_MAX, "MIB", 0,
      "Memory for the CFI unwind tables of user code built without frame pointers (default "
@@ -491,6 +498,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			    state,
 			    "--symbol-cache-mb wants a number of MiB from 4 to 1048576, not '%s'",
 			    arg);
+		break;
+	case OPT_DEBUGINFOD:
+		o->debuginfod_urls = arg;
 		break;
 	case OPT_ENDPOINT:
 		if (endpoint__parse(arg, NULL, spec, sizeof(spec)))

@@ -139,4 +139,12 @@ typedef void (*proctab_meta_hook)(void *ctx, uint32_t pid, struct procmeta *m);
 /* Sets (or with NULL clears) the hook. */
 void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx);
 
+/*
+ * Names again the native locations of @p that have no name yet, in files whose debug file
+ * arrived since they were made (symcache__pick_up_debug_files()): each keeps its index, so
+ * the stacks and samples holding it are named too. Files are found by build ID. Returns the
+ * number of locations named, or -ENOMEM.
+ */
+int proctab__name_again(struct proctab *t, struct profile *p);
+
 #endif

@@ -36,6 +36,7 @@
 #include "selfstats.h"
 #include "spanlinks.h"
 #include "symbolize.h"
+#include "symbols/debuginfod.h"
 #include "targets.h"
 #include "unwinder.h"
 
@@ -62,6 +63,7 @@ struct recorder {
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
 	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
+	struct dbgfetch *fetch;	   /* --debuginfod / DEBUGINFOD_URLS; NULL: none */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
@@ -724,6 +726,62 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
 		(unsigned long long)ps->exec_paths_failed);
 }
 
+/* Longest wait at the end of a local run for debug files still on their way. */
+#define RECORD_DEBUGINFOD_WAIT_S 5
+
+/* Fetches debug files from --debuginfod or DEBUGINFOD_URLS, if any (after the capabilities drop).
+ */
+static void start_debuginfod(struct recorder *r, struct symcache *syms)
+{
+	struct dbgfetch_opts fo = {.urls = r->opts->debuginfod_urls};
+
+	r->fetch = dbgfetch__new(&fo);
+	if (!r->fetch && errno != ENOENT)
+		fprintf(stderr,
+			"spanprof: warning: debuginfod unavailable (%s): no debug files fetched\n",
+			strerror(errno));
+	symcache__set_debuginfod(syms, r->fetch);
+}
+
+/*
+ * End of the run: a local run waits a bounded time for the debug files still coming and names
+ * the frames they cover (the profile's locations made before they arrived); then requests in
+ * flight are cancelled and the outcome is reported in one line.
+ */
+static void finish_debuginfod(struct recorder *r, struct symcache *syms)
+{
+	const struct record_opts *o = r->opts;
+	struct dbgfetch_stats st;
+	int named = 0;
+
+	if (!r->fetch)
+		return;
+	dbgfetch__stats(r->fetch, &st);
+	if (!r->exporter && st.pending) {
+		if (!o->quiet)
+			fprintf(
+			    stderr,
+			    "spanprof: waiting up to %d s for %llu debug files from debuginfod\n",
+			    RECORD_DEBUGINFOD_WAIT_S, (unsigned long long)st.pending);
+		dbgfetch__wait(r->fetch, RECORD_DEBUGINFOD_WAIT_S * 1000);
+	}
+	symcache__pick_up_debug_files(syms);
+	if (!r->exporter)
+		named = proctab__name_again(r->procs, r->profile);
+	symcache__set_debuginfod(syms, NULL);
+	dbgfetch__stats(r->fetch, &st);
+	dbgfetch__free(r->fetch); /* cancels what is still in flight */
+	r->fetch = NULL;
+	fprintf(stderr,
+		"spanprof: debuginfod: %llu debug files fetched, %llu not on the servers, %llu "
+		"failed, %llu dropped, %llu unfinished; %d frames named at the end%s%s\n",
+		(unsigned long long)st.found, (unsigned long long)st.missing,
+		(unsigned long long)st.failed, (unsigned long long)st.dropped,
+		(unsigned long long)st.pending, named > 0 ? named : 0,
+		st.last_error ? "; last failure: " : "",
+		st.last_error ? strerror(-st.last_error) : "");
+}
+
 static void summary(struct recorder *r, struct sampler *s, double secs)
 {
 	char why[256];
@@ -1295,6 +1353,7 @@ int record__run(const struct record_opts *o)
 	r.interval_start_mono = t0;
 	r.interval_start_unix = start_unix;
 	/* After the capabilities are dropped: a thread keeps those it was created with. */
+	start_debuginfod(&r, syms);
 	if (o->duration_s > 0) {
 		r.deadline = deadline__new(t0 + (uint64_t)(o->duration_s * 1e9), on_deadline, &r);
 		if (!r.deadline) /* the main loop's check below still ends the run */
@@ -1392,6 +1451,7 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
+	finish_debuginfod(&r, syms);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
 	if (r.exporter) {
@@ -1455,6 +1515,7 @@ cleanup:
 	profile__free(r.profile);
 	ksyms__free(ksyms);
 	symcache__free(syms);
+	dbgfetch__free(r.fetch); /* after the cache that borrowed it */
 	free(tgids);
 	targets__free(r.targets);
 	k8smeta__free(r.k8s);

@@ -31,6 +31,8 @@ struct record_opts {
 	const char *output_dir; /* NULL with an endpoint: no local files */
 	int quiet;		/* no progress line */
 	uint32_t symcache_mb;	/* symbolizer memory budget */
+	/* --debuginfod: servers (exporter/symbols/debuginfod.h); NULL: $DEBUGINFOD_URLS, "": off */
+	const char *debuginfod_urls;
 	uint32_t unwind_max_mb; /* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
 	int no_span_links;	/* don't read thread contexts (docs/span-links.md) */
 	/* --context-uprobe BINARY:SYMBOL[:MODE]: mode is SP_CTXP_* of bpf/sampler.h. */

@@ -54,6 +54,7 @@ static __thread bool hash_oom;
 
 #include "elfcheck.h"
 #include "symbolize.h"
+#include "symbols/debuginfod.h"
 #include "symbols/minidebuginfo.h"
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
@@ -142,7 +143,9 @@ struct elf_object {
 	int fd; /* -1 when closed over max_fds */
 	GElf_Phdr *loads;
 	size_t nloads;
-	bool debug_searched; /* debug_path is final */
+	bool debug_searched; /* debug_path is final (but for a debuginfod answer) */
+	bool debug_pending;  /* asked debuginfod, no answer yet */
+	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool loaded;
 	bool load_failed;   /* file gone: lookups answer nothing */
@@ -191,6 +194,8 @@ struct symcache {
 	struct elf_object *lru_head, *lru_tail;
 	struct obj_key *keys;
 	struct symcache_stats stats;
+	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
+	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
 };
 
 static unsigned int default_max_fds(void)
@@ -426,8 +431,10 @@ void symcache__trim(struct symcache *c)
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
 		if (o->dwarf_elf && o->dwarf_fd < 0)
 			drop_mapped_pages(o);
-	if (c)
+	if (c) {
+		symcache__pick_up_debug_files(c);
 		symcache__close_idle(c, now_ns());
+	}
 }
 
 void symcache__stats(const struct symcache *c, struct symcache_stats *out)
@@ -2100,6 +2107,83 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 }
 
 /*
+ * The debug file of @o from debuginfod (exporter/symbols/debuginfod.h), when the fetch has
+ * arrived: checked like a local one (build IDs must match). Asks for it otherwise; the answer
+ * is picked up by symcache__pick_up_debug_files(). NULL when there is none (yet).
+ */
+static Elf *fetch_debug_file(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	const char *path = NULL;
+	Elf *dbg;
+	int state;
+
+	if (!c->fetch || !o->build_id || o->fetch_done)
+		return NULL;
+	state = dbgfetch__request(c->fetch, o->build_id, &path);
+	if (state == DBGFETCH_PENDING && !o->debug_pending)
+		c->stats.debuginfod_requests++;
+	o->debug_pending = state == DBGFETCH_PENDING;
+	if (state == DBGFETCH_PENDING)
+		return NULL;
+	/* Answered (a failure is retried by a later load, after DBGFETCH_RETRY_S). */
+	o->fetch_done = state != DBGFETCH_FAILED;
+	if (state != DBGFETCH_FOUND)
+		return NULL;
+	dbg = try_debug_file(o, path, false, 0);
+	if (dbg)
+		c->stats.debuginfod_files++;
+	else
+		c->stats.debuginfod_rejected++;
+	return dbg;
+}
+
+void symcache__set_debuginfod(struct symcache *c, struct dbgfetch *f)
+{
+	struct elf_object *o;
+
+	c->fetch = f;
+	c->fetch_gen = 0;
+	for (o = c->objects; o; o = o->next) {
+		o->debug_pending = o->fetch_done = false;
+		/* Loaded already without debug info: ask now, picked up like the others. */
+		if (f && o->loaded && !o->dwarf && !o->debug_path && o->build_id &&
+		    dbgfetch__request(f, o->build_id, NULL) >= 0) {
+			o->debug_pending = true;
+			c->stats.debuginfod_requests++;
+		}
+	}
+}
+
+int symcache__pick_up_debug_files(struct symcache *c)
+{
+	struct elf_object *o;
+	uint64_t gen;
+	int state, n = 0;
+
+	if (!c || !c->fetch)
+		return 0;
+	gen = dbgfetch__generation(c->fetch);
+	if (gen == c->fetch_gen)
+		return 0;
+	c->fetch_gen = gen;
+	for (o = c->objects; o; o = o->next) {
+		if (!o->debug_pending)
+			continue;
+		state = dbgfetch__request(c->fetch, o->build_id, NULL);
+		if (state == DBGFETCH_PENDING)
+			continue;
+		o->debug_pending = false;
+		if (state != DBGFETCH_FOUND)
+			continue;
+		/* The next lookup loads it again, with the debug file: frames named anew. */
+		elf_object__unload(o);
+		n++;
+	}
+	return n;
+}
+
+/*
  * Loads symbols and DWARF of @o (first lookup, or first after an unload).
  * Failures leave that part empty; -ENOENT when the file cannot be read again.
  */
@@ -2133,6 +2217,8 @@ static int elf_object__load(struct elf_object *o)
 			dbg = reopen_debug_file(o);
 		o->debug_searched = true;
 	}
+	if (!main_dwarf && !dbg)
+		dbg = fetch_debug_file(o);
 	/* Room first: the peak is then the budget, not the budget plus this object. */
 	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
 
@@ -2377,3 +2463,14 @@ const char *elf_object__orig_path(const struct elf_object *o)
 	return o->orig_path ? o->orig_path : o->path;
 }
 /* --- end of lookup by file identity --- */
+
+struct elf_object *symcache__find_build_id(struct symcache *c, const char *build_id)
+{
+	char key[160];
+	int len;
+
+	if (!c || !build_id)
+		return NULL;
+	len = snprintf(key, sizeof(key), "b:%s", build_id);
+	return len > 0 && (size_t)len < sizeof(key) ? find_key(c, key) : NULL;
+}
