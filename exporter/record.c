@@ -752,6 +752,7 @@ static void finish_debuginfod(struct recorder *r, struct symcache *syms)
 {
 	const struct record_opts *o = r->opts;
 	struct dbgfetch_stats st;
+	struct symcache_stats ss;
 	int named = 0;
 
 	if (!r->fetch)
@@ -772,13 +773,15 @@ static void finish_debuginfod(struct recorder *r, struct symcache *syms)
 	dbgfetch__stats(r->fetch, &st);
 	dbgfetch__free(r->fetch); /* cancels what is still in flight */
 	r->fetch = NULL;
+	symcache__stats(syms, &ss);
 	fprintf(stderr,
 		"spanprof: debuginfod: %llu debug files fetched, %llu not on the servers, %llu "
-		"failed, %llu dropped, %llu unfinished; %d frames named at the end%s%s\n",
+		"failed, %llu dropped, %llu unfinished, %llu rejected; %d frames named at the "
+		"end%s%s\n",
 		(unsigned long long)st.found, (unsigned long long)st.missing,
 		(unsigned long long)st.failed, (unsigned long long)st.dropped,
-		(unsigned long long)st.pending, named > 0 ? named : 0,
-		st.last_error ? "; last failure: " : "",
+		(unsigned long long)st.pending, (unsigned long long)ss.debuginfod_rejected,
+		named > 0 ? named : 0, st.last_error ? "; last failure: " : "",
 		st.last_error ? strerror(-st.last_error) : "");
 }
 
