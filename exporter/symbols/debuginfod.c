@@ -334,5 +334,6 @@ void dbgfetch__stats(struct dbgfetch *f, struct dbgfetch_stats *out)
 	pthread_mutex_lock(&f->lock);
 	*out = f->stats;
 	out->pending = f->queued + f->in_flight;
+	out->in_flight = f->in_flight;
 	pthread_mutex_unlock(&f->lock);
 }

@@ -79,13 +79,14 @@ uint64_t dbgfetch__generation(struct dbgfetch *f);
 unsigned int dbgfetch__wait(struct dbgfetch *f, unsigned int timeout_ms);
 
 struct dbgfetch_stats {
-	uint64_t requests; /* build IDs queued (retries included) */
-	uint64_t found;	   /* debug files received (or found in the cache) */
-	uint64_t missing;  /* servers have no such file */
-	uint64_t failed;   /* no answer: server down, slow (timeout), refused, cancelled */
-	uint64_t dropped;  /* not queued: max_queued waiting already */
-	uint64_t pending;  /* gauge: queued or in flight */
-	int last_error;	   /* negative errno of the last failure, 0 if none */
+	uint64_t requests;  /* build IDs queued (retries included) */
+	uint64_t found;	    /* debug files received (or found in the cache) */
+	uint64_t missing;   /* servers have no such file */
+	uint64_t failed;    /* no answer: server down, slow (timeout), refused, cancelled */
+	uint64_t dropped;   /* not queued: max_queued waiting already */
+	uint64_t pending;   /* gauge: queued or in flight */
+	uint64_t in_flight; /* gauge: of those, in a worker's hands */
+	int last_error;	    /* negative errno of the last failure, 0 if none */
 };
 void dbgfetch__stats(struct dbgfetch *f, struct dbgfetch_stats *out);
 
