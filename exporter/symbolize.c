@@ -129,6 +129,13 @@ struct istr {
 	char s[];
 };
 
+/* scoped_name() of a declaration DIE, by its offset: the scope walk reads the whole CU. */
+struct scope_name {
+	Dwarf_Off off;
+	UT_hash_handle hh;
+	const char *name; /* interned */
+};
+
 struct elf_object {
 	struct symcache *cache;
 	/* Light part: kept until symcache__free(). */
@@ -168,7 +175,8 @@ struct elf_object {
 	size_t nsyms;
 	struct sname *names;
 	struct istr *strings; /* demangled names, source paths */
-	Elf *dwarf_elf;	      /* mapped, for libdw */
+	struct scope_name *scope_names;
+	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
 	struct cu_info *cus;
 	size_t ncus;
@@ -360,6 +368,7 @@ static void elf_object__unload(struct elf_object *o)
 	struct symcache *c = o->cache;
 	struct sname *n, *ntmp;
 	struct istr *s, *stmp;
+	struct scope_name *sn, *sntmp;
 
 	if (!o->loaded)
 		return;
@@ -371,6 +380,10 @@ static void elf_object__unload(struct elf_object *o)
 	HASH_ITER (hh, o->strings, s, stmp) {
 		HASH_DEL(o->strings, s);
 		free(s);
+	}
+	HASH_ITER (hh, o->scope_names, sn, sntmp) {
+		HASH_DEL(o->scope_names, sn);
+		free(sn);
 	}
 	drop_dwarf(o);
 	free(o->syms);
@@ -1659,7 +1672,133 @@ static const char *die_linkage_name(Dwarf_Die *die)
 	return NULL;
 }
 
-static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
+static bool is_cxx(Dwarf_Die *cudie)
+{
+	int lang = dwarf_srclang(cudie);
+
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+/* Appends @s (at most @n bytes) to @buf of @cap bytes holding *@len; false when it is full. */
+static bool append(char *buf, size_t cap, size_t *len, const char *s, size_t n)
+{
+	if (*len + n + 1 > cap)
+		return false;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = 0;
+	return true;
+}
+
+/* True when scopes[@i] of @n is inside a function (lexical blocks between them are looked through).
+ */
+static bool in_function(Dwarf_Die *scopes, int i, int n)
+{
+	int tag;
+
+	for (i++; i < n; i++) {
+		tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+			return true;
+		if (tag != DW_TAG_lexical_block)
+			return false;
+	}
+	return false;
+}
+
+/*
+ * The C++ name of @die qualified by its enclosing scopes, as c++filt writes scopes, when DWARF
+ * gives the function no linkage name (gcc omits it for lambdas' operator() and functions only
+ * ever inlined): namespaces ("(anonymous namespace)"), classes with their template arguments,
+ * and enclosing functions (their demangled linkage name, for lambdas and local classes). A
+ * lambda's unnamed closure class is written "{lambda}": c++filt's "{lambda(ARGS)#N}" needs the
+ * mangled closure type, which DWARF does not give. Scopes are those of the declaration
+ * (DW_AT_specification) of the abstract instance (DW_AT_abstract_origin): DWARF 5 sections 3.3.8
+ * and 2.13.2. @name itself when no scope is known, or on ENOMEM. Cached by declaration.
+ */
+static const char *scoped_name(struct elf_object *o, Dwarf_Die *die, const char *name)
+{
+	Dwarf_Die decl = *die, ref, *scopes = NULL;
+	Dwarf_Attribute attr;
+	struct scope_name *sn;
+	char buf[4096];
+	size_t len = 0;
+	const char *res = name;
+	Dwarf_Off off;
+	int i, n;
+
+	for (i = 0; i < MAX_DIE_DEPTH; i++) {
+		if (!dwarf_formref_die(dwarf_attr(&decl, DW_AT_abstract_origin, &attr), &ref) &&
+		    !dwarf_formref_die(dwarf_attr(&decl, DW_AT_specification, &attr), &ref))
+			break;
+		decl = ref;
+	}
+	off = dwarf_dieoffset(&decl);
+	HASH_FIND(hh, o->scope_names, &off, sizeof(off), sn);
+	if (sn)
+		return sn->name;
+	n = dwarf_getscopes_die(&decl, &scopes);
+	buf[0] = 0;
+	/* scopes[0] is the DIE itself, scopes[n - 1] its compile unit. */
+	for (i = n - 2; i >= 1; i--) {
+		const char *sname = dwarf_diename(&scopes[i]), *linkage;
+		int tag = dwarf_tag(&scopes[i]);
+		bool ok = true;
+
+		if (tag == DW_TAG_namespace) {
+			sname = sname ? sname : "(anonymous namespace)";
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+			   tag == DW_TAG_union_type) {
+			/*
+			 * gcc and clang leave a lambda's closure type unnamed: the unnamed class
+			 * holding the operator() named here, inside a function.
+			 */
+			if (!sname)
+				sname = i == 1 && !strcmp(name, "operator()") &&
+						in_function(scopes, i, n)
+					    ? "{lambda}"
+					    : "{unnamed type}";
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else if (tag == DW_TAG_subprogram) {
+			linkage = die_linkage_name(&scopes[i]);
+			sname = linkage ? demangle(o, linkage) : sname;
+			if (!sname)
+				break;
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else {
+			continue; /* lexical blocks and the like name nothing */
+		}
+		if (!ok || !append(buf, sizeof(buf), &len, "::", 2)) {
+			len = 0; /* too long: the plain name rather than a cut one */
+			break;
+		}
+	}
+	free(scopes);
+	/* Interned even unscoped: the cache outlives libdw's strings (drop_dwarf()). */
+	if (len && append(buf, sizeof(buf), &len, name, strlen(name)))
+		res = intern(o, buf);
+	else
+		res = intern(o, name);
+	if (!res)
+		return name;
+	sn = malloc(sizeof(*sn));
+	if (sn) {
+		sn->off = off;
+		sn->name = res;
+		hash_oom = false;
+		HASH_ADD(hh, o->scope_names, off, sizeof(sn->off), sn);
+		if (hash_oom)
+			free(sn);
+		else
+			charge(o, sizeof(*sn) + ENTRY_OVERHEAD);
+	}
+	return res;
+}
+
+/* Names of @die; true when they come from a linkage name (else DW_AT_name). */
+static bool die_names(struct elf_object *o, Dwarf_Die *die, Dwarf_Die *cudie, struct sym_frame *f)
 {
 	const char *linkage = die_linkage_name(die);
 	const char *name = dwarf_diename(die);
@@ -1668,6 +1807,9 @@ static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
 	f->function = linkage ? demangle(o, linkage) : name;
 	if (linkage && f->function == linkage && name)
 		f->function = name; /* not mangled after all (extern "C", asm labels) */
+	if (!linkage && name && is_cxx(cudie))
+		f->function = scoped_name(o, die, name);
+	return linkage != NULL;
 }
 
 static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
@@ -1709,7 +1851,9 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 	return s ? s : file;
 }
 
-static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max)
+/* *@phys_linkage: the physical function's name came from a linkage name. */
+static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
+			bool *phys_linkage)
 {
 	Dwarf_Die chain[MAX_FRAMES];
 	struct cu_info *cu = find_cu(o, pc);
@@ -1724,7 +1868,10 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	if (f) {
 		n = inline_chain(&f->die, pc, chain, max);
 		for (i = 0; i < n; i++) {
-			die_names(o, &chain[n - 1 - i], &out[i]);
+			bool l = die_names(o, &chain[n - 1 - i], &cu->die, &out[i]);
+
+			if (i == n - 1)
+				*phys_linkage = l;
 			if (i > 0)
 				call_site(&chain[n - i], &out[i]);
 		}
@@ -2279,10 +2426,11 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	struct symcache *c = o->cache;
 	const struct csym *s = find_symbol(o, vaddr);
 	const struct sname *name = s ? sym_name(o, s) : NULL;
+	bool phys_linkage = false;
 	int n = 0;
 
 	if (o->dwarf)
-		n = dwarf_frames(o, vaddr, out, max);
+		n = dwarf_frames(o, vaddr, out, max, &phys_linkage);
 	if (n > 0) {
 		struct sym_frame *phys = &out[n - 1];
 
@@ -2290,6 +2438,9 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		if (name)
 			phys->system_name = name->name;
 		if (!phys->function && name)
+			phys->function = name->dname;
+		/* DWARF without a linkage name, a mangled symbol: c++filt's full name. */
+		else if (name && !phys_linkage && name->dname != name->name)
 			phys->function = name->dname;
 		c->stats.dwarf_hits++;
 		return n;
