@@ -35,14 +35,14 @@ FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
 FUZZ_SRCS_cfi       := cfi tlsctx procmaps elfcheck
-FUZZ_SRCS_symbolize := symbolize elfcheck
+FUZZ_SRCS_symbolize := symbolize elfcheck symbols/minidebuginfo symbols/debuginfod
 FUZZ_SRCS_procmaps  := procmaps procctx $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_procctx   := procctx procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := threadctx
 FUZZ_SRCS_ksyms     := ksyms
 FUZZ_SRCS_procmeta  := procmeta k8smeta
 FUZZ_LIBS_cfi       := -lelf -lpthread
-FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz
+FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz -llzma -ldebuginfod -lpthread
 FUZZ_LIBS_procmaps  := -lprotobuf-c
 FUZZ_LIBS_procctx   := -lprotobuf-c
 
@@ -58,7 +58,7 @@ FUZZ_OPTS_procmeta  := -max_len=8192
 
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_ALL))
 FUZZ_REPLAYS  := $(addprefix $(BUILD)/test/fuzz_replay_,$(FUZZ_ALL))
-FUZZ_HDRS     := $(wildcard exporter/*.h) $(wildcard bpf/*.h) test/fuzz/fuzz.h $(PROTO_H)
+FUZZ_HDRS     := $(wildcard exporter/*.h exporter/*/*.h) $(wildcard bpf/*.h) test/fuzz/fuzz.h $(PROTO_H)
 
 # Exporter objects: obj/ with libFuzzer's coverage instrumentation, replay-obj/ without.
 $(FUZZ_DIR)/obj/%.o: exporter/%.c $(FUZZ_HDRS)
