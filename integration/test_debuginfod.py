@@ -243,3 +243,50 @@ def test_server_answers_garbage(spanprof, stripped_chain, procs, tmp_path):
         assert_unnamed_on_time(err, secs, out, "rejected")
     finally:
         bad.close()
+
+
+def test_export_names_frames_from_the_next_interval(spanprof, stripped_chain, server, procs,
+                                                    tmp_path, testcollector_bin, otlpcheck):
+    """Sending to a Collector: frames answered before the debug file arrived keep their name for
+    that interval only; later requests name them. The process is started through a symlink with
+    another name (and a comm cut to 15 bytes): its resource names it so."""
+    from test_otlp import start_testcollector
+    binary, _, _ = stripped_chain
+    link = binary.parent / "chain-started-as"
+    if not link.exists():
+        link.symlink_to(binary.name)
+    p = procs.start(link, "40")
+    port = free_port()
+    start_testcollector(procs, testcollector_bin, port, tmp_path / "recv.jsonl")
+    reqdir = tmp_path / "requests"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
+    env["DEBUGINFOD_CACHE_PATH"] = str(tmp_path / "cache")
+    res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
+                          str(p.pid), "--duration", "6", "--export-interval", "1", "--frequency",
+                          "99", "--output-dir", str(reqdir), "--debuginfod", server],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert end_counts(res.stderr)["fetched"] == 1, res.stderr
+    per_request = []
+    for f in sorted(reqdir.glob("profiles-*.binpb")):
+        got = otlpcheck(f)
+        assert got["ok"], got["errors"][:5]
+        events = full = 0
+        for m in (m for i in got["inputs"] for m in i["messages"]):
+            for rp in m["resource_profiles"]:
+                a = rp["attributes"]
+                assert a["process.executable.name"] == "chain-started-as", a
+                assert a["process.executable.path"] == str(link), a
+                assert a["service.name"] == "unknown_service:chain-started-as", a
+                for sc in rp["scopes"]:
+                    for prof in sc["profiles"]:
+                        for st in prof["stacks"]:
+                            events += st["events"]
+                            if all(x in st["frames"] for x in ("c", "b", "a", "main")):
+                                full += st["events"]
+        per_request.append((events, full))
+    busy = [(e, f) for e, f in per_request if e >= 20]
+    assert len(busy) >= 2, per_request
+    # The last interval with samples: the debug file had long arrived.
+    events, full = busy[-1]
+    assert full / events >= 0.9, per_request
