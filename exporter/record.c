@@ -733,7 +733,8 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
  */
 static void start_debuginfod(struct recorder *r, struct symcache *syms)
 {
-	struct dbgfetch_opts fo = {.urls = r->opts->debuginfod_urls};
+	struct dbgfetch_opts fo = {.urls = r->opts->debuginfod_urls,
+				   .cache_max_bytes = (uint64_t)r->opts->debuginfod_cache_mb << 20};
 
 	r->fetch = dbgfetch__new(&fo);
 	if (!r->fetch && errno != ENOENT)

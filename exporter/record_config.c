@@ -91,6 +91,7 @@ static const char *const known_keys[] = {
     "lock-min-wait",
     "offcpu-min",
     "debuginfod",
+    "debuginfod-cache-mb",
 };
 
 static void put_str_opt(FILE *f, const struct config *cfg, const char *key, const char *v,
@@ -152,6 +153,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	} else {
 		put_unset(f, "debuginfod", "no debug files fetched (DEBUGINFOD_URLS unset)");
 	}
+	fprintf(f, "debuginfod-cache-mb: %u", o->debuginfod_cache_mb);
+	put_source(f, cfg, "debuginfod-cache-mb", NULL);
 	fprintf(f, "unwind-max-mb: %u", o->unwind_max_mb);
 	put_source(f, cfg, "unwind-max-mb", NULL);
 	fprintf(f, "no-span-links: %s", o->no_span_links ? "true" : "false");

@@ -123,14 +123,14 @@ class OddServer(http.server.ThreadingHTTPServer):
         self.server_close()
 
 
-def run_agent(spanprof, out, pid, url, cache):
+def run_agent(spanprof, out, pid, url, cache, *extra):
     """One local run of DURATION s on @pid with --debuginfod @url; returns (stderr, seconds from
     the start of sampling to the exit)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
     env["DEBUGINFOD_CACHE_PATH"] = str(cache)
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid", str(pid),
                               "--duration", str(DURATION), "--frequency", "99", "--debuginfod",
-                              url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              url, *map(str, extra)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env=env)
     try:
         seen = wait_sampling(agent)
@@ -184,8 +184,17 @@ def test_debug_file_only_the_server_has(spanprof, stripped_chain, server, procs,
     assert (cache / bid / "debuginfo").is_file()
 
     # The cache is reused: a second run with no server at all names the frames the same way.
+    # It also keeps the cache within --debuginfod-cache-mb: an old file of another build ID
+    # that would put it over goes, the file in use stays.
+    junk = cache / ("ab" * 20) / "debuginfo"
+    junk.parent.mkdir()
+    junk.write_bytes(b"\0" * (2 << 20))
+    os.utime(junk, (time.time() - 86400, time.time() - 86400))
     out2 = tmp_path / "out2"
-    err2, _ = run_agent(spanprof, out2, p.pid, f"http://127.0.0.1:{free_port()}", cache)
+    err2, _ = run_agent(spanprof, out2, p.pid, f"http://127.0.0.1:{free_port()}", cache,
+                        "--debuginfod-cache-mb", 1)
+    assert not junk.exists() and (cache / bid / "debuginfo").is_file()
+    assert sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) <= 1 << 20
     counts2 = end_counts(err2)
     assert counts2["fetched"] == 1 and counts2["failed"] == 0, err2
     total2, named2, folded2 = chain_share(out2)

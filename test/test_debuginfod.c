@@ -15,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,13 +170,102 @@ static void test_slow_queue_and_cancel(void **state)
 	close(srv);
 }
 
+/* @size bytes at @dir/@name, last accessed and modified @age seconds ago. */
+static void cache_file(const char *dir, const char *name, size_t size, int age)
+{
+	char path[2 * PATH_MAX], *buf = calloc(1, size + 1);
+	struct timespec t[2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (strchr(name, '/')) {
+		*strrchr(path, '/') = 0;
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, size, f), size);
+	fclose(f);
+	free(buf);
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[2 * PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !stat(path, &st);
+}
+
+/*
+ * The client cache stays within its bound: least recently used first, never the control
+ * files at its top nor a file changed in the last minute (a download in progress).
+ */
+static void test_cache_bound(void **state)
+{
+	char dir[PATH_MAX];
+	struct dbgfetch_opts o = {.urls = "http://127.0.0.1:1", .cache_max_bytes = 9000};
+	struct dbgfetch *f;
+	struct dbgfetch_stats st;
+
+	/* A cache of its own: the library put control files into the other tests' one. */
+	snprintf(dir, sizeof(dir), "%s/bound", cache_dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	setenv("DEBUGINFOD_CACHE_PATH", dir, 1);
+	assert_int_equal(dbgfetch__cache_dir(dir, sizeof(dir)), 0);
+	assert_non_null(strstr(dir, "/bound")); /* DEBUGINFOD_CACHE_PATH */
+	cache_file(dir, "max_unused_age_s", 7, 5000);
+	cache_file(dir, "aa01/debuginfo", 4000, 3000);
+	cache_file(dir, "aa02/debuginfo", 4000, 2000);
+	cache_file(dir, "aa03/debuginfo", 4000, 1000);
+	cache_file(dir, "aa04/debuginfo", 4000, 0);
+	f = dbgfetch__new(&o);
+	assert_non_null(f);
+	/* The workers trim at start; this waits for that, then finds nothing more to do. */
+	assert_true(dbgfetch__trim_cache(f) >= 0);
+	assert_false(exists(dir, "aa01"));
+	assert_false(exists(dir, "aa02"));
+	assert_true(exists(dir, "aa03/debuginfo"));
+	assert_true(exists(dir, "aa04/debuginfo"));
+	assert_true(exists(dir, "max_unused_age_s"));
+	dbgfetch__stats(f, &st);
+	assert_int_equal(st.cache_evicted, 2);
+	assert_int_equal(st.cache_bytes, 8007);
+	dbgfetch__free(f);
+
+	/* Far over: the busy file and the control file stay all the same. */
+	o.cache_max_bytes = 100;
+	f = dbgfetch__new(&o);
+	assert_non_null(f);
+	assert_true(dbgfetch__trim_cache(f) >= 0);
+	assert_false(exists(dir, "aa03"));
+	assert_true(exists(dir, "aa04/debuginfo"));
+	assert_true(exists(dir, "max_unused_age_s"));
+	dbgfetch__stats(f, &st);
+	assert_int_equal(st.cache_bytes, 4007);
+	dbgfetch__free(f);
+
+	/* No bound: nothing removed. */
+	o.cache_max_bytes = 0;
+	f = dbgfetch__new(&o);
+	assert_int_equal(dbgfetch__trim_cache(f), 0);
+	assert_true(exists(dir, "aa04/debuginfo"));
+	dbgfetch__free(f);
+	setenv("DEBUGINFOD_CACHE_PATH", cache_dir, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_no_urls),
-	    cmocka_unit_test(test_bad_ids),
-	    cmocka_unit_test(test_refused),
-	    cmocka_unit_test(test_slow_queue_and_cancel),
+	    cmocka_unit_test(test_no_urls),	cmocka_unit_test(test_bad_ids),
+	    cmocka_unit_test(test_refused),	cmocka_unit_test(test_slow_queue_and_cancel),
+	    cmocka_unit_test(test_cache_bound),
 	};
 	char cmd[128];
 	int rc;

@@ -2,11 +2,15 @@
 /*
  * debuginfod: background fetches of debug files by build ID through libdebuginfod.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +56,11 @@ struct dbgfetch {
 	volatile int stopping;
 	struct dbgfetch_stats stats;
 	struct worker *workers;
+	/* Client cache bound (opts.cache_max_bytes); trim_pending: a worker trims next. */
+	char cache_dir[PATH_MAX];
+	uint64_t cache_max_bytes;
+	int trim_pending;
+	pthread_mutex_t trim_lock; /* one trim at a time */
 };
 
 static uint64_t mono_ns(void)
@@ -83,6 +92,7 @@ static void finish(struct dbgfetch *f, struct entry *e, int rc, char *path)
 		e->state = DBGFETCH_FOUND;
 		e->path = path;
 		f->stats.found++;
+		__atomic_store_n(&f->trim_pending, 1, __ATOMIC_RELAXED);
 	} else {
 		free(path);
 		if (rc == -ENOENT) {
@@ -115,6 +125,9 @@ static void *worker_main(void *arg)
 		debuginfod_set_progressfn(client, progress);
 	}
 	for (;;) {
+		/* At start and after each file received: the cache within its bound. */
+		if (__atomic_exchange_n(&f->trim_pending, 0, __ATOMIC_RELAXED))
+			dbgfetch__trim_cache(f);
 		pthread_mutex_lock(&f->lock);
 		while (!f->head && !f->stopping)
 			pthread_cond_wait(&f->work, &f->lock);
@@ -175,6 +188,7 @@ struct dbgfetch *dbgfetch__new(const struct dbgfetch_opts *opts)
 	if (!f)
 		return NULL;
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->trim_lock, NULL);
 	pthread_cond_init(&f->work, NULL);
 	pthread_cond_init(&f->idle, NULL);
 	f->nworkers = opts && opts->max_parallel ? opts->max_parallel : DBGFETCH_DEFAULT_PARALLEL;
@@ -182,6 +196,9 @@ struct dbgfetch *dbgfetch__new(const struct dbgfetch_opts *opts)
 	f->timeout_ns =
 	    (uint64_t)(opts && opts->timeout_s ? opts->timeout_s : DBGFETCH_DEFAULT_TIMEOUT_S) *
 	    1000000000ull;
+	f->cache_max_bytes = opts ? opts->cache_max_bytes : 0;
+	if (f->cache_max_bytes && !dbgfetch__cache_dir(f->cache_dir, sizeof(f->cache_dir)))
+		f->trim_pending = 1;
 	f->workers = calloc(f->nworkers, sizeof(*f->workers));
 	if (!f->workers) {
 		dbgfetch__free(f);
@@ -223,6 +240,7 @@ void dbgfetch__free(struct dbgfetch *f)
 	free(f->workers);
 	pthread_cond_destroy(&f->work);
 	pthread_cond_destroy(&f->idle);
+	pthread_mutex_destroy(&f->trim_lock);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -336,4 +354,168 @@ void dbgfetch__stats(struct dbgfetch *f, struct dbgfetch_stats *out)
 	out->pending = f->queued + f->in_flight;
 	out->in_flight = f->in_flight;
 	pthread_mutex_unlock(&f->lock);
+}
+
+int dbgfetch__cache_dir(char *buf, size_t size)
+{
+	const char *env = getenv(DEBUGINFOD_CACHE_PATH_ENV_VAR), *home = getenv("HOME");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	struct stat st;
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, size, "%s", env);
+	else if (!home || !*home)
+		return -ENOENT;
+	else if ((n = snprintf(buf, size, "%s/.debuginfod_client_cache", home)) > 0 &&
+		 (size_t)n < size && !stat(buf, &st) && S_ISDIR(st.st_mode))
+		;
+	else if (xdg && *xdg)
+		n = snprintf(buf, size, "%s/debuginfod_client", xdg);
+	else
+		n = snprintf(buf, size, "%s/.cache/debuginfod_client", home);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+struct cache_file {
+	char *path;
+	uint64_t size;
+	int64_t used;	 /* latest of atime and mtime, seconds */
+	int64_t changed; /* mtime, seconds */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct cache_walk {
+	struct cache_file *files;
+	size_t n, cap;
+	uint64_t total;
+	int err;
+};
+
+/* Cache entries nest a level or two (build ID, then files): a bound against loops and odd trees. */
+#define CACHE_MAX_DEPTH 4
+
+/* Regular files under @dir; those directly in the top directory (control files) count but stay. */
+static void cache_collect(const char *dir, int depth, struct cache_walk *w)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(dir);
+	void *p;
+
+	if (!d) {
+		if (!depth)
+			w->err = -errno;
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
+			sizeof(path) ||
+		    lstat(path, &st))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth < CACHE_MAX_DEPTH)
+				cache_collect(path, depth + 1, w);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode))
+			continue;
+		w->total += (uint64_t)st.st_size;
+		if (!depth)
+			continue;
+		if (w->n == w->cap) {
+			p = realloc(w->files, (w->cap ? 2 * w->cap : 64) * sizeof(*w->files));
+			if (!p) {
+				w->err = -ENOMEM;
+				break;
+			}
+			w->files = p;
+			w->cap = w->cap ? 2 * w->cap : 64;
+		}
+		w->files[w->n].path = strdup(path);
+		if (!w->files[w->n].path) {
+			w->err = -ENOMEM;
+			break;
+		}
+		w->files[w->n].size = (uint64_t)st.st_size;
+		w->files[w->n].dev = st.st_dev;
+		w->files[w->n].ino = st.st_ino;
+		w->files[w->n].changed = st.st_mtim.tv_sec;
+		w->files[w->n].used =
+		    st.st_atim.tv_sec > st.st_mtim.tv_sec ? st.st_atim.tv_sec : st.st_mtim.tv_sec;
+		w->n++;
+	}
+	closedir(d);
+}
+
+static int cache_file_cmp(const void *a, const void *b)
+{
+	const struct cache_file *x = a, *y = b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/*
+ * True when this run handed out @c's file (a DBGFETCH_FOUND result, compared by device and
+ * inode, whatever the spelling of the path): the symbolizer may open it again.
+ */
+static bool handed_out(struct dbgfetch *f, const struct cache_file *c)
+{
+	struct entry *e, *tmp;
+	struct stat st;
+	bool found = false;
+
+	pthread_mutex_lock(&f->lock);
+	HASH_ITER (hh, f->entries, e, tmp)
+		if (e->path && !stat(e->path, &st) && st.st_dev == c->dev && st.st_ino == c->ino) {
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&f->lock);
+	return found;
+}
+
+int dbgfetch__trim_cache(struct dbgfetch *f)
+{
+	struct cache_walk w = {0};
+	struct timespec now;
+	char *slash;
+	size_t i;
+	int removed = 0;
+
+	if (!f || !f->cache_max_bytes || !f->cache_dir[0])
+		return 0;
+	pthread_mutex_lock(&f->trim_lock);
+	clock_gettime(CLOCK_REALTIME, &now);
+	cache_collect(f->cache_dir, 0, &w);
+	if (!w.err && w.total > f->cache_max_bytes) {
+		qsort(w.files, w.n, sizeof(*w.files), cache_file_cmp);
+		for (i = 0; i < w.n && w.total > f->cache_max_bytes; i++) {
+			if (now.tv_sec - w.files[i].changed < DBGFETCH_CACHE_BUSY_S ||
+			    handed_out(f, &w.files[i]) || unlink(w.files[i].path))
+				continue;
+			w.total -= w.files[i].size;
+			removed++;
+			/* Its build-ID directory, once empty (else rmdir fails: fine). */
+			slash = strrchr(w.files[i].path, '/');
+			if (slash) {
+				*slash = 0;
+				rmdir(w.files[i].path);
+			}
+		}
+	}
+	for (i = 0; i < w.n; i++)
+		free(w.files[i].path);
+	free(w.files);
+	pthread_mutex_lock(&f->lock);
+	f->stats.cache_evicted += (uint64_t)removed;
+	if (!w.err)
+		f->stats.cache_bytes = w.total;
+	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->trim_lock);
+	return w.err ? w.err : removed;
 }
