@@ -1148,11 +1148,13 @@ struct symtab_src {
 
 /*
  * Appends the function symbols of @src to *@tmp (*@out used, *@cap allocated), with @name_bit
- * set in each name offset; names using that bit themselves are left out. Sets *@str_off and
- * *@str_size to the string table's place. 0, -ENOENT (no such table) or -ENOMEM.
+ * set in each name offset. With @shared (two tables in one array), names whose offset uses
+ * SYM_NAME_MINI itself are left out. Sets *@str_off and *@str_size to the string table's
+ * place. 0, -ENOENT (no such table) or -ENOMEM.
  */
-static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, struct lsym **tmp,
-			   size_t *out, size_t *cap, uint64_t *str_off, uint64_t *str_size)
+static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, bool shared,
+			   struct lsym **tmp, size_t *out, size_t *cap, uint64_t *str_off,
+			   uint64_t *str_size)
 {
 	unsigned char *buf = NULL;
 	Elf_Scn *scn = NULL;
@@ -1223,7 +1225,7 @@ static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, stru
 				continue;
 			if (shndx == SHN_UNDEF || !value || !name || name >= strshdr.sh_size)
 				continue;
-			if (name & name_bit)
+			if (shared && (name & SYM_NAME_MINI))
 				continue;
 			(*tmp)[*out].addr = value;
 			(*tmp)[*out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
@@ -1257,8 +1259,8 @@ static int load_symbol_tables(struct elf_object *o, const struct symtab_src *src
 	void *p;
 
 	for (k = 0; k < nsrc; k++) {
-		err = collect_symbols(&srcs[k], nsrc > 1 ? (k ? SYM_NAME_MINI : 0) : 0, &tmp, &out,
-				      &cap, &off, &size);
+		err = collect_symbols(&srcs[k], k ? SYM_NAME_MINI : 0, nsrc > 1, &tmp, &out, &cap,
+				      &off, &size);
 		if (err == -ENOMEM) {
 			free(tmp);
 			return err;
