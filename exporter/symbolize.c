@@ -1853,9 +1853,12 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 	return s ? s : file;
 }
 
-/* *@phys_linkage: the physical function's name came from a linkage name. */
+/*
+ * *@phys_linkage: the physical function's name came from a linkage name; *@phys_lo: the start
+ * of its address range holding @pc (0 when no function is known).
+ */
 static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
-			bool *phys_linkage)
+			bool *phys_linkage, uint64_t *phys_lo)
 {
 	Dwarf_Die chain[MAX_FRAMES];
 	struct cu_info *cu = find_cu(o, pc);
@@ -1868,6 +1871,7 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	memset(out, 0, sizeof(*out) * max);
 	f = find_func(o, cu, pc);
 	if (f) {
+		*phys_lo = f->lo;
 		n = inline_chain(&f->die, pc, chain, max);
 		for (i = 0; i < n; i++) {
 			bool l = die_names(o, &chain[n - 1 - i], &cu->die, &out[i]);
@@ -2429,10 +2433,11 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	const struct csym *s = find_symbol(o, vaddr);
 	const struct sname *name = s ? sym_name(o, s) : NULL;
 	bool phys_linkage = false;
+	uint64_t phys_lo = 0;
 	int n = 0;
 
 	if (o->dwarf)
-		n = dwarf_frames(o, vaddr, out, max, &phys_linkage);
+		n = dwarf_frames(o, vaddr, out, max, &phys_linkage, &phys_lo);
 	if (n > 0) {
 		struct sym_frame *phys = &out[n - 1];
 
@@ -2441,8 +2446,11 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 			phys->system_name = name->name;
 		if (!phys->function && name)
 			phys->function = name->dname;
-		/* DWARF without a linkage name, a mangled symbol: c++filt's full name. */
-		else if (name && !phys_linkage && name->dname != name->name)
+		/*
+		 * DWARF without a linkage name, a mangled symbol starting where the function (or
+		 * this part of it) does, so the same one: c++filt's full name.
+		 */
+		else if (name && !phys_linkage && name->dname != name->name && s->addr == phys_lo)
 			phys->function = name->dname;
 		c->stats.dwarf_hits++;
 		return n;
