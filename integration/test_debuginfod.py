@@ -125,7 +125,7 @@ class OddServer(http.server.ThreadingHTTPServer):
 
 def run_agent(spanprof, out, pid, url, cache, *extra):
     """One local run of DURATION s on @pid with --debuginfod @url; returns (stderr, seconds from
-    the start of sampling to the exit)."""
+    the start of sampling to the exit, CPU seconds @pid used inside the sampling window)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
     env["DEBUGINFOD_CACHE_PATH"] = str(cache)
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid", str(pid),
@@ -135,6 +135,9 @@ def run_agent(spanprof, out, pid, url, cache, *extra):
     try:
         seen = wait_sampling(agent)
         t0 = time.monotonic()
+        cpu0 = cpu_seconds(pid)
+        time.sleep(DURATION - 0.3)
+        cpu = cpu_seconds(pid) - cpu0
         _, err = agent.communicate(timeout=120)
         secs = time.monotonic() - t0
     finally:
@@ -143,7 +146,13 @@ def run_agent(spanprof, out, pid, url, cache, *extra):
             agent.wait()
     err = "".join(seen) + err
     assert agent.returncode == 0, err
-    return err, secs
+    return err, secs, cpu
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of @pid so far (proc(5) stat fields 14 and 15)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def end_counts(err):
@@ -166,11 +175,12 @@ def test_debug_file_only_the_server_has(spanprof, stripped_chain, server, procs,
     p = procs.start(binary, "30")
     cache = tmp_path / "cache"
     out = tmp_path / "out"
-    err, secs = run_agent(spanprof, out, p.pid, server, cache)
+    err, secs, cpu = run_agent(spanprof, out, p.pid, server, cache)
     counts = end_counts(err)
     assert counts["fetched"] == 1 and counts["failed"] == 0 and counts["rejected"] == 0, err
     total, named, folded = chain_share(out)
-    assert total >= 50, f"only {total} samples at 99 Hz for {DURATION} s:\n{err}"
+    # Sized from the CPU time the workload got (a loaded machine gives it less), not the clock.
+    assert total >= max(10, 0.5 * cpu * 99), f"{total} samples for {cpu:.2f} s of CPU:\n{err}"
     assert named / total >= 0.9, folded[:5]
     # file:line from the fetched DWARF, in the pprof read by the reference decoder.
     prof = pprofcheck(out / "profile.pb.gz")
@@ -191,7 +201,7 @@ def test_debug_file_only_the_server_has(spanprof, stripped_chain, server, procs,
     junk.write_bytes(b"\0" * (2 << 20))
     os.utime(junk, (time.time() - 86400, time.time() - 86400))
     out2 = tmp_path / "out2"
-    err2, _ = run_agent(spanprof, out2, p.pid, f"http://127.0.0.1:{free_port()}", cache,
+    err2, _, _ = run_agent(spanprof, out2, p.pid, f"http://127.0.0.1:{free_port()}", cache,
                         "--debuginfod-cache-mb", 1)
     assert not junk.exists() and (cache / bid / "debuginfo").is_file()
     assert sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) <= 1 << 20
@@ -217,7 +227,7 @@ def test_server_down(spanprof, stripped_chain, procs, tmp_path):
     binary, _, _ = stripped_chain
     p = procs.start(binary, "30")
     out = tmp_path / "out"
-    err, secs = run_agent(spanprof, out, p.pid, f"http://127.0.0.1:{free_port()}",
+    err, secs, _ = run_agent(spanprof, out, p.pid, f"http://127.0.0.1:{free_port()}",
                           tmp_path / "cache")
     assert_unnamed_on_time(err, secs, out, "failed")
 
@@ -228,7 +238,7 @@ def test_server_slow(spanprof, stripped_chain, procs, tmp_path):
     try:
         p = procs.start(binary, "30")
         out = tmp_path / "out"
-        err, secs = run_agent(spanprof, out, p.pid, slow.url, tmp_path / "cache")
+        err, secs, _ = run_agent(spanprof, out, p.pid, slow.url, tmp_path / "cache")
         assert slow.hits >= 1, "the agent never asked the server"
         counts = end_counts(err)
         # Still waiting at the end (cancelled), or given up on by the per-request deadline.
@@ -247,7 +257,7 @@ def test_server_answers_garbage(spanprof, stripped_chain, procs, tmp_path):
     try:
         p = procs.start(binary, "30")
         out = tmp_path / "out"
-        err, secs = run_agent(spanprof, out, p.pid, bad.url, tmp_path / "cache")
+        err, secs, _ = run_agent(spanprof, out, p.pid, bad.url, tmp_path / "cache")
         assert bad.hits >= 1, "the agent never asked the server"
         assert_unnamed_on_time(err, secs, out, "rejected")
     finally:
@@ -294,7 +304,7 @@ def test_export_names_frames_from_the_next_interval(spanprof, stripped_chain, se
                             if all(x in st["frames"] for x in ("c", "b", "a", "main")):
                                 full += st["events"]
         per_request.append((events, full))
-    busy = [(e, f) for e, f in per_request if e >= 20]
+    busy = [(e, f) for e, f in per_request if e >= 5]
     assert len(busy) >= 2, per_request
     # The last interval with samples: the debug file had long arrived.
     events, full = busy[-1]
