@@ -25,7 +25,7 @@ OBJ        := $(BUILD)/obj
 CFLAGS     ?= -g -O2
 CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE \
 	      -DSPANPROF_VERSION='"$(VERSION)"' -I$(GEN) -I$(BUILD) -Iexporter -Ibpf
-LDLIBS     += -lyaml -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -lpthread -lm -ljson-c -lmicrohttpd
+LDLIBS     += -lyaml -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -llzma -ldebuginfod -lpthread -lm -ljson-c -lmicrohttpd
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Ibpf
 
 # --- generated code -------------------------------------------------------------------------

@@ -5,10 +5,10 @@
 
 BENCH_SYMBOLIZE_ARGS ?=
 
-$(BUILD)/bench/symbolize_mem: bench/symbolize_mem.c $(OBJ)/symbols/symbolize.o $(OBJ)/symbols/elfcheck.o
+$(BUILD)/bench/symbolize_mem: bench/symbolize_mem.c $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/symbols/symbolize.o $(OBJ)/symbols/elfcheck.o $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@
 
 .PHONY: bench-symbolize
 bench-symbolize: $(BUILD)/bench/symbolize_mem

@@ -7,7 +7,7 @@ pkgs=(
 	clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev pkg-config
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libgrpc-dev
 	uthash-dev libssl-dev libiberty-dev libcap-dev clang-format libcmocka-dev linux-perf binutils elfutils
-	libjson-c-dev libmicrohttpd-dev libyaml-dev chromium
+	libjson-c-dev libmicrohttpd-dev libyaml-dev chromium liblzma-dev xz-utils libdebuginfod-dev debuginfod
 	libclang-rt-14-dev
 )
 

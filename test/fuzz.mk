@@ -35,14 +35,14 @@ FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
 FUZZ_SRCS_cfi       := unwind/cfi spans/tlsctx process/procmaps symbols/elfcheck
-FUZZ_SRCS_symbolize := symbols/symbolize symbols/elfcheck
+FUZZ_SRCS_symbolize := symbols/symbolize symbols/elfcheck symbols/minidebuginfo symbols/debuginfod
 FUZZ_SRCS_procmaps  := process/procmaps spans/procctx $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_procctx   := spans/procctx process/procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := spans/threadctx
 FUZZ_SRCS_ksyms     := symbols/ksyms
 FUZZ_SRCS_procmeta  := process/procmeta process/k8smeta
 FUZZ_LIBS_cfi       := -lelf -lpthread
-FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz
+FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz -llzma -ldebuginfod -lpthread
 FUZZ_LIBS_procmaps  := -lprotobuf-c
 FUZZ_LIBS_procctx   := -lprotobuf-c
 

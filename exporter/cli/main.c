@@ -61,6 +61,8 @@ enum {
 	OPT_QUEUE,
 	OPT_FLUSH,
 	OPT_SYMCACHE,
+	OPT_DEBUGINFOD,
+	OPT_DEBUGINFOD_CACHE,
 	OPT_UNWIND_MAX,
 	OPT_NO_SPAN_LINKS,
 	OPT_CTX_UPROBE,
@@ -119,6 +121,16 @@ static const struct argp_option record_options[] = {
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
      "unloaded beyond it (default 12). Files unused for 30 s are closed",
+     0},
+    {"debuginfod", OPT_DEBUGINFOD, "URLS", 0,
+     "Fetch, in the background, the debug files of binaries that have none on this host from "
+     "these debuginfod servers (space-separated URLs; default: $DEBUGINFOD_URLS; an empty value "
+     "turns it off). Files go to the debuginfod client cache ($DEBUGINFOD_CACHE_PATH, else "
+     "~/.cache/debuginfod_client); frames are named once their file arrives",
+     0},
+    {"debuginfod-cache-mb", OPT_DEBUGINFOD_CACHE, "MIB", 0,
+     "Keep the debuginfod client cache under this size, least recently used files removed "
+     "first (default 1024; 0: only the library's own cleaning of files unused for a week)",
      0},
     {"unwind-max-mb", OPT_UNWIND_MAX, "MIB", 0,
      "Memory for the CFI unwind tables of user code built without frame pointers (default "
@@ -493,6 +505,16 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			    "--symbol-cache-mb wants a number of MiB from 4 to 1048576, not '%s'",
 			    arg);
 		break;
+	case OPT_DEBUGINFOD:
+		o->debuginfod_urls = arg;
+		break;
+	case OPT_DEBUGINFOD_CACHE:
+		if (parse_u32(arg, 0, 1 << 24, &o->debuginfod_cache_mb))
+			OPT_FAIL(state,
+				 "--debuginfod-cache-mb wants a number of MiB from 0 to 16777216, "
+				 "not '%s'",
+				 arg);
+		break;
 	case OPT_ENDPOINT:
 		if (endpoint__parse(arg, NULL, spec, sizeof(spec)))
 			OPT_FAIL(state, "--endpoint: %s", spec);
@@ -734,6 +756,7 @@ static void record_defaults(struct record_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->frequency_hz = RECORD_DEFAULT_HZ;
 	o->symcache_mb = RECORD_DEFAULT_SYMCACHE_MB;
+	o->debuginfod_cache_mb = RECORD_DEFAULT_DEBUGINFOD_CACHE_MB;
 	o->insecure = -1;
 	o->gzip = 1;
 	o->export_interval_s = 5;

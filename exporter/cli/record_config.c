@@ -90,6 +90,8 @@ static const char *const known_keys[] = {
     "alloc-min-bytes",
     "lock-min-wait",
     "offcpu-min",
+    "debuginfod",
+    "debuginfod-cache-mb",
 };
 
 static void put_str_opt(FILE *f, const struct config *cfg, const char *key, const char *v,
@@ -142,6 +144,17 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "quiet", NULL);
 	fprintf(f, "symbol-cache-mb: %u", o->symcache_mb);
 	put_source(f, cfg, "symbol-cache-mb", NULL);
+	if (o->debuginfod_urls)
+		put_str_opt(f, cfg, "debuginfod", o->debuginfod_urls, NULL, NULL);
+	else if (getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) {
+		fprintf(f, "debuginfod: ");
+		put_string(f, getenv("DEBUGINFOD_URLS"));
+		fprintf(f, "  # DEBUGINFOD_URLS\n");
+	} else {
+		put_unset(f, "debuginfod", "no debug files fetched (DEBUGINFOD_URLS unset)");
+	}
+	fprintf(f, "debuginfod-cache-mb: %u", o->debuginfod_cache_mb);
+	put_source(f, cfg, "debuginfod-cache-mb", NULL);
 	fprintf(f, "unwind-max-mb: %u", o->unwind_max_mb);
 	put_source(f, cfg, "unwind-max-mb", NULL);
 	fprintf(f, "no-span-links: %s", o->no_span_links ? "true" : "false");

@@ -468,6 +468,114 @@ static bool vanished(int err)
 	return err == -ENOENT || err == -ESRCH;
 }
 
+/* Longest comm the kernel keeps (TASK_COMM_LEN - 1): longer names are cut. */
+#define COMM_MAX 15
+
+/* True when @name could have given the kernel the comm @comm (its first COMM_MAX bytes). */
+static bool comm_of(const char *name, const char *comm)
+{
+	size_t n = strlen(comm);
+
+	return n && !strncmp(name, comm, n) && (n == COMM_MAX || !name[n]);
+}
+
+/*
+ * A candidate for the path @pid was started by: @path as the process sees it (absolute, or
+ * relative to its working directory), accepted when its base name gives @comm and it is, from
+ * the process's root, the very file of /proc/PID/exe (@exe_st). Returns the absolute path (a
+ * copy) or NULL.
+ */
+static char *try_exec_path(const char *proc_root, int pid, const char *path, const char *comm,
+			   const struct stat *exe_st)
+{
+	const char *base = strrchr(path, '/');
+	char abs[PATH_MAX], full[PATH_MAX + 64];
+	struct stat st;
+	ssize_t n;
+	int len;
+
+	if (!base || !comm_of(base + 1, comm))
+		return NULL;
+	while (path[0] == '.' && path[1] == '/')
+		path += 2;
+	if (path[0] == '/') {
+		len = snprintf(abs, sizeof(abs), "%s", path);
+	} else {
+		snprintf(full, sizeof(full), "%s/%d/cwd", proc_root, pid);
+		n = readlink(full, abs, sizeof(abs) - 1);
+		if (n <= 0 || abs[0] != '/')
+			return NULL;
+		abs[n] = '\0';
+		len = snprintf(abs + n, sizeof(abs) - (size_t)n, "/%s", path) + (int)n;
+	}
+	if (len < 0 || (size_t)len >= sizeof(abs))
+		return NULL;
+	len = snprintf(full, sizeof(full), "%s/%d/root%s", proc_root, pid, abs);
+	if (len < 0 || (size_t)len >= sizeof(full) || stat(full, &st) ||
+	    st.st_dev != exe_st->st_dev || st.st_ino != exe_st->st_ino)
+		return NULL;
+	return strdup(abs);
+}
+
+/*
+ * The path the process was started by, when it is not the file's own (a symlink: Debian's
+ * /usr/bin/redis-server -> redis-check-rdb). /proc/PID/exe names the file the link resolved
+ * to; the name the process knows is in comm (the base name of the path given to execve(2),
+ * cut to 15 bytes: proc(5)) and argv[0]. Candidates: argv[0], its first word (programs that
+ * rewrite their title), and the base names of argv[0] and of comm in the file's directory;
+ * one is used only if it names the very same file (device, inode). NULL when the file's own
+ * name is the process's, or nothing proves another.
+ */
+static char *exec_path(const char *proc_root, int pid, const char *exe)
+{
+	char path[PATH_MAX], first[PATH_MAX], cand[2][PATH_MAX], comm[COMM_MAX + 2] = "";
+	const char *base = strrchr(exe, '/'), *argv0 = "", *name;
+	char *buf = NULL, *found = NULL;
+	int dirlen, i;
+	struct stat exe_st;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d/comm", proc_root, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	if (!base || !comm[0] || comm_of(base + 1, comm))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%d/exe", proc_root, pid);
+	if (stat(path, &exe_st))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%d/cmdline", proc_root, pid);
+	if (!read_small_file(path, PATH_MAX, &buf, &len) && len) {
+		buf[len - 1] = '\0';
+		argv0 = buf;
+	}
+	if ((size_t)snprintf(first, sizeof(first), "%.*s", (int)strcspn(argv0, " \t"), argv0) >=
+	    sizeof(first))
+		first[0] = '\0';
+	name = strrchr(first, '/') ? strrchr(first, '/') + 1 : first;
+	dirlen = (int)(base - exe);
+	/* Too long a path is no candidate. */
+	if ((size_t)snprintf(cand[0], sizeof(cand[0]), "%.*s/%s", dirlen, exe, name) >=
+	    sizeof(cand[0]))
+		cand[0][0] = '\0';
+	if ((size_t)snprintf(cand[1], sizeof(cand[1]), "%.*s/%s", dirlen, exe, comm) >=
+	    sizeof(cand[1]))
+		cand[1][0] = '\0';
+	for (i = 0; i < 4 && !found; i++) {
+		const char *c = i == 0 ? argv0 : i == 1 ? first : cand[i - 2];
+
+		if (c[0] && (i != 1 || strcmp(first, argv0)))
+			found = try_exec_path(proc_root, pid, c, comm, &exe_st);
+	}
+	free(buf);
+	return found;
+}
+
 int procmeta__read_at(const char *proc_root, int pid, struct procmeta *out)
 {
 	char path[PATH_MAX], exe[PATH_MAX];
@@ -512,8 +620,10 @@ int procmeta__read_at(const char *proc_root, int pid, struct procmeta *out)
 		exe[n] = '\0';
 		if ((size_t)n > dl && strcmp(exe + n - dl, deleted) == 0)
 			exe[n - dl] = '\0';
-		slash = strrchr(exe, '/');
-		out->exe_path = strdup(exe);
+		out->exe_path = exec_path(proc_root, pid, exe);
+		if (!out->exe_path)
+			out->exe_path = strdup(exe);
+		slash = out->exe_path ? strrchr(out->exe_path, '/') : NULL;
 		out->exe_name = strdup(slash ? slash + 1 : exe);
 		if (!out->exe_path || !out->exe_name) {
 			err = -ENOMEM;

@@ -561,6 +561,28 @@ nomem:
 	return 0;
 }
 
+int profile__set_location_lines(struct profile *p, uint32_t loc, const struct profile_line *lines,
+				uint32_t nlines)
+{
+	if (!loc || loc >= p->nlocations || (nlines && !lines) ||
+	    in_range(lines, p->lines, (size_t)p->nlines * sizeof(*lines)))
+		return -EINVAL;
+	for (uint32_t i = 0; i < nlines; i++)
+		if (lines[i].function >= p->nfunctions)
+			return -EINVAL;
+	if ((size_t)p->nlines + nlines > UINT32_MAX ||
+	    reserve((void **)&p->lines, &p->cap_lines, (size_t)p->nlines + nlines, sizeof(*lines)) <
+		0)
+		return -ENOMEM;
+	/* The old lines stay in the pool, unreferenced: this is rare (late debug files). */
+	if (nlines)
+		memcpy(p->lines + p->nlines, lines, nlines * sizeof(*lines));
+	p->locations[loc].first_line = p->nlines;
+	p->locations[loc].nlines = nlines;
+	p->nlines += nlines;
+	return 0;
+}
+
 uint32_t profile__intern_stack(struct profile *p, const uint32_t *locations, uint32_t n)
 {
 	size_t bytes = (size_t)n * sizeof(*locations), src_off = 0;

@@ -178,6 +178,14 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 				  enum frame_kind kind, const struct profile_line *lines,
 				  uint32_t nlines);
 uint32_t profile__intern_stack(struct profile *p, const uint32_t *locations, uint32_t n);
+/*
+ * Replaces the lines of location @loc (a debug file that arrived late names it now): @lines
+ * (functions of @p, leaf-most first, as for profile__intern_location()) are copied; the
+ * location keeps its index, so stacks and samples holding it are named too. 0, -EINVAL (no
+ * such location, unknown function, @lines inside the profile's own pool) or -ENOMEM.
+ */
+int profile__set_location_lines(struct profile *p, uint32_t loc, const struct profile_line *lines,
+				uint32_t nlines);
 /* The all-zero link gives 0 (no span). */
 uint32_t profile__intern_link(struct profile *p, const struct profile_link *l);
 /* Attributes are kept in the given order; n == 0 gives 0. Keys and values must be strings

@@ -36,6 +36,7 @@
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
+#include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
 #include "sampling/targets.h"
 #include "unwind/unwinder.h"
@@ -432,6 +433,66 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
+/* Longest wait at the end of a local run for debug files still on their way. */
+#define RECORD_DEBUGINFOD_WAIT_S 5
+
+/* Fetches debug files from --debuginfod or DEBUGINFOD_URLS, if any (after the capabilities drop).
+ */
+static void start_debuginfod(struct recorder *r, struct symcache *syms)
+{
+	struct dbgfetch_opts fo = {.urls = r->opts->debuginfod_urls,
+				   .cache_max_bytes = (uint64_t)r->opts->debuginfod_cache_mb << 20};
+
+	r->fetch = dbgfetch__new(&fo);
+	if (!r->fetch && errno != ENOENT)
+		fprintf(stderr,
+			"spanprof: warning: debuginfod unavailable (%s): no debug files fetched\n",
+			strerror(errno));
+	symcache__set_debuginfod(syms, r->fetch);
+}
+
+/*
+ * End of the run: a local run waits a bounded time for the debug files still coming and names
+ * the frames they cover (the profile's locations made before they arrived); then requests in
+ * flight are cancelled and the outcome is reported in one line.
+ */
+static void finish_debuginfod(struct recorder *r, struct symcache *syms)
+{
+	const struct record_opts *o = r->opts;
+	struct dbgfetch_stats st;
+	struct symcache_stats ss;
+	int named = 0;
+
+	if (!r->fetch)
+		return;
+	dbgfetch__stats(r->fetch, &st);
+	if (!r->exporter && st.pending) {
+		if (!o->quiet)
+			fprintf(
+			    stderr,
+			    "spanprof: waiting up to %d s for %llu debug files from debuginfod\n",
+			    RECORD_DEBUGINFOD_WAIT_S, (unsigned long long)st.pending);
+		dbgfetch__wait(r->fetch, RECORD_DEBUGINFOD_WAIT_S * 1000);
+	}
+	symcache__pick_up_debug_files(syms);
+	if (!r->exporter)
+		named = resolve__name_again(r->in.resolve, r->in.profile);
+	symcache__set_debuginfod(syms, NULL);
+	dbgfetch__stats(r->fetch, &st);
+	dbgfetch__free(r->fetch); /* cancels what is still in flight */
+	r->fetch = NULL;
+	symcache__stats(syms, &ss);
+	fprintf(stderr,
+		"spanprof: debuginfod: %llu debug files fetched, %llu not on the servers, %llu "
+		"failed, %llu dropped, %llu unfinished, %llu rejected; %d frames named at the "
+		"end%s%s\n",
+		(unsigned long long)st.found, (unsigned long long)st.missing,
+		(unsigned long long)st.failed, (unsigned long long)st.dropped,
+		(unsigned long long)st.pending, (unsigned long long)ss.debuginfod_rejected,
+		named > 0 ? named : 0, st.last_error ? "; last failure: " : "",
+		st.last_error ? strerror(-st.last_error) : "");
+}
+
 /*
  * Milliseconds from now to @end_ns (CLOCK_MONOTONIC) less @keep_ns, 0 when that is past: the
  * profiles' and the self-metrics' flushes share one --flush-timeout deadline.
@@ -775,6 +836,7 @@ int record__run(const struct record_opts *o)
 	r.interval_start_mono = t0;
 	r.in.interval_start_unix = start_unix;
 	/* After the capabilities are dropped: a thread keeps those it was created with. */
+	start_debuginfod(&r, syms);
 	if (o->duration_s > 0) {
 		r.deadline = deadline__new(t0 + (uint64_t)(o->duration_s * 1e9), on_deadline, &r);
 		if (!r.deadline) /* the main loop's check below still ends the run */
@@ -872,6 +934,7 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
+	finish_debuginfod(&r, syms);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
 	if (r.exporter) {
@@ -938,6 +1001,7 @@ cleanup:
 	profile__free(r.in.profile);
 	ksyms__free(ksyms);
 	symcache__free(syms);
+	dbgfetch__free(r.fetch); /* after the cache that borrowed it */
 	free(tgids);
 	targets__free(r.targets);
 	k8smeta__free(r.k8s);

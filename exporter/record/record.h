@@ -16,6 +16,7 @@
 #define RECORD_MAX_PIDS 4096
 #define RECORD_MAX_HEADERS 32
 #define RECORD_DEFAULT_SYMCACHE_MB 12
+#define RECORD_DEFAULT_DEBUGINFOD_CACHE_MB 1024
 #define RECORD_DEFAULT_UNWIND_MB 256
 #define RECORD_MAX_CTX_UPROBES 16
 #define RECORD_DEFAULT_ALLOC_SAMPLE_BYTES (512u << 10)
@@ -31,6 +32,9 @@ struct record_opts {
 	const char *output_dir; /* NULL with an endpoint: no local files */
 	int quiet;		/* no progress line */
 	uint32_t symcache_mb;	/* symbolizer memory budget */
+	/* --debuginfod: servers (exporter/symbols/debuginfod.h); NULL: $DEBUGINFOD_URLS, "": off */
+	const char *debuginfod_urls;
+	uint32_t debuginfod_cache_mb; /* client cache bound; 0: the library's age-based cleaning */
 	uint32_t unwind_max_mb; /* CFI unwind tables (docs/unwinding.md); 0: frame pointers only */
 	int no_span_links;	/* don't read thread contexts (docs/span-links.md) */
 	/* --context-uprobe BINARY:SYMBOL[:MODE]: mode is SP_CTXP_* of bpf/sampler.h. */

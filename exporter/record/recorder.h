@@ -22,6 +22,7 @@ struct k8smeta;
 struct pidwatch;
 struct deadline;
 struct unwinder;
+struct dbgfetch;
 
 struct recorder {
 	struct ingest in; /* the sample path: resolve, model, span links */
@@ -42,6 +43,7 @@ struct recorder {
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */
 	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
+	struct dbgfetch *fetch;	   /* --debuginfod / DEBUGINFOD_URLS; NULL: none */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the

@@ -41,10 +41,10 @@ void resolve__free(struct resolve *r)
  * Interns one location: @frames is the inline chain of @address, innermost first (n == 0: an
  * unnamed address).
  */
-static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
-			      enum frame_kind kind, const struct sym_frame *frames, int n)
+/* The lines of @n symbolizer frames (at most MAX_INLINE), innermost first. Returns their number. */
+static int frames_to_lines(struct profile *p, const struct sym_frame *frames, int n,
+			   struct profile_line *lines)
 {
-	struct profile_line lines[MAX_INLINE];
 	struct profile_function f;
 	int out = 0;
 
@@ -68,6 +68,15 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
 		lines[out].line = frames[i].line;
 		out++;
 	}
+	return out;
+}
+
+static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
+			      enum frame_kind kind, const struct sym_frame *frames, int n)
+{
+	struct profile_line lines[MAX_INLINE];
+	int out = frames_to_lines(p, frames, n, lines);
+
 	return profile__intern_location(p, mapping, address, kind, lines, out);
 }
 
@@ -185,6 +194,54 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	if (proc)
 		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, locs + n);
 	return n;
+}
+
+int resolve__name_again(struct resolve *r, struct profile *p)
+{
+	uint32_t nloc = profile__nlocations(p), i, j;
+	struct profile_line lines[MAX_INLINE];
+	struct sym_frame frames[MAX_INLINE];
+	uint8_t *caller = calloc(nloc ? nloc : 1, 1);
+	int named = 0, n;
+
+	if (!caller)
+		return -ENOMEM;
+	/* A location above the leaf holds a return address: look up the call before it. */
+	for (i = 1; i < profile__nstacks(p); i++) {
+		const uint32_t *locs = profile__stack_locations(p, i);
+
+		for (j = 1; j < profile__stack(p, i)->nlocations; j++)
+			if (locs[j] < nloc)
+				caller[locs[j]] = 1;
+	}
+	for (i = 1; i < nloc; i++) {
+		const struct profile_location *loc = profile__location(p, i);
+		const struct profile_mapping *m;
+		struct elf_object *obj;
+		const char *id;
+		uint64_t vaddr;
+
+		if (loc->kind != FRAME_NATIVE || loc->nlines || !loc->mapping)
+			continue;
+		m = profile__mapping(p, loc->mapping);
+		id = m->build_id ? profile__string(p, m->build_id) : NULL;
+		obj = id && *id ? symcache__find_build_id(r->syms, id) : NULL;
+		if (!obj || loc->address < m->memory_start ||
+		    elf_object__file_offset_to_vaddr(
+			obj, loc->address - m->memory_start + m->file_offset - caller[i], &vaddr))
+			continue;
+		n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
+		if (n <= 0)
+			continue;
+		n = frames_to_lines(p, frames, n, lines);
+		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
+			named++;
+			if (r->stats.frames_unsymbolized)
+				r->stats.frames_unsymbolized--;
+		}
+	}
+	free(caller);
+	return named;
 }
 
 void resolve__profile_reset(struct resolve *r)

@@ -69,6 +69,14 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			 uint32_t *locs);
 
+/*
+ * Names again the native locations of @p that have no name yet, in files whose debug file
+ * arrived since they were made (symcache__pick_up_debug_files(), symbols/debuginfod.h): each
+ * keeps its index, so the stacks and samples holding it are named too. Files are found by build
+ * ID. Returns the number of locations named, or -ENOMEM.
+ */
+int resolve__name_again(struct resolve *r, struct profile *p);
+
 /* Forgets the profile indices the resolver cached. Call after profile__reset() of the model. */
 void resolve__profile_reset(struct resolve *r);
 

@@ -52,7 +52,9 @@ static __thread bool hash_oom;
 #define uthash_nonfatal_oom(obj) (hash_oom = true)
 #include <uthash.h>
 
+#include "symbols/debuginfod.h"
 #include "symbols/elfcheck.h"
+#include "symbols/minidebuginfo.h"
 #include "symbols/symbolize.h"
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
@@ -83,8 +85,11 @@ static __thread bool hash_oom;
 struct csym {
 	uint64_t addr;
 	uint32_t size; /* clamped to UINT32_MAX */
-	uint32_t name; /* offset in the string table */
+	uint32_t name; /* offset in the string table; SYM_NAME_MINI: in MiniDebugInfo's */
 };
+
+/* Set in csym.name when the name is in the MiniDebugInfo's string table (o->mini_names). */
+#define SYM_NAME_MINI 0x80000000u
 
 /* Name of a symbol a lookup hit, read from the file. */
 struct sname {
@@ -124,6 +129,13 @@ struct istr {
 	char s[];
 };
 
+/* scoped_name() of a declaration DIE, by its offset: the scope walk reads the whole CU. */
+struct scope_name {
+	Dwarf_Off off;
+	UT_hash_handle hh;
+	const char *name; /* interned */
+};
+
 struct elf_object {
 	struct symcache *cache;
 	/* Light part: kept until symcache__free(). */
@@ -138,7 +150,9 @@ struct elf_object {
 	int fd; /* -1 when closed over max_fds */
 	GElf_Phdr *loads;
 	size_t nloads;
-	bool debug_searched; /* debug_path is final */
+	bool debug_searched; /* debug_path is final (but for a debuginfod answer) */
+	bool debug_pending;  /* asked debuginfod, no answer yet */
+	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool loaded;
 	bool load_failed;   /* file gone: lookups answer nothing */
@@ -152,12 +166,17 @@ struct elf_object {
 	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
 	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
 	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
+	int mini_fd;	    /* light part: its .gnu_debugdata, decoded (unlinked file) */
+	bool mini_failed;   /* .gnu_debugdata unreadable (counted once): .dynsym alone */
+	bool mini_names;    /* syms holds names from mini_fd (SYM_NAME_MINI) */
+	uint64_t mini_strtab_off, mini_strtab_size;
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
 	struct sname *names;
 	struct istr *strings; /* demangled names, source paths */
-	Elf *dwarf_elf;	      /* mapped, for libdw */
+	struct scope_name *scope_names;
+	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
 	struct cu_info *cus;
 	size_t ncus;
@@ -183,6 +202,8 @@ struct symcache {
 	struct elf_object *lru_head, *lru_tail;
 	struct obj_key *keys;
 	struct symcache_stats stats;
+	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
+	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
 };
 
 static unsigned int default_max_fds(void)
@@ -347,6 +368,7 @@ static void elf_object__unload(struct elf_object *o)
 	struct symcache *c = o->cache;
 	struct sname *n, *ntmp;
 	struct istr *s, *stmp;
+	struct scope_name *sn, *sntmp;
 
 	if (!o->loaded)
 		return;
@@ -359,6 +381,10 @@ static void elf_object__unload(struct elf_object *o)
 		HASH_DEL(o->strings, s);
 		free(s);
 	}
+	HASH_ITER (hh, o->scope_names, sn, sntmp) {
+		HASH_DEL(o->scope_names, sn);
+		free(sn);
+	}
 	drop_dwarf(o);
 	free(o->syms);
 	o->syms = NULL;
@@ -366,6 +392,8 @@ static void elf_object__unload(struct elf_object *o)
 	close_fd(c, &o->dbg_fd);
 	o->names_fd = -1;
 	o->strtab_off = o->strtab_size = 0;
+	o->mini_names = false;
+	o->mini_strtab_off = o->mini_strtab_size = 0;
 	c->stats.bytes -= o->bytes;
 	o->bytes = 0;
 	o->loaded = false;
@@ -381,6 +409,7 @@ static void elf_object__free(struct elf_object *o)
 	elf_object__unload(o);
 	close_fd(o->cache, &o->fd);
 	close_fd(o->cache, &o->inflated_fd);
+	close_fd(o->cache, &o->mini_fd);
 	free(o->loads);
 	free(o->path);
 	free(o->orig_path);
@@ -415,8 +444,10 @@ void symcache__trim(struct symcache *c)
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
 		if (o->dwarf_elf && o->dwarf_fd < 0)
 			drop_mapped_pages(o);
-	if (c)
+	if (c) {
+		symcache__pick_up_debug_files(c);
 		symcache__close_idle(c, now_ns());
+	}
 }
 
 void symcache__stats(const struct symcache *c, struct symcache_stats *out)
@@ -492,7 +523,8 @@ static int elf_validate(Elf *elf, uint64_t size)
 	for (i = 0; i < n; i++) {
 		if (!gelf_getphdr(elf, i, &phdr))
 			return -ENOEXEC;
-		if (phdr.p_type == PT_LOAD &&
+		/* Debug files keep segments with no bytes whose offsets point past their end. */
+		if (phdr.p_type == PT_LOAD && phdr.p_filesz &&
 		    (phdr.p_offset > size || size - phdr.p_offset < phdr.p_filesz))
 			return -ENOEXEC;
 	}
@@ -831,7 +863,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 		goto cleanup;
 	}
 	o->cache = c;
-	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = -1;
+	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = o->mini_fd = -1;
 	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf)
 		goto cleanup;
@@ -1107,25 +1139,35 @@ static int lsym_cmp(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+/* One symbol table to load: the first section of @type of @elf, read through @fd. */
+struct symtab_src {
+	Elf *elf;
+	int fd;
+	GElf_Word type;
+};
+
 /*
- * Loads function symbols of the first section of @type of @elf, read from @fd
- * in chunks (the table is never held whole). Names stay in the file: only the
- * string table's place is kept. 0, -ENOENT (none) or -errno.
+ * Appends the function symbols of @src to *@tmp (*@out used, *@cap allocated), with @name_bit
+ * set in each name offset. With @shared (two tables in one array), names whose offset uses
+ * SYM_NAME_MINI itself are left out. Sets *@str_off and *@str_size to the string table's
+ * place. 0, -ENOENT (no such table) or -ENOMEM.
  */
-static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, bool shared,
+			   struct lsym **tmp, size_t *out, size_t *cap, uint64_t *str_off,
+			   uint64_t *str_size)
 {
 	unsigned char *buf = NULL;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr, strshdr;
-	struct lsym *tmp;
 	struct stat st;
-	size_t i, n, out = 0, entsize, per_chunk, done;
+	Elf *elf = src->elf;
+	size_t i, n, entsize, per_chunk, done;
 	int cls = gelf_getclass(elf);
 	unsigned int enc = (unsigned char)elf_getident(elf, NULL)[EI_DATA];
 	void *p;
 
 	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == src->type)
 			break;
 	if (!scn)
 		return -ENOENT;
@@ -1134,24 +1176,27 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	    strshdr.sh_type != SHT_STRTAB || strshdr.sh_size > UINT32_MAX)
 		return -ENOENT;
 	/* A corrupt sh_size must not size the array: count only what the file holds. */
-	if (fstat(fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
+	if (fstat(src->fd, &st) || st.st_size < 0 || shdr.sh_offset > (uint64_t)st.st_size)
 		return -ENOENT;
 	n = shdr.sh_size / entsize;
 	if (n > ((uint64_t)st.st_size - shdr.sh_offset) / entsize)
 		n = ((uint64_t)st.st_size - shdr.sh_offset) / entsize;
-	tmp = malloc((n ? n : 1) * sizeof(*tmp));
-	buf = malloc(SYMTAB_CHUNK);
-	if (!tmp || !buf) {
-		free(tmp);
-		free(buf);
-		return -ENOMEM;
+	if (*out + n > *cap) {
+		p = realloc(*tmp, (*out + n ? *out + n : 1) * sizeof(**tmp));
+		if (!p)
+			return -ENOMEM;
+		*tmp = p;
+		*cap = *out + n;
 	}
+	buf = malloc(SYMTAB_CHUNK);
+	if (!buf)
+		return -ENOMEM;
 	per_chunk = SYMTAB_CHUNK / entsize;
 	for (done = 0; done < n; done += per_chunk) {
 		size_t cnt = n - done < per_chunk ? n - done : per_chunk;
 		Elf_Data d = {.d_buf = buf, .d_type = ELF_T_SYM, .d_version = EV_CURRENT};
 		ssize_t got =
-		    pread(fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
+		    pread(src->fd, buf, cnt * entsize, (off_t)(shdr.sh_offset + done * entsize));
 
 		if (got <= 0)
 			break;
@@ -1180,17 +1225,67 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 				continue;
 			if (shndx == SHN_UNDEF || !value || !name || name >= strshdr.sh_size)
 				continue;
-			tmp[out].addr = value;
-			tmp[out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-			tmp[out].name = name;
+			if (shared && (name & SYM_NAME_MINI))
+				continue;
+			(*tmp)[*out].addr = value;
+			(*tmp)[*out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			(*tmp)[*out].name = name | name_bit;
 			/* At one address prefer global names over weak over local ones. */
-			tmp[out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
-					: GELF_ST_BIND(info) == STB_WEAK ? 1
-									 : 2;
-			out++;
+			(*tmp)[*out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
+					    : GELF_ST_BIND(info) == STB_WEAK ? 1
+									     : 2;
+			(*out)++;
 		}
 	}
 	free(buf);
+	*str_off = strshdr.sh_offset;
+	*str_size = strshdr.sh_size;
+	return 0;
+}
+
+/*
+ * Loads the function symbols of @srcs[0] and, when @nsrc is 2, of @srcs[1] too, whose names
+ * then live in the MiniDebugInfo file o->mini_fd (SYM_NAME_MINI). Tables are read in chunks
+ * (never held whole); names stay in the files: only the string tables' places are kept.
+ * 0, -ENOENT (no table in any source) or -ENOMEM.
+ */
+static int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc)
+{
+	struct lsym *tmp = NULL;
+	size_t i, n, out = 0, cap = 0;
+	uint64_t off, size;
+	bool found = false;
+	int k, err;
+	void *p;
+
+	for (k = 0; k < nsrc; k++) {
+		err = collect_symbols(&srcs[k], k ? SYM_NAME_MINI : 0, nsrc > 1, &tmp, &out, &cap,
+				      &off, &size);
+		if (err == -ENOMEM) {
+			free(tmp);
+			return err;
+		}
+		if (err)
+			continue;
+		found = true;
+		if (k) {
+			o->mini_names = true;
+			o->mini_strtab_off = off;
+			o->mini_strtab_size = size;
+		} else {
+			o->names_fd = srcs[0].fd;
+			o->strtab_off = off;
+			o->strtab_size = size;
+		}
+	}
+	if (!found) {
+		free(tmp);
+		return -ENOENT;
+	}
+	if (!tmp)
+		tmp = malloc(sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
 	qsort(tmp, out, sizeof(*tmp), lsym_cmp);
 	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
 	for (i = 0, n = 0; i < out; i++) {
@@ -1203,11 +1298,52 @@ static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
 	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
-	o->names_fd = fd;
-	o->strtab_off = strshdr.sh_offset;
-	o->strtab_size = strshdr.sh_size;
 	charge(o, n * sizeof(struct csym));
 	return 0;
+}
+
+/* load_symbol_tables() of one table. */
+static int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+{
+	struct symtab_src src = {elf, fd, type};
+
+	return load_symbol_tables(o, &src, 1);
+}
+
+/*
+ * The MiniDebugInfo of @o (@elf: its headers), decoded once into o->mini_fd and kept for
+ * re-loads, opened as ELF; NULL when it has none or it is unreadable (counted once).
+ */
+static Elf *open_minidebuginfo(struct elf_object *o, Elf *elf)
+{
+	struct symcache *c = o->cache;
+	struct stat st;
+	Elf *mini;
+	int fd, err;
+
+	if (o->mini_failed || (o->mini_fd < 0 && !minidebuginfo__present(elf)))
+		return NULL;
+	if (o->mini_fd < 0) {
+		fd = minidebuginfo__extract(elf, o->fd, (uint64_t)o->size);
+		if (fd < 0) {
+			o->mini_failed = true;
+			c->stats.minidebuginfo_errors++;
+			return NULL;
+		}
+		o->mini_fd = fd;
+		c->stats.fds++;
+		c->stats.minidebuginfo++;
+	}
+	if (fstat(o->mini_fd, &st))
+		return NULL;
+	mini = elf_from_fd(o->mini_fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	if (!mini) {
+		o->mini_failed = true;
+		c->stats.minidebuginfo_errors++;
+		c->stats.minidebuginfo--;
+		close_fd(c, &o->mini_fd);
+	}
+	return mini;
 }
 
 /* End of the PT_LOAD segment holding @vaddr, bounding symbols of size 0. */
@@ -1253,7 +1389,9 @@ static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr
  */
 static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
 {
-	uint32_t idx = (uint32_t)(s - o->syms);
+	uint32_t idx = (uint32_t)(s - o->syms), name_off = s->name;
+	uint64_t str_off = o->strtab_off, str_size = o->strtab_size;
+	int fd = o->names_fd;
 	char small[256], *buf = small, *nul;
 	size_t cap = sizeof(small), max, len;
 	struct sname *e;
@@ -1262,15 +1400,21 @@ static const struct sname *sym_name(struct elf_object *o, const struct csym *s)
 	HASH_FIND(hh, o->names, &idx, sizeof(idx), e);
 	if (e)
 		return e;
-	if (o->names_fd < 0 || s->name >= o->strtab_size)
+	if (o->mini_names && (s->name & SYM_NAME_MINI)) {
+		fd = o->mini_fd;
+		name_off = s->name & ~SYM_NAME_MINI;
+		str_off = o->mini_strtab_off;
+		str_size = o->mini_strtab_size;
+	}
+	if (fd < 0 || name_off >= str_size)
 		return NULL;
-	max = o->strtab_size - s->name;
+	max = str_size - name_off;
 	if (max > MAX_NAME_LEN)
 		max = MAX_NAME_LEN;
 	for (;;) {
 		size_t want = cap < max ? cap : max;
 
-		got = pread(o->names_fd, buf, want, (off_t)(o->strtab_off + s->name));
+		got = pread(fd, buf, want, (off_t)(str_off + name_off));
 		if (got <= 0)
 			goto fail;
 		nul = memchr(buf, 0, (size_t)got);
@@ -1530,7 +1674,133 @@ static const char *die_linkage_name(Dwarf_Die *die)
 	return NULL;
 }
 
-static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
+static bool is_cxx(Dwarf_Die *cudie)
+{
+	int lang = dwarf_srclang(cudie);
+
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+/* Appends @s (at most @n bytes) to @buf of @cap bytes holding *@len; false when it is full. */
+static bool append(char *buf, size_t cap, size_t *len, const char *s, size_t n)
+{
+	if (*len + n + 1 > cap)
+		return false;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = 0;
+	return true;
+}
+
+/* True when scopes[@i] of @n is inside a function (lexical blocks between them are looked through).
+ */
+static bool in_function(Dwarf_Die *scopes, int i, int n)
+{
+	int tag;
+
+	for (i++; i < n; i++) {
+		tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
+			return true;
+		if (tag != DW_TAG_lexical_block)
+			return false;
+	}
+	return false;
+}
+
+/*
+ * The C++ name of @die qualified by its enclosing scopes, as c++filt writes scopes, when DWARF
+ * gives the function no linkage name (gcc omits it for lambdas' operator() and functions only
+ * ever inlined): namespaces ("(anonymous namespace)"), classes with their template arguments,
+ * and enclosing functions (their demangled linkage name, for lambdas and local classes). A
+ * lambda's unnamed closure class is written "{lambda}": c++filt's "{lambda(ARGS)#N}" needs the
+ * mangled closure type, which DWARF does not give. Scopes are those of the declaration
+ * (DW_AT_specification) of the abstract instance (DW_AT_abstract_origin): DWARF 5 sections 3.3.8
+ * and 2.13.2. @name itself when no scope is known, or on ENOMEM. Cached by declaration.
+ */
+static const char *scoped_name(struct elf_object *o, Dwarf_Die *die, const char *name)
+{
+	Dwarf_Die decl = *die, ref, *scopes = NULL;
+	Dwarf_Attribute attr;
+	struct scope_name *sn;
+	char buf[4096];
+	size_t len = 0;
+	const char *res = name;
+	Dwarf_Off off;
+	int i, n;
+
+	for (i = 0; i < MAX_DIE_DEPTH; i++) {
+		if (!dwarf_formref_die(dwarf_attr(&decl, DW_AT_abstract_origin, &attr), &ref) &&
+		    !dwarf_formref_die(dwarf_attr(&decl, DW_AT_specification, &attr), &ref))
+			break;
+		decl = ref;
+	}
+	off = dwarf_dieoffset(&decl);
+	HASH_FIND(hh, o->scope_names, &off, sizeof(off), sn);
+	if (sn)
+		return sn->name;
+	n = dwarf_getscopes_die(&decl, &scopes);
+	buf[0] = 0;
+	/* scopes[0] is the DIE itself, scopes[n - 1] its compile unit. */
+	for (i = n - 2; i >= 1; i--) {
+		const char *sname = dwarf_diename(&scopes[i]), *linkage;
+		int tag = dwarf_tag(&scopes[i]);
+		bool ok = true;
+
+		if (tag == DW_TAG_namespace) {
+			sname = sname ? sname : "(anonymous namespace)";
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+			   tag == DW_TAG_union_type) {
+			/*
+			 * gcc and clang leave a lambda's closure type unnamed: the unnamed class
+			 * holding the operator() named here, inside a function.
+			 */
+			if (!sname)
+				sname = i == 1 && !strcmp(name, "operator()") &&
+						in_function(scopes, i, n)
+					    ? "{lambda}"
+					    : "{unnamed type}";
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else if (tag == DW_TAG_subprogram) {
+			linkage = die_linkage_name(&scopes[i]);
+			sname = linkage ? demangle(o, linkage) : sname;
+			if (!sname)
+				break;
+			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
+		} else {
+			continue; /* lexical blocks and the like name nothing */
+		}
+		if (!ok || !append(buf, sizeof(buf), &len, "::", 2)) {
+			len = 0; /* too long: the plain name rather than a cut one */
+			break;
+		}
+	}
+	free(scopes);
+	/* Interned even unscoped: the cache outlives libdw's strings (drop_dwarf()). */
+	if (len && append(buf, sizeof(buf), &len, name, strlen(name)))
+		res = intern(o, buf);
+	else
+		res = intern(o, name);
+	if (!res)
+		return name;
+	sn = malloc(sizeof(*sn));
+	if (sn) {
+		sn->off = off;
+		sn->name = res;
+		hash_oom = false;
+		HASH_ADD(hh, o->scope_names, off, sizeof(sn->off), sn);
+		if (hash_oom)
+			free(sn);
+		else
+			charge(o, sizeof(*sn) + ENTRY_OVERHEAD);
+	}
+	return res;
+}
+
+/* Names of @die; true when they come from a linkage name (else DW_AT_name). */
+static bool die_names(struct elf_object *o, Dwarf_Die *die, Dwarf_Die *cudie, struct sym_frame *f)
 {
 	const char *linkage = die_linkage_name(die);
 	const char *name = dwarf_diename(die);
@@ -1539,6 +1809,9 @@ static void die_names(struct elf_object *o, Dwarf_Die *die, struct sym_frame *f)
 	f->function = linkage ? demangle(o, linkage) : name;
 	if (linkage && f->function == linkage && name)
 		f->function = name; /* not mangled after all (extern "C", asm labels) */
+	if (!linkage && name && is_cxx(cudie))
+		f->function = scoped_name(o, die, name);
+	return linkage != NULL;
 }
 
 static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
@@ -1580,7 +1853,12 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 	return s ? s : file;
 }
 
-static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max)
+/*
+ * *@phys_linkage: the physical function's name came from a linkage name; *@phys_lo: the start
+ * of its address range holding @pc (0 when no function is known).
+ */
+static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
+			bool *phys_linkage, uint64_t *phys_lo)
 {
 	Dwarf_Die chain[MAX_FRAMES];
 	struct cu_info *cu = find_cu(o, pc);
@@ -1593,9 +1871,13 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	memset(out, 0, sizeof(*out) * max);
 	f = find_func(o, cu, pc);
 	if (f) {
+		*phys_lo = f->lo;
 		n = inline_chain(&f->die, pc, chain, max);
 		for (i = 0; i < n; i++) {
-			die_names(o, &chain[n - 1 - i], &out[i]);
+			bool l = die_names(o, &chain[n - 1 - i], &cu->die, &out[i]);
+
+			if (i == n - 1)
+				*phys_linkage = l;
 			if (i > 0)
 				call_site(&chain[n - i], &out[i]);
 		}
@@ -1978,6 +2260,83 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 }
 
 /*
+ * The debug file of @o from debuginfod (exporter/symbols/debuginfod.h), when the fetch has
+ * arrived: checked like a local one (build IDs must match). Asks for it otherwise; the answer
+ * is picked up by symcache__pick_up_debug_files(). NULL when there is none (yet).
+ */
+static Elf *fetch_debug_file(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+	const char *path = NULL;
+	Elf *dbg;
+	int state;
+
+	if (!c->fetch || !o->build_id || o->fetch_done)
+		return NULL;
+	state = dbgfetch__request(c->fetch, o->build_id, &path);
+	if (state == DBGFETCH_PENDING && !o->debug_pending)
+		c->stats.debuginfod_requests++;
+	o->debug_pending = state == DBGFETCH_PENDING;
+	if (state == DBGFETCH_PENDING)
+		return NULL;
+	/* Answered (a failure is retried by a later load, after DBGFETCH_RETRY_S). */
+	o->fetch_done = state != DBGFETCH_FAILED;
+	if (state != DBGFETCH_FOUND)
+		return NULL;
+	dbg = try_debug_file(o, path, false, 0);
+	if (dbg)
+		c->stats.debuginfod_files++;
+	else
+		c->stats.debuginfod_rejected++;
+	return dbg;
+}
+
+void symcache__set_debuginfod(struct symcache *c, struct dbgfetch *f)
+{
+	struct elf_object *o;
+
+	c->fetch = f;
+	c->fetch_gen = 0;
+	for (o = c->objects; o; o = o->next) {
+		o->debug_pending = o->fetch_done = false;
+		/* Loaded already without debug info: ask now, picked up like the others. */
+		if (f && o->loaded && !o->dwarf && !o->debug_path && o->build_id &&
+		    dbgfetch__request(f, o->build_id, NULL) >= 0) {
+			o->debug_pending = true;
+			c->stats.debuginfod_requests++;
+		}
+	}
+}
+
+int symcache__pick_up_debug_files(struct symcache *c)
+{
+	struct elf_object *o;
+	uint64_t gen;
+	int state, n = 0;
+
+	if (!c || !c->fetch)
+		return 0;
+	gen = dbgfetch__generation(c->fetch);
+	if (gen == c->fetch_gen)
+		return 0;
+	c->fetch_gen = gen;
+	for (o = c->objects; o; o = o->next) {
+		if (!o->debug_pending)
+			continue;
+		state = dbgfetch__request(c->fetch, o->build_id, NULL);
+		if (state == DBGFETCH_PENDING)
+			continue;
+		o->debug_pending = false;
+		if (state != DBGFETCH_FOUND)
+			continue;
+		/* The next lookup loads it again, with the debug file: frames named anew. */
+		elf_object__unload(o);
+		n++;
+	}
+	return n;
+}
+
+/*
  * Loads symbols and DWARF of @o (first lookup, or first after an unload).
  * Failures leave that part empty; -ENOENT when the file cannot be read again.
  */
@@ -2011,13 +2370,24 @@ static int elf_object__load(struct elf_object *o)
 			dbg = reopen_debug_file(o);
 		o->debug_searched = true;
 	}
+	if (!main_dwarf && !dbg)
+		dbg = fetch_debug_file(o);
 	/* Room first: the peak is then the budget, not the budget plus this object. */
 	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
 
 	if (main_symtab)
 		load_symbols(o, elf, o->fd, SHT_SYMTAB);
-	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB))
-		load_symbols(o, elf, o->fd, SHT_DYNSYM);
+	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
+		/* MiniDebugInfo keeps only what .dynsym lacks: both together. */
+		struct symtab_src srcs[2] = {{elf, o->fd, SHT_DYNSYM},
+					     {NULL, o->mini_fd, SHT_SYMTAB}};
+
+		srcs[1].elf = open_minidebuginfo(o, elf);
+		srcs[1].fd = o->mini_fd;
+		load_symbol_tables(o, srcs, srcs[1].elf ? 2 : 1);
+		if (srcs[1].elf)
+			elf_end(srcs[1].elf);
+	}
 
 	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
 	if (main_dwarf && load_estimate(elf, true) > c->max_bytes)
@@ -2062,10 +2432,12 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	struct symcache *c = o->cache;
 	const struct csym *s = find_symbol(o, vaddr);
 	const struct sname *name = s ? sym_name(o, s) : NULL;
+	bool phys_linkage = false;
+	uint64_t phys_lo = 0;
 	int n = 0;
 
 	if (o->dwarf)
-		n = dwarf_frames(o, vaddr, out, max);
+		n = dwarf_frames(o, vaddr, out, max, &phys_linkage, &phys_lo);
 	if (n > 0) {
 		struct sym_frame *phys = &out[n - 1];
 
@@ -2073,6 +2445,12 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		if (name)
 			phys->system_name = name->name;
 		if (!phys->function && name)
+			phys->function = name->dname;
+		/*
+		 * DWARF without a linkage name, a mangled symbol starting where the function (or
+		 * this part of it) does, so the same one: c++filt's full name.
+		 */
+		else if (name && !phys_linkage && name->dname != name->name && s->addr == phys_lo)
 			phys->function = name->dname;
 		c->stats.dwarf_hits++;
 		return n;
@@ -2176,6 +2554,7 @@ static void close_idle_object(struct elf_object *o)
 	close_fd(c, &o->fd);
 	close_fd(c, &o->dbg_fd);
 	close_fd(c, &o->inflated_fd);
+	close_fd(c, &o->mini_fd);
 	c->stats.idle_closes++;
 }
 
@@ -2186,7 +2565,8 @@ void symcache__close_idle(struct symcache *c, uint64_t now)
 	for (o = c ? c->objects : NULL; o; o = o->next) {
 		if (now < o->last_used || now - o->last_used < c->idle_ns)
 			continue;
-		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->dwarf_elf)
+		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->mini_fd >= 0 ||
+		    o->dwarf_elf)
 			close_idle_object(o);
 	}
 }
@@ -2244,3 +2624,14 @@ const char *elf_object__orig_path(const struct elf_object *o)
 	return o->orig_path ? o->orig_path : o->path;
 }
 /* --- end of lookup by file identity --- */
+
+struct elf_object *symcache__find_build_id(struct symcache *c, const char *build_id)
+{
+	char key[160];
+	int len;
+
+	if (!c || !build_id)
+		return NULL;
+	len = snprintf(key, sizeof(key), "b:%s", build_id);
+	return len > 0 && (size_t)len < sizeof(key) ? find_key(c, key) : NULL;
+}

@@ -7,7 +7,9 @@
  * one, so every process that maps a library shares its symbols. Names come from
  * DWARF (inline chain, file:line) when the file or its separate debug file
  * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else from
- * .symtab, else .dynsym. C++ and Rust names are demangled.
+ * .symtab (the file's, else the debug file's), else .dynsym together with the
+ * MiniDebugInfo .symtab of .gnu_debugdata when there is one. C++ and Rust names
+ * are demangled.
  *
  * Addresses given to symcache__lookup() are ELF virtual addresses (the
  * addresses in the file's program headers and symbol tables), not process
@@ -22,6 +24,7 @@
 
 struct symcache;
 struct elf_object;
+struct dbgfetch; /* exporter/symbols/debuginfod.h */
 
 /*
  * One frame of a lookup result. Strings are owned by the symcache and stay valid
@@ -120,6 +123,11 @@ const char *elf_object__debug_file(struct elf_object *o);
  */
 struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
 					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec);
+/*
+ * The object already opened whose GNU build ID is @build_id (lower-case hex), or NULL. Opens
+ * nothing. Owned by the cache.
+ */
+struct elf_object *symcache__find_build_id(struct symcache *c, const char *build_id);
 /* The path the first process that mapped @o saw (else the path opened). Owned by @o. */
 const char *elf_object__orig_path(const struct elf_object *o);
 /* --- end of lookup by file identity --- */
@@ -142,6 +150,13 @@ struct symcache_stats {
 	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
 	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
 	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
+	/* MiniDebugInfo (.gnu_debugdata, exporter/symbols/minidebuginfo.h). */
+	uint64_t minidebuginfo;	       /* objects whose .gnu_debugdata was decoded (per decode) */
+	uint64_t minidebuginfo_errors; /* objects whose .gnu_debugdata is corrupt: .dynsym only */
+	/* debuginfod (symcache_opts.debuginfod). */
+	uint64_t debuginfod_requests; /* objects that asked for their debug file */
+	uint64_t debuginfod_files;    /* loads that used a fetched debug file */
+	uint64_t debuginfod_rejected; /* fetched files that are not the object's: not used */
 	/* Descriptors following the working set (symcache__close_idle()). */
 	uint64_t idle_closes;	     /* objects that released descriptors/DWARF after idle_s */
 	uint64_t idle_reloads;	     /* of those, loaded ones re-read from the very same file */
@@ -170,6 +185,25 @@ void symcache__trim(struct symcache *c);
  * no-op.
  */
 void symcache__close_idle(struct symcache *c, uint64_t now);
+
+/*
+ * Fetches debug files by build ID through @f (exporter/symbols/debuginfod.h; borrowed, must
+ * outlive the cache or be detached with NULL) from now on: an object with no DWARF of its own
+ * nor a local debug file asks for its build ID when it loads (no waiting: the request is
+ * queued), and the answer is picked up by symcache__pick_up_debug_files(). Objects loaded
+ * before ask at their next load.
+ */
+void symcache__set_debuginfod(struct symcache *c, struct dbgfetch *f);
+
+/*
+ * Takes in the debug files debuginfod delivered since the last call: each object that was
+ * waiting for one is unloaded, so that its next lookup loads it with the debug file (DWARF
+ * names, file:line). Frames answered before keep what they said: a caller that cached them
+ * (a profile's locations) names them anew only where it looks them up again. Returns the
+ * number of objects that received a debug file. symcache__trim() calls it. Invalidates the
+ * strings of earlier lookups like symcache__trim(). NULL, or no debuginfod: 0.
+ */
+int symcache__pick_up_debug_files(struct symcache *c);
 
 /* Kernel symbols from /proc/kallsyms (or a file in that format for tests). */
 struct ksyms;

@@ -64,6 +64,17 @@ elf lib-ld-hidden.so "${LIB[@]}" -mtls-dialect=gnu -DVIS='"hidden"'
 elf lib-ld-hidden-tlsdesc.so "${LIB[@]}" -mtls-dialect=gnu2 -DVIS='"hidden"'
 elf lib-ie-extern.so "${LIB[@]}" -ftls-model=initial-exec -DEXTERN
 
+# MiniDebugInfo as Fedora ships it: stripped, the function symbols in .gnu_debugdata (xz ELF).
+cp tiny-eh tiny-mdi
+objcopy --only-keep-debug tiny-mdi tiny-mdi.dbg
+nm tiny-mdi.dbg --format=sysv --defined-only |
+	awk -F '|' '$4 ~ "FUNC" { gsub(/ +$/, "", $1); print $1 }' | sort >tiny-mdi.keep
+objcopy -S --remove-section '.debug_*' --keep-symbols=tiny-mdi.keep tiny-mdi.dbg tiny-mdi.mini
+xz tiny-mdi.mini
+strip --strip-all tiny-mdi
+objcopy --add-section .gnu_debugdata=tiny-mdi.mini.xz tiny-mdi
+cp tiny-mdi "$out/symbolize/seed-tiny-mdi"
+
 for f in tiny-eh tiny-dwarf4 tiny-debugframe tiny-zdebug asm-cfi tiny-split tiny-split.debug \
 	glibc-pie cxx-eh lib-tlsdesc.so lib-gd.so lib-ld-hidden.so lib-ld-hidden-tlsdesc.so \
 	lib-ie-extern.so; do

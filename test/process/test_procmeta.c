@@ -561,6 +561,105 @@ static void test_read_child_process(void **state)
 	assert_int_equal(procmeta__read(pid, &m), -ESRCH);
 }
 
+/* Starts @path with @argv (in @cwd when not NULL) and waits until the exec is done. */
+static pid_t spawn_exec(const char *path, char *const argv[], const char *cwd)
+{
+	char link[64], exe[PATH_MAX];
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (cwd && chdir(cwd))
+			_exit(126);
+		execv(path, argv);
+		_exit(127);
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, "realprog"))
+			return pid;
+		usleep(10000);
+	}
+	fail_msg("pid %d never ran %s", pid, path);
+	return -1;
+}
+
+static void reap(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+/* The exe_path and exe_name procmeta__read() gives a process started as @path, @argv. */
+static void check_exec(const char *path, char *const argv[], const char *cwd, const char *want_path,
+		       const char *want_name)
+{
+	struct procmeta m = {0};
+	pid_t pid = spawn_exec(path, argv, cwd);
+	int err = procmeta__read(pid, &m);
+
+	reap(pid);
+	assert_int_equal(err, 0);
+	assert_string_equal(m.exe_path, want_path);
+	assert_string_equal(m.exe_name, want_name);
+	assert_non_null(strstr(m.service_name, want_name));
+	procmeta__clear(&m);
+}
+
+/*
+ * A program started through a symlink (Debian's redis-server -> redis-check-rdb) is named
+ * as it was started: by argv[0], by its first word when the title is rewritten, by comm in
+ * the file's directory when argv[0] says nothing, relative to the working directory too.
+ * Never a name that is not the very same file.
+ */
+static void test_read_symlinked_executable(void **state)
+{
+	char dir[] = "/tmp/procmeta-exe-XXXXXX", real[PATH_MAX], link[PATH_MAX], cmd[PATH_MAX + 64];
+	char link_title[PATH_MAX + 32];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(real, sizeof(real), "%s/realprog", dir);
+	snprintf(link, sizeof(link), "%s/linkprog", dir);
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s'", real);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(symlink("realprog", link), 0);
+	snprintf(link_title, sizeof(link_title), "%s *:6379", link);
+
+	check_exec(link, (char *const[]){link, "30", NULL}, NULL, link, "linkprog");
+	/* setproctitle-style argv[0]: its first word. */
+	check_exec(link, (char *const[]){link_title, "30", NULL}, NULL, link, "linkprog");
+	/* argv[0] of no use: comm names the link in the file's directory. */
+	check_exec(link, (char *const[]){"my worker", "30", NULL}, NULL, link, "linkprog");
+	/* Relative to the working directory. */
+	check_exec(link, (char *const[]){"./linkprog", "30", NULL}, dir, link, "linkprog");
+	/* Started by the file's own name: argv[0] claiming another name changes nothing. */
+	check_exec(real, (char *const[]){link, "30", NULL}, NULL, real, "realprog");
+
+	/* The link now names another file: not this process's name any more. */
+	{
+		struct procmeta m = {0};
+		pid_t pid = spawn_exec(link, (char *const[]){link, "30", NULL}, NULL);
+		int err;
+
+		assert_int_equal(unlink(link), 0);
+		assert_int_equal(symlink("/bin/true", link), 0);
+		err = procmeta__read(pid, &m);
+		reap(pid);
+		assert_int_equal(err, 0);
+		assert_string_equal(m.exe_path, real);
+		assert_string_equal(m.exe_name, "realprog");
+		procmeta__clear(&m);
+	}
+	unlink(link);
+	unlink(real);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -579,6 +678,7 @@ int main(void)
 	    cmocka_unit_test(test_read_permission_denied),
 	    cmocka_unit_test(test_read_self),
 	    cmocka_unit_test(test_read_child_process),
+	    cmocka_unit_test(test_read_symlinked_executable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -251,6 +251,38 @@ static void test_locations_and_inline_lines(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* A location unnamed first and named later (a debug file that arrived): same index, new lines. */
+static void test_set_location_lines(void **state)
+{
+	struct profile *p = *state;
+	uint32_t f = add_functions(p, 2);
+	struct profile_line named[2] = {{.function = f + 1, .line = 3}, {.function = f, .line = 9}};
+	struct profile_line bad = {.function = 999};
+	uint32_t a, b, st;
+	const struct profile_line *lines;
+
+	a = profile__intern_location(p, 0, 0x1000, FRAME_NATIVE, NULL, 0);
+	b = profile__intern_location(p, 0, 0x2000, FRAME_NATIVE, NULL, 0);
+	st = profile__intern_stack(p, (uint32_t[]){a, b}, 2);
+	assert_int_equal(profile__set_location_lines(p, a, named, 2), 0);
+	assert_int_equal(profile__location(p, a)->nlines, 2);
+	lines = profile__location_lines(p, a);
+	assert_int_equal(lines[0].function, f + 1);
+	assert_int_equal(lines[0].line, 3);
+	assert_int_equal(lines[1].line, 9);
+	/* Found under the same key, held by the same stack; the other location untouched. */
+	assert_int_equal(profile__find_location(p, 0, 0x1000, FRAME_NATIVE), a);
+	assert_int_equal(profile__stack_locations(p, st)[0], a);
+	assert_int_equal(profile__location(p, b)->nlines, 0);
+	/* Errors leave the location as it was. */
+	assert_int_equal(profile__set_location_lines(p, 0, named, 1), -EINVAL);
+	assert_int_equal(profile__set_location_lines(p, 999, named, 1), -EINVAL);
+	assert_int_equal(profile__set_location_lines(p, b, &bad, 1), -EINVAL);
+	assert_int_equal(profile__set_location_lines(p, b, lines, 1), -EINVAL); /* own pool */
+	assert_int_equal(profile__location(p, b)->nlines, 0);
+	assert_int_equal(profile__location(p, a)->nlines, 2);
+}
+
 static void test_stacks(void **state)
 {
 	struct profile *p = *state;
@@ -846,6 +878,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mappings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_locations_and_inline_lines, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_set_location_lines, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stacks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_samples_merge_and_timestamps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_samples, setup, teardown),

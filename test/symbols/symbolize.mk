@@ -129,12 +129,10 @@ SYM_TEST_LIBS   := $(LDLIBS) -lcmocka
 .PHONY: sym-progs
 sym-progs: $(SYM_PROG_FILES)
 
-$(BUILD)/test/test_symbolize: test/symbols/test_symbolize.c $(OBJ)/symbols/symbolize.o $(OBJ)/process/procmaps.o \
-		$(OBJ)/symbols/elfcheck.o | sym-progs
+$(BUILD)/test/test_symbolize: test/symbols/test_symbolize.c $(LIBSPANPROF) | sym-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(OBJ)/symbols/symbolize.o $(OBJ)/process/procmaps.o \
-		$(OBJ)/symbols/elfcheck.o $(SYM_TEST_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(LIBSPANPROF) $(SYM_TEST_LIBS) -o $@
 
 $(BUILD)/test/test_procmaps: test/process/test_procmaps.c $(OBJ)/process/procmaps.o
 	$(call msg,LINK,$@)

@@ -412,6 +412,59 @@ static void test_cxx(void **state)
 	symcache__free(c);
 }
 
+/*
+ * C++ names keep their scope where DWARF has no linkage name (gcc omits it for lambdas'
+ * operator() and for some template instances): inlined frames are qualified from their DWARF
+ * scopes, a lambda inside app::sort_words is app::sort_words(long*, int)::{lambda}::operator(),
+ * and a physical function takes the demangled symbol name, which is what c++filt prints.
+ */
+static void test_cxx_scopes(void **state)
+{
+	struct symcache *c = new_cache(NULL);
+	struct elf_object *o = must_open(c, P("cxxprog"));
+	char *out = run("nm --defined-only '%s' | grep ' [tTW] '", P("cxxprog")), *line, *save;
+	char *want, mangled[1024], type;
+	struct sym_frame f[16];
+	unsigned long long a;
+	int n, i, lambdas = 0, physical = 0;
+
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		uint64_t addr, size, pc;
+
+		if (sscanf(line, "%llx %c %1023s", &a, &type, mangled) != 3 ||
+		    strncmp(mangled, "_Z", 2))
+			continue;
+		nm_symbol(P("cxxprog"), mangled, false, &addr, &size);
+		for (pc = addr; pc < addr + size; pc++) {
+			n = symcache__lookup(c, o, pc, f, 16);
+			for (i = 0; i < n; i++) {
+				const char *fn = f[i].function;
+				size_t len = fn ? strlen(fn) : 0;
+
+				assert_non_null(fn);
+				/* Never a bare member name: it has its class, or more. */
+				if (len >= 10 && !strcmp(fn + len - 10, "operator()"))
+					assert_non_null(strstr(fn, "::"));
+				if (!strcmp(fn,
+					    "app::sort_words(long*, int)::{lambda}::operator()"))
+					lambdas++;
+			}
+			if (pc == addr && n > 0) {
+				/* The physical function at its entry: as c++filt prints the symbol.
+				 */
+				want = run("c++filt '%s' | tr -d '\\n'", mangled);
+				assert_string_equal(f[n - 1].function, want);
+				free(want);
+				physical++;
+			}
+		}
+	}
+	free(out);
+	assert_true(lambdas > 0);
+	assert_true(physical >= 5);
+	symcache__free(c);
+}
+
 static void test_shared_library(void **state)
 {
 	struct symcache *c = new_cache(NULL);
@@ -1002,29 +1055,18 @@ static void test_idle_fds_inflated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_open_errors),
-	    cmocka_unit_test(test_garbled_never_crashes),
-	    cmocka_unit_test(test_cache_identity),
-	    cmocka_unit_test(test_dwarf_pie),
-	    cmocka_unit_test(test_dwarf_compressed),
-	    cmocka_unit_test(test_dwarf_nopie),
-	    cmocka_unit_test(test_inline_chain),
-	    cmocka_unit_test(test_cxx),
-	    cmocka_unit_test(test_shared_library),
-	    cmocka_unit_test(test_symtab_only),
-	    cmocka_unit_test(test_dynsym_only),
-	    cmocka_unit_test(test_debuglink),
-	    cmocka_unit_test(test_debuglink_orig_path),
-	    cmocka_unit_test(test_debuglink_crc),
-	    cmocka_unit_test(test_build_id_tree),
-	    cmocka_unit_test(test_lookup_cache),
-	    cmocka_unit_test(test_live_pie),
-	    cmocka_unit_test(test_live_nopie),
-	    cmocka_unit_test(test_live_shared_library),
-	    cmocka_unit_test(test_budget_reload),
-	    cmocka_unit_test(test_fds),
-	    cmocka_unit_test(test_idle_fds),
-	    cmocka_unit_test(test_idle_fds_inflated),
+	    cmocka_unit_test(test_open_errors),	     cmocka_unit_test(test_garbled_never_crashes),
+	    cmocka_unit_test(test_cache_identity),   cmocka_unit_test(test_dwarf_pie),
+	    cmocka_unit_test(test_dwarf_compressed), cmocka_unit_test(test_dwarf_nopie),
+	    cmocka_unit_test(test_inline_chain),     cmocka_unit_test(test_cxx),
+	    cmocka_unit_test(test_cxx_scopes),	     cmocka_unit_test(test_shared_library),
+	    cmocka_unit_test(test_symtab_only),	     cmocka_unit_test(test_dynsym_only),
+	    cmocka_unit_test(test_debuglink),	     cmocka_unit_test(test_debuglink_orig_path),
+	    cmocka_unit_test(test_debuglink_crc),    cmocka_unit_test(test_build_id_tree),
+	    cmocka_unit_test(test_lookup_cache),     cmocka_unit_test(test_live_pie),
+	    cmocka_unit_test(test_live_nopie),	     cmocka_unit_test(test_live_shared_library),
+	    cmocka_unit_test(test_budget_reload),    cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_idle_fds),	     cmocka_unit_test(test_idle_fds_inflated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
