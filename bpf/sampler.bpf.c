@@ -82,7 +82,8 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
 	s->type = type;
-	s->pad[0] = s->pad[1] = s->pad[2] = 0;
+	s->ustack_end = SP_USTACK_COMPLETE;
+	s->pad[0] = s->pad[1] = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -117,6 +118,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
 			n *= sizeof(__u64);
+			s->ustack_end = sp_ustack_end_of_stat(stop);
 		} else {
 			__u64 ret = 0;
 
@@ -152,6 +154,18 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 				stat_inc(SP_STAT_USTACK_ERR);
 				n = 0;
 			}
+			/* Frame pointers prove nothing: say why they were used, or the cut. */
+			if (!n)
+				s->ustack_end = SP_USTACK_UNREADABLE;
+			else if (n >= (long)sizeof(s->ustack) ||
+				 n >= fp_max_depth * (long)sizeof(__u64))
+				s->ustack_end = SP_USTACK_DEPTH;
+			else if (!unwind_enabled)
+				s->ustack_end = SP_USTACK_FP_ONLY;
+			else if (uproc)
+				s->ustack_end = SP_USTACK_NO_REGS;
+			else
+				s->ustack_end = SP_USTACK_NOT_LOADED;
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);

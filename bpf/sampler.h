@@ -165,6 +165,66 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	return type == SP_PROF_CPU ? SP_STAT_DROP_RINGBUF : SP_STAT_ALLOC_DROP + 2 * (type - 1);
 }
 
+/*
+ * Why a sample's user stack ends where it does (sp_sample.ustack_end). Only SP_USTACK_COMPLETE
+ * ends at a known outermost frame (a CFI row saying the return address is undefined: _start, a
+ * thread's start, clone3; or no user stack at all: a kernel thread); every other value is shown
+ * as one synthetic frame at the root end of the stack (docs/unwinding.md, "Truncation markers"),
+ * so a cut stack never looks whole. One list, X(enum name, marker frame name), gives the enum
+ * here and the marker names in the agent (exporter/stackend/stackend.c).
+ */
+#define SP_USTACK_END_LIST(X)                                                                      \
+	X(SP_USTACK_COMPLETE, NULL)                                                                \
+	/* SP_MAX_USTACK frames (CFI walk) or kernel.perf_event_max_stack (frame pointers) */      \
+	X(SP_USTACK_DEPTH, "[truncated: depth limit]")                                             \
+	/* code without CFI whose frame-pointer chain ended (RBP 0 or lost) */                     \
+	X(SP_USTACK_NO_UNWIND_INFO, "[truncated: no unwind info]")                                 \
+	/* a pc outside every executable mapping the agent knows for the process */                \
+	X(SP_USTACK_NO_MAPPING, "[truncated: unknown mapping]")                                    \
+	/* the table of the pc's file was being replaced */                                        \
+	X(SP_USTACK_NO_TABLE, "[truncated: unwind table missing]")                                 \
+	/* a CFI rule the walker cannot follow (DWARF expression, ...) */                          \
+	X(SP_USTACK_UNSUPPORTED, "[truncated: unsupported unwind rule]")                           \
+	/* stack memory could not be read (paged out, bad address), or no user frame at all */     \
+	X(SP_USTACK_UNREADABLE, "[truncated: unreadable stack]")                                   \
+	/* the caller's frame would not lie above the current one (CFA or RBP below RSP) */        \
+	X(SP_USTACK_BAD_FRAME, "[truncated: bad frame address]")                                   \
+	/* the agent has no tables for the process yet (new process, or a reused PID) */           \
+	X(SP_USTACK_NOT_LOADED, "[truncated: not loaded yet]")                                     \
+	/* user registers unusable (32-bit task) */                                                \
+	X(SP_USTACK_NO_REGS, "[truncated: no user registers]")                                     \
+	/* CFI unwinding off (--unwind-max-mb 0): a frame-pointer walk nothing checked */          \
+	X(SP_USTACK_FP_ONLY, "[unverified: frame pointers]")
+
+#define SP_USTACK_END_ENUM(name, marker) name,
+enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };
+#undef SP_USTACK_END_ENUM
+
+/* The stack end of a CFI walk that stopped for @stat (SP_STAT_UNW_END..SP_STAT_UNW_DEPTH). */
+static inline __u32 sp_ustack_end_of_stat(__u32 stat)
+{
+	switch (stat) {
+	case SP_STAT_UNW_END:
+		return SP_USTACK_COMPLETE;
+	case SP_STAT_UNW_FP_END:
+		return SP_USTACK_NO_UNWIND_INFO;
+	case SP_STAT_UNW_NO_MAPPING:
+		return SP_USTACK_NO_MAPPING;
+	case SP_STAT_UNW_NO_TABLE:
+		return SP_USTACK_NO_TABLE;
+	case SP_STAT_UNW_UNSUPPORTED:
+		return SP_USTACK_UNSUPPORTED;
+	case SP_STAT_UNW_READ_FAILED:
+		return SP_USTACK_UNREADABLE;
+	case SP_STAT_UNW_BAD_CFA:
+		return SP_USTACK_BAD_FRAME;
+	case SP_STAT_UNW_DEPTH:
+		return SP_USTACK_DEPTH;
+	default:
+		return SP_USTACK_UNSUPPORTED;
+	}
+}
+
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
 /*
@@ -231,7 +291,8 @@ struct sp_sample {
 	__u16 kstack_len; /* frames used in kstack */
 	__u16 ustack_len; /* frames used in ustack */
 	__u8 type;	  /* enum sp_profile_type */
-	__u8 pad[3];
+	__u8 ustack_end;  /* enum sp_ustack_end: why ustack ends where it does */
+	__u8 pad[2];
 	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
 	__u64 value;		     /* per type: bytes, nanoseconds (0 for CPU) */
 	__u64 addr;		     /* per type: lock address, 0 if none */

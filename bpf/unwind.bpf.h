@@ -64,6 +64,11 @@ static __always_inline int unwind_win_read(struct unwind_window *win, void *dst,
 
 /* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
 const volatile __u32 unwind_enabled = 0;
+/*
+ * Set before load: kernel.perf_event_max_stack, where bpf_get_stack()'s frame-pointer walk stops
+ * (a stack of that many frames was cut there).
+ */
+const volatile __u32 fp_max_depth = 127;
 
 /* One chunk of rows: the inner map type of unwind_chunks (mmapped by the agent to fill it). */
 struct unwind_chunk_inner {

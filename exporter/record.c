@@ -35,6 +35,7 @@
 #include "sampler_user.h"
 #include "selfstats.h"
 #include "spanlinks.h"
+#include "stackend/stackend.h"
 #include "symbolize.h"
 #include "targets.h"
 #include "unwinder.h"
@@ -70,7 +71,7 @@ struct recorder {
 	 */
 	struct unwind_event exits[256];
 	uint32_t nexits;
-	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK + 1]; /* + 1: the marker of a cut stack */
 	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
 	struct otlp_exporter *metrics;
 	struct selfstats_resource self_res;
@@ -144,10 +145,17 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 
 	n += proctab__kernel_locations(r->procs, r->profile, (const uint64_t *)s->kstack, ku,
 				       r->locs);
-	if (proc)
+	if (proc) {
+		uint32_t marker;
+
 		n += proctab__sample_user_locations(r->procs, proc, r->profile,
 						    (const uint64_t *)s->ustack, uu, &s->vmas,
 						    r->locs + n);
+		/* A stack that does not end at an outermost frame says why (stackend.h). */
+		marker = stackend__location(r->profile, s->ustack_end);
+		if (marker)
+			r->locs[n++] = marker;
+	}
 
 	memcpy(comm, s->comm, SP_COMM_LEN);
 	comm[SP_COMM_LEN] = '\0';

@@ -34,7 +34,8 @@ $(LIBSPANPROF): $(VIEWC_PAGE_O)
 VIEW_TEST_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
 $(BUILD)/test/test_view: test/test_view.c exporter/view.h exporter/otlp_pb.h $(OBJ)/view.o \
-		$(OBJ)/view_read.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
+		$(OBJ)/view_read.o $(OBJ)/stackend/stackend.o $(OBJ)/profile.o \
+		$(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) -ljson-c -lmicrohttpd -lprotobuf-c -lz -lcmocka \
