@@ -119,7 +119,16 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		if (n >= 0) {
 			n *= sizeof(__u64);
 			s->ustack_end = sp_ustack_end_of_stat(stop);
+		} else if (unwind_enabled) {
+			/* No tables for the process (yet): the leaf only, marked. */
+			stat_inc(SP_STAT_UNW_FP);
+			n = unwind_leaf_only(s) * sizeof(__u64);
+			if (!n)
+				s->ustack_end = SP_USTACK_UNREADABLE;
+			else
+				s->ustack_end = uproc ? SP_USTACK_NO_REGS : SP_USTACK_NOT_LOADED;
 		} else {
+			/* --unwind-max-mb 0: frame pointers, as asked, marked as unverified. */
 			__u64 ret = 0;
 
 			stat_inc(SP_STAT_UNW_FP);
@@ -154,18 +163,13 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 				stat_inc(SP_STAT_USTACK_ERR);
 				n = 0;
 			}
-			/* Frame pointers prove nothing: say why they were used, or the cut. */
 			if (!n)
 				s->ustack_end = SP_USTACK_UNREADABLE;
 			else if (n >= (long)sizeof(s->ustack) ||
 				 n >= fp_max_depth * (long)sizeof(__u64))
 				s->ustack_end = SP_USTACK_DEPTH;
-			else if (!unwind_enabled)
-				s->ustack_end = SP_USTACK_FP_ONLY;
-			else if (uproc)
-				s->ustack_end = SP_USTACK_NO_REGS;
 			else
-				s->ustack_end = SP_USTACK_NOT_LOADED;
+				s->ustack_end = SP_USTACK_FP_ONLY;
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);

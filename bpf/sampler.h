@@ -34,10 +34,11 @@ enum sp_stat {
 	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */
 	/* User stack unwinding (docs/unwinding.md): how each sample's stack was walked. */
-	SP_STAT_UNW_CFI,	/* samples walked with the CFI tables */
-	SP_STAT_UNW_FP,		/* samples walked with frame pointers (process has no entry yet) */
-	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID: frame pointers */
-	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task: frame pointers */
+	SP_STAT_UNW_CFI, /* samples walked with the CFI tables */
+	/* Not walked with CFI: the leaf only (frame pointers with --unwind-max-mb 0). */
+	SP_STAT_UNW_FP,		/* samples of processes without an entry (not loaded yet) */
+	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID */
+	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task */
 	SP_STAT_UNW_FRAMES_CFI, /* frames unwound by a CFI row */
 	SP_STAT_UNW_FRAMES_FP,	/* frames unwound by frame pointers inside the CFI walker */
 	/* Why each CFI walk stopped: exactly one per SP_STAT_UNW_CFI sample. */
@@ -49,6 +50,7 @@ enum sp_stat {
 	SP_STAT_UNW_READ_FAILED, /* stack memory unreadable (paged out, bad CFA) */
 	SP_STAT_UNW_BAD_CFA,	 /* CFA not above the stack pointer, or RBP-based with RBP lost */
 	SP_STAT_UNW_DEPTH,	 /* SP_MAX_USTACK frames: stack truncated */
+	SP_STAT_UNW_BAD_RA,	 /* frame-pointer step refused: return address not after a call */
 	/* Thread context (OTEP 4947, docs/span-links.md): one per sample of a process that has it.
 	 */
 	SP_STAT_CTX_LINKED,	   /* record valid: the sample carries its span */
@@ -189,18 +191,21 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	X(SP_USTACK_UNREADABLE, "[truncated: unreadable stack]")                                   \
 	/* the caller's frame would not lie above the current one (CFA or RBP below RSP) */        \
 	X(SP_USTACK_BAD_FRAME, "[truncated: bad frame address]")                                   \
-	/* the agent has no tables for the process yet (new process, or a reused PID) */           \
+	/* no tables for the process yet (new process, reused PID): the leaf only, nothing guessed \
+	 */                                                                                        \
 	X(SP_USTACK_NOT_LOADED, "[truncated: not loaded yet]")                                     \
-	/* user registers unusable (32-bit task) */                                                \
+	/* user registers unusable (32-bit task): the leaf only */                                 \
 	X(SP_USTACK_NO_REGS, "[truncated: no user registers]")                                     \
 	/* CFI unwinding off (--unwind-max-mb 0): a frame-pointer walk nothing checked */          \
-	X(SP_USTACK_FP_ONLY, "[unverified: frame pointers]")
+	X(SP_USTACK_FP_ONLY, "[unverified: frame pointers]")                                       \
+	/* a frame-pointer step found a "return address" that does not follow a call */            \
+	X(SP_USTACK_BAD_RA, "[truncated: unproven return address]")
 
 #define SP_USTACK_END_ENUM(name, marker) name,
 enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };
 #undef SP_USTACK_END_ENUM
 
-/* The stack end of a CFI walk that stopped for @stat (SP_STAT_UNW_END..SP_STAT_UNW_DEPTH). */
+/* The stack end of a CFI walk that stopped for @stat (SP_STAT_UNW_END..SP_STAT_UNW_BAD_RA). */
 static inline __u32 sp_ustack_end_of_stat(__u32 stat)
 {
 	switch (stat) {
@@ -220,6 +225,8 @@ static inline __u32 sp_ustack_end_of_stat(__u32 stat)
 		return SP_USTACK_BAD_FRAME;
 	case SP_STAT_UNW_DEPTH:
 		return SP_USTACK_DEPTH;
+	case SP_STAT_UNW_BAD_RA:
+		return SP_USTACK_BAD_RA;
 	default:
 		return SP_USTACK_UNSUPPORTED;
 	}

@@ -60,6 +60,8 @@ static __always_inline int unwind_win_read(struct unwind_window *win, void *dst,
 
 #define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
 	unwind_win_read((struct unwind_window *)(rctx), (dst), (size), (addr))
+/* Code, not stack: read directly, the window keeps the stack page. */
+#define UNWIND_READ_CODE(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
 #include "unwind_walk.h"
 
 /* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
@@ -218,6 +220,8 @@ static __always_inline __u32 unwind_step_stat(int res)
 		return SP_STAT_UNW_BAD_CFA;
 	case UNWIND_STEP_READ_FAILED:
 		return SP_STAT_UNW_READ_FAILED;
+	case UNWIND_STEP_BAD_RA:
+		return SP_STAT_UNW_BAD_RA;
 	default:
 		return SP_STAT_UNW_UNSUPPORTED;
 	}
@@ -322,6 +326,14 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 	else
 		w->fp_frames++;
 	res = unwind_step_global(w, win, found);
+	/*
+	 * A frame-pointer step proves less than a CFI row: its return address must also lie in a
+	 * mapping the agent knows, or it is not recorded (a new library is caught by the re-read
+	 * that the next CFI walk's NO_MAPPING stop triggers).
+	 */
+	if (res == UNWIND_STEP_OK && (!found || w->row.kind == UNWIND_KIND_FP) &&
+	    unwind__find_mapping(proc->maps, proc->n, w->r.pc - 1) < 0)
+		res = UNWIND_STEP_BAD_RA;
 	if (res == UNWIND_STEP_OK)
 		return 0;
 	w->stop = unwind_step_stat(res);
@@ -356,7 +368,40 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
 	r->bp = regs->bp;
 	r->exact = 1;
 	r->bp_unknown = 0;
+	r->stack_hi = BPF_CORE_READ(bpf_get_current_task_btf(), mm, start_stack);
 	return r->pc ? 0 : -1;
+}
+
+/*
+ * The user stack of a process the agent has no tables for (yet): only what is proven, the
+ * sampled pc and, at a function's first instruction (SP_SAMPLE_FUNC_ENTRY: a uprobe on an entry
+ * point), the return address the call just pushed at [sp] when it follows a call. A frame-pointer
+ * walk here would read data as return addresses in code built without them. Returns the frames
+ * written to s->ustack (0 when the registers are unreadable). Not inlined: merged into its
+ * caller, clang shares loads across paths the verifier must keep apart (stack and record).
+ */
+static __noinline int unwind_leaf_only(struct sp_sample *s)
+{
+	struct unwind_regs r;
+	struct pt_regs *regs;
+	__u64 ra = 0, code = 0;
+
+	if (unwind_user_regs(&r)) {
+		/* A 32-bit task (its return addresses are 4 bytes): the pc alone. */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!regs || !regs->ip)
+			return 0;
+		s->ustack[0] = regs->ip;
+		return 1;
+	}
+	s->ustack[0] = r.pc;
+	if (!(s->flags & SP_SAMPLE_FUNC_ENTRY) ||
+	    bpf_probe_read_user(&ra, sizeof(ra), (const void *)r.sp) || !ra ||
+	    bpf_probe_read_user(&code, sizeof(code), (const void *)(ra - 8)) ||
+	    !unwind__after_call(code))
+		return 1;
+	s->ustack[1] = ra;
+	return 2;
 }
 
 /*

@@ -6,13 +6,21 @@ the real stack.
 Workloads are built -O2 -fomit-frame-pointer (test_unwind.py's flags); each test asserts the
 exact chain, or the exact marker where the chain can't be had.
 """
+import os
+import subprocess
 import time
 
-from conftest import WORKLOADS, read_folded
+from conftest import WORKLOADS, read_folded, wait_sampling
 from test_unwind import build, from_main, ours, record_watched
 
 DEPTH_MARKER = "[truncated: depth limit]"
 MAX_USTACK = 512  # SP_MAX_USTACK: frames the CFI walk records
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process @pid so far (/proc/PID/stat, clock ticks)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def user_frames(frames):
@@ -26,10 +34,15 @@ def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, t
     p = procs.start(binary, "60", "1000")
     time.sleep(0.2)
     out = tmp_path / "out"
-    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
+    cpu0 = []
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
+                         on_start=lambda: cpu0.append(cpu_seconds(p.pid)))
+    cpu = cpu_seconds(p.pid) - cpu0[0]
     stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
     total = sum(c for _, c in stacks)
-    assert total >= 100, f"only {total} samples\n{err}"
+    # 99 Hz of the workload's CPU time while sampled (and until the agent exited: an upper
+    # bound); half of it, for timer slack on a loaded machine.
+    assert total >= max(20, cpu * 99 * 0.5), f"only {total} samples for {cpu:.2f} s\n{err}"
     for f, c in stacks:
         assert f[1] == DEPTH_MARKER, f"{c} samples without the marker: {f[:6]}"
         assert DEPTH_MARKER not in f[2:], f[:6]
@@ -55,3 +68,89 @@ def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, t
         assert root["mapping"] == "", root
         assert all(DEPTH_MARKER not in [ln["function"] for ln in loc["lines"]]
                    for loc in s["stack"][:-1])
+
+
+MARKER_PREFIXES = ("[truncated: ", "[unverified: ")
+CLOCK = ("now", "clock_gettime", "__clock_gettime", "__vdso_clock_gettime")
+# glibc's frames from the entry point to main (CFI: _start's return address is undefined).
+START = ["_start", "__libc_start_main_impl", "__libc_start_call_main"]
+
+
+def is_marker(name):
+    return name.startswith(MARKER_PREFIXES)
+
+
+def check_truthful(stacks, chain):
+    """Every stack of the workload (root first, after the process name) is either complete (from
+    _start, through main, exactly @chain from main on) or cut and marked: one marker first, then
+    only frames of the real stack, i.e. a leaf-side part of @chain (what the leaf calls to read
+    the clock may follow). Returns (complete, marked) sample counts."""
+    complete = marked = 0
+    for f, c in stacks:
+        user = user_frames(f[1:])
+        assert sum(is_marker(x) for x in user) <= 1, f
+        # Unnamed frames: the leaf (the sampled pc itself, e.g. the old image's in execve), and
+        # a return address the CFI proved in code mapped after the agent read the maps, right
+        # under the marker that says so. Anywhere else it is a frame read from data.
+        named = user[:-1]
+        if named[:2] and named[0] == "[truncated: unknown mapping]" and named[1] == "[unknown]":
+            named = named[2:]
+        assert not any(x.startswith("[unknown]") for x in named), f"a frame from no code: {f}"
+        if user and user[-1].startswith("[unknown]"):
+            continue  # the leaf alone says nothing of the chain
+        if user and is_marker(user[0]):
+            assert user[1:], f"a marker without the leaf: {f}"
+            rest = [x for x in user[1:] if x not in CLOCK]
+            # The frames kept are those of the real stack, contiguous, ending at the leaf.
+            full = START + chain
+            if any(x in full for x in rest):
+                assert rest == full[len(full) - len(rest):], f"not a part of the chain: {f}"
+            marked += c
+            continue
+        assert user and user[0] == "_start", f"neither complete nor marked: {f}"
+        if "main" in user:
+            m = [x for x in user[user.index("main"):] if x not in CLOCK]
+            assert m == chain[:len(m)], f"wrong chain from main: {f}"
+        complete += c
+    return complete, marked
+
+
+def run_gated(spanprof, out, args, start):
+    """Runs the agent with @args; once it samples, @start() launches the workload (a Popen),
+    whose rusage is returned with the agent's stderr when both are done."""
+    agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), *map(str, args)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_sampling(agent)
+        p = start()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        assert p.returncode == 0
+        _, err = agent.communicate(timeout=120)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, "".join(seen) + err
+    return ru, "".join(seen) + err
+
+
+def test_new_program_without_frame_pointers_first_second(spanprof, procs, tmp_path):
+    """A program built without frame pointers, started after the agent: its first samples come
+    before its tables exist. None of them may show a frame that is not on its real stack (a
+    frame-pointer walk read data there: "[unknown];[unknown];leaf"); they are cut and marked
+    "[truncated: not loaded yet]", and the later ones are complete."""
+    binary = build(WORKLOADS / "unw_recurse.c", tmp_path / "unw_new")
+    out = tmp_path / "out"
+    ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 999, "--duration", 4],
+                        lambda: procs.start(binary, "1", "40"))
+    stacks = ours(read_folded(out / "profile.folded"), "unw_new")
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    complete, marked = check_truthful(stacks, chain)
+    cpu = ru.ru_utime + ru.ru_stime
+    # 999 Hz of the workload's own CPU time; half of it, for timer slack on a loaded machine.
+    assert complete + marked >= cpu * 999 * 0.5, f"{complete + marked} samples for {cpu:.2f} s"
+    assert complete >= 0.5 * (complete + marked), f"{complete} complete, {marked} marked\n{err}"
+    for f, c in stacks:
+        if "[truncated: not loaded yet]" in f:
+            assert len(user_frames(f[2:])) <= 2, f"more than the leaf before the tables: {f}"
