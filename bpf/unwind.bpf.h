@@ -20,6 +20,12 @@ struct unwind_window {
 	__u64 base; /* user address of data[0] */
 	__u32 len;  /* valid bytes; 0: empty */
 	__u32 pad;
+	/*
+	 * Pending uretprobes of the sampled task (unwind_fix_ra()): the [uprobes] trampoline's
+	 * address (0: the mm has none) and the next return_instance to match (kernel pointer).
+	 */
+	__u64 tramp;
+	__u64 ri;
 	__u8 data[UNWIND_PAGE + 16]; /* + 16: an 8- or 16-byte copy at any offset stays inside */
 };
 
@@ -58,6 +64,42 @@ static __always_inline int unwind_win_read(struct unwind_window *win, void *dst,
 	return 0;
 }
 
+/*
+ * The kernel's MAX_URETPROBE_DEPTH: a task has at most this many pending uretprobes (more are
+ * not installed), so the list walk is bounded by it.
+ */
+#define UNWIND_MAX_URETPROBES 64
+
+/*
+ * A return address that is the [uprobes] trampoline (a uretprobe of spanprof's or of any other
+ * tool hijacked it on the function's entry) is replaced by the original the kernel keeps in the
+ * task's pending return instances (kernel/events/uprobes.c, prepare_uretprobe(): ri->stack is
+ * the user sp at the entry, i.e. the slot the address was read from; the list is innermost
+ * first; chained instances of a tail call share a slot and the original). 0 when no instance
+ * matches @slot: the walk stops rather than guess.
+ */
+static __always_inline __u64 unwind_fix_ra(struct unwind_window *win, __u64 ra, __u64 slot)
+{
+	struct return_instance *ri;
+	__u64 stack, orig = 0;
+	__u32 i;
+
+	if (!win->tramp || ra != win->tramp)
+		return ra;
+	ri = (struct return_instance *)win->ri;
+	for (i = 0; i < UNWIND_MAX_URETPROBES && ri; i++) {
+		stack = BPF_CORE_READ(ri, stack);
+		if (stack > slot)
+			break;
+		if (stack == slot && !orig)
+			orig = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	win->ri = (__u64)ri;
+	return orig;
+}
+
+#define UNWIND_FIX_RA(rctx, ra, slot) unwind_fix_ra((struct unwind_window *)(rctx), (ra), (slot))
 #define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
 	unwind_win_read((struct unwind_window *)(rctx), (dst), (size), (addr))
 /* Code, not stack: read directly, the window keeps the stack page. */
@@ -404,6 +446,21 @@ static __noinline int unwind_leaf_only(struct sp_sample *s)
 	return 2;
 }
 
+/* The current task's pending uretprobes into win (unwind_fix_ra()); none on kernels without. */
+static __always_inline void unwind_uretprobes(struct unwind_window *win)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	win->tramp = win->ri = 0;
+	if (!bpf_core_type_exists(struct return_instance) ||
+	    !bpf_core_field_exists(struct return_instance, stack) ||
+	    !bpf_core_field_exists(struct return_instance, orig_ret_vaddr))
+		return;
+	win->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	if (win->ri)
+		win->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+}
+
 /*
  * Walks the user stack of the sampled process proc into s->ustack with the CFI tables.
  * Returns the number of frames, or -1 when the registers are unusable (the caller falls back to
@@ -426,6 +483,7 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	if (!l.win)
 		return -1;
 	l.win->len = 0;
+	unwind_uretprobes(l.win);
 
 	if (unwind_user_regs(&w->r)) {
 		stat_inc(SP_STAT_UNW_NO_REGS);

@@ -17,7 +17,10 @@
  * success; rctx is the includer's, passed through unwind__step() (BPF: a window of stack read with
  * bpf_probe_read_user; the unit test: a copy of a captured stack). UNWIND_READ_CODE(rctx, dst,
  * addr) reads the 8 bytes of code at addr into the __u64 at dst (0 on success); the frame-pointer
- * step needs it to check a return address. The agent includes this header for the map layouts only.
+ * step needs it to check a return address. UNWIND_FIX_RA(rctx, ra, slot), optional, gives the
+ * return address to use for ra read at slot: ra itself, or for a uretprobe trampoline the original
+ * the kernel keeps (0: not found, the step stops). The agent includes this header for the map
+ * layouts only.
  */
 #ifndef SPANPROF_UNWIND_WALK_H
 #define SPANPROF_UNWIND_WALK_H
@@ -179,8 +182,9 @@ enum unwind_step_result {
 	UNWIND_STEP_BAD_CFA,	 /* CFA not above RSP, or RBP-based with RBP unknown */
 	UNWIND_STEP_READ_FAILED, /* the return address, RBP or ucontext could not be read */
 	/*
-	 * Frame-pointer step refused: the return address found does not follow a call instruction
-	 * (data, not a return address), or its code could not be read.
+	 * Return address refused: a frame-pointer step's does not follow a call instruction (data,
+	 * not a return address) or its code could not be read; or a uretprobe trampoline's original
+	 * return address was not found.
 	 */
 	UNWIND_STEP_BAD_RA,
 };
@@ -228,6 +232,9 @@ static __always_inline int unwind__after_call(__u64 code)
 }
 
 #ifdef UNWIND_READ_USER
+#ifndef UNWIND_FIX_RA
+#define UNWIND_FIX_RA(rctx, ra, slot) (ra)
+#endif
 /*
  * Unwinds one frame: regs describe a frame whose row (the one covering pc, or pc - 1 for a return
  * address) is row; row NULL means "no CFI" (UNWIND_KIND_FP). On UNWIND_STEP_OK regs describe the
@@ -275,7 +282,9 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 			return UNWIND_STEP_READ_FAILED;
 		if (!pair[1])
 			return UNWIND_STEP_FP_END;
-		if (UNWIND_READ_CODE(rctx, &code, pair[1] - 8) || !unwind__after_call(code))
+		pair[1] = UNWIND_FIX_RA(rctx, pair[1], r->bp + 8);
+		if (!pair[1] || UNWIND_READ_CODE(rctx, &code, pair[1] - 8) ||
+		    !unwind__after_call(code))
 			return UNWIND_STEP_BAD_RA;
 		r->sp = r->bp + 16;
 		r->bp = pair[0];
@@ -320,6 +329,9 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 	}
 	if (!ra)
 		return UNWIND_STEP_END;
+	ra = UNWIND_FIX_RA(rctx, ra, cfa - 8);
+	if (!ra)
+		return UNWIND_STEP_BAD_RA;
 	r->pc = ra;
 	r->sp = cfa;
 	r->exact = 0;

@@ -7,6 +7,7 @@ Workloads are built -O2 -fomit-frame-pointer (test_unwind.py's flags); each test
 exact chain, or the exact marker where the chain can't be had.
 """
 import os
+import re
 import subprocess
 import time
 
@@ -92,10 +93,9 @@ def check_truthful(stacks, chain):
         # Unnamed frames: the leaf (the sampled pc itself, e.g. the old image's in execve), and
         # a return address the CFI proved in code mapped after the agent read the maps, right
         # under the marker that says so. Anywhere else it is a frame read from data.
-        named = user[:-1]
-        if named[:2] and named[0] == "[truncated: unknown mapping]" and named[1] == "[unknown]":
-            named = named[2:]
-        assert not any(x.startswith("[unknown]") for x in named), f"a frame from no code: {f}"
+        if user[:2] == ["[truncated: unknown mapping]", "[unknown]"] and len(user) > 2:
+            user = [user[0]] + user[2:]
+        assert not any(x.startswith("[unknown]") for x in user[:-1]), f"a frame from no code: {f}"
         if user and user[-1].startswith("[unknown]"):
             continue  # the leaf alone says nothing of the chain
         if user and is_marker(user[0]):
@@ -154,3 +154,32 @@ def test_new_program_without_frame_pointers_first_second(spanprof, procs, tmp_pa
     for f, c in stacks:
         if "[truncated: not loaded yet]" in f:
             assert len(user_frames(f[2:])) <= 2, f"more than the leaf before the tables: {f}"
+
+
+def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path):
+    """A uretprobe on spin_start (spanprof's own --context-uprobe ...,scoped) replaces its return
+    address on the stack with the kernel's [uprobes] trampoline while rec...leaf burn CPU below
+    it: the walk puts back the original the kernel keeps, with CFI and with frame pointers (an
+    executable without CFI of its own, built with them), and reaches main."""
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    builds = {
+        "cfi": [],
+        "fp": ["-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+    }
+    for name, flags in builds.items():
+        binary = build(WORKLOADS / "unw_recurse.c", tmp_path / f"unw_ret_{name}", *flags)
+        out = tmp_path / f"out_{name}"
+        ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 99, "--duration", 4,
+                                            "--context-uprobe", f"{binary}:spin_start:arg1,scoped"],
+                            lambda: procs.start(binary, "2", "40"))
+        m = re.search(r"span links: \d+ samples linked \((\d+) by uprobe\)", err)
+        assert m and int(m.group(1)) > 0, f"{name}: the uprobe never fired\n{err}"
+        m = re.search(r"\((\d+) frames CFI, (\d+) frame pointer\)", err)
+        assert m and (int(m.group(2)) > 0) == (name == "fp"), f"{name}: frames by method\n{err}"
+        stacks = ours(read_folded(out / "profile.folded"), f"unw_ret_{name}")
+        complete, marked = check_truthful(stacks, chain)
+        cpu = ru.ru_utime + ru.ru_stime
+        assert complete + marked >= cpu * 99 * 0.5, f"{name}: {complete + marked} samples, {cpu} s"
+        through = sum(c for f, c in stacks if "spin_start" in f and "main" in f)
+        assert through >= 0.9 * (complete + marked), \
+            f"{name}: {through} of {complete + marked} reach main through spin_start\n{err}"

@@ -39,6 +39,10 @@ struct fake_stack {
 	uint64_t code_base;
 	const uint8_t *code;
 	size_t code_len;
+	/* Pending uretprobes: trampoline address (0 none), and {slot, original} innermost first. */
+	uint64_t tramp;
+	uint64_t ri[4][2];
+	int nri, next_ri;
 };
 
 static int fake_read(struct fake_stack *st, void *dst, uint32_t size, uint64_t addr)
@@ -64,6 +68,20 @@ static int fake_code(struct fake_stack *st, void *dst, uint64_t addr)
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 ? 0 : -EFAULT;
 }
 
+/* The BPF unwind_fix_ra() over st->ri: the original return address for a trampoline at slot. */
+static uint64_t fake_fix_ra(struct fake_stack *st, uint64_t ra, uint64_t slot)
+{
+	uint64_t orig = 0;
+
+	if (!st->tramp || ra != st->tramp)
+		return ra;
+	for (; st->next_ri < st->nri && st->ri[st->next_ri][0] <= slot; st->next_ri++)
+		if (st->ri[st->next_ri][0] == slot && !orig)
+			orig = st->ri[st->next_ri][1];
+	return orig;
+}
+
+#define UNWIND_FIX_RA(rctx, ra, slot) fake_fix_ra((struct fake_stack *)(rctx), (ra), (slot))
 #define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
 	fake_read((struct fake_stack *)(rctx), (dst), (size), (addr))
 #define UNWIND_READ_CODE(rctx, dst, addr) fake_code((struct fake_stack *)(rctx), (dst), (addr))
@@ -342,6 +360,49 @@ static void test_after_call(void **state)
 	}
 }
 
+/*
+ * Return addresses replaced by a uretprobe's trampoline: the step asks for the original by the
+ * slot it read the address from (CFA - 8, RBP + 8), takes it, and stops when there is none.
+ */
+static void test_step_uretprobe(void **state)
+{
+	struct unwind_row cfi = {.kind = UNWIND_KIND_CFA_RSP, .cfa_off = 16};
+	struct unwind_row fp = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	st.tramp = 0x7fffff000ull;
+	/* Frame 1 (CFI): RA slot at SB + 8; frame 2 (FP): RBP = SB + 32, RA slot at SB + 40. */
+	stk[1] = st.tramp;
+	stk[4] = 0;
+	stk[5] = st.tramp;
+	st.ri[0][0] = SB - 64; /* a frame already gone (longjmp): skipped */
+	st.ri[0][1] = 0x1111;
+	st.ri[1][0] = SB + 8;
+	st.ri[1][1] = CB + 0x10;
+	st.ri[2][0] = SB + 8; /* chained (a tail call): same slot, same original */
+	st.ri[2][1] = CB + 0x10;
+	st.ri[3][0] = SB + 40;
+	st.ri[3][1] = CB + 0x20;
+	st.nri = 4;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &cfi, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	assert_int_equal(r.sp, SB + 16);
+	assert_int_equal(unwind__step(&r, &fp, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20); /* then checked as any return address: after a call */
+	assert_int_equal(st.next_ri, 4);
+	/* A trampoline with no pending instance for its slot: stop, never the trampoline. */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .exact = 1};
+	st.next_ri = 0;
+	st.nri = 1;
+	assert_int_equal(unwind__step(&r, &cfi, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(unwind__step(&r, &fp, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000);
+}
+
 static void test_step_signal(void **state)
 {
 	struct unwind_row row = {.kind = UNWIND_KIND_SIGNAL};
@@ -589,6 +650,7 @@ int main(void)
 	    cmocka_unit_test(test_step_fp_end_and_errors),
 	    cmocka_unit_test(test_step_fp_checks),
 	    cmocka_unit_test(test_after_call),
+	    cmocka_unit_test(test_step_uretprobe),
 	    cmocka_unit_test(test_step_signal),
 	    cmocka_unit_test(test_sigcontext_offsets),
 	    cmocka_unit_test(test_walk_recursion),
