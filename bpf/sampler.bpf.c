@@ -97,7 +97,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 					     struct sp_sample *s)
 {
 	struct unwind_proc *uproc;
-	__u32 stop = 0;
+	__u32 stop = 0, borrowed = 0;
 	__u64 wakeup = 0;
 	long n;
 
@@ -106,12 +106,8 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		n = 0;
 	} else {
 		n = -1;
-		uproc = unwind_enabled ? bpf_map_lookup_elem(&unwind_procs, &s->pid) : NULL;
-		/* start 0: loaded before the first sample told the agent the start time. */
-		if (uproc && uproc->start_boot_ns && uproc->start_boot_ns != s->pstart_boot_ns) {
-			stat_inc(SP_STAT_UNW_STALE);
-			uproc = NULL;
-		}
+		uproc = unwind_enabled ? unwind_proc_of(task, s->pid, s->pstart_boot_ns, &borrowed)
+				       : NULL;
 		if (uproc)
 			n = unwind_user_stack(ctx, s, uproc, &stop);
 		else
@@ -180,7 +176,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	 */
 	s->vmas.n = 0;
 	s->vmas.exe.ino = 0;
-	if ((wakeup || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
+	if ((wakeup || borrowed || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
 		fileid_sample(s, s->ustack_len);
 
 	s->ctx_len = 0;

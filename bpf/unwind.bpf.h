@@ -250,6 +250,15 @@ static __always_inline int unwind_lookup_row(const struct unwind_table_desc *d, 
 	return 1;
 }
 
+/* 1 when the instruction before pc is a syscall (0f 05) and rax (@ax) is not the child's 0. */
+static __always_inline int unwind_after_syscall(__u64 pc, __u64 ax)
+{
+	__u16 insn = 0;
+
+	return ax != 0 && !bpf_probe_read_user(&insn, sizeof(insn), (const void *)(pc - 2)) &&
+	       insn == 0x050f;
+}
+
 /* The stats counter of a step's stop reason. */
 static __always_inline __u32 unwind_step_stat(int res)
 {
@@ -360,6 +369,24 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 			w->last_tpc = tpc;
 			w->last_found = found;
 		}
+		if (w->r.di_known && (!found || w->row.kind == UNWIND_KIND_FP) &&
+		    unwind_after_syscall(pc, w->r.ax)) {
+			/*
+			 * glibc's clone and clone3 end their FDE right before the syscall (in the
+			 * child the rules would be wrong). The parent, sampled in the syscall or
+			 * right after it (rax not 0: -ENOSYS inside, the child's pid after), is in
+			 * the FDE's last state: the syscall instruction keeps RSP and RBP. Its row
+			 * is the one covering the byte before the syscall, if CFI covers it.
+			 */
+			found = unwind_find_row_global(w, tpc - 3);
+			if (found < 0) {
+				w->stop = SP_STAT_UNW_NO_TABLE;
+				return 1;
+			}
+			if (found && w->row.kind == UNWIND_KIND_FP)
+				found = 0;
+			w->last_found = -1; /* w->row is not the row of last_tpc */
+		}
 	}
 	if (found && w->row.kind == UNWIND_KIND_SIGNAL)
 		w->out = pc + (i > 0); /* name the trampoline itself */
@@ -411,6 +438,9 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
 	r->exact = 1;
 	r->bp_unknown = 0;
 	r->stack_hi = BPF_CORE_READ(bpf_get_current_task_btf(), mm, start_stack);
+	r->di = regs->di;
+	r->ax = regs->ax;
+	r->di_known = 1;
 	return r->pc ? 0 : -1;
 }
 
@@ -444,6 +474,40 @@ static __noinline int unwind_leaf_only(struct sp_sample *s)
 		return 1;
 	s->ustack[1] = ra;
 	return 2;
+}
+
+/*
+ * The mapping list for a sample of process @pid (group leader started at @start_boot_ns) of
+ * @task, or NULL. A child sharing its parent's address space (vfork(), CLONE_VM without
+ * CLONE_THREAD: posix_spawn's child until it execs) has no entry of its own yet, but its
+ * mappings are its parent's by definition: it uses the parent's entry (*borrowed = 1: the agent
+ * has no maps of the child to name its frames with, so the sample carries file identities). An
+ * entry of an earlier process with the same PID is never used (counted: stale).
+ */
+static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *task, __u32 pid,
+							  __u64 start_boot_ns, __u32 *borrowed)
+{
+	struct unwind_proc *uproc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	struct task_struct *parent;
+	__u32 ppid;
+
+	if (!uproc) {
+		parent = BPF_CORE_READ(task, real_parent);
+		if (!parent || BPF_CORE_READ(parent, mm) != BPF_CORE_READ(task, mm))
+			return NULL;
+		ppid = BPF_CORE_READ(parent, tgid);
+		start_boot_ns = BPF_CORE_READ(parent, group_leader, start_boottime);
+		uproc = bpf_map_lookup_elem(&unwind_procs, &ppid);
+		if (!uproc)
+			return NULL;
+		*borrowed = 1;
+	}
+	/* start 0: loaded before the first sample told the agent the start time. */
+	if (uproc->start_boot_ns && uproc->start_boot_ns != start_boot_ns) {
+		stat_inc(SP_STAT_UNW_STALE);
+		return NULL;
+	}
+	return uproc;
 }
 
 /* The current task's pending uretprobes into win (unwind_fix_ra()); none on kernels without. */

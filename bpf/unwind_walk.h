@@ -156,6 +156,10 @@ struct unwind_regs {
 	 * thread stacks are mapped below it, so no frame of any thread lies at or above it.
 	 */
 	__u64 stack_hi;
+	__u64 di; /* RDI: known in the sampled frame only (di_known), for UNWIND_KIND_RA_RDI */
+	__u64 ax; /* RAX, likewise: a syscall's result (0 in a new child) */
+	__u32 di_known; /* 1 while regs describe the sampled frame, with its RDI and RAX */
+	__u32 pad;
 };
 
 /* Where the interrupted registers are in the struct ucontext a signal trampoline's RSP points at.
@@ -264,7 +268,8 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 		r->sp = pair[1];
 		r->bp = sbp;
 		r->bp_unknown = 0;
-		r->exact = 1; /* the interrupted instruction, not a return address */
+		r->di_known = 0; /* (the ucontext has it; no rule needs it there) */
+		r->exact = 1;	 /* the interrupted instruction, not a return address */
 		return UNWIND_STEP_OK;
 	case UNWIND_KIND_FP:
 		/*
@@ -290,10 +295,29 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 		r->bp = pair[0];
 		r->pc = pair[1];
 		r->exact = 0;
+		r->di_known = 0;
 		return UNWIND_STEP_OK;
 	case UNWIND_KIND_CFA_RSP:
 		cfa = r->sp + off;
 		break;
+	case UNWIND_KIND_RA_RDI:
+		/* The return address is in RDI: only the sampled frame's is known. */
+		if (!r->di_known)
+			return UNWIND_STEP_UNSUPPORTED;
+		cfa = r->sp + off;
+		if (cfa < r->sp)
+			return UNWIND_STEP_BAD_CFA;
+		if (rbp && rbp != UNWIND_RBP_UNKNOWN &&
+		    UNWIND_READ_USER(rctx, &r->bp, 8, cfa + (__s64)rbp * 8))
+			return UNWIND_STEP_READ_FAILED;
+		r->bp_unknown = rbp == UNWIND_RBP_UNKNOWN;
+		if (!r->di)
+			return UNWIND_STEP_BAD_RA; /* not an outermost frame's rule */
+		r->pc = r->di;
+		r->sp = cfa;
+		r->exact = 0;
+		r->di_known = 0;
+		return UNWIND_STEP_OK;
 	case UNWIND_KIND_CFA_RBP:
 		if (r->bp_unknown)
 			return UNWIND_STEP_BAD_CFA;
@@ -335,6 +359,7 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 	r->pc = ra;
 	r->sp = cfa;
 	r->exact = 0;
+	r->di_known = 0;
 	return UNWIND_STEP_OK;
 }
 

@@ -183,3 +183,56 @@ def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path)
         through = sum(c for f, c in stacks if "spin_start" in f and "main" in f)
         assert through >= 0.9 * (complete + marked), \
             f"{name}: {through} of {complete + marked} reach main through spin_start\n{err}"
+
+
+def spawn_stacks_truthful(stacks, call):
+    """Stacks of spawnloop: complete ones start at a known outermost frame (_start; clone3 for a
+    posix_spawn child on its own stack) and go main -> spawn_loop -> one of its callees; cut
+    ones start with their marker; no unnamed frame but the leaf. Returns per leaf function the
+    (complete, marked) samples."""
+    by_leaf = {}
+    for f, c in stacks:
+        user = user_frames(f[1:])
+        if not user:
+            continue  # kernel frames only (a kernel thread's work, exit)
+        assert not any(x.startswith("[unknown]") for x in user[:-1]), f"a frame from no code: {f}"
+        assert sum(is_marker(x) for x in user) <= 1, f
+        done = by_leaf.setdefault(user[-1], [0, 0])
+        if is_marker(user[0]):
+            done[1] += c
+            continue
+        assert user[0] in ("_start", "clone3"), f"neither complete nor marked: {f}"
+        if "main" in user:
+            i = user.index("main")
+            assert user[i:i + 2] == ["main", "spawn_loop"], f
+            if len(user) > i + 2:
+                assert user[i + 2] in (call, "cpu_now"), f"not a callee of spawn_loop: {f}"
+        done[0] += c
+    return by_leaf
+
+
+def test_vfork_and_posix_spawn_loops(spanprof, procs, tmp_path):
+    """Parents and children around vfork() and posix_spawn() at 999 Hz: glibc's __vfork keeps
+    its return address in RDI across the syscall (its CFI says so), so a sample there unwinds
+    to main from the registers; a vfork child shares its parent's stack and mappings and is
+    walked with the parent's tables. Every stack complete or marked, none read from data."""
+    binary = build(WORKLOADS / "spawnloop.c", tmp_path / "spawnloop")
+    for mode, call in (("vfork", "one_vfork"), ("spawn", "one_spawn")):
+        out = tmp_path / f"out_{mode}"
+        ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 999, "--duration",
+                                            6], lambda: procs.start(binary, mode, "0.5"))
+        stacks = ours(read_folded(out / "profile.folded"), "spawnloop")
+        by_leaf = spawn_stacks_truthful(stacks, call)
+        total = sum(a + b for a, b in by_leaf.values())
+        assert total >= 100, f"{mode}: only {total} samples\n{err}"
+        complete = sum(a for a, _ in by_leaf.values())
+        assert complete >= 0.8 * total, f"{mode}: {complete} of {total} complete\n{by_leaf}"
+        if mode == "vfork":
+            # Samples in __vfork itself (parent in the syscall, child returning from it), and
+            # the child's _exit: complete, through main.
+            v = by_leaf.get("__libc_vfork", [0, 0])
+            assert v[0] >= 20 and v[0] >= 0.9 * sum(v), f"in __vfork: {v}\n{by_leaf}"
+            x = by_leaf.get("_exit", [0, 0])
+            assert x[0] >= 0.9 * sum(x), f"vfork children in _exit: {x}\n{by_leaf}"
+            through = sum(c for f, c in stacks if "__libc_vfork" in f and "main" in f)
+            assert through >= v[0]

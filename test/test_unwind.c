@@ -403,6 +403,29 @@ static void test_step_uretprobe(void **state)
 	assert_int_equal(r.pc, 0x401000);
 }
 
+/* glibc's __vfork: CFA on RSP, the return address in RDI, known for the sampled frame only. */
+static void test_step_ra_in_rdi(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_RA_RDI, .cfa_off = 8};
+	struct fake_stack st = fake();
+	struct unwind_regs r = {
+	    .pc = 0x401008, .sp = SB, .bp = 0x1234, .exact = 1, .di = CB + 0x10, .di_known = 1};
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	assert_int_equal(r.sp, SB + 8);
+	assert_int_equal(r.bp, 0x1234); /* unchanged */
+	assert_int_equal(r.exact, 0);
+	assert_int_equal(r.di_known, 0);
+	/* Above the sampled frame RDI is unknown: stop rather than guess. */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_UNSUPPORTED);
+	/* A zero RDI proves no outermost frame. */
+	r = (struct unwind_regs){.pc = 0x401008, .sp = SB, .exact = 1, .di_known = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+}
+
 static void test_step_signal(void **state)
 {
 	struct unwind_row row = {.kind = UNWIND_KIND_SIGNAL};
@@ -651,6 +674,7 @@ int main(void)
 	    cmocka_unit_test(test_step_fp_checks),
 	    cmocka_unit_test(test_after_call),
 	    cmocka_unit_test(test_step_uretprobe),
+	    cmocka_unit_test(test_step_ra_in_rdi),
 	    cmocka_unit_test(test_step_signal),
 	    cmocka_unit_test(test_sigcontext_offsets),
 	    cmocka_unit_test(test_walk_recursion),
