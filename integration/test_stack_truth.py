@@ -180,9 +180,12 @@ def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path)
         complete, marked = check_truthful(stacks, chain)
         cpu = ru.ru_utime + ru.ru_stime
         assert complete + marked >= cpu * 99 * 0.5, f"{name}: {complete + marked} samples, {cpu} s"
+        # The first samples, before the tables exist, are marked; the walked ones cross the
+        # trampoline (the previous build stopped there: "[[uprobes]+0x0];spin_start;...").
         through = sum(c for f, c in stacks if "spin_start" in f and "main" in f)
-        assert through >= 0.9 * (complete + marked), \
-            f"{name}: {through} of {complete + marked} reach main through spin_start\n{err}"
+        assert complete >= 0.5 * (complete + marked), f"{name}: {complete}, {marked} marked"
+        assert through >= 0.9 * complete, \
+            f"{name}: {through} of {complete} complete stacks reach main through spin_start\n{err}"
 
 
 def spawn_stacks_truthful(stacks, call):
