@@ -82,7 +82,8 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
 	s->type = type;
-	s->pad[0] = s->pad[1] = s->pad[2] = 0;
+	s->ustack_end = SP_USTACK_COMPLETE;
+	s->pad[0] = s->pad[1] = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -96,7 +97,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 					     struct sp_sample *s)
 {
 	struct unwind_proc *uproc;
-	__u32 stop = 0;
+	__u32 stop = 0, borrowed = 0;
 	__u64 wakeup = 0;
 	long n;
 
@@ -105,19 +106,25 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		n = 0;
 	} else {
 		n = -1;
-		uproc = unwind_enabled ? bpf_map_lookup_elem(&unwind_procs, &s->pid) : NULL;
-		/* start 0: loaded before the first sample told the agent the start time. */
-		if (uproc && uproc->start_boot_ns && uproc->start_boot_ns != s->pstart_boot_ns) {
-			stat_inc(SP_STAT_UNW_STALE);
-			uproc = NULL;
-		}
+		uproc = unwind_enabled ? unwind_proc_of(task, s->pid, s->pstart_boot_ns, &borrowed)
+				       : NULL;
 		if (uproc)
 			n = unwind_user_stack(ctx, s, uproc, &stop);
 		else
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
 			n *= sizeof(__u64);
+			s->ustack_end = sp_ustack_end_of_stat(stop);
+		} else if (unwind_enabled) {
+			/* No tables for the process (yet): the leaf only, marked. */
+			stat_inc(SP_STAT_UNW_FP);
+			n = unwind_leaf_only(s) * sizeof(__u64);
+			if (!n)
+				s->ustack_end = SP_USTACK_UNREADABLE;
+			else
+				s->ustack_end = uproc ? SP_USTACK_NO_REGS : SP_USTACK_NOT_LOADED;
 		} else {
+			/* --unwind-max-mb 0: frame pointers, as asked, marked as unverified. */
 			__u64 ret = 0;
 
 			stat_inc(SP_STAT_UNW_FP);
@@ -152,6 +159,13 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 				stat_inc(SP_STAT_USTACK_ERR);
 				n = 0;
 			}
+			if (!n)
+				s->ustack_end = SP_USTACK_UNREADABLE;
+			else if (n >= (long)sizeof(s->ustack) ||
+				 n >= fp_max_depth * (long)sizeof(__u64))
+				s->ustack_end = SP_USTACK_DEPTH;
+			else
+				s->ustack_end = SP_USTACK_FP_ONLY;
 		}
 	}
 	s->ustack_len = n / sizeof(__u64);
@@ -162,7 +176,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	 */
 	s->vmas.n = 0;
 	s->vmas.exe.ino = 0;
-	if ((wakeup || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
+	if ((wakeup || borrowed || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
 		fileid_sample(s, s->ustack_len);
 
 	s->ctx_len = 0;

@@ -34,10 +34,11 @@ enum sp_stat {
 	SP_STAT_KSTACK_ERR,   /* bpf_get_stack(kernel) failed: sample kept without it */
 	SP_STAT_USTACK_ERR,   /* bpf_get_stack(user) failed: sample kept without it */
 	/* User stack unwinding (docs/unwinding.md): how each sample's stack was walked. */
-	SP_STAT_UNW_CFI,	/* samples walked with the CFI tables */
-	SP_STAT_UNW_FP,		/* samples walked with frame pointers (process has no entry yet) */
-	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID: frame pointers */
-	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task: frame pointers */
+	SP_STAT_UNW_CFI, /* samples walked with the CFI tables */
+	/* Not walked with CFI: the leaf only (frame pointers with --unwind-max-mb 0). */
+	SP_STAT_UNW_FP,		/* samples of processes without an entry (not loaded yet) */
+	SP_STAT_UNW_STALE,	/* entry of an earlier process with the same PID */
+	SP_STAT_UNW_NO_REGS,	/* user registers unreadable, or a 32-bit task */
 	SP_STAT_UNW_FRAMES_CFI, /* frames unwound by a CFI row */
 	SP_STAT_UNW_FRAMES_FP,	/* frames unwound by frame pointers inside the CFI walker */
 	/* Why each CFI walk stopped: exactly one per SP_STAT_UNW_CFI sample. */
@@ -49,6 +50,7 @@ enum sp_stat {
 	SP_STAT_UNW_READ_FAILED, /* stack memory unreadable (paged out, bad CFA) */
 	SP_STAT_UNW_BAD_CFA,	 /* CFA not above the stack pointer, or RBP-based with RBP lost */
 	SP_STAT_UNW_DEPTH,	 /* SP_MAX_USTACK frames: stack truncated */
+	SP_STAT_UNW_BAD_RA,	 /* frame-pointer step refused: return address not after a call */
 	/* Thread context (OTEP 4947, docs/span-links.md): one per sample of a process that has it.
 	 */
 	SP_STAT_CTX_LINKED,	   /* record valid: the sample carries its span */
@@ -165,6 +167,71 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	return type == SP_PROF_CPU ? SP_STAT_DROP_RINGBUF : SP_STAT_ALLOC_DROP + 2 * (type - 1);
 }
 
+/*
+ * Why a sample's user stack ends where it does (sp_sample.ustack_end). Only SP_USTACK_COMPLETE
+ * ends at a known outermost frame (a CFI row saying the return address is undefined: _start, a
+ * thread's start, clone3; or no user stack at all: a kernel thread); every other value is shown
+ * as one synthetic frame at the root end of the stack (docs/unwinding.md, "Truncation markers"),
+ * so a cut stack never looks whole. One list, X(enum name, marker frame name), gives the enum
+ * here and the marker names in the agent (exporter/profile/stackend.c).
+ */
+#define SP_USTACK_END_LIST(X)                                                                      \
+	X(SP_USTACK_COMPLETE, NULL)                                                                \
+	/* SP_MAX_USTACK frames (CFI walk) or kernel.perf_event_max_stack (frame pointers) */      \
+	X(SP_USTACK_DEPTH, "[truncated: depth limit]")                                             \
+	/* code without CFI whose frame-pointer chain ended (RBP 0 or lost) */                     \
+	X(SP_USTACK_NO_UNWIND_INFO, "[truncated: no unwind info]")                                 \
+	/* a pc outside every executable mapping the agent knows for the process */                \
+	X(SP_USTACK_NO_MAPPING, "[truncated: unknown mapping]")                                    \
+	/* the table of the pc's file was being replaced */                                        \
+	X(SP_USTACK_NO_TABLE, "[truncated: unwind table missing]")                                 \
+	/* a CFI rule the walker cannot follow (DWARF expression, ...) */                          \
+	X(SP_USTACK_UNSUPPORTED, "[truncated: unsupported unwind rule]")                           \
+	/* stack memory could not be read (paged out, bad address), or no user frame at all */     \
+	X(SP_USTACK_UNREADABLE, "[truncated: unreadable stack]")                                   \
+	/* the caller's frame would not lie above the current one (CFA or RBP below RSP) */        \
+	X(SP_USTACK_BAD_FRAME, "[truncated: bad frame address]")                                   \
+	/* no tables for the process yet (new process, reused PID): the leaf only, nothing guessed \
+	 */                                                                                        \
+	X(SP_USTACK_NOT_LOADED, "[truncated: not loaded yet]")                                     \
+	/* user registers unusable (32-bit task): the leaf only */                                 \
+	X(SP_USTACK_NO_REGS, "[truncated: no user registers]")                                     \
+	/* CFI unwinding off (--unwind-max-mb 0): a frame-pointer walk nothing checked */          \
+	X(SP_USTACK_FP_ONLY, "[unverified: frame pointers]")                                       \
+	/* a frame-pointer step found a "return address" that does not follow a call */            \
+	X(SP_USTACK_BAD_RA, "[truncated: unproven return address]")
+
+#define SP_USTACK_END_ENUM(name, marker) name,
+enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };
+#undef SP_USTACK_END_ENUM
+
+/* The stack end of a CFI walk that stopped for @stat (SP_STAT_UNW_END..SP_STAT_UNW_BAD_RA). */
+static inline __u32 sp_ustack_end_of_stat(__u32 stat)
+{
+	switch (stat) {
+	case SP_STAT_UNW_END:
+		return SP_USTACK_COMPLETE;
+	case SP_STAT_UNW_FP_END:
+		return SP_USTACK_NO_UNWIND_INFO;
+	case SP_STAT_UNW_NO_MAPPING:
+		return SP_USTACK_NO_MAPPING;
+	case SP_STAT_UNW_NO_TABLE:
+		return SP_USTACK_NO_TABLE;
+	case SP_STAT_UNW_UNSUPPORTED:
+		return SP_USTACK_UNSUPPORTED;
+	case SP_STAT_UNW_READ_FAILED:
+		return SP_USTACK_UNREADABLE;
+	case SP_STAT_UNW_BAD_CFA:
+		return SP_USTACK_BAD_FRAME;
+	case SP_STAT_UNW_DEPTH:
+		return SP_USTACK_DEPTH;
+	case SP_STAT_UNW_BAD_RA:
+		return SP_USTACK_BAD_RA;
+	default:
+		return SP_USTACK_UNSUPPORTED;
+	}
+}
+
 /* Flags in sp_sample.flags. */
 #define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
 /*
@@ -231,7 +298,8 @@ struct sp_sample {
 	__u16 kstack_len; /* frames used in kstack */
 	__u16 ustack_len; /* frames used in ustack */
 	__u8 type;	  /* enum sp_profile_type */
-	__u8 pad[3];
+	__u8 ustack_end;  /* enum sp_ustack_end: why ustack ends where it does */
+	__u8 pad[2];
 	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
 	__u64 value;		     /* per type: bytes, nanoseconds (0 for CPU) */
 	__u64 addr;		     /* per type: lock address, 0 if none */

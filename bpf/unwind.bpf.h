@@ -20,6 +20,12 @@ struct unwind_window {
 	__u64 base; /* user address of data[0] */
 	__u32 len;  /* valid bytes; 0: empty */
 	__u32 pad;
+	/*
+	 * Pending uretprobes of the sampled task (unwind_fix_ra()): the [uprobes] trampoline's
+	 * address (0: the mm has none) and the next return_instance to match (kernel pointer).
+	 */
+	__u64 tramp;
+	__u64 ri;
 	__u8 data[UNWIND_PAGE + 16]; /* + 16: an 8- or 16-byte copy at any offset stays inside */
 };
 
@@ -58,12 +64,55 @@ static __always_inline int unwind_win_read(struct unwind_window *win, void *dst,
 	return 0;
 }
 
+/*
+ * The kernel's MAX_URETPROBE_DEPTH: a task has at most this many pending uretprobes (more are
+ * not installed), so the list walk is bounded by it.
+ */
+#define UNWIND_MAX_URETPROBES 64
+
+/*
+ * A return address that is the [uprobes] trampoline (a uretprobe of spanprof's or of any other
+ * tool hijacked it on the function's entry) is replaced by the original the kernel keeps in the
+ * task's pending return instances (kernel/events/uprobes.c, prepare_uretprobe(): ri->stack is
+ * the user sp at the entry, i.e. the slot the address was read from; the list is innermost
+ * first; chained instances of a tail call share a slot and the original). 0 when no instance
+ * matches @slot: the walk stops rather than guess.
+ */
+static __always_inline __u64 unwind_fix_ra(struct unwind_window *win, __u64 ra, __u64 slot)
+{
+	struct return_instance *ri;
+	__u64 stack, orig = 0;
+	__u32 i;
+
+	if (!win->tramp || ra != win->tramp)
+		return ra;
+	ri = (struct return_instance *)win->ri;
+	for (i = 0; i < UNWIND_MAX_URETPROBES && ri; i++) {
+		stack = BPF_CORE_READ(ri, stack);
+		if (stack > slot)
+			break;
+		if (stack == slot && !orig)
+			orig = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	win->ri = (__u64)ri;
+	return orig;
+}
+
+#define UNWIND_FIX_RA(rctx, ra, slot) unwind_fix_ra((struct unwind_window *)(rctx), (ra), (slot))
 #define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
 	unwind_win_read((struct unwind_window *)(rctx), (dst), (size), (addr))
+/* Code, not stack: read directly, the window keeps the stack page. */
+#define UNWIND_READ_CODE(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
 #include "unwind_walk.h"
 
 /* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
 const volatile __u32 unwind_enabled = 0;
+/*
+ * Set before load: kernel.perf_event_max_stack, where bpf_get_stack()'s frame-pointer walk stops
+ * (a stack of that many frames was cut there).
+ */
+const volatile __u32 fp_max_depth = 127;
 
 /* One chunk of rows: the inner map type of unwind_chunks (mmapped by the agent to fill it). */
 struct unwind_chunk_inner {
@@ -201,6 +250,15 @@ static __always_inline int unwind_lookup_row(const struct unwind_table_desc *d, 
 	return 1;
 }
 
+/* 1 when the instruction before pc is a syscall (0f 05) and rax (@ax) is not the child's 0. */
+static __always_inline int unwind_after_syscall(__u64 pc, __u64 ax)
+{
+	__u16 insn = 0;
+
+	return ax != 0 && !bpf_probe_read_user(&insn, sizeof(insn), (const void *)(pc - 2)) &&
+	       insn == 0x050f;
+}
+
 /* The stats counter of a step's stop reason. */
 static __always_inline __u32 unwind_step_stat(int res)
 {
@@ -213,6 +271,8 @@ static __always_inline __u32 unwind_step_stat(int res)
 		return SP_STAT_UNW_BAD_CFA;
 	case UNWIND_STEP_READ_FAILED:
 		return SP_STAT_UNW_READ_FAILED;
+	case UNWIND_STEP_BAD_RA:
+		return SP_STAT_UNW_BAD_RA;
 	default:
 		return SP_STAT_UNW_UNSUPPORTED;
 	}
@@ -309,6 +369,24 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 			w->last_tpc = tpc;
 			w->last_found = found;
 		}
+		if (w->r.di_known && (!found || w->row.kind == UNWIND_KIND_FP) &&
+		    unwind_after_syscall(pc, w->r.ax)) {
+			/*
+			 * glibc's clone and clone3 end their FDE right before the syscall (in the
+			 * child the rules would be wrong). The parent, sampled in the syscall or
+			 * right after it (rax not 0: -ENOSYS inside, the child's pid after), is in
+			 * the FDE's last state: the syscall instruction keeps RSP and RBP. Its row
+			 * is the one covering the byte before the syscall, if CFI covers it.
+			 */
+			found = unwind_find_row_global(w, tpc - 3);
+			if (found < 0) {
+				w->stop = SP_STAT_UNW_NO_TABLE;
+				return 1;
+			}
+			if (found && w->row.kind == UNWIND_KIND_FP)
+				found = 0;
+			w->last_found = -1; /* w->row is not the row of last_tpc */
+		}
 	}
 	if (found && w->row.kind == UNWIND_KIND_SIGNAL)
 		w->out = pc + (i > 0); /* name the trampoline itself */
@@ -317,6 +395,14 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 	else
 		w->fp_frames++;
 	res = unwind_step_global(w, win, found);
+	/*
+	 * A frame-pointer step proves less than a CFI row: its return address must also lie in a
+	 * mapping the agent knows, or it is not recorded (a new library is caught by the re-read
+	 * that the next CFI walk's NO_MAPPING stop triggers).
+	 */
+	if (res == UNWIND_STEP_OK && (!found || w->row.kind == UNWIND_KIND_FP) &&
+	    unwind__find_mapping(proc->maps, proc->n, w->r.pc - 1) < 0)
+		res = UNWIND_STEP_BAD_RA;
 	if (res == UNWIND_STEP_OK)
 		return 0;
 	w->stop = unwind_step_stat(res);
@@ -351,7 +437,92 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
 	r->bp = regs->bp;
 	r->exact = 1;
 	r->bp_unknown = 0;
+	r->stack_hi = BPF_CORE_READ(bpf_get_current_task_btf(), mm, start_stack);
+	r->di = regs->di;
+	r->ax = regs->ax;
+	r->di_known = 1;
 	return r->pc ? 0 : -1;
+}
+
+/*
+ * The user stack of a process the agent has no tables for (yet): only what is proven, the
+ * sampled pc and, at a function's first instruction (SP_SAMPLE_FUNC_ENTRY: a uprobe on an entry
+ * point), the return address the call just pushed at [sp] when it follows a call. A frame-pointer
+ * walk here would read data as return addresses in code built without them. Returns the frames
+ * written to s->ustack (0 when the registers are unreadable). Not inlined: merged into its
+ * caller, clang shares loads across paths the verifier must keep apart (stack and record).
+ */
+static __noinline int unwind_leaf_only(struct sp_sample *s)
+{
+	struct unwind_regs r;
+	struct pt_regs *regs;
+	__u64 ra = 0, code = 0;
+
+	if (unwind_user_regs(&r)) {
+		/* A 32-bit task (its return addresses are 4 bytes): the pc alone. */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!regs || !regs->ip)
+			return 0;
+		s->ustack[0] = regs->ip;
+		return 1;
+	}
+	s->ustack[0] = r.pc;
+	if (!(s->flags & SP_SAMPLE_FUNC_ENTRY) ||
+	    bpf_probe_read_user(&ra, sizeof(ra), (const void *)r.sp) || !ra ||
+	    bpf_probe_read_user(&code, sizeof(code), (const void *)(ra - 8)) ||
+	    !unwind__after_call(code))
+		return 1;
+	s->ustack[1] = ra;
+	return 2;
+}
+
+/*
+ * The mapping list for a sample of process @pid (group leader started at @start_boot_ns) of
+ * @task, or NULL. A child sharing its parent's address space (vfork(), CLONE_VM without
+ * CLONE_THREAD: posix_spawn's child until it execs) has no entry of its own yet, but its
+ * mappings are its parent's by definition: it uses the parent's entry (*borrowed = 1: the agent
+ * has no maps of the child to name its frames with, so the sample carries file identities). An
+ * entry of an earlier process with the same PID is never used (counted: stale).
+ */
+static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *task, __u32 pid,
+							  __u64 start_boot_ns, __u32 *borrowed)
+{
+	struct unwind_proc *uproc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	struct task_struct *parent;
+	__u32 ppid;
+
+	if (!uproc) {
+		parent = BPF_CORE_READ(task, real_parent);
+		if (!parent || BPF_CORE_READ(parent, mm) != BPF_CORE_READ(task, mm))
+			return NULL;
+		ppid = BPF_CORE_READ(parent, tgid);
+		start_boot_ns = BPF_CORE_READ(parent, group_leader, start_boottime);
+		uproc = bpf_map_lookup_elem(&unwind_procs, &ppid);
+		if (!uproc)
+			return NULL;
+		*borrowed = 1;
+	}
+	/* start 0: loaded before the first sample told the agent the start time. */
+	if (uproc->start_boot_ns && uproc->start_boot_ns != start_boot_ns) {
+		stat_inc(SP_STAT_UNW_STALE);
+		return NULL;
+	}
+	return uproc;
+}
+
+/* The current task's pending uretprobes into win (unwind_fix_ra()); none on kernels without. */
+static __always_inline void unwind_uretprobes(struct unwind_window *win)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	win->tramp = win->ri = 0;
+	if (!bpf_core_type_exists(struct return_instance) ||
+	    !bpf_core_field_exists(struct return_instance, stack) ||
+	    !bpf_core_field_exists(struct return_instance, orig_ret_vaddr))
+		return;
+	win->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	if (win->ri)
+		win->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 }
 
 /*
@@ -376,6 +547,7 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	if (!l.win)
 		return -1;
 	l.win->len = 0;
+	unwind_uretprobes(l.win);
 
 	if (unwind_user_regs(&w->r)) {
 		stat_inc(SP_STAT_UNW_NO_REGS);

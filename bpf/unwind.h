@@ -37,6 +37,12 @@ enum unwind_kind {
 	UNWIND_KIND_END = 4, /* return address undefined: outermost frame, stop here */
 	UNWIND_KIND_SIGNAL = 5, /* signal trampoline (CIE 'S'): registers are in the ucontext */
 	UNWIND_KIND_UNSUPPORTED = 6, /* CFI exists but its rule is not representable: stop */
+	/*
+	 * CFA = RSP + cfa_off, the return address in RDI (glibc's __vfork pops it there across the
+	 * syscall, so that the child cannot clobber it on the shared stack): followed only in the
+	 * sampled frame, whose RDI the registers give.
+	 */
+	UNWIND_KIND_RA_RDI = 7,
 	UNWIND_KIND_MAX,
 };
 

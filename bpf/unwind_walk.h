@@ -15,8 +15,12 @@
  * unwind__step() exists only where the includer defined UNWIND_READ_USER(rctx, dst, size,
  * addr) first: it reads size (8 or 16) bytes of the sampled process's memory at addr into dst, 0 on
  * success; rctx is the includer's, passed through unwind__step() (BPF: a window of stack read with
- * bpf_probe_read_user; the unit test: a copy of a captured stack). The agent includes this header
- * for the map layouts only.
+ * bpf_probe_read_user; the unit test: a copy of a captured stack). UNWIND_READ_CODE(rctx, dst,
+ * addr) reads the 8 bytes of code at addr into the __u64 at dst (0 on success); the frame-pointer
+ * step needs it to check a return address. UNWIND_FIX_RA(rctx, ra, slot), optional, gives the
+ * return address to use for ra read at slot: ra itself, or for a uretprobe trampoline the original
+ * the kernel keeps (0: not found, the step stops). The agent includes this header for the map
+ * layouts only.
  */
 #ifndef SPANPROF_UNWIND_WALK_H
 #define SPANPROF_UNWIND_WALK_H
@@ -146,6 +150,16 @@ struct unwind_regs {
 	 */
 	__u32 exact;
 	__u32 bp_unknown; /* 1 when RBP could not be recovered (CFI said undefined) */
+	/*
+	 * Exclusive upper bound of every frame of the thread's stack, 0 unknown. BPF: the mm's
+	 * start_stack (the initial stack pointer at exec): the main stack is the highest one and
+	 * thread stacks are mapped below it, so no frame of any thread lies at or above it.
+	 */
+	__u64 stack_hi;
+	__u64 di; /* RDI: known in the sampled frame only (di_known), for UNWIND_KIND_RA_RDI */
+	__u64 ax; /* RAX, likewise: a syscall's result (0 in a new child) */
+	__u32 di_known; /* 1 while regs describe the sampled frame, with its RDI and RAX */
+	__u32 pad;
 };
 
 /* Where the interrupted registers are in the struct ucontext a signal trampoline's RSP points at.
@@ -171,9 +185,60 @@ enum unwind_step_result {
 	UNWIND_STEP_UNSUPPORTED, /* UNWIND_KIND_UNSUPPORTED row, or an unknown kind */
 	UNWIND_STEP_BAD_CFA,	 /* CFA not above RSP, or RBP-based with RBP unknown */
 	UNWIND_STEP_READ_FAILED, /* the return address, RBP or ucontext could not be read */
+	/*
+	 * Return address refused: a frame-pointer step's does not follow a call instruction (data,
+	 * not a return address) or its code could not be read; or a uretprobe trampoline's original
+	 * return address was not found.
+	 */
+	UNWIND_STEP_BAD_RA,
 };
 
+/* Length of an FF /2 (indirect call) instruction from its ModRM and SIB bytes; 0: not /2. */
+static __always_inline __u32 unwind__ff2_len(__u8 modrm, __u8 sib)
+{
+	__u32 mod = modrm >> 6, rm = modrm & 7;
+
+	if (((modrm >> 3) & 7) != 2)
+		return 0; /* FF with another reg field: not a call */
+	if (mod == 3)
+		return 2; /* call *%reg */
+	if (mod == 0)
+		return rm == 4 ? ((sib & 7) == 5 ? 7 : 3) : rm == 5 ? 6 : 2; /* SIB, RIP+disp32 */
+	if (mod == 1)
+		return rm == 4 ? 4 : 3; /* disp8 */
+	return rm == 4 ? 7 : 6;		/* disp32 */
+}
+
+/*
+ * 1 when the 8 bytes before a return address end with a call instruction; @code is those bytes
+ * read as one little-endian word (byte k, at ra - 8 + k, is bits 8k..8k+7), so that the check is
+ * arithmetic on a scalar (BPF: no pointer into the record or the stack to track). The call: E8
+ * rel32 (5 bytes), or FF /2 (an indirect call through a register or memory: ModRM reg field 2)
+ * whose ModRM, SIB and displacement make it end exactly at ra (Intel SDM vol. 2, CALL, and table
+ * 2-2 of the 32/64-bit ModRM forms). A REX prefix before FF needs no check: the instruction still
+ * ends at ra. A frame-pointer walk that read data instead of a return address fails this for most
+ * values (ASCII text, stack and heap addresses).
+ */
+#define UNWIND_CODE_BYTE(code, k) ((__u8)((code) >> (8 * (k))))
+
+static __always_inline int unwind__after_call(__u64 code)
+{
+	__u8 b1 = UNWIND_CODE_BYTE(code, 1), b2 = UNWIND_CODE_BYTE(code, 2);
+	__u8 b3 = UNWIND_CODE_BYTE(code, 3), b4 = UNWIND_CODE_BYTE(code, 4);
+	__u8 b5 = UNWIND_CODE_BYTE(code, 5), b6 = UNWIND_CODE_BYTE(code, 6);
+	__u8 b7 = UNWIND_CODE_BYTE(code, 7);
+
+	return b3 == 0xe8 || (b6 == 0xff && unwind__ff2_len(b7, 0) == 2) ||
+	       (b5 == 0xff && unwind__ff2_len(b6, b7) == 3) ||
+	       (b4 == 0xff && unwind__ff2_len(b5, b6) == 4) ||
+	       (b2 == 0xff && unwind__ff2_len(b3, b4) == 6) ||
+	       (b1 == 0xff && unwind__ff2_len(b2, b3) == 7);
+}
+
 #ifdef UNWIND_READ_USER
+#ifndef UNWIND_FIX_RA
+#define UNWIND_FIX_RA(rctx, ra, slot) (ra)
+#endif
 /*
  * Unwinds one frame: regs describe a frame whose row (the one covering pc, or pc - 1 for a return
  * address) is row; row NULL means "no CFI" (UNWIND_KIND_FP). On UNWIND_STEP_OK regs describe the
@@ -182,7 +247,7 @@ enum unwind_step_result {
 static __always_inline int unwind__step(struct unwind_regs *r, const struct unwind_row *row,
 					const struct unwind_sigregs *sig, void *rctx)
 {
-	__u64 cfa, ra = 0, pair[2], sbp;
+	__u64 cfa, ra = 0, pair[2], sbp, code;
 	__u32 kind = row ? row->kind : UNWIND_KIND_FP;
 	__u32 off = row ? row->cfa_off : 0;
 	__s32 rbp = row ? row->rbp : 0;
@@ -203,26 +268,56 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 		r->sp = pair[1];
 		r->bp = sbp;
 		r->bp_unknown = 0;
-		r->exact = 1; /* the interrupted instruction, not a return address */
+		r->di_known = 0; /* (the ucontext has it; no rule needs it there) */
+		r->exact = 1;	 /* the interrupted instruction, not a return address */
 		return UNWIND_STEP_OK;
 	case UNWIND_KIND_FP:
-		/* Frame pointers: [RBP] is the caller's RBP, [RBP + 8] the return address. */
+		/*
+		 * Frame pointers: [RBP] is the caller's RBP, [RBP + 8] the return address. Nothing
+		 * says RBP is a frame pointer in code without CFI, so the step is taken only when
+		 * it looks like one: an aligned frame above RSP, inside the stack, holding an
+		 * address that follows a call. A zero there ends nothing that was proven.
+		 */
 		if (r->bp_unknown || !r->bp)
 			return UNWIND_STEP_FP_END;
-		if (r->bp < r->sp)
+		if (r->bp < r->sp || (r->bp & 7) || r->bp + 16 < r->bp ||
+		    (r->stack_hi && r->bp + 16 > r->stack_hi))
 			return UNWIND_STEP_BAD_CFA;
 		if (UNWIND_READ_USER(rctx, pair, 16, r->bp))
 			return UNWIND_STEP_READ_FAILED;
 		if (!pair[1])
-			return UNWIND_STEP_END;
+			return UNWIND_STEP_FP_END;
+		pair[1] = UNWIND_FIX_RA(rctx, pair[1], r->bp + 8);
+		if (!pair[1] || UNWIND_READ_CODE(rctx, &code, pair[1] - 8) ||
+		    !unwind__after_call(code))
+			return UNWIND_STEP_BAD_RA;
 		r->sp = r->bp + 16;
 		r->bp = pair[0];
 		r->pc = pair[1];
 		r->exact = 0;
+		r->di_known = 0;
 		return UNWIND_STEP_OK;
 	case UNWIND_KIND_CFA_RSP:
 		cfa = r->sp + off;
 		break;
+	case UNWIND_KIND_RA_RDI:
+		/* The return address is in RDI: only the sampled frame's is known. */
+		if (!r->di_known)
+			return UNWIND_STEP_UNSUPPORTED;
+		cfa = r->sp + off;
+		if (cfa < r->sp)
+			return UNWIND_STEP_BAD_CFA;
+		if (rbp && rbp != UNWIND_RBP_UNKNOWN &&
+		    UNWIND_READ_USER(rctx, &r->bp, 8, cfa + (__s64)rbp * 8))
+			return UNWIND_STEP_READ_FAILED;
+		r->bp_unknown = rbp == UNWIND_RBP_UNKNOWN;
+		if (!r->di)
+			return UNWIND_STEP_BAD_RA; /* not an outermost frame's rule */
+		r->pc = r->di;
+		r->sp = cfa;
+		r->exact = 0;
+		r->di_known = 0;
+		return UNWIND_STEP_OK;
 	case UNWIND_KIND_CFA_RBP:
 		if (r->bp_unknown)
 			return UNWIND_STEP_BAD_CFA;
@@ -258,9 +353,13 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 	}
 	if (!ra)
 		return UNWIND_STEP_END;
+	ra = UNWIND_FIX_RA(rctx, ra, cfa - 8);
+	if (!ra)
+		return UNWIND_STEP_BAD_RA;
 	r->pc = ra;
 	r->sp = cfa;
 	r->exact = 0;
+	r->di_known = 0;
 	return UNWIND_STEP_OK;
 }
 

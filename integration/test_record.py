@@ -65,10 +65,14 @@ def test_whole_machine_sees_kernel_frames(spanprof, workload, procs, tmp_path):
     assert kernel, "no kernel frames in a whole-machine run"
     ours = [(f, c) for f, c in folded if f[0] == "syscalls"]
     assert ours, "the syscall workload was not sampled"
-    # Its kernel time is under read/write; kernel frames are leafward of user frames.
-    # (Frame-pointer walking loses copy_zeroes, the caller of libc's frameless read.)
-    assert any("main" in f and any("read" in x for x in f) and f[-1].endswith("_[k]")
-               for f, _ in ours), ours[:5]
+    # Its kernel time is under read/write; kernel frames are leafward of user frames. Until the
+    # agent has its tables (a whole host's first pass takes seconds on a loaded machine) a
+    # sample holds the leaf only, under "[truncated: not loaded yet]"; once walked with CFI it
+    # shows the real chain, copy_zeroes between main and the read.
+    assert any(any("read" in x for x in f) and f[-1].endswith("_[k]") for f, _ in ours), ours[:5]
+    for f, _ in ours:
+        if "main" in f and any("read" in x for x in f):
+            assert "copy_zeroes" in f[f.index("main"):], f
     for f, _ in ours:
         kidx = [i for i, x in enumerate(f) if x.endswith("_[k]")]
         if kidx:
@@ -137,7 +141,9 @@ def test_very_short_lived_processes_named_with_agent_behind(spanprof, workload, 
     summary = "\n".join(x for x in err.splitlines() if "frames" in x or "identities" in x)
     assert total >= 100, f"only {total} samples of 400 short-lived processes\n{summary}"
     assert mapped / total >= 0.8, f"{mapped}/{total} with every user frame named\n{summary}"
-    assert own / total >= 0.8, f"{own}/{total} in the workload's own functions\n{summary}"
+    # Samples taken before the agent has a process's tables hold the leaf only (nothing is
+    # guessed): those in libc's clock_gettime or the loader show no function of the workload.
+    assert own / total >= 0.7, f"{own}/{total} in the workload's own functions\n{summary}"
     assert "frames named from them" in err
 
 

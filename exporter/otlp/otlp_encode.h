@@ -21,7 +21,8 @@
  *   sample:   stack_index, attribute_indices {thread.id, thread.name, cpu.logical_number},
  *             timestamps_unix_nano (one per event) when every sample of the process has as
  *             many timestamps as its count, else values = [count] and no timestamps;
- *   location: profile.frame.type = native | kernel;
+ *   location: profile.frame.type = native | kernel | abort (the marker of a cut stack,
+ *             exporter/profile/stackend.h);
  *   mapping:  process.executable.build_id.gnu, process.executable.build_id.htlhash (hex of
  *             the first 16 bytes of SHA-256(first 4 KiB || last 4 KiB || size as big-endian
  *             u64) of the mapped file, when it can be read).

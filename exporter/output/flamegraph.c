@@ -155,6 +155,9 @@ static void frame_colour(const struct stack_tree_frame *fr, int rgb[3])
 		rgb[0] = 170 + 40 * v1;
 		rgb[1] = 150 + 30 * v2;
 		rgb[2] = 215 + 40 * v3;
+	} else if (fr->kind == FRAME_ABORT) { /* marker of a cut stack: pale red, one colour */
+		rgb[0] = 240;
+		rgb[1] = rgb[2] = 170;
 	} else if (fr->kind == FRAME_KERNEL) {
 		rgb[0] = 80 + 60 * v1;
 		rgb[1] = 160 + 50 * v2;

@@ -25,6 +25,12 @@ enum frame_kind {
 	FRAME_UNSET = 0,
 	FRAME_NATIVE = 1, /* user-space machine code */
 	FRAME_KERNEL = 2, /* kernel text or module */
+	/*
+	 * Not code: the marker at the root end of a stack that was cut (exporter/stackend/): no
+	 * mapping, address = the reason (enum sp_ustack_end), one line naming it. OTLP
+	 * profile.frame.type "abort", as the OpenTelemetry profiler marks its error frames.
+	 */
+	FRAME_ABORT = 3,
 };
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */

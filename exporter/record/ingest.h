@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "resolve/resolve.h"
 #include "sampler.h"
 
 struct resolve;
@@ -26,7 +27,7 @@ struct ingest {
 	uint64_t boot_to_unix_ns;     /* added to CLOCK_BOOTTIME stamps (bpf_ktime_get_boot_ns) */
 	uint64_t interval_start_unix; /* events stamped earlier are moved to this time */
 	uint64_t link_drops;	      /* samples kept without their span (ENOMEM) */
-	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	uint32_t locs[RESOLVE_MAX_LOCATIONS];
 };
 
 /*

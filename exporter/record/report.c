@@ -48,7 +48,8 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 	    "spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
 	    "frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
 	    "the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
-	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit\n"
+	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit, %llu unproven "
+	    "return address\n"
 	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
 	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
 	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
@@ -62,14 +63,15 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 	    (unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
 	    (unsigned long long)st[SP_STAT_UNW_READ_FAILED],
 	    (unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
-	    (unsigned long long)us.tables, (unsigned long long)us.files, us.row_bytes / 1048576.0,
-	    (unsigned long long)us.chunks, us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0,
-	    (unsigned long long)us.processes, us.proc_bytes / 1048576.0,
-	    (unsigned long long)us.builds, us.build_ns / 1e6, (unsigned long long)us.no_cfi,
-	    (unsigned long long)us.tables_full, (unsigned long long)us.tables_freed,
-	    (unsigned long long)us.open_failed, (unsigned long long)us.procs_full,
-	    (unsigned long long)us.mappings_dropped, (unsigned long long)st[SP_STAT_EVENTS],
-	    (unsigned long long)st[SP_STAT_EVENT_DROP], (unsigned long long)us.refreshes);
+	    (unsigned long long)st[SP_STAT_UNW_BAD_RA], (unsigned long long)us.tables,
+	    (unsigned long long)us.files, us.row_bytes / 1048576.0, (unsigned long long)us.chunks,
+	    us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0, (unsigned long long)us.processes,
+	    us.proc_bytes / 1048576.0, (unsigned long long)us.builds, us.build_ns / 1e6,
+	    (unsigned long long)us.no_cfi, (unsigned long long)us.tables_full,
+	    (unsigned long long)us.tables_freed, (unsigned long long)us.open_failed,
+	    (unsigned long long)us.procs_full, (unsigned long long)us.mappings_dropped,
+	    (unsigned long long)st[SP_STAT_EVENTS], (unsigned long long)st[SP_STAT_EVENT_DROP],
+	    (unsigned long long)us.refreshes);
 }
 
 static void targeting_summary(struct recorder *r, const uint64_t *st)

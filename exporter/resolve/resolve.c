@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "process/proctab.h"
+#include "profile/stackend.h"
 #include "sampler.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"

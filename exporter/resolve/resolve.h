@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "profile/profile.h"
+#include "sampler.h"
 
 struct proctab;
 struct proc;
@@ -29,6 +30,9 @@ struct ksyms;
 struct sp_vmas;
 struct sp_sample;
 struct resolve;
+
+/* Locations of one sample at most: both stacks and the marker of a cut stack. */
+#define RESOLVE_MAX_LOCATIONS (SP_MAX_KSTACK + SP_MAX_USTACK + 1)
 
 /* What could not be named, and how PCs were named: the summary and self-telemetry read these. */
 struct resolve_stats {
@@ -62,7 +66,8 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 
 /*
  * The whole stack of sample @s (bpf/sampler.h): its kernel PCs, then its user PCs, each leaf
- * first, into @locs (room for SP_MAX_KSTACK + SP_MAX_USTACK entries). The process's entry is
+ * first, then, when the user stack does not end at an outermost frame, the marker saying why
+ * (profile/stackend.h), into @locs (room for RESOLVE_MAX_LOCATIONS entries). The process's entry is
  * found first (its maps read on its first sample), before anything slow: the process may be
  * about to exit (a kernel thread has none). Returns the number of locations.
  */

@@ -139,6 +139,20 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* kernel.perf_event_max_stack: where bpf_get_stack()'s frame-pointer walk stops (127 if unread). */
+static __u32 fp_max_depth(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_stack", "re");
+	unsigned int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? v : 127;
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts)
 {
 	struct sampler *s;
@@ -183,6 +197,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	bpf_map__set_max_entries(s->skel->maps.events, rb_bytes);
 	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
+	s->skel->rodata->fp_max_depth = fp_max_depth();
 	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
 	s->skel->rodata->fileid_enabled =
 	    !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;

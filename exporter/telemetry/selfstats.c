@@ -67,16 +67,17 @@ void selfstats__log(FILE *f, const struct selfstats *st)
 			"spanprof: info: stats unwind cfi=%llu fp.no_table_yet=%llu fp.stale=%llu "
 			"fp.no_registers=%llu stop.end=%llu stop.fp_end=%llu stop.no_mapping=%llu "
 			"stop.no_table=%llu stop.unsupported=%llu stop.read_failed=%llu "
-			"stop.bad_cfa=%llu stop.depth_limit=%llu frames.cfi=%llu frames.fp=%llu "
+			"stop.bad_cfa=%llu stop.depth_limit=%llu stop.bad_return_address=%llu "
+			"frames.cfi=%llu frames.fp=%llu "
 			"events.dropped=%llu tables_refused=%llu procs_refused=%llu\n",
 			u(b[SP_STAT_UNW_CFI]), u(b[SP_STAT_UNW_FP]), u(b[SP_STAT_UNW_STALE]),
 			u(b[SP_STAT_UNW_NO_REGS]), u(b[SP_STAT_UNW_END]), u(b[SP_STAT_UNW_FP_END]),
 			u(b[SP_STAT_UNW_NO_MAPPING]), u(b[SP_STAT_UNW_NO_TABLE]),
 			u(b[SP_STAT_UNW_UNSUPPORTED]), u(b[SP_STAT_UNW_READ_FAILED]),
 			u(b[SP_STAT_UNW_BAD_CFA]), u(b[SP_STAT_UNW_DEPTH]),
-			u(b[SP_STAT_UNW_FRAMES_CFI]), u(b[SP_STAT_UNW_FRAMES_FP]),
-			u(b[SP_STAT_EVENT_DROP]), u(st->unwind_tables_refused),
-			u(st->unwind_procs_refused));
+			u(b[SP_STAT_UNW_BAD_RA]), u(b[SP_STAT_UNW_FRAMES_CFI]),
+			u(b[SP_STAT_UNW_FRAMES_FP]), u(b[SP_STAT_EVENT_DROP]),
+			u(st->unwind_tables_refused), u(st->unwind_procs_refused));
 	if (st->span_links)
 		fprintf(f,
 			"spanprof: info: stats span_links linked=%llu no_span=%llu not_valid=%llu "
@@ -554,6 +555,7 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 		b_int(b, m, s[SP_STAT_UNW_READ_FAILED], A(KS("reason", "read_failed")));
 		b_int(b, m, s[SP_STAT_UNW_BAD_CFA], A(KS("reason", "bad_cfa")));
 		b_int(b, m, s[SP_STAT_UNW_DEPTH], A(KS("reason", "depth_limit")));
+		b_int(b, m, s[SP_STAT_UNW_BAD_RA], A(KS("reason", "bad_return_address")));
 
 		m = b_metric(b, "spanprof.unwind.frames", "{frame}",
 			     "User frames unwound inside CFI walks, by method", COUNTER);

@@ -22,6 +22,7 @@
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RA 16
+#define REG_RDI 5 /* glibc's __vfork keeps the return address in it across the syscall */
 
 /* DW_EH_PE_* (LSB 5.0, 10.5). */
 #define PE_OMIT 0xff
@@ -201,7 +202,8 @@ enum rule_how {
 	RULE_SAME,
 	RULE_UNDEF,
 	RULE_OFFSET, /* saved at CFA + off */
-	RULE_OTHER,  /* register, val_offset, expression, val_expression: not representable */
+	RULE_REG,    /* held in register off (DW_CFA_register) */
+	RULE_OTHER,  /* val_offset, expression, val_expression: not representable */
 };
 
 enum cfa_how {
@@ -322,6 +324,7 @@ static int match_plt_expr(const uint8_t *p, uint64_t len)
 static struct unwind_row state_row(const struct cfi_state *s, bool signal)
 {
 	struct unwind_row r = {0};
+	bool ra_rdi;
 
 	if (signal) {
 		r.kind = UNWIND_KIND_SIGNAL;
@@ -332,7 +335,12 @@ static struct unwind_row state_row(const struct cfi_state *s, bool signal)
 		return r;
 	}
 	r.kind = UNWIND_KIND_UNSUPPORTED;
-	if (s->ra.how != RULE_OFFSET || s->ra.off != -8 || s->rsp.how != RULE_UNMENTIONED)
+	/* The return address at CFA - 8, or (glibc's __vfork) in RDI with the CFA on RSP. */
+	ra_rdi = s->ra.how == RULE_REG && s->ra.off == REG_RDI;
+	if ((!ra_rdi && (s->ra.how != RULE_OFFSET || s->ra.off != -8)) ||
+	    s->rsp.how != RULE_UNMENTIONED)
+		return r;
+	if (ra_rdi && (s->cfa_how != CFA_REG || s->cfa_reg != REG_RSP))
 		return r;
 	if (s->cfa_how == CFA_PLT) {
 		r.kind = UNWIND_KIND_PLT;
@@ -340,6 +348,8 @@ static struct unwind_row state_row(const struct cfi_state *s, bool signal)
 	} else if (s->cfa_how == CFA_REG && s->cfa_off >= 0 && s->cfa_off <= 0xffff &&
 		   (s->cfa_reg == REG_RSP || s->cfa_reg == REG_RBP)) {
 		r.kind = s->cfa_reg == REG_RSP ? UNWIND_KIND_CFA_RSP : UNWIND_KIND_CFA_RBP;
+		if (ra_rdi)
+			r.kind = UNWIND_KIND_RA_RDI;
 		r.cfa_off = (uint16_t)s->cfa_off;
 	} else {
 		return r;
@@ -489,8 +499,7 @@ static int interpret(struct builder *b, const struct cie *cie, struct cursor *c,
 			continue;
 		case 0x09: /* DW_CFA_register */
 			reg = cur_uleb(c);
-			cur_uleb(c);
-			set_rule(st, reg, RULE_OTHER, 0);
+			set_rule(st, reg, RULE_REG, (int64_t)(cur_uleb(c) & 0xffff));
 			continue;
 		case 0x14: /* DW_CFA_val_offset */
 			reg = cur_uleb(c);

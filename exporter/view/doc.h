@@ -25,6 +25,7 @@ enum view_frame_kind {
 	VIEW_FRAME_NATIVE = 0,
 	VIEW_FRAME_KERNEL = 1,
 	VIEW_FRAME_OTHER = 2, /* interpreted, JIT, anything else */
+	VIEW_FRAME_ABORT = 3, /* the marker of a cut stack (exporter/profile/stackend.h) */
 };
 
 /* One input file as the document's "inputs" lists it. Owned by the document. */

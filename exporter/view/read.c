@@ -34,6 +34,7 @@
 #include "view/doc.h"
 #include "view/read.h"
 #include "util/util.h"
+#include "profile/stackend.h"
 
 typedef Perftools__Profiles__Profile pp_profile;
 
@@ -597,6 +598,8 @@ static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_locatio
 			return VIEW_FRAME_NATIVE;
 		if (!strcmp(v, "kernel"))
 			return VIEW_FRAME_KERNEL;
+		if (!strcmp(v, "abort"))
+			return VIEW_FRAME_ABORT;
 		return VIEW_FRAME_OTHER;
 	}
 	return !l->mapping_index && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL
@@ -1730,6 +1733,20 @@ static int32_t pp_sidx(struct rd *r, struct pp *x, int64_t i)
 	return x->str[i];
 }
 
+/*
+ * pprof has no frame type: a location without mapping whose one function is named after the
+ * reason its address holds is spanprof's marker of a cut stack (stackend.h).
+ */
+static bool pp_is_marker(const struct pp *x, const Perftools__Profiles__Location *l)
+{
+	const char *want = stackend__name(l->address > UINT32_MAX ? 0 : (uint32_t)l->address);
+	uint32_t fi;
+
+	if (!want || l->n_line != 1 || !idmap_get(&x->fn, l->line[0]->function_id, &fi))
+		return false;
+	return !strcmp(pp_text(x, x->p->function[fi]->name), want);
+}
+
 static int64_t pp_find(const pp_profile *p, const char *s)
 {
 	for (size_t i = 1; i < p->n_string_table; i++)
@@ -1828,6 +1845,8 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 	}
 	at.address = l->address;
 	at.kind = !mp && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL : VIEW_FRAME_NATIVE;
+	if (!mp && pp_is_marker(x, l))
+		at.kind = VIEW_FRAME_ABORT;
 	for (size_t j = l->n_line; j-- > 0;) {
 		const Perftools__Profiles__Line *ln = l->line[j];
 		const Perftools__Profiles__Function *fn = NULL;

@@ -266,6 +266,9 @@ static void test_values_land_in_the_right_series(void **state)
 			 st.bpf[SP_STAT_IDLE]);
 	assert_int_equal(value(r, "spanprof.unwind.stops", "reason", "depth_limit", NULL, NULL),
 			 st.bpf[SP_STAT_UNW_DEPTH]);
+	assert_int_equal(
+	    value(r, "spanprof.unwind.stops", "reason", "bad_return_address", NULL, NULL),
+	    st.bpf[SP_STAT_UNW_BAD_RA]);
 	assert_int_equal(value(r, "spanprof.unwind.samples", "method", "frame_pointer", "reason",
 			       "no_registers"),
 			 st.bpf[SP_STAT_UNW_NO_REGS]);

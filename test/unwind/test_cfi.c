@@ -266,6 +266,7 @@ static struct unwind_row expect_row(const struct ref_row *rr, bool signal, bool 
 				    int *rbp_alt)
 {
 	struct unwind_row e = {.kind = UNWIND_KIND_UNSUPPORTED};
+	bool ra_rdi = !strcmp(rr->ra, "r5 (rdi)"); /* DW_CFA_register: glibc's __vfork */
 	long off;
 
 	*rbp_alt = 1000;
@@ -277,9 +278,14 @@ static struct unwind_row expect_row(const struct ref_row *rr, bool signal, bool 
 		e.kind = UNWIND_KIND_END;
 		return e;
 	}
-	if (strcmp(rr->ra, "c-8") || (rr->rsp[0] && strcmp(rr->rsp, "u")))
+	if ((strcmp(rr->ra, "c-8") && !ra_rdi) || (rr->rsp[0] && strcmp(rr->rsp, "u")))
 		return e;
-	if (!strcmp(rr->cfa, "exp")) {
+	if (ra_rdi) {
+		if (!parse_off(rr->cfa, "rsp", &off) || off < 0 || off > 0xffff)
+			return e;
+		e.kind = UNWIND_KIND_RA_RDI;
+		e.cfa_off = (uint16_t)off;
+	} else if (!strcmp(rr->cfa, "exp")) {
 		if (!in_plt)
 			return e;
 		e.kind = UNWIND_KIND_PLT;

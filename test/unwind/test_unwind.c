@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -34,6 +35,14 @@ struct fake_stack {
 	const uint8_t *data;
 	size_t len;
 	int reads;
+	/* Code the frame-pointer step checks return addresses in; NULL: this process's own. */
+	uint64_t code_base;
+	const uint8_t *code;
+	size_t code_len;
+	/* Pending uretprobes: trampoline address (0 none), and {slot, original} innermost first. */
+	uint64_t tramp;
+	uint64_t ri[4][2];
+	int nri, next_ri;
 };
 
 static int fake_read(struct fake_stack *st, void *dst, uint32_t size, uint64_t addr)
@@ -45,8 +54,37 @@ static int fake_read(struct fake_stack *st, void *dst, uint32_t size, uint64_t a
 	return 0;
 }
 
+/* 8 bytes of code at addr: from st->code, else from this process (EFAULT where unmapped). */
+static int fake_code(struct fake_stack *st, void *dst, uint64_t addr)
+{
+	struct iovec local = {dst, 8}, remote = {(void *)(uintptr_t)addr, 8};
+
+	if (st->code) {
+		if (addr < st->code_base || addr + 8 > st->code_base + st->code_len)
+			return -EFAULT;
+		memcpy(dst, st->code + (addr - st->code_base), 8);
+		return 0;
+	}
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 ? 0 : -EFAULT;
+}
+
+/* The BPF unwind_fix_ra() over st->ri: the original return address for a trampoline at slot. */
+static uint64_t fake_fix_ra(struct fake_stack *st, uint64_t ra, uint64_t slot)
+{
+	uint64_t orig = 0;
+
+	if (!st->tramp || ra != st->tramp)
+		return ra;
+	for (; st->next_ri < st->nri && st->ri[st->next_ri][0] <= slot; st->next_ri++)
+		if (st->ri[st->next_ri][0] == slot && !orig)
+			orig = st->ri[st->next_ri][1];
+	return orig;
+}
+
+#define UNWIND_FIX_RA(rctx, ra, slot) fake_fix_ra((struct fake_stack *)(rctx), (ra), (slot))
 #define UNWIND_READ_USER(rctx, dst, size, addr)                                                    \
 	fake_read((struct fake_stack *)(rctx), (dst), (size), (addr))
+#define UNWIND_READ_CODE(rctx, dst, addr) fake_code((struct fake_stack *)(rctx), (dst), (addr))
 #include "unwind_walk.h"
 
 static const struct unwind_sigregs psabi_sig = {UNWIND_UC_RBP, UNWIND_UC_RSP, UNWIND_UC_RIP};
@@ -130,10 +168,21 @@ static void test_find_row_range(void **state)
 
 static uint64_t stk[64];
 
+/* Fake code at CB: a call rel32 ends at CB + 0x10, a call *%rax at CB + 0x20, data elsewhere. */
+#define CB 0x406000ull
+static uint8_t code[0x40];
+
 static struct fake_stack fake(void)
 {
 	struct fake_stack st = {.base = SB, .data = (const uint8_t *)stk, .len = sizeof(stk)};
 
+	memset(code, 0x90, sizeof(code));
+	code[0x0b] = 0xe8; /* e8 rel32: 5 bytes before CB + 0x10 */
+	code[0x1e] = 0xff; /* ff d0: call *%rax, 2 bytes before CB + 0x20 */
+	code[0x1f] = 0xd0;
+	st.code_base = CB;
+	st.code = code;
+	st.code_len = sizeof(code);
 	return st;
 }
 
@@ -209,11 +258,11 @@ static void test_step_fp_end_and_errors(void **state)
 
 	(void)state;
 	memset(stk, 0, sizeof(stk));
-	stk[4] = 0;	   /* caller's rbp: end of the chain */
-	stk[5] = 0x406000; /* RA */
+	stk[4] = 0;	    /* caller's rbp: end of the chain */
+	stk[5] = CB + 0x10; /* RA, after a call */
 	/* No row and an FP row mean the same: frame pointers. */
 	assert_int_equal(unwind__step(&r, NULL, &psabi_sig, &st), UNWIND_STEP_OK);
-	assert_int_equal(r.pc, 0x406000);
+	assert_int_equal(r.pc, CB + 0x10);
 	assert_int_equal(r.sp, SB + 48);
 	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
 	/* RBP below RSP is not a frame of this stack. */
@@ -237,6 +286,144 @@ static void test_step_fp_end_and_errors(void **state)
 	r = (struct unwind_regs){.pc = 0x401000, .sp = SB + 16, .exact = 1};
 	stk[2] = 0;
 	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_END);
+}
+
+/* A frame-pointer step is taken only when RBP looks like a frame and RA like a return address. */
+static void test_step_fp_checks(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	stk[4] = SB + 96;   /* caller's rbp */
+	stk[5] = CB + 0x20; /* after call *%rax */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .stack_hi = SB + 512};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20);
+	assert_int_equal(r.bp, SB + 96);
+	/* An RA that follows no call: data (ASCII text, here), not a return address. */
+	stk[5] = 0x6f6c6c6568202c21ull;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000); /* regs untouched */
+	/* Readable code, but no call before the address. */
+	stk[5] = CB + 0x30;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	/* A zero return address proves nothing in code without CFI: not "outermost". */
+	stk[5] = 0;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
+	/* RBP misaligned, or its frame at or above the top of the stack. */
+	stk[5] = CB + 0x10;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 33};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .stack_hi = SB + 40};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+	r.stack_hi = SB + 48; /* the frame's 16 bytes end exactly at the top: fine */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	/* An RBP that wraps around the address space. */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = ~7ull};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+}
+
+/* Every length of call instruction ending at the return address, and near misses. */
+static void test_after_call(void **state)
+{
+	static const struct {
+		uint8_t b[8];
+		int call;
+	} cases[] = {
+	    {{0x90, 0x90, 0x90, 0xe8, 1, 2, 3, 4}, 1},		   /* call rel32 */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x41, 0xff, 0xd3}, 1}, /* call *%r11 */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0x10}, 1}, /* call *(%rax) */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0x50, 0x08}, 1}, /* call *0x8(%rax) */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0x14, 0xc3}, 1}, /* call *(%rbx,%rax,8) */
+	    {{0x90, 0x90, 0x90, 0x90, 0xff, 0x54, 0x24, 0x08}, 1}, /* call *0x8(%rsp) */
+	    {{0x90, 0x90, 0xff, 0x15, 1, 2, 3, 4}, 1},		   /* call *disp32(%rip) */
+	    {{0x90, 0x90, 0xff, 0x90, 1, 2, 3, 4}, 1},		   /* call *disp32(%rax) */
+	    {{0x90, 0xff, 0x14, 0x25, 1, 2, 3, 4}, 1},		   /* call *abs32 (SIB, no base) */
+	    {{0x90, 0xff, 0x94, 0xc3, 1, 2, 3, 4}, 1},		   /* call *disp32(%rbx,%rax,8) */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xe0}, 0}, /* jmp *%rax: FF /4 */
+	    {{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0x15}, 0}, /* RIP form cut short */
+	    {{0x90, 0x90, 0x90, 0x90, 0xe8, 1, 2, 3}, 0},	   /* e8 one byte too late */
+	    {{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o'}, 0},	   /* text */
+	    {{0, 0, 0, 0, 0, 0, 0, 0}, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t word;
+
+		memcpy(&word, cases[i].b, 8); /* little endian: byte k at ra - 8 + k */
+		assert_int_equal(unwind__after_call(word), cases[i].call);
+	}
+}
+
+/*
+ * Return addresses replaced by a uretprobe's trampoline: the step asks for the original by the
+ * slot it read the address from (CFA - 8, RBP + 8), takes it, and stops when there is none.
+ */
+static void test_step_uretprobe(void **state)
+{
+	struct unwind_row cfi = {.kind = UNWIND_KIND_CFA_RSP, .cfa_off = 16};
+	struct unwind_row fp = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	st.tramp = 0x7fffff000ull;
+	/* Frame 1 (CFI): RA slot at SB + 8; frame 2 (FP): RBP = SB + 32, RA slot at SB + 40. */
+	stk[1] = st.tramp;
+	stk[4] = 0;
+	stk[5] = st.tramp;
+	st.ri[0][0] = SB - 64; /* a frame already gone (longjmp): skipped */
+	st.ri[0][1] = 0x1111;
+	st.ri[1][0] = SB + 8;
+	st.ri[1][1] = CB + 0x10;
+	st.ri[2][0] = SB + 8; /* chained (a tail call): same slot, same original */
+	st.ri[2][1] = CB + 0x10;
+	st.ri[3][0] = SB + 40;
+	st.ri[3][1] = CB + 0x20;
+	st.nri = 4;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &cfi, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	assert_int_equal(r.sp, SB + 16);
+	assert_int_equal(unwind__step(&r, &fp, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20); /* then checked as any return address: after a call */
+	assert_int_equal(st.next_ri, 4);
+	/* A trampoline with no pending instance for its slot: stop, never the trampoline. */
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32, .exact = 1};
+	st.next_ri = 0;
+	st.nri = 1;
+	assert_int_equal(unwind__step(&r, &cfi, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(unwind__step(&r, &fp, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000);
+}
+
+/* glibc's __vfork: CFA on RSP, the return address in RDI, known for the sampled frame only. */
+static void test_step_ra_in_rdi(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_RA_RDI, .cfa_off = 8};
+	struct fake_stack st = fake();
+	struct unwind_regs r = {
+	    .pc = 0x401008, .sp = SB, .bp = 0x1234, .exact = 1, .di = CB + 0x10, .di_known = 1};
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	assert_int_equal(r.sp, SB + 8);
+	assert_int_equal(r.bp, 0x1234); /* unchanged */
+	assert_int_equal(r.exact, 0);
+	assert_int_equal(r.di_known, 0);
+	/* Above the sampled frame RDI is unknown: stop rather than guess. */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_UNSUPPORTED);
+	/* A zero RDI proves no outermost frame. */
+	r = (struct unwind_regs){.pc = 0x401008, .sp = SB, .exact = 1, .di_known = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
 }
 
 static void test_step_signal(void **state)
@@ -484,6 +671,10 @@ int main(void)
 	    cmocka_unit_test(test_step_cfa_rsp),
 	    cmocka_unit_test(test_step_cfa_rbp_and_plt),
 	    cmocka_unit_test(test_step_fp_end_and_errors),
+	    cmocka_unit_test(test_step_fp_checks),
+	    cmocka_unit_test(test_after_call),
+	    cmocka_unit_test(test_step_uretprobe),
+	    cmocka_unit_test(test_step_ra_in_rdi),
 	    cmocka_unit_test(test_step_signal),
 	    cmocka_unit_test(test_sigcontext_offsets),
 	    cmocka_unit_test(test_walk_recursion),

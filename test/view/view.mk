@@ -34,7 +34,8 @@ $(LIBSPANPROF): $(VIEWC_PAGE_O)
 VIEW_TEST_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
 $(BUILD)/test/test_view: test/view/test_view.c exporter/view/doc.h exporter/view/read.h exporter/otlp/otlp_pb.h \
-		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/view_main.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
+		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/view_main.o \
+		$(OBJ)/profile/stackend.o $(OBJ)/profile/profile.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) -ljson-c -lmicrohttpd -lprotobuf-c -lz -lcmocka \

@@ -49,7 +49,7 @@
 	const MIN_FRAME_PX = 1; // frames narrower than this are not drawn
 	const MAX_DRAWN = 3000; // at most this many frames in the graph (SVG gets slow past that)
 	const SPAN_PAGE = 200; // span table rows rendered per "show more"
-	const KIND_LIBTYPE = ["", "kernel", "jit"]; // frame kind -> d3-flame-graph colour family
+	const KIND_LIBTYPE = ["", "kernel", "jit", "abort"]; // frame kind -> colour family (abort: ours)
 
 	const $ = (id) => document.getElementById(id);
 
@@ -656,7 +656,8 @@
 			}
 			out.push(el("div", { class: "tt-loc", text: loc || "no source line" }));
 			const mod = M.str(M.func.module[fn]);
-			const kind = ["native", "kernel", "interpreted"][M.func.kind[fn]] || "other";
+			const kind =
+				["native", "kernel", "interpreted", "stack cut here"][M.func.kind[fn]] || "other";
 			out.push(el("div", { class: "tt-module", text: (mod || "no module") + " · " + kind }));
 		}
 		let v = fmtValue(t, data.value);
@@ -700,6 +701,7 @@
 				if (d.highlight) return color;
 				if (d.depth === 0) return "#c9c9c9";
 				if (d.data.proc !== undefined) return "#b5c3d9";
+				if (d.data.l === "abort") return "#f0aaaa"; // marker of a cut stack
 				return color;
 			})
 			.onClick(onZoom);

@@ -1,0 +1,241 @@
+"""Never a wrong stack (issue 16): a stack that does not end at a known outermost frame ends in one
+marker frame naming why (bpf/sampler.h SP_USTACK_END_LIST, exporter/stackend/), in the folded
+stacks, pprof (decoded by the reference Go implementation) and OTLP; and no frame that is not on
+the real stack.
+
+Workloads are built -O2 -fomit-frame-pointer (test_unwind.py's flags); each test asserts the
+exact chain, or the exact marker where the chain can't be had.
+"""
+import os
+import re
+import subprocess
+import time
+
+from conftest import WORKLOADS, read_folded, wait_sampling
+from test_unwind import build, from_main, ours, record_watched
+
+DEPTH_MARKER = "[truncated: depth limit]"
+MAX_USTACK = 512  # SP_MAX_USTACK: frames the CFI walk records
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process @pid so far (/proc/PID/stat, clock ticks)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def user_frames(frames):
+    return [f for f in frames if not f.endswith("_[k]")]
+
+
+def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, tmp_path):
+    """main -> spin_start -> rec x 1000 -> leaf: the walk stops after 512 frames; every sample
+    is exactly rec... -> leaf (and what leaf calls: the clock) under the depth-limit marker."""
+    binary = build(WORKLOADS / "unw_recurse.c", tmp_path / "unw_recurse")
+    p = procs.start(binary, "60", "1000")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    cpu0 = []
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
+                         on_start=lambda: cpu0.append(cpu_seconds(p.pid)))
+    cpu = cpu_seconds(p.pid) - cpu0[0]
+    stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
+    total = sum(c for _, c in stacks)
+    # 99 Hz of the workload's CPU time while sampled (and until the agent exited: an upper
+    # bound); half of it, for timer slack on a loaded machine.
+    assert total >= max(20, cpu * 99 * 0.5), f"only {total} samples for {cpu:.2f} s\n{err}"
+    for f, c in stacks:
+        assert f[1] == DEPTH_MARKER, f"{c} samples without the marker: {f[:6]}"
+        assert DEPTH_MARKER not in f[2:], f[:6]
+        u = user_frames(f[2:])
+        assert len(u) == MAX_USTACK, f"{len(u)} user frames: {u[:3]}...{u[-3:]}"
+        assert "leaf" in u, u[-5:]
+        i = u.index("leaf")
+        assert u[:i] == ["rec"] * i, f"not only rec above leaf: {sorted(set(u[:i]))}"
+        # Below leaf only its clock read (now() -> clock_gettime -> the vDSO).
+        assert all("clock_gettime" in x or x == "now" for x in u[i + 1:]), u[i + 1:]
+        assert from_main(f) is None, "main cannot be reached through 1000 frames"
+    # The summary still counts them: one "depth limit" stop per CFI walk of the workload.
+    m = err.split("CFI walks ended:")[1]
+    assert f"{total} depth limit" in m, m
+
+    # pprof: the marker is the last location (leaf first) of every sample, without mapping.
+    prof = pprofcheck(out / "profile.pb.gz")
+    mine = [s for s in prof["samples"] if "unw_recurse" in s["labels"].get("comm", [])]
+    assert sum(s["values"][0] for s in mine) == total
+    for s in mine:
+        root = s["stack"][-1]
+        assert [ln["function"] for ln in root["lines"]] == [DEPTH_MARKER], root
+        assert root["mapping"] == "", root
+        assert all(DEPTH_MARKER not in [ln["function"] for ln in loc["lines"]]
+                   for loc in s["stack"][:-1])
+
+
+MARKER_PREFIXES = ("[truncated: ", "[unverified: ")
+CLOCK = ("now", "clock_gettime", "__clock_gettime", "__vdso_clock_gettime")
+# glibc's frames from the entry point to main (CFI: _start's return address is undefined).
+START = ["_start", "__libc_start_main_impl", "__libc_start_call_main"]
+
+
+def is_marker(name):
+    return name.startswith(MARKER_PREFIXES)
+
+
+def check_truthful(stacks, chain):
+    """Every stack of the workload (root first, after the process name) is either complete (from
+    _start, through main, exactly @chain from main on) or cut and marked: one marker first, then
+    only frames of the real stack, i.e. a leaf-side part of @chain (what the leaf calls to read
+    the clock may follow). Returns (complete, marked) sample counts."""
+    complete = marked = 0
+    for f, c in stacks:
+        user = user_frames(f[1:])
+        assert sum(is_marker(x) for x in user) <= 1, f
+        # Unnamed frames: the leaf (the sampled pc itself, e.g. the old image's in execve), and
+        # a return address the CFI proved in code mapped after the agent read the maps, right
+        # under the marker that says so. Anywhere else it is a frame read from data.
+        if user[:2] == ["[truncated: unknown mapping]", "[unknown]"] and len(user) > 2:
+            user = [user[0]] + user[2:]
+        assert not any(x.startswith("[unknown]") for x in user[:-1]), f"a frame from no code: {f}"
+        if user and user[-1].startswith("[unknown]"):
+            continue  # the leaf alone says nothing of the chain
+        if user and is_marker(user[0]):
+            assert user[1:], f"a marker without the leaf: {f}"
+            rest = [x for x in user[1:] if x not in CLOCK]
+            # The frames kept are those of the real stack, contiguous, ending at the leaf.
+            full = START + chain
+            if any(x in full for x in rest):
+                assert rest == full[len(full) - len(rest):], f"not a part of the chain: {f}"
+            marked += c
+            continue
+        assert user and user[0] == "_start", f"neither complete nor marked: {f}"
+        if "main" in user:
+            m = [x for x in user[user.index("main"):] if x not in CLOCK]
+            assert m == chain[:len(m)], f"wrong chain from main: {f}"
+        complete += c
+    return complete, marked
+
+
+def run_gated(spanprof, out, args, start):
+    """Runs the agent with @args; once it samples, @start() launches the workload (a Popen),
+    whose rusage is returned with the agent's stderr when both are done."""
+    agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), *map(str, args)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_sampling(agent)
+        p = start()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        assert p.returncode == 0
+        _, err = agent.communicate(timeout=120)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, "".join(seen) + err
+    return ru, "".join(seen) + err
+
+
+def test_new_program_without_frame_pointers_first_second(spanprof, procs, tmp_path):
+    """A program built without frame pointers, started after the agent: its first samples come
+    before its tables exist. None of them may show a frame that is not on its real stack (a
+    frame-pointer walk read data there: "[unknown];[unknown];leaf"); they are cut and marked
+    "[truncated: not loaded yet]", and the later ones are complete."""
+    binary = build(WORKLOADS / "unw_recurse.c", tmp_path / "unw_new")
+    out = tmp_path / "out"
+    ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 999, "--duration", 4],
+                        lambda: procs.start(binary, "1", "40"))
+    stacks = ours(read_folded(out / "profile.folded"), "unw_new")
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    complete, marked = check_truthful(stacks, chain)
+    cpu = ru.ru_utime + ru.ru_stime
+    # 999 Hz of the workload's own CPU time; half of it, for timer slack on a loaded machine.
+    assert complete + marked >= cpu * 999 * 0.5, f"{complete + marked} samples for {cpu:.2f} s"
+    assert complete >= 0.5 * (complete + marked), f"{complete} complete, {marked} marked\n{err}"
+    for f, c in stacks:
+        if "[truncated: not loaded yet]" in f:
+            assert len(user_frames(f[2:])) <= 2, f"more than the leaf before the tables: {f}"
+
+
+def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path):
+    """A uretprobe on spin_start (spanprof's own --context-uprobe ...,scoped) replaces its return
+    address on the stack with the kernel's [uprobes] trampoline while rec...leaf burn CPU below
+    it: the walk puts back the original the kernel keeps, with CFI and with frame pointers (an
+    executable without CFI of its own, built with them), and reaches main."""
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    builds = {
+        "cfi": [],
+        "fp": ["-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+    }
+    for name, flags in builds.items():
+        binary = build(WORKLOADS / "unw_recurse.c", tmp_path / f"unw_ret_{name}", *flags)
+        out = tmp_path / f"out_{name}"
+        ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 99, "--duration", 4,
+                                            "--context-uprobe", f"{binary}:spin_start:arg1,scoped"],
+                            lambda: procs.start(binary, "2", "40"))
+        m = re.search(r"span links: \d+ samples linked \((\d+) by uprobe\)", err)
+        assert m and int(m.group(1)) > 0, f"{name}: the uprobe never fired\n{err}"
+        m = re.search(r"\((\d+) frames CFI, (\d+) frame pointer\)", err)
+        assert m and (int(m.group(2)) > 0) == (name == "fp"), f"{name}: frames by method\n{err}"
+        stacks = ours(read_folded(out / "profile.folded"), f"unw_ret_{name}")
+        complete, marked = check_truthful(stacks, chain)
+        cpu = ru.ru_utime + ru.ru_stime
+        assert complete + marked >= cpu * 99 * 0.5, f"{name}: {complete + marked} samples, {cpu} s"
+        # The first samples, before the tables exist, are marked; the walked ones cross the
+        # trampoline (the previous build stopped there: "[[uprobes]+0x0];spin_start;...").
+        through = sum(c for f, c in stacks if "spin_start" in f and "main" in f)
+        assert complete >= 0.5 * (complete + marked), f"{name}: {complete}, {marked} marked"
+        assert through >= 0.9 * complete, \
+            f"{name}: {through} of {complete} complete stacks reach main through spin_start\n{err}"
+
+
+def spawn_stacks_truthful(stacks, call):
+    """Stacks of spawnloop: complete ones start at a known outermost frame (_start; clone3 for a
+    posix_spawn child on its own stack) and go main -> spawn_loop -> one of its callees; cut
+    ones start with their marker; no unnamed frame but the leaf. Returns per leaf function the
+    (complete, marked) samples."""
+    by_leaf = {}
+    for f, c in stacks:
+        user = user_frames(f[1:])
+        if not user:
+            continue  # kernel frames only (a kernel thread's work, exit)
+        assert not any(x.startswith("[unknown]") for x in user[:-1]), f"a frame from no code: {f}"
+        assert sum(is_marker(x) for x in user) <= 1, f
+        done = by_leaf.setdefault(user[-1], [0, 0])
+        if is_marker(user[0]):
+            done[1] += c
+            continue
+        assert user[0] in ("_start", "clone3"), f"neither complete nor marked: {f}"
+        if "main" in user:
+            i = user.index("main")
+            assert user[i:i + 2] == ["main", "spawn_loop"], f
+            if len(user) > i + 2:
+                assert user[i + 2] in (call, "cpu_now"), f"not a callee of spawn_loop: {f}"
+        done[0] += c
+    return by_leaf
+
+
+def test_vfork_and_posix_spawn_loops(spanprof, procs, tmp_path):
+    """Parents and children around vfork() and posix_spawn() at 999 Hz: glibc's __vfork keeps
+    its return address in RDI across the syscall (its CFI says so), so a sample there unwinds
+    to main from the registers; a vfork child shares its parent's stack and mappings and is
+    walked with the parent's tables. Every stack complete or marked, none read from data."""
+    binary = build(WORKLOADS / "spawnloop.c", tmp_path / "spawnloop")
+    for mode, call in (("vfork", "one_vfork"), ("spawn", "one_spawn")):
+        out = tmp_path / f"out_{mode}"
+        ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 999, "--duration",
+                                            6], lambda: procs.start(binary, mode, "0.5"))
+        stacks = ours(read_folded(out / "profile.folded"), "spawnloop")
+        by_leaf = spawn_stacks_truthful(stacks, call)
+        total = sum(a + b for a, b in by_leaf.values())
+        assert total >= 100, f"{mode}: only {total} samples\n{err}"
+        complete = sum(a for a, _ in by_leaf.values())
+        assert complete >= 0.8 * total, f"{mode}: {complete} of {total} complete\n{by_leaf}"
+        if mode == "vfork":
+            # Samples in __vfork itself (parent in the syscall, child returning from it), and
+            # the child's _exit: complete, through main.
+            v = by_leaf.get("__libc_vfork", [0, 0])
+            assert v[0] >= 20 and v[0] >= 0.9 * sum(v), f"in __vfork: {v}\n{by_leaf}"
+            x = by_leaf.get("_exit", [0, 0])
+            assert x[0] >= 0.9 * sum(x), f"vfork children in _exit: {x}\n{by_leaf}"
+            through = sum(c for f, c in stacks if "__libc_vfork" in f and "main" in f)
+            assert through >= v[0]
