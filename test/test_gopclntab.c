@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the Go PC/line table reader (exporter/runtime/go/gopclntab.c) against the
+ * programs of test/go-progs, built by test/gopclntab.mk with the machine's Go into GOPROGS_DIR
+ * in several variants (with symbols and DWARF, -ldflags='-s -w', -trimpath, PIE, no inlining).
+ * Expected values come from elsewhere: function names and file:line from `go tool addr2line`
+ * (Go's own debug/gosym), inline chains from the DWARF of the unstripped build read by the
+ * agent's symbolizer (libdw), lines from markers in the sources. No root needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/go/gopclntab.h"
+#include "symbolize.h"
+
+#define P(name) GOPROGS_DIR "/" name
+#define MAX_FRAMES 32
+/* At most this many PCs per binary are compared with addr2line (one process per binary). */
+#define MAX_PCS 6000
+
+struct image {
+	int fd;
+	Elf *elf;
+	void *map;
+	size_t size;
+};
+
+static void image_open(struct image *im, const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(elf_version(EV_CURRENT) == EV_NONE, 0);
+	im->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (im->fd < 0)
+		fail_msg("%s: %s (built by test/gopclntab.mk)", path, strerror(errno));
+	assert_int_equal(fstat(im->fd, &st), 0);
+	im->size = (size_t)st.st_size;
+	im->map = mmap(NULL, im->size, PROT_READ, MAP_PRIVATE, im->fd, 0);
+	assert_true(im->map != MAP_FAILED);
+	im->elf = elf_begin(im->fd, ELF_C_READ, NULL);
+	assert_non_null(im->elf);
+}
+
+static void image_close(struct image *im)
+{
+	elf_end(im->elf);
+	munmap(im->map, im->size);
+	close(im->fd);
+}
+
+static struct gopclntab *open_table(struct image *im, const char *path)
+{
+	struct gopclntab *t;
+
+	image_open(im, path);
+	t = gopclntab__open(im->elf, im->map, im->size);
+	if (!t)
+		fail_msg("%s: gopclntab__open: %s", path, strerror(errno));
+	return t;
+}
+
+/* The 1-based line of the first line of @file holding @marker. */
+static int marker_line(const char *file, const char *marker)
+{
+	char buf[512];
+	int line = 0;
+	FILE *f = fopen(file, "r");
+
+	assert_non_null(f);
+	while (fgets(buf, sizeof(buf), f)) {
+		line++;
+		if (strstr(buf, marker)) {
+			fclose(f);
+			return line;
+		}
+	}
+	fclose(f);
+	fail_msg("%s: no line with '%s'", file, marker);
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* PCs to compare: entry, middle and last byte of functions spread over the whole table. */
+static size_t pick_pcs(const struct gopclntab *t, uint64_t *pcs, size_t max)
+{
+	size_t nf = gopclntab__nfuncs(t), step = nf * 3 / max + 1, n = 0;
+
+	for (size_t i = 0; i < nf && n + 3 <= max; i += step) {
+		uint64_t entry, end;
+		const char *name;
+
+		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
+		assert_true(end > entry);
+		pcs[n++] = entry;
+		pcs[n++] = entry + (end - entry) / 2;
+		pcs[n++] = end - 1;
+	}
+	return n;
+}
+
+/*
+ * Every picked PC of @variant named as `go tool addr2line` names it: the function containing
+ * the PC (the physical function, our last frame) and the source position of the instruction
+ * (the innermost inlined frame, our first). Returns how many PCs had inlined frames.
+ */
+static size_t compare_addr2line(const char *variant)
+{
+	static uint64_t pcs[MAX_PCS];
+	char in_path[] = "/tmp/gopclntab-pcs-XXXXXX", cmd[1024], fn[4096], pos[4096];
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct image im;
+	struct gopclntab *t = open_table(&im, variant);
+	size_t n = pick_pcs(t, pcs, MAX_PCS), inlined = 0, with_file = 0, padding = 0;
+	int fd = mkstemp(in_path);
+	FILE *in, *out;
+
+	assert_true(fd >= 0);
+	in = fdopen(fd, "w");
+	assert_non_null(in);
+	for (size_t i = 0; i < n; i++)
+		fprintf(in, "0x%llx\n", (unsigned long long)pcs[i]);
+	fclose(in);
+	snprintf(cmd, sizeof(cmd), "GOTOOLCHAIN=local %s tool addr2line %s < %s", GO_BIN, variant,
+		 in_path);
+	out = popen(cmd, "r");
+	assert_non_null(out);
+	for (size_t i = 0; i < n; i++) {
+		int k = gopclntab__lookup(t, pcs[i], fr, MAX_FRAMES);
+		char want[4096 + 16];
+
+		if (!fgets(fn, sizeof(fn), out) || !fgets(pos, sizeof(pos), out))
+			fail_msg("%s: addr2line gave %zu answers for %zu PCs", variant, i, n);
+		fn[strcspn(fn, "\n")] = 0;
+		pos[strcspn(pos, "\n")] = 0;
+		if (k <= 0)
+			fail_msg("%s: 0x%llx: lookup %d, addr2line says %s", variant,
+				 (unsigned long long)pcs[i], k, fn);
+		if (strcmp(fr[k - 1].function, fn))
+			fail_msg("%s: 0x%llx: function %s, addr2line says %s", variant,
+				 (unsigned long long)pcs[i], fr[k - 1].function, fn);
+		if (k > 1)
+			inlined++;
+		if (!fr[0].file) {
+			/* Padding after the code or a marker without a line table (addr2line:
+			 * no file, ":-1"), or inlined code of a file whose inline trees can't be
+			 * found (PIE): the function name only. */
+			padding += pos[0] == ':';
+			if (pos[0] != ':' && gopclntab__has_inline(t))
+				fail_msg("%s: 0x%llx (%s): no file:line, addr2line says %s",
+					 variant, (unsigned long long)pcs[i], fn, pos);
+			continue;
+		}
+		with_file++;
+		snprintf(want, sizeof(want), "%s:%d", fr[0].file, fr[0].line);
+		if (strcmp(want, pos))
+			fail_msg("%s: 0x%llx (%s): %s, addr2line says %s", variant,
+				 (unsigned long long)pcs[i], fn, want, pos);
+	}
+	assert_int_equal(pclose(out), 0);
+	unlink(in_path);
+	/* Every PC in code has a file:line where inline trees are known. */
+	if (gopclntab__has_inline(t))
+		assert_int_equal(with_file + padding, n);
+	assert_true(with_file * 2 >= n);
+	gopclntab__free(t);
+	image_close(&im);
+	return inlined;
+}
+
+static void test_addr2line_normal(void **state)
+{
+	assert_true(compare_addr2line(P("goprog-normal")) > 0);
+}
+
+static void test_addr2line_stripped(void **state)
+{
+	assert_true(compare_addr2line(P("goprog-stripped")) > 0);
+}
+
+static void test_addr2line_trimpath(void **state)
+{
+	assert_true(compare_addr2line(P("goprog-trimpath")) > 0);
+}
+
+static void test_addr2line_pie(void **state)
+{
+	compare_addr2line(P("goprog-pie"));
+}
+
+/* Built with -gcflags=all=-l: no inlining anywhere, so no PC has a second frame. */
+static void test_addr2line_noinline(void **state)
+{
+	assert_int_equal(compare_addr2line(P("goprog-noinline")), 0);
+}
+
+/*
+ * The chain in main.leaf of the stripped build, checked against the source: fnv.rotate at
+ * its body, fnv.Mix at its call of rotate, main.leaf at its call of Mix.
+ */
+static void check_leaf_chain(const char *variant, bool trimmed)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	int rot = marker_line(SRC_DIR "/fnv/fnv.go", "return h<<7 | h>>57");
+	int mix = marker_line(SRC_DIR "/fnv/fnv.go", "return rotate(h)");
+	int call = marker_line(SRC_DIR "/goprog/main.go", "h = fnv.Mix(h, uint64(i))");
+	struct image im;
+	struct gopclntab *t = open_table(&im, variant);
+	size_t nf = gopclntab__nfuncs(t);
+	bool seen = false;
+
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t entry, end;
+		const char *name;
+
+		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
+		if (strcmp(name, "main.leaf"))
+			continue;
+		for (uint64_t pc = entry; pc < end; pc++) {
+			int k = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
+
+			assert_true(k >= 1);
+			assert_string_equal(fr[k - 1].function, "main.leaf");
+			if (!fr[0].file) {
+				assert_int_equal(k, 1); /* padding after the code */
+				continue;
+			}
+			assert_true(ends_with(fr[k - 1].file, "goprog/main.go"));
+			assert_int_equal(fr[k - 1].file[0] == '/', !trimmed);
+			if (k != 3 || strcmp(fr[0].function, "spanprof.test/goprogs/fnv.rotate"))
+				continue;
+			assert_string_equal(fr[1].function, "spanprof.test/goprogs/fnv.Mix");
+			assert_true(ends_with(fr[0].file, "fnv/fnv.go"));
+			assert_true(ends_with(fr[1].file, "fnv/fnv.go"));
+			assert_int_equal(fr[0].line, rot);
+			assert_int_equal(fr[1].line, mix);
+			assert_int_equal(fr[2].line, call);
+			seen = true;
+		}
+	}
+	assert_true(seen);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
+static void test_inline_chain_stripped(void **state)
+{
+	check_leaf_chain(P("goprog-stripped"), false);
+}
+
+static void test_inline_chain_trimpath(void **state)
+{
+	check_leaf_chain(P("goprog-trimpath"), true);
+}
+
+/*
+ * The whole inline chain at every PC of the program's own functions agrees with the DWARF of
+ * the unstripped build (libdw through the symbolizer): same functions, same lines.
+ */
+static void test_chain_matches_dwarf(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct sym_frame sf[MAX_FRAMES];
+	struct symcache *c = symcache__new(NULL);
+	struct elf_object *o;
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-normal"));
+	size_t nf = gopclntab__nfuncs(t), checked = 0, inlined = 0;
+
+	assert_non_null(c);
+	o = symcache__open(c, P("goprog-normal"), NULL);
+	assert_non_null(o);
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t entry, end;
+		const char *name;
+
+		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
+		if (strncmp(name, "main.", 5))
+			continue;
+		for (uint64_t pc = entry; pc < end; pc++) {
+			int k = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
+			int d = symcache__lookup(c, o, pc, sf, MAX_FRAMES);
+
+			assert_true(k >= 1);
+			if (!fr[0].file)
+				continue; /* padding after the code: no source position to compare
+					   */
+			if (d != k)
+				fail_msg("0x%llx: %d frames, DWARF %d (%s)", (unsigned long long)pc,
+					 k, d, fr[0].function);
+			for (int j = 0; j < k; j++) {
+				const char *dn =
+				    sf[j].system_name ? sf[j].system_name : sf[j].function;
+
+				if (!dn || strcmp(fr[j].function, dn) || fr[j].line != sf[j].line)
+					fail_msg("0x%llx frame %d: %s:%d, DWARF %s:%d",
+						 (unsigned long long)pc, j, fr[j].function,
+						 fr[j].line, dn ? dn : "(none)", sf[j].line);
+			}
+			checked++;
+			inlined += k > 1;
+		}
+	}
+	assert_true(checked > 100);
+	assert_true(inlined > 0);
+	gopclntab__free(t);
+	image_close(&im);
+	symcache__free(c);
+}
+
+/* Not a Go binary: ENOENT ("not mine"), not an error. */
+static void test_not_go(void **state)
+{
+	struct image im;
+
+	image_open(&im, C_PROG);
+	assert_null(gopclntab__open(im.elf, im.map, im.size));
+	assert_int_equal(errno, ENOENT);
+	image_close(&im);
+}
+
+/* Lookups outside any function answer nothing. */
+static void test_outside(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped"));
+	uint64_t entry, end;
+	const char *name;
+
+	assert_int_equal(gopclntab__layout(t), 120);
+	assert_int_equal(gopclntab__has_inline(t), 1);
+	assert_int_equal(gopclntab__func(t, 0, &entry, &end, &name), 0);
+	assert_int_equal(gopclntab__lookup(t, entry - 1, fr, MAX_FRAMES), 0);
+	assert_int_equal(gopclntab__lookup(t, 0, fr, MAX_FRAMES), 0);
+	assert_int_equal(gopclntab__lookup(t, UINT64_MAX, fr, MAX_FRAMES), 0);
+	assert_int_equal(gopclntab__func(t, gopclntab__nfuncs(t) - 1, &entry, &end, &name), 0);
+	assert_int_equal(gopclntab__lookup(t, end, fr, MAX_FRAMES), 0);
+	assert_int_equal(gopclntab__lookup(t, entry, fr, 0), -EINVAL);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
+/* A chain longer than the room given is refused whole, never cut. */
+static void test_chain_too_long(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped"));
+	size_t nf = gopclntab__nfuncs(t), seen = 0;
+
+	for (size_t i = 0; i < nf && !seen; i++) {
+		uint64_t entry, end;
+		const char *name;
+
+		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
+		for (uint64_t pc = entry; pc < end && !seen; pc++) {
+			if (gopclntab__lookup(t, pc, fr, MAX_FRAMES) < 3)
+				continue;
+			assert_int_equal(gopclntab__lookup(t, pc, fr, 2), -E2BIG);
+			seen++;
+		}
+	}
+	assert_true(seen);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
+/*
+ * Garbage: the table's bytes overwritten at random places, the file cut short. Opening fails
+ * or lookups answer within the image; nothing crashes (the fuzz target covers more).
+ */
+static void test_corrupt(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped"));
+	size_t off, len, nf = gopclntab__nfuncs(t);
+	uint64_t lo, hi, e2;
+	const char *name;
+	uint8_t *copy = malloc(im.size);
+	unsigned seed = 1;
+
+	assert_non_null(copy);
+	gopclntab__extent(t, &off, &len);
+	assert_int_equal(gopclntab__func(t, 0, &lo, &e2, &name), 0);
+	assert_int_equal(gopclntab__func(t, nf - 1, &e2, &hi, &name), 0);
+	gopclntab__free(t);
+	for (int round = 0; round < 300; round++) {
+		struct gopclntab *c;
+		size_t size = im.size;
+
+		memcpy(copy, im.map, im.size);
+		for (int k = 0; k < 1 + round % 16; k++)
+			copy[off + (size_t)rand_r(&seed) % len] = (uint8_t)rand_r(&seed);
+		if (round % 5 == 0)
+			copy[off + (size_t)rand_r(&seed) % 72] ^= 0xff; /* the header */
+		if (round % 7 == 0)
+			size = off + (size_t)rand_r(&seed) % len; /* cut inside the table */
+		c = gopclntab__open(im.elf, copy, size);
+		if (!c) {
+			assert_true(errno == EINVAL || errno == ENOTSUP || errno == ENOENT);
+			continue;
+		}
+		for (int k = 0; k < 2000; k++) {
+			uint64_t pc = lo + (uint64_t)rand_r(&seed) % (hi - lo);
+			int n = gopclntab__lookup(c, pc, fr, MAX_FRAMES);
+
+			for (int j = 0; j < n; j++) {
+				assert_true((const uint8_t *)fr[j].function >= copy &&
+					    (const uint8_t *)fr[j].function < copy + size);
+				assert_true(strlen(fr[j].function) < 4096);
+			}
+		}
+		gopclntab__free(c);
+	}
+	free(copy);
+	image_close(&im);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_addr2line_normal),
+	    cmocka_unit_test(test_addr2line_stripped),
+	    cmocka_unit_test(test_addr2line_trimpath),
+	    cmocka_unit_test(test_addr2line_pie),
+	    cmocka_unit_test(test_addr2line_noinline),
+	    cmocka_unit_test(test_inline_chain_stripped),
+	    cmocka_unit_test(test_inline_chain_trimpath),
+	    cmocka_unit_test(test_chain_matches_dwarf),
+	    cmocka_unit_test(test_not_go),
+	    cmocka_unit_test(test_outside),
+	    cmocka_unit_test(test_chain_too_long),
+	    cmocka_unit_test(test_corrupt),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
