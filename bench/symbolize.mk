@@ -5,10 +5,12 @@
 
 BENCH_SYMBOLIZE_ARGS ?=
 
-$(BUILD)/bench/symbolize_mem: bench/symbolize_mem.c $(OBJ)/symbolize.o $(OBJ)/elfcheck.o
+$(BUILD)/bench/symbolize_mem: bench/symbolize_mem.c $(OBJ)/symbolize.o $(OBJ)/elfcheck.o \
+		$(OBJ)/runtime/go/gopclntab.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/symbolize.o $(OBJ)/elfcheck.o $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/symbolize.o $(OBJ)/elfcheck.o $(OBJ)/runtime/go/gopclntab.o \
+		$(LDLIBS) -o $@
 
 .PHONY: bench-symbolize
 bench-symbolize: $(BUILD)/bench/symbolize_mem

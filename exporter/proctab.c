@@ -262,6 +262,20 @@ const char *proc__exe(const struct proc *proc)
 	return proc->exe ? proc->exe : "";
 }
 
+/* A user-space location already interned: native code, or Go code (the kind its names gave). */
+static uint32_t find_user_location(struct profile *p, uint32_t mapping, uint64_t pc)
+{
+	uint32_t loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+
+	return loc ? loc : profile__find_location(p, mapping, pc, FRAME_GO);
+}
+
+/* The kind of a user-space location named by @frames: Go when its symbolizer said so. */
+static enum frame_kind user_kind(const struct sym_frame *frames, int n)
+{
+	return n > 0 && frames[n - 1].go ? FRAME_GO : FRAME_NATIVE;
+}
+
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
 			      enum frame_kind kind, const struct sym_frame *frames, int n)
 {
@@ -401,7 +415,7 @@ static uint32_t fileid_location(struct proctab *t, struct profile *p, const stru
 	pm.build_id = profile__intern_string(p, elf_object__build_id(obj));
 	mapping = profile__intern_mapping(p, &pm);
 	t->stats.frames_fileid++;
-	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	loc = find_user_location(p, mapping, pc);
 	if (loc)
 		return loc;
 	if (!elf_object__file_offset_to_vaddr(obj, pc - e->start + offset - (is_return ? 1 : 0),
@@ -412,7 +426,7 @@ static uint32_t fileid_location(struct proctab *t, struct profile *p, const stru
 	}
 	if (!n)
 		t->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
 }
 
 static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
@@ -454,7 +468,7 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	}
 	i = m - proc->maps.maps;
 	mapping = prof_mapping(t, proc, i, p);
-	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	loc = find_user_location(p, mapping, pc);
 	if (loc)
 		return loc;
 	if (proc->ext[i].obj &&
@@ -466,7 +480,7 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	}
 	if (!n)
 		t->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
 }
 
 /* The executable of a process whose resource facts could not be read, from its file identity. */

@@ -25,6 +25,7 @@ enum frame_kind {
 	FRAME_UNSET = 0,
 	FRAME_NATIVE = 1, /* user-space machine code */
 	FRAME_KERNEL = 2, /* kernel text or module */
+	FRAME_GO = 3,	  /* Go code: machine code of a Go function (its .gopclntab covers it) */
 };
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */

@@ -35,7 +35,7 @@ FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
 FUZZ_SRCS_cfi       := cfi tlsctx procmaps elfcheck
-FUZZ_SRCS_symbolize := symbolize elfcheck
+FUZZ_SRCS_symbolize := symbolize elfcheck runtime/go/gopclntab
 FUZZ_SRCS_procmaps  := procmaps procctx $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_procctx   := procctx procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := threadctx

@@ -130,11 +130,11 @@ SYM_TEST_LIBS   := $(LDLIBS) -lcmocka
 sym-progs: $(SYM_PROG_FILES)
 
 $(BUILD)/test/test_symbolize: test/test_symbolize.c $(OBJ)/symbolize.o $(OBJ)/procmaps.o \
-		$(OBJ)/elfcheck.o | sym-progs
+		$(OBJ)/elfcheck.o $(OBJ)/runtime/go/gopclntab.o | sym-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(OBJ)/symbolize.o $(OBJ)/procmaps.o \
-		$(OBJ)/elfcheck.o $(SYM_TEST_LIBS) -o $@
+		$(OBJ)/elfcheck.o $(OBJ)/runtime/go/gopclntab.o $(SYM_TEST_LIBS) -o $@
 
 $(BUILD)/test/test_procmaps: test/test_procmaps.c $(OBJ)/procmaps.o
 	$(call msg,LINK,$@)

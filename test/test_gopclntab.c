@@ -326,12 +326,179 @@ static void test_chain_matches_dwarf(void **state)
 	symcache__free(c);
 }
 
+/*
+ * A copy of the stripped build without section headers (e_shoff, e_shnum, e_shstrndx zeroed,
+ * as sstrip leaves a file): the table is found by scanning and answers every PC as before.
+ */
+static void test_no_sections(void **state)
+{
+	char path[] = "/tmp/gopclntab-nosec-XXXXXX";
+	struct gopclntab_frame a[MAX_FRAMES], b[MAX_FRAMES];
+	struct image im, ns;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped")), *u;
+	int fd = mkstemp(path);
+	uint64_t lo, hi, e;
+	const char *name;
+	Elf64_Ehdr eh;
+
+	assert_true(fd >= 0);
+	memcpy(&eh, im.map, sizeof(eh));
+	eh.e_shoff = 0;
+	eh.e_shnum = 0;
+	eh.e_shstrndx = 0;
+	assert_int_equal(write(fd, &eh, sizeof(eh)), (ssize_t)sizeof(eh));
+	assert_int_equal(write(fd, (const char *)im.map + sizeof(eh), im.size - sizeof(eh)),
+			 (ssize_t)(im.size - sizeof(eh)));
+	close(fd);
+	image_open(&ns, path);
+	assert_true(gopclntab__maybe(ns.elf));
+	u = gopclntab__open(ns.elf, ns.map, ns.size);
+	if (!u)
+		fail_msg("no sections: %s", strerror(errno));
+	assert_int_equal(gopclntab__nfuncs(u), gopclntab__nfuncs(t));
+	assert_int_equal(gopclntab__has_inline(u), 1);
+	assert_int_equal(gopclntab__func(t, 0, &lo, &e, &name), 0);
+	assert_int_equal(gopclntab__func(t, gopclntab__nfuncs(t) - 1, &e, &hi, &name), 0);
+	for (uint64_t pc = lo; pc < hi; pc += 7) {
+		int n = gopclntab__lookup(t, pc, a, MAX_FRAMES);
+
+		assert_int_equal(gopclntab__lookup(u, pc, b, MAX_FRAMES), n);
+		for (int j = 0; j < n; j++) {
+			assert_string_equal(a[j].function, b[j].function);
+			assert_int_equal(a[j].line, b[j].line);
+		}
+	}
+	gopclntab__free(u);
+	gopclntab__free(t);
+	image_close(&ns);
+	image_close(&im);
+	unlink(path);
+}
+
+/* The address range of function @want in @t. */
+static void func_range(const struct gopclntab *t, const char *want, uint64_t *entry, uint64_t *end)
+{
+	for (size_t i = 0; i < gopclntab__nfuncs(t); i++) {
+		const char *name;
+
+		assert_int_equal(gopclntab__func(t, i, entry, end, &name), 0);
+		if (!strcmp(name, want))
+			return;
+	}
+	fail_msg("no function %s", want);
+}
+
+/*
+ * The symbolizer names a stripped Go binary from its table (frames marked Go), keeps answering
+ * the frames it gave after its idle descriptors and mapping are released, and re-loads for new
+ * addresses.
+ */
+static void test_symcache_stripped(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct sym_frame sf[MAX_FRAMES];
+	struct symcache *c = symcache__new(NULL);
+	struct symcache_stats st;
+	struct elf_object *o;
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped"));
+	uint64_t entry, end, first_pc = 0;
+	char first_name[256] = "";
+	size_t chains = 0;
+
+	assert_non_null(c);
+	o = symcache__open(c, P("goprog-stripped"), NULL);
+	assert_non_null(o);
+	func_range(t, "main.leaf", &entry, &end);
+	for (uint64_t pc = entry; pc < end; pc++) {
+		int k = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
+		int n = symcache__lookup(c, o, pc, sf, MAX_FRAMES);
+
+		assert_int_equal(n, k);
+		for (int j = 0; j < n; j++) {
+			assert_string_equal(sf[j].function, fr[j].function);
+			assert_string_equal(sf[j].system_name, fr[j].function);
+			assert_int_equal(sf[j].line, fr[j].line);
+			assert_int_equal(sf[j].go, 1);
+			if (fr[j].file)
+				assert_string_equal(sf[j].file, fr[j].file);
+		}
+		if (n == 3 && !first_pc) {
+			first_pc = pc;
+			snprintf(first_name, sizeof(first_name), "%s", sf[0].function);
+		}
+		chains += n == 3;
+	}
+	assert_true(chains > 0);
+	symcache__stats(c, &st);
+	assert_true(st.go_hits > 0);
+	assert_int_equal(st.dwarf_hits + st.symtab_hits, 0);
+
+	/* Idle: descriptors and the mapping go; the frames already given stay. */
+	symcache__close_idle(c, UINT64_MAX);
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_closes, 1);
+	assert_int_equal(symcache__lookup(c, o, first_pc, sf, MAX_FRAMES), 3);
+	assert_string_equal(sf[0].function, first_name);
+	/* A new address re-opens the file and reads the table again. */
+	func_range(t, "main.middle", &entry, &end);
+	assert_true(symcache__lookup(c, o, entry, sf, MAX_FRAMES) >= 1);
+	assert_string_equal(sf[0].function, "main.middle");
+	assert_int_equal(sf[0].go, 1);
+	symcache__stats(c, &st);
+	assert_int_equal(st.idle_reloads, 1);
+	symcache__free(c);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
+/*
+ * With DWARF, Go code is still named from DWARF (as before) and marked Go; C code is not.
+ */
+static void test_symcache_kinds(void **state)
+{
+	struct sym_frame sf[MAX_FRAMES];
+	struct symcache *c = symcache__new(NULL);
+	struct symcache_stats st;
+	struct elf_object *o;
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-normal"));
+	uint64_t entry, end;
+	int named = 0;
+
+	assert_non_null(c);
+	o = symcache__open(c, P("goprog-normal"), NULL);
+	assert_non_null(o);
+	func_range(t, "main.outer", &entry, &end);
+	assert_int_equal(symcache__lookup(c, o, entry, sf, MAX_FRAMES), 1);
+	assert_string_equal(sf[0].function, "main.outer");
+	assert_int_equal(sf[0].go, 1);
+	symcache__stats(c, &st);
+	assert_int_equal(st.dwarf_hits, 1);
+	assert_int_equal(st.go_hits, 0);
+
+	o = symcache__open(c, C_PROG, NULL);
+	assert_non_null(o);
+	for (uint64_t v = 0x1000; v < 0x1400; v += 16) {
+		int n = symcache__lookup(c, o, v, sf, MAX_FRAMES);
+
+		named += n > 0;
+		for (int j = 0; j < n; j++)
+			assert_int_equal(sf[j].go, 0);
+	}
+	assert_true(named > 0);
+	symcache__free(c);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
 /* Not a Go binary: ENOENT ("not mine"), not an error. */
 static void test_not_go(void **state)
 {
 	struct image im;
 
 	image_open(&im, C_PROG);
+	assert_false(gopclntab__maybe(im.elf));
 	assert_null(gopclntab__open(im.elf, im.map, im.size));
 	assert_int_equal(errno, ENOENT);
 	image_close(&im);
@@ -447,6 +614,9 @@ int main(void)
 	    cmocka_unit_test(test_inline_chain_stripped),
 	    cmocka_unit_test(test_inline_chain_trimpath),
 	    cmocka_unit_test(test_chain_matches_dwarf),
+	    cmocka_unit_test(test_no_sections),
+	    cmocka_unit_test(test_symcache_stripped),
+	    cmocka_unit_test(test_symcache_kinds),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_outside),
 	    cmocka_unit_test(test_chain_too_long),

@@ -173,6 +173,21 @@ static Elf_Scn *section(Elf *elf, const char *name, GElf_Shdr *sh)
 	return NULL;
 }
 
+static bool has_sections(Elf *elf)
+{
+	size_t n;
+
+	return !elf_getshdrnum(elf, &n) && n > 1;
+}
+
+bool gopclntab__maybe(Elf *elf)
+{
+	GElf_Shdr sh;
+
+	return !has_sections(elf) || section(elf, ".gopclntab", &sh) ||
+	       section(elf, ".go.buildinfo", &sh);
+}
+
 /* The value of .symtab symbol @name, or 0. */
 static uint64_t symbol(Elf *elf, const char *name)
 {
@@ -285,6 +300,8 @@ static int find_table(struct gopclntab *t, Elf *elf)
 	v = symbol(elf, "runtime.pclntab");
 	if (v)
 		return parse_header(t, v, room_at(t, v));
+	if (has_sections(elf))
+		return -ENOENT; /* sections, none of them Go's: not a Go binary */
 	for (int i = 0; i < t->nsegs; i++) {
 		const struct seg *s = &t->segs[i];
 		const uint8_t *p = t->img + s->offset;
@@ -628,6 +645,12 @@ int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclnta
 	if (!out[n].function || file_line(t, f, entry, end, pc, &out[n]))
 		return -EINVAL;
 	return n + 1;
+}
+
+bool gopclntab__covers(const struct gopclntab *t, uint64_t vaddr)
+{
+	return t && vaddr >= t->text && vaddr - t->text <= UINT32_MAX &&
+	       find_func(t, vaddr - t->text) >= 0;
 }
 
 size_t gopclntab__nfuncs(const struct gopclntab *t)

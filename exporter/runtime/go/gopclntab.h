@@ -11,8 +11,9 @@
  * little-endian, 8-byte pointers, PC quantum 1 (amd64). Older layouts (1.2-1.17) are reported
  * as -ENOTSUP.
  *
- * The table is found by its section name, else the symbol `runtime.pclntab`, else by scanning
- * the read-only PT_LOAD segments for its header, checked against the function table. The
+ * The table is found by its section name, else the symbol `runtime.pclntab`, else (in a file
+ * without section headers) by scanning the read-only PT_LOAD segments for its header, checked
+ * against the function table. The
  * runtime's `moduledata` (found in the writable segments: a word holding the table's address,
  * checked field by field) gives the text base and `gofunc` (the base of inline trees). Without
  * it: the symbol `runtime.text`, the header's text start (1.18-1.25) or the `.text` section
@@ -27,10 +28,18 @@
 #define SPANPROF_RUNTIME_GO_GOPCLNTAB_H
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct gopclntab;
+
+/*
+ * Cheap first test on the headers: false when @elf is certainly no Go binary (it has sections
+ * and neither .gopclntab nor .go.buildinfo), so the caller need not map it for
+ * gopclntab__open(). True for files without section headers (the table is then searched for).
+ */
+bool gopclntab__maybe(Elf *elf);
 
 /*
  * Reads the table of the ELF file whose bytes are @image (@size bytes, normally the whole
@@ -60,6 +69,9 @@ struct gopclntab_frame {
  */
 int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclntab_frame *out,
 		      int max);
+
+/* Whether @vaddr lies in a function of the table (Go code, not C linked in by cgo). */
+bool gopclntab__covers(const struct gopclntab *t, uint64_t vaddr);
 
 /* Number of functions in the table. */
 size_t gopclntab__nfuncs(const struct gopclntab *t);
