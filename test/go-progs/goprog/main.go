@@ -2,11 +2,13 @@
 // main.main -> main.outer -> main.middle -> main.leaf (each kept out of line), with
 // fnv.Mix and fnv.rotate inlined into main.leaf.
 //
-// Usage: goprog CPU_SECONDS. Prints "ready" when it starts, then spins until it has used
-// that much CPU time, and prints the hash (so no work is optimized away).
+// Usage: goprog CPU_SECONDS [-]. Prints "ready" when it starts (with "-", then waits for a
+// line on stdin: the tests' gate), then spins until it has used that much CPU time, and
+// prints the hash (so no work is optimized away).
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -64,6 +66,9 @@ func main() {
 		limit = v
 	}
 	fmt.Println("ready")
+	if len(os.Args) > 2 && os.Args[2] == "-" {
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	}
 	var sum uint64
 	for cpuSeconds() < limit {
 		sum += outer(1 << 18)
