@@ -375,6 +375,85 @@ static void test_no_sections(void **state)
 	unlink(path);
 }
 
+/*
+ * A copy of the stripped build whose moduledata.gofunc is zeroed: no inline trees. PCs in
+ * inlined code get their physical function alone, with no file:line (the callee's would be
+ * wrong for it); other PCs are named as before.
+ */
+static void test_no_inline_trees(void **state)
+{
+	char path[] = "/tmp/gopclntab-nogofunc-XXXXXX";
+	struct gopclntab_frame a[MAX_FRAMES], b[MAX_FRAMES];
+	struct image im, ng;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped")), *u;
+	uint8_t *copy = malloc(im.size);
+	uint64_t tab = 0, lo, hi, e;
+	size_t hits = 0, inl = 0, plain = 0;
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr sh;
+	int fd;
+
+	assert_non_null(copy);
+	memcpy(copy, im.map, im.size);
+	assert_int_equal(elf_getshdrstrndx(im.elf, &shstrndx), 0);
+	while ((scn = elf_nextscn(im.elf, scn)))
+		if (gelf_getshdr(scn, &sh) &&
+		    !strcmp(elf_strptr(im.elf, shstrndx, sh.sh_name), ".gopclntab"))
+			tab = sh.sh_addr;
+	assert_true(tab);
+	/* moduledata: its first word is the table's address; gofunc is word 40 (Go 1.20+). */
+	for (size_t o = 0; o + 41 * 8 <= im.size; o += 8) {
+		uint64_t w;
+
+		memcpy(&w, copy + o, 8);
+		if (w != tab)
+			continue;
+		memcpy(&w, copy + o + 8, 8);
+		if (w <= tab || w > tab + 4096)
+			continue; /* not followed by funcnametab's address */
+		memset(copy + o + 40 * 8, 0, 8);
+		hits++;
+	}
+	assert_int_equal(hits, 1);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, copy, im.size), (ssize_t)im.size);
+	close(fd);
+	free(copy);
+	image_open(&ng, path);
+	u = gopclntab__open(ng.elf, ng.map, ng.size);
+	assert_non_null(u);
+	assert_int_equal(gopclntab__has_inline(u), 0);
+	assert_int_equal(gopclntab__func(t, 0, &lo, &e, &name), 0);
+	assert_int_equal(gopclntab__func(t, gopclntab__nfuncs(t) - 1, &e, &hi, &name), 0);
+	for (uint64_t pc = lo; pc < hi; pc += 3) {
+		int n = gopclntab__lookup(t, pc, a, MAX_FRAMES);
+		int m = gopclntab__lookup(u, pc, b, MAX_FRAMES);
+
+		assert_true(n >= 1);
+		if (n > 1) {
+			assert_int_equal(m, 1);
+			assert_string_equal(b[0].function, a[n - 1].function);
+			assert_null(b[0].file);
+			assert_int_equal(b[0].line, 0);
+			inl++;
+			continue;
+		}
+		assert_int_equal(m, 1);
+		assert_string_equal(b[0].function, a[0].function);
+		assert_int_equal(b[0].line, a[0].line);
+		plain++;
+	}
+	assert_true(inl > 0 && plain > 0);
+	gopclntab__free(u);
+	gopclntab__free(t);
+	image_close(&ng);
+	image_close(&im);
+	unlink(path);
+}
+
 /* The address range of function @want in @t. */
 static void func_range(const struct gopclntab *t, const char *want, uint64_t *entry, uint64_t *end)
 {
@@ -615,6 +694,7 @@ int main(void)
 	    cmocka_unit_test(test_inline_chain_trimpath),
 	    cmocka_unit_test(test_chain_matches_dwarf),
 	    cmocka_unit_test(test_no_sections),
+	    cmocka_unit_test(test_no_inline_trees),
 	    cmocka_unit_test(test_symcache_stripped),
 	    cmocka_unit_test(test_symcache_kinds),
 	    cmocka_unit_test(test_not_go),
