@@ -399,7 +399,7 @@ static struct elf_object *fileid_obj(struct proctab *t, const struct sp_vma *e)
  * symbol cache's object of its file. Mapping and names as user_location() gives them.
  */
 static uint32_t fileid_location(struct proctab *t, struct profile *p, const struct sp_vma *e,
-				struct elf_object *obj, uint64_t pc, int is_return)
+				struct elf_object *obj, uint64_t pc, int is_return, int *pending)
 {
 	struct sym_frame frames[MAX_INLINE];
 	struct profile_mapping pm;
@@ -415,6 +415,8 @@ static uint32_t fileid_location(struct proctab *t, struct profile *p, const stru
 	pm.build_id = profile__intern_string(p, elf_object__build_id(obj));
 	mapping = profile__intern_mapping(p, &pm);
 	t->stats.frames_fileid++;
+	if (pending && !elf_object__file_offset_to_vaddr(obj, pc - e->start + offset, &vaddr))
+		*pending = symcache__go_frame_pending(t->syms, obj, vaddr);
 	loc = find_user_location(p, mapping, pc);
 	if (loc)
 		return loc;
@@ -429,8 +431,13 @@ static uint32_t fileid_location(struct proctab *t, struct profile *p, const stru
 	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
 }
 
+/*
+ * The location of user PC @pc. For the sampled PC (@pending non-NULL, not a return address),
+ * also sets *@pending when it is Go code without its frame set up yet (its caller is missing
+ * from a frame-pointer walk).
+ */
 static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
-			      int is_return, const struct sp_vmas *vmas)
+			      int is_return, const struct sp_vmas *vmas, int *pending)
 {
 	struct sym_frame frames[MAX_INLINE];
 	const struct procmap *m = procmaps__find(&proc->maps, pc);
@@ -443,14 +450,14 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 
 	/* The sample says which file: no maps read needed (the process may be long gone). */
 	if (obj)
-		return fileid_location(t, p, e, obj, pc, is_return);
+		return fileid_location(t, p, e, obj, pc, is_return, pending);
 	if (!m && util__mono_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
 		/* Opening the maps' files may have taught the cache the recorded one. */
 		obj = !m ? fileid_obj(t, e) : NULL;
 		if (obj)
-			return fileid_location(t, p, e, obj, pc, is_return);
+			return fileid_location(t, p, e, obj, pc, is_return, pending);
 	}
 	if (!m) {
 		if (e && e->file.ino) {
@@ -468,6 +475,9 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	}
 	i = m - proc->maps.maps;
 	mapping = prof_mapping(t, proc, i, p);
+	if (pending && proc->ext[i].obj &&
+	    !elf_object__file_offset_to_vaddr(proc->ext[i].obj, pc - m->start + m->offset, &vaddr))
+		*pending = symcache__go_frame_pending(t->syms, proc->ext[i].obj, vaddr);
 	loc = find_user_location(p, mapping, pc);
 	if (loc)
 		return loc;
@@ -534,6 +544,21 @@ int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
 	return ret;
 }
 
+/* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
+static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
+{
+	struct profile_function f = {0};
+	struct profile_line line = {0};
+	uint32_t loc = profile__find_location(p, 0, pc, FRAME_GO);
+
+	if (loc)
+		return loc;
+	f.name = profile__intern_string(p, GO_MISSING_CALLER);
+	f.system_name = f.name;
+	line.function = profile__intern_function(p, &f);
+	return line.function ? profile__intern_location(p, 0, pc, FRAME_GO, &line, 1) : 0;
+}
+
 uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
 {
@@ -557,15 +582,29 @@ uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, st
 	}
 
 	for (uint32_t i = 0; i < n; i++) {
+		int pending = 0;
 		uint32_t loc;
 
 		/* A zero return address is where the frame-pointer chain ends. */
 		if (!pcs[i])
 			break;
-		loc = user_location(t, proc, p, pcs[i], i > 0, vmas);
+		loc = user_location(t, proc, p, pcs[i], i > 0, vmas, i ? NULL : &pending);
 
 		if (loc)
 			locs[out++] = loc;
+		/*
+		 * Go code sampled before its function set up its frame: the walk (frame pointers;
+		 * Go files have no CFI) went on from the caller's saved frame, so the next PC is
+		 * the caller's caller. Said where the caller is missing, instead of a wrong
+		 * adjacency. Hook for the Go unwinding step (pcsp in BPF): drop this once it walks
+		 * such frames.
+		 */
+		if (pending && i + 1 < n && pcs[i + 1]) {
+			loc = missing_caller_location(p, pcs[i]);
+			if (loc)
+				locs[out++] = loc;
+			t->stats.go_callers_missing++;
+		}
 	}
 	return out;
 }

@@ -38,7 +38,11 @@ struct proctab_stats {
 	uint64_t exe_fileid;		/* processes whose executable came from the identity */
 	uint64_t exec_paths_opened;	/* executable paths opened (proctab__exec_path()) */
 	uint64_t exec_paths_failed;	/* ... that could not be opened, or held another file */
+	uint64_t go_callers_missing;	/* samples in Go code without its frame yet: marker added */
 };
+
+/* Name of the frame standing for a caller the frame-pointer walk skipped (Go, no frame yet). */
+#define GO_MISSING_CALLER "[caller unknown: Go function without its frame yet]"
 
 /*
  * @syms and @ksyms are borrowed (ksyms may be NULL: kernel frames stay
@@ -57,7 +61,8 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 /*
  * Appends to @locs the profile locations of @n user PCs (leaf first) of @proc.
  * Non-leaf PCs are return addresses: they are symbolized at pc - 1 so that the
- * call site, not the next line, is named. Returns the number appended (<= n).
+ * call site, not the next line, is named. Returns the number appended (<= n + 1: see
+ * proctab__sample_user_locations() for the one marker that can be added).
  */
 uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 				 const uint64_t *pcs, uint32_t n, uint32_t *locs);
@@ -68,7 +73,9 @@ uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct pr
  * of @vmas holding it, from the symbol cache's object for that file: the same mapping and
  * names as if /proc/PID/maps had been read. A file no process had shown the agent stays an
  * address (counted in frames_fileid_unknown). Also gives a process whose resource facts could
- * not be read its executable's path and name, from vmas->exe. Returns the number appended.
+ * not be read its executable's path and name, from vmas->exe. Returns the number appended:
+ * at most @n + 1 (a GO_MISSING_CALLER marker after a Go leaf sampled before its function set
+ * up its frame: @locs needs room for it).
  */
 struct sp_vmas;
 struct sp_exec_path;

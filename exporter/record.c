@@ -70,7 +70,7 @@ struct recorder {
 	 */
 	struct unwind_event exits[256];
 	uint32_t nexits;
-	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK];
+	uint32_t locs[SP_MAX_KSTACK + SP_MAX_USTACK + 1]; /* + a Go missing-caller marker */
 	/* Self-telemetry (docs/self-telemetry.md): --self-metrics sender, the agent's resource. */
 	struct otlp_exporter *metrics;
 	struct selfstats_resource self_res;

@@ -2314,6 +2314,19 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 	return n;
 }
 
+int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr)
+{
+	if (!c || !o)
+		return 0;
+	o->last_used = now_ns();
+	if (o->idle_closed)
+		refresh_idle(o);
+	if (elf_object__load(o) || !o->go)
+		return 0;
+	lru_touch(o);
+	return gopclntab__frame_pending(o->go, vaddr) == 1;
+}
+
 /* --- lookup by file identity (exporter/fileid.h) --- */
 struct elf_object *symcache__find_identity(struct symcache *c, uint64_t dev, uint64_t ino,
 					   uint64_t size, int64_t mtime_sec, uint32_t mtime_nsec)

@@ -106,6 +106,14 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		     struct sym_frame *out, int max);
 
 /*
+ * Whether @vaddr of @o is Go code whose function has not set up its frame pointer there
+ * (gopclntab__frame_pending(): frameless, or in its prologue/epilogue), so a frame-pointer walk
+ * starting at it skipped the function's caller. 1 or 0; 0 too for anything that is not Go
+ * code or cannot be read. Loads the object if no lookup did yet.
+ */
+int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr);
+
+/*
  * The separate debug file in use (found through the build-id tree or
  * .gnu_debuglink, CRC or build ID checked), or NULL when the object carries
  * its own symbols or none was found. Loads the object's symbols and debug

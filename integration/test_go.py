@@ -18,6 +18,7 @@ CPU_SECONDS = 3
 FREQ = 97
 # Root to leaf, as Go's own tracebacks show it; the fnv frames are inlined calls in main.leaf.
 CHAIN = ["runtime.main", "main.main", "main.outer", "main.middle", "main.leaf"]
+MISSING = "[caller unknown: Go function without its frame yet]"
 INLINED = ["spanprof.test/goprogs/fnv.Mix", "spanprof.test/goprogs/fnv.rotate"]
 
 
@@ -44,8 +45,8 @@ def names(loc):
     return [ln["function"] for ln in reversed(loc["lines"])]
 
 
-def profile_run(spanprof, pprofcheck, procs, tmp_path, binary):
-    prog = procs.start(binary, str(CPU_SECONDS), "-", stdin=subprocess.PIPE,
+def profile_run(spanprof, pprofcheck, procs, tmp_path, binary, *mode):
+    prog = procs.start(binary, str(CPU_SECONDS), "-", *mode, stdin=subprocess.PIPE,
                        stdout=subprocess.PIPE, text=True)
     assert prog.stdout.readline().strip() == "ready"
     out = tmp_path / "out"
@@ -85,3 +86,27 @@ def test_stripped_go_named_from_pclntab(spanprof, pprofcheck, procs, tmp_path, g
                   if ln["function"] == "main.leaf"]
     assert leaf_lines and all(ln["file"].endswith("goprog/main.go") and ln["line"] > 0
                               for ln in leaf_lines)
+
+
+def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, goprog_stripped):
+    """main.flatLeaf has no stack frame: a frame-pointer walk from inside it reads its caller's
+    saved frame and goes on at main.outerFlat. The stack must say a caller is missing there,
+    never show main.outerFlat calling main.flatLeaf."""
+    samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_stripped,
+                               "frameless")
+    total = sum(s["values"][0] for s in samples)
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    marked = wrong = 0
+    for s in samples:
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if "main.flatLeaf" not in frames:
+            continue
+        above = frames[frames.index("main.flatLeaf") - 1]
+        if above == "main.outerFlat":
+            wrong += s["values"][0]
+        chain = frames[frames.index("runtime.main"):] if "runtime.main" in frames else []
+        if chain == ["runtime.main", "main.main", "main.outerFlat", MISSING, "main.flatLeaf"]:
+            marked += s["values"][0]
+    print(f"marked chain: {marked}/{total} samples, wrong adjacency: {wrong}")
+    assert wrong == 0
+    assert marked / total >= 0.90, (marked, total, res.stderr)

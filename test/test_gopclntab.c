@@ -468,6 +468,44 @@ static void func_range(const struct gopclntab *t, const char *want, uint64_t *en
 }
 
 /*
+ * Frame set-up per PC: main.flatLeaf (no call, no frame) is pending everywhere in its code;
+ * main.middle is pending at its entry (before PUSHQ BP) and not after its prologue, at the
+ * call of main.leaf.
+ */
+static void test_frame_pending(void **state)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	struct image im;
+	struct gopclntab *t = open_table(&im, P("goprog-stripped"));
+	int call = marker_line(SRC_DIR "/goprog/main.go", "return leaf(n) + 1");
+	uint64_t entry, end;
+	size_t code = 0, set_up = 0;
+
+	func_range(t, "main.flatLeaf", &entry, &end);
+	for (uint64_t pc = entry; pc < end; pc++) {
+		int n = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
+
+		if (n < 1 || !fr[0].file)
+			continue; /* padding */
+		assert_int_equal(gopclntab__frame_pending(t, pc), 1);
+		code++;
+	}
+	assert_true(code > 5);
+	func_range(t, "main.middle", &entry, &end);
+	assert_int_equal(gopclntab__frame_pending(t, entry), 1);
+	for (uint64_t pc = entry; pc < end; pc++) {
+		int n = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
+
+		if (n == 1 && fr[0].line == call && gopclntab__frame_pending(t, pc) == 0)
+			set_up++;
+	}
+	assert_true(set_up > 0);
+	assert_int_equal(gopclntab__frame_pending(t, entry - 1 - 0x100000), -ENOENT);
+	gopclntab__free(t);
+	image_close(&im);
+}
+
+/*
  * The symbolizer names a stripped Go binary from its table (frames marked Go), keeps answering
  * the frames it gave after its idle descriptors and mapping are released, and re-loads for new
  * addresses.
@@ -695,6 +733,7 @@ int main(void)
 	    cmocka_unit_test(test_chain_matches_dwarf),
 	    cmocka_unit_test(test_no_sections),
 	    cmocka_unit_test(test_no_inline_trees),
+	    cmocka_unit_test(test_frame_pending),
 	    cmocka_unit_test(test_symcache_stripped),
 	    cmocka_unit_test(test_symcache_kinds),
 	    cmocka_unit_test(test_not_go),

@@ -28,6 +28,7 @@
 /* _func: fields at fixed offsets; funcID and nfuncdata move by the 1.20 startLine field. */
 #define FUNC_ENTRYOFF 0
 #define FUNC_NAMEOFF 4
+#define FUNC_PCSP 16
 #define FUNC_PCFILE 20
 #define FUNC_PCLN 24
 #define FUNC_NPCDATA 28
@@ -651,6 +652,39 @@ bool gopclntab__covers(const struct gopclntab *t, uint64_t vaddr)
 {
 	return t && vaddr >= t->text && vaddr - t->text <= UINT32_MAX &&
 	       find_func(t, vaddr - t->text) >= 0;
+}
+
+int gopclntab__frame_pending(const struct gopclntab *t, uint64_t vaddr)
+{
+	static const uint8_t mov_sp_bp[3] = {0x48, 0x89, 0xe5}; /* MOVQ SP, BP */
+	const uint8_t *f, *code;
+	uint32_t npcdata, nfuncdata, pcsp;
+	uint64_t entry, end;
+	int64_t i;
+	int32_t sp;
+	int err;
+
+	if (!t || vaddr < t->text || vaddr - t->text > UINT32_MAX)
+		return -ENOENT;
+	i = find_func(t, vaddr - t->text);
+	if (i < 0)
+		return -ENOENT;
+	f = func_rec(t, (uint64_t)i, &npcdata, &nfuncdata);
+	if (!f)
+		return -EINVAL;
+	entry = t->text + rd32(t->tab + t->pcln_off + i * 8);
+	end = t->text + rd32(t->tab + t->pcln_off + (i + 1) * 8);
+	pcsp = rd32(f + FUNC_PCSP);
+	if (!pcsp)
+		return -ENOENT;
+	err = pcvalue(t, pcsp, entry, end, vaddr, &sp);
+	if (err)
+		return err;
+	if (sp == 0)
+		return 1; /* nothing pushed: frameless, or before PUSHQ BP / after POPQ BP */
+	/* BP pushed but not moved yet: the next instruction is MOVQ SP, BP. */
+	code = vaddr_ptr(t, vaddr, sizeof(mov_sp_bp));
+	return sp == 8 && code && !memcmp(code, mov_sp_bp, sizeof(mov_sp_bp));
 }
 
 size_t gopclntab__nfuncs(const struct gopclntab *t)

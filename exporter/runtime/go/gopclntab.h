@@ -73,6 +73,17 @@ int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclnta
 /* Whether @vaddr lies in a function of the table (Go code, not C linked in by cgo). */
 bool gopclntab__covers(const struct gopclntab *t, uint64_t vaddr);
 
+/*
+ * Whether, at @vaddr, the Go function holding it has not set up its frame pointer: nothing
+ * pushed yet (its stack-pointer delta, the `pcsp` table, is 0: a frameless function, the
+ * instructions before `PUSHQ BP` or after `POPQ BP`), or BP pushed with `MOVQ SP, BP` still
+ * to run. A frame-pointer walk that starts there skips the function's caller (it reads the
+ * caller's saved frame). 1 or 0; -ENOENT for an address of no Go function or a function
+ * without the table; -EINVAL for a corrupt table. Only meaningful for the innermost frame (the
+ * sampled PC), not for return addresses.
+ */
+int gopclntab__frame_pending(const struct gopclntab *t, uint64_t vaddr);
+
 /* Number of functions in the table. */
 size_t gopclntab__nfuncs(const struct gopclntab *t);
 /*

@@ -2,9 +2,13 @@
 // main.main -> main.outer -> main.middle -> main.leaf (each kept out of line), with
 // fnv.Mix and fnv.rotate inlined into main.leaf.
 //
-// Usage: goprog CPU_SECONDS [-]. Prints "ready" when it starts (with "-", then waits for a
-// line on stdin: the tests' gate), then spins until it has used that much CPU time, and
-// prints the hash (so no work is optimized away).
+// With "frameless", it spins in main.outerFlat -> main.middleFlat -> main.flatLeaf instead,
+// where flatLeaf makes no call and so has no stack frame (a frame-pointer walk from inside
+// it cannot see middleFlat).
+//
+// Usage: goprog CPU_SECONDS [-] [frameless]. Prints "ready" when it starts (with "-", then
+// waits for a line on stdin: the tests' gate), then spins until it has used that much CPU
+// time, and prints the hash (so no work is optimized away).
 package main
 
 import (
@@ -47,6 +51,26 @@ func outer(n int) uint64 {
 	return middle(n) * 3
 }
 
+//go:noinline
+func flatLeaf(n int) uint64 {
+	h := uint64(1469598103934665603)
+	for i := 0; i < n; i++ {
+		h ^= uint64(i)
+		h *= 1099511628211
+	}
+	return h
+}
+
+//go:noinline
+func middleFlat(n int) uint64 {
+	return flatLeaf(n) + 1
+}
+
+//go:noinline
+func outerFlat(n int) uint64 {
+	return middleFlat(n) * 3
+}
+
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -65,13 +89,21 @@ func main() {
 		}
 		limit = v
 	}
+	frameless := false
+	for _, a := range os.Args[2:] {
+		frameless = frameless || a == "frameless"
+	}
 	fmt.Println("ready")
 	if len(os.Args) > 2 && os.Args[2] == "-" {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	}
 	var sum uint64
 	for cpuSeconds() < limit {
-		sum += outer(1 << 18)
+		if frameless {
+			sum += outerFlat(1 << 18)
+		} else {
+			sum += outer(1 << 18)
+		}
 	}
 	fmt.Println(sum)
 }
