@@ -35,9 +35,27 @@ $(GO_PROGS)/goprog-noinline: $(GO_SRCS)
 	$(Q)mkdir -p $(@D)
 	$(Q)cd test/go-progs && $(GO_ENV) $(GO) build -gcflags=all=-l -ldflags='-s -w' -o $(abspath $@) ./goprog
 
+# Older layouts: the stripped program built by Go releases of the 1.18-1.19 layout, when their
+# toolchains are in the module cache already (no network here: `make go-toolchains` fetches
+# them through the Go module proxy, golang.org/toolchain). Missing ones are skipped by the test,
+# which names them.
+GO_OLD_RELEASES := go1.18.10 go1.19.13
+GO_OLD_FILES    := $(addprefix $(GO_PROGS)/goprog-,$(GO_OLD_RELEASES))
+
+$(GO_PROGS)/goprog-go1.%: $(GO_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd test/go-progs && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=go1.$* \
+		$(GO) build -ldflags='-s -w' -o $(abspath $@) ./goprog 2>/dev/null || \
+		echo "  (toolchain go1.$* not in the module cache: make go-toolchains)"
+
+.PHONY: go-toolchains
+go-toolchains:
+	$(Q)for v in $(GO_OLD_RELEASES); do GOTOOLCHAIN=$$v $(GO) version || exit 1; done
+
 # A phony target looks at the programs on every run (see test/symbolize.mk).
 .PHONY: go-progs
-go-progs: $(GO_PROG_FILES)
+go-progs: $(GO_PROG_FILES) $(GO_OLD_FILES)
 
 $(BUILD)/test/test_gopclntab: test/test_gopclntab.c $(LIBSPANPROF) | go-progs sym-progs
 	$(call msg,LINK,$@)
@@ -45,6 +63,7 @@ $(BUILD)/test/test_gopclntab: test/test_gopclntab.c $(LIBSPANPROF) | go-progs sy
 	$(Q)$(CC) $(CFLAGS) -DGOPROGS_DIR='"$(abspath $(GO_PROGS))"' \
 		-DSRC_DIR='"$(abspath test/go-progs)"' -DGO_BIN='"$(shell command -v $(GO))"' \
 		-DC_PROG='"$(abspath $(SYM_PROGS))/cprog-pie"' \
+		-DGO_OLD_RELEASES='"$(GO_OLD_RELEASES)"' \
 		$< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_gopclntab

@@ -358,6 +358,41 @@ static void test_inline_chain_trimpath(void **state)
 }
 
 /*
+ * The stripped program built by the releases of the Go 1.18-1.19 layout (test/gopclntab.mk,
+ * when their toolchains are in the module cache): same checks as for the machine's Go.
+ */
+static void test_old_layout(void **state)
+{
+	char releases[] = GO_OLD_RELEASES, path[4096], missing[256] = "";
+	int tested = 0;
+
+	for (char *v = strtok(releases, " "); v; v = strtok(NULL, " ")) {
+		struct image im;
+		struct gopclntab *t;
+
+		snprintf(path, sizeof(path), "%s/goprog-%s", GOPROGS_DIR, v);
+		if (access(path, R_OK)) {
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+				 " %s", v);
+			continue;
+		}
+		t = open_table(&im, path);
+		assert_int_equal(gopclntab__layout(t), 118);
+		assert_int_equal(gopclntab__has_inline(t), 1);
+		gopclntab__free(t);
+		image_close(&im);
+		assert_true(compare_addr2line(path) > 0);
+		check_leaf_chain(path, false);
+		tested++;
+	}
+	if (missing[0])
+		printf("  not built (toolchain not in the module cache, make go-toolchains):%s\n",
+		       missing);
+	if (!tested)
+		skip();
+}
+
+/*
  * The whole inline chain at every PC of the program's own functions agrees with the DWARF of
  * the unstripped build (libdw through the symbolizer): same functions, same lines.
  */
@@ -818,6 +853,7 @@ int main(void)
 	    cmocka_unit_test(test_inline_chain_stripped),
 	    cmocka_unit_test(test_inline_chain_trimpath),
 	    cmocka_unit_test(test_chain_matches_dwarf),
+	    cmocka_unit_test(test_old_layout),
 	    cmocka_unit_test(test_no_sections),
 	    cmocka_unit_test(test_no_inline_trees),
 	    cmocka_unit_test(test_frame_pending),

@@ -1,3 +1,3 @@
 module spanprof.test/goprogs
 
-go 1.22
+go 1.17
