@@ -35,11 +35,12 @@ $(GO_PROGS)/goprog-noinline: $(GO_SRCS)
 	$(Q)mkdir -p $(@D)
 	$(Q)cd test/go-progs && $(GO_ENV) $(GO) build -gcflags=all=-l -ldflags='-s -w' -o $(abspath $@) ./goprog
 
-# Older layouts: the stripped program built by Go releases of the 1.18-1.19 layout, when their
+# Older layouts: the stripped program built by Go releases of the 1.16-1.17 and 1.18-1.19
+# layouts, when their
 # toolchains are in the module cache already (no network here: `make go-toolchains` fetches
 # them through the Go module proxy, golang.org/toolchain). Missing ones are skipped by the test,
 # which names them.
-GO_OLD_RELEASES := go1.18.10 go1.19.13
+GO_OLD_RELEASES := go1.17.13 go1.18.10 go1.19.13
 GO_OLD_FILES    := $(addprefix $(GO_PROGS)/goprog-,$(GO_OLD_RELEASES))
 
 $(GO_PROGS)/goprog-go1.%: $(GO_SRCS)

@@ -23,7 +23,8 @@
 #define MAGIC_116 0xfffffffau
 #define MAGIC_12 0xfffffffbu
 
-#define HDR_SIZE 72 /* pcHeader with 8-byte words */
+#define HDR_SIZE 72	/* pcHeader with 8-byte words */
+#define HDR_SIZE_116 64 /* 1.16-1.17: no textStart */
 
 /* _func: fields at fixed offsets; funcID and nfuncdata move by the 1.20 startLine field. */
 #define FUNC_ENTRYOFF 0
@@ -35,6 +36,9 @@
 #define FUNC_CUOFFSET 32
 #define FUNC_SIZE_118 40
 #define FUNC_SIZE_120 44
+/* 1.16-1.17: entry is an 8-byte address, every later field 4 bytes further; 44 bytes. */
+#define FUNC_SHIFT_116 4
+#define FUNC_SIZE_116 44
 
 #define PCDATA_INLTREEINDEX 2
 #define FUNCDATA_INLTREE 3
@@ -76,7 +80,7 @@ struct gopclntab {
 	size_t img_size;
 	struct seg segs[MAX_SEGS];
 	int nsegs;
-	int layout; /* 118 or 120 */
+	int layout; /* 116, 118 or 120 */
 	/* The table: bytes [tab, tab + tab_size) of the image, at ELF vaddr tab_vaddr. */
 	const uint8_t *tab;
 	uint64_t tab_vaddr, tab_size;
@@ -85,6 +89,8 @@ struct gopclntab {
 	uint64_t text;	 /* base of entryOff */
 	uint64_t gofunc; /* base of funcdata offsets, 0 if unknown */
 	size_t func_size, inl_size, inl_name, inl_parentpc;
+	size_t f_shift; /* of _func fields past entry: FUNC_SHIFT_116 or 0 */
+	size_t ft_size; /* functab entry: 16 (1.16-1.17: two addresses) or 8 */
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -95,6 +101,28 @@ static uint32_t rd32(const uint8_t *p)
 static uint64_t rd64(const uint8_t *p)
 {
 	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* Field @off (a FUNC_* offset of the 1.18+ layout) of the _func at @f. */
+static uint32_t fld(const struct gopclntab *t, const uint8_t *f, size_t off)
+{
+	return rd32(f + (off ? off + t->f_shift : 0));
+}
+
+/* Entry vaddr of functab entry @i (entry @nfunc: the end of the text). */
+static uint64_t ft_entry(const struct gopclntab *t, uint64_t i)
+{
+	const uint8_t *e = t->tab + t->pcln_off + i * t->ft_size;
+
+	return t->layout == 116 ? rd64(e) : t->text + rd32(e);
+}
+
+/* Offset of function @i's _func from the functab's start. */
+static uint64_t ft_funcoff(const struct gopclntab *t, uint64_t i)
+{
+	const uint8_t *e = t->tab + t->pcln_off + i * t->ft_size;
+
+	return t->layout == 116 ? rd64(e + 8) : rd32(e + 4);
 }
 
 /* The image bytes of [vaddr, vaddr + len) when one segment's file part holds them, else NULL. */
@@ -217,34 +245,41 @@ static uint64_t symbol(Elf *elf, const char *name)
 static int parse_header(struct gopclntab *t, uint64_t vaddr, uint64_t max)
 {
 	const uint8_t *h = vaddr_ptr(t, vaddr, HDR_SIZE);
-	uint64_t prev = 0, end_off;
+	uint64_t prev = 0, end_off, hdr;
 	uint32_t magic;
+	int w;
 
 	if (!h)
 		return -EINVAL;
 	magic = rd32(h);
-	if (magic == MAGIC_116 || magic == MAGIC_12)
+	if (magic == MAGIC_12)
 		return -ENOTSUP;
-	if ((magic != MAGIC_118 && magic != MAGIC_120) || h[4] || h[5])
+	if ((magic != MAGIC_116 && magic != MAGIC_118 && magic != MAGIC_120) || h[4] || h[5])
 		return -EINVAL;
 	if (h[6] != 1 || h[7] != 8)
 		return -ENOTSUP; /* amd64: quantum 1, 8-byte pointers */
-	t->layout = magic == MAGIC_118 ? 118 : 120;
-	t->func_size = t->layout == 118 ? FUNC_SIZE_118 : FUNC_SIZE_120;
-	t->inl_size = t->layout == 118 ? INL_SIZE_118 : INL_SIZE_120;
-	t->inl_name = t->layout == 118 ? INL_NAME_118 : INL_NAME_120;
-	t->inl_parentpc = t->layout == 118 ? INL_PARENTPC_118 : INL_PARENTPC_120;
+	t->layout = magic == MAGIC_116 ? 116 : magic == MAGIC_118 ? 118 : 120;
+	t->func_size = t->layout == 116	  ? FUNC_SIZE_116
+		       : t->layout == 118 ? FUNC_SIZE_118
+					  : FUNC_SIZE_120;
+	t->f_shift = t->layout == 116 ? FUNC_SHIFT_116 : 0;
+	t->ft_size = t->layout == 116 ? 16 : 8;
+	t->inl_size = t->layout == 120 ? INL_SIZE_120 : INL_SIZE_118;
+	t->inl_name = t->layout == 120 ? INL_NAME_120 : INL_NAME_118;
+	t->inl_parentpc = t->layout == 120 ? INL_PARENTPC_120 : INL_PARENTPC_118;
+	/* Words after nfunc, nfiles: [textStart (1.18+),] funcname, cu, filetab, pctab, pcln. */
+	w = t->layout == 116 ? 24 : 32;
+	hdr = t->layout == 116 ? HDR_SIZE_116 : HDR_SIZE;
 	t->nfunc = rd64(h + 8);
-	t->funcname_off = rd64(h + 32);
-	t->cu_off = rd64(h + 40);
-	t->filetab_off = rd64(h + 48);
-	t->pctab_off = rd64(h + 56);
-	t->pcln_off = rd64(h + 64);
+	t->funcname_off = rd64(h + w);
+	t->cu_off = rd64(h + w + 8);
+	t->filetab_off = rd64(h + w + 16);
+	t->pctab_off = rd64(h + w + 24);
+	t->pcln_off = rd64(h + w + 32);
 	/* The linker writes the sub-tables in this order (cmd/link pcln.go). */
-	if (t->funcname_off < HDR_SIZE || t->cu_off < t->funcname_off ||
-	    t->filetab_off < t->cu_off || t->pctab_off < t->filetab_off ||
-	    t->pcln_off < t->pctab_off || t->pcln_off >= max || !t->nfunc ||
-	    t->nfunc > (max - t->pcln_off) / 8)
+	if (t->funcname_off < hdr || t->cu_off < t->funcname_off || t->filetab_off < t->cu_off ||
+	    t->pctab_off < t->filetab_off || t->pcln_off < t->pctab_off || t->pcln_off >= max ||
+	    !t->nfunc || t->nfunc > (max - t->pcln_off) / t->ft_size)
 		return -EINVAL;
 	t->tab_vaddr = vaddr;
 	t->tab_size = max;
@@ -252,17 +287,17 @@ static int parse_header(struct gopclntab *t, uint64_t vaddr, uint64_t max)
 	if (!t->tab)
 		return -EINVAL;
 	/* functab: nfunc + 1 entries in address order, each _func within the table. */
-	end_off = t->pcln_off + (t->nfunc + 1) * 8;
+	end_off = t->pcln_off + (t->nfunc + 1) * t->ft_size;
 	if (end_off > max)
 		return -EINVAL;
 	for (uint64_t i = 0; i <= t->nfunc; i++) {
-		const uint8_t *e = t->tab + t->pcln_off + i * 8;
-		uint32_t entry = rd32(e);
+		const uint8_t *e = t->tab + t->pcln_off + i * t->ft_size;
+		uint64_t entry = t->layout == 116 ? rd64(e) : rd32(e);
 
 		if (i && entry < prev)
 			return -EINVAL;
 		prev = entry;
-		if (i < t->nfunc && rd32(e + 4) > max - t->pcln_off - t->func_size)
+		if (i < t->nfunc && ft_funcoff(t, i) > max - t->pcln_off - t->func_size)
 			return -EINVAL;
 	}
 	return 0;
@@ -411,7 +446,8 @@ struct gopclntab *gopclntab__open(Elf *elf, const void *image, size_t size)
 	err = find_table(t, elf);
 	if (err)
 		goto cleanup;
-	if (find_moduledata(t) && find_text(t, elf)) {
+	/* 1.16-1.17 keep absolute addresses: no text base, no gofunc needed. */
+	if (t->layout != 116 && find_moduledata(t) && find_text(t, elf)) {
 		err = -EINVAL;
 		goto cleanup;
 	}
@@ -427,21 +463,51 @@ void gopclntab__free(struct gopclntab *t)
 	free(t);
 }
 
-/* The _func of function @i, checked: its entryOff matches the functab's. */
+/* The _func of function @i, checked: its entry matches the functab's. */
 static const uint8_t *func_rec(const struct gopclntab *t, uint64_t i, uint32_t *npcdata,
 			       uint32_t *nfuncdata)
 {
-	const uint8_t *e = t->tab + t->pcln_off + i * 8;
-	const uint8_t *f = tab_at(t, t->pcln_off + rd32(e + 4), t->func_size);
+	const uint8_t *f = tab_at(t, t->pcln_off + ft_funcoff(t, i), t->func_size);
+	uint64_t entry, tail;
 
-	if (!f || rd32(f + FUNC_ENTRYOFF) != rd32(e))
+	if (!f)
 		return NULL;
-	*npcdata = rd32(f + FUNC_NPCDATA);
+	entry = t->layout == 116 ? rd64(f) : t->text + rd32(f);
+	if (entry != ft_entry(t, i))
+		return NULL;
+	*npcdata = fld(t, f, FUNC_NPCDATA);
 	*nfuncdata = f[t->func_size - 1];
-	if (*npcdata > 1024 || !tab_at(t, (uint64_t)(f - t->tab) + t->func_size,
-				       ((uint64_t)*npcdata + *nfuncdata) * 4))
+	if (*npcdata > 1024)
+		return NULL;
+	/* pcdata u32[npcdata], then funcdata: u32 offsets, or (1.16-1.17) 8-aligned addresses. */
+	tail = ((uint64_t)*npcdata + *nfuncdata) * 4;
+	if (t->layout == 116) {
+		uint64_t at =
+		    t->tab_vaddr + (uint64_t)(f - t->tab) + t->func_size + *npcdata * 4ull;
+
+		tail = (uint64_t)*npcdata * 4 + (at & 4) + (uint64_t)*nfuncdata * 8;
+	}
+	if (!tab_at(t, (uint64_t)(f - t->tab) + t->func_size, tail))
 		return NULL;
 	return f;
+}
+
+/* The address of function @f's inline tree, 0 if it has none or it can't be found. */
+static uint64_t inl_tree(const struct gopclntab *t, const uint8_t *f, uint32_t npcdata,
+			 uint32_t nfuncdata)
+{
+	uint64_t off = (uint64_t)(f - t->tab) + t->func_size + (uint64_t)npcdata * 4;
+	uint32_t fd;
+
+	if (nfuncdata <= FUNCDATA_INLTREE)
+		return 0;
+	if (t->layout == 116) {
+		if ((t->tab_vaddr + off) & 4)
+			off += 4; /* the runtime aligns the pointers to 8 */
+		return rd64(t->tab + off + FUNCDATA_INLTREE * 8);
+	}
+	fd = rd32(t->tab + off + FUNCDATA_INLTREE * 4);
+	return t->gofunc && fd != UINT32_MAX ? t->gofunc + fd : 0;
 }
 
 static int varint(const uint8_t **p, const uint8_t *end, uint32_t *v)
@@ -515,7 +581,7 @@ static int pcdata(const struct gopclntab *t, const uint8_t *f, uint32_t npcdata,
 static int file_line(const struct gopclntab *t, const uint8_t *f, uint64_t entry, uint64_t end,
 		     uint64_t pc, struct gopclntab_frame *fr)
 {
-	uint32_t pcfile = rd32(f + FUNC_PCFILE), pcln = rd32(f + FUNC_PCLN);
+	uint32_t pcfile = fld(t, f, FUNC_PCFILE), pcln = fld(t, f, FUNC_PCLN);
 	int32_t fileno, line;
 	uint64_t idx;
 	const uint8_t *cu;
@@ -527,7 +593,7 @@ static int file_line(const struct gopclntab *t, const uint8_t *f, uint64_t entry
 	if (pcvalue(t, pcfile, entry, end, pc, &fileno) ||
 	    pcvalue(t, pcln, entry, end, pc, &line) || fileno < 0 || line < 0)
 		return -EINVAL;
-	idx = (uint64_t)rd32(f + FUNC_CUOFFSET) + (uint32_t)fileno;
+	idx = (uint64_t)fld(t, f, FUNC_CUOFFSET) + (uint32_t)fileno;
 	if (idx >= (t->filetab_off - t->cu_off) / 4)
 		return -EINVAL;
 	cu = t->tab + t->cu_off + idx * 4;
@@ -551,24 +617,23 @@ static const char *func_name(const struct gopclntab *t, int32_t nameoff)
 static bool pcfile_covers(const struct gopclntab *t, const uint8_t *f, uint64_t entry, uint64_t end,
 			  uint64_t pc)
 {
-	uint32_t pcln = rd32(f + FUNC_PCLN);
+	uint32_t pcln = fld(t, f, FUNC_PCLN);
 	int32_t v;
 
 	return !pcln || pcvalue(t, pcln, entry, end, pc, &v) != -ENOENT;
 }
 
-/* Index of the function holding text offset @off, or -1 (binary search of the functab). */
-static int64_t find_func(const struct gopclntab *t, uint64_t off)
+/* Index of the function holding @vaddr, or -1 (binary search of the functab). */
+static int64_t find_func(const struct gopclntab *t, uint64_t vaddr)
 {
-	const uint8_t *ft = t->tab + t->pcln_off;
 	uint64_t lo = 0, hi = t->nfunc;
 
-	if (off < rd32(ft) || off >= rd32(ft + t->nfunc * 8))
+	if (vaddr < ft_entry(t, 0) || vaddr >= ft_entry(t, t->nfunc))
 		return -1;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
-		if (rd32(ft + mid * 8) <= off)
+		if (ft_entry(t, mid) <= vaddr)
 			lo = mid;
 		else
 			hi = mid;
@@ -588,34 +653,28 @@ int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclnta
 
 	if (!t || !out || max <= 0)
 		return -EINVAL;
-	if (vaddr < t->text || vaddr - t->text > UINT32_MAX)
-		return 0;
-	i = find_func(t, vaddr - t->text);
+	i = find_func(t, vaddr);
 	if (i < 0)
 		return 0;
 	f = func_rec(t, (uint64_t)i, &npcdata, &nfuncdata);
 	if (!f)
 		return -EINVAL;
-	entry = t->text + rd32(t->tab + t->pcln_off + i * 8);
-	end = t->text + rd32(t->tab + t->pcln_off + (i + 1) * 8);
+	entry = ft_entry(t, (uint64_t)i);
+	end = ft_entry(t, (uint64_t)i + 1);
 	err = pcdata(t, f, npcdata, PCDATA_INLTREEINDEX, entry, end, pc, &ix);
 	if (err == -ENOENT || (!err && !pcfile_covers(t, f, entry, end, pc))) {
 		/* Padding after the function's code: inside its range, no source position. */
-		out[0] = (struct gopclntab_frame){func_name(t, (int32_t)rd32(f + FUNC_NAMEOFF)),
+		out[0] = (struct gopclntab_frame){func_name(t, (int32_t)fld(t, f, FUNC_NAMEOFF)),
 						  NULL, 0};
 		return out[0].function ? 1 : -EINVAL;
 	}
 	if (err)
 		return -EINVAL;
-	if (ix >= 0 && t->gofunc && nfuncdata > FUNCDATA_INLTREE) {
-		uint32_t fd = rd32(f + t->func_size + (npcdata + FUNCDATA_INLTREE) * 4);
-
-		if (fd != UINT32_MAX)
-			inl = t->gofunc + fd;
-	}
+	if (ix >= 0)
+		inl = inl_tree(t, f, npcdata, nfuncdata);
 	if (ix >= 0 && !inl) {
 		/* Inlined code without its tree: the physical function, no callee's file:line. */
-		out[0] = (struct gopclntab_frame){func_name(t, (int32_t)rd32(f + FUNC_NAMEOFF)),
+		out[0] = (struct gopclntab_frame){func_name(t, (int32_t)fld(t, f, FUNC_NAMEOFF)),
 						  NULL, 0};
 		return out[0].function ? 1 : -EINVAL;
 	}
@@ -642,7 +701,7 @@ int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclnta
 	}
 	if (n >= max)
 		return -E2BIG;
-	out[n].function = func_name(t, (int32_t)rd32(f + FUNC_NAMEOFF));
+	out[n].function = func_name(t, (int32_t)fld(t, f, FUNC_NAMEOFF));
 	if (!out[n].function || file_line(t, f, entry, end, pc, &out[n]))
 		return -EINVAL;
 	return n + 1;
@@ -650,8 +709,7 @@ int gopclntab__lookup(const struct gopclntab *t, uint64_t vaddr, struct gopclnta
 
 bool gopclntab__covers(const struct gopclntab *t, uint64_t vaddr)
 {
-	return t && vaddr >= t->text && vaddr - t->text <= UINT32_MAX &&
-	       find_func(t, vaddr - t->text) >= 0;
+	return t && find_func(t, vaddr) >= 0;
 }
 
 int gopclntab__frame_pending(const struct gopclntab *t, uint64_t vaddr)
@@ -664,17 +722,17 @@ int gopclntab__frame_pending(const struct gopclntab *t, uint64_t vaddr)
 	int32_t sp;
 	int err;
 
-	if (!t || vaddr < t->text || vaddr - t->text > UINT32_MAX)
+	if (!t)
 		return -ENOENT;
-	i = find_func(t, vaddr - t->text);
+	i = find_func(t, vaddr);
 	if (i < 0)
 		return -ENOENT;
 	f = func_rec(t, (uint64_t)i, &npcdata, &nfuncdata);
 	if (!f)
 		return -EINVAL;
-	entry = t->text + rd32(t->tab + t->pcln_off + i * 8);
-	end = t->text + rd32(t->tab + t->pcln_off + (i + 1) * 8);
-	pcsp = rd32(f + FUNC_PCSP);
+	entry = ft_entry(t, (uint64_t)i);
+	end = ft_entry(t, (uint64_t)i + 1);
+	pcsp = fld(t, f, FUNC_PCSP);
 	if (!pcsp)
 		return -ENOENT;
 	err = pcvalue(t, pcsp, entry, end, vaddr, &sp);
@@ -703,9 +761,9 @@ int gopclntab__func(const struct gopclntab *t, size_t i, uint64_t *entry, uint64
 	f = func_rec(t, i, &np, &nf);
 	if (!f)
 		return -EINVAL;
-	*entry = t->text + rd32(t->tab + t->pcln_off + i * 8);
-	*end = t->text + rd32(t->tab + t->pcln_off + (i + 1) * 8);
-	*name = func_name(t, (int32_t)rd32(f + FUNC_NAMEOFF));
+	*entry = ft_entry(t, i);
+	*end = ft_entry(t, i + 1);
+	*name = func_name(t, (int32_t)fld(t, f, FUNC_NAMEOFF));
 	return *name ? 0 : -EINVAL;
 }
 
@@ -716,7 +774,7 @@ int gopclntab__layout(const struct gopclntab *t)
 
 int gopclntab__has_inline(const struct gopclntab *t)
 {
-	return t->gofunc != 0;
+	return t->layout == 116 || t->gofunc != 0;
 }
 
 void gopclntab__extent(const struct gopclntab *t, size_t *offset, size_t *len)

@@ -7,9 +7,9 @@
  *
  * Format (facts from the Go runtime's src/runtime/symtab.go, runtime2.go (`_func`),
  * symtabinl.go (`inlinedCall`), internal/abi/symtab.go (magics, PCDATA/FUNCDATA indexes) and
- * debug/gosym): layouts of Go 1.18-1.19 (magic 0xfffffff0) and 1.20 and later (0xfffffff1),
- * little-endian, 8-byte pointers, PC quantum 1 (amd64). Older layouts (1.2-1.17) are reported
- * as -ENOTSUP.
+ * debug/gosym): layouts of Go 1.16-1.17 (magic 0xfffffffa: absolute entry addresses and
+ * funcdata pointers), 1.18-1.19 (0xfffffff0) and 1.20 and later (0xfffffff1), little-endian,
+ * 8-byte pointers, PC quantum 1 (amd64). The 1.2-1.15 layout is reported as -ENOTSUP.
  *
  * The table is found by its section name, else the symbol `runtime.pclntab`, else (in a file
  * without section headers) by scanning the read-only PT_LOAD segments for its header, checked
@@ -47,7 +47,7 @@ bool gopclntab__maybe(Elf *elf);
  * call (sections, program headers, .symtab). The table keeps pointers into @image, which must
  * stay mapped and unchanged until gopclntab__free().
  * Returns the table, or NULL with errno: ENOENT (no Go table: not a Go binary), ENOTSUP (a
- * Go layout older than 1.18, or not amd64), EINVAL (a table that fails its checks), ENOMEM.
+ * Go layout older than 1.16, or not amd64), EINVAL (a table that fails its checks), ENOMEM.
  */
 struct gopclntab *gopclntab__open(Elf *elf, const void *image, size_t size);
 /* NULL is a no-op. Does not unmap the image. */
@@ -92,9 +92,9 @@ size_t gopclntab__nfuncs(const struct gopclntab *t);
  */
 int gopclntab__func(const struct gopclntab *t, size_t i, uint64_t *entry, uint64_t *end,
 		    const char **name);
-/* 118 (Go 1.18-1.19 layout) or 120 (Go 1.20 and later). */
+/* 116 (Go 1.16-1.17 layout), 118 (Go 1.18-1.19) or 120 (Go 1.20 and later). */
 int gopclntab__layout(const struct gopclntab *t);
-/* Whether inline trees can be read (moduledata.gofunc found): 1 or 0. */
+/* Whether inline trees can be read (1.16-1.17: always; later: moduledata.gofunc found). */
 int gopclntab__has_inline(const struct gopclntab *t);
 /* The table's position in the image: byte offset and length (for page accounting). */
 void gopclntab__extent(const struct gopclntab *t, size_t *offset, size_t *len);
