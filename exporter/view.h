@@ -25,6 +25,7 @@ enum view_frame_kind {
 	VIEW_FRAME_NATIVE = 0,
 	VIEW_FRAME_KERNEL = 1,
 	VIEW_FRAME_OTHER = 2, /* interpreted, JIT, anything else */
+	VIEW_FRAME_GO = 3,    /* Go code (profile.frame.type go) */
 };
 
 /* One input file as the document's "inputs" lists it. Owned by the document. */

@@ -49,7 +49,8 @@
 	const MIN_FRAME_PX = 1; // frames narrower than this are not drawn
 	const MAX_DRAWN = 3000; // at most this many frames in the graph (SVG gets slow past that)
 	const SPAN_PAGE = 200; // span table rows rendered per "show more"
-	const KIND_LIBTYPE = ["", "kernel", "jit"]; // frame kind -> d3-flame-graph colour family
+	// frame kind -> d3-flame-graph colour family (Go: "inlined", its aqua, as in flamegraph.svg)
+	const KIND_LIBTYPE = ["", "kernel", "jit", "inlined"];
 
 	const $ = (id) => document.getElementById(id);
 
@@ -656,7 +657,7 @@
 			}
 			out.push(el("div", { class: "tt-loc", text: loc || "no source line" }));
 			const mod = M.str(M.func.module[fn]);
-			const kind = ["native", "kernel", "interpreted"][M.func.kind[fn]] || "other";
+			const kind = ["native", "kernel", "interpreted", "go"][M.func.kind[fn]] || "other";
 			out.push(el("div", { class: "tt-module", text: (mod || "no module") + " · " + kind }));
 		}
 		let v = fmtValue(t, data.value);
