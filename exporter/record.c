@@ -756,6 +756,12 @@ static void summary(struct recorder *r, struct sampler *s, double secs)
 		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
 		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
 		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
+	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
+	if (ps->go_callers_missing)
+		fprintf(stderr,
+			"spanprof: Go: %llu samples in Go code without its frame yet: caller shown "
+			"as unknown\n",
+			(unsigned long long)ps->go_callers_missing);
 	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			fprintf(

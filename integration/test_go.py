@@ -7,6 +7,7 @@ and line must come from .gopclntab. The workload runs for a fixed CPU time, star
 agent samples; the agent stops when it exits (--pid).
 """
 import os
+import re
 import subprocess
 
 import pytest
@@ -109,4 +110,7 @@ def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, 
             marked += s["values"][0]
     print(f"marked chain: {marked}/{total} samples, wrong adjacency: {wrong}")
     assert wrong == 0
+    # ... and counted in the summary.
+    m = re.search(r"spanprof: Go: (\d+) samples in Go code without its frame yet", res.stderr)
+    assert m and int(m.group(1)) >= marked, res.stderr
     assert marked / total >= 0.90, (marked, total, res.stderr)
