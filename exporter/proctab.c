@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,6 +545,22 @@ int proctab__exec_path(struct proctab *t, const struct sp_exec_path *e)
 	return ret;
 }
 
+/*
+ * Whether location @loc is runtime.asyncPreempt: the Go runtime's signal handler makes the
+ * interrupted goroutine "call" it at the interrupted PC (runtime/preempt.go), so the frame
+ * below it is interrupted code, as a leaf is.
+ */
+static bool is_async_preempt(struct profile *p, uint32_t loc)
+{
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_line *lines = profile__location_lines(p, loc);
+
+	return l && l->kind == FRAME_GO && l->nlines &&
+	       !strcmp(
+		   profile__string(p, profile__function(p, lines[l->nlines - 1].function)->name),
+		   "runtime.asyncPreempt");
+}
+
 /* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
 static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
 {
@@ -562,12 +579,12 @@ static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
 uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 				 const uint64_t *pcs, uint32_t n, uint32_t *locs)
 {
-	return proctab__sample_user_locations(t, proc, p, pcs, n, NULL, locs);
+	return proctab__sample_user_locations(t, proc, p, pcs, n, NULL, 0, locs);
 }
 
 uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
-					uint32_t *locs)
+					uint32_t sample_flags, uint32_t *locs)
 {
 	uint32_t out = 0;
 
@@ -581,28 +598,38 @@ uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, st
 			fileid_exe(t, proc, vmas);
 	}
 
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0, interrupted = 1, marked = 0; i < n; i++) {
 		int pending = 0;
 		uint32_t loc;
 
 		/* A zero return address is where the frame-pointer chain ends. */
 		if (!pcs[i])
 			break;
-		loc = user_location(t, proc, p, pcs[i], i > 0, vmas, i ? NULL : &pending);
+		/*
+		 * The sampled PC, or the one runtime.asyncPreempt interrupted (its frame was
+		 * injected as a call there), may be Go code without its frame yet, unless a CFI row
+		 * took the walk from the leaf (then the file has CFI: every caller is exact).
+		 */
+		loc = user_location(t, proc, p, pcs[i], i > 0, vmas,
+				    interrupted && !marked && !(sample_flags & SP_SAMPLE_LEAF_CFI)
+					? &pending
+					: NULL);
 
 		if (loc)
 			locs[out++] = loc;
+		interrupted = loc && is_async_preempt(p, loc);
 		/*
-		 * Go code sampled before its function set up its frame: the walk (frame pointers;
-		 * Go files have no CFI) went on from the caller's saved frame, so the next PC is
-		 * the caller's caller. Said where the caller is missing, instead of a wrong
-		 * adjacency. Hook for the Go unwinding step (pcsp in BPF): drop this once it walks
-		 * such frames.
+		 * Go code sampled before its function set up its frame, walked by frame pointers
+		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,
+		 * so the next PC is the caller's caller. Said where the caller is missing, instead
+		 * of a wrong adjacency (once per stack: @locs has room for one). Hook for the Go
+		 * unwinding step (pcsp in BPF): drop this once it walks such frames.
 		 */
 		if (pending && i + 1 < n && pcs[i + 1]) {
 			loc = missing_caller_location(p, pcs[i]);
 			if (loc)
 				locs[out++] = loc;
+			marked = 1;
 			t->stats.go_callers_missing++;
 		}
 	}

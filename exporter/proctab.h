@@ -75,13 +75,14 @@ uint32_t proctab__user_locations(struct proctab *t, struct proc *proc, struct pr
  * address (counted in frames_fileid_unknown). Also gives a process whose resource facts could
  * not be read its executable's path and name, from vmas->exe. Returns the number appended:
  * at most @n + 1 (a GO_MISSING_CALLER marker after a Go leaf sampled before its function set
- * up its frame: @locs needs room for it).
+ * up its frame, unless @sample_flags (SP_SAMPLE_*) has SP_SAMPLE_LEAF_CFI: @locs needs room
+ * for it).
  */
 struct sp_vmas;
 struct sp_exec_path;
 uint32_t proctab__sample_user_locations(struct proctab *t, struct proc *proc, struct profile *p,
 					const uint64_t *pcs, uint32_t n, const struct sp_vmas *vmas,
-					uint32_t *locs);
+					uint32_t sample_flags, uint32_t *locs);
 /*
  * A process exec'd the file @e->path with identity @e->file (struct sp_exec_path, bpf/sampler.h):
  * unless the symbol cache knows that file already, opens it by that path when the file there

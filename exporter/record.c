@@ -147,7 +147,7 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	if (proc)
 		n += proctab__sample_user_locations(r->procs, proc, r->profile,
 						    (const uint64_t *)s->ustack, uu, &s->vmas,
-						    r->locs + n);
+						    s->flags, r->locs + n);
 
 	memcpy(comm, s->comm, SP_COMM_LEN);
 	comm[SP_COMM_LEN] = '\0';

@@ -43,7 +43,7 @@ def goprog_stripped(workdir):
 
 def names(loc):
     """Function names of a pprof location, root-most (physical) first."""
-    return [ln["function"] for ln in reversed(loc["lines"])]
+    return [ln["function"] for ln in reversed(loc["lines"] or [])]
 
 
 def profile_run(spanprof, pprofcheck, procs, tmp_path, binary, *mode):
@@ -83,7 +83,7 @@ def test_stripped_go_named_from_pclntab(spanprof, pprofcheck, procs, tmp_path, g
     # Inlined calls are named too (the loop body is fnv.Mix and fnv.rotate).
     assert inlined > 0
     # File and line from the table: main.leaf's frames point into goprog/main.go.
-    leaf_lines = [ln for s in samples for loc in s["stack"] for ln in loc["lines"]
+    leaf_lines = [ln for s in samples for loc in s["stack"] for ln in loc["lines"] or []
                   if ln["function"] == "main.leaf"]
     assert leaf_lines and all(ln["file"].endswith("goprog/main.go") and ln["line"] > 0
                               for ln in leaf_lines)
@@ -114,3 +114,35 @@ def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, 
     m = re.search(r"spanprof: Go: (\d+) samples in Go code without its frame yet", res.stderr)
     assert m and int(m.group(1)) >= marked, res.stderr
     assert marked / total >= 0.90, (marked, total, res.stderr)
+
+
+@pytest.fixture(scope="session")
+def goprog_full(workdir):
+    out = go_build(workdir / "goprog-full")
+    sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
+                              check=True).stdout
+    assert ".debug_frame" in sections  # CFI for every Go function: the agent walks by it
+    return out
+
+
+def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, goprog_full):
+    """With DWARF the binary has .debug_frame, the agent walks its stacks by CFI, which finds
+    the caller of a frameless function: the exact chain, and no "caller unknown" marker where
+    the walk left the leaf by a CFI row (SP_SAMPLE_LEAF_CFI)."""
+    samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_full, "frameless")
+    total = sum(s["values"][0] for s in samples)
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    exact = wrong = 0
+    for s in samples:
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if "main.flatLeaf" not in frames:
+            continue
+        if frames[frames.index("main.flatLeaf") - 1] == "main.outerFlat":
+            wrong += s["values"][0]
+        chain = frames[frames.index("runtime.main"):] if "runtime.main" in frames else []
+        if chain == ["runtime.main", "main.main", "main.outerFlat", "main.middleFlat",
+                     "main.flatLeaf"]:
+            exact += s["values"][0]
+    print(f"exact chain: {exact}/{total} samples, wrong adjacency: {wrong}")
+    assert wrong == 0
+    assert exact / total >= 0.90, (exact, total, res.stderr)
