@@ -239,6 +239,12 @@ static inline __u32 sp_ustack_end_of_stat(__u32 stat)
  * an entry point), where the return address is at [sp] and not yet in the frame-pointer chain.
  */
 #define SP_SAMPLE_FUNC_ENTRY 0x2
+/*
+ * Set by the CFI walk (bpf/unwind.bpf.h) when it left the sampled PC by a CFI row: the caller
+ * it found is exact even where the function had not set up its frame pointer yet (the agent
+ * then adds no "caller unknown" marker after a Go leaf, docs/go.md).
+ */
+#define SP_SAMPLE_LEAF_CFI 0x4
 
 /*
  * --- File identities of user PCs (bpf/fileid.bpf.h, docs/unwinding.md) ---

@@ -170,7 +170,7 @@ struct unwind_walk {
 	/* Row cache: w->row is the row of table table_id at last_tpc (last_found >= 0). */
 	__u64 last_tpc;
 	__s32 last_found;
-	__u32 pad;
+	__u32 leaf_cfi; /* the sampled PC was left by a CFI row (SP_SAMPLE_LEAF_CFI) */
 };
 
 /* What each bpf_loop iteration gets. */
@@ -390,6 +390,8 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 	}
 	if (found && w->row.kind == UNWIND_KIND_SIGNAL)
 		w->out = pc + (i > 0); /* name the trampoline itself */
+	if (found && w->row.kind != UNWIND_KIND_FP && !i)
+		w->leaf_cfi = 1;
 	if (found && w->row.kind != UNWIND_KIND_FP)
 		w->cfi_frames++;
 	else
@@ -567,6 +569,8 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	stat_inc(*stop);
 	stat_add(SP_STAT_UNW_FRAMES_CFI, w->cfi_frames);
 	stat_add(SP_STAT_UNW_FRAMES_FP, w->fp_frames);
+	if (w->leaf_cfi)
+		s->flags |= SP_SAMPLE_LEAF_CFI;
 	return w->n;
 }
 

@@ -249,7 +249,9 @@ static int builder__location(struct builder *b, uint32_t i)
 	const struct profile_location *loc = profile__location(b->p, i);
 	const struct profile_line *lines = profile__location_lines(b->p, i);
 	enum frame_kind kind =
-	    loc->kind == FRAME_KERNEL || loc->kind == FRAME_ABORT ? loc->kind : FRAME_NATIVE;
+	    loc->kind == FRAME_KERNEL || loc->kind == FRAME_ABORT || loc->kind == FRAME_GO
+		? loc->kind
+		: FRAME_NATIVE;
 	int err;
 
 	b->loc_first[i] = b->nchain;

@@ -512,7 +512,7 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 
 	if (is_zero(&k, sizeof(k)))
 		return 0;
-	if (mapping >= p->nmappings || (unsigned)kind > FRAME_ABORT || (nlines && !lines))
+	if (mapping >= p->nmappings || (unsigned)kind >= FRAME__NKINDS || (nlines && !lines))
 		goto inval;
 	for (uint32_t i = 0; i < nlines; i++)
 		if (lines[i].function >= p->nfunctions)

@@ -31,6 +31,8 @@ enum frame_kind {
 	 * profile.frame.type "abort", as the OpenTelemetry profiler marks its error frames.
 	 */
 	FRAME_ABORT = 3,
+	FRAME_GO = 4,  /* Go code: machine code of a Go function (its .gopclntab covers it) */
+	FRAME__NKINDS, /* one past the last kind */
 };
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */

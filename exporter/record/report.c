@@ -265,7 +265,13 @@ void report__summary(struct recorder *r, struct sampler *s, double secs)
 			    (unsigned long long)st[sp_stat_type_drop(t)]);
 	sampler__event_summary(s, stderr); /* the event types' own counters */
 	unwind_summary(r, st);		   /* CFI unwinder */
-	fileid_summary(r, st);		   /* file identities */
+	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
+	if (resolve__stats(r->in.resolve)->go_callers_missing)
+		fprintf(stderr,
+			"spanprof: Go: %llu samples in Go code without its frame yet: caller shown "
+			"as unknown\n",
+			(unsigned long long)resolve__stats(r->in.resolve)->go_callers_missing);
+	fileid_summary(r, st); /* file identities */
 	span_links_summary(r, st);
 	targeting_summary(r, st);
 	if (r->exporter) {

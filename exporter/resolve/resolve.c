@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,20 @@ static int frames_to_lines(struct profile *p, const struct sym_frame *frames, in
 	return out;
 }
 
+/* A user-space location already interned: native code, or Go code (the kind its names gave). */
+static uint32_t find_user_location(struct profile *p, uint32_t mapping, uint64_t pc)
+{
+	uint32_t loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+
+	return loc ? loc : profile__find_location(p, mapping, pc, FRAME_GO);
+}
+
+/* The kind of a user-space location named by @frames: Go when its symbolizer said so. */
+static enum frame_kind user_kind(const struct sym_frame *frames, int n)
+{
+	return n > 0 && frames[n - 1].go ? FRAME_GO : FRAME_NATIVE;
+}
+
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
 			      enum frame_kind kind, const struct sym_frame *frames, int n)
 {
@@ -102,8 +117,13 @@ static uint32_t model_mapping(struct resolve *r, struct profile *p, const struct
 	return idx;
 }
 
+/*
+ * The location of user PC @pc. For the sampled PC (@pending non-NULL, not a return address),
+ * also sets *@pending when it is Go code without its frame set up yet (its caller is missing
+ * from a frame-pointer walk).
+ */
 static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
-			      int is_return, const struct sp_vmas *vmas)
+			      int is_return, const struct sp_vmas *vmas, int *pending)
 {
 	struct sym_frame frames[MAX_INLINE];
 	struct proc_mapping m;
@@ -122,7 +142,10 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	if (m.from_fileid)
 		r->stats.frames_fileid++;
 	mapping = model_mapping(r, p, &m);
-	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	if (pending && m.obj &&
+	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
+		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);
+	loc = find_user_location(p, mapping, pc);
 	if (loc)
 		return loc;
 	if (m.obj && !elf_object__file_offset_to_vaddr(
@@ -133,24 +156,80 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	}
 	if (!n)
 		r->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
+}
+
+/*
+ * Whether location @loc is runtime.asyncPreempt: the Go runtime's signal handler makes the
+ * interrupted goroutine "call" it at the interrupted PC (runtime/preempt.go), so the frame
+ * below it is interrupted code, as a leaf is.
+ */
+static bool is_async_preempt(struct profile *p, uint32_t loc)
+{
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_line *lines = profile__location_lines(p, loc);
+
+	return l && l->kind == FRAME_GO && l->nlines &&
+	       !strcmp(
+		   profile__string(p, profile__function(p, lines[l->nlines - 1].function)->name),
+		   "runtime.asyncPreempt");
+}
+
+/* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
+static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
+{
+	struct profile_function f = {0};
+	struct profile_line line = {0};
+	uint32_t loc = profile__find_location(p, 0, pc, FRAME_GO);
+
+	if (loc)
+		return loc;
+	f.name = profile__intern_string(p, GO_MISSING_CALLER);
+	f.system_name = f.name;
+	line.function = profile__intern_function(p, &f);
+	return line.function ? profile__intern_location(p, 0, pc, FRAME_GO, &line, 1) : 0;
 }
 
 uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, const uint64_t *pcs,
-		       uint32_t n, const struct sp_vmas *vmas, uint32_t *locs)
+		       uint32_t n, const struct sp_vmas *vmas, uint32_t sample_flags,
+		       uint32_t *locs)
 {
 	uint32_t out = 0;
 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0, interrupted = 1, marked = 0; i < n; i++) {
+		int pending = 0;
 		uint32_t loc;
 
 		/* A zero return address is where the frame-pointer chain ends. */
 		if (!pcs[i])
 			break;
-		loc = user_location(r, proc, p, pcs[i], i > 0, vmas);
+		/*
+		 * The sampled PC, or the one runtime.asyncPreempt interrupted (its frame was
+		 * injected as a call there), may be Go code without its frame yet, unless a CFI row
+		 * took the walk from the leaf (then the file has CFI: every caller is exact).
+		 */
+		loc = user_location(r, proc, p, pcs[i], i > 0, vmas,
+				    interrupted && !marked && !(sample_flags & SP_SAMPLE_LEAF_CFI)
+					? &pending
+					: NULL);
 		if (loc)
 			locs[out++] = loc;
+		interrupted = loc && is_async_preempt(p, loc);
+		/*
+		 * Go code sampled before its function set up its frame, walked by frame pointers
+		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,
+		 * so the next PC is the caller's caller. Said where the caller is missing, instead
+		 * of a wrong adjacency (once per stack: @locs has room for one). Hook for the Go
+		 * unwinding step (pcsp in BPF): drop this once it walks such frames.
+		 */
+		if (pending && i + 1 < n && pcs[i + 1]) {
+			loc = missing_caller_location(p, pcs[i]);
+			if (loc)
+				locs[out++] = loc;
+			marked = 1;
+			r->stats.go_callers_missing++;
+		}
 	}
 	return out;
 }
@@ -193,7 +272,8 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
 	n += resolve__kernel(r, p, (const uint64_t *)s->kstack, ku, locs);
 	if (proc)
-		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, locs + n);
+		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
+				   locs + n);
 	return n;
 }
 

@@ -31,8 +31,11 @@ struct sp_vmas;
 struct sp_sample;
 struct resolve;
 
-/* Locations of one sample at most: both stacks and the marker of a cut stack. */
-#define RESOLVE_MAX_LOCATIONS (SP_MAX_KSTACK + SP_MAX_USTACK + 1)
+/*
+ * Locations of one sample at most: both stacks, a GO_MISSING_CALLER marker and the marker of a
+ * cut stack.
+ */
+#define RESOLVE_MAX_LOCATIONS (SP_MAX_KSTACK + SP_MAX_USTACK + 2)
 
 /* What could not be named, and how PCs were named: the summary and self-telemetry read these. */
 struct resolve_stats {
@@ -41,7 +44,11 @@ struct resolve_stats {
 	uint64_t kernel_unsymbolized;	/* kernel PCs with no kallsyms entry */
 	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
 	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
+	uint64_t go_callers_missing;	/* samples in Go code without its frame yet: marker added */
 };
+
+/* Name of the frame standing for a caller the frame-pointer walk skipped (Go, no frame yet). */
+#define GO_MISSING_CALLER "[caller unknown: Go function without its frame yet]"
 
 /* NULL + errno (ENOMEM). */
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms);
@@ -59,10 +66,13 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
  * Appends to @locs the locations of @n user PCs (leaf first) of @proc; a zero PC ends the stack
  * (where a frame-pointer chain ends). @vmas: the file identities the sample carries (bpf/sampler.h,
  * process/fileid.h), or NULL: a PC outside the process's known mappings is then named through the
- * entry of @vmas holding it, as if /proc/PID/maps had been read. Returns the number appended.
+ * entry of @vmas holding it, as if /proc/PID/maps had been read. Returns the number appended:
+ * at most @n + 1 (a GO_MISSING_CALLER marker after a Go leaf sampled before its function set up
+ * its frame, unless @sample_flags (SP_SAMPLE_*) has SP_SAMPLE_LEAF_CFI: @locs needs room for it).
  */
 uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, const uint64_t *pcs,
-		       uint32_t n, const struct sp_vmas *vmas, uint32_t *locs);
+		       uint32_t n, const struct sp_vmas *vmas, uint32_t sample_flags,
+		       uint32_t *locs);
 
 /*
  * The whole stack of sample @s (bpf/sampler.h): its kernel PCs, then its user PCs, each leaf

@@ -52,6 +52,7 @@ static __thread bool hash_oom;
 #define uthash_nonfatal_oom(obj) (hash_oom = true)
 #include <uthash.h>
 
+#include "runtime/go/gopclntab.h"
 #include "symbols/debuginfod.h"
 #include "symbols/elfcheck.h"
 #include "symbols/minidebuginfo.h"
@@ -184,6 +185,10 @@ struct elf_object {
 	size_t ncu_ranges;
 	struct addr_entry *addrs;
 	size_t addr_bytes;
+	/* Go binaries: the PC/line table, reading the file mapped whole (go_map). */
+	struct gopclntab *go;
+	void *go_map;
+	size_t go_map_len;
 };
 
 /* Cache key ("b:<build id>" or "i:<dev>:<ino>:<size>:<mtime>") to object. */
@@ -362,6 +367,24 @@ static void drop_dwarf(struct elf_object *o)
 	o->dwarf_bytes = 0;
 }
 
+/* Frees @o's Go table and its mapping (frames pointing into it: as for drop_dwarf()). */
+static void drop_go(struct elf_object *o)
+{
+	size_t off, len;
+
+	if (o->go) {
+		gopclntab__extent(o->go, &off, &len);
+		gopclntab__free(o->go);
+		o->go = NULL;
+		o->bytes -= len / MAPPED_DWARF_SHARE;
+		o->cache->stats.bytes -= len / MAPPED_DWARF_SHARE;
+	}
+	if (o->go_map)
+		munmap(o->go_map, o->go_map_len);
+	o->go_map = NULL;
+	o->go_map_len = 0;
+}
+
 /* Frees the heavy part; the object can be loaded again from its light part. */
 static void elf_object__unload(struct elf_object *o)
 {
@@ -386,6 +409,7 @@ static void elf_object__unload(struct elf_object *o)
 		free(sn);
 	}
 	drop_dwarf(o);
+	drop_go(o);
 	free(o->syms);
 	o->syms = NULL;
 	o->nsyms = 0;
@@ -441,9 +465,12 @@ void symcache__trim(struct symcache *c)
 {
 	struct elf_object *o;
 
-	for (o = c ? c->lru_head : NULL; o; o = o->lru_next)
+	for (o = c ? c->lru_head : NULL; o; o = o->lru_next) {
 		if (o->dwarf_elf && o->dwarf_fd < 0)
 			drop_mapped_pages(o);
+		if (o->go_map)
+			madvise(o->go_map, o->go_map_len, MADV_DONTNEED);
+	}
 	if (c) {
 		symcache__pick_up_debug_files(c);
 		symcache__close_idle(c, now_ns());
@@ -2337,6 +2364,34 @@ int symcache__pick_up_debug_files(struct symcache *c)
 }
 
 /*
+ * A Go binary's PC/line table: the file is mapped whole (read-only, private: only the pages
+ * lookups touch become resident, dropped again by symcache__trim()) and charged, like mapped
+ * DWARF, a share of the table's size. Anything else (not Go, a corrupt table) leaves o->go
+ * NULL: names then come from the other sources.
+ */
+static void load_go(struct elf_object *o, Elf *elf, int fd)
+{
+	size_t off, len;
+
+	if (!gopclntab__maybe(elf) || o->size <= 0)
+		return;
+	o->go_map = mmap(NULL, (size_t)o->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (o->go_map == MAP_FAILED) {
+		o->go_map = NULL;
+		return;
+	}
+	o->go_map_len = (size_t)o->size;
+	madvise(o->go_map, o->go_map_len, MADV_RANDOM);
+	o->go = gopclntab__open(elf, o->go_map, o->go_map_len);
+	if (!o->go) {
+		drop_go(o);
+		return;
+	}
+	gopclntab__extent(o->go, &off, &len);
+	charge(o, len / MAPPED_DWARF_SHARE);
+}
+
+/*
  * Loads symbols and DWARF of @o (first lookup, or first after an unload).
  * Failures leave that part empty; -ENOENT when the file cannot be read again.
  */
@@ -2400,6 +2455,8 @@ static int elf_object__load(struct elf_object *o)
 	else if (dbg && has_data_section(dbg, ".debug_info"))
 		load_dwarf(o, dbg, o->dbg_fd);
 
+	load_go(o, elf, o->fd);
+
 	/* Headers read with pread are not needed past loading. */
 	elf_end(elf);
 	if (dbg)
@@ -2427,6 +2484,23 @@ const char *elf_object__debug_file(struct elf_object *o)
 
 /* --- lookups ------------------------------------------------------------------------------- */
 
+/* Frames from the Go table; 0 when it has none for @vaddr (or is corrupt there). */
+static int go_frames(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
+{
+	struct gopclntab_frame fr[MAX_FRAMES];
+	int n = gopclntab__lookup(o->go, vaddr, fr, max < MAX_FRAMES ? max : MAX_FRAMES);
+
+	for (int i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].function = fr[i].function;
+		out[i].system_name = fr[i].function;
+		out[i].file = fr[i].file;
+		out[i].line = fr[i].line;
+		out[i].go = 1;
+	}
+	return n > 0 ? n : 0;
+}
+
 static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
 {
 	struct symcache *c = o->cache;
@@ -2435,6 +2509,8 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	bool phys_linkage = false;
 	uint64_t phys_lo = 0;
 	int n = 0;
+
+	bool go = o->go && gopclntab__covers(o->go, vaddr);
 
 	if (o->dwarf)
 		n = dwarf_frames(o, vaddr, out, max, &phys_linkage, &phys_lo);
@@ -2452,7 +2528,15 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		 */
 		else if (name && !phys_linkage && name->dname != name->name && s->addr == phys_lo)
 			phys->function = name->dname;
+		for (int i = 0; i < n; i++)
+			out[i].go = go;
 		c->stats.dwarf_hits++;
+		return n;
+	}
+	/* No DWARF for it: a Go binary's own table has names, lines and inlined calls. */
+	n = go ? go_frames(o, vaddr, out, max) : 0;
+	if (n > 0) {
+		c->stats.go_hits++;
 		return n;
 	}
 	if (!name) {
@@ -2462,6 +2546,7 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	memset(out, 0, sizeof(*out));
 	out->function = name->dname;
 	out->system_name = name->name;
+	out->go = go;
 	c->stats.symtab_hits++;
 	return 1;
 }
@@ -2545,9 +2630,10 @@ static void close_idle_object(struct elf_object *o)
 	struct symcache *c = o->cache;
 
 	if (o->loaded) {
-		if (o->dwarf && !addr_cache__own_strings(o))
+		if ((o->dwarf || o->go) && !addr_cache__own_strings(o))
 			addr_cache__clear(o);
 		drop_dwarf(o);
+		drop_go(o);
 		o->names_fd = -1;
 		o->idle_closed = true;
 	}
@@ -2566,7 +2652,7 @@ void symcache__close_idle(struct symcache *c, uint64_t now)
 		if (now < o->last_used || now - o->last_used < c->idle_ns)
 			continue;
 		if (o->fd >= 0 || o->dbg_fd >= 0 || o->inflated_fd >= 0 || o->mini_fd >= 0 ||
-		    o->dwarf_elf)
+		    o->dwarf_elf || o->go_map)
 			close_idle_object(o);
 	}
 }
@@ -2605,6 +2691,19 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		n = max;
 	memcpy(out, frames, n * sizeof(*out));
 	return n;
+}
+
+int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr)
+{
+	if (!c || !o)
+		return 0;
+	o->last_used = now_ns();
+	if (o->idle_closed)
+		refresh_idle(o);
+	if (elf_object__load(o) || !o->go)
+		return 0;
+	lru_touch(o);
+	return gopclntab__frame_pending(o->go, vaddr) == 1;
 }
 
 /* --- lookup by file identity (exporter/process/fileid.h) --- */

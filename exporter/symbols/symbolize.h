@@ -6,10 +6,11 @@
  * (NT_GNU_BUILD_ID note), or by (device, inode, size, mtime) for files without
  * one, so every process that maps a library shares its symbols. Names come from
  * DWARF (inline chain, file:line) when the file or its separate debug file
- * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else from
- * .symtab (the file's, else the debug file's), else .dynsym together with the
- * MiniDebugInfo .symtab of .gnu_debugdata when there is one. C++ and Rust names
- * are demangled.
+ * (.gnu_debuglink, /usr/lib/debug/.build-id/xx/rest.debug) has it, else, for Go code, from
+ * the binary's own PC/line table (.gopclntab: names, file:line and inlined calls of a binary
+ * built with -ldflags='-s -w'; exporter/runtime/go/gopclntab.h), else from .symtab (the file's,
+ * else the debug file's), else .dynsym together with the MiniDebugInfo .symtab of .gnu_debugdata
+ * when there is one. C++ and Rust names are demangled.
  *
  * Addresses given to symcache__lookup() are ELF virtual addresses (the
  * addresses in the file's program headers and symbol tables), not process
@@ -39,6 +40,7 @@ struct sym_frame {
 	const char *file;	 /* source file, NULL if unknown */
 	int line;		 /* 0 if unknown */
 	int column;		 /* 0 if unknown */
+	int go;			 /* 1: Go code (the file's .gopclntab covers the address) */
 };
 
 struct symcache_opts {
@@ -106,6 +108,14 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		     struct sym_frame *out, int max);
 
 /*
+ * Whether @vaddr of @o is Go code whose function has not set up its frame pointer there
+ * (gopclntab__frame_pending(): frameless, or in its prologue/epilogue), so a frame-pointer walk
+ * starting at it skipped the function's caller. 1 or 0; 0 too for anything that is not Go
+ * code or cannot be read. Loads the object if no lookup did yet.
+ */
+int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr);
+
+/*
  * The separate debug file in use (found through the build-id tree or
  * .gnu_debuglink, CRC or build ID checked), or NULL when the object carries
  * its own symbols or none was found. Loads the object's symbols and debug
@@ -140,6 +150,7 @@ struct symcache_stats {
 	uint64_t cache_hits;  /* lookups answered from the per-address cache */
 	uint64_t dwarf_hits;  /* resolved through DWARF (file:line known) */
 	uint64_t symtab_hits; /* resolved through .symtab/.dynsym only */
+	uint64_t go_hits;     /* resolved through a Go binary's .gopclntab (no DWARF for it) */
 	uint64_t misses;      /* nothing known about the address */
 	/* Memory, for self-telemetry: gauges (now) and counters. */
 	uint64_t objects_loaded; /* gauge: objects with symbols/DWARF in memory */

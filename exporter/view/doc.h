@@ -26,6 +26,7 @@ enum view_frame_kind {
 	VIEW_FRAME_KERNEL = 1,
 	VIEW_FRAME_OTHER = 2, /* interpreted, JIT, anything else */
 	VIEW_FRAME_ABORT = 3, /* the marker of a cut stack (exporter/profile/stackend.h) */
+	VIEW_FRAME_GO = 4,    /* Go code (profile.frame.type go) */
 };
 
 /* One input file as the document's "inputs" lists it. Owned by the document. */

@@ -600,6 +600,8 @@ static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_locatio
 			return VIEW_FRAME_KERNEL;
 		if (!strcmp(v, "abort"))
 			return VIEW_FRAME_ABORT;
+		if (!strcmp(v, "go"))
+			return VIEW_FRAME_GO;
 		return VIEW_FRAME_OTHER;
 	}
 	return !l->mapping_index && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL

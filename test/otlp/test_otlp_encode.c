@@ -295,7 +295,8 @@ static struct profile *make_profile(struct ids *ids)
 	l_k1 =
 	    loc(p, 0, 0xffffffff81000000ull, FRAME_KERNEL, (struct profile_line[]){{f_sys, 0}}, 1);
 	l_k2 = loc(p, 0, 0xffffffff81000100ull, FRAME_KERNEL, NULL, 0); /* unsymbolized */
-	l_lib = loc(p, ids->map_lib, 0x7f0000001234, FRAME_NATIVE,
+	/* A Go frame (frame type "go"), in the library mapping. */
+	l_lib = loc(p, ids->map_lib, 0x7f0000001234, FRAME_GO,
 		    (struct profile_line[]){{f_count, 1}}, 1);
 
 	s[0] = profile__intern_stack(p, (uint32_t[]){l_work, l_main}, 2);
@@ -557,7 +558,10 @@ static void model_frames(const struct profile *p, uint32_t si, struct sb *b)
 		const char *file =
 		    l->mapping ? profile__string(p, profile__mapping(p, l->mapping)->filename) : "";
 
-		sb_printf(b, "[%s %s 0x%" PRIx64, l->kind == FRAME_KERNEL ? "kernel" : "native",
+		sb_printf(b, "[%s %s 0x%" PRIx64,
+			  l->kind == FRAME_KERNEL ? "kernel"
+			  : l->kind == FRAME_GO	  ? "go"
+						  : "native",
 			  file, l->address);
 		for (uint32_t k = 0; k < l->nlines; k++) {
 			const struct profile_function *f = profile__function(p, lines[k].function);
@@ -1015,6 +1019,7 @@ static void test_encode_fields(void **state)
 		/* Inline chain innermost first, physical function after it, leaf first. */
 		expect_in(json, "\"frames\":[\"inlined_helper\",\"work(int)\",\"main\"]");
 		expect_in(json, "\"frame_types\":[\"kernel\",\"kernel\",\"native\",\"native\"]");
+		expect_in(json, "\"frame_types\":[\"go\",\"native\"]");
 		expect_in(json,
 			  "\"sample_type\":\"samples:count\",\"period_type\":\"cpu:nanoseconds\"");
 		expect_in(json, "\"attributes\":{\"cpu.logical_number\":1,\"thread.id\":102,"

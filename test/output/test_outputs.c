@@ -783,6 +783,54 @@ static void test_svg(void **state)
 	free(path);
 }
 
+/* The fill of the frame titled @name ("<name> (" starts its title) in @svg, as r, g, b. */
+static void svg_fill(const char *svg, const char *name, int rgb[3])
+{
+	char title[256];
+	const char *at;
+
+	snprintf(title, sizeof(title), "<title>%s (", name);
+	at = strstr(svg, title);
+	assert_non_null(at);
+	at = strstr(at, "fill=\"rgb(");
+	assert_non_null(at);
+	assert_int_equal(sscanf(at, "fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]), 3);
+}
+
+/* Go frames (profile.frame.type go) have their own colour family (teal), native ones warm. */
+static void test_svg_go_colour(void **state)
+{
+	struct profile *p = profile__new();
+	char *path = path_in_dir("go.svg");
+	struct profile_function f = {0};
+	struct profile_line line = {0};
+	struct profile_sample_key k = {0};
+	uint32_t locs[2];
+	int go[3], native[3];
+	char *svg;
+
+	f.name = profile__intern_string(p, "main.handler");
+	line.function = profile__intern_function(p, &f);
+	locs[0] = profile__intern_location(p, 0, 0x1000, FRAME_GO, &line, 1);
+	f.name = profile__intern_string(p, "c_entry");
+	line.function = profile__intern_function(p, &f);
+	locs[1] = profile__intern_location(p, 0, 0x2000, FRAME_NATIVE, &line, 1);
+	assert_true(locs[0] && locs[1]);
+	k.stack = profile__intern_stack(p, locs, 2);
+	k.process_name = profile__intern_string(p, "gosvc");
+	assert_int_equal(profile__add_sample(p, &k, 0, 10), 0);
+	assert_int_equal(flamegraph__write_svg(p, path, NULL), 0);
+	svg = slurp(path, NULL);
+	assert_non_null(svg);
+	svg_fill(svg, "main.handler", go);
+	svg_fill(svg, "c_entry", native);
+	assert_true(go[0] <= 80 && go[1] >= 170 && go[2] >= 150);
+	assert_true(native[0] >= 205 && native[2] <= 40);
+	free(svg);
+	free(path);
+	profile__free(p);
+}
+
 static void test_svg_omits_narrow_frames_and_bad_utf8(void **state)
 {
 	struct profile *p = profile__new();
@@ -956,6 +1004,7 @@ int main(void)
 	    cmocka_unit_test(test_pprof_opens_in_go_tool_pprof),
 	    cmocka_unit_test(test_svg),
 	    cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
+	    cmocka_unit_test(test_svg_go_colour),
 	    cmocka_unit_test(test_svg_empty_profile),
 	    cmocka_unit_test(test_event_types),
 	};

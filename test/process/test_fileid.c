@@ -132,14 +132,14 @@ static void test_names_gone_process(void **unused)
 	assert_int_equal(proctab__meta(t, GONE_PID, &meta), -ESRCH);
 
 	/* No process has shown the agent that file yet: an address, counted as file unknown. */
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_null(loc_function(p, loc));
 	assert_int_equal(resolve__stats(rv)->frames_fileid_unknown, 1);
 	assert_int_equal(resolve__stats(rv)->frames_fileid, 0);
 
 	/* This process maps it: reading its maps opens the file in the cache. */
 	assert_non_null(proctab__get(t, getpid(), start_ns(getpid())));
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_non_null(loc_function(p, loc));
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
 	assert_int_equal(resolve__stats(rv)->frames_fileid, 1);
@@ -158,26 +158,26 @@ static void test_names_gone_process(void **unused)
 	/* A later sample without a table (lookup not possible): named from what earlier showed. */
 	v.n = 0;
 	pc += 1;
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
 	assert_int_equal(resolve__stats(rv)->frames_fileid, 2);
 
 	/* After an exec (another executable) the earlier mappings are forgotten. */
 	v.exe.ino++;
 	pc += 1;
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_null(loc_function(p, loc));
 	assert_int_equal(resolve__stats(rv)->frames_fileid, 2);
 
 	/* Another file with the same inode (size or mtime differ) is not this one. */
 	v.n = 1;
 	v.vma[0].file.mtime_nsec = (v.vma[0].file.mtime_nsec + 1) % 1000000000u;
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_null(loc_function(p, loc));
 	assert_int_equal(resolve__stats(rv)->frames_fileid_unknown, 2);
 	/* A corrupt mtime is no identity. */
 	v.vma[0].file.mtime_nsec = 2000000000u;
-	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, gone, p, &pc, 1, &v, 0, &loc), 1);
 	assert_null(loc_function(p, loc));
 
 	/* A PC in no recorded mapping stays an address, counted as unmapped. */
@@ -185,7 +185,7 @@ static void test_names_gone_process(void **unused)
 		uint64_t stray = 0x10;
 		uint64_t before = resolve__stats(rv)->frames_unmapped;
 
-		assert_int_equal(resolve__user(rv, gone, p, &stray, 1, &v, &loc), 1);
+		assert_int_equal(resolve__user(rv, gone, p, &stray, 1, &v, 0, &loc), 1);
 		assert_null(loc_function(p, loc));
 		assert_int_equal(resolve__stats(rv)->frames_unmapped, before + 1);
 	}
@@ -214,7 +214,7 @@ static void test_maps_win(void **unused)
 	v.vma[0].end += 0x1000;
 	me = proctab__get(t, getpid(), start_ns(getpid()));
 	assert_non_null(me);
-	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, &loc), 1);
+	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, 0, &loc), 1);
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
 	assert_int_equal(resolve__stats(rv)->frames_fileid, 0);
 	profile__free(p);

@@ -114,7 +114,7 @@ static void test_reused_pid_lends_nothing(void **unused)
 	assert_int_equal(proctab__stats(t)->pid_reused, 1);
 	assert_int_equal(proctab__meta(t, getpid(), &meta), -ESTALE);
 	/* Its PCs stay unnamed addresses. */
-	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, locs), 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, 0, locs), 1);
 	assert_int_equal(profile__location(p, locs[0])->nlines, 0);
 	assert_true(resolve__stats(rv)->frames_unmapped >= 1);
 
@@ -122,7 +122,7 @@ static void test_reused_pid_lends_nothing(void **unused)
 	proc = proctab__get(t, getpid(), start_ns(getpid()));
 	assert_true(strlen(proc__exe(proc)) > 0);
 	assert_int_equal(proctab__meta(t, getpid(), &meta), 0);
-	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, locs), 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, 0, locs), 1);
 	assert_true(profile__location(p, locs[0])->nlines >= 1);
 	assert_int_equal(proctab__stats(t)->pid_reused, 1);
 	profile__free(p);

@@ -202,7 +202,14 @@ static int32_t ob_location(struct ob *b, const char *name)
 	PB(location__init)(l);
 	l->attribute_indices = talloc(sizeof(int32_t));
 	l->lines = talloc(2 * sizeof(pb_line *));
-	if (n > 3 && !strcmp(name + n - 3, "[k]")) {
+	if (n > 4 && !strcmp(name + n - 4, "[go]")) {
+		snprintf(fn, sizeof(fn), "%.*s", (int)(n - 4), name);
+		l->mapping_index = 1;
+		l->address = 0x2000 + n;
+		l->lines[l->n_lines++] = mkline(b, fn);
+		l->attribute_indices[l->n_attribute_indices++] =
+		    ob_attr(b, "profile.frame.type", any_str("go"));
+	} else if (n > 3 && !strcmp(name + n - 3, "[k]")) {
 		snprintf(fn, sizeof(fn), "%.*s", (int)(n - 3), name);
 		l->address = 0xffffffff81000000ull + n;
 		l->lines[l->n_lines++] = mkline(b, fn);
@@ -882,7 +889,7 @@ static void check_doc(json_object *doc)
 	check_range(jget(fr, "name"), 1, (int64_t)nstr);
 	check_range(jget(fr, "file"), 0, (int64_t)nstr);
 	check_range(jget(fr, "module"), 0, (int64_t)nstr);
-	check_range(jget(fr, "kind"), 0, 3);
+	check_range(jget(fr, "kind"), 0, VIEW_FRAME_GO + 1);
 	for (size_t i = 0; i < nstacks; i++)
 		check_range(json_object_array_get_idx(stacks, i), 0, (int64_t)nfr);
 	check_range(jget(doc, "services"), 0, (int64_t)nstr);
@@ -1163,6 +1170,27 @@ static void test_otlp_proto(void **state)
 	assert_non_null(strstr(c, "cpu|main;[app+0x234];mid;leaf|checkout/4242/102/io|-|0 1\n"));
 	assert_non_null(strstr(c, "cpu|main;a;b;c|checkout/4242/102/io|" SPAN2 "|0 1\n"));
 	free(c);
+	json_object_put(doc);
+}
+
+/* A Go frame (profile.frame.type go) keeps its kind in the page's document. */
+static void test_go_frames(void **state)
+{
+	static const char *const st_go[] = {"main.handler[go]", "main", NULL};
+	static const struct t_sample s = {.stack = 0, .tid = 5, .tname = "gosvc", .value = 3};
+	static const struct t_proc proc = {
+	    .service = "gosvc", .exe = "gosvc", .pid = 77, .nsamples = 1, .samples = &s};
+	static const struct t_msg m = {
+	    .nstacks = 1, .stacks = {st_go}, .nprocs = 1, .procs = &proc};
+	size_t len;
+	uint8_t *buf = pack_otlp(&m, &len);
+	json_object *doc = load1(write_file("go.binpb", buf, len)), *fr = jget(doc, "frames");
+
+	no_input_error(doc, 0);
+	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main.handler")),
+			 VIEW_FRAME_GO);
+	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main")),
+			 VIEW_FRAME_NATIVE);
 	json_object_put(doc);
 }
 
@@ -1785,6 +1813,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_otlp_proto, setup),
+	    cmocka_unit_test_setup(test_go_frames, setup),
 	    cmocka_unit_test_setup(test_formats_agree, setup),
 	    cmocka_unit_test_setup(test_pprof, setup),
 	    cmocka_unit_test_setup(test_spans, setup),

@@ -49,7 +49,8 @@
 	const MIN_FRAME_PX = 1; // frames narrower than this are not drawn
 	const MAX_DRAWN = 3000; // at most this many frames in the graph (SVG gets slow past that)
 	const SPAN_PAGE = 200; // span table rows rendered per "show more"
-	const KIND_LIBTYPE = ["", "kernel", "jit", "abort"]; // frame kind -> colour family (abort: ours)
+	// frame kind -> d3-flame-graph colour family (abort: ours; Go: "inlined", its aqua, as in flamegraph.svg)
+	const KIND_LIBTYPE = ["", "kernel", "jit", "abort", "inlined"];
 
 	const $ = (id) => document.getElementById(id);
 
@@ -657,7 +658,7 @@
 			out.push(el("div", { class: "tt-loc", text: loc || "no source line" }));
 			const mod = M.str(M.func.module[fn]);
 			const kind =
-				["native", "kernel", "interpreted", "stack cut here"][M.func.kind[fn]] || "other";
+				["native", "kernel", "interpreted", "stack cut here", "go"][M.func.kind[fn]] || "other";
 			out.push(el("div", { class: "tt-module", text: (mod || "no module") + " · " + kind }));
 		}
 		let v = fmtValue(t, data.value);

@@ -1,0 +1,148 @@
+"""Go binaries named from their own PC/line table (.gopclntab, exporter/runtime/go/).
+
+The test program (test/runtime/go-progs/goprog, built here with the machine's Go) spins in a known
+chain main.main -> main.outer -> main.middle -> main.leaf, with fnv.Mix and fnv.rotate inlined
+into main.leaf. Built with -ldflags='-s -w' it has no .symtab and no DWARF: every name, file
+and line must come from .gopclntab. The workload runs for a fixed CPU time, started once the
+agent samples; the agent stops when it exits (--pid).
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT, record_gated
+
+GO_PROGS = ROOT / "test" / "go-progs"
+CPU_SECONDS = 3
+FREQ = 97
+# Root to leaf, as Go's own tracebacks show it; the fnv frames are inlined calls in main.leaf.
+CHAIN = ["runtime.main", "main.main", "main.outer", "main.middle", "main.leaf"]
+MISSING = "[caller unknown: Go function without its frame yet]"
+INLINED = ["spanprof.test/goprogs/fnv.Mix", "spanprof.test/goprogs/fnv.rotate"]
+
+
+def go_build(out, *flags):
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    subprocess.run(["go", "build", *flags, "-o", str(out), "./goprog"], cwd=GO_PROGS, env=env,
+                   check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def goprog_stripped(workdir):
+    out = go_build(workdir / "goprog-stripped", "-ldflags=-s -w")
+    sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
+                              check=True).stdout
+    # What makes the test mean something: no symbols, no DWARF, the Go table present.
+    assert ".gopclntab" in sections
+    assert ".symtab" not in sections and ".debug_info" not in sections
+    return out
+
+
+def names(loc):
+    """Function names of a pprof location, root-most (physical) first."""
+    return [ln["function"] for ln in reversed(loc["lines"] or [])]
+
+
+def profile_run(spanprof, pprofcheck, procs, tmp_path, binary, *mode):
+    prog = procs.start(binary, str(CPU_SECONDS), "-", *mode, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+    assert prog.stdout.readline().strip() == "ready"
+    out = tmp_path / "out"
+    res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+    prog.wait(timeout=60)
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    samples = [s for s in prof["samples"]
+               if s["num_labels"].get("pid") == [prog.pid] and s["values"][0] > 0]
+    return samples, res
+
+
+def test_stripped_go_named_from_pclntab(spanprof, pprofcheck, procs, tmp_path, goprog_stripped):
+    samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_stripped)
+    total = sum(s["values"][0] for s in samples)
+    # Sized by the workload's own CPU time: at least half of what FREQ Hz would give.
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    exact = inlined = 0
+    for s in samples:
+        # Root to leaf, inlined calls expanded after the function they are inlined into.
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if "runtime.main" not in frames:
+            continue
+        chain = frames[frames.index("runtime.main"):]
+        # The exact chain, then at most the inlined fnv calls or leaf's checkpoint() below it.
+        if chain[:len(CHAIN)] == CHAIN and (
+                chain[len(CHAIN):] in ([], INLINED[:1], INLINED, ["main.checkpoint"])):
+            exact += s["values"][0]
+            inlined += s["values"][0] if chain[len(CHAIN):] else 0
+    share = exact / total
+    print(f"exact chain: {exact}/{total} samples ({share:.1%}), {inlined} with inlined frames")
+    assert share >= 0.90, (share, res.stderr)
+    # Inlined calls are named too (the loop body is fnv.Mix and fnv.rotate).
+    assert inlined > 0
+    # File and line from the table: main.leaf's frames point into goprog/main.go.
+    leaf_lines = [ln for s in samples for loc in s["stack"] for ln in loc["lines"] or []
+                  if ln["function"] == "main.leaf"]
+    assert leaf_lines and all(ln["file"].endswith("goprog/main.go") and ln["line"] > 0
+                              for ln in leaf_lines)
+
+
+def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, goprog_stripped):
+    """main.flatLeaf has no stack frame: a frame-pointer walk from inside it reads its caller's
+    saved frame and goes on at main.outerFlat. The stack must say a caller is missing there,
+    never show main.outerFlat calling main.flatLeaf."""
+    samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_stripped,
+                               "frameless")
+    total = sum(s["values"][0] for s in samples)
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    marked = wrong = 0
+    for s in samples:
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if "main.flatLeaf" not in frames:
+            continue
+        above = frames[frames.index("main.flatLeaf") - 1]
+        if above == "main.outerFlat":
+            wrong += s["values"][0]
+        chain = frames[frames.index("runtime.main"):] if "runtime.main" in frames else []
+        if chain == ["runtime.main", "main.main", "main.outerFlat", MISSING, "main.flatLeaf"]:
+            marked += s["values"][0]
+    print(f"marked chain: {marked}/{total} samples, wrong adjacency: {wrong}")
+    assert wrong == 0
+    # ... and counted in the summary.
+    m = re.search(r"spanprof: Go: (\d+) samples in Go code without its frame yet", res.stderr)
+    assert m and int(m.group(1)) >= marked, res.stderr
+    assert marked / total >= 0.90, (marked, total, res.stderr)
+
+
+@pytest.fixture(scope="session")
+def goprog_full(workdir):
+    out = go_build(workdir / "goprog-full")
+    sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
+                              check=True).stdout
+    assert ".debug_frame" in sections  # CFI for every Go function: the agent walks by it
+    return out
+
+
+def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, goprog_full):
+    """With DWARF the binary has .debug_frame, the agent walks its stacks by CFI, which finds
+    the caller of a frameless function: the exact chain, and no "caller unknown" marker where
+    the walk left the leaf by a CFI row (SP_SAMPLE_LEAF_CFI)."""
+    samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_full, "frameless")
+    total = sum(s["values"][0] for s in samples)
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    exact = wrong = 0
+    for s in samples:
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if "main.flatLeaf" not in frames:
+            continue
+        if frames[frames.index("main.flatLeaf") - 1] == "main.outerFlat":
+            wrong += s["values"][0]
+        chain = frames[frames.index("runtime.main"):] if "runtime.main" in frames else []
+        if chain == ["runtime.main", "main.main", "main.outerFlat", "main.middleFlat",
+                     "main.flatLeaf"]:
+            exact += s["values"][0]
+    print(f"exact chain: {exact}/{total} samples, wrong adjacency: {wrong}")
+    assert wrong == 0
+    assert exact / total >= 0.90, (exact, total, res.stderr)

@@ -1,0 +1,3 @@
+module spanprof.test/goprogs
+
+go 1.17
