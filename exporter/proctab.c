@@ -15,6 +15,8 @@
 #include "procmaps.h"
 #include "procmeta.h"
 #include "proctab.h"
+#include "runtime/jit/jitproc.h"
+#include "runtime/jitdump/jitdump.h"
 #include "util.h"
 
 /* A PC outside every mapping triggers a re-read of maps at most this often. */
@@ -42,6 +44,7 @@ struct proc {
 	struct sp_vma *fvmas;
 	uint32_t nfvmas;
 	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
+	struct jitproc *jit;	/* JIT code names (perf map, jitdump), NULL: no JIT mapping seen */
 	UT_hash_handle hh;
 };
 
@@ -85,6 +88,7 @@ static void proc_free(struct proctab *t, struct proc *proc)
 	procmeta__clear(&proc->meta);
 	free(proc->exe);
 	free(proc->fvmas);
+	jitproc__free(proc->jit);
 	free(proc);
 }
 
@@ -141,6 +145,24 @@ static int is_file_mapping(const struct procmap *m)
 }
 
 /*
+ * Readies @proc's JIT naming when @m is JIT code or a jitdump file (not an ELF file: 1, nothing
+ * to open). Nothing is read until a PC falls in JIT code.
+ */
+static int jit_mapping(struct proctab *t, struct proc *proc, const struct procmap *m)
+{
+	uint32_t pid;
+	int dump = jitdump__is_path(m->path, &pid);
+
+	if (!dump && !jitproc__is_jit_mapping(m->path))
+		return 0;
+	if (!proc->jit)
+		proc->jit = jitproc__new(proc->pid, proc->exe, &t->stats.jit);
+	if (proc->jit && dump)
+		jitproc__saw_mapping(proc->jit, m->path);
+	return 1;
+}
+
+/*
  * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
  * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
  * process's samples are never named with the newer one's mappings. The maps hook sees the
@@ -170,6 +192,9 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 			proc->ext[i].obj = vdso_object(t);
 			continue;
 		}
+		/* JIT code and the jitdump files naming it (runtime/jit/jitproc.h). */
+		if (jit_mapping(t, proc, m))
+			continue;
 		if (!is_file_mapping(m))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", proc->pid,
@@ -219,6 +244,8 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	}
 	/* New process, or the PID now belongs to another one. */
 	proc->start_boot_ns = start_boot_ns;
+	jitproc__free(proc->jit);
+	proc->jit = NULL;
 	proc->nfvmas = 0;
 	proc->last_gen = t->gen;
 	t->stats.processes++;
@@ -262,8 +289,20 @@ const char *proc__exe(const struct proc *proc)
 	return proc->exe ? proc->exe : "";
 }
 
+static uint32_t intern_frames_version(struct profile *p, uint32_t mapping, uint64_t address,
+				      enum frame_kind kind, uint32_t version,
+				      const struct sym_frame *frames, int n);
+
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
 			      enum frame_kind kind, const struct sym_frame *frames, int n)
+{
+	return intern_frames_version(p, mapping, address, kind, 0, frames, n);
+}
+
+/* intern_frames() for JIT code: @version is its range's id (profile__intern_location_version). */
+static uint32_t intern_frames_version(struct profile *p, uint32_t mapping, uint64_t address,
+				      enum frame_kind kind, uint32_t version,
+				      const struct sym_frame *frames, int n)
 {
 	struct profile_line lines[MAX_INLINE];
 	struct profile_function f;
@@ -289,7 +328,7 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
 		lines[out].line = frames[i].line;
 		out++;
 	}
-	return profile__intern_location(p, mapping, address, kind, lines, out);
+	return profile__intern_location_version(p, mapping, address, kind, version, lines, out);
 }
 
 static uint32_t prof_mapping(struct proctab *t, struct proc *proc, size_t i, struct profile *p)
@@ -415,6 +454,26 @@ static uint32_t fileid_location(struct proctab *t, struct profile *p, const stru
 	return intern_frames(p, mapping, pc, FRAME_NATIVE, frames, n);
 }
 
+/*
+ * A PC in JIT code (anonymous executable memory): named from the process's perf map or
+ * jitdump (runtime/jit/jitproc.h), else an address of its runtime's kind (counted there).
+ */
+static uint32_t jit_location(struct proc *proc, struct profile *p, uint32_t mapping, uint64_t pc,
+			     int is_return)
+{
+	enum frame_kind kind = jitproc__kind(proc->jit);
+	struct sym_frame f = {0};
+	struct jittab_sym s;
+
+	if (jitproc__lookup(proc->jit, pc - (is_return ? 1 : 0), &s, stderr))
+		return profile__intern_location(p, mapping, pc, kind, NULL, 0);
+	f.function = s.name;
+	f.system_name = s.name;
+	f.file = s.file;
+	f.line = s.line;
+	return intern_frames_version(p, mapping, pc, kind, s.id, &f, 1);
+}
+
 static uint32_t user_location(struct proctab *t, struct proc *proc, struct profile *p, uint64_t pc,
 			      int is_return, const struct sp_vmas *vmas)
 {
@@ -454,6 +513,8 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	}
 	i = m - proc->maps.maps;
 	mapping = prof_mapping(t, proc, i, p);
+	if (proc->jit && jitproc__is_jit_mapping(m->path))
+		return jit_location(proc, p, mapping, pc, is_return);
 	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
 	if (loc)
 		return loc;

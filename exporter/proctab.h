@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "profile.h"
+#include "runtime/jit/jitproc.h"
 #include "symbolize.h"
 
 struct proctab;
@@ -38,6 +39,7 @@ struct proctab_stats {
 	uint64_t exe_fileid;		/* processes whose executable came from the identity */
 	uint64_t exec_paths_opened;	/* executable paths opened (proctab__exec_path()) */
 	uint64_t exec_paths_failed;	/* ... that could not be opened, or held another file */
+	struct jitproc_stats jit;	/* JIT code named from perf maps and jitdump files */
 };
 
 /*
