@@ -1,0 +1,225 @@
+"""JIT-compiled code named from perf maps (docs/jit.md) against the real kernel and a real
+Node.js: a CPU-bound program with a known chain of JavaScript functions
+(integration/workloads/jit_chain.js) must show that chain, named, down from _start; without a
+map the agent says once which flag would help; a map that is a symlink, belongs to another user
+or is too big is refused and counted, and nothing of it is read.
+
+Each run is compared with `perf record -g` reading the same maps in the same run, when perf is
+installed; the shares are printed (pytest -s) and perf's must not beat ours by more than 5%.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import WORKLOADS, read_folded, wait_sampling
+
+NODE = shutil.which("node")
+PERF = shutil.which("perf")
+pytestmark = pytest.mark.skipif(NODE is None, reason="node (Node.js) is not installed")
+
+CHAIN = ["main", "outerWork", "middleWork", "innerWork"]
+FREQ = 99
+# TurboFan inlines middleWork and innerWork into outerWork's optimized code: one frame then,
+# for perf and for spanprof alike. The chain is the subject here, so V8 keeps them apart.
+NO_INLINING = "--no-turbo-inlining"
+
+
+def js_name(frame):
+    """The function of a V8 perf-map name ("JS:*innerWork /path/x.js:2:19" -> "innerWork")."""
+    m = re.match(r"^(?:JS|LazyCompile|Function):[~^*+]?([\w$]+)[ _]", frame)
+    return m.group(1) if m else None
+
+
+# Where a stack's root is taken as reached when comparing with perf, whose frame-pointer walk
+# ends in glibc's __libc_start_call_main (glibc keeps no frame pointer); spanprof's CFI walk
+# must reach _start itself.
+PERF_ROOTS = {"_start", "__libc_start_main_impl", "__libc_start_call_main"}
+
+
+def reaches_root(frames, strict):
+    if strict:
+        return len(frames) > 1 and frames[1] == "_start"
+    return bool(PERF_ROOTS & set(frames[1:4]))
+
+
+def chain_complete(frames, strict=True):
+    """The root is reached and the chain's frames follow one another."""
+    names = [js_name(f) for f in frames]
+    if not reaches_root(frames, strict) or "main" not in names:
+        return False
+    i = names.index("main")
+    return names[i:i + len(CHAIN)] == CHAIN
+
+
+def named_to_root(frames, strict=True):
+    """innerWork named, and the root reached."""
+    return reaches_root(frames, strict) and "innerWork" in map(js_name, frames)
+
+
+def share(stacks, pred):
+    total = sum(c for _, c in stacks)
+    return sum(c for f, c in stacks if pred(f)), total
+
+
+def perf_stacks(data):
+    """perf script's samples as (frames root..leaf with a dummy process name first, 1)."""
+    res = subprocess.run([PERF, "script", "-i", str(data), "-F", "ip,sym"], capture_output=True,
+                         text=True, timeout=300)
+    out, cur = [], []
+    for line in res.stdout.splitlines() + [""]:
+        line = line.strip()
+        if not line:
+            if cur:
+                out.append((["node"] + cur[::-1], 1))
+            cur = []
+            continue
+        _, _, sym = line.partition(" ")
+        cur.append(sym.strip())
+    return out
+
+
+def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None):
+    """jit_chain.js under node @node_args, held at its gate until the agent samples (and perf
+    records, when installed). Returns (agent stderr, our folded stacks, perf's stacks or None,
+    the workload's CPU seconds, its PID)."""
+    env = dict(os.environ, **(env_extra or {}))
+    work = subprocess.Popen([NODE, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    perf = None
+    out = tmp_path / "out"
+    agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid",
+                              str(work.pid), "--frequency", str(FREQ)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_sampling(agent)
+        if before_go:
+            before_go(work.pid)
+        if PERF:
+            perf = subprocess.Popen([PERF, "record", "-q", "-g", "-F", str(FREQ), "-p",
+                                     str(work.pid), "-o", str(tmp_path / "perf.data")],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        work.stdin.write("go\n")
+        work.stdin.close()
+        result = json.loads(work.stdout.readline())
+        work.wait(timeout=120)
+        _, err = agent.communicate(timeout=120)
+        if perf:
+            perf.wait(timeout=60)
+            # While the map is still there: perf names from it when it reports.
+            theirs = perf_stacks(tmp_path / "perf.data")
+    finally:
+        for p in (work, agent, perf):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGINT if p is perf else signal.SIGKILL)
+                p.wait()
+        Path(f"/tmp/perf-{work.pid}.map").unlink(missing_ok=True)
+    err = "".join(seen) + err
+    assert agent.returncode == 0, err
+    ours = [(f, c) for f, c in read_folded(out / "profile.folded") if f[0] == "node"]
+    if not perf:
+        theirs = None
+    return err, ours, theirs, result["cpu_s"], work.pid
+
+
+def check_share(name, ours, theirs, cpu_s, pred, want):
+    good, total = share(ours, pred)
+    # The program's own CPU time at FREQ Hz, with room for a loaded machine's lost ticks.
+    assert total >= 0.5 * cpu_s * FREQ, f"{total} samples for {cpu_s:.1f} s of CPU"
+    line = f"{name}: spanprof {good}/{total} = {good / total:.1%}"
+    if theirs is not None:
+        # The same question of both, with perf's notion of the root.
+        lgood, _ = share(ours, lambda f: pred(f, strict=False))
+        pgood, ptotal = share(theirs, lambda f: pred(f, strict=False))
+        line += (f" (root at libc: {lgood / total:.1%}); perf record -g {pgood}/{ptotal} = "
+                 f"{pgood / max(ptotal, 1):.1%}")
+        if ptotal >= 0.5 * cpu_s * FREQ:
+            assert lgood / total >= pgood / ptotal - 0.05, line
+    print(line)
+    bad = [f[-8:] for f, _ in ours if not pred(f)][:3]
+    assert good / total >= want, f"{line}\nsome others: {bad}"
+
+
+def test_node_perf_basic_prof_names_the_chain(spanprof, tmp_path):
+    err, ours, theirs, cpu_s, _ = run(
+        spanprof, tmp_path,
+        ["--perf-basic-prof", "--interpreted-frames-native-stack", NO_INLINING])
+    check_share("chain, --perf-basic-prof --interpreted-frames-native-stack", ours, theirs,
+                cpu_s, chain_complete, 0.90)
+    assert re.search(r"JIT code: \d+ frames named", err), err
+    assert "1 perf maps" in err, err
+
+
+def test_node_options_perf_basic_prof(spanprof, tmp_path):
+    """The flag through NODE_OPTIONS. Interpreted frames stay V8's shared trampoline until the
+    functions are compiled, so the share of named leaves reaching _start is what is asserted;
+    the exact chain's share is printed."""
+    err, ours, theirs, cpu_s, _ = run(spanprof, tmp_path, [NO_INLINING],
+                                      {"NODE_OPTIONS": "--perf-basic-prof"})
+    check_share("innerWork to _start, NODE_OPTIONS=--perf-basic-prof", ours, theirs, cpu_s,
+                named_to_root, 0.90)
+    good, total = share(ours, chain_complete)
+    line = f"  exact chain: spanprof {good}/{total} = {good / total:.1%}"
+    if theirs is not None:
+        pgood, ptotal = share(theirs, lambda f: chain_complete(f, strict=False))
+        line += f"; perf record -g {pgood}/{ptotal} = {pgood / max(ptotal, 1):.1%}"
+    print(line)
+
+
+def test_node_without_flags_says_which_flag(spanprof, tmp_path):
+    err, ours, _, cpu_s, pid = run(spanprof, tmp_path, [NO_INLINING])
+    hints = [l for l in err.splitlines() if f"PID {pid} (node): JIT code without names" in l]
+    assert len(hints) == 1, err
+    assert "--perf-basic-prof" in hints[0]
+    assert re.search(r"JIT code: 0 frames named, [1-9]\d* unnamed", err), err
+    assert "1 processes told which flag names them" in err, err
+    # V8 keeps frame pointers: unnamed as they are, the stacks still reach _start.
+    good, total = share(ours, lambda f: len(f) > 1 and f[1] == "_start")
+    assert total >= 0.5 * cpu_s * FREQ
+    assert good / total >= 0.90, f"{good}/{total} reach _start"
+
+
+SECRET = "0 7fffffffffff SECRET_FROM_THE_TARGET\n"
+
+
+def plant_symlink(tmp_path):
+    target = tmp_path / "root-only"
+    target.write_text(SECRET)
+    target.chmod(0o600)
+
+    def plant(pid):
+        os.symlink(target, f"/tmp/perf-{pid}.map")
+    return plant, "1 symlink"
+
+
+def plant_other_owner(tmp_path):
+    def plant(pid):
+        path = Path(f"/tmp/perf-{pid}.map")
+        path.write_text(SECRET)
+        os.chown(path, 54321, 54321)
+    return plant, "1 other owner"
+
+
+def plant_huge(tmp_path):
+    def plant(pid):
+        with open(f"/tmp/perf-{pid}.map", "w") as f:
+            f.write(SECRET)
+            f.truncate(1 << 30)  # 1 GiB, sparse
+    return plant, "1 too big"
+
+
+@pytest.mark.parametrize("planted", [plant_symlink, plant_other_owner, plant_huge],
+                         ids=["symlink", "other-owner", "1GiB"])
+def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
+    plant, counted = planted(tmp_path)
+    err, ours, _, _, pid = run(spanprof, tmp_path, [NO_INLINING], seconds=2, before_go=plant)
+    assert f"files refused: " in err, err
+    refused = re.search(r"files refused: ([^;]*);", err).group(1)
+    assert counted in refused, err
+    assert not any("SECRET" in fr for f, _ in ours for fr in f), "a refused map was read"
+    assert f"/tmp/perf-{pid}.map not read" in err, err
