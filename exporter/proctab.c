@@ -60,6 +60,7 @@ struct proctab {
 	void *maps_hook_ctx;
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
+	unsigned int jit_flags; /* jitproc__new() flags (proctab__set_jit_flags()) */
 };
 
 struct proctab *proctab__new(struct symcache *syms, struct ksyms *ksyms)
@@ -156,7 +157,7 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 	if (!dump && !jitproc__is_jit_mapping(m->path))
 		return 0;
 	if (!proc->jit)
-		proc->jit = jitproc__new(proc->pid, proc->exe, &t->stats.jit);
+		proc->jit = jitproc__new(proc->pid, proc->exe, t->jit_flags, &t->stats.jit);
 	if (proc->jit && dump)
 		jitproc__saw_mapping(proc->jit, m->path);
 	return 1;
@@ -672,6 +673,11 @@ size_t proctab__count(const struct proctab *t)
 const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
+}
+
+void proctab__set_jit_flags(struct proctab *t, unsigned int flags)
+{
+	t->jit_flags = flags;
 }
 
 void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)

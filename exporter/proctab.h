@@ -119,6 +119,9 @@ const char *proc__exe(const struct proc *proc);
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 
+/* jitproc__new() flags for processes met from now on (JITPROC_JAVA_PERFMAP: --java-perfmap). */
+void proctab__set_jit_flags(struct proctab *t, unsigned int flags);
+
 /* --- CFI unwinder hooks (exporter/unwinder.h, docs/unwinding.md) --- */
 struct procmaps;
 /*

@@ -730,21 +730,23 @@ static void jit_summary(struct recorder *r)
 	const struct jitproc_stats *j = &proctab__stats(r->procs)->jit;
 	const uint64_t *o = j->open.by_reason;
 
-	if (!j->frames_named && !j->frames_unnamed && !o[JITFILE_SYMLINK] && !o[JITFILE_OWNER] &&
-	    !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
+	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
+	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
 		return;
 	fprintf(stderr,
 		"spanprof: JIT code: %llu frames named, %llu unnamed (%llu of a map over its cap); "
 		"%llu perf maps, %llu jitdump files read (%llu lines, %llu records skipped, %llu "
 		"ranges replaced by newer code); files refused: %llu symlink, %llu other owner, "
-		"%llu not regular, %llu too big; %llu processes told which flag names them\n",
+		"%llu not regular, %llu too big; %llu processes told which flag names them; "
+		"%llu perf maps written by JVMs on request, %llu requests failed\n",
 		(unsigned long long)j->frames_named, (unsigned long long)j->frames_unnamed,
 		(unsigned long long)j->frames_full, (unsigned long long)j->perfmaps,
 		(unsigned long long)j->jitdumps, (unsigned long long)j->lines_bad,
 		(unsigned long long)j->records_bad, (unsigned long long)j->replaced,
 		(unsigned long long)o[JITFILE_SYMLINK], (unsigned long long)o[JITFILE_OWNER],
 		(unsigned long long)o[JITFILE_NOT_REGULAR], (unsigned long long)o[JITFILE_TOO_BIG],
-		(unsigned long long)j->hints);
+		(unsigned long long)j->hints, (unsigned long long)j->java_requests,
+		(unsigned long long)j->java_failed);
 }
 
 static void summary(struct recorder *r, struct sampler *s, double secs)
@@ -1215,6 +1217,7 @@ int record__run(const struct record_opts *o)
 	r.procs = proctab__new(syms, ksyms);
 	if (!r.procs || start_k8s(&r))
 		goto fail_nomem;
+	proctab__set_jit_flags(r.procs, o->java_perfmap ? JITPROC_JAVA_PERFMAP : 0);
 	r.boot_to_unix_ns = boot_to_unix_offset();
 
 	if (o->endpoint) {

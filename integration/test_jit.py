@@ -84,17 +84,19 @@ def perf_stacks(data):
     return out
 
 
-def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None):
-    """jit_chain.js under node @node_args, held at its gate until the agent samples (and perf
-    records, when installed). Returns (agent stderr, our folded stacks, perf's stacks or None,
-    the workload's CPU seconds, its PID)."""
+def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None, cmd=None,
+        agent_args=(), comm="node"):
+    """jit_chain.js under node @node_args (or @cmd), held at its gate until the agent samples
+    (and perf records, when installed). Returns (agent stderr, our folded stacks of @comm,
+    perf's stacks or None, the workload's CPU seconds, its PID)."""
     env = dict(os.environ, **(env_extra or {}))
-    work = subprocess.Popen([NODE, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    cmd = cmd or [NODE, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)]
+    work = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env)
     perf = None
     out = tmp_path / "out"
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid",
-                              str(work.pid), "--frequency", str(FREQ)],
+                              str(work.pid), "--frequency", str(FREQ), *agent_args],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen = wait_sampling(agent)
@@ -121,7 +123,7 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
         Path(f"/tmp/perf-{work.pid}.map").unlink(missing_ok=True)
     err = "".join(seen) + err
     assert agent.returncode == 0, err
-    ours = [(f, c) for f, c in read_folded(out / "profile.folded") if f[0] == "node"]
+    ours = [(f, c) for f, c in read_folded(out / "profile.folded") if f[0] == comm]
     if not perf:
         theirs = None
     return err, ours, theirs, result["cpu_s"], work.pid
@@ -223,3 +225,63 @@ def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
     assert counted in refused, err
     assert not any("SECRET" in fr for f, _ in ours for fr in f), "a refused map was read"
     assert f"/tmp/perf-{pid}.map not read" in err, err
+
+
+# --- Java (HotSpot) ---------------------------------------------------------------------------
+
+def jdks():
+    """Every JDK on the machine: (name, java, javac)."""
+    found = {}
+    for home in sorted(Path("/usr/lib/jvm").glob("*")):
+        java, javac = home / "bin/java", home / "bin/javac"
+        if java.exists() and javac.exists() and not home.is_symlink():
+            found[os.path.realpath(java)] = (home.name, java, javac)
+    return list(found.values())
+
+
+JDKS = jdks()
+
+
+def java_name(frame):
+    """The method of a HotSpot perf-map name ("long JitChain.innerWork(int)"), "Interpreter"
+    for the interpreter's code (an interpreted frame), else None."""
+    if frame.startswith("Interpreter"):
+        return "Interpreter"
+    m = re.search(r"JitChain[.:]+(\w+)\(", frame)
+    return m.group(1) if m else None
+
+
+@pytest.mark.skipif(not JDKS, reason="no JDK (java and javac) under /usr/lib/jvm")
+@pytest.mark.parametrize("jdk", JDKS, ids=[j[0] for j in JDKS])
+def test_java_perfmap_names_the_chain(spanprof, tmp_path, jdk):
+    """--java-perfmap: the agent asks the JVM for its perf map through the attach socket; with
+    -XX:+PreserveFramePointer the walk goes through compiled Java frames to the Java main
+    thread's start (a thread of the launcher: start_thread, not _start)."""
+    name, java, javac = jdk
+    classes = tmp_path / "classes"
+    subprocess.run([str(javac), "-d", str(classes), str(WORKLOADS / "JitChain.java")], check=True)
+    cmd = [str(java), "-XX:+PreserveFramePointer",
+           # C2 inlines the chain into one compiled method otherwise (one frame, as perf shows).
+           "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,JitChain::*",
+           "-cp", str(classes), "JitChain", "4"]
+    err, ours, theirs, cpu_s, pid = run(spanprof, tmp_path, None, cmd=cmd,
+                                        agent_args=["--java-perfmap"], comm="java")
+    assert re.search(r"[1-9]\d* perf maps written by JVMs on request, 0 requests failed", err), err
+
+    def chain(frames, strict=True):
+        """outerWork -> middleWork -> innerWork, called from main (compiled, or marked as an
+        interpreted frame: main runs once), down from the thread's start."""
+        names = [java_name(f) for f in frames]
+        if "outerWork" not in names or "start_thread" not in frames[1:4]:
+            return False
+        i = names.index("outerWork")
+        return names[i:i + 3] == CHAIN[1:] and names[i - 1] in ("main", "Interpreter")
+    good, total = share(ours, chain)
+    line = f"{name}: chain {good}/{total} = {good / max(total, 1):.1%}"
+    if theirs is not None:
+        pgood, ptotal = share(theirs, chain)
+        line += f"; perf record -g {pgood}/{ptotal} = {pgood / max(ptotal, 1):.1%}"
+    print(line)
+    assert total >= 0.5 * cpu_s * FREQ, line
+    bad = [f[-6:] for f, _ in ours if not chain(f)][:3]
+    assert good / total >= 0.90, f"{line}\n{bad}"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "runtime/jit/jitproc.h"
 #include "runtime/jitdump/jitdump.h"
+#include "runtime/jvm/jvmattach.h"
 #include "runtime/perfmap/perfmap.h"
 #include "util.h"
 
@@ -22,7 +24,10 @@ struct jitsrc {
 struct jitproc {
 	uint32_t pid, nspid;
 	uid_t euid, fsuid;
-	bool ids_read, ids_failed, hinted;
+	bool ids_read, ids_failed, hinted, java_logged;
+	unsigned int flags;
+	uint64_t java_asked_ns; /* CLOCK_MONOTONIC of the last perf-map request, 0: none */
+	bool missed;		/* a lookup found no name since the last request */
 	enum frame_kind kind;
 	char comm[32];
 	uint64_t read_ns; /* CLOCK_MONOTONIC of the last refresh */
@@ -45,7 +50,8 @@ static enum frame_kind kind_of(const char *name)
 	return FRAME_JIT;
 }
 
-struct jitproc *jitproc__new(uint32_t pid, const char *exe, struct jitproc_stats *stats)
+struct jitproc *jitproc__new(uint32_t pid, const char *exe, unsigned int flags,
+			     struct jitproc_stats *stats)
 {
 	struct jitproc *j = calloc(1, sizeof(*j));
 	const char *base = exe ? strrchr(exe, '/') : NULL;
@@ -53,6 +59,7 @@ struct jitproc *jitproc__new(uint32_t pid, const char *exe, struct jitproc_stats
 	if (!j)
 		return NULL;
 	j->pid = pid;
+	j->flags = flags;
 	j->stats = stats;
 	snprintf(j->comm, sizeof(j->comm), "%s", base ? base + 1 : exe ? exe : "?");
 	j->kind = kind_of(j->comm);
@@ -139,6 +146,68 @@ static void add_delta(uint64_t *total, uint64_t *seen, uint64_t now)
 	*seen = now;
 }
 
+/* 1 when @pid's command line or environment (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS) holds @s. */
+static int proc_mentions(uint32_t pid, const char *s)
+{
+	static const char *const files[] = {"cmdline", "environ"};
+	size_t len = strlen(s);
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		char path[64], buf[65536];
+		ssize_t n;
+		int fd, found;
+
+		snprintf(path, sizeof(path), "/proc/%u/%s", pid, files[f]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		found = n >= (ssize_t)len && memmem(buf, (size_t)n, s, len) != NULL;
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * --java-perfmap: asks the JVM for a fresh perf map (a snapshot: what was read of the last one
+ * is forgotten, since the JVM rewrites the same file in place). Says once per JVM what fails,
+ * and what to add when the walk cannot go through its compiled frames.
+ */
+static void ask_jvm(struct jitproc *j, FILE *log)
+{
+	uint64_t now = util__mono_ns();
+	char msg[128];
+	int err;
+
+	/* Sooner when code compiled since the last snapshot was met. */
+	if (j->java_asked_ns && now - j->java_asked_ns < JITPROC_JAVA_INTERVAL_NS &&
+	    !(j->missed && now - j->java_asked_ns >= JITPROC_JAVA_MISS_INTERVAL_NS))
+		return;
+	j->missed = false;
+	if (!j->java_asked_ns && log && !proc_mentions(j->pid, "-XX:+PreserveFramePointer"))
+		fprintf(
+		    log,
+		    "spanprof: PID %u (java): started without -XX:+PreserveFramePointer: its "
+		    "stacks end in the first compiled Java frame; add it to name whole stacks\n",
+		    j->pid);
+	j->java_asked_ns = now;
+	err = jvmattach__perfmap(j->pid, j->nspid, j->euid, JITPROC_JAVA_TIMEOUT_MS, msg,
+				 sizeof(msg));
+	if (err) {
+		j->stats->java_failed++;
+		if (log && !j->java_logged)
+			fprintf(log, "spanprof: PID %u (java): perf map not written: %s%s%s\n",
+				j->pid, strerror(-err), msg[0] ? ": " : "", msg);
+		j->java_logged = true;
+		return;
+	}
+	j->stats->java_requests++;
+	if (j->map)
+		perfmap__forget(j->map);
+}
+
 static void refresh(struct jitproc *j, FILE *log)
 {
 	struct stat st;
@@ -158,6 +227,8 @@ static void refresh(struct jitproc *j, FILE *log)
 	}
 	if (j->ids_failed)
 		return;
+	if (j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP))
+		ask_jvm(j, log);
 	fd = open_src(j, &j->map_src, &st, log);
 	if (fd >= 0) {
 		if (!j->map) {
@@ -206,8 +277,10 @@ static void hint(struct jitproc *j, FILE *log)
 		what = "start node with --perf-basic-prof (or NODE_OPTIONS=--perf-basic-prof)";
 		break;
 	case FRAME_JVM:
-		what = "start java with -XX:+PreserveFramePointer and have it write a perf map "
-		       "(jcmd PID Compiler.perfmap)";
+		what = j->flags & JITPROC_JAVA_PERFMAP
+			   ? "the JVM did not write its perf map (see above)"
+			   : "run spanprof with --java-perfmap (and java with "
+			     "-XX:+PreserveFramePointer), or run jcmd PID Compiler.perfmap";
 		break;
 	case FRAME_DOTNET:
 		what = "set DOTNET_PerfMapEnabled=1";
@@ -244,6 +317,7 @@ int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE
 			err = e;
 	}
 	j->stats->frames_unnamed++;
+	j->missed = true;
 	if (err == -E2BIG)
 		j->stats->frames_full++;
 	hint(j, log);

@@ -28,18 +28,29 @@
 #define JITPROC_MAX_FILE_BYTES (256ull << 20)
 /* jitdump files followed per process. */
 #define JITPROC_MAX_DUMPS 4
+/* With JITPROC_JAVA_PERFMAP, a JVM is asked for a fresh perf map this often. */
+#define JITPROC_JAVA_INTERVAL_NS (10 * 1000 * 1000 * 1000ull)
+/* ... or after this long when a JIT PC was not named since (code compiled after the map). */
+#define JITPROC_JAVA_MISS_INTERVAL_NS (1000 * 1000 * 1000ull)
+/* ... and each request waits at most this long (attach listener start, map written). */
+#define JITPROC_JAVA_TIMEOUT_MS 3000
+
+/* jitproc__new() flag: ask HotSpot JVMs for their perf map (runtime/jvm/jvmattach.h). */
+#define JITPROC_JAVA_PERFMAP 1u
 
 /* Counters of every process's JIT naming; the caller owns one and passes it to each jitproc. */
 struct jitproc_stats {
-	uint64_t frames_named;	   /* JIT PCs named */
-	uint64_t frames_unnamed;   /* JIT PCs no perf map or jitdump names */
-	uint64_t frames_full;	   /* ... because a map reached its cap */
-	uint64_t perfmaps;	   /* processes whose perf map was read */
-	uint64_t jitdumps;	   /* jitdump files read */
-	uint64_t lines_bad;	   /* perf-map lines skipped */
-	uint64_t records_bad;	   /* jitdump records skipped, files corrupt */
-	uint64_t replaced;	   /* ranges replaced by newer code at their address */
-	uint64_t hints;		   /* processes told which flag would name their JIT frames */
+	uint64_t frames_named;	 /* JIT PCs named */
+	uint64_t frames_unnamed; /* JIT PCs no perf map or jitdump names */
+	uint64_t frames_full;	 /* ... because a map reached its cap */
+	uint64_t perfmaps;	 /* processes whose perf map was read */
+	uint64_t jitdumps;	 /* jitdump files read */
+	uint64_t lines_bad;	 /* perf-map lines skipped */
+	uint64_t records_bad;	 /* jitdump records skipped, files corrupt */
+	uint64_t replaced;	 /* ranges replaced by newer code at their address */
+	uint64_t hints;		 /* processes told which flag would name their JIT frames */
+	uint64_t java_requests;	 /* perf maps a JVM wrote on request (--java-perfmap) */
+	uint64_t java_failed;	 /* ... requests that failed (no attach socket, timeout, refused) */
 	struct jitfile_stats open; /* perf map and jitdump opens by outcome */
 };
 
@@ -47,10 +58,17 @@ struct jitproc;
 
 /*
  * State for process @pid (host PID) whose executable is @exe (NULL: unknown; used to say which
- * runtime the frames are: frame kind, and the hint printed when nothing names them). @stats is
- * borrowed and must outlive the jitproc. NULL + errno.
+ * runtime the frames are: frame kind, and the hint printed when nothing names them). @flags:
+ * JITPROC_JAVA_PERFMAP or 0. @stats is borrowed and must outlive the jitproc. NULL + errno.
+ *
+ * With JITPROC_JAVA_PERFMAP, a HotSpot JVM (executable "java") is asked to write its perf map
+ * at its first JIT lookup and every JITPROC_JAVA_INTERVAL_NS after, or
+ * JITPROC_JAVA_MISS_INTERVAL_NS after when a JIT PC went unnamed meanwhile (the map is a snapshot
+ * of its code cache: code compiled since is named from the next one). The request blocks the caller
+ * for at most JITPROC_JAVA_TIMEOUT_MS.
  */
-struct jitproc *jitproc__new(uint32_t pid, const char *exe, struct jitproc_stats *stats);
+struct jitproc *jitproc__new(uint32_t pid, const char *exe, unsigned int flags,
+			     struct jitproc_stats *stats);
 /* NULL is a no-op. */
 void jitproc__free(struct jitproc *j);
 

@@ -191,6 +191,14 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 	return commit(m) ?: err;
 }
 
+void perfmap__forget(struct perfmap *m)
+{
+	jittab__clear(m->tab);
+	m->offset = 0;
+	m->skipping = false;
+	m->full = false;
+}
+
 int perfmap__lookup(const struct perfmap *m, uint64_t addr, struct jittab_sym *out)
 {
 	if (m->full)

@@ -53,6 +53,13 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st);
  */
 int perfmap__feed(struct perfmap *m, const char *buf, size_t len, size_t *consumed);
 
+/*
+ * Forgets everything read: the next update reads the file from its start. For a map its
+ * writer rewrote in place (HotSpot's Compiler.perfmap truncates the same file), which the
+ * file's identity and size alone cannot tell.
+ */
+void perfmap__forget(struct perfmap *m);
+
 /* The range holding @addr: 0 and *@out (valid until the next update), -ENOENT, -E2BIG (full). */
 int perfmap__lookup(const struct perfmap *m, uint64_t addr, struct jittab_sym *out);
 /* Bytes of the file read so far (the offset the next update starts at). */
