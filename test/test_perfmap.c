@@ -93,6 +93,17 @@ static void test_parse(void **unused)
 	assert_int_equal(s.end, 0x3008);
 	assert_null(s.file);
 	assert_int_equal(jittab__count(perfmap__table(m)), 3);
+
+	/* Disjoint ranges in any order, between and around the held ones: all merged in place. */
+	feed(m, "9000 10 z\n2800 10 y\n500 10 x\n1800 8 w\n");
+	assert_int_equal(jittab__count(perfmap__table(m)), 7);
+	assert_string_equal(name_at(m, 0x500), "x");
+	assert_string_equal(name_at(m, 0x1804), "w");
+	assert_string_equal(name_at(m, 0x280f), "y");
+	assert_string_equal(name_at(m, 0x9000), "z");
+	assert_string_equal(name_at(m, 0x1000), "LazyCompile:*fib /app/x.js:3");
+	assert_string_equal(name_at(m, 0x3000), "Builtin: ArgumentsAdaptorTrampoline");
+	assert_null(name_at(m, 0x1808));
 	perfmap__free(m);
 }
 

@@ -247,6 +247,51 @@ static int by_start_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/*
+ * The common case, a runtime appending code at fresh addresses: no staged range is a removal or
+ * overlaps another range, staged or held. Then the staged ranges are sorted and merged into the
+ * held ones (strings and rows stay where they are). 1 done, 0 not that case, -ENOMEM.
+ */
+static int commit_disjoint(struct jittab *t)
+{
+	size_t n = t->ncommitted, k = t->nents - n, i, j, o;
+	struct ent *staged = t->ents + n, *merged;
+
+	for (i = 0; i < k; i++)
+		if (staged[i].tomb)
+			return 0;
+	qsort(staged, k, sizeof(*staged), by_start_id);
+	for (i = 0; i < k; i++) {
+		size_t lo = 0, hi = n;
+
+		if (i + 1 < k && staged[i].end > staged[i + 1].start)
+			return 0;
+		/* The held range starting last at or below this one's start, and the next one. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->ents[mid].start <= staged[i].start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && t->ents[lo - 1].end > staged[i].start)
+			return 0;
+		if (lo < n && t->ents[lo].start < staged[i].end)
+			return 0;
+	}
+	merged = malloc((n + k) * sizeof(*merged));
+	if (!merged)
+		return -ENOMEM;
+	for (i = 0, j = 0, o = 0; i < n || j < k;)
+		merged[o++] = j == k || (i < n && t->ents[i].start < staged[j].start) ? t->ents[i++]
+										      : staged[j++];
+	free(t->ents);
+	t->ents = merged;
+	t->nents = t->ncommitted = t->cap_ents = n + k;
+	return 1;
+}
+
 int jittab__commit(struct jittab *t)
 {
 	struct heap newest = {0}, oldest = {0};
@@ -259,6 +304,13 @@ int jittab__commit(struct jittab *t)
 
 	if (n == t->ncommitted)
 		return t->full ? -E2BIG : 0;
+	err = commit_disjoint(t);
+	if (err) {
+		if (err > 0 && (t->ncommitted > t->max_entries || used_bytes(t) > t->max_bytes))
+			t->full = true;
+		return err < 0 ? err : t->full ? -E2BIG : 0;
+	}
+	err = -ENOMEM;
 	es = malloc(n * sizeof(*es));
 	dead = calloc(n, sizeof(*dead));
 	newest.v = malloc(n * sizeof(*newest.v));
