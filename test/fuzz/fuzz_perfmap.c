@@ -53,8 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t addr;
 		size_t len = 0;
 
-		while (len < 16 && p + len < (nl ? nl : end) && strchr("0123456789abcdef", p[len]) &&
-		       p[len])
+		while (len < 16 && p + len < (nl ? nl : end) &&
+		       strchr("0123456789abcdef", p[len]) && p[len])
 			num[len] = (char)p[len], len++;
 		addr = strtoull(num, NULL, 16);
 		lookup(m, addr - 1);

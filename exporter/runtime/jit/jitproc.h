@@ -31,7 +31,7 @@
 /* With JITPROC_JAVA_PERFMAP, a JVM is asked for a fresh perf map this often. */
 #define JITPROC_JAVA_INTERVAL_NS (10 * 1000 * 1000 * 1000ull)
 /* ... or after this long when a JIT PC was not named since (code compiled after the map). */
-#define JITPROC_JAVA_MISS_INTERVAL_NS (1000 * 1000 * 1000ull)
+#define JITPROC_JAVA_MISS_INTERVAL_NS (500 * 1000 * 1000ull)
 /* ... and each request waits at most this long (attach listener start, map written). */
 #define JITPROC_JAVA_TIMEOUT_MS 3000
 

@@ -417,7 +417,6 @@ cleanup:
 
 void jittab__clear(struct jittab *t)
 {
-	t->replaced += t->ncommitted;
 	t->nents = t->ncommitted = 0;
 	t->nrows = 0;
 	t->npool = 0;

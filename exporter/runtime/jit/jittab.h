@@ -62,7 +62,7 @@ int jittab__lookup(const struct jittab *t, uint64_t addr, struct jittab_sym *out
 size_t jittab__count(const struct jittab *t);
 /* 1 once a cap was reached (cleared by jittab__clear()). */
 int jittab__full(const struct jittab *t);
-/* Ranges replaced by a later overlapping one or removed, since creation. */
+/* Ranges replaced by a later overlapping one or removed, since creation (not jittab__clear()). */
 uint64_t jittab__replaced(const struct jittab *t);
 /* Heap bytes held. */
 size_t jittab__bytes(const struct jittab *t);
