@@ -146,8 +146,9 @@ static int is_file_mapping(const struct procmap *m)
 }
 
 /*
- * Readies @proc's JIT naming when @m is JIT code or a jitdump file (not an ELF file: 1, nothing
- * to open). Nothing is read until a PC falls in JIT code.
+ * Readies @proc's JIT naming when @m is JIT code or a jitdump file. 1 when there is no ELF file
+ * to open (anonymous memory, a jitdump); a memfd may hold an ELF file (0: opened as one, and
+ * named as JIT code only if it is not). Nothing is read until a PC falls in JIT code.
  */
 static int jit_mapping(struct proctab *t, struct proc *proc, const struct procmap *m)
 {
@@ -160,7 +161,7 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 		proc->jit = jitproc__new(proc->pid, proc->exe, t->jit_flags, &t->stats.jit);
 	if (proc->jit && dump)
 		jitproc__saw_mapping(proc->jit, m->path);
-	return 1;
+	return m->path[0] != '/' || dump;
 }
 
 /*
@@ -514,7 +515,7 @@ static uint32_t user_location(struct proctab *t, struct proc *proc, struct profi
 	}
 	i = m - proc->maps.maps;
 	mapping = prof_mapping(t, proc, i, p);
-	if (proc->jit && jitproc__is_jit_mapping(m->path))
+	if (proc->jit && !proc->ext[i].obj && jitproc__is_jit_mapping(m->path))
 		return jit_location(proc, p, mapping, pc, is_return);
 	loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
 	if (loc)

@@ -295,26 +295,49 @@ static void hint(struct jitproc *j, FILE *log)
 		j->pid, j->comm, j->nspid ? j->nspid : j->pid, what);
 }
 
-int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log)
+/* The files' answer for @pc: 0, -ENOENT, -E2BIG (a file over its cap). */
+static int find(const struct jitproc *j, uint64_t pc, struct jittab_sym *out)
 {
 	int err = -ENOENT, e;
 
-	if (util__mono_ns() - j->read_ns > JITPROC_REFRESH_NS)
-		refresh(j, log);
 	/* A jitdump gives file:line besides the name: asked first. */
 	for (uint32_t i = 0; i < j->ndumps; i++) {
 		e = jitdump__lookup(j->dump[i], pc, out);
 		if (!e)
-			goto named;
+			return 0;
 		if (e == -E2BIG)
 			err = e;
 	}
 	if (j->map) {
 		e = perfmap__lookup(j->map, pc, out);
 		if (!e)
-			goto named;
+			return 0;
 		if (e == -E2BIG)
 			err = e;
+	}
+	return err;
+}
+
+int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log)
+{
+	int err;
+
+	if (util__mono_ns() - j->read_ns > JITPROC_REFRESH_NS)
+		refresh(j, log);
+	err = find(j, pc, out);
+	/*
+	 * A JVM's map is a snapshot: code compiled since is in none. Ask for a new one now (at most
+	 * every JITPROC_JAVA_MISS_INTERVAL_NS) rather than leave this frame unnamed.
+	 */
+	if (err == -ENOENT && j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP) &&
+	    util__mono_ns() - j->java_asked_ns >= JITPROC_JAVA_MISS_INTERVAL_NS) {
+		j->missed = true;
+		refresh(j, log);
+		err = find(j, pc, out);
+	}
+	if (!err) {
+		j->stats->frames_named++;
+		return 0;
 	}
 	j->stats->frames_unnamed++;
 	j->missed = true;
@@ -322,7 +345,4 @@ int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE
 		j->stats->frames_full++;
 	hint(j, log);
 	return err;
-named:
-	j->stats->frames_named++;
-	return 0;
 }
