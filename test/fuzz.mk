@@ -1,6 +1,7 @@
 # Fuzzing of the parsers that read what other processes control: ELF files (CFI, TLS
 # classification, symbols and DWARF), /proc/PID/maps, /proc/kallsyms, /proc/PID/environ and
-# cgroup, the OTEP 4719 process context and the OTEP 4947 thread-context record.
+# cgroup, the OTEP 4719 process context and the OTEP 4947 thread-context record, perf maps and
+# jitdump files.
 # See docs/fuzzing.md.
 #
 # Each target test/fuzz/fuzz_<name>.c is built twice with clang, ASan and UBSan (every UBSan
@@ -22,9 +23,9 @@
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 600
-FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta
+FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump
 FUZZ_FLAGS    ?=
-FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta
+FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   := -g -O1 -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
 		 -Wno-unused-parameter -D_GNU_SOURCE -DSPANPROF_VERSION='"$(VERSION)"' \
@@ -41,6 +42,8 @@ FUZZ_SRCS_procctx   := spans/procctx process/procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := spans/threadctx
 FUZZ_SRCS_ksyms     := symbols/ksyms
 FUZZ_SRCS_procmeta  := process/procmeta process/k8smeta
+FUZZ_SRCS_perfmap   := runtime/perfmap/perfmap runtime/jit/jittab
+FUZZ_SRCS_jitdump   := runtime/jitdump/jitdump runtime/jit/jittab
 FUZZ_LIBS_cfi       := -lelf -lpthread
 FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz -llzma -ldebuginfod -lpthread
 FUZZ_LIBS_procmaps  := -lprotobuf-c
@@ -55,6 +58,8 @@ FUZZ_OPTS_procctx   := -max_len=8192
 FUZZ_OPTS_threadctx := -max_len=1024
 FUZZ_OPTS_ksyms     := -max_len=16384
 FUZZ_OPTS_procmeta  := -max_len=8192
+FUZZ_OPTS_perfmap   := -max_len=16384
+FUZZ_OPTS_jitdump   := -max_len=16384
 
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_ALL))
 FUZZ_REPLAYS  := $(addprefix $(BUILD)/test/fuzz_replay_,$(FUZZ_ALL))

@@ -80,6 +80,7 @@ enum {
 	OPT_CONTAINER_ID,
 	OPT_K8S_POD,
 	OPT_K8S,
+	OPT_JAVA_PERFMAP,
 };
 
 static const struct argp_option record_options[] = {
@@ -175,6 +176,11 @@ static const struct argp_option record_options[] = {
      "Add Kubernetes resource attributes: k8s.pod.uid (from the cgroup path), k8s.pod.name, "
      "k8s.namespace.name, k8s.container.name (from the kubelet's /var/log/pods and "
      "/var/log/containers) and k8s.node.name (from K8S_NODE_NAME or NODE_NAME)",
+     3},
+    {"java-perfmap", OPT_JAVA_PERFMAP, NULL, 0,
+     "Ask each HotSpot JVM sampled in JIT code to write its perf map (as 'jcmd PID "
+     "Compiler.perfmap' does, through the JVM's attach socket; SIGQUIT starts its listener) "
+     "every 10 s, so its compiled Java frames are named (docs/jit.md)",
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
@@ -687,6 +693,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				  arg);
 	case OPT_K8S:
 		o->k8s = 1;
+		break;
+	case OPT_JAVA_PERFMAP:
+		o->java_perfmap = 1;
 		break;
 	case ARGP_KEY_ARG:
 		OPT_FAIL(state, "unexpected argument '%s'", arg);

@@ -452,10 +452,7 @@ static int add_attr(struct enc *e, enum attr_kind kind, uint64_t v, uint32_t aux
 	case AK_FRAME_TYPE:
 		k = add_extra(e, XS_FRAME_TYPE);
 		val->value_case = ANY_STRING;
-		val->string_value = v == FRAME_KERNEL  ? "kernel"
-				    : v == FRAME_ABORT ? "abort"
-				    : v == FRAME_GO    ? "go"
-						       : "native";
+		val->string_value = (char *)profile__frame_type((enum frame_kind)v);
 		break;
 	case AK_BUILD_ID:
 		k = add_extra(e, XS_BUILD_ID_GNU);
@@ -621,8 +618,7 @@ static int add_location(struct enc *e, uint32_t li, uint32_t pid)
 	mi = add_mapping(e, l->mapping, pid);
 	if (mi < 0)
 		return mi;
-	if (l->kind == FRAME_NATIVE || l->kind == FRAME_KERNEL || l->kind == FRAME_ABORT ||
-	    l->kind == FRAME_GO) {
+	if (profile__frame_type(l->kind)) {
 		ft = add_attr(e, AK_FRAME_TYPE, l->kind, 0);
 		if (ft < 0)
 			return ft;

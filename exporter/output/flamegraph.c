@@ -158,6 +158,10 @@ static void frame_colour(const struct stack_tree_frame *fr, int rgb[3])
 	} else if (fr->kind == FRAME_ABORT) { /* marker of a cut stack: pale red, one colour */
 		rgb[0] = 240;
 		rgb[1] = rgb[2] = 170;
+	} else if (frame_kind__is_jit(fr->kind)) { /* green, as flamegraph.pl's JIT frames */
+		rgb[0] = 50 + 60 * v1;
+		rgb[1] = 170 + 60 * v2;
+		rgb[2] = 50 + 60 * v3;
 	} else if (fr->kind == FRAME_KERNEL) {
 		rgb[0] = 80 + 60 * v1;
 		rgb[1] = 160 + 50 * v2;

@@ -208,10 +208,19 @@ static const char *basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Name of a frame without a symbol: "[file+0xoffset]" or "[unknown]", "_[k]" for kernel. */
+/*
+ * Suffix of a frame's name by kind, as flamegraph.pl's palettes read them: "_[k]" kernel, "_[j]"
+ * JIT-compiled code.
+ */
+static const char *kind_suffix(enum frame_kind kind)
+{
+	return kind == FRAME_KERNEL ? "_[k]" : frame_kind__is_jit(kind) ? "_[j]" : "";
+}
+
+/* Name of a frame without a symbol: "[file+0xoffset]" or "[unknown]", with its kind's suffix. */
 static int builder__unknown_name(struct builder *b, const struct profile_location *loc)
 {
-	const char *k = loc->kind == FRAME_KERNEL ? "_[k]" : "";
+	const char *k = kind_suffix(loc->kind);
 	const struct profile_mapping *m = profile__mapping(b->p, loc->mapping);
 	const char *file = m ? basename_of(profile__string(b->p, m->filename)) : "";
 
@@ -248,10 +257,10 @@ static int builder__location(struct builder *b, uint32_t i)
 {
 	const struct profile_location *loc = profile__location(b->p, i);
 	const struct profile_line *lines = profile__location_lines(b->p, i);
-	enum frame_kind kind =
-	    loc->kind == FRAME_KERNEL || loc->kind == FRAME_ABORT || loc->kind == FRAME_GO
-		? loc->kind
-		: FRAME_NATIVE;
+	enum frame_kind kind = loc->kind == FRAME_KERNEL || loc->kind == FRAME_ABORT ||
+				       loc->kind == FRAME_GO || frame_kind__is_jit(loc->kind)
+				   ? loc->kind
+				   : FRAME_NATIVE;
 	int err;
 
 	b->loc_first[i] = b->nchain;
@@ -270,7 +279,7 @@ static int builder__location(struct builder *b, uint32_t i)
 		if (!*name)
 			name = profile__string(b->p, f->system_name);
 		if (*name) {
-			err = builder__fmt(b, "%s%s", name, kind == FRAME_KERNEL ? "_[k]" : "");
+			err = builder__fmt(b, "%s%s", name, kind_suffix(kind));
 		} else {
 			unknown = true;
 			err = builder__unknown_name(b, loc);

@@ -16,6 +16,8 @@
 #include "process/procmeta.h"
 #include "process/proctab.h"
 #include "util/util.h"
+#include "runtime/jit/jitproc.h"
+#include "runtime/jitdump/jitdump.h"
 
 /* A PC outside every mapping triggers a re-read of maps at most this often. */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
@@ -39,6 +41,7 @@ struct proc {
 	struct sp_vma *fvmas;
 	uint32_t nfvmas;
 	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
+	struct jitproc *jit;	/* JIT code names (perf map, jitdump), NULL: no JIT mapping seen */
 	UT_hash_handle hh;
 };
 
@@ -53,6 +56,7 @@ struct proctab {
 	void *maps_hook_ctx;
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
+	unsigned int jit_flags; /* jitproc__new() flags (proctab__set_jit_flags()) */
 };
 
 struct proctab *proctab__new(struct symcache *syms)
@@ -80,6 +84,7 @@ static void proc_free(struct proctab *t, struct proc *proc)
 	procmeta__clear(&proc->meta);
 	free(proc->exe);
 	free(proc->fvmas);
+	jitproc__free(proc->jit);
 	free(proc);
 }
 
@@ -136,6 +141,25 @@ static int is_file_mapping(const struct procmap *m)
 }
 
 /*
+ * Readies @proc's JIT naming when @m is JIT code or a jitdump file. 1 when there is no ELF file
+ * to open (anonymous memory, a jitdump); a memfd may hold an ELF file (0: opened as one, and
+ * named as JIT code only if it is not). Nothing is read until a PC falls in JIT code.
+ */
+static int jit_mapping(struct proctab *t, struct proc *proc, const struct procmap *m)
+{
+	uint32_t pid;
+	int dump = jitdump__is_path(m->path, &pid);
+
+	if (!dump && !jitproc__is_jit_mapping(m->path))
+		return 0;
+	if (!proc->jit)
+		proc->jit = jitproc__new(proc->pid, proc->exe, t->jit_flags, &t->stats.jit);
+	if (proc->jit && dump)
+		jitproc__saw_mapping(proc->jit, m->path);
+	return m->path[0] != '/' || dump;
+}
+
+/*
  * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
  * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
  * process's samples are never named with the newer one's mappings. The maps hook sees the
@@ -165,6 +189,9 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 			proc->ext[i].obj = vdso_object(t);
 			continue;
 		}
+		/* JIT code and the jitdump files naming it (runtime/jit/jitproc.h). */
+		if (jit_mapping(t, proc, m))
+			continue;
 		if (!is_file_mapping(m))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", proc->pid,
@@ -214,6 +241,8 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	}
 	/* New process, or the PID now belongs to another one. */
 	proc->start_boot_ns = start_boot_ns;
+	jitproc__free(proc->jit);
+	proc->jit = NULL;
 	proc->nfvmas = 0;
 	proc->last_gen = t->gen;
 	t->stats.processes++;
@@ -255,6 +284,11 @@ int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out)
 const char *proc__exe(const struct proc *proc)
 {
 	return proc->exe ? proc->exe : "";
+}
+
+struct jitproc *proc__jit(const struct proc *proc)
+{
+	return proc->jit;
 }
 
 /* At most this many mappings learnt from a process's samples are kept in its entry. */
@@ -339,6 +373,7 @@ static void fileid_mapping(const struct sp_vma *e, struct elf_object *obj, struc
 	out->obj = obj;
 	out->slot = NULL;
 	out->from_fileid = 1;
+	out->jit = 0;
 }
 
 int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const struct sp_vmas *vmas,
@@ -384,6 +419,7 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 	out->obj = proc->ext[i].obj;
 	out->slot = proc->ext[i].slot;
 	out->from_fileid = 0;
+	out->jit = proc->jit && !out->obj && jitproc__is_jit_mapping(m->path);
 	return 0;
 }
 
@@ -482,6 +518,11 @@ size_t proctab__count(const struct proctab *t)
 const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
+}
+
+void proctab__set_jit_flags(struct proctab *t, unsigned int flags)
+{
+	t->jit_flags = flags;
 }
 
 void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "symbols/symbolize.h"
+#include "runtime/jit/jitproc.h"
 
 struct proctab;
 struct proc;
@@ -36,6 +37,7 @@ struct proctab_stats {
 	uint64_t exe_fileid;	    /* processes whose executable came from the identity */
 	uint64_t exec_paths_opened; /* executable paths opened (proctab__exec_path()) */
 	uint64_t exec_paths_failed; /* ... that could not be opened, or held another file */
+	struct jitproc_stats jit;   /* JIT code named from perf maps and jitdump files */
 };
 
 /* @syms is borrowed: the table opens the files of mappings in it. NULL + errno on ENOMEM. */
@@ -66,6 +68,7 @@ struct proc_mapping {
 	 */
 	uint32_t *slot;
 	int from_fileid; /* 1: found through the sample's file identities, not /proc/PID/maps */
+	int jit;	 /* 1: JIT code (anonymous executable memory): named by proc__jit() */
 };
 
 /*
@@ -125,7 +128,16 @@ int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out);
 /* Executable path of the process (from /proc/PID/exe), "" if unknown. */
 const char *proc__exe(const struct proc *proc);
 
+/*
+ * The names of the process's JIT code (perf map, jitdump: runtime/jit/jitproc.h), owned by the
+ * entry; NULL while no JIT mapping was seen.
+ */
+struct jitproc *proc__jit(const struct proc *proc);
+
 const struct proctab_stats *proctab__stats(const struct proctab *t);
+
+/* jitproc__new() flags for processes met from now on (JITPROC_JAVA_PERFMAP: --java-perfmap). */
+void proctab__set_jit_flags(struct proctab *t, unsigned int flags);
 
 /* --- CFI unwinder hooks (exporter/unwind/unwinder.h, docs/unwinding.md) --- */
 struct procmaps;

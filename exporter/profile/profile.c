@@ -48,6 +48,7 @@ struct loc_key {
 	uint64_t address;
 	uint32_t mapping;
 	uint32_t kind;
+	uint32_t version; /* JIT code: the range's id (profile__intern_location_version) */
 };
 
 struct loc_ent {
@@ -488,6 +489,17 @@ static struct loc_key loc_key(uint32_t mapping, uint64_t address, enum frame_kin
 	return k;
 }
 
+const char *profile__frame_type(enum frame_kind k)
+{
+	static const char *const names[FRAME__NKINDS] = {
+	    [FRAME_NATIVE] = "native", [FRAME_KERNEL] = "kernel", [FRAME_ABORT] = "abort",
+	    [FRAME_GO] = "go",	       [FRAME_JIT] = "jit",	  [FRAME_V8JS] = "v8js",
+	    [FRAME_JVM] = "jvm",       [FRAME_DOTNET] = "dotnet",
+	};
+
+	return (unsigned)k < FRAME__NKINDS ? names[k] : NULL;
+}
+
 uint32_t profile__find_location(const struct profile *p, uint32_t mapping, uint64_t address,
 				enum frame_kind kind)
 {
@@ -502,6 +514,13 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 				  enum frame_kind kind, const struct profile_line *lines,
 				  uint32_t nlines)
 {
+	return profile__intern_location_version(p, mapping, address, kind, 0, lines, nlines);
+}
+
+uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, uint64_t address,
+					  enum frame_kind kind, uint32_t version,
+					  const struct profile_line *lines, uint32_t nlines)
+{
 	struct loc_key k = loc_key(mapping, address, kind);
 	struct profile_location *loc;
 	struct loc_ent *e = NULL;
@@ -510,6 +529,7 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 	uint32_t idx;
 	unsigned hv;
 
+	k.version = version;
 	if (is_zero(&k, sizeof(k)))
 		return 0;
 	if (mapping >= p->nmappings || (unsigned)kind >= FRAME__NKINDS || (nlines && !lines))

@@ -31,9 +31,26 @@ enum frame_kind {
 	 * profile.frame.type "abort", as the OpenTelemetry profiler marks its error frames.
 	 */
 	FRAME_ABORT = 3,
-	FRAME_GO = 4,  /* Go code: machine code of a Go function (its .gopclntab covers it) */
-	FRAME__NKINDS, /* one past the last kind */
+	FRAME_GO = 4, /* Go code: machine code of a Go function (its .gopclntab covers it) */
+	/* JIT-compiled code named from a perf map or jitdump (runtime/jit/jitproc.h): */
+	FRAME_JIT = 5,	  /* of a runtime not recognised */
+	FRAME_V8JS = 6,	  /* V8 (Node.js) */
+	FRAME_JVM = 7,	  /* a Java virtual machine */
+	FRAME_DOTNET = 8, /* .NET */
+	FRAME__NKINDS,	  /* one past the last kind */
 };
+
+/*
+ * The OpenTelemetry profile.frame.type value of @k (semantic conventions, attributes registry
+ * "profile": "native", "kernel", "v8js", "jvm", "dotnet"; FRAME_JIT gives the custom value
+ * "jit", as the registry allows where no listed value applies); NULL for FRAME_UNSET.
+ */
+const char *profile__frame_type(enum frame_kind k);
+/* 1 for the JIT kinds (FRAME_JIT and the runtimes after it). */
+static inline int frame_kind__is_jit(enum frame_kind k)
+{
+	return k >= FRAME_JIT && k < FRAME__NKINDS;
+}
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */
 struct profile_mapping {
@@ -185,6 +202,14 @@ uint32_t profile__find_location(const struct profile *p, uint32_t mapping, uint6
 uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t address,
 				  enum frame_kind kind, const struct profile_line *lines,
 				  uint32_t nlines);
+/*
+ * profile__intern_location() keyed by @version as well: JIT code, where one address holds other
+ * code over time, passes a number that differs between any two code ranges (jittab.h ids), so
+ * a location never keeps the lines of code that was there before. Version 0 is the plain one.
+ */
+uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, uint64_t address,
+					  enum frame_kind kind, uint32_t version,
+					  const struct profile_line *lines, uint32_t nlines);
 uint32_t profile__intern_stack(struct profile *p, const uint32_t *locations, uint32_t n);
 /*
  * Replaces the lines of location @loc (a debug file that arrived late names it now): @lines

@@ -732,6 +732,7 @@ int record__run(const struct record_opts *o)
 	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
 	if (!r.in.resolve || start_k8s(&r))
 		goto fail_nomem;
+	proctab__set_jit_flags(r.procs, o->java_perfmap ? JITPROC_JAVA_PERFMAP : 0);
 	r.in.boot_to_unix_ns = boot_to_unix_offset();
 
 	if (o->endpoint) {

@@ -64,7 +64,8 @@ struct record_opts {
 	size_t ncontainer_ids;
 	const char *k8s_pods[RECORD_MAX_TARGETS]; /* --k8s-pod UID|NAMESPACE/NAME */
 	size_t nk8s_pods;
-	int k8s; /* --k8s: Kubernetes resource attributes (exporter/process/k8smeta.h) */
+	int k8s;	  /* --k8s: Kubernetes resource attributes (exporter/process/k8smeta.h) */
+	int java_perfmap; /* --java-perfmap: ask JVMs for their perf map (docs/jit.md) */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */

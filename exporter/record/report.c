@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "process/k8smeta.h"
+#include "process/proctab.h"
+#include "runtime/jit/jitproc.h"
 #include "record/record_describe.h"
 #include "record/recorder.h"
 #include "record/report.h"
@@ -223,6 +225,31 @@ static void fileid_summary(struct recorder *r, const uint64_t *st)
 		(unsigned long long)ps->exec_paths_failed);
 }
 
+/* JIT code named from perf maps and jitdump files (runtime/jit/jitproc.h); silent without JIT. */
+static void jit_summary(struct recorder *r)
+{
+	const struct jitproc_stats *j = &proctab__stats(r->procs)->jit;
+	const uint64_t *o = j->open.by_reason;
+
+	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
+	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
+		return;
+	fprintf(stderr,
+		"spanprof: JIT code: %llu frames named, %llu unnamed (%llu of a map over its cap); "
+		"%llu perf maps, %llu jitdump files read (%llu lines, %llu records skipped, %llu "
+		"ranges replaced by newer code); files refused: %llu symlink, %llu other owner, "
+		"%llu not regular, %llu too big; %llu processes told which flag names them; "
+		"%llu perf maps written by JVMs on request, %llu requests failed\n",
+		(unsigned long long)j->frames_named, (unsigned long long)j->frames_unnamed,
+		(unsigned long long)j->frames_full, (unsigned long long)j->perfmaps,
+		(unsigned long long)j->jitdumps, (unsigned long long)j->lines_bad,
+		(unsigned long long)j->records_bad, (unsigned long long)j->replaced,
+		(unsigned long long)o[JITFILE_SYMLINK], (unsigned long long)o[JITFILE_OWNER],
+		(unsigned long long)o[JITFILE_NOT_REGULAR], (unsigned long long)o[JITFILE_TOO_BIG],
+		(unsigned long long)j->hints, (unsigned long long)j->java_requests,
+		(unsigned long long)j->java_failed);
+}
+
 void report__summary(struct recorder *r, struct sampler *s, double secs)
 {
 	char why[256];
@@ -272,6 +299,7 @@ void report__summary(struct recorder *r, struct sampler *s, double secs)
 			"as unknown\n",
 			(unsigned long long)resolve__stats(r->in.resolve)->go_callers_missing);
 	fileid_summary(r, st); /* file identities */
+	jit_summary(r);	       /* JIT code names */
 	span_links_summary(r, st);
 	targeting_summary(r, st);
 	if (r->exporter) {

@@ -6,6 +6,7 @@
 
 #include "process/proctab.h"
 #include "profile/stackend.h"
+#include "runtime/jit/jitproc.h"
 #include "sampler.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
@@ -96,6 +97,30 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
 	return profile__intern_location(p, mapping, address, kind, lines, out);
 }
 
+/*
+ * A PC in JIT code (anonymous executable memory): named from the process's perf map or jitdump
+ * (runtime/jit/jitproc.h), else an address of its runtime's kind (counted there). The location
+ * is keyed by the code range too (profile__intern_location_version()), so an address that later
+ * holds other code never keeps the old name.
+ */
+static uint32_t jit_location(struct jitproc *jit, struct profile *p, uint32_t mapping, uint64_t pc,
+			     int is_return)
+{
+	enum frame_kind kind = jitproc__kind(jit);
+	struct profile_line line;
+	struct profile_function f;
+	struct jittab_sym s;
+
+	if (jitproc__lookup(jit, pc - (is_return ? 1 : 0), &s, stderr))
+		return profile__intern_location(p, mapping, pc, kind, NULL, 0);
+	f.name = profile__intern_string(p, s.name);
+	f.system_name = f.name;
+	f.filename = profile__intern_string(p, s.file);
+	line.function = profile__intern_function(p, &f);
+	line.line = s.line;
+	return profile__intern_location_version(p, mapping, pc, kind, s.id, &line, 1);
+}
+
 /* The model's mapping of @m, remembered in the table's slot for it while the profile lasts. */
 static uint32_t model_mapping(struct resolve *r, struct profile *p, const struct proc_mapping *m)
 {
@@ -142,6 +167,8 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	if (m.from_fileid)
 		r->stats.frames_fileid++;
 	mapping = model_mapping(r, p, &m);
+	if (m.jit)
+		return jit_location(proc__jit(proc), p, mapping, pc, is_return);
 	if (pending && m.obj &&
 	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the seed-* inputs of the fuzz targets, test/fuzz/corpus/<name>/seed-*, from the
 # sources in test/fuzz/seeds/ (ELF files), from this machine's /proc (maps files) and from the
-# texts below (kallsyms, environ, cgroup, process context payloads, thread-context records).
+# texts below (kallsyms, environ, cgroup, process context payloads, thread-context records,
+# perf maps and jitdump files).
 # Run from anywhere (`make fuzz-seeds`); needs gcc, g++, objcopy, protoc and python3.
 # The ELF seeds are built reproducibly (paths mapped); the maps seeds are this machine's.
 # Other files in the corpus directories (minimized inputs, crash-* reproducers) are left alone.
@@ -14,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-for t in cfi symbolize procmaps procctx threadctx ksyms procmeta; do
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump; do
 	mkdir -p "$out/$t"
 	rm -f "$out/$t"/seed-*
 done
@@ -234,8 +235,53 @@ for name, data in seeds.items():
         f.write(data)
 EOF
 
+# --- perf maps and jitdump files (runtime/perfmap, runtime/jitdump): written by the profiled
+# program, so as hostile as any input -----------------------------------------------------------
+cat >"$out/perfmap/seed-v8" <<'EOF'
+3ef1b6c0b240 3c Builtin:ArgumentsAdaptorTrampoline
+3ef1b6c0c000 1a0 JS:*fib /app/x.js:3:13
+0x3ef1b6c0c100 0x40 JS:~main file:///app/x.js:10:1
+3ef1b6c0c0f0 20 LazyCompile:*replaced /app/x.js:20
+7f0000001000 10 Interpreter
+EOF
+printf '%s\n' '0x00007ffae0940b80 0x0000000000017de0 Interpreter' \
+	'0x00007ffae0960000 0x0000000000000100 long JitChain.innerWork(int)' \
+	'1000 0 zero' 'ffffffffffffffff 10 wrap' 'zz 10 bad' >"$out/perfmap/seed-jvm"
+python3 - "$out/jitdump" <<'EOF'
+import struct, sys
+out = sys.argv[1]
+def header(magic=0x4A695444):
+    return struct.pack("<IIIIIIQQ", magic, 1, 40, 62, 0, 4242, 1, 0)
+def rec(rid, body):
+    return struct.pack("<IIQ", rid, 16 + len(body), 2) + body
+def load(addr, size, name, index=1):
+    return rec(0, struct.pack("<IIQQQQ", 4242, 4243, addr, addr, size, index) + name + b"\0" +
+               b"\xc3" * size)
+def move(old, new, size, index=1):
+    return rec(1, struct.pack("<IIQQQQQ", 4242, 4243, new, old, new, size, index))
+def debug(addr, rows):
+    body = struct.pack("<QQ", addr, len(rows))
+    for a, line, name in rows:
+        body += struct.pack("<QII", a, line, 0) + name + b"\0"
+    return rec(2, body)
+seeds = {
+    "loads": header() + debug(0x1000, [(0x1000, 10, b"/app/x.js"), (0x1008, 11, b"\xff"),
+                                       (0x1010, 20, b"/app/y.js")]) +
+             load(0x1000, 0x20, b"JS:*fib") + load(0x2000, 0x10, b"Builtin:Add", 2),
+    "move": header() + load(0x1000, 0x20, b"moved") + move(0x1000, 0x5000, 0x20) +
+            load(0x5010, 8, b"over") + move(0x9000, 0x7000, 0x10),
+    "close-unknown": header() + rec(99, b"\0" * 8) + rec(4, b"\0" * 24) + load(0x1000, 8, b"a") +
+                     rec(3, b"") + load(0x2000, 8, b"after"),
+    "swapped": header(0x4454694A) + load(0x1000, 8, b"x"),
+    "bad-size": header() + load(0x1000, 8, b"ok") + struct.pack("<IIQ", 0, 3, 0),
+}
+for name, data in seeds.items():
+    with open(f"{out}/seed-{name}", "wb") as f:
+        f.write(data)
+EOF
+
 chmod 0644 "$out"/*/seed-*
-for t in cfi symbolize procmaps procctx threadctx ksyms procmeta; do
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump; do
 	printf '  %-10s %3d seeds, %s\n' "$t" "$(ls "$out/$t"/seed-* | wc -l)" \
 		"$(du -ch "$out/$t"/seed-* | tail -1 | cut -f1)"
 done

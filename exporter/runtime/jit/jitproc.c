@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/jit/jitproc.h"
+#include "runtime/jitdump/jitdump.h"
+#include "runtime/jvm/jvmattach.h"
+#include "runtime/perfmap/perfmap.h"
+#include "util/util.h"
+
+/* One file the runtime writes, and what its last open gave (refusals are counted on change). */
+struct jitsrc {
+	char *path; /* as the process sees it */
+	enum jitfile_reason last;
+	bool logged;
+	uint64_t bad_seen, replaced_seen; /* counters already added to the stats */
+};
+
+struct jitproc {
+	uint32_t pid, nspid;
+	uid_t euid, fsuid;
+	bool ids_read, ids_failed, hinted, java_logged;
+	unsigned int flags;
+	uint64_t java_asked_ns; /* CLOCK_MONOTONIC of the last perf-map request, 0: none */
+	bool missed;		/* a lookup found no name since the last request */
+	enum frame_kind kind;
+	char comm[32];
+	uint64_t read_ns; /* CLOCK_MONOTONIC of the last refresh */
+	struct jitproc_stats *stats;
+	struct jitsrc map_src;
+	struct perfmap *map;
+	struct jitsrc dump_src[JITPROC_MAX_DUMPS];
+	struct jitdump *dump[JITPROC_MAX_DUMPS];
+	uint32_t ndumps;
+};
+
+static enum frame_kind kind_of(const char *name)
+{
+	if (!strcmp(name, "node") || !strcmp(name, "nodejs"))
+		return FRAME_V8JS;
+	if (!strcmp(name, "java"))
+		return FRAME_JVM;
+	if (!strcmp(name, "dotnet"))
+		return FRAME_DOTNET;
+	return FRAME_JIT;
+}
+
+struct jitproc *jitproc__new(uint32_t pid, const char *exe, unsigned int flags,
+			     struct jitproc_stats *stats)
+{
+	struct jitproc *j = calloc(1, sizeof(*j));
+	const char *base = exe ? strrchr(exe, '/') : NULL;
+
+	if (!j)
+		return NULL;
+	j->pid = pid;
+	j->flags = flags;
+	j->stats = stats;
+	snprintf(j->comm, sizeof(j->comm), "%s", base ? base + 1 : exe ? exe : "?");
+	j->kind = kind_of(j->comm);
+	return j;
+}
+
+void jitproc__free(struct jitproc *j)
+{
+	if (!j)
+		return;
+	perfmap__free(j->map);
+	free(j->map_src.path);
+	for (uint32_t i = 0; i < j->ndumps; i++) {
+		jitdump__free(j->dump[i]);
+		free(j->dump_src[i].path);
+	}
+	free(j);
+}
+
+enum frame_kind jitproc__kind(const struct jitproc *j)
+{
+	return j->kind;
+}
+
+int jitproc__is_jit_mapping(const char *path)
+{
+	return !path[0] || !strncmp(path, "[anon:", 6) || !strncmp(path, "/memfd:", 7);
+}
+
+int jitproc__saw_mapping(struct jitproc *j, const char *path)
+{
+	uint32_t pid;
+
+	if (!jitdump__is_path(path, &pid) || path[0] != '/')
+		return 0;
+	for (uint32_t i = 0; i < j->ndumps; i++)
+		if (!strcmp(j->dump_src[i].path, path))
+			return 0;
+	if (j->ndumps == JITPROC_MAX_DUMPS)
+		return -ENOSPC;
+	j->dump_src[j->ndumps].path = strdup(path);
+	if (!j->dump_src[j->ndumps].path)
+		return -ENOMEM;
+	j->dump[j->ndumps] =
+	    jitdump__new(JITPROC_MAX_ENTRIES, JITPROC_MAX_BYTES, JITPROC_MAX_FILE_BYTES);
+	if (!j->dump[j->ndumps]) {
+		free(j->dump_src[j->ndumps].path);
+		return -ENOMEM;
+	}
+	j->ndumps++;
+	j->read_ns = 0; /* read it at the next lookup */
+	return 1;
+}
+
+/*
+ * Opens @src's file in the process's root. A refusal is counted when it differs from the last
+ * attempt's outcome (the file is tried again at every refresh) and said once per file.
+ */
+static int open_src(struct jitproc *j, struct jitsrc *src, struct stat *st, FILE *log)
+{
+	enum jitfile_reason why;
+	char root[64];
+	int fd;
+
+	snprintf(root, sizeof(root), "/proc/%u/root", j->pid);
+	fd = jitfile__open(root, src->path, j->euid, j->fsuid, JITPROC_MAX_FILE_BYTES, st, &why,
+			   NULL);
+	if (why != src->last) {
+		j->stats->open.by_reason[why]++;
+		src->last = why;
+	}
+	if (fd < 0 && why != JITFILE_MISSING && why != JITFILE_ERROR && !src->logged && log) {
+		fprintf(log, "spanprof: PID %u (%s): %s not read: %s\n", j->pid, j->comm, src->path,
+			jitfile__reason_name(why));
+		src->logged = true;
+	}
+	return fd;
+}
+
+static void add_delta(uint64_t *total, uint64_t *seen, uint64_t now)
+{
+	if (now > *seen)
+		*total += now - *seen;
+	*seen = now;
+}
+
+/* 1 when @pid's command line or environment (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS) holds @s. */
+static int proc_mentions(uint32_t pid, const char *s)
+{
+	static const char *const files[] = {"cmdline", "environ"};
+	size_t len = strlen(s);
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		char path[64], buf[65536];
+		ssize_t n;
+		int fd, found;
+
+		snprintf(path, sizeof(path), "/proc/%u/%s", pid, files[f]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		found = n >= (ssize_t)len && memmem(buf, (size_t)n, s, len) != NULL;
+		if (found)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * --java-perfmap: asks the JVM for a fresh perf map (a snapshot: what was read of the last one
+ * is forgotten, since the JVM rewrites the same file in place). Says once per JVM what fails,
+ * and what to add when the walk cannot go through its compiled frames.
+ */
+static void ask_jvm(struct jitproc *j, FILE *log)
+{
+	uint64_t now = util__mono_ns();
+	char msg[128];
+	int err;
+
+	/* Sooner when code compiled since the last snapshot was met. */
+	if (j->java_asked_ns && now - j->java_asked_ns < JITPROC_JAVA_INTERVAL_NS &&
+	    !(j->missed && now - j->java_asked_ns >= JITPROC_JAVA_MISS_INTERVAL_NS))
+		return;
+	j->missed = false;
+	if (!j->java_asked_ns && log && !proc_mentions(j->pid, "-XX:+PreserveFramePointer"))
+		fprintf(
+		    log,
+		    "spanprof: PID %u (java): started without -XX:+PreserveFramePointer: its "
+		    "stacks end in the first compiled Java frame; add it to name whole stacks\n",
+		    j->pid);
+	j->java_asked_ns = now;
+	err = jvmattach__perfmap(j->pid, j->nspid, j->euid, JITPROC_JAVA_TIMEOUT_MS, msg,
+				 sizeof(msg));
+	if (err) {
+		j->stats->java_failed++;
+		if (log && !j->java_logged)
+			fprintf(log, "spanprof: PID %u (java): perf map not written: %s%s%s\n",
+				j->pid, strerror(-err), msg[0] ? ": " : "", msg);
+		j->java_logged = true;
+		return;
+	}
+	j->stats->java_requests++;
+	if (j->map)
+		perfmap__forget(j->map);
+}
+
+static void refresh(struct jitproc *j, FILE *log)
+{
+	struct stat st;
+	int fd;
+
+	j->read_ns = util__mono_ns();
+	if (!j->ids_read) {
+		j->ids_read = true;
+		j->ids_failed = jitfile__proc_ids((int)j->pid, &j->nspid, &j->euid, &j->fsuid) != 0;
+		if (!j->ids_failed) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "/tmp/perf-%u.map", j->nspid);
+			j->map_src.path = strdup(path);
+			j->ids_failed = !j->map_src.path;
+		}
+	}
+	if (j->ids_failed)
+		return;
+	if (j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP))
+		ask_jvm(j, log);
+	fd = open_src(j, &j->map_src, &st, log);
+	if (fd >= 0) {
+		if (!j->map) {
+			j->map = perfmap__new(JITPROC_MAX_ENTRIES, JITPROC_MAX_BYTES,
+					      JITPROC_MAX_FILE_BYTES);
+			if (j->map)
+				j->stats->perfmaps++;
+		}
+		if (j->map) {
+			perfmap__update(j->map, fd, &st);
+			add_delta(&j->stats->lines_bad, &j->map_src.bad_seen,
+				  perfmap__stats(j->map)->bad_lines);
+			add_delta(&j->stats->replaced, &j->map_src.replaced_seen,
+				  jittab__replaced(perfmap__table(j->map)));
+		}
+		close(fd);
+	}
+	for (uint32_t i = 0; i < j->ndumps; i++) {
+		const struct jitdump_stats *ds = jitdump__stats(j->dump[i]);
+
+		fd = open_src(j, &j->dump_src[i], &st, log);
+		if (fd < 0)
+			continue;
+		if (!jitdump__offset(j->dump[i]))
+			j->stats->jitdumps++;
+		jitdump__update(j->dump[i], fd, &st);
+		close(fd);
+		add_delta(&j->stats->records_bad, &j->dump_src[i].bad_seen,
+			  ds->bad_records + ds->corrupt);
+		add_delta(&j->stats->replaced, &j->dump_src[i].replaced_seen,
+			  jittab__replaced(jitdump__table(j->dump[i])));
+	}
+}
+
+/* Once per process: what would name its JIT frames. */
+static void hint(struct jitproc *j, FILE *log)
+{
+	const char *what;
+
+	if (j->hinted || !log || j->map || j->ndumps)
+		return;
+	j->hinted = true;
+	j->stats->hints++;
+	switch (j->kind) {
+	case FRAME_V8JS:
+		what = "start node with --perf-basic-prof (or NODE_OPTIONS=--perf-basic-prof)";
+		break;
+	case FRAME_JVM:
+		what = j->flags & JITPROC_JAVA_PERFMAP
+			   ? "the JVM did not write its perf map (see above)"
+			   : "run spanprof with --java-perfmap (and java with "
+			     "-XX:+PreserveFramePointer), or run jcmd PID Compiler.perfmap";
+		break;
+	case FRAME_DOTNET:
+		what = "set DOTNET_PerfMapEnabled=1";
+		break;
+	default:
+		what = "have the runtime write /tmp/perf-PID.map or a jitdump file";
+		break;
+	}
+	fprintf(log,
+		"spanprof: PID %u (%s): JIT code without names (no /tmp/perf-%u.map, no "
+		"jitdump): %s\n",
+		j->pid, j->comm, j->nspid ? j->nspid : j->pid, what);
+}
+
+/* The files' answer for @pc: 0, -ENOENT, -E2BIG (a file over its cap). */
+static int find(const struct jitproc *j, uint64_t pc, struct jittab_sym *out)
+{
+	int err = -ENOENT, e;
+
+	/* A jitdump gives file:line besides the name: asked first. */
+	for (uint32_t i = 0; i < j->ndumps; i++) {
+		e = jitdump__lookup(j->dump[i], pc, out);
+		if (!e)
+			return 0;
+		if (e == -E2BIG)
+			err = e;
+	}
+	if (j->map) {
+		e = perfmap__lookup(j->map, pc, out);
+		if (!e)
+			return 0;
+		if (e == -E2BIG)
+			err = e;
+	}
+	return err;
+}
+
+int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log)
+{
+	int err;
+
+	if (util__mono_ns() - j->read_ns > JITPROC_REFRESH_NS)
+		refresh(j, log);
+	err = find(j, pc, out);
+	/*
+	 * A JVM's map is a snapshot: code compiled since is in none. Ask for a new one now (at most
+	 * every JITPROC_JAVA_MISS_INTERVAL_NS) rather than leave this frame unnamed.
+	 */
+	if (err == -ENOENT && j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP) &&
+	    util__mono_ns() - j->java_asked_ns >= JITPROC_JAVA_MISS_INTERVAL_NS) {
+		j->missed = true;
+		refresh(j, log);
+		err = find(j, pc, out);
+	}
+	if (!err) {
+		j->stats->frames_named++;
+		return 0;
+	}
+	j->stats->frames_unnamed++;
+	j->missed = true;
+	if (err == -E2BIG)
+		j->stats->frames_full++;
+	hint(j, log);
+	return err;
+}

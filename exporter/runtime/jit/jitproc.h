@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * jitproc: the names of one process's JIT code, from what the runtime writes about it: its
+ * perf map (/tmp/perf-NSPID.map, NSPID the PID as the process sees it, reached through
+ * /proc/PID/root: runtime/perfmap) and its jitdump files (jit-N.dump, found where the runtime
+ * maps them: runtime/jitdump). Both are opened as runtime/jit/jitfile.h says (the process's
+ * root, no symlink, regular file, its owner or root, bounded) and re-read as they grow.
+ *
+ * The resolve step calls jitproc__lookup() for PCs in anonymous executable memory. A name is
+ * given only from a file read at most JITPROC_REFRESH_NS before the lookup; the files are
+ * re-read (what was appended) when older.
+ */
+#ifndef SPANPROF_RUNTIME_JIT_JITPROC_H
+#define SPANPROF_RUNTIME_JIT_JITPROC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile/profile.h"
+#include "runtime/jit/jitfile.h"
+#include "runtime/jit/jittab.h"
+
+/* The files are re-read when a lookup finds them read longer ago than this. */
+#define JITPROC_REFRESH_NS (100 * 1000 * 1000ull)
+/* Caps per file: ranges, bytes of names and line rows, bytes of file read. */
+#define JITPROC_MAX_ENTRIES (1u << 20)
+#define JITPROC_MAX_BYTES (64ull << 20)
+#define JITPROC_MAX_FILE_BYTES (256ull << 20)
+/* jitdump files followed per process. */
+#define JITPROC_MAX_DUMPS 4
+/* With JITPROC_JAVA_PERFMAP, a JVM is asked for a fresh perf map this often. */
+#define JITPROC_JAVA_INTERVAL_NS (10 * 1000 * 1000 * 1000ull)
+/* ... or after this long when a JIT PC was not named since (code compiled after the map). */
+#define JITPROC_JAVA_MISS_INTERVAL_NS (500 * 1000 * 1000ull)
+/* ... and each request waits at most this long (attach listener start, map written). */
+#define JITPROC_JAVA_TIMEOUT_MS 3000
+
+/* jitproc__new() flag: ask HotSpot JVMs for their perf map (runtime/jvm/jvmattach.h). */
+#define JITPROC_JAVA_PERFMAP 1u
+
+/* Counters of every process's JIT naming; the caller owns one and passes it to each jitproc. */
+struct jitproc_stats {
+	uint64_t frames_named;	 /* JIT PCs named */
+	uint64_t frames_unnamed; /* JIT PCs no perf map or jitdump names */
+	uint64_t frames_full;	 /* ... because a map reached its cap */
+	uint64_t perfmaps;	 /* processes whose perf map was read */
+	uint64_t jitdumps;	 /* jitdump files read */
+	uint64_t lines_bad;	 /* perf-map lines skipped */
+	uint64_t records_bad;	 /* jitdump records skipped, files corrupt */
+	uint64_t replaced;	 /* ranges replaced by newer code at their address */
+	uint64_t hints;		 /* processes told which flag would name their JIT frames */
+	uint64_t java_requests;	 /* perf maps a JVM wrote on request (--java-perfmap) */
+	uint64_t java_failed;	 /* ... requests that failed (no attach socket, timeout, refused) */
+	struct jitfile_stats open; /* perf map and jitdump opens by outcome */
+};
+
+struct jitproc;
+
+/*
+ * State for process @pid (host PID) whose executable is @exe (NULL: unknown; used to say which
+ * runtime the frames are: frame kind, and the hint printed when nothing names them). @flags:
+ * JITPROC_JAVA_PERFMAP or 0. @stats is borrowed and must outlive the jitproc. NULL + errno.
+ *
+ * With JITPROC_JAVA_PERFMAP, a HotSpot JVM (executable "java") is asked to write its perf map
+ * at its first JIT lookup and every JITPROC_JAVA_INTERVAL_NS after, or
+ * JITPROC_JAVA_MISS_INTERVAL_NS after when a JIT PC went unnamed meanwhile (the map is a snapshot
+ * of its code cache: code compiled since is named from the next one). The request blocks the caller
+ * for at most JITPROC_JAVA_TIMEOUT_MS.
+ */
+struct jitproc *jitproc__new(uint32_t pid, const char *exe, unsigned int flags,
+			     struct jitproc_stats *stats);
+/* NULL is a no-op. */
+void jitproc__free(struct jitproc *j);
+
+/*
+ * A mapping of the process was read with path @path (as /proc/PID/maps shows it): when it is a
+ * jitdump file (jit-N.dump), follow it. 1 followed (new), 0 not one or known, -ENOSPC (too many).
+ */
+int jitproc__saw_mapping(struct jitproc *j, const char *path);
+
+/*
+ * The JIT code holding @pc: 0 and *@out (valid until the next call), or -ENOENT (nothing names
+ * it; counted, and once per process a hint goes to @log, NULL: none), -E2BIG (a file reached
+ * its cap). out->id differs between any two ranges ever named (jittab.h): a caller caching
+ * names by address keys them with it too, since the same address may later hold other code.
+ */
+int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log);
+
+/* The frame kind of this process's JIT code: FRAME_V8JS (node), FRAME_JVM (java), FRAME_DOTNET,
+ * else FRAME_JIT. */
+enum frame_kind jitproc__kind(const struct jitproc *j);
+
+/* 1 when @path (as /proc/PID/maps shows it) is memory a JIT may run code from: anonymous
+ * (empty path or "[anon:...]") or a memfd. */
+int jitproc__is_jit_mapping(const char *path);
+
+#endif /* SPANPROF_RUNTIME_JIT_JITPROC_H */

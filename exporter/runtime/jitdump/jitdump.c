@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/jitdump/jitdump.h"
+
+/* Sizes of the fixed parts (jitdump-specification.txt). */
+#define FILE_HEADER 40u	  /* magic .. flags */
+#define RECORD_HEADER 16u /* id, total_size, timestamp */
+#define LOAD_FIXED 40u	  /* pid, tid, vma, code_addr, code_size, code_index */
+#define MOVE_FIXED 40u	  /* pid, tid, vma, old_code_addr, new_code_addr, code_size, index */
+#define DEBUG_FIXED 16u	  /* code_addr, nr_entry */
+#define DEBUG_ENTRY 16u	  /* code_addr, line, discrim; then the file name */
+/* A record body read at most this far: a code load's name, a debug info's rows. */
+#define BODY_MAX (1u << 20)
+/* A file header longer than this is not one. */
+#define HEADER_MAX 4096u
+/* Rows kept of one debug info record. */
+#define MAX_ROWS 65536u
+
+struct jitdump {
+	struct jittab *tab;
+	uint64_t offset; /* bytes consumed: header and complete records */
+	dev_t dev;
+	ino_t ino;
+	uint64_t max_file_bytes;
+	bool header, closed, corrupt, full;
+	/* The last debug info, for the code load at its address that follows it. */
+	uint64_t debug_addr;
+	struct jittab_line *rows;
+	uint32_t nrows;
+	char *names; /* the rows' file names */
+	struct jitdump_stats st;
+};
+
+struct jitdump *jitdump__new(uint32_t max_entries, uint64_t max_bytes, uint64_t max_file_bytes)
+{
+	struct jitdump *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->tab = jittab__new(max_entries, max_bytes);
+	if (!d->tab) {
+		free(d);
+		return NULL;
+	}
+	d->max_file_bytes = max_file_bytes;
+	return d;
+}
+
+static void forget_debug(struct jitdump *d)
+{
+	free(d->rows);
+	free(d->names);
+	d->rows = NULL;
+	d->names = NULL;
+	d->nrows = 0;
+}
+
+void jitdump__free(struct jitdump *d)
+{
+	if (!d)
+		return;
+	forget_debug(d);
+	jittab__free(d->tab);
+	free(d);
+}
+
+static uint32_t u32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t u64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Reads exactly @len bytes at @off: 0, -EIO, or -EAGAIN (the file ends before). */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -EIO;
+		if (!n)
+			return -EAGAIN;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int read_header(struct jitdump *d, int fd, uint64_t size)
+{
+	unsigned char h[FILE_HEADER];
+	uint32_t total;
+	int err;
+
+	if (size < FILE_HEADER)
+		return -EAGAIN;
+	err = read_at(fd, h, sizeof(h), 0);
+	if (err)
+		return err;
+	total = u32(h + 8);
+	/* Another byte order, version or header size: not a file this reader can follow. */
+	if (u32(h) != JITDUMP_MAGIC || u32(h + 4) != JITDUMP_VERSION || total < FILE_HEADER ||
+	    total > HEADER_MAX)
+		return -EBADMSG;
+	d->header = true;
+	d->offset = total;
+	return 0;
+}
+
+/* JIT_CODE_DEBUG_INFO: keeps its rows for the code load at its address. */
+static void take_debug(struct jitdump *d, const unsigned char *b, size_t len)
+{
+	const unsigned char *p = b + DEBUG_FIXED, *end = b + len;
+	uint64_t nr;
+	size_t names_len = 0;
+	const char *prev = NULL;
+
+	forget_debug(d);
+	if (len < DEBUG_FIXED) {
+		d->st.bad_records++;
+		return;
+	}
+	d->debug_addr = u64(b);
+	nr = u64(b + 8);
+	if (nr > MAX_ROWS)
+		nr = MAX_ROWS;
+	d->rows = calloc(nr ? nr : 1, sizeof(*d->rows));
+	d->names = malloc(len);
+	if (!d->rows || !d->names) {
+		forget_debug(d);
+		return;
+	}
+	for (uint64_t i = 0; i < nr; i++) {
+		const unsigned char *nul;
+		struct jittab_line *r = &d->rows[d->nrows];
+
+		if (end - p < (ptrdiff_t)DEBUG_ENTRY + 1)
+			break;
+		nul = memchr(p + DEBUG_ENTRY, '\0', end - (p + DEBUG_ENTRY));
+		if (!nul)
+			break;
+		r->addr = u64(p);
+		r->line = u32(p + 8);
+		if (nul - (p + DEBUG_ENTRY) == 1 && p[DEBUG_ENTRY] == 0xff) {
+			r->file = prev; /* "the same file as the previous row" */
+		} else {
+			size_t n = (size_t)(nul - (p + DEBUG_ENTRY)) + 1;
+
+			memcpy(d->names + names_len, p + DEBUG_ENTRY, n);
+			r->file = prev = d->names + names_len;
+			names_len += n;
+		}
+		d->nrows++;
+		p = nul + 1;
+	}
+	if (d->nrows < nr)
+		d->st.bad_records++;
+	d->st.debug_infos++;
+}
+
+static int take_load(struct jitdump *d, const unsigned char *b, size_t len)
+{
+	const unsigned char *nul;
+	uint64_t code_addr, code_size;
+	int err;
+
+	if (len < LOAD_FIXED + 1 || !(nul = memchr(b + LOAD_FIXED, '\0', len - LOAD_FIXED))) {
+		d->st.bad_records++;
+		return 0;
+	}
+	code_addr = u64(b + 16);
+	code_size = u64(b + 24);
+	err = jittab__add(d->tab, code_addr, code_size, (const char *)b + LOAD_FIXED,
+			  (size_t)(nul - (b + LOAD_FIXED)),
+			  d->debug_addr == code_addr ? d->rows : NULL,
+			  d->debug_addr == code_addr ? d->nrows : 0);
+	forget_debug(d);
+	d->debug_addr = 0;
+	if (err == -EINVAL) {
+		d->st.bad_records++;
+		return 0;
+	}
+	if (!err)
+		d->st.loads++;
+	return err;
+}
+
+/* JIT_CODE_MOVE: the code at the old address is now at the new one (same name, rows moved). */
+static int take_move(struct jitdump *d, const unsigned char *b, size_t len)
+{
+	struct jittab_line *rows = NULL;
+	struct jittab_sym s;
+	uint64_t old_addr, new_addr, size;
+	char *name = NULL, *file = NULL;
+	int err;
+
+	if (len < MOVE_FIXED) {
+		d->st.bad_records++;
+		return 0;
+	}
+	old_addr = u64(b + 16);
+	new_addr = u64(b + 24);
+	size = u64(b + 32);
+	/* The old code must be found among what was committed: commit what is staged first. */
+	err = jittab__commit(d->tab);
+	if (err)
+		return err;
+	err = jittab__lookup(d->tab, old_addr, &s);
+	if (err || s.start != old_addr) {
+		d->st.moves_unknown++;
+		/* Whatever was at the new address is gone all the same. */
+		err = size ? jittab__remove(d->tab, new_addr, size) : 0;
+		return err == -ENOMEM || err == -E2BIG ? err : 0;
+	}
+	/* Copies: staging may move the table's strings. */
+	name = strdup(s.name);
+	file = s.file ? strdup(s.file) : NULL;
+	/* The row at the code's start is kept, moved with the code. */
+	rows = s.file ? calloc(1, sizeof(*rows)) : NULL;
+	if (!name || (s.file && (!file || !rows))) {
+		free(name);
+		free(file);
+		free(rows);
+		return -ENOMEM;
+	}
+	if (rows) {
+		rows->addr = new_addr;
+		rows->line = s.line;
+		rows->file = file;
+	}
+	err = jittab__remove(d->tab, old_addr, s.end - s.start);
+	if (!err)
+		err = jittab__add(d->tab, new_addr, size ? size : s.end - s.start, name,
+				  strlen(name), rows, rows ? 1 : 0);
+	free(rows);
+	free(name);
+	free(file);
+	if (err == -EINVAL) {
+		d->st.bad_records++;
+		return 0;
+	}
+	if (!err)
+		d->st.moves++;
+	return err;
+}
+
+/* One record whose body (@len bytes read of it) is in @b. 0 or a fatal -errno. */
+static int take_record(struct jitdump *d, uint32_t id, const unsigned char *b, size_t len)
+{
+	switch (id) {
+	case JIT_CODE_LOAD:
+		return take_load(d, b, len);
+	case JIT_CODE_MOVE:
+		return take_move(d, b, len);
+	case JIT_CODE_DEBUG_INFO:
+		take_debug(d, b, len);
+		return 0;
+	case JIT_CODE_CLOSE:
+		d->closed = true;
+		d->st.closes++;
+		return 0;
+	case JIT_CODE_UNWINDING_INFO:
+		d->st.unwinding_infos++;
+		return 0;
+	default:
+		d->st.unknown_records++;
+		return 0;
+	}
+}
+
+static void reset(struct jitdump *d, const struct stat *st)
+{
+	if (d->offset || d->ino)
+		d->st.resets++;
+	jittab__clear(d->tab);
+	forget_debug(d);
+	d->debug_addr = 0;
+	d->offset = 0;
+	d->header = d->closed = d->corrupt = d->full = false;
+	d->dev = st->st_dev;
+	d->ino = st->st_ino;
+}
+
+int jitdump__update(struct jitdump *d, int fd, const struct stat *st)
+{
+	uint64_t size = (uint64_t)st->st_size;
+	unsigned char rh[RECORD_HEADER], *body = NULL;
+	int err = 0, cerr;
+
+	if (d->dev != st->st_dev || d->ino != st->st_ino || size < d->offset)
+		reset(d, st);
+	if (d->corrupt)
+		return -EBADMSG;
+	if (d->full)
+		return -E2BIG;
+	if (size > d->max_file_bytes)
+		size = d->max_file_bytes;
+	if (!d->header) {
+		err = read_header(d, fd, size);
+		if (err == -EAGAIN)
+			return 0;
+		if (err == -EBADMSG) {
+			d->corrupt = true;
+			d->st.corrupt++;
+		}
+		if (err)
+			return err;
+	}
+	while (!d->closed && d->offset + RECORD_HEADER <= size) {
+		uint32_t id, total;
+		size_t len;
+
+		err = read_at(fd, rh, sizeof(rh), d->offset);
+		if (err)
+			break;
+		id = u32(rh);
+		total = u32(rh + 4);
+		if (total < RECORD_HEADER) {
+			d->corrupt = true;
+			d->st.corrupt++;
+			err = -EBADMSG;
+			break;
+		}
+		if (d->offset + total > size) {
+			/* Still being written, or beyond the bound. */
+			if (d->offset + total > d->max_file_bytes) {
+				d->full = true;
+				err = -E2BIG;
+			}
+			break;
+		}
+		len = total - RECORD_HEADER;
+		if (len > BODY_MAX)
+			len = BODY_MAX;
+		if (id <= JIT_CODE_MOVE || id == JIT_CODE_DEBUG_INFO) {
+			if (!body)
+				body = malloc(BODY_MAX);
+			if (!body) {
+				err = -ENOMEM;
+				break;
+			}
+			/* A code load needs its name only, not the code after it. */
+			err = read_at(fd, body, len, d->offset + RECORD_HEADER);
+			if (err)
+				break;
+		}
+		err = take_record(d, id, body, len);
+		if (err) {
+			if (err == -E2BIG)
+				d->full = true;
+			break;
+		}
+		d->offset += total;
+		d->st.bytes += total;
+	}
+	free(body);
+	if (err == -EAGAIN)
+		err = 0;
+	/* Stopped by the bound, not by the end of what was written. */
+	if (!err && !d->closed && (uint64_t)st->st_size > size &&
+	    d->offset + RECORD_HEADER > size) {
+		d->full = true;
+		err = -E2BIG;
+	}
+	cerr = jittab__commit(d->tab);
+	if (cerr == -E2BIG)
+		d->full = true;
+	return err ? err : cerr;
+}
+
+int jitdump__lookup(const struct jitdump *d, uint64_t addr, struct jittab_sym *out)
+{
+	if (d->full)
+		return -E2BIG;
+	return jittab__lookup(d->tab, addr, out);
+}
+
+int jitdump__is_path(const char *path, uint32_t *pid)
+{
+	const char *base = strrchr(path, '/'), *p;
+	uint64_t v = 0;
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4))
+		return 0;
+	for (p = base + 4; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > UINT32_MAX)
+			return 0;
+	}
+	if (p == base + 4 || strcmp(p, ".dump"))
+		return 0;
+	*pid = (uint32_t)v;
+	return 1;
+}
+
+uint64_t jitdump__offset(const struct jitdump *d)
+{
+	return d->offset;
+}
+
+const struct jitdump_stats *jitdump__stats(const struct jitdump *d)
+{
+	return &d->st;
+}
+
+const struct jittab *jitdump__table(const struct jitdump *d)
+{
+	return d->tab;
+}

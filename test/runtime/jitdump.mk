@@ -1,0 +1,10 @@
+# Unit tests of exporter/runtime/jitdump (jitdump files: code loads, moves, debug info, growing,
+# truncated and corrupt files, caps). Runs without root.
+
+$(BUILD)/test/runtime/test_jitdump: test/runtime/test_jitdump.c exporter/runtime/jitdump/jitdump.h \
+		exporter/runtime/jit/jittab.h $(LIBSPANPROF)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+
+UNIT_TESTS += $(BUILD)/test/runtime/test_jitdump
