@@ -1,0 +1,13 @@
+# Unit tests of exporter/runtime/python/ (CPython detection, layouts, line tables, the
+# out-of-process frame and name reader). Each installed CPython 3.8-3.13 (pyenv) and Debian's
+# /usr/bin/python3.11 runs test/python-progs/known.py; the test reads it from outside. No root.
+
+PY_TEST_CFLAGS := -DPY_PROGS_DIR='"$(abspath test/python-progs)"'
+
+$(BUILD)/test/test_python: test/test_python.c test/testproc.h test/python-progs/known.py \
+		$(wildcard exporter/runtime/python/*.h) $(LIBSPANPROF)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(PY_TEST_CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+
+UNIT_TESTS += $(BUILD)/test/test_python
