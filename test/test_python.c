@@ -24,6 +24,12 @@
 #include "runtime/python/pylines.h"
 #include "runtime/python/pyproc.h"
 
+#include "procmaps.h"
+#include "python.h"
+/* The BPF walk's steps, run here against the child's memory. */
+#define PYWALK_READ_USER(rctx, dst, addr) procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), 8)
+#include "python_walk.h"
+
 #ifndef PY_PROGS_DIR
 #error "PY_PROGS_DIR must name test/python-progs"
 #endif
@@ -205,6 +211,42 @@ static struct pythread *find_thread(struct pythread *t, size_t n, uint64_t ident
 	return NULL;
 }
 
+/*
+ * The BPF walk (bpf/python_walk.h) as ordinary C: each thread found by its own identity
+ * (thread pointer = pthread_t, or TID from 3.11), never another's, with the interpreter's
+ * frames; an unknown thread has none; a cut stack says so.
+ */
+static void check_bpf_walk(struct pyproc *p, struct child *c)
+{
+	struct py_frame frames[PY_MAX_FRAMES];
+	struct py_desc d;
+	size_t i, j;
+	int n, stop;
+
+	assert_int_equal(pyproc__desc(p, &d), 0);
+	for (i = 0; i < c->n_threads; i++) {
+		const struct exp_thread *e = &c->threads[i];
+
+		stop =
+		    pywalk__run(&c->pid, &d, e->ident, (__u32)e->native, frames, PY_MAX_FRAMES, &n);
+		assert_int_equal(stop, PY_STOP_END);
+		assert_int_equal(n, e->n);
+		for (j = 0; j < e->n; j++) {
+			assert_int_equal(frames[j].code, e->frames[j].code);
+			assert_int_equal(frames[j].offset, e->frames[j].lasti);
+		}
+		if (e->n > 2) {
+			stop = pywalk__run(&c->pid, &d, e->ident, (__u32)e->native, frames, 2, &n);
+			assert_int_equal(stop, PY_STOP_DEPTH);
+			assert_int_equal(n, 2);
+			assert_int_equal(frames[1].code, e->frames[1].code);
+		}
+	}
+	stop = pywalk__run(&c->pid, &d, 0x1234, 1, frames, PY_MAX_FRAMES, &n);
+	assert_int_equal(stop, PY_STOP_NO_TSTATE);
+	assert_int_equal(n, 0);
+}
+
 /* Everything the child said, read back from outside. */
 static void check_interpreter(void **state)
 {
@@ -320,6 +362,7 @@ static void check_interpreter(void **state)
 	assert_true(st->errors[PYPROC_ERR_TYPE] > 0);
 	assert_int_equal(pyproc__code(p, 0x1000, &ci), -EFAULT);
 	assert_true(st->errors[PYPROC_ERR_READ] > 0);
+	check_bpf_walk(p, &c);
 	print_message("%s: CPython %x, %zu threads, %zu frames, %zu code objects and %zu "
 		      "instruction lines as the interpreter reports them\n",
 		      python, l->version_hex, n, count_frames(&c), c.n_codes, c.n_lines);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "python.h"
 #include "runtime/python/pyproc.h"
 
 /* Bounds of the walks: no real interpreter comes near them; garbage (a cycle) stops there. */
@@ -785,4 +786,48 @@ int pyproc__threads(struct pyproc *p, struct pythread **out, size_t *n)
 fail:
 	pyproc__threads_free(t, used);
 	return err;
+}
+
+/* --- the BPF walk's descriptor ---------------------------------------------------------------- */
+
+_Static_assert(PYLAYOUT_NO_OWNER == PY_NO_OWNER, "one 'no owner' value on both sides");
+
+static bool set16(__u16 *dst, uint32_t v)
+{
+	*dst = (__u16)v;
+	return v <= 0xffff;
+}
+
+int pyproc__desc(const struct pyproc *p, struct py_desc *out)
+{
+	const struct pylayout *l = &p->layout;
+	bool ok = true;
+
+	memset(out, 0, sizeof(*out));
+	out->interp_head_addr = p->runtime + l->runtime_interpreters_head;
+	out->code_type = p->code_type;
+	ok &= set16(&out->interp_next, l->interp_next);
+	ok &= set16(&out->interp_threads_head, l->interp_threads_head);
+	ok &= set16(&out->tstate_next, l->tstate_next);
+	ok &= set16(&out->tstate_thread_id, l->tstate_thread_id);
+	ok &= set16(&out->tstate_native_thread_id, l->tstate_native_thread_id);
+	ok &= set16(&out->tstate_frame, l->tstate_frame);
+	ok &= set16(&out->cframe_current_frame, l->cframe_current_frame);
+	ok &= set16(&out->frame_previous, l->frame_previous);
+	ok &= set16(&out->frame_code, l->frame_code);
+	ok &= set16(&out->frame_instr, l->frame_instr);
+	ok &= set16(&out->frame_owner, l->frame_owner);
+	ok &= set16(&out->object_type, l->object_type);
+	ok &= set16(&out->code_firsttraceable, l->code_firsttraceable);
+	ok &= set16(&out->code_adaptive, l->code_adaptive);
+	out->tstate_frame_kind =
+	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
+	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES
+			  : l->instr_kind == PYLAYOUT_LASTI_UNITS ? PY_INSTR_LASTI_UNITS
+								  : PY_INSTR_PTR;
+	out->interpreter_frames = l->interpreter_frames ? 1 : 0;
+	out->has_native_thread_id = l->tstate_native_thread_id ? 1 : 0;
+	out->owner_generator = l->owner_generator;
+	out->owner_cstack = l->owner_cstack;
+	return ok ? 0 : -EINVAL;
 }

@@ -131,4 +131,13 @@ void pyproc__new_epoch(struct pyproc *p);
 
 const struct pyproc_stats *pyproc__stats(const struct pyproc *p);
 
+struct py_desc;
+/*
+ * The descriptor the Python frame walk (bpf/python_walk.h) works from, for this interpreter:
+ * its addresses in the process and its layout. start_boot_ns is left 0 (the caller's: the
+ * process identity it keys the descriptor with). 0, or -EINVAL when an offset does not fit the
+ * descriptor's 16 bits (a layout no release has had).
+ */
+int pyproc__desc(const struct pyproc *p, struct py_desc *out);
+
 #endif /* SPANPROF_RUNTIME_PYTHON_PYPROC_H */
