@@ -67,17 +67,27 @@ struct py_desc {
 	__u16 tstate_next, tstate_thread_id, tstate_native_thread_id, tstate_frame;
 	__u16 cframe_current_frame;
 	__u16 frame_previous, frame_code, frame_instr, frame_owner;
+	__u16 frame_is_entry; /* 3.11 _PyInterpreterFrame.is_entry; 0: absent */
 	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
 	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
-	__u8 owner_generator, owner_cstack, pad[6];
+	__u8 owner_generator, owner_cstack, pad[4];
 };
 
 _Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
 
-/* One Python frame of a sample: what the agent needs to name it. */
+/*
+ * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
+ * (_PyEval_EvalFrameDefault): where the agent puts the Python frames of that native frame.
+ * 3.8-3.10: every frame (each Python call is a call of the loop); 3.11: is_entry; 3.12+: the
+ * frame just inside a C-stack entry frame.
+ */
+#define PY_FRAME_ENTRY 1u
+
+/* One Python frame of a sample: what the agent needs to name and place it. */
 struct py_frame {
 	__u64 code;   /* code object address */
-	__s64 offset; /* byte offset of the instruction in the bytecode; -1: not started */
+	__s32 offset; /* byte offset of the instruction in the bytecode; -1: not started */
+	__u32 flags;  /* PY_FRAME_* */
 };
 
 _Static_assert(sizeof(struct py_frame) == 16, "py_frame is shared with BPF");

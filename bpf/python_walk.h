@@ -105,14 +105,16 @@ static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc 
 }
 
 /*
- * One frame: from *@frame (moved to the next frame out) fills @out and returns 1, or returns 0
- * for a frame CPython does not list (skipped), -PY_STOP_END at the end of the list, or
- * -PY_STOP_READ_FAILED / -PY_STOP_BAD_CODE.
+ * One frame: from *@frame (moved to the next frame out) fills @out and returns 1; or returns 0
+ * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
+ * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
+ * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
+ * -PY_STOP_BAD_CODE.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
 					      struct py_frame *out)
 {
-	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0;
+	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
 	__s64 offset;
 
 	if (!f)
@@ -126,7 +128,11 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 			return -PY_STOP_READ_FAILED;
 		owner &= 0xff;
 		if (d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
-			return 0;
+			return 2;
+		if (d->frame_is_entry && PYWALK_READ_USER(rctx, &entry, f + d->frame_is_entry))
+			return -PY_STOP_READ_FAILED;
+	} else {
+		entry = 1; /* 3.8-3.10: one loop call per frame */
 	}
 	if (!code || PYWALK_READ_USER(rctx, &type, code + d->object_type))
 		return -PY_STOP_BAD_CODE;
@@ -150,7 +156,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 			offset *= 2;
 	}
 	out->code = code;
-	out->offset = offset;
+	out->offset = (__s32)offset;
+	out->flags = (entry & 0xff) ? PY_FRAME_ENTRY : 0;
 	return 1;
 }
 
@@ -190,7 +197,10 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 		r = pywalk__frame_step(rctx, d, &frame, &out[*n]);
 		if (r < 0)
 			return -r;
-		*n += r;
+		if (r == 2 && *n > 0)
+			out[*n - 1].flags |= PY_FRAME_ENTRY;
+		else if (r == 1)
+			*n += 1;
 	}
 	return PY_STOP_DEPTH;
 }

@@ -7,7 +7,10 @@
  * same process from outside (process_vm_readv: same user, no root) and must find exactly that.
  * An interpreter absent from this machine is skipped, naming the path looked for.
  */
+#include <asm/prctl.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -65,6 +68,7 @@ struct child {
 	FILE *out; /* child's stdout */
 	int in;	   /* child's stdin */
 	uint64_t version, self;
+	unsigned int minor;
 	struct exp_thread threads[8];
 	size_t n_threads;
 	struct exp_code codes[64];
@@ -113,6 +117,7 @@ static void start_child(struct child *c, const char *python)
 			return;
 		if (!strcmp(kind, "version")) {
 			c->version = strtoull(field(&s), NULL, 16);
+			c->minor = (c->version >> 16) & 0xff;
 		} else if (!strcmp(kind, "self")) {
 			c->self = strtoull(field(&s), NULL, 10);
 		} else if (!strcmp(kind, "thread")) {
@@ -212,6 +217,28 @@ static struct pythread *find_thread(struct pythread *t, size_t n, uint64_t ident
 }
 
 /*
+ * Whether frame @j of thread @e is the outermost frame of a call of the interpreter loop from C
+ * (PY_FRAME_ENTRY). Up to 3.10 every Python call is one. From 3.11 Python-to-Python calls run
+ * inside the caller's loop, except where C sits between: a thread's first frame, map() calling
+ * callback, a bound method called with *args (Worker.run), and in 3.11 any function called
+ * with *args (Thread.run's self._target(*args), start's fn(*args)). Checked against the native
+ * stacks of these programs (gdb: one _PyEval_EvalFrameDefault per entry frame, each thread,
+ * 3.11.7, 3.12.1, 3.13.0).
+ */
+static int expect_entry(const struct child *c, const struct exp_thread *e, size_t j)
+{
+	const char *name = exp_code(c, e->frames[j].code)->qualname;
+	const char *caller = j + 1 < e->n ? exp_code(c, e->frames[j + 1].code)->qualname : NULL;
+
+	if (c->minor <= 10 || !caller)
+		return 1;
+	if (!strcmp(name, "callback") || !strcmp(name, "Worker.run"))
+		return 1;
+	return c->minor == 11 &&
+	       (!strcmp(name, "start.<locals>.run") || !strcmp(caller, "start.<locals>.run"));
+}
+
+/*
  * The BPF walk (bpf/python_walk.h) as ordinary C: each thread found by its own identity
  * (thread pointer = pthread_t, or TID from 3.11), never another's, with the interpreter's
  * frames; an unknown thread has none; a cut stack says so.
@@ -232,8 +259,14 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 		assert_int_equal(stop, PY_STOP_END);
 		assert_int_equal(n, e->n);
 		for (j = 0; j < e->n; j++) {
+			const struct exp_code *ec = exp_code(c, e->frames[j].code);
+			int entry = expect_entry(c, e, j);
+
 			assert_int_equal(frames[j].code, e->frames[j].code);
 			assert_int_equal(frames[j].offset, e->frames[j].lasti);
+			if (!!(frames[j].flags & PY_FRAME_ENTRY) != entry)
+				fail_msg("thread %zu frame %zu (%s): entry flag %u, expected %d", i,
+					 j, ec->qualname, frames[j].flags, entry);
 		}
 		if (e->n > 2) {
 			stop = pywalk__run(&c->pid, &d, e->ident, (__u32)e->native, frames, 2, &n);
@@ -402,6 +435,18 @@ static void not_python(void **state)
 	assert_int_equal(errno, ESRCH);
 }
 
+/*
+ * The BPF walk finds a thread's state by thread_id == the task's fsbase: on x86-64 glibc,
+ * pthread_self() (what CPython stores as thread_id) is the thread pointer itself.
+ */
+static void thread_pointer_is_pthread_self(void **state)
+{
+	unsigned long fs = 0;
+
+	assert_int_equal(syscall(SYS_arch_prctl, ARCH_GET_FS, &fs), 0);
+	assert_int_equal(fs, (unsigned long)pthread_self());
+}
+
 static void version_from_name(void **state)
 {
 	unsigned int ma = 0, mi = 0;
@@ -492,6 +537,7 @@ static struct interp interps[] = {
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(thread_pointer_is_pthread_self),
 	    cmocka_unit_test(version_from_name),
 	    cmocka_unit_test(layouts),
 	    cmocka_unit_test(debug_offsets_garbage),

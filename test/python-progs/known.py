@@ -8,6 +8,7 @@
 #   version HEX | self IDENT | thread IDENT NATIVE_ID | frame CODE_ID LASTI LINENO
 #   | code CODE_ID FIRSTLINENO QUALNAME FILENAME | line CODE_ID OFFSET LINE | end
 import dis
+import os
 import sys
 import threading
 import time
@@ -67,6 +68,16 @@ exec(compile(GEN_SRC, "/generated/gen_\U0001f40d.py", "exec"), gen_ns)
 generated = gen_ns["generated"]
 
 
+def callback(x):
+    stop.wait()
+    return x
+
+
+def via_c():
+    # map() is C: callback runs in a call of the interpreter loop of its own.
+    return list(map(callback, [1]))
+
+
 def main_block():
     stop.wait()
 
@@ -112,13 +123,13 @@ def snapshot(me):
 
 def report():
     me = threading.get_ident()
-    markers = {"inner", "beta", "gamma", "𠀀", "generated", "main_block"}
+    markers = {"inner", "beta", "gamma", "𠀀", "generated", "callback", "main_block"}
     prev, still = None, 0
     while still < 5:  # the same stacks 5 polls in a row, each in its marker function
         time.sleep(0.02)
         snap = snapshot(me)
         key = {i: [(c, l) for c, l, _, _ in ch] for i, ch in snap.items()}
-        ok = len(snap) == 6 and all(
+        ok = len(snap) == 7 and all(
             any(co.co_name in markers for _, _, _, co in ch) for ch in snap.values())
         still = still + 1 if ok and key == prev else 0
         prev = key
@@ -143,6 +154,7 @@ def report():
     for cmd in sys.stdin:
         if cmd.strip() == "reuse":
             reuse()
+    os._exit(0)  # stdin closed: the test is done
 
 
 def reuse():
@@ -170,5 +182,6 @@ if __name__ == "__main__":
     start(gamma, 5)
     start(naïve_функция)
     start(generated)
+    start(via_c)
     threading.Thread(target=report, daemon=True).start()
     main_block()

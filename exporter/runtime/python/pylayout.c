@@ -98,12 +98,14 @@ static void interpreter_frames(struct pylayout *l, unsigned int minor)
 	l->tstate_thread_id = v12 ? 136 : 152;
 	l->tstate_native_thread_id = v12 ? 144 : 160;
 	l->cframe_current_frame = v12 ? 0 : 8;
-	/* _PyInterpreterFrame .f_code, .previous, .prev_instr, .owner and enum _frameowner:
+	/* _PyInterpreterFrame .f_code, .previous, .prev_instr, .owner, .is_entry (3.11) and
+	 * enum _frameowner:
 	 * Include/internal/pycore_frame.h. */
 	l->frame_code = v12 ? 0 : 32;
 	l->frame_previous = v12 ? 8 : 48;
 	l->frame_instr = 56;
 	l->frame_owner = v12 ? 70 : 69;
+	l->frame_is_entry = v12 ? 0 : 68;
 	l->owner_generator = 1;
 	l->owner_cstack = v12 ? 3 : PYLAYOUT_NO_OWNER;
 	/* PyCodeObject (_PyCode_DEF): Include/cpython/code.h. */

@@ -55,6 +55,7 @@ struct pylayout {
 	uint32_t cframe_current_frame; /* CFRAME only */
 	/* PyFrameObject (3.8-3.10) or _PyInterpreterFrame (3.11+) */
 	uint32_t frame_previous, frame_code, frame_instr, frame_owner; /* owner: 3.11+ only */
+	uint32_t frame_is_entry; /* 3.11 only (0: absent; 3.12+ mark entries with owner_cstack) */
 	uint8_t owner_generator, owner_cstack; /* PYLAYOUT_NO_OWNER when the version has none */
 	/* PyCodeObject */
 	uint32_t code_filename, code_name, code_qualname; /* qualname 0: absent (3.8-3.10) */

@@ -817,6 +817,7 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->frame_code, l->frame_code);
 	ok &= set16(&out->frame_instr, l->frame_instr);
 	ok &= set16(&out->frame_owner, l->frame_owner);
+	ok &= set16(&out->frame_is_entry, l->frame_is_entry);
 	ok &= set16(&out->object_type, l->object_type);
 	ok &= set16(&out->code_firsttraceable, l->code_firsttraceable);
 	ok &= set16(&out->code_adaptive, l->code_adaptive);
