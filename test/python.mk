@@ -11,3 +11,12 @@ $(BUILD)/test/test_python: test/test_python.c test/testproc.h test/python-progs/
 	$(Q)$(CC) $(CFLAGS) $(PY_TEST_CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_python
+
+# The walk in BPF on the real kernel (root: CAP_BPF, CAP_PERFMON; skipped, saying so, without).
+$(BUILD)/test/test_python_bpf: test/test_python_bpf.c test/testproc.h test/python-progs/spin.py \
+		$(wildcard exporter/runtime/python/*.h) bpf/python.h $(LIBSPANPROF)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(PY_TEST_CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+
+UNIT_TESTS += $(BUILD)/test/test_python_bpf
