@@ -27,7 +27,8 @@
 
 /*
  * Why a walk stopped: exactly one per walked sample. X(name, description). Values start at 1
- * (0 is PY_STOP_NONE, "not walked"), so the steps can return -reason.
+ * (0 is PY_STOP_NONE, "not walked"), so the steps can return -reason; the per-CPU py_stats
+ * array counts walks at index 0 and each reason at its value.
  */
 #define PY_STOPS(X)                                                                                \
 	X(END, "outermost Python frame reached")                                                   \
@@ -83,7 +84,11 @@ _Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
  */
 #define PY_FRAME_ENTRY 1u
 
-/* One Python frame of a sample: what the agent needs to name and place it. */
+/*
+ * One Python frame of a sample: what the agent needs to name and place it. In sp_sample.ustack
+ * (bpf/sampler.h) a frame takes two slots, this structure's bytes: the code address, then
+ * offset (low 32 bits) | flags << 32; the agent copies them out as struct py_frame.
+ */
 struct py_frame {
 	__u64 code;   /* code object address */
 	__s32 offset; /* byte offset of the instruction in the bytecode; -1: not started */
