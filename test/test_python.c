@@ -25,6 +25,7 @@
 #include "runtime/python/pyelf.h"
 #include "runtime/python/pylayout.h"
 #include "runtime/python/pylines.h"
+#include "runtime/python/pymerge.h"
 #include "runtime/python/pyproc.h"
 
 #include "procmaps.h"
@@ -524,6 +525,79 @@ static void linetable_garbage(void **state)
 	assert_int_equal(pylines__addr2line(PYLINES_PEP626, NULL, 0, 1, 0), -ENOENT);
 }
 
+/*
+ * pymerge__stack() on a stack written leaf first: native "n" (other) and "L" (interpreter
+ * loop); Python "p" and "P" (PY_FRAME_ENTRY). The answer, leaf first: the letters of the frames
+ * placed, "|N" for a marker with py_stop N, "|u" for PYMERGE_MARK_UNPLACED.
+ */
+static void merge_case(const char *native, const char *python, unsigned int stop, bool cut,
+		       const char *want)
+{
+	bool is_loop[32];
+	struct py_frame py[32] = {0};
+	struct pymerge_item out[80];
+	char got[160] = "";
+	size_t nn = strlen(native), np = strlen(python), i;
+	int n;
+
+	for (i = 0; i < nn; i++)
+		is_loop[i] = native[i] == 'L';
+	for (i = 0; i < np; i++)
+		py[i].flags = python[i] == 'P' ? PY_FRAME_ENTRY : 0;
+	n = pymerge__stack(is_loop, nn, py, np, stop, cut, out, nn + np + 1);
+	assert_true(n >= 0);
+	for (i = 0; i < (size_t)n; i++) {
+		char item[8];
+
+		if (out[i].kind == PYMERGE_NATIVE)
+			snprintf(item, sizeof(item), "%c", native[out[i].index]);
+		else if (out[i].kind == PYMERGE_PYTHON)
+			snprintf(item, sizeof(item), "%c", python[out[i].index]);
+		else if (out[i].index == PYMERGE_MARK_UNPLACED)
+			snprintf(item, sizeof(item), "|u");
+		else
+			snprintf(item, sizeof(item), "|%u", out[i].index);
+		strcat(got, item);
+	}
+	if (strcmp(got, want))
+		fail_msg("merge %s + %s (stop %u%s): %s, expected %s", native, python, stop,
+			 cut ? ", native cut" : "", got, want);
+	if (nn + np > 0)
+		assert_int_equal(pymerge__stack(is_loop, nn, py, np, stop, cut, out, 0), -ENOSPC);
+}
+
+static void merge(void **state)
+{
+	assert_true(pymerge__is_loop_symbol("_PyEval_EvalFrameDefault"));
+	assert_true(pymerge__is_loop_symbol("_PyEval_EvalFrameDefault.cold"));
+	assert_false(pymerge__is_loop_symbol("_PyEval_EvalFrameDefaultX"));
+	assert_false(pymerge__is_loop_symbol("PyEval_EvalCode"));
+	assert_false(pymerge__is_loop_symbol(NULL));
+	/* 3.11+: one loop call runs several frames; a C call (n) between two loop calls. */
+	merge_case("nnLnLnn", "ppPpP", PY_STOP_END, false, "nnppPnpPnn");
+	/* 3.8-3.10: one loop frame per Python frame. */
+	merge_case("nLnLnLn", "PPP", PY_STOP_END, false, "nPnPnPn");
+	/* Not Python, or not walked: unchanged. */
+	merge_case("nnn", "", PY_STOP_END, false, "nnn");
+	merge_case("nLn", "", PY_STOP_NONE, false, "nLn");
+	merge_case("nnn", "", PY_STOP_NO_TSTATE, false, "nnn");
+	/* Counts disagree: nothing placed, marked. */
+	merge_case("nLnLn", "pP", PY_STOP_END, false, "nLnLn|u");
+	merge_case("nLn", "pPP", PY_STOP_END, false, "nLn|u");
+	merge_case("nLn", "pp", PY_STOP_END, false, "nLn|u");
+	merge_case("nLn", "", PY_STOP_NO_TSTATE, false, "nLn|u");
+	/* Native stack cut: the outer groups go with their missing loop frames. */
+	merge_case("nLnL", "PpPP", PY_STOP_END, true, "nPnpP");
+	/* Python frames cut inside a group: that group's inner frames, the marker, then native. */
+	merge_case("nLnLnLn", "pPpp", PY_STOP_DEPTH, false, "npPnpp|6nLn");
+	/* Cut exactly at a group's end: the marker before the next loop frame. */
+	merge_case("nLnLn", "pP", PY_STOP_DEPTH, false, "npP|6nLn");
+	/* A walk that failed before any frame. */
+	merge_case("nLn", "", PY_STOP_READ_FAILED, false, "nLn|4");
+	/* Ended early with more frames than loop frames: refused. */
+	merge_case("nLn", "PPp", PY_STOP_BAD_CODE, false, "nLn|u");
+}
+
 static struct interp interps[] = {
     {"3.8", 8, 1, NULL, ""},
     {"3.9", 9, 1, NULL, ""},
@@ -540,6 +614,7 @@ int main(void)
 	    cmocka_unit_test(thread_pointer_is_pthread_self),
 	    cmocka_unit_test(version_from_name),
 	    cmocka_unit_test(layouts),
+	    cmocka_unit_test(merge),
 	    cmocka_unit_test(debug_offsets_garbage),
 	    cmocka_unit_test(linetable_garbage),
 	    cmocka_unit_test(not_python),
