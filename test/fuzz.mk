@@ -22,9 +22,9 @@
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 600
-FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta
+FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta python
 FUZZ_FLAGS    ?=
-FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta
+FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta python
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   := -g -O1 -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
 		 -Wno-unused-parameter -D_GNU_SOURCE -DSPANPROF_VERSION='"$(VERSION)"' \
@@ -41,6 +41,7 @@ FUZZ_SRCS_procctx   := procctx procmaps $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := threadctx
 FUZZ_SRCS_ksyms     := ksyms
 FUZZ_SRCS_procmeta  := procmeta k8smeta
+FUZZ_SRCS_python    := runtime/python/pylines runtime/python/pylayout runtime/python/pymerge
 FUZZ_LIBS_cfi       := -lelf -lpthread
 FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz
 FUZZ_LIBS_procmaps  := -lprotobuf-c
@@ -55,6 +56,7 @@ FUZZ_OPTS_procctx   := -max_len=8192
 FUZZ_OPTS_threadctx := -max_len=1024
 FUZZ_OPTS_ksyms     := -max_len=16384
 FUZZ_OPTS_procmeta  := -max_len=8192
+FUZZ_OPTS_python    := -max_len=4096
 
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_ALL))
 FUZZ_REPLAYS  := $(addprefix $(BUILD)/test/fuzz_replay_,$(FUZZ_ALL))

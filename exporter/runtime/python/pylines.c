@@ -5,7 +5,7 @@
 #include "runtime/python/pylines.h"
 
 /* 3.8-3.9 co_lnotab (Objects/lnotab_notes.txt of those versions). */
-static int lnotab(const uint8_t *t, size_t len, int line, int64_t offset)
+static int64_t lnotab(const uint8_t *t, size_t len, int64_t line, int64_t offset)
 {
 	int64_t addr = 0;
 	size_t i;
@@ -22,7 +22,7 @@ static int lnotab(const uint8_t *t, size_t len, int line, int64_t offset)
 }
 
 /* 3.10 co_linetable (PEP 626): ranges {u8 length, s8 line delta}, -128 = no line. */
-static int pep626(const uint8_t *t, size_t len, int line, int64_t offset)
+static int64_t pep626(const uint8_t *t, size_t len, int64_t line, int64_t offset)
 {
 	int64_t start, end = 0;
 	bool has_line;
@@ -50,7 +50,7 @@ static bool varint(const uint8_t *t, size_t len, size_t *i, uint64_t *v)
 
 	*v = 0;
 	do {
-		if (*i >= len || shift > 60)
+		if (*i >= len || shift > 54) /* at most 60 bits: sums stay far from overflow */
 			return false;
 		b = t[(*i)++];
 		*v |= (uint64_t)(b & 0x3f) << shift;
@@ -70,7 +70,7 @@ static bool svarint(const uint8_t *t, size_t len, size_t *i, int64_t *v)
 }
 
 /* 3.11+ location table (PEP 657, Objects/locations.md); addresses in 2-byte code units. */
-static int pep657(const uint8_t *t, size_t len, int64_t line, int64_t offset)
+static int64_t pep657(const uint8_t *t, size_t len, int64_t line, int64_t offset)
 {
 	int64_t unit = offset / 2, start, end = 0, delta;
 	uint64_t skip;
@@ -105,11 +105,11 @@ static int pep657(const uint8_t *t, size_t len, int64_t line, int64_t offset)
 		if (i > len)
 			return -EINVAL;
 		if (has_line)
-			line += delta;
+			line += delta; /* |delta| < 2^60, |line| <= 2^40 */
+		if (line < -(1ll << 40) || line > (1ll << 40))
+			return -EINVAL;
 		if (start <= unit && unit < end) {
-			if (!has_line)
-				return -ENOENT;
-			return line < 0 || line > INT32_MAX ? -EINVAL : (int)line;
+			return has_line ? line : -ENOENT;
 		}
 	}
 	return -ENOENT;
@@ -118,16 +118,27 @@ static int pep657(const uint8_t *t, size_t len, int64_t line, int64_t offset)
 int pylines__addr2line(enum pylines_format format, const uint8_t *table, size_t len,
 		       int firstlineno, int64_t offset)
 {
+	int64_t line;
+
+	if (firstlineno < 0)
+		return -EINVAL; /* CPython's first lines are >= 0: garbage */
 	if (offset < 0)
 		return firstlineno;
 	switch (format) {
 	case PYLINES_LNOTAB:
-		return lnotab(table, len, firstlineno, offset);
+		line = lnotab(table, len, firstlineno, offset);
+		break;
 	case PYLINES_PEP626:
-		return pep626(table, len, firstlineno, offset);
+		line = pep626(table, len, firstlineno, offset);
+		break;
 	case PYLINES_PEP657:
-		return pep657(table, len, firstlineno, offset);
+		line = pep657(table, len, firstlineno, offset);
+		break;
 	default:
 		return -EINVAL;
 	}
+	if (line == -ENOENT || line == -EINVAL)
+		return (int)line;
+	/* A line the deltas drove below 0 or past int: garbage. */
+	return line < 0 || line > INT32_MAX ? -EINVAL : (int)line;
 }

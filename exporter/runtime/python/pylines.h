@@ -36,8 +36,9 @@ enum pylines_format {
  * CPython does) of a code object whose first line is @firstlineno and whose line table (the
  * bytes of co_lnotab / co_linetable) is @table, @len bytes.
  * Returns the line (>= 0), -ENOENT when the table says that instruction has no line (CPython's
- * None / -1) or the offset is past the table, -EINVAL for an unknown format or a table that
- * ends inside an entry (garbage: never reads past @len).
+ * None / -1) or the offset is past the table, -EINVAL for an unknown format, a negative
+ * @firstlineno, a table that ends inside an entry or whose deltas lead below line 0 or past
+ * INT32_MAX (garbage: never reads past @len).
  */
 int pylines__addr2line(enum pylines_format format, const uint8_t *table, size_t len,
 		       int firstlineno, int64_t offset);
