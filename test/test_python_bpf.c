@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The Python walk in BPF (bpf/python.bpf.h) on the real kernel: each installed CPython runs
- * test/python-progs/spin.py, the sampler is loaded with the walk and a descriptor for that
- * process only (pyproc__desc()), and every CPU sample of the spinning thread must carry its
- * exact Python chain (spin_inner, spin_outer, run, then threading's bootstrap), the leaf's line
- * inside spin_inner's loop, and the walk's reason END; no sample of another thread may show
- * that chain. Needs CAP_BPF and CAP_PERFMON (root): skipped, saying so, without them.
+ * test/python-progs/spin.py, the sampler is loaded (cpu and offcpu) with the walk and a
+ * descriptor for that process only (pyproc__desc()). At least 95% of the CPU samples of the
+ * spinning thread must carry its exact Python chain (spin_inner, spin_outer, run, then
+ * threading's bootstrap) with the leaf's line inside spin_inner's loop, and at least 95% of the
+ * off-CPU samples of the sleeping main thread its own (main_wait, <module>); no sample of one
+ * thread may show the other's chain. Needs CAP_BPF and CAP_PERFMON (root): skipped, saying so,
+ * without them.
  */
 #include <errno.h>
 #include <glob.h>
@@ -33,6 +35,7 @@
 
 struct kept {
 	uint32_t tid;
+	uint8_t type;
 	uint8_t stop;
 	uint16_t n;
 	struct py_frame frames[PY_MAX_FRAMES];
@@ -50,10 +53,11 @@ static int on_sample(void *ctx, const struct sp_sample *s)
 	struct kept *k;
 	size_t n = s->py_len;
 
-	if (s->pid != (uint32_t)r->pid || s->type != SP_PROF_CPU || r->n >= MAX_KEPT)
+	if (s->pid != (uint32_t)r->pid || r->n >= MAX_KEPT)
 		return 0;
 	k = &r->k[r->n++];
 	k->tid = s->tid;
+	k->type = s->type;
 	k->stop = s->py_stop;
 	if (n > PY_MAX_FRAMES || s->ustack_len + 2 * n > SP_MAX_USTACK)
 		n = 0; /* checked below: py_len never overflows */
@@ -116,7 +120,7 @@ static void walk_version(void **state)
 	struct pyproc *p;
 	char path[512], line[128], why[256];
 	const char *python = find_python(minor, path, sizeof(path));
-	size_t i, j, spin = 0, spin_ok = 0;
+	size_t i, j, spin = 0, spin_ok = 0, main_n = 0, main_ok = 0;
 	uint32_t spin_tid = 0, pid32;
 	int in[2], out[2], ln;
 	double cpu0;
@@ -161,6 +165,8 @@ static void walk_version(void **state)
 		    .cb = on_sample,
 		    .ctx = &r,
 		    .python_max_procs = 16,
+		    .profile_types = 1u << SP_PROF_CPU | 1u << SP_PROF_OFFCPU,
+		    .offcpu_min_ns = 1000000,
 		    .start_disabled = 1,
 		};
 
@@ -185,20 +191,26 @@ static void walk_version(void **state)
 
 	for (i = 0; i < r.n; i++) {
 		const struct kept *k = &r.k[i];
-		int is_spin = 0;
+		const char *leaf = "";
 
 		assert_true(k->n <= PY_MAX_FRAMES);
-		for (j = 0; j < k->n && j < 3; j++) {
-			if (pyproc__code(p, k->frames[j].code, &ci))
-				continue;
-			if (j == 0 && !strcmp(ci->qualname, "spin_inner"))
-				is_spin = 1;
-		}
+		if (k->n && !pyproc__code(p, k->frames[0].code, &ci))
+			leaf = ci->qualname;
 		if (k->tid != spin_tid) {
-			/* Never another thread's chain. */
-			assert_false(is_spin);
+			/* Never the spinning thread's chain. */
+			assert_string_not_equal(leaf, "spin_inner");
+			if (k->tid != (uint32_t)r.pid || k->type != SP_PROF_OFFCPU)
+				continue;
+			main_n++;
+			if (k->stop == PY_STOP_END && k->n == 2 && !strcmp(leaf, "main_wait") &&
+			    !pyproc__code(p, k->frames[1].code, &ci) &&
+			    !strcmp(ci->qualname, "<module>"))
+				main_ok++;
 			continue;
 		}
+		assert_string_not_equal(leaf, "main_wait");
+		if (k->type != SP_PROF_CPU)
+			continue;
 		spin++;
 		if (k->stop != PY_STOP_END || k->n < 4)
 			continue;
@@ -219,11 +231,13 @@ static void walk_version(void **state)
 			continue;
 		spin_ok++;
 	}
-	print_message("%s: %zu samples of the spinning thread, %zu with its exact Python chain, "
-		      "%zu of other threads\n",
-		      python, spin, spin_ok, r.n - spin);
+	print_message("%s: cpu: %zu samples of the spinning thread, %zu with its exact Python "
+		      "chain; offcpu: %zu of the sleeping thread, %zu with its own\n",
+		      python, spin, spin_ok, main_n, main_ok);
 	assert_true(spin >= 20);
 	assert_true(spin_ok * 100 >= spin * 95);
+	assert_true(main_n >= 20);
+	assert_true(main_ok * 100 >= main_n * 95);
 
 	pyproc__free(p);
 	close(in[1]);

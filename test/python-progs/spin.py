@@ -1,9 +1,10 @@
 # A CPython program for the BPF walk test (test/test_python_bpf.c): one thread spins in a
-# known call chain while the main thread waits on stdin. Prints "ready NATIVE_TID" for the
-# spinning thread, then exits when stdin closes. Runs on CPython 3.8 and later.
-import os
+# known call chain (CPU samples) while the main thread sleeps 10 ms at a time in another
+# (off-CPU samples). Prints "ready NATIVE_TID" for the spinning thread, then runs until killed.
+# Runs on CPython 3.8 and later.
 import sys
 import threading
+import time
 
 
 def spin_inner():
@@ -16,11 +17,11 @@ def spin_outer():
     spin_inner()
 
 
-def main_block(tid):
+def main_wait(tid):
     sys.stdout.write("ready %d\n" % tid)
     sys.stdout.flush()
-    sys.stdin.readline()
-    os._exit(0)
+    while True:
+        time.sleep(0.01)
 
 
 def run(box):
@@ -33,4 +34,4 @@ if __name__ == "__main__":
     threading.Thread(target=run, args=(box,), daemon=True).start()
     while not box:
         pass
-    main_block(box[0])
+    main_wait(box[0])
