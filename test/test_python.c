@@ -207,6 +207,23 @@ static size_t count_frames(const struct child *c)
 	return n;
 }
 
+/*
+ * Why the interpreter at glob @pattern is not there: "not installed here", or, when a directory
+ * on the way cannot be searched by this user, that (a skip must say what is really absent).
+ */
+static const char *absent_why(const char *pattern)
+{
+	char dir[512], *cut;
+
+	snprintf(dir, sizeof(dir), "%s", pattern);
+	while ((cut = strrchr(dir, '/')) && cut != dir) {
+		*cut = '\0';
+		if (!strchr(dir, '*') && access(dir, X_OK) && errno == EACCES)
+			return "not readable by this user";
+	}
+	return "not installed here";
+}
+
 static struct pythread *find_thread(struct pythread *t, size_t n, uint64_t ident)
 {
 	size_t i;
@@ -298,8 +315,9 @@ static void check_interpreter(void **state)
 	int line;
 
 	if (!python) {
-		print_message("[  SKIPPED ] CPython %s: not installed here (looked for %s)\n",
-			      in->label, in->pyenv ? in->found : in->path);
+		print_message("[  SKIPPED ] CPython %s: %s (looked for %s)\n", in->label,
+			      absent_why(in->pyenv ? in->found : in->path),
+			      in->pyenv ? in->found : in->path);
 		skip();
 	}
 	start_child(&c, python);

@@ -89,6 +89,23 @@ static const char *find_python(unsigned int minor, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Why the interpreter at glob @pattern is not there: "not installed here", or, when a directory
+ * on the way cannot be searched by this user, that (a skip must say what is really absent).
+ */
+static const char *absent_why(const char *pattern)
+{
+	char dir[512], *cut;
+
+	snprintf(dir, sizeof(dir), "%s", pattern);
+	while ((cut = strrchr(dir, '/')) && cut != dir) {
+		*cut = '\0';
+		if (!strchr(dir, '*') && access(dir, X_OK) && errno == EACCES)
+			return "not readable by this user";
+	}
+	return "not installed here";
+}
+
 static double cpu_seconds(pid_t pid, uint32_t tid)
 {
 	unsigned long ut = 0, st = 0;
@@ -127,8 +144,8 @@ static void walk_version(void **state)
 	FILE *fo;
 
 	if (!python || access(python, X_OK)) {
-		print_message("[  SKIPPED ] CPython 3.%u: not installed here (looked for %s)\n",
-			      minor ? minor : 11, python ? python : path);
+		print_message("[  SKIPPED ] CPython 3.%u: %s (looked for %s)\n", minor ? minor : 11,
+			      absent_why(python ? python : path), python ? python : path);
 		skip();
 	}
 	assert_int_equal(pipe(in), 0);
