@@ -53,6 +53,7 @@ static __always_inline void stat_inc(__u32 which)
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
 #include "fileid.bpf.h"
+#include "python.bpf.h"
 
 /*
  * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the
@@ -83,7 +84,9 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->flags = 0;
 	s->type = type;
 	s->ustack_end = SP_USTACK_COMPLETE;
-	s->pad[0] = s->pad[1] = 0;
+	s->py_stop = 0;
+	s->pad = 0;
+	s->py_len = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -180,8 +183,10 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		fileid_sample(s, s->ustack_len);
 
 	s->ctx_len = 0;
-	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
+	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD)) {
 		threadctx_sample(task, s);
+		python_sample(task, s);
+	}
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;

@@ -305,16 +305,23 @@ struct sp_sample {
 	__u16 ustack_len; /* frames used in ustack */
 	__u8 type;	  /* enum sp_profile_type */
 	__u8 ustack_end;  /* enum sp_ustack_end: why ustack ends where it does */
-	__u8 pad[2];
+	__u8 py_stop; /* enum py_stop (bpf/python.h): why the Python walk ended; 0: not walked */
+	__u8 pad;
 	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
 	__u64 value;		     /* per type: bytes, nanoseconds (0 for CPU) */
 	__u64 addr;		     /* per type: lock address, 0 if none */
 	char comm[SP_COMM_LEN];	     /* thread name */
 	char pcomm[SP_COMM_LEN];     /* process (group leader) name */
 	__u64 kstack[SP_MAX_KSTACK]; /* kernel PCs, leaf first */
-	__u64 ustack[SP_MAX_USTACK]; /* user PCs, leaf first */
-	__u16 ctx_len;		     /* bytes of ctx used; 0: no span */
-	__u8 ctx_pad[6];
+	/*
+	 * User PCs, leaf first (ustack_len), then, when the process runs CPython and the walk is
+	 * loaded (bpf/python.bpf.h), py_len struct py_frame (2 slots each, innermost first) in
+	 * the room the native frames left.
+	 */
+	__u64 ustack[SP_MAX_USTACK];
+	__u16 ctx_len; /* bytes of ctx used; 0: no span */
+	__u16 py_len;  /* Python frames after the native ones in ustack (see there) */
+	__u8 ctx_pad[4];
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };

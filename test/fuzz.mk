@@ -23,9 +23,9 @@
 FUZZ_DIR      := $(BUILD)/fuzz
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 600
-FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump
+FUZZ_TARGETS  ?= cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump python
 FUZZ_FLAGS    ?=
-FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump
+FUZZ_ALL      := cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump python
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   := -g -O1 -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
 		 -Wno-unused-parameter -D_GNU_SOURCE -DSPANPROF_VERSION='"$(VERSION)"' \
@@ -44,6 +44,7 @@ FUZZ_SRCS_ksyms     := symbols/ksyms
 FUZZ_SRCS_procmeta  := process/procmeta process/k8smeta
 FUZZ_SRCS_perfmap   := runtime/perfmap/perfmap runtime/jit/jittab
 FUZZ_SRCS_jitdump   := runtime/jitdump/jitdump runtime/jit/jittab
+FUZZ_SRCS_python    := runtime/python/pylines runtime/python/pylayout runtime/python/pymerge
 FUZZ_LIBS_cfi       := -lelf -lpthread
 FUZZ_LIBS_symbolize := -ldw -lelf -liberty -lz -llzma -ldebuginfod -lpthread
 FUZZ_LIBS_procmaps  := -lprotobuf-c
@@ -60,6 +61,7 @@ FUZZ_OPTS_ksyms     := -max_len=16384
 FUZZ_OPTS_procmeta  := -max_len=8192
 FUZZ_OPTS_perfmap   := -max_len=16384
 FUZZ_OPTS_jitdump   := -max_len=16384
+FUZZ_OPTS_python    := -max_len=4096
 
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_ALL))
 FUZZ_REPLAYS  := $(addprefix $(BUILD)/test/fuzz_replay_,$(FUZZ_ALL))

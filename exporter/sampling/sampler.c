@@ -39,6 +39,7 @@ struct sampler {
 	int unwind;
 	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
 	int threadctx;
+	int python;		       /* the Python walk is loaded */
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
@@ -220,6 +221,10 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_program__set_autoload(s->skel->progs.on_unw_exit, false);
 		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
 	}
+
+	s->python = opts->python_max_procs > 0;
+	s->skel->rodata->python_enabled = s->python;
+	bpf_map__set_max_entries(s->skel->maps.py_procs, s->python ? opts->python_max_procs : 1);
 
 	s->threadctx = opts->threadctx;
 	s->skel->rodata->threadctx_enabled = opts->threadctx;
@@ -467,6 +472,15 @@ int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *ou
 	if (!s->unwind)
 		return -ENOTSUP;
 	*out = s->unw;
+	return 0;
+}
+
+int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *out)
+{
+	if (!s->python)
+		return -ENOTSUP;
+	out->procs_fd = bpf_map__fd(s->skel->maps.py_procs);
+	out->stats_fd = bpf_map__fd(s->skel->maps.py_stats);
 	return 0;
 }
 

@@ -71,6 +71,11 @@ struct sampler_opts {
 	uint32_t filter_cgroup_max;
 	/* File identities (bpf/fileid.bpf.h): executable paths; NULL leaves the hook out. */
 	sampler_exec_path_cb exec_path_cb;
+	/*
+	 * Python frames (bpf/python.bpf.h): room for this many CPython processes; 0 leaves the
+	 * walk out (the default until the agent fills py_procs and merges the frames).
+	 */
+	uint32_t python_max_procs;
 };
 
 /* The targeting maps (bpf/filter.h): -1 for a filter that is not loaded. */
@@ -123,6 +128,14 @@ void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_
 void sampler__event_summary(struct sampler *s, FILE *f);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
+/* The Python walk's maps: tgid -> struct py_desc, per-CPU counters by enum py_stop. */
+struct sampler_python_maps {
+	int procs_fd;
+	int stats_fd;
+};
+
+/* The Python walk's maps: 0, or -ENOTSUP when the walk is not loaded. */
+int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *out);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*

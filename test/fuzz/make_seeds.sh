@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump; do
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump python; do
 	mkdir -p "$out/$t"
 	rm -f "$out/$t"/seed-*
 done
@@ -280,8 +280,47 @@ for name, data in seeds.items():
         f.write(data)
 EOF
 
+# --- CPython (exporter/runtime/python/): line tables, _Py_DebugOffsets, sample frames ----------
+# Selector byte first (fuzz_python.c). Line tables: this python3's own co_linetable (PEP 657 on
+# 3.11+), and PEP 626 / lnotab pairs written here; debug offsets: the first 584 bytes of a
+# 3.13 libpython's .PyRuntime section when pyenv has one (none: no such seed).
+py313=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13.*/lib/libpython3.13.so.1.0 2>/dev/null |
+	head -n 1 || true)
+python3 - "$out/python" "$py313" <<'EOF'
+import struct, subprocess, sys
+out, lib = sys.argv[1], sys.argv[2]
+
+def lines(fmt, first, off, table):
+    return bytes([0, fmt]) + struct.pack("<ii", first, off) + table
+
+def sample(stop, cut, frames):  # frames leaf first: n, L (loop), p, P (entry)
+    code = {"n": 0, "L": 1, "p": 0x80, "P": 0x81}
+    return bytes([2, stop, cut]) + bytes(code[c] for c in frames)
+
+def f(x):
+    y = x + 1
+    if y:
+        return [i * y for i in range(x)]
+    return None
+
+seeds = {
+    "pep657": lines(3, f.__code__.co_firstlineno, 6, f.__code__.co_linetable),
+    "pep626": lines(2, 10, 4, bytes([2, 1, 4, 0x80, 6, 2])),
+    "lnotab": lines(1, 10, 8, bytes([2, 1, 4, 0xff, 6, 3])),
+    "merge-311": sample(1, 0, "nnLnLnn" + "ppPpP"),
+    "merge-cut": sample(6, 0, "nLnLnLn" + "pPpp"),
+}
+if lib:
+    sec = subprocess.run(["objcopy", "-O", "binary", "--only-section=.PyRuntime", lib,
+                          "/dev/stdout"], capture_output=True, check=True).stdout
+    seeds["debug-offsets-313"] = bytes([1]) + sec[:584]
+for name, data in seeds.items():
+    with open(f"{out}/seed-{name}", "wb") as fh:
+        fh.write(data)
+EOF
+
 chmod 0644 "$out"/*/seed-*
-for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump; do
+for t in cfi symbolize procmaps procctx threadctx ksyms procmeta perfmap jitdump python; do
 	printf '  %-10s %3d seeds, %s\n' "$t" "$(ls "$out/$t"/seed-* | wc -l)" \
 		"$(du -ch "$out/$t"/seed-* | tail -1 | cut -f1)"
 done

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Python frame walk (CPython 3.8+): at each sample of a process the agent described in py_procs
+ * (struct py_desc, from exporter/runtime/python/), find the sampled thread's own thread state and
+ * record its Python frames, {code object, instruction offset, flags} each, innermost first, in
+ * the room of sp_sample.ustack the native frames left (py_len, py_stop). The steps themselves
+ * are bpf/python_walk.h, shared with the unit tests; here they run from bpf_loop, through
+ * global functions that the verifier checks once each.
+ *
+ * Off unless the agent sets python_enabled before load (then the verifier drops all of it).
+ * Included by sampler.bpf.c after the sample record and the native walk.
+ */
+#ifndef SPANPROF_PYTHON_BPF_H
+#define SPANPROF_PYTHON_BPF_H
+
+#define PYWALK_READ_USER(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
+#include "python_walk.h"
+
+const volatile __u32 python_enabled = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* resized by user space */
+	__type(key, __u32);	   /* tgid */
+	__type(value, struct py_desc);
+} py_procs SEC(".maps");
+
+/* Per-CPU counters: [0] samples walked, [reason] walks that ended there (enum py_stop). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PY_STOP_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_stats SEC(".maps");
+
+/* State of one walk (no pointers: global functions write it). */
+struct py_walk {
+	struct py_desc d;
+	struct pywalk_cursor c;
+	__u64 fsbase, frame;
+	__u32 tid;
+	__s32 res; /* last step's answer */
+	struct py_frame out;
+};
+
+struct py_loop {
+	struct sp_sample *s;
+	__u32 base; /* first ustack slot for Python frames */
+	__u32 max;  /* frames that fit */
+	__u32 n;
+	__u32 pad;
+	struct py_walk w;
+};
+
+__noinline int python_tstate_global(struct py_walk *w)
+{
+	if (!w)
+		return 0;
+	w->res = pywalk__tstate_step(NULL, &w->d, &w->c, w->fsbase, w->tid);
+	return 0;
+}
+
+__noinline int python_frame_global(struct py_walk *w)
+{
+	if (!w)
+		return 0;
+	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out);
+	return 0;
+}
+
+static long python_tstate_cb(__u64 i, void *ctx)
+{
+	struct py_loop *l = ctx;
+
+	python_tstate_global(&l->w);
+	return l->w.res ? 1 : 0;
+}
+
+/* The ustack slot of Python frame @n (two slots per frame), masked for the verifier. */
+static __always_inline __u32 python_slot(const struct py_loop *l, __u32 n)
+{
+	return (l->base + 2 * n) & (SP_MAX_USTACK - 1);
+}
+
+static long python_frame_cb(__u64 i, void *ctx)
+{
+	struct py_loop *l = ctx;
+	struct sp_sample *s = l->s;
+	__u32 n = l->n, slot;
+
+	if (n >= l->max || n >= PY_MAX_FRAMES) {
+		l->w.res = l->w.frame ? -PY_STOP_DEPTH : -PY_STOP_END;
+		return 1;
+	}
+	python_frame_global(&l->w);
+	if (l->w.res < 0)
+		return 1;
+	if (l->w.res == 2 && n > 0) {
+		/* A C-stack entry frame: the frame before it started a loop call. */
+		slot = python_slot(l, n - 1);
+		if (slot + 1 < SP_MAX_USTACK)
+			s->ustack[slot + 1] |= (__u64)PY_FRAME_ENTRY << 32;
+	} else if (l->w.res == 1) {
+		slot = python_slot(l, n);
+		if (slot + 1 >= SP_MAX_USTACK) {
+			l->w.res = -PY_STOP_DEPTH;
+			return 1;
+		}
+		s->ustack[slot] = l->w.out.code;
+		s->ustack[slot + 1] = (__u32)l->w.out.offset | (__u64)l->w.out.flags << 32;
+		l->n = n + 1;
+	}
+	return 0;
+}
+
+static __always_inline void python_stat(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&py_stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void python_sample(struct task_struct *task, struct sp_sample *s)
+{
+	struct py_loop l = {};
+	struct py_walk *w = &l.w;
+	const struct py_desc *d;
+	__u32 pid = s->pid;
+	int res;
+
+	if (!python_enabled)
+		return;
+	d = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!d || (d->start_boot_ns && d->start_boot_ns != s->pstart_boot_ns))
+		return;
+	l.s = s;
+	l.base = s->ustack_len;
+	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
+	w->d = *d;
+	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
+	w->tid = s->tid;
+	res = pywalk__tstate_begin(NULL, &w->d, &w->c);
+	if (!res) {
+		w->res = 0;
+		/* One thread state per iteration, over every interpreter's list. */
+		bpf_loop(PY_MAX_THREAD_STEPS, python_tstate_cb, &l, 0);
+		res = w->res < 0 ? w->res : w->res == 0 ? -PY_STOP_TOO_MANY_THREADS : 0;
+	}
+	if (!res)
+		res = pywalk__first_frame(NULL, &w->d, w->c.tstate, &w->frame);
+	if (!res) {
+		/* One frame per iteration; skipped frames count too. */
+		w->res = 0;
+		bpf_loop(PY_MAX_FRAME_STEPS, python_frame_cb, &l, 0);
+		res = w->res < 0 ? w->res : -PY_STOP_DEPTH;
+	}
+	s->py_len = l.n;
+	s->py_stop = -res;
+	python_stat(0);
+	python_stat(-res);
+}
+
+#endif /* SPANPROF_PYTHON_BPF_H */

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Types shared by the Python frame walk (bpf/python_walk.h) and the agent
+ * (exporter/runtime/python/): the per-process descriptor the agent fills from what it learnt
+ * of a CPython interpreter (pyproc__desc()), the frame record, and the walk's stop reasons.
+ * Fixed-width types only, no pointers, no bool; sizes pinned with _Static_assert.
+ */
+#ifndef SPANPROF_PYTHON_H
+#define SPANPROF_PYTHON_H
+
+#ifdef __BPF__
+/* vmlinux.h provides __u8.. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+/* Python frames recorded per sample; a deeper stack ends in PY_STOP_DEPTH (marked as cut). */
+#define PY_MAX_FRAMES 128
+/*
+ * Loop bounds of the walk: a frame list longer than this (entry and incomplete frames, which
+ * are skipped, included) is cut as above; thread states searched for the sampled thread, over
+ * all interpreters; interpreters of one process.
+ */
+#define PY_MAX_FRAME_STEPS 256
+#define PY_MAX_THREAD_STEPS 256
+#define PY_MAX_INTERPRETERS 8
+
+/*
+ * Why a walk stopped: exactly one per walked sample. X(name, description). Values start at 1
+ * (0 is PY_STOP_NONE, "not walked"), so the steps can return -reason; the per-CPU py_stats
+ * array counts walks at index 0 and each reason at its value.
+ */
+#define PY_STOPS(X)                                                                                \
+	X(END, "outermost Python frame reached")                                                   \
+	X(NO_TSTATE, "the thread has no Python thread state (it never ran Python)")                \
+	X(TOO_MANY_THREADS, "thread state not among the first searched")                           \
+	X(READ_FAILED, "interpreter memory unreadable (changing, or freed)")                       \
+	X(BAD_CODE, "a frame's code object is not one (garbage, or freed meanwhile)")              \
+	X(DEPTH, "frame limit reached: stack cut")
+
+enum py_stop {
+	PY_STOP_NONE = 0,
+#define PY_STOP_ENUM(n, d) PY_STOP_##n,
+	PY_STOPS(PY_STOP_ENUM)
+#undef PY_STOP_ENUM
+	    PY_STOP_COUNT
+};
+
+/* How a thread state leads to its innermost frame (values of struct py_desc.tstate_frame_kind). */
+#define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13+) */
+#define PY_TSTATE_CFRAME 2 /* through _PyCFrame.current_frame (3.11-3.12) */
+/* What a frame's instruction field is (struct py_desc.instr_kind). */
+#define PY_INSTR_LASTI_BYTES 1 /* int f_lasti, bytes (3.8-3.9) */
+#define PY_INSTR_LASTI_UNITS 2 /* int f_lasti, 2-byte code units (3.10) */
+#define PY_INSTR_PTR 3	       /* pointer into co_code_adaptive (3.11+) */
+#define PY_NO_OWNER 0xff       /* frame owner value absent in this version */
+
+/*
+ * One interpreter of one process, keyed by thread group id. Addresses are the process's; the
+ * 16-bit fields are byte offsets inside the structure their name starts with (see
+ * exporter/runtime/python/pylayout.h, where each one comes from).
+ */
+struct py_desc {
+	__u64 start_boot_ns;	/* group leader's start time: a reused PID never matches */
+	__u64 interp_head_addr; /* &_PyRuntime.interpreters.head */
+	__u64 code_type;	/* &PyCode_Type: a frame's code object must have this type */
+	__u16 interp_next, interp_threads_head;
+	__u16 tstate_next, tstate_thread_id, tstate_native_thread_id, tstate_frame;
+	__u16 cframe_current_frame;
+	__u16 frame_previous, frame_code, frame_instr, frame_owner;
+	__u16 frame_is_entry; /* 3.11 _PyInterpreterFrame.is_entry; 0: absent */
+	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
+	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
+	__u8 owner_generator, owner_cstack, pad[4];
+};
+
+_Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
+
+/*
+ * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
+ * (_PyEval_EvalFrameDefault): where the agent puts the Python frames of that native frame.
+ * 3.8-3.10: every frame (each Python call is a call of the loop); 3.11: is_entry; 3.12+: the
+ * frame just inside a C-stack entry frame.
+ */
+#define PY_FRAME_ENTRY 1u
+
+/*
+ * One Python frame of a sample: what the agent needs to name and place it. In sp_sample.ustack
+ * (bpf/sampler.h) a frame takes two slots, this structure's bytes: the code address, then
+ * offset (low 32 bits) | flags << 32; the agent copies them out as struct py_frame.
+ */
+struct py_frame {
+	__u64 code;   /* code object address */
+	__s32 offset; /* byte offset of the instruction in the bytecode; -1: not started */
+	__u32 flags;  /* PY_FRAME_* */
+};
+
+_Static_assert(sizeof(struct py_frame) == 16, "py_frame is shared with BPF");
+
+#endif /* SPANPROF_PYTHON_H */

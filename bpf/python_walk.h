@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Python frame walk's shared half: finding the sampled thread's own CPython thread state
+ * and stepping through its frames, one step per call, with the layout of struct py_desc
+ * (bpf/python.h). Compiled by BPF and, as ordinary C, by the agent's tests
+ * (test/test_python.c), which run the very same steps against live interpreters.
+ *
+ * The thread's own state, never the GIL holder's: the state whose thread_id is the sampled
+ * thread's pthread_t (on x86-64 glibc and musl, pthread_self() is the thread pointer, the
+ * task's fsbase), or from 3.11 on whose native_thread_id is its kernel TID. A thread that
+ * never ran Python has none (PY_STOP_NO_TSTATE).
+ *
+ * A frame is recorded only when proven: its code object's type is PyCode_Type. Frames CPython
+ * itself does not list are skipped: 3.12+ C-stack entry frames (owner FRAME_OWNED_BY_CSTACK)
+ * and, 3.11-3.12, frames that have not reached their first traceable instruction
+ * (_PyFrame_IsIncomplete, Include/internal/pycore_frame.h).
+ *
+ * Defined only where the includer defined PYWALK_READ_USER(rctx, dst, addr) first: reads 8
+ * bytes of the sampled process at addr into the __u64 *dst, 0 on success.
+ */
+#ifndef SPANPROF_PYTHON_WALK_H
+#define SPANPROF_PYTHON_WALK_H
+
+#include "python.h"
+
+#ifdef PYWALK_READ_USER
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* Where the thread-state search is: the current interpreter and thread state. */
+struct pywalk_cursor {
+	__u64 interp, tstate;
+	__u32 interps; /* interpreters entered */
+	__u32 pad;
+};
+
+/*
+ * Starts the search at the first interpreter. 0, or -PY_STOP_READ_FAILED, -PY_STOP_NO_TSTATE
+ * (no interpreter: not initialized yet, or finalized).
+ */
+static __always_inline int pywalk__tstate_begin(void *rctx, const struct py_desc *d,
+						struct pywalk_cursor *c)
+{
+	c->interps = 0;
+	c->tstate = 0;
+	if (PYWALK_READ_USER(rctx, &c->interp, d->interp_head_addr))
+		return -PY_STOP_READ_FAILED;
+	if (!c->interp)
+		return -PY_STOP_NO_TSTATE;
+	if (PYWALK_READ_USER(rctx, &c->tstate, c->interp + d->interp_threads_head))
+		return -PY_STOP_READ_FAILED;
+	return 0;
+}
+
+/*
+ * One thread state of the search: 1 when c->tstate belongs to the thread whose thread pointer
+ * is @fsbase and kernel TID @tid; 0 when the search goes on (the cursor moved); or
+ * -PY_STOP_NO_TSTATE (every state seen), -PY_STOP_READ_FAILED.
+ */
+static __always_inline int pywalk__tstate_step(void *rctx, const struct py_desc *d,
+					       struct pywalk_cursor *c, __u64 fsbase, __u32 tid)
+{
+	__u64 v = 0;
+
+	if (!c->tstate) {
+		/* This interpreter's list is done: the next interpreter's. */
+		if (++c->interps >= PY_MAX_INTERPRETERS)
+			return -PY_STOP_NO_TSTATE;
+		if (PYWALK_READ_USER(rctx, &c->interp, c->interp + d->interp_next))
+			return -PY_STOP_READ_FAILED;
+		if (!c->interp)
+			return -PY_STOP_NO_TSTATE;
+		if (PYWALK_READ_USER(rctx, &c->tstate, c->interp + d->interp_threads_head))
+			return -PY_STOP_READ_FAILED;
+		return 0;
+	}
+	if (d->has_native_thread_id) {
+		if (PYWALK_READ_USER(rctx, &v, c->tstate + d->tstate_native_thread_id))
+			return -PY_STOP_READ_FAILED;
+		if (v == tid)
+			return 1;
+	} else {
+		if (PYWALK_READ_USER(rctx, &v, c->tstate + d->tstate_thread_id))
+			return -PY_STOP_READ_FAILED;
+		if (v == fsbase)
+			return 1;
+	}
+	if (PYWALK_READ_USER(rctx, &c->tstate, c->tstate + d->tstate_next))
+		return -PY_STOP_READ_FAILED;
+	return 0;
+}
+
+/* The innermost frame of thread state @tstate into *@frame (0: no Python frame). */
+static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc *d, __u64 tstate,
+					       __u64 *frame)
+{
+	if (PYWALK_READ_USER(rctx, frame, tstate + d->tstate_frame))
+		return -PY_STOP_READ_FAILED;
+	if (d->tstate_frame_kind == PY_TSTATE_CFRAME && *frame &&
+	    PYWALK_READ_USER(rctx, frame, *frame + d->cframe_current_frame))
+		return -PY_STOP_READ_FAILED;
+	return 0;
+}
+
+/*
+ * One frame: from *@frame (moved to the next frame out) fills @out and returns 1; or returns 0
+ * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
+ * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
+ * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
+ * -PY_STOP_BAD_CODE.
+ */
+static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
+					      struct py_frame *out)
+{
+	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
+	__s64 offset;
+
+	if (!f)
+		return -PY_STOP_END;
+	if (PYWALK_READ_USER(rctx, frame, f + d->frame_previous) ||
+	    PYWALK_READ_USER(rctx, &code, f + d->frame_code) ||
+	    PYWALK_READ_USER(rctx, &instr, f + d->frame_instr))
+		return -PY_STOP_READ_FAILED;
+	if (d->interpreter_frames) {
+		if (PYWALK_READ_USER(rctx, &owner, f + d->frame_owner))
+			return -PY_STOP_READ_FAILED;
+		owner &= 0xff;
+		if (d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
+			return 2;
+		if (d->frame_is_entry && PYWALK_READ_USER(rctx, &entry, f + d->frame_is_entry))
+			return -PY_STOP_READ_FAILED;
+	} else {
+		entry = 1; /* 3.8-3.10: one loop call per frame */
+	}
+	if (!code || PYWALK_READ_USER(rctx, &type, code + d->object_type))
+		return -PY_STOP_BAD_CODE;
+	if (type != d->code_type)
+		return -PY_STOP_BAD_CODE;
+	if (d->instr_kind == PY_INSTR_PTR) {
+		offset = (__s64)(instr - (code + d->code_adaptive));
+		if (offset < 0)
+			offset = -1; /* prev_instr starts one code unit before the first */
+		if (d->code_firsttraceable && owner != d->owner_generator) {
+			if (PYWALK_READ_USER(rctx, &first, code + d->code_firsttraceable))
+				return -PY_STOP_READ_FAILED;
+			if (offset < (__s64)(__s32)first * 2)
+				return 0;
+		}
+	} else {
+		offset = (__s32)instr;
+		if (offset < 0)
+			offset = -1;
+		else if (d->instr_kind == PY_INSTR_LASTI_UNITS)
+			offset *= 2;
+	}
+	out->code = code;
+	out->offset = (__s32)offset;
+	out->flags = (entry & 0xff) ? PY_FRAME_ENTRY : 0;
+	return 1;
+}
+
+#ifndef __BPF__
+/*
+ * The whole walk as plain loops (the BPF program drives the same steps from bpf_loop): the
+ * frames of the thread with thread pointer @fsbase and TID @tid, innermost first, at most
+ * @max into @out (*@n used). Returns why it stopped (enum py_stop): END when the stack is
+ * complete.
+ */
+static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase, __u32 tid,
+			      struct py_frame *out, int max, int *n)
+{
+	struct pywalk_cursor c;
+	__u64 frame = 0;
+	int i, r;
+
+	*n = 0;
+	r = pywalk__tstate_begin(rctx, d, &c);
+	if (r)
+		return -r;
+	for (i = 0; i < PY_MAX_THREAD_STEPS; i++) {
+		r = pywalk__tstate_step(rctx, d, &c, fsbase, tid);
+		if (r)
+			break;
+	}
+	if (r < 0)
+		return -r;
+	if (!r)
+		return PY_STOP_TOO_MANY_THREADS;
+	r = pywalk__first_frame(rctx, d, c.tstate, &frame);
+	if (r)
+		return -r;
+	for (i = 0; i < PY_MAX_FRAME_STEPS; i++) {
+		if (*n >= max)
+			return frame ? PY_STOP_DEPTH : PY_STOP_END;
+		r = pywalk__frame_step(rctx, d, &frame, &out[*n]);
+		if (r < 0)
+			return -r;
+		if (r == 2 && *n > 0)
+			out[*n - 1].flags |= PY_FRAME_ENTRY;
+		else if (r == 1)
+			*n += 1;
+	}
+	return PY_STOP_DEPTH;
+}
+#endif /* !__BPF__ */
+
+#endif /* PYWALK_READ_USER */
+#endif /* SPANPROF_PYTHON_WALK_H */

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of exporter/runtime/python/: CPython detection (pyelf), layouts (pylayout, the
+ * 3.8-3.12 table and 3.13's _Py_DebugOffsets), line tables (pylines) and the out-of-process
+ * reader (pyproc). Each installed CPython runs test/runtime/python-progs/known.py, which prints
+ * what the interpreter itself says about its threads, frames and code objects; the test reads the
+ * same process from outside (process_vm_readv: same user, no root) and must find exactly that.
+ * An interpreter absent from this machine is skipped, naming the path looked for.
+ */
+#include <asm/prctl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../testproc.h"
+
+#include "runtime/python/pyelf.h"
+#include "runtime/python/pylayout.h"
+#include "runtime/python/pylines.h"
+#include "runtime/python/pymerge.h"
+#include "runtime/python/pyproc.h"
+
+#include "process/procmaps.h"
+#include "python.h"
+/* The BPF walk's steps, run here against the child's memory. */
+#define PYWALK_READ_USER(rctx, dst, addr) procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), 8)
+#include "python_walk.h"
+
+#ifndef PY_PROGS_DIR
+#error "PY_PROGS_DIR must name test/runtime/python-progs"
+#endif
+
+/* --- what the child reports -------------------------------------------------------------- */
+
+struct exp_frame {
+	uint64_t code;
+	int64_t lasti;
+	int lineno;
+};
+
+struct exp_thread {
+	uint64_t ident, native;
+	struct exp_frame frames[64];
+	size_t n;
+};
+
+struct exp_code {
+	uint64_t id;
+	int firstlineno;
+	char qualname[128], filename[256];
+};
+
+struct exp_line {
+	uint64_t code;
+	int64_t offset;
+	int line;
+};
+
+struct child {
+	pid_t pid;
+	FILE *out; /* child's stdout */
+	int in;	   /* child's stdin */
+	uint64_t version, self;
+	unsigned int minor;
+	struct exp_thread threads[8];
+	size_t n_threads;
+	struct exp_code codes[64];
+	size_t n_codes;
+	struct exp_line *lines;
+	size_t n_lines;
+};
+
+static char *field(char **s)
+{
+	char *f = strsep(s, "\t\n");
+
+	assert_non_null(f);
+	return f;
+}
+
+static void start_child(struct child *c, const char *python)
+{
+	int out[2], in[2];
+	char line[1024], *s, *kind;
+	struct exp_thread *t = NULL;
+
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(in), 0);
+	c->pid = fork_tied();
+	if (!c->pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(python, python, "-I", PY_PROGS_DIR "/known.py", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in = in[1];
+	c->out = fdopen(out[0], "r");
+	assert_non_null(c->out);
+	c->lines = calloc(20000, sizeof(*c->lines));
+	assert_non_null(c->lines);
+	while (fgets(line, sizeof(line), c->out)) {
+		s = line;
+		kind = field(&s);
+		if (!strcmp(kind, "end"))
+			return;
+		if (!strcmp(kind, "version")) {
+			c->version = strtoull(field(&s), NULL, 16);
+			c->minor = (c->version >> 16) & 0xff;
+		} else if (!strcmp(kind, "self")) {
+			c->self = strtoull(field(&s), NULL, 10);
+		} else if (!strcmp(kind, "thread")) {
+			assert_true(c->n_threads < 8);
+			t = &c->threads[c->n_threads++];
+			t->ident = strtoull(field(&s), NULL, 10);
+			t->native = strtoull(field(&s), NULL, 10);
+		} else if (!strcmp(kind, "frame")) {
+			assert_non_null(t);
+			assert_true(t->n < 64);
+			t->frames[t->n].code = strtoull(field(&s), NULL, 10);
+			t->frames[t->n].lasti = strtoll(field(&s), NULL, 10);
+			t->frames[t->n].lineno = atoi(field(&s));
+			t->n++;
+		} else if (!strcmp(kind, "code")) {
+			struct exp_code *e = &c->codes[c->n_codes++];
+
+			assert_true(c->n_codes <= 64);
+			e->id = strtoull(field(&s), NULL, 10);
+			e->firstlineno = atoi(field(&s));
+			snprintf(e->qualname, sizeof(e->qualname), "%s", field(&s));
+			snprintf(e->filename, sizeof(e->filename), "%s", field(&s));
+		} else if (!strcmp(kind, "line")) {
+			struct exp_line *l = &c->lines[c->n_lines++];
+
+			assert_true(c->n_lines < 20000);
+			l->code = strtoull(field(&s), NULL, 10);
+			l->offset = strtoll(field(&s), NULL, 10);
+			l->line = atoi(field(&s));
+		}
+	}
+	fail_msg("%s: the child ended its output without 'end'", python);
+}
+
+static const struct exp_code *exp_code(const struct child *c, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_codes; i++)
+		if (c->codes[i].id == id)
+			return &c->codes[i];
+	return NULL;
+}
+
+/* --- the interpreters of this machine ------------------------------------------------------ */
+
+struct interp {
+	const char *label;
+	unsigned int minor;
+	int pyenv;	  /* 1: under $PYENV_ROOT/versions, else @path as is */
+	const char *path; /* non-pyenv path */
+	char found[512];
+};
+
+/* The interpreter's path, or NULL (the test is skipped, saying what was looked for). */
+static const char *find_python(struct interp *in)
+{
+	const char *root = getenv("PYENV_ROOT"), *home = getenv("HOME");
+	char pattern[512];
+	glob_t g;
+
+	if (!in->pyenv)
+		return access(in->path, X_OK) ? NULL : in->path;
+	if (root)
+		snprintf(pattern, sizeof(pattern), "%s/versions/3.%u.*/bin/python3.%u", root,
+			 in->minor, in->minor);
+	else
+		snprintf(pattern, sizeof(pattern), "%s/.pyenv/versions/3.%u.*/bin/python3.%u",
+			 home ? home : "/root", in->minor, in->minor);
+	snprintf(in->found, sizeof(in->found), "%s", pattern);
+	if (glob(pattern, 0, NULL, &g) || !g.gl_pathc) {
+		globfree(&g);
+		return NULL;
+	}
+	snprintf(in->found, sizeof(in->found), "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return in->found;
+}
+
+static size_t count_frames(const struct child *c)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < c->n_threads; i++)
+		n += c->threads[i].n;
+	return n;
+}
+
+/*
+ * Why the interpreter at glob @pattern is not there: "not installed here", or, when a directory
+ * on the way cannot be searched by this user, that (a skip must say what is really absent).
+ */
+static const char *absent_why(const char *pattern)
+{
+	char dir[512], *cut;
+
+	snprintf(dir, sizeof(dir), "%s", pattern);
+	while ((cut = strrchr(dir, '/')) && cut != dir) {
+		*cut = '\0';
+		if (!strchr(dir, '*') && access(dir, X_OK) && errno == EACCES)
+			return "not readable by this user";
+	}
+	return "not installed here";
+}
+
+static struct pythread *find_thread(struct pythread *t, size_t n, uint64_t ident)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].thread_id == ident)
+			return &t[i];
+	return NULL;
+}
+
+/*
+ * Whether frame @j of thread @e is the outermost frame of a call of the interpreter loop from C
+ * (PY_FRAME_ENTRY). Up to 3.10 every Python call is one. From 3.11 Python-to-Python calls run
+ * inside the caller's loop, except where C sits between: a thread's first frame, map() calling
+ * callback, a bound method called with *args (Worker.run), and in 3.11 any function called
+ * with *args (Thread.run's self._target(*args), start's fn(*args)). Checked against the native
+ * stacks of these programs (gdb: one _PyEval_EvalFrameDefault per entry frame, each thread,
+ * 3.11.7, 3.12.1, 3.13.0).
+ */
+static int expect_entry(const struct child *c, const struct exp_thread *e, size_t j)
+{
+	const char *name = exp_code(c, e->frames[j].code)->qualname;
+	const char *caller = j + 1 < e->n ? exp_code(c, e->frames[j + 1].code)->qualname : NULL;
+
+	if (c->minor <= 10 || !caller)
+		return 1;
+	if (!strcmp(name, "callback") || !strcmp(name, "Worker.run"))
+		return 1;
+	return c->minor == 11 &&
+	       (!strcmp(name, "start.<locals>.run") || !strcmp(caller, "start.<locals>.run"));
+}
+
+/*
+ * The BPF walk (bpf/python_walk.h) as ordinary C: each thread found by its own identity
+ * (thread pointer = pthread_t, or TID from 3.11), never another's, with the interpreter's
+ * frames; an unknown thread has none; a cut stack says so.
+ */
+static void check_bpf_walk(struct pyproc *p, struct child *c)
+{
+	struct py_frame frames[PY_MAX_FRAMES];
+	struct py_desc d;
+	size_t i, j;
+	int n, stop;
+
+	assert_int_equal(pyproc__desc(p, &d), 0);
+	for (i = 0; i < c->n_threads; i++) {
+		const struct exp_thread *e = &c->threads[i];
+
+		stop =
+		    pywalk__run(&c->pid, &d, e->ident, (__u32)e->native, frames, PY_MAX_FRAMES, &n);
+		assert_int_equal(stop, PY_STOP_END);
+		assert_int_equal(n, e->n);
+		for (j = 0; j < e->n; j++) {
+			const struct exp_code *ec = exp_code(c, e->frames[j].code);
+			int entry = expect_entry(c, e, j);
+
+			assert_int_equal(frames[j].code, e->frames[j].code);
+			assert_int_equal(frames[j].offset, e->frames[j].lasti);
+			if (!!(frames[j].flags & PY_FRAME_ENTRY) != entry)
+				fail_msg("thread %zu frame %zu (%s): entry flag %u, expected %d", i,
+					 j, ec->qualname, frames[j].flags, entry);
+		}
+		if (e->n > 2) {
+			stop = pywalk__run(&c->pid, &d, e->ident, (__u32)e->native, frames, 2, &n);
+			assert_int_equal(stop, PY_STOP_DEPTH);
+			assert_int_equal(n, 2);
+			assert_int_equal(frames[1].code, e->frames[1].code);
+		}
+	}
+	stop = pywalk__run(&c->pid, &d, 0x1234, 1, frames, PY_MAX_FRAMES, &n);
+	assert_int_equal(stop, PY_STOP_NO_TSTATE);
+	assert_int_equal(n, 0);
+}
+
+/* Everything the child said, read back from outside. */
+static void check_interpreter(void **state)
+{
+	struct interp *in = *state;
+	const char *python = find_python(in);
+	const struct pycode_info *ci;
+	const struct pylayout *l;
+	const struct pyproc_stats *st;
+	struct pythread *threads;
+	struct pyproc *p;
+	struct child c;
+	char why[256];
+	size_t n, i, j;
+	uint64_t misses;
+	int line;
+
+	if (!python) {
+		print_message("[  SKIPPED ] CPython %s: %s (looked for %s)\n", in->label,
+			      absent_why(in->pyenv ? in->found : in->path),
+			      in->pyenv ? in->found : in->path);
+		skip();
+	}
+	start_child(&c, python);
+	p = pyproc__new(c.pid, why, sizeof(why));
+	if (!p)
+		fail_msg("%s: pyproc__new: %s (%s)", python, strerror(errno), why);
+	l = pyproc__layout(p);
+	/* Version: exact where the interpreter says it (Py_Version 3.11+, debug offsets 3.13+). */
+	assert_int_equal(l->major, 3);
+	assert_int_equal(l->minor, (c.version >> 16) & 0xff);
+	if (in->minor >= 11)
+		assert_int_equal(l->version_hex, c.version);
+
+	assert_int_equal(pyproc__threads(p, &threads, &n), 0);
+	assert_int_equal(n, c.n_threads + 1); /* + the reporting thread */
+	assert_non_null(find_thread(threads, n, c.self));
+	for (i = 0; i < c.n_threads; i++) {
+		const struct exp_thread *e = &c.threads[i];
+		struct pythread *t = find_thread(threads, n, e->ident);
+
+		assert_non_null(t);
+		assert_false(t->truncated);
+		if (l->tstate_native_thread_id)
+			assert_int_equal(t->native_thread_id, e->native);
+		if (t->n_frames != e->n)
+			fail_msg("thread %" PRIu64 ": %zu frames read, the interpreter lists %zu",
+				 e->ident, t->n_frames, e->n);
+		for (j = 0; j < e->n; j++) {
+			const struct exp_code *ec = exp_code(&c, e->frames[j].code);
+
+			assert_int_equal(t->frames[j].code, e->frames[j].code);
+			assert_int_equal(t->frames[j].offset, e->frames[j].lasti);
+			line = pyproc__line(p, t->frames[j].code, t->frames[j].offset);
+			assert_int_equal(line, e->frames[j].lineno);
+			assert_int_equal(pyproc__code(p, t->frames[j].code, &ci), 0);
+			assert_non_null(ec);
+			assert_string_equal(ci->qualname, ec->qualname);
+			assert_string_equal(ci->filename, ec->filename);
+			assert_int_equal(ci->firstlineno, ec->firstlineno);
+		}
+	}
+	/* Every instruction of the listed code objects: the line co_lines()/dis give. */
+	for (i = 0; i < c.n_codes; i++) {
+		assert_int_equal(pyproc__code(p, c.codes[i].id, &ci), 0);
+		assert_string_equal(ci->qualname, c.codes[i].qualname);
+		assert_string_equal(ci->filename, c.codes[i].filename);
+	}
+	for (i = 0; i < c.n_lines; i++) {
+		line = pyproc__line(p, c.lines[i].code, c.lines[i].offset);
+		if (line != (c.lines[i].line < 0 ? -ENOENT : c.lines[i].line))
+			fail_msg("code %" PRIu64 " offset %" PRId64 ": line %d, co_lines says %d",
+				 c.lines[i].code, c.lines[i].offset, line, c.lines[i].line);
+	}
+	/* Cached: the same epoch reads nothing again; a new epoch re-checks once, same names. */
+	st = pyproc__stats(p);
+	misses = st->code_misses;
+	assert_int_equal(misses, c.n_codes);
+	pyproc__new_epoch(p);
+	for (i = 0; i < c.n_codes; i++)
+		assert_int_equal(pyproc__code(p, c.codes[i].id, &ci), 0);
+	assert_int_equal(st->code_misses, misses);
+	assert_int_equal(st->errors[PYPROC_ERR_STALE], 0);
+	for (i = 0; i < PYPROC_ERR_COUNT; i++)
+		if (st->errors[i])
+			fail_msg("%s: %" PRIu64 " errors '%s'", python, st->errors[i],
+				 pyproc__error_name(i));
+
+	/* A freed code object whose address another one takes: renamed, counted stale. */
+	assert_int_equal(write(c.in, "reuse\n", 6), 6);
+	{
+		char buf[512], *s = buf, *kind;
+		uint64_t id;
+
+		assert_non_null(fgets(buf, sizeof(buf), c.out));
+		kind = field(&s);
+		assert_string_equal(kind, "reused");
+		id = strtoull(field(&s), NULL, 10);
+		if (id) {
+			char *qual = field(&s);
+
+			pyproc__new_epoch(p);
+			assert_int_equal(pyproc__code(p, id, &ci), 0);
+			assert_string_equal(ci->qualname, qual);
+			assert_string_equal(ci->filename, "/reused/r.py");
+		} else {
+			print_message("%s: no code object took the freed address; stale check "
+				      "not exercised\n",
+				      python);
+		}
+	}
+
+	/* Garbage: not a code object (a thread state), unmapped memory. */
+	assert_int_equal(pyproc__code(p, threads[0].tstate, &ci), -EINVAL);
+	assert_true(st->errors[PYPROC_ERR_TYPE] > 0);
+	assert_int_equal(pyproc__code(p, 0x1000, &ci), -EFAULT);
+	assert_true(st->errors[PYPROC_ERR_READ] > 0);
+	check_bpf_walk(p, &c);
+	print_message("%s: CPython %x, %zu threads, %zu frames, %zu code objects and %zu "
+		      "instruction lines as the interpreter reports them\n",
+		      python, l->version_hex, n, count_frames(&c), c.n_codes, c.n_lines);
+	pyproc__threads_free(threads, n);
+
+	/* The process gone mid-way: an error, counted, no crash. */
+	kill(c.pid, SIGKILL);
+	waitpid(c.pid, NULL, 0);
+	assert_int_equal(pyproc__threads(p, &threads, &n), -ESRCH);
+	assert_true(st->errors[PYPROC_ERR_GONE] > 0);
+	pyproc__new_epoch(p);
+	assert_int_equal(pyproc__code(p, c.codes[0].id, &ci), -ESRCH);
+	pyproc__free(p);
+	c.pid = 0;
+	fclose(c.out);
+	close(c.in);
+	free(c.lines);
+}
+
+/* --- no interpreter, or none we know --------------------------------------------------------- */
+
+static void not_python(void **state)
+{
+	pid_t pid = fork_tied();
+	char why[128];
+
+	if (!pid) {
+		execl("/bin/sh", "sh", "-c", "read x", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	assert_null(pyproc__new(pid, why, sizeof(why)));
+	assert_int_equal(errno, ENOENT);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_null(pyproc__new(gone_pid(), why, sizeof(why)));
+	assert_int_equal(errno, ESRCH);
+}
+
+/*
+ * The BPF walk finds a thread's state by thread_id == the task's fsbase: on x86-64 glibc,
+ * pthread_self() (what CPython stores as thread_id) is the thread pointer itself.
+ */
+static void thread_pointer_is_pthread_self(void **state)
+{
+	unsigned long fs = 0;
+
+	assert_int_equal(syscall(SYS_arch_prctl, ARCH_GET_FS, &fs), 0);
+	assert_int_equal(fs, (unsigned long)pthread_self());
+}
+
+static void version_from_name(void **state)
+{
+	unsigned int ma = 0, mi = 0;
+
+	assert_int_equal(pyelf__version_from_name("/usr/bin/python3.11", &ma, &mi), 0);
+	assert_int_equal(ma * 100 + mi, 311);
+	assert_int_equal(pyelf__version_from_name("/x/lib/libpython3.9.so.1.0", &ma, &mi), 0);
+	assert_int_equal(ma * 100 + mi, 309);
+	assert_int_equal(pyelf__version_from_name("libpython3.8m.so", &ma, &mi), 0);
+	assert_int_equal(mi, 8);
+	assert_int_equal(pyelf__version_from_name("/usr/bin/python3.13t", &ma, &mi), 0);
+	assert_int_equal(mi, 13);
+	assert_int_equal(pyelf__version_from_name("/usr/bin/python3", &ma, &mi), -ENOENT);
+	assert_int_equal(pyelf__version_from_name("/usr/bin/python3.11-config", &ma, &mi), -ENOENT);
+	assert_int_equal(pyelf__version_from_name("/usr/bin/python2.7", &ma, &mi), -ENOENT);
+	assert_int_equal(pyelf__version_from_name(NULL, &ma, &mi), -ENOENT);
+}
+
+static void layouts(void **state)
+{
+	struct pylayout l;
+	unsigned int mi;
+
+	for (mi = 8; mi <= 12; mi++) {
+		assert_int_equal(pylayout__for_version(3, mi, &l), 0);
+		assert_int_equal(l.minor, mi);
+		assert_true(l.code_read <= 512 && l.frame_read <= 256 && l.tstate_read <= 512);
+	}
+	assert_int_equal(pylayout__for_version(3, 7, &l), -ENOTSUP);
+	assert_int_equal(pylayout__for_version(3, 13, &l), -ENOTSUP);
+	assert_int_equal(pylayout__for_version(2, 7, &l), -ENOTSUP);
+}
+
+/* _Py_DebugOffsets from garbage: refused, never trusted. */
+static void debug_offsets_garbage(void **state)
+{
+	uint8_t b[PYLAYOUT_DEBUG_OFFSETS_SIZE] = {0};
+	struct pylayout l;
+	uint64_t v;
+
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
+	memcpy(b, "xdebugpy", 8);
+	v = 0x030d00f0;
+	memcpy(b + 8, &v, 8);
+	/* Every size 0: each offset is outside its structure. */
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
+	assert_int_equal(pylayout__from_debug_offsets(b, 100, &l), -EINVAL);
+	v = 0x030e00f0; /* 3.14: another layout of the structure itself */
+	memcpy(b + 8, &v, 8);
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -ENOTSUP);
+	v = 0x030c00f0; /* no cookie before 3.13: garbage */
+	memcpy(b + 8, &v, 8);
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
+}
+
+/* Line tables cut short or malformed: an error, never a read past the end. */
+static void linetable_garbage(void **state)
+{
+	/* PEP 657: long form (code 14) whose varint never ends; then no start bit. */
+	const uint8_t cut[] = {0x80 | 14 << 3, 0x42, 0x41};
+	const uint8_t nostart[] = {0x01, 0x02};
+	/* One short-form entry of 2 units on the first line, then "no location". */
+	const uint8_t ok[] = {0x80 | 1, 0x00, 0x80 | 15 << 3};
+	const uint8_t odd[] = {2, 1, 4};
+
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, cut, sizeof(cut), 10, 0), -EINVAL);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, nostart, 2, 10, 0), -EINVAL);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, ok, sizeof(ok), 10, 2), 10);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, ok, sizeof(ok), 10, 4), -ENOENT);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, ok, sizeof(ok), 10, 400), -ENOENT);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP657, ok, sizeof(ok), 10, -1), 10);
+	assert_int_equal(pylines__addr2line(PYLINES_LNOTAB, odd, sizeof(odd), 1, 0), -EINVAL);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP626, odd, sizeof(odd), 1, 0), -EINVAL);
+	assert_int_equal(pylines__addr2line(PYLINES_NONE, ok, sizeof(ok), 1, 0), -EINVAL);
+	assert_int_equal(pylines__addr2line(PYLINES_PEP626, NULL, 0, 1, 0), -ENOENT);
+}
+
+/*
+ * pymerge__stack() on a stack written leaf first: native "n" (other) and "L" (interpreter
+ * loop); Python "p" and "P" (PY_FRAME_ENTRY). The answer, leaf first: the letters of the frames
+ * placed, "|N" for a marker with py_stop N, "|u" for PYMERGE_MARK_UNPLACED.
+ */
+static void merge_case(const char *native, const char *python, unsigned int stop, bool cut,
+		       const char *want)
+{
+	bool is_loop[32];
+	struct py_frame py[32] = {0};
+	struct pymerge_item out[80];
+	char got[160] = "";
+	size_t nn = strlen(native), np = strlen(python), i;
+	int n;
+
+	for (i = 0; i < nn; i++)
+		is_loop[i] = native[i] == 'L';
+	for (i = 0; i < np; i++)
+		py[i].flags = python[i] == 'P' ? PY_FRAME_ENTRY : 0;
+	n = pymerge__stack(is_loop, nn, py, np, stop, cut, out, nn + np + 1);
+	assert_true(n >= 0);
+	for (i = 0; i < (size_t)n; i++) {
+		char item[8];
+
+		if (out[i].kind == PYMERGE_NATIVE)
+			snprintf(item, sizeof(item), "%c", native[out[i].index]);
+		else if (out[i].kind == PYMERGE_PYTHON)
+			snprintf(item, sizeof(item), "%c", python[out[i].index]);
+		else if (out[i].index == PYMERGE_MARK_UNPLACED)
+			snprintf(item, sizeof(item), "|u");
+		else
+			snprintf(item, sizeof(item), "|%u", out[i].index);
+		strcat(got, item);
+	}
+	if (strcmp(got, want))
+		fail_msg("merge %s + %s (stop %u%s): %s, expected %s", native, python, stop,
+			 cut ? ", native cut" : "", got, want);
+	if (nn + np > 0)
+		assert_int_equal(pymerge__stack(is_loop, nn, py, np, stop, cut, out, 0), -ENOSPC);
+}
+
+static void merge(void **state)
+{
+	assert_true(pymerge__is_loop_symbol("_PyEval_EvalFrameDefault"));
+	assert_true(pymerge__is_loop_symbol("_PyEval_EvalFrameDefault.cold"));
+	assert_false(pymerge__is_loop_symbol("_PyEval_EvalFrameDefaultX"));
+	assert_false(pymerge__is_loop_symbol("PyEval_EvalCode"));
+	assert_false(pymerge__is_loop_symbol(NULL));
+	/* 3.11+: one loop call runs several frames; a C call (n) between two loop calls. */
+	merge_case("nnLnLnn", "ppPpP", PY_STOP_END, false, "nnppPnpPnn");
+	/* 3.8-3.10: one loop frame per Python frame. */
+	merge_case("nLnLnLn", "PPP", PY_STOP_END, false, "nPnPnPn");
+	/* Not Python, or not walked: unchanged. */
+	merge_case("nnn", "", PY_STOP_END, false, "nnn");
+	merge_case("nLn", "", PY_STOP_NONE, false, "nLn");
+	merge_case("nnn", "", PY_STOP_NO_TSTATE, false, "nnn");
+	/* Counts disagree: nothing placed, marked. */
+	merge_case("nLnLn", "pP", PY_STOP_END, false, "nLnLn|u");
+	merge_case("nLn", "pPP", PY_STOP_END, false, "nLn|u");
+	merge_case("nLn", "pp", PY_STOP_END, false, "nLn|u");
+	merge_case("nLn", "", PY_STOP_NO_TSTATE, false, "nLn|u");
+	/* Native stack cut: the outer groups go with their missing loop frames. */
+	merge_case("nLnL", "PpPP", PY_STOP_END, true, "nPnpP");
+	/* Python frames cut inside a group: that group's inner frames, the marker, then native. */
+	merge_case("nLnLnLn", "pPpp", PY_STOP_DEPTH, false, "npPnpp|6nLn");
+	/* Cut exactly at a group's end: the marker before the next loop frame. */
+	merge_case("nLnLn", "pP", PY_STOP_DEPTH, false, "npP|6nLn");
+	/* A walk that failed before any frame. */
+	merge_case("nLn", "", PY_STOP_READ_FAILED, false, "nLn|4");
+	/* Ended early with more frames than loop frames: refused. */
+	merge_case("nLn", "PPp", PY_STOP_BAD_CODE, false, "nLn|u");
+}
+
+static struct interp interps[] = {
+    {"3.8", 8, 1, NULL, ""},
+    {"3.9", 9, 1, NULL, ""},
+    {"3.10", 10, 1, NULL, ""},
+    {"3.11", 11, 1, NULL, ""},
+    {"3.12", 12, 1, NULL, ""},
+    {"3.13", 13, 1, NULL, ""},
+    {"3.11 (Debian, interpreter in the executable)", 11, 0, "/usr/bin/python3.11", ""},
+};
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(thread_pointer_is_pthread_self),
+	    cmocka_unit_test(version_from_name),
+	    cmocka_unit_test(layouts),
+	    cmocka_unit_test(merge),
+	    cmocka_unit_test(debug_offsets_garbage),
+	    cmocka_unit_test(linetable_garbage),
+	    cmocka_unit_test(not_python),
+	    {"CPython 3.8", check_interpreter, NULL, NULL, &interps[0]},
+	    {"CPython 3.9", check_interpreter, NULL, NULL, &interps[1]},
+	    {"CPython 3.10", check_interpreter, NULL, NULL, &interps[2]},
+	    {"CPython 3.11", check_interpreter, NULL, NULL, &interps[3]},
+	    {"CPython 3.12", check_interpreter, NULL, NULL, &interps[4]},
+	    {"CPython 3.13", check_interpreter, NULL, NULL, &interps[5]},
+	    {"CPython 3.11 Debian", check_interpreter, NULL, NULL, &interps[6]},
+	};
+
+	return cmocka_run_group_tests_name("python", tests, NULL, NULL);
+}
