@@ -14,8 +14,8 @@
 #include <bpf/bpf_core_read.h>
 
 /*
- * pt_regs.cs: an unsigned long up to Linux 6.8; since 6.9 (x86 FRED, "x86/ptrace: Cleanup the
- * definition of the pt_regs structure") a u16 in a union with the u64 csx. A 2-byte read of it
+ * pt_regs.cs: an unsigned long in 6.1; since the x86 FRED work (6.9; 6.12 has it) a u16 in a
+ * union with the u64 csx. A 2-byte read of it
  * (vmlinux.h from a newer kernel) is widened by libbpf to 8 bytes on an older kernel, which is
  * fine through a BTF pointer (bpf_task_pt_regs()); the perf_event context takes only whole
  * 8-byte loads of its registers at a constant offset, so on_cpu_sample does not read cs at all
@@ -23,10 +23,10 @@
  */
 
 /*
- * tp_btf/sched_process_exit: (struct task_struct *p) up to Linux 6.15; 6.16 added
- * (bool group_dead) ("sched: Add group_dead to sched_process_exit", with the event record
- * struct trace_event_raw_sched_process_exit that holds it). Before, the tracepoint fires after
- * do_exit() counted the thread out of signal->live, so the group is dead when that count is 0.
+ * tp_btf/sched_process_exit: (struct task_struct *p) in 6.1 and 6.12; a later kernel (6.18 has
+ * it) added (bool group_dead), with the event record struct trace_event_raw_sched_process_exit
+ * that holds it. Before, the tracepoint fires after do_exit() counted the thread out of
+ * signal->live, so the group is dead when that count is 0.
  * @ctx: the tp_btf argument array. Returns 1 when @p was the last thread of its process.
  */
 struct trace_event_raw_sched_process_exit___sp_new {
