@@ -191,7 +191,7 @@ static void save_load_log(const char *buf, size_t len, char *path, size_t path_s
 #define NEED_UPROBES KF(ATTACH_COOKIE)
 #define NEED_OFFCPU (KF(TASK_STORAGE) | KF(GET_TASK_STACK) | KF(SWITCH_PREV_STATE))
 #define NEED_UNWIND (KF(LOOP) | KF(FIND_VMA))
-#define NEED_FILEIDS KF(FIND_VMA)
+#define NEED_FILEIDS (KF(FIND_VMA) | KF(MAPLE_TREE))
 
 /*
  * Probes the running kernel (sampling/features.h) and fits the run to it: what the agent cannot

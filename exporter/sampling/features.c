@@ -10,14 +10,14 @@
 #include "sampling/features.h"
 
 /* How each feature is probed, and the upstream version that brought it (kernel git history). */
-enum probe_kind { PROBE_BTF, PROBE_PROG, PROBE_MAP, PROBE_HELPER, PROBE_TP_NARGS };
+enum probe_kind { PROBE_BTF, PROBE_PROG, PROBE_MAP, PROBE_HELPER, PROBE_TP_NARGS, PROBE_MEMBER };
 
 static const struct kfeature_def {
 	const char *name, *since;
 	enum probe_kind kind;
-	int prog_type; /* PROBE_PROG, PROBE_HELPER: the program type */
-	int id;	       /* map type, helper id, or the argument count (PROBE_TP_NARGS) */
-	const char *tp;
+	int prog_type;		 /* PROBE_PROG, PROBE_HELPER: the program type */
+	int id;			 /* map type, helper id, or the argument count (PROBE_TP_NARGS) */
+	const char *tp, *member; /* PROBE_TP_NARGS: tracepoint; PROBE_MEMBER: struct, member */
 } defs[KFEAT_COUNT] = {
     [KFEAT_BTF] = {"kernel BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF)", "5.4", PROBE_BTF},
     [KFEAT_PERF_EVENT_PROG] = {"perf_event BPF programs", "4.9", PROBE_PROG,
@@ -40,6 +40,8 @@ static const struct kfeature_def {
 			      BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_task_stack},
     [KFEAT_SWITCH_PREV_STATE] = {"sched_switch's prev_state tracepoint argument", "5.18",
 				 PROBE_TP_NARGS, 0, 4, "sched_switch"},
+    [KFEAT_MAPLE_TREE] = {"VMAs in a maple tree (mm_struct.mm_mt)", "6.1", PROBE_MEMBER, 0, 0,
+			  "mm_struct", "mm_mt"},
 };
 
 const char *kfeature__name(enum kfeature feat)
@@ -76,6 +78,43 @@ int kfeatures__tp_btf_nargs(const char *name)
 	return n;
 }
 
+/* 1 when struct/union @t, or an anonymous struct/union in it, has a member @name (bounded
+ * depth: anonymous nesting in kernel structs is shallow). */
+static int has_member(const struct btf *btf, const struct btf_type *t, const char *name, int depth)
+{
+	const struct btf_member *m = btf_members(t);
+
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_type *mt;
+
+		if (m[i].name_off) {
+			if (!strcmp(btf__name_by_offset(btf, m[i].name_off), name))
+				return 1;
+			continue;
+		}
+		mt = btf__type_by_id(btf, m[i].type);
+		if (depth < 8 && mt && (btf_is_struct(mt) || btf_is_union(mt)) &&
+		    has_member(btf, mt, name, depth + 1))
+			return 1;
+	}
+	return 0;
+}
+
+int kfeatures__btf_has_member(const char *type, const char *member)
+{
+	struct btf *btf;
+	int id, r = -ENOENT;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	if (id > 0)
+		r = has_member(btf, btf__type_by_id(btf, id), member, 0);
+	btf__free(btf);
+	return r;
+}
+
 static int8_t probe(const struct kfeature_def *d)
 {
 	int r;
@@ -97,6 +136,9 @@ static int8_t probe(const struct kfeature_def *d)
 		if (r == -ENOENT)
 			return 0;
 		return r < 0 ? -1 : r >= d->id;
+	case PROBE_MEMBER:
+		r = kfeatures__btf_has_member(d->tp, d->member);
+		return r < 0 ? -1 : r;
 	default:
 		return -1;
 	}

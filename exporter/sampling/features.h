@@ -27,6 +27,7 @@ enum kfeature {
 	KFEAT_TASK_STORAGE,	 /* BPF_MAP_TYPE_TASK_STORAGE */
 	KFEAT_GET_TASK_STACK,	 /* bpf_get_task_stack() */
 	KFEAT_SWITCH_PREV_STATE, /* tp_btf/sched_switch's 4th argument, prev_state */
+	KFEAT_MAPLE_TREE,	 /* VMAs in a maple tree (mm_struct.mm_mt) */
 	KFEAT_COUNT
 };
 
@@ -58,6 +59,12 @@ enum kfeature kfeatures__first_missing(const struct kfeatures *f, uint32_t need)
  * BTF or the tracepoint is not there.
  */
 int kfeatures__tp_btf_nargs(const char *name);
+
+/*
+ * 1 when the kernel's struct @type has a member @member (BTF), 0 when not, -errno when the BTF
+ * or the struct is not there.
+ */
+int kfeatures__btf_has_member(const char *type, const char *member);
 
 /* One line per feature on @f ("  bpf_loop() helper (5.17): yes"), for SPANPROF_DEBUG. */
 void kfeatures__print(const struct kfeatures *f, FILE *out);
