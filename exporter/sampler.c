@@ -137,7 +137,7 @@ static int open_cpu_clock(int cpu, uint32_t freq)
  * print callback takes no context, hence the file-scope state (the load is single-threaded).
  */
 static FILE *load_log;
-static char load_last_warning[256];
+static char load_last_warning[256]; /* libbpf's first warning: what failed */
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -150,8 +150,9 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 		va_end(copy);
 		if (level == LIBBPF_WARN) {
 			va_copy(copy, ap);
-			/* Verifier log lines are WARN too: keep the last libbpf line of its own. */
-			if (strncmp(fmt, "libbpf: ", 8) == 0 && !strstr(fmt, "LOAD LOG"))
+			/* The verifier's log is WARN too: keep libbpf's first line of its own. */
+			if (!load_last_warning[0] && strncmp(fmt, "libbpf: ", 8) == 0 &&
+			    !strstr(fmt, "LOAD LOG"))
 				vsnprintf(load_last_warning, sizeof(load_last_warning), fmt, copy);
 			va_end(copy);
 		}
@@ -182,6 +183,28 @@ static void save_load_log(const char *buf, size_t len, char *path, size_t path_s
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/*
+ * The verifier's reason for refusing a program: in the log libbpf printed (@buf, @len), the last
+ * line before the statistics ending the first "-- END PROG LOAD LOG --". "" when there is none.
+ */
+static void verifier_reason(const char *buf, size_t len, char *out, size_t out_size)
+{
+	const char *end = memmem(buf, len, "-- END PROG LOAD LOG --", 23), *line;
+
+	out[0] = '\0';
+	while (end && end > buf) {
+		line = end - 1; /* the '\n' ending the previous line */
+		while (line > buf && line[-1] != '\n')
+			line--;
+		if (end - line > 1 && strncmp(line, "processed ", 10) &&
+		    strncmp(line, "verification time", 17) && strncmp(line, "stack depth", 11)) {
+			snprintf(out, out_size, "%.*s", (int)(end - 1 - line), line);
+			return;
+		}
+		end = line;
+	}
 }
 
 /* Requirements (docs/kernels.md), as masks of 1 << KFEAT_*. */
@@ -364,17 +387,20 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		load_log = NULL;
 	}
 	if (err) {
-		char path[256] = "", *nl = strchr(load_last_warning, '\n');
+		char path[256] = "", reason[256] = "", *nl = strchr(load_last_warning, '\n');
 
 		if (nl)
 			*nl = '\0';
-		if (log_buf)
+		if (log_buf) {
 			save_load_log(log_buf, log_len, path, sizeof(path));
+			verifier_reason(log_buf, log_len, reason, sizeof(reason));
+		}
 		fprintf(stderr,
-			"spanprof: loading the BPF sampler failed: %s%s%s%s; libbpf's and the "
+			"spanprof: loading the BPF sampler failed: %s (%s%s%s); libbpf's and the "
 			"verifier's log: %s (supported kernels: docs/kernels.md)\n",
-			strerror(-err), load_last_warning[0] ? " (" : "", load_last_warning,
-			load_last_warning[0] ? ")" : "", path[0] ? path : "not saved");
+			strerror(-err),
+			load_last_warning[0] ? load_last_warning : "libbpf said no more",
+			reason[0] ? "; verifier: " : "", reason, path[0] ? path : "not saved");
 	}
 	free(log_buf);
 	if (err)
