@@ -113,6 +113,14 @@ def record(spanprof, outdir, *args, timeout=120, check=True):
     return res
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process @pid so far (/proc/PID/stat fields 14 and 15): what a
+    test sizes its expected sample count from (a slow or loaded machine runs a workload less
+    than the wall-clock time)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_sampling(agent):
     """Reads a running agent's stderr up to its "spanprof: sampling" line (sampling has begun);
     fails with what it printed if it exits first. Not for --quiet runs (no such line)."""

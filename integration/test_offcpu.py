@@ -124,10 +124,13 @@ def test_offcpu_time_and_stacks(spanprof, offcpu_bin, pprofcheck, procs, tmp_pat
     for fn, key, kernel, syscall in (
             ("offcpu_sleep_target", "slept", "nanosleep", "sys_clock_nanosleep"),
             ("offcpu_pipe_target", "piped", "pipe_read", "sys_read")):
-        ns, calls = m[key]
+        ns, calls, *blocked = m[key]
         ev, got, samples = totals(prof, fn)
         assert abs(got - ns) <= 0.1 * ns, (fn, got, ns, err)
-        assert 0.9 * calls <= ev <= calls, (fn, ev, calls)
+        # A read that found its byte already there (a slow machine) did not block: only those
+        # that took 1 ms or more count towards the lower bound.
+        want = blocked[0] if blocked else calls
+        assert 0.9 * want <= ev <= calls, (fn, ev, want, calls)
         for s in samples:
             fns = functions(s)
             # The user stack down to the thread's start, the kernel stack of the syscall.

@@ -6,13 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import as_nobody, bpf_prog_ids, loaded_prog_ids, read_folded, record, wait_sampling
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of process @pid so far (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from conftest import (as_nobody, bpf_prog_ids, cpu_seconds, loaded_prog_ids, read_folded, record,
+                      wait_sampling)
 
 
 def is_subsequence(needle, hay):
