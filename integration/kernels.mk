@@ -5,5 +5,5 @@ KERNELS ?= 6.1 6.12
 .PHONY: test-kernels
 test-kernels: all
 	$(Q)for k in $(KERNELS); do \
-		integration/kernels/run.sh $$k $(BUILD)/kernel-results/$$k || true; \
+		BUILD=$(BUILD) integration/kernels/run.sh $$k $(BUILD)/kernel-results/$$k || true; \
 	done; python3 integration/kernels/summary.py $(addprefix $(BUILD)/kernel-results/,$(KERNELS))
