@@ -325,6 +325,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
 	s->skel->rodata->fileid_enabled = fileids;
+	/* Only the programs of the selected profile types load (and are verified). */
+	if (!(s->types & (1u << SP_PROF_CPU)))
+		bpf_program__set_autoload(s->skel->progs.on_cpu_sample, false);
 	s->exec_path_cb = opts->exec_path_cb;
 	if (!s->exec_path_cb || !s->skel->rodata->fileid_enabled)
 		bpf_program__set_autoload(s->skel->progs.on_fileid_exec, false);
