@@ -2,6 +2,8 @@
 (integration/kernels/run.sh, docs/kernels.md): the smoke suite (integration/kernels/smoke.txt)
 runs inside it, its results come back here and are asserted. TCG only (no nested KVM): about
 20 s to boot; the suite takes several minutes."""
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +23,17 @@ def smoke_ids():
 
 def test_smoke_suite_on_debian12_6_1(tmp_path):
     results = tmp_path / "results"
-    res = subprocess.run([str(ROOT / "integration/kernels/run.sh"), "6.1", str(results)],
+    # Its own session: should the wait end early, the whole group (vng, QEMU) goes with it.
+    p = subprocess.Popen([str(ROOT / "integration/kernels/run.sh"), "6.1", str(results)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=1800)
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=2700)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    res = subprocess.CompletedProcess(p.args, p.returncode, out, "")
     print(res.stdout[-3000:])
     info = summary.read(results)
     print("\n".join(info["load"]))

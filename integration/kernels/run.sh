@@ -80,7 +80,10 @@ echo "run.sh: booting $pkg (TCG), tests from ${tests#"$root"/}" >&2
 start=$(date +%s)
 cd "$root"
 set +e
-vng -v --run "$vmlinuz" --disable-kvm --cpus 2 --memory 4G --rwdir="$results" \
+# A hang guard, not a time budget (GUEST_TIMEOUT seconds, default 40 min): timeout(1) ends
+# vng and QEMU with it (its own process group).
+timeout -k 30 "${GUEST_TIMEOUT:-2400}" \
+	vng -v --run "$vmlinuz" --disable-kvm --cpus 2 --memory 4G --rwdir="$results" \
 	--exec "$here/guest.sh $results $tests" >"$results/console.log" 2>&1 </dev/null
 vrc=$?
 set -e
