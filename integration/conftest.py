@@ -104,8 +104,9 @@ def procs():
     p.close()
 
 
-def record(spanprof, outdir, *args, timeout=120, check=True):
-    """Runs 'spanprof record' to completion and returns the CompletedProcess."""
+def record(spanprof, outdir, *args, timeout=600, check=True):
+    """Runs 'spanprof record' to completion and returns the CompletedProcess. @timeout is a hang
+    guard, not a time budget: a whole-host run in a TCG guest takes over two minutes."""
     res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)],
                          capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:

@@ -39,7 +39,11 @@ def test_chain_full_stack_in_folded_and_pprof(spanprof, workload, procs, tmp_pat
     # Sampled with a PID filter: every line belongs to the workload.
     assert all(frames[0] == "chain" for frames, _ in folded), folded[:3]
     full = sum(c for frames, c in folded if is_subsequence(["main", "a", "b", "c"], frames))
-    assert total >= 0.7 * cpu * 99 and total >= 20, \
+    # Every sample the kernel delivered was recorded; the rate: about 99 per CPU second on a
+    # host, 46% of that in a loaded TCG guest (its timer interrupts come late), hence 0.4.
+    m = re.search(r"accounting: (\d+) samples taken by BPF = (\d+) recorded", err)
+    assert m and m.group(1) == m.group(2) == str(total), err
+    assert total >= 0.4 * cpu * 99 and total >= 20, \
         f"only {total} samples at 99 Hz for {cpu:.2f} s of the workload's CPU time"
     assert full / total >= 0.90, f"{full}/{total} samples show main;a;b;c\n{folded[:5]}"
 
