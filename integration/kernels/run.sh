@@ -84,7 +84,7 @@ set +e
 # vng and QEMU with it (its own process group).
 timeout -k 30 "${GUEST_TIMEOUT:-2400}" \
 	vng -v --run "$vmlinuz" --disable-kvm --cpus 2 --memory 4G --rwdir="$results" \
-	--exec "$here/guest.sh $results $tests" >"$results/console.log" 2>&1 </dev/null
+	--exec "$here/guest.sh $results $tests $build" >"$results/console.log" 2>&1 </dev/null
 vrc=$?
 set -e
 echo "run.sh: guest ran $(($(date +%s) - start)) s (vng exit $vrc)" >&2
