@@ -11,8 +11,12 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "sampler.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* x86-64: the kernel runs in the upper canonical half (top bit set, 4- and 5-level paging). */
+#define SP_USER_ADDR_END (1ull << 63)
 
 /*
  * Wake the agent only once this many bytes wait in the ring buffer (set before load to a
@@ -100,6 +104,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 					     struct sp_sample *s)
 {
 	struct unwind_proc *uproc;
+	__u32 pid = s->pid; /* map keys on the stack: 6.1's verifier refuses ring buffer memory */
 	__u32 stop = 0, borrowed = 0;
 	__u64 wakeup = 0;
 	long n;
@@ -109,8 +114,8 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		n = 0;
 	} else {
 		n = -1;
-		uproc = unwind_enabled ? unwind_proc_of(task, s->pid, s->pstart_boot_ns, &borrowed)
-				       : NULL;
+		uproc =
+		    unwind_enabled ? unwind_proc_of(task, pid, s->pstart_boot_ns, &borrowed) : NULL;
 		if (uproc)
 			n = unwind_user_stack(ctx, s, uproc, &stop);
 		else
@@ -216,8 +221,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (!s)
 		return 0;
 
-	/* Interrupted in user mode (CPL 3): the kernel stack is empty, skip the helper's setup. */
-	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) /* whole words only in the context */
+	/*
+	 * Interrupted in user code: the kernel stack is empty, skip the helper's setup. The kernel
+	 * never runs code in the lower half of the address space; a user ip elsewhere (a native
+	 * vsyscall page) costs only the helper call, which finds no kernel frames. Not pt_regs.cs:
+	 * its layout differs between kernels (core_fixes.bpf.h).
+	 */
+	if (ctx->regs.ip < SP_USER_ADDR_END)
 		n = 0;
 	else
 		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);

@@ -116,17 +116,18 @@ static __always_inline void threadctx_sample(struct task_struct *task, struct sp
 {
 	struct sp_ctx_thread *ct;
 	struct sp_tls_loc *loc;
+	__u32 pid = s->pid, tid = s->tid; /* map keys on the stack, not in the ring buffer */
 	__u64 var, rec = 0;
 
 	if (!threadctx_enabled)
 		return;
-	ct = bpf_map_lookup_elem(&ctx_threads, &s->tid);
+	ct = bpf_map_lookup_elem(&ctx_threads, &tid);
 	if (ct && ct->start_boot_ns == s->pstart_boot_ns) {
 		stat_inc(SP_STAT_CTX_UPROBE);
 		threadctx_read_record(s, ct->record);
 		return;
 	}
-	loc = bpf_map_lookup_elem(&tls_procs, &s->pid);
+	loc = bpf_map_lookup_elem(&tls_procs, &pid);
 	if (!loc)
 		return;
 	if (loc->start_boot_ns && loc->start_boot_ns != s->pstart_boot_ns) {
@@ -227,7 +228,7 @@ int BPF_KRETPROBE(on_ctx_return)
 
 /* A thread exits: forget its record pointer. */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_ctx_thread_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(on_ctx_thread_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes */
 {
 	__u32 tid = p->pid;
 

@@ -597,11 +597,11 @@ int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 /* The last thread of a process exits: drop its entry; the agent releases its tables. */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_unw_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(on_unw_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes.bpf.h */
 {
 	__u32 pid = p->tgid;
 
-	if (group_dead && !bpf_map_delete_elem(&unwind_procs, &pid))
+	if (sp_exit_group_dead(ctx, p) && !bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
 	return 0;
 }

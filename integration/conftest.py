@@ -57,8 +57,12 @@ def workload(workdir):
 
 
 def go_build(name):
-    """Builds the Go test peer integration/NAME into the build directory; returns its path."""
+    """Builds the Go test peer integration/NAME into the build directory; returns its path.
+    SPANPROF_PEERS_PREBUILT=1 (a guest of integration/kernels/run.sh, whose file system is
+    read-only): the host built it already."""
     out = BUILD / name
+    if os.environ.get("SPANPROF_PEERS_PREBUILT") == "1" and out.exists():
+        return out
     subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "integration" / name,
                    check=True)
     return out
@@ -100,13 +104,22 @@ def procs():
     p.close()
 
 
-def record(spanprof, outdir, *args, timeout=120, check=True):
-    """Runs 'spanprof record' to completion and returns the CompletedProcess."""
+def record(spanprof, outdir, *args, timeout=600, check=True):
+    """Runs 'spanprof record' to completion and returns the CompletedProcess. @timeout is a hang
+    guard, not a time budget: a whole-host run in a TCG guest takes over two minutes."""
     res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)],
                          capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         raise AssertionError(f"spanprof failed ({res.returncode}):\n{res.stderr}")
     return res
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process @pid so far (/proc/PID/stat fields 14 and 15): what a
+    test sizes its expected sample count from (a slow or loaded machine runs a workload less
+    than the wall-clock time)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_sampling(agent):

@@ -210,13 +210,16 @@ def test_new_process_whole_host(spanprof, alloc_bins, pprofcheck, procs, tmp_pat
 
 def test_span_links(spanprof, alloc_bins, pprofcheck, procs, tmp_path):
     out = tmp_path / "out"
+    # 2 threads x 40 requests x 12 allocations of 4 KiB and more: 960 samples, fewer than the
+    # event ring buffer holds (about 1300), so none is lost however slowly the agent drains it
+    # (9600 lost some in a TCG guest).
     lines, err = run_agent(spanprof, out, ["--alloc-sample-bytes", "0", "--alloc-min-bytes",
-                                           "4096"], [alloc_bins["spans"], "400", "2"], procs)
+                                           "4096"], [alloc_bins["spans"], "40", "2"], procs)
     spans = {}
     for f in (l.split() for l in lines):
         if len(f) == 6 and f[0] == "span":
             spans[(f[2], f[3])] = int(f[1])
-    assert len(spans) == 800
+    assert len(spans) == 80
     prof = pprofcheck(out / "alloc.pb.gz")
     assert drops(err) == 0, err
     linked, outside, per_span = 0, 0, {}
@@ -235,5 +238,5 @@ def test_span_links(spanprof, alloc_bins, pprofcheck, procs, tmp_path):
             assert link[0] is None, (link, fns[:4])
             outside += n
     # Every allocation of every span, with its span; none outside carries one.
-    assert linked == 8 * 800 and outside == 4 * 800, (linked, outside)
+    assert linked == 8 * 80 and outside == 4 * 80, (linked, outside)
     assert set(per_span.values()) == {8}

@@ -83,7 +83,8 @@ def run_profiled(procs, spanprof, binary, mode, seconds, outdir, *args, stderr_p
 
 
 def measured(lines):
-    """{'slept': (ns, calls), 'piped': (ns, calls), 'napped': (ns, calls, long calls)}."""
+    """{'slept': (ns, calls, calls of 25 ms+), 'piped': (ns, calls, calls of 1 ms+, calls of 25 ms+),
+    'napped': (ns, calls, long calls)}."""
     got = {}
     for line in lines:
         f = line.split()
@@ -124,10 +125,13 @@ def test_offcpu_time_and_stacks(spanprof, offcpu_bin, pprofcheck, procs, tmp_pat
     for fn, key, kernel, syscall in (
             ("offcpu_sleep_target", "slept", "nanosleep", "sys_clock_nanosleep"),
             ("offcpu_pipe_target", "piped", "pipe_read", "sys_read")):
-        ns, calls = m[key]
+        ns, calls = m[key][:2]
         ev, got, samples = totals(prof, fn)
         assert abs(got - ns) <= 0.1 * ns, (fn, got, ns, err)
-        assert 0.9 * calls <= ev <= calls, (fn, ev, calls)
+        # A read that found its byte already there (a slow machine) did not block: only those
+        # that took 1 ms or more count towards the lower bound.
+        want = m[key][2] if key == "piped" else calls
+        assert 0.9 * want <= ev <= calls, (fn, ev, want, calls)
         for s in samples:
             fns = functions(s)
             # The user stack down to the thread's start, the kernel stack of the syscall.
@@ -163,10 +167,13 @@ def test_offcpu_min(spanprof, offcpu_bin, pprofcheck, procs, tmp_path):
     lines, err = run_profiled(procs, spanprof, offcpu_bin, "sleep", "3", out, "--profile",
                               "offcpu", "--offcpu-min", "25ms", stderr_path=tmp_path / "e2")
     prof = pprofcheck(out / "offcpu.pb.gz")
-    for fn in ("offcpu_sleep_target", "offcpu_pipe_target"):
+    m = measured(lines)
+    for fn, over25 in (("offcpu_sleep_target", m["slept"][2]),
+                       ("offcpu_pipe_target", m["piped"][3])):
         ev, _, _ = totals(prof, fn)
-        # A 20 ms sleep can exceed 25 ms only by waiting that long for a CPU.
-        assert ev <= 0.05 * measured(lines)["slept"][1], (fn, ev)
+        # Off CPU for 25 ms within a call means the call took 25 ms or more: on a loaded machine
+        # or in a slow guest a 20 ms sleep or a ~10 ms pipe wait can (its wake-up comes late).
+        assert ev <= over25, (fn, ev, m)
     for s in prof["samples"]:
         assert s["values"][1] >= s["values"][0] * 25 * MS, s
 
@@ -259,6 +266,6 @@ def test_offcpu_otlp_real_collector(spanprof, offcpu_bin, otelcol, otlpcheck, pr
                             sleep_ns += sum(d["values"])
                             sleep_events += len(d["values"])
     assert "off_cpu:nanoseconds" in types, types
-    ns, calls = m["slept"]
+    ns, calls = m["slept"][:2]
     assert abs(sleep_ns - ns) <= 0.1 * ns, (sleep_ns, ns)
     assert 0.9 * calls <= sleep_events <= calls, (sleep_events, calls)

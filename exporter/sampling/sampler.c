@@ -16,6 +16,7 @@
 #include "sampler.skel.h"
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
+#include "sampling/features.h"
 
 /* Event profile types, by SP_PROF_* (CPU is the perf events below). */
 static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
@@ -131,11 +132,36 @@ static int open_cpu_clock(int cpu, uint32_t freq)
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/*
+ * libbpf's messages while the object loads (CO-RE relocations, the verifier log of a refused
+ * program): kept in memory, written to a file named in the message when the load fails. libbpf's
+ * print callback takes no context, hence the file-scope state (the load is single-threaded).
+ */
+static FILE *load_log;
+static char load_last_warning[256]; /* libbpf's first warning: what failed */
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	va_list copy;
+	int debug = getenv("SPANPROF_DEBUG") != NULL;
+
+	if (load_log) {
+		va_copy(copy, ap);
+		vfprintf(load_log, fmt, copy);
+		va_end(copy);
+		if (level == LIBBPF_WARN) {
+			va_copy(copy, ap);
+			/* The verifier's log is WARN too: keep libbpf's first line of its own. */
+			if (!load_last_warning[0] && strncmp(fmt, "libbpf: ", 8) == 0 &&
+			    !strstr(fmt, "LOAD LOG"))
+				vsnprintf(load_last_warning, sizeof(load_last_warning), fmt, copy);
+			va_end(copy);
+		}
+		return debug && level != LIBBPF_DEBUG ? vfprintf(stderr, fmt, ap) : 0;
+	}
 	if (level == LIBBPF_DEBUG)
 		return 0;
-	if (level == LIBBPF_INFO && !getenv("SPANPROF_DEBUG"))
+	if (level == LIBBPF_INFO && !debug)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -154,12 +180,121 @@ static __u32 fp_max_depth(void)
 	return v ? v : 127;
 }
 
+/*
+ * After a failed load: the messages libbpf gave while loading (@buf, @len bytes) go to a new
+ * file /tmp/spanprof-bpf-load-XXXXXX.log; its name is written into @path (empty if none).
+ */
+static void save_load_log(const char *buf, size_t len, char *path, size_t path_size)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	int fd;
+
+	snprintf(path, path_size, "%s/spanprof-bpf-load-XXXXXX.log", dir);
+	fd = mkstemps(path, 4);
+	if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+		if (fd >= 0)
+			unlink(path);
+		path[0] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The verifier's reason for refusing a program: in the log libbpf printed (@buf, @len), the last
+ * line before the statistics ending the first "-- END PROG LOAD LOG --". "" when there is none.
+ */
+static void verifier_reason(const char *buf, size_t len, char *out, size_t out_size)
+{
+	const char *end = memmem(buf, len, "-- END PROG LOAD LOG --", 23), *line;
+
+	out[0] = '\0';
+	while (end && end > buf) {
+		line = end - 1; /* the '\n' ending the previous line */
+		while (line > buf && line[-1] != '\n')
+			line--;
+		if (end - line > 1 && strncmp(line, "processed ", 10) &&
+		    strncmp(line, "verification time", 17) && strncmp(line, "stack depth", 11)) {
+			snprintf(out, out_size, "%.*s", (int)(end - 1 - line), line);
+			return;
+		}
+		end = line;
+	}
+}
+
+/* Requirements (docs/kernels.md), as masks of 1 << KFEAT_*. */
+#define KF(f) (1u << KFEAT_##f)
+#define NEED_CORE (KF(BTF) | KF(RINGBUF) | KF(BOOT_NS) | KF(TASK_BTF) | KF(TASK_PT_REGS))
+#define NEED_CPU KF(PERF_EVENT_PROG)
+#define NEED_UPROBES KF(ATTACH_COOKIE)
+#define NEED_OFFCPU (KF(TASK_STORAGE) | KF(GET_TASK_STACK) | KF(SWITCH_PREV_STATE))
+#define NEED_UNWIND (KF(LOOP) | KF(FIND_VMA))
+#define NEED_FILEIDS (KF(FIND_VMA) | KF(MAPLE_TREE))
+
+/*
+ * Probes the running kernel (sampling/features.h) and fits the run to it: what the agent cannot
+ * do without is refused with one line naming the feature and the kernel that brings it; the CFI
+ * unwinder and file identities are turned off (with a warning) where the kernel lacks theirs.
+ * Returns 0 or -EOPNOTSUPP.
+ */
+static int fit_to_kernel(struct sampler *s, const struct sampler_opts *opts, int *fileids)
+{
+	struct kfeatures kf;
+	enum kfeature f;
+	const char *what = "spanprof";
+	uint32_t need = NEED_CORE;
+
+	kfeatures__probe(&kf);
+	if (getenv("SPANPROF_DEBUG"))
+		kfeatures__print(&kf, stderr);
+	f = kfeatures__first_missing(&kf, need);
+	if (f == KFEAT_COUNT && (s->types & (1u << SP_PROF_CPU))) {
+		f = kfeatures__first_missing(&kf, NEED_CPU);
+		what = "--profile cpu";
+	}
+	if (f == KFEAT_COUNT &&
+	    ((s->types & (1u << SP_PROF_ALLOC)) || (opts->threadctx && opts->ctx_uprobes))) {
+		f = kfeatures__first_missing(&kf, NEED_UPROBES);
+		what = s->types & (1u << SP_PROF_ALLOC) ? "--profile alloc" : "--context-uprobe";
+	}
+	if (f == KFEAT_COUNT && (s->types & (1u << SP_PROF_OFFCPU))) {
+		f = kfeatures__first_missing(&kf, NEED_OFFCPU);
+		what = "--profile offcpu";
+	}
+	if (f != KFEAT_COUNT) {
+		fprintf(stderr,
+			"spanprof: %s needs %s, which this kernel lacks (Linux %s and later have "
+			"it; docs/kernels.md)\n",
+			what, kfeature__name(f), kfeature__since(f));
+		return -EOPNOTSUPP;
+	}
+	f = kfeatures__first_missing(&kf, NEED_UNWIND);
+	if (s->unwind && f != KFEAT_COUNT) {
+		fprintf(stderr,
+			"spanprof: warning: CFI unwinding off: it needs %s (Linux %s); user "
+			"stacks by frame pointers only\n",
+			kfeature__name(f), kfeature__since(f));
+		s->unwind = 0;
+	}
+	f = kfeatures__first_missing(&kf, NEED_FILEIDS);
+	if (*fileids && f != KFEAT_COUNT) {
+		fprintf(stderr,
+			"spanprof: warning: file identities off: they need %s (Linux %s); "
+			"processes gone before their maps are read stay unnamed\n",
+			kfeature__name(f), kfeature__since(f));
+		*fileids = 0;
+	}
+	return 0;
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts)
 {
 	struct sampler *s;
 	uint32_t rb_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes : 4u << 20;
-	int err, cpu;
+	int err, cpu, fileids;
 	uint8_t one = 1;
+	char *log_buf = NULL;
+	size_t log_len = 0;
 
 	libbpf_set_print(libbpf_quiet);
 	s = calloc(1, sizeof(*s));
@@ -176,6 +311,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: cannot count the possible CPUs: %s\n", strerror(-err));
 		goto cleanup;
 	}
+
+	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
+	fileids = !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;
+	err = fit_to_kernel(s, opts, &fileids);
+	if (err)
+		goto cleanup;
 
 	s->skel = sampler_bpf__open();
 	if (!s->skel) {
@@ -199,9 +340,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->skel->rodata->ringbuf_wakeup_bytes = rb_bytes / 4;
 	s->skel->rodata->unwind_enabled = s->unwind;
 	s->skel->rodata->fp_max_depth = fp_max_depth();
-	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
-	s->skel->rodata->fileid_enabled =
-	    !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;
+	/* File identities (bpf/fileid.bpf.h), where the kernel has what they need. */
+	s->skel->rodata->fileid_enabled = fileids;
+	/* Only the programs of the selected profile types load (and are verified). */
+	if (!(s->types & (1u << SP_PROF_CPU)))
+		bpf_program__set_autoload(s->skel->progs.on_cpu_sample, false);
 	s->exec_path_cb = opts->exec_path_cb;
 	if (!s->exec_path_cb || !s->skel->rodata->fileid_enabled)
 		bpf_program__set_autoload(s->skel->progs.on_fileid_exec, false);
@@ -259,15 +402,33 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			goto cleanup;
 	}
 
+	load_log = open_memstream(&log_buf, &log_len);
+	load_last_warning[0] = '\0';
+	libbpf_set_print(libbpf_quiet); /* a probe above may have reset it */
 	err = sampler_bpf__load(s->skel);
-	if (err) {
-		fprintf(stderr,
-			"spanprof: loading the BPF sampler failed: %s (needs a kernel with BTF, "
-			"perf events and BPF ring buffers; run with SPANPROF_DEBUG=1 for the "
-			"verifier log)\n",
-			strerror(-err));
-		goto cleanup;
+	if (load_log) {
+		fclose(load_log);
+		load_log = NULL;
 	}
+	if (err) {
+		char path[256] = "", reason[256] = "", *nl = strchr(load_last_warning, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (log_buf) {
+			save_load_log(log_buf, log_len, path, sizeof(path));
+			verifier_reason(log_buf, log_len, reason, sizeof(reason));
+		}
+		fprintf(stderr,
+			"spanprof: loading the BPF sampler failed: %s (%s%s%s); libbpf's and the "
+			"verifier's log: %s (supported kernels: docs/kernels.md)\n",
+			strerror(-err),
+			load_last_warning[0] ? load_last_warning : "libbpf said no more",
+			reason[0] ? "; verifier: " : "", reason, path[0] ? path : "not saved");
+	}
+	free(log_buf);
+	if (err)
+		goto cleanup;
 	for (size_t i = 0; i < opts->npids; i++) {
 		err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pid_filter), &opts->pids[i],
 					  &one, BPF_ANY);

@@ -7,8 +7,10 @@
  *
  * Usage: alloc_sites MODE [PLUGIN]
  *   stats  the counts sized for the statistics at the default sampling rate
- *   exact  a tenth of them, paced (a pause every 100 allocations of 4 KiB and more) so that a
- *          profile of every allocation never fills the agent's ring buffer
+ *   exact  a twenty-fifth of them: about 800 allocations of 4 KiB and more, fewer than the
+ *          agent's ring buffer holds for event profiles (about 1300 samples, exporter/record.c
+ *          ringbuf_size()), so a profile of every allocation loses none however slowly the agent
+ *          drains it (a TCG guest); paced too (a pause every 100 of them)
  *   huge   site_huge only: 50 x 16 MiB, then waits for the end of stdin before exiting
  *   check  prints "first-byte XX" of malloc's code (cc: a uprobe is still there) and exits
  * With PLUGIN (a library built with its own malloc, see alloc_plugin.c), it is dlopen()ed after
@@ -54,7 +56,7 @@ static int wait_probe(const void *fn, const char *what)
 
 static unsigned scaled(unsigned n)
 {
-	return exact ? n / 10 : n;
+	return exact ? n / 25 : n;
 }
 
 static void report(const char *fn, unsigned n, unsigned long size)

@@ -9,8 +9,8 @@
  * MODE sleep: thread "sleeper" calls offcpu_sleep_target() (20 ms nanosleep) and
  *   offcpu_pipe_target() (read on a pipe the main thread writes every 30 ms) in turn; thread
  *   "napper" does 100 us nanosleeps in offcpu_short_naps(). Output lines:
- *     slept <ns in offcpu_sleep_target> <calls>
- *     piped <ns in offcpu_pipe_target> <calls>
+ *     slept <ns in offcpu_sleep_target> <calls> <calls that took 25 ms or more>
+ *     piped <ns in offcpu_pipe_target> <calls> <calls that took 1 ms or more> <... 25 ms or more>
  *     napped <ns in offcpu_short_naps> <calls> <calls that took 1 ms or more>
  * MODE spans: 3 worker threads serve requests, each in a span with fresh random ids published
  *   through the writer library (writer/spanprof_ctx.h); a request sleeps 5 ms in
@@ -95,20 +95,26 @@ __attribute__((noinline)) uint64_t offcpu_short_naps(unsigned n, unsigned *nlong
 
 static void *sleeper(void *arg)
 {
-	uint64_t slept = 0, piped = 0;
-	unsigned nslept = 0, npiped = 0;
+	uint64_t slept = 0, piped = 0, t;
+	unsigned nslept = 0, npiped = 0, nblocked = 0, slept25 = 0, piped25 = 0;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "sleeper");
 	while (now_ns() < deadline) {
-		slept += offcpu_sleep_target(20);
+		t = offcpu_sleep_target(20);
+		slept += t;
 		nslept++;
-		piped += offcpu_pipe_target();
+		slept25 += t >= 25000000; /* late: a loaded machine or a slow guest */
+		t = offcpu_pipe_target();
+		piped += t;
 		npiped++;
+		/* A slow machine finds the byte already there: the read does not block. */
+		nblocked += t >= 1000000;
+		piped25 += t >= 25000000;
 	}
 	pthread_mutex_lock(&log_lock);
-	printf("slept %llu %u\npiped %llu %u\n", (unsigned long long)slept, nslept,
-	       (unsigned long long)piped, npiped);
+	printf("slept %llu %u %u\npiped %llu %u %u %u\n", (unsigned long long)slept, nslept,
+	       slept25, (unsigned long long)piped, npiped, nblocked, piped25);
 	pthread_mutex_unlock(&log_lock);
 	return NULL;
 }

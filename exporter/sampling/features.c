@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "sampling/features.h"
+
+/* How each feature is probed, and the upstream version that brought it (kernel git history). */
+enum probe_kind { PROBE_BTF, PROBE_PROG, PROBE_MAP, PROBE_HELPER, PROBE_TP_NARGS, PROBE_MEMBER };
+
+static const struct kfeature_def {
+	const char *name, *since;
+	enum probe_kind kind;
+	int prog_type;		 /* PROBE_PROG, PROBE_HELPER: the program type */
+	int id;			 /* map type, helper id, or the argument count (PROBE_TP_NARGS) */
+	const char *tp, *member; /* PROBE_TP_NARGS: tracepoint; PROBE_MEMBER: struct, member */
+} defs[KFEAT_COUNT] = {
+    [KFEAT_BTF] = {"kernel BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF)", "5.4", PROBE_BTF},
+    [KFEAT_PERF_EVENT_PROG] = {"perf_event BPF programs", "4.9", PROBE_PROG,
+			       BPF_PROG_TYPE_PERF_EVENT},
+    [KFEAT_RINGBUF] = {"BPF ring buffers", "5.8", PROBE_MAP, 0, BPF_MAP_TYPE_RINGBUF},
+    [KFEAT_BOOT_NS] = {"the bpf_ktime_get_boot_ns() helper", "5.8", PROBE_HELPER,
+		       BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_ktime_get_boot_ns},
+    [KFEAT_TASK_BTF] = {"the bpf_get_current_task_btf() helper", "5.11", PROBE_HELPER,
+			BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf},
+    [KFEAT_TASK_PT_REGS] = {"the bpf_task_pt_regs() helper", "5.15", PROBE_HELPER,
+			    BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs},
+    [KFEAT_ATTACH_COOKIE] = {"the bpf_get_attach_cookie() helper (uprobes)", "5.15", PROBE_HELPER,
+			     BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie},
+    [KFEAT_LOOP] = {"the bpf_loop() helper", "5.17", PROBE_HELPER, BPF_PROG_TYPE_PERF_EVENT,
+		    BPF_FUNC_loop},
+    [KFEAT_FIND_VMA] = {"the bpf_find_vma() helper", "5.17", PROBE_HELPER, BPF_PROG_TYPE_PERF_EVENT,
+			BPF_FUNC_find_vma},
+    [KFEAT_TASK_STORAGE] = {"BPF task storage", "5.11", PROBE_MAP, 0, BPF_MAP_TYPE_TASK_STORAGE},
+    [KFEAT_GET_TASK_STACK] = {"the bpf_get_task_stack() helper", "5.9", PROBE_HELPER,
+			      BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_task_stack},
+    [KFEAT_SWITCH_PREV_STATE] = {"sched_switch's prev_state tracepoint argument", "5.18",
+				 PROBE_TP_NARGS, 0, 4, "sched_switch"},
+    [KFEAT_MAPLE_TREE] = {"VMAs in a maple tree (mm_struct.mm_mt)", "6.1", PROBE_MEMBER, 0, 0,
+			  "mm_struct", "mm_mt"},
+};
+
+const char *kfeature__name(enum kfeature feat)
+{
+	return feat < KFEAT_COUNT ? defs[feat].name : "?";
+}
+
+const char *kfeature__since(enum kfeature feat)
+{
+	return feat < KFEAT_COUNT ? defs[feat].since : "?";
+}
+
+int kfeatures__tp_btf_nargs(const char *name)
+{
+	const struct btf_type *t;
+	char tname[128];
+	struct btf *btf;
+	int id, n = -ENOENT;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -errno;
+	snprintf(tname, sizeof(tname), "btf_trace_%s", name);
+	id = btf__find_by_name_kind(btf, tname, BTF_KIND_TYPEDEF);
+	if (id > 0) {
+		/* typedef void (*btf_trace_NAME)(void *, args...): typedef -> pointer -> proto. */
+		t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
+		if (t && btf_is_ptr(t))
+			t = btf__type_by_id(btf, t->type);
+		if (t && btf_is_func_proto(t) && btf_vlen(t) >= 1)
+			n = btf_vlen(t) - 1;
+	}
+	btf__free(btf);
+	return n;
+}
+
+/* 1 when struct/union @t, or an anonymous struct/union in it, has a member @name (bounded
+ * depth: anonymous nesting in kernel structs is shallow). */
+static int has_member(const struct btf *btf, const struct btf_type *t, const char *name, int depth)
+{
+	const struct btf_member *m = btf_members(t);
+
+	for (int i = 0; i < btf_vlen(t); i++) {
+		const struct btf_type *mt;
+
+		if (m[i].name_off) {
+			if (!strcmp(btf__name_by_offset(btf, m[i].name_off), name))
+				return 1;
+			continue;
+		}
+		mt = btf__type_by_id(btf, m[i].type);
+		if (depth < 8 && mt && (btf_is_struct(mt) || btf_is_union(mt)) &&
+		    has_member(btf, mt, name, depth + 1))
+			return 1;
+	}
+	return 0;
+}
+
+int kfeatures__btf_has_member(const char *type, const char *member)
+{
+	struct btf *btf;
+	int id, r = -ENOENT;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	if (id > 0)
+		r = has_member(btf, btf__type_by_id(btf, id), member, 0);
+	btf__free(btf);
+	return r;
+}
+
+static int8_t probe(const struct kfeature_def *d)
+{
+	int r;
+
+	switch (d->kind) {
+	case PROBE_BTF:
+		return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	case PROBE_PROG:
+		r = libbpf_probe_bpf_prog_type(d->prog_type, NULL);
+		break;
+	case PROBE_MAP:
+		r = libbpf_probe_bpf_map_type(d->id, NULL);
+		break;
+	case PROBE_HELPER:
+		r = libbpf_probe_bpf_helper(d->prog_type, d->id, NULL);
+		break;
+	case PROBE_TP_NARGS:
+		r = kfeatures__tp_btf_nargs(d->tp);
+		if (r == -ENOENT)
+			return 0;
+		return r < 0 ? -1 : r >= d->id;
+	case PROBE_MEMBER:
+		r = kfeatures__btf_has_member(d->tp, d->member);
+		return r < 0 ? -1 : r;
+	default:
+		return -1;
+	}
+	return r < 0 ? -1 : r > 0;
+}
+
+int kfeatures__probe(struct kfeatures *f)
+{
+	for (int i = 0; i < KFEAT_COUNT; i++)
+		f->have[i] = probe(&defs[i]);
+	return 0;
+}
+
+enum kfeature kfeatures__first_missing(const struct kfeatures *f, uint32_t need)
+{
+	for (int i = 0; i < KFEAT_COUNT; i++)
+		if ((need & (1u << i)) && f->have[i] == 0)
+			return i;
+	return KFEAT_COUNT;
+}
+
+void kfeatures__print(const struct kfeatures *f, FILE *out)
+{
+	static const char *const said[] = {"probe failed", "no", "yes"};
+
+	for (int i = 0; i < KFEAT_COUNT; i++)
+		fprintf(out, "spanprof: kernel feature: %s (Linux %s): %s\n", defs[i].name,
+			defs[i].since, said[f->have[i] + 1]);
+}
