@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, record_gated
 
-GO_PROGS = ROOT / "test" / "go-progs"
+GO_PROGS = ROOT / "test" / "runtime" / "go-progs"
 CPU_SECONDS = 3
 FREQ = 97
 # Root to leaf, as Go's own tracebacks show it; the fnv frames are inlined calls in main.leaf.
