@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * JIT naming benchmark (exporter/runtime/perfmap, runtime/jit): the steady-state cost per JIT
+ * JIT naming benchmark (exporter/runtime/jit, runtime/jit): the steady-state cost per JIT
  * frame of a perf-map lookup, against a plain binary search over the same starts measured in
  * the same run; the cost of reading a V8-sized map at first sight, of taking a batch of lines
  * appended to it (the table is rebuilt), and of the re-check a lookup pays at most every
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/jit/jitfile.h"
-#include "runtime/perfmap/perfmap.h"
+#include "runtime/jit/perfmap.h"
 
 static uint64_t now_ns(void)
 {

@@ -17,7 +17,7 @@
 #include "process/proctab.h"
 #include "util/util.h"
 #include "runtime/jit/jitproc.h"
-#include "runtime/jitdump/jitdump.h"
+#include "runtime/jit/jitdump.h"
 
 /* A PC outside every mapping triggers a re-read of maps at most this often. */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Fuzz target: a jitdump file (jit-PID.dump, written by the profiled program) through
- * jitdump__update() (exporter/runtime/jitdump), served from a memfd: first cut where the
+ * jitdump__update() (exporter/runtime/jit), served from a memfd: first cut where the
  * input's first bytes say (a file still being written), then whole. Every lookup answer must
  * hold the address asked, with a non-empty name; the table stays within its caps.
  */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "fuzz.h"
-#include "runtime/jitdump/jitdump.h"
+#include "runtime/jit/jitdump.h"
 
 #define MAX_ENTRIES 256
 

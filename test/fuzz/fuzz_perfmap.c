@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Fuzz target: perf-map text (/tmp/perf-PID.map, written by the profiled program) through
- * perfmap__feed() (exporter/runtime/perfmap), in two pieces split where the first byte says (a
+ * perfmap__feed() (exporter/runtime/jit), in two pieces split where the first byte says (a
  * map read while it grows), then lookups. Every answer must hold the address asked, with a
  * non-empty name; the table stays within its caps.
  */
 #include <string.h>
 
 #include "fuzz.h"
-#include "runtime/perfmap/perfmap.h"
+#include "runtime/jit/perfmap.h"
 
 #define MAX_ENTRIES 256
 #define MAX_ADDRS 64

@@ -235,7 +235,7 @@ for name, data in seeds.items():
         f.write(data)
 EOF
 
-# --- perf maps and jitdump files (runtime/perfmap, runtime/jitdump): written by the profiled
+# --- perf maps and jitdump files (runtime/jit, runtime/jit): written by the profiled
 # program, so as hostile as any input -----------------------------------------------------------
 cat >"$out/perfmap/seed-v8" <<'EOF'
 3ef1b6c0b240 3c Builtin:ArgumentsAdaptorTrampoline

@@ -1,8 +1,8 @@
-# Unit tests of exporter/runtime/perfmap (perf maps), exporter/runtime/jit/jittab.c (JIT code
+# Unit tests of exporter/runtime/jit (perf maps), exporter/runtime/jit/jittab.c (JIT code
 # ranges, later ones replacing earlier) and jitfile.c (opening files a profiled process wrote).
 # Runs without root.
 
-$(BUILD)/test/runtime/test_perfmap: test/runtime/test_perfmap.c exporter/runtime/perfmap/perfmap.h \
+$(BUILD)/test/runtime/test_perfmap: test/runtime/test_perfmap.c exporter/runtime/jit/perfmap.h \
 		exporter/runtime/jit/jittab.h exporter/runtime/jit/jitfile.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the jitdump reader (exporter/runtime/jitdump): files written here record by
+ * Unit tests of the jitdump reader (exporter/runtime/jit): files written here record by
  * record as tools/perf/Documentation/jitdump-specification.txt lays them out; truncated,
  * growing, garbage, code moved, code replaced, debug info (file:line), a file in the other byte
  * order, and the caps. Runs without root.
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "runtime/jit/jitfile.h"
-#include "runtime/jitdump/jitdump.h"
+#include "runtime/jit/jitdump.h"
 
 #define BIG (1ull << 40)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the perf-map reader (exporter/runtime/perfmap), its range table
+ * Unit tests of the perf-map reader (exporter/runtime/jit), its range table
  * (exporter/runtime/jit/jittab.c) and the opening rules for files a profiled process wrote
  * (exporter/runtime/jit/jitfile.c): truncated, growing, garbage and rewritten maps, caps, and
  * the refusals (symlink, other owner, not a regular file, oversized). Runs without root.
@@ -21,7 +21,7 @@
 
 #include "runtime/jit/jitfile.h"
 #include "runtime/jit/jittab.h"
-#include "runtime/perfmap/perfmap.h"
+#include "runtime/jit/perfmap.h"
 
 #define BIG (1ull << 40)
 

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "runtime/jit/jitproc.h"
-#include "runtime/jitdump/jitdump.h"
+#include "runtime/jit/jitdump.h"
 #include "runtime/jvm/jvmattach.h"
-#include "runtime/perfmap/perfmap.h"
+#include "runtime/jit/perfmap.h"
 #include "util/util.h"
 
 /* One file the runtime writes, and what its last open gave (refusals are counted on change). */

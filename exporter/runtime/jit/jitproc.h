@@ -2,8 +2,8 @@
 /*
  * jitproc: the names of one process's JIT code, from what the runtime writes about it: its
  * perf map (/tmp/perf-NSPID.map, NSPID the PID as the process sees it, reached through
- * /proc/PID/root: runtime/perfmap) and its jitdump files (jit-N.dump, found where the runtime
- * maps them: runtime/jitdump). Both are opened as runtime/jit/jitfile.h says (the process's
+ * /proc/PID/root: runtime/jit) and its jitdump files (jit-N.dump, found where the runtime
+ * maps them: runtime/jit). Both are opened as runtime/jit/jitfile.h says (the process's
  * root, no symlink, regular file, its owner or root, bounded) and re-read as they grow.
  *
  * The resolve step calls jitproc__lookup() for PCs in anonymous executable memory. A name is

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/perfmap/perfmap.h"
+#include "runtime/jit/perfmap.h"
 
 /* Bytes read per pread(2). */
 #define CHUNK (64 * 1024)

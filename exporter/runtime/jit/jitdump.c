@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/jitdump/jitdump.h"
+#include "runtime/jit/jitdump.h"
 
 /* Sizes of the fixed parts (jitdump-specification.txt). */
 #define FILE_HEADER 40u	  /* magic .. flags */
