@@ -298,9 +298,16 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
 		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
 	n += resolve__kernel(r, p, (const uint64_t *)s->kstack, ku, locs);
-	if (proc)
+	if (proc) {
+		uint32_t marker;
+
 		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
 				   locs + n);
+		/* A stack that does not end at an outermost frame says why (profile/stackend.h). */
+		marker = stackend__location(p, s->ustack_end);
+		if (marker)
+			locs[n++] = marker;
+	}
 	return n;
 }
 
