@@ -117,7 +117,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		uproc =
 		    unwind_enabled ? unwind_proc_of(task, pid, s->pstart_boot_ns, &borrowed) : NULL;
 		if (uproc)
-			n = unwind_user_stack(ctx, s, uproc, &stop);
+			n = unwind_user_stack(ctx, s, uproc, pid, borrowed, &stop);
 		else
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {

@@ -170,8 +170,19 @@ struct unwind_walk {
 	/* Row cache: w->row is the row of table table_id at last_tpc (last_found >= 0). */
 	__u64 last_tpc;
 	__s32 last_found;
-	__u32 leaf_cfi; /* the sampled PC was left by a CFI row (SP_SAMPLE_LEAF_CFI) */
+	__u32 leaf_cfi;	   /* the sampled PC was left by a CFI row (SP_SAMPLE_LEAF_CFI) */
+	__u32 ra_unmapped; /* a frame-pointer step's return address lay in no known mapping */
 };
+
+static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
+{
+	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
+
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
+		stat_inc(SP_STAT_EVENT_DROP);
+	else
+		stat_inc(SP_STAT_EVENTS);
+}
 
 /* What each bpf_loop iteration gets. */
 struct unwind_loop {
@@ -403,8 +414,10 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 	 * that the next CFI walk's NO_MAPPING stop triggers).
 	 */
 	if (res == UNWIND_STEP_OK && (!found || w->row.kind == UNWIND_KIND_FP) &&
-	    unwind__find_mapping(proc->maps, proc->n, w->r.pc - 1) < 0)
+	    unwind__find_mapping(proc->maps, proc->n, w->r.pc - 1) < 0) {
 		res = UNWIND_STEP_BAD_RA;
+		w->ra_unmapped = 1;
+	}
 	if (res == UNWIND_STEP_OK)
 		return 0;
 	w->stop = unwind_step_stat(res);
@@ -533,7 +546,8 @@ static __always_inline void unwind_uretprobes(struct unwind_window *win)
  * frame pointers). Counts the outcome in stats; *stop is why the walk ended (enum sp_stat).
  */
 static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
-					     struct unwind_proc *proc, __u32 *stop)
+					     struct unwind_proc *proc, __u32 pid, __u32 borrowed,
+					     __u32 *stop)
 {
 	struct unwind_loop l = {
 	    .s = s,
@@ -571,17 +585,17 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	stat_add(SP_STAT_UNW_FRAMES_FP, w->fp_frames);
 	if (w->leaf_cfi)
 		s->flags |= SP_SAMPLE_LEAF_CFI;
+	/*
+	 * A library mapped between the agent's maps read and its write of this entry (ld.so in a
+	 * new process, while the tables were being built) sends no mmap notification, and a walk
+	 * that enters it only through frame pointers never stops at an unknown PC: ask for the
+	 * maps once. (A vfork child's entry is its parent's: the parent's own samples ask.)
+	 */
+	if (w->ra_unmapped && !borrowed && !(proc->flags & UNWIND_PROC_UNMAPPED_RA_NOTED)) {
+		proc->flags |= UNWIND_PROC_UNMAPPED_RA_NOTED;
+		unwind_notify(pid, UNWIND_EVENT_MMAP, w->r.pc);
+	}
 	return w->n;
-}
-
-static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
-{
-	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
-
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
-		stat_inc(SP_STAT_EVENT_DROP);
-	else
-		stat_inc(SP_STAT_EVENTS);
 }
 
 /* exec replaces every mapping: forget the old ones now, and have the agent read the new ones. */

@@ -79,9 +79,15 @@ _Static_assert(sizeof(struct unwind_mapping) == 32, "unwind_mapping is shared wi
 struct unwind_proc {
 	__u64 start_boot_ns; /* group leader's start time: a reused PID never matches */
 	__u32 n;	     /* mappings used, sorted by start, non-overlapping */
-	__u32 pad;
+	__u32 flags;	     /* UNWIND_PROC_*: set by BPF, 0 in every entry the agent writes */
 	struct unwind_mapping maps[UNWIND_MAX_MAPPINGS];
 };
+
+/*
+ * A frame-pointer step found a return address outside every mapping of the entry, and the agent
+ * was asked to read the maps again (once per entry: its next write clears the flag).
+ */
+#define UNWIND_PROC_UNMAPPED_RA_NOTED 1u
 
 _Static_assert(sizeof(struct unwind_proc) == 16 + 32 * UNWIND_MAX_MAPPINGS,
 	       "unwind_proc is shared with BPF");

@@ -83,6 +83,16 @@ def is_marker(name):
     return name.startswith(MARKER_PREFIXES)
 
 
+def markers_of(stacks):
+    """Sample counts by the marker a cut stack starts with (for failure messages)."""
+    by = {}
+    for f, c in stacks:
+        for x in user_frames(f[1:]):
+            if is_marker(x):
+                by[x] = by.get(x, 0) + c
+    return by
+
+
 def check_truthful(stacks, chain):
     """Every stack of the workload (root first, after the process name) is either complete (from
     _start, through main, exactly @chain from main on) or cut and marked: one marker first, then
@@ -185,7 +195,8 @@ def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path)
         # The first samples, before the tables exist, are marked; the walked ones cross the
         # trampoline (the previous build stopped there: "[[uprobes]+0x0];spin_start;...").
         through = sum(c for f, c in stacks if "spin_start" in f and "main" in f)
-        assert complete >= 0.5 * (complete + marked), f"{name}: {complete}, {marked} marked"
+        assert complete >= 0.5 * (complete + marked), \
+            f"{name}: {complete}, {marked} marked; markers {markers_of(stacks)}\n{err}"
         assert through >= 0.9 * complete, \
             f"{name}: {through} of {complete} complete stacks reach main through spin_start\n{err}"
 

@@ -43,10 +43,27 @@ struct otlp_exporter {
 const double otlp_export_duration_bounds_s[OTLP_EXPORT_DURATION_BOUNDS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 
+/*
+ * The retryable gRPC statuses of the OTLP specification ("OTLP/gRPC Response", "Failures", table
+ * of retryable codes): CANCELLED (a server that cancels a call past its grpc-timeout answers so),
+ * DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS; and RESOURCE_EXHAUSTED, which
+ * the specification retries when the server sends RetryInfo and which is also the agent's own
+ * "out of memory" outcome: always retried here.
+ */
 static int retryable(int status)
 {
-	return status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_RESOURCE_EXHAUSTED ||
-	       status == GRPC_STATUS_DEADLINE_EXCEEDED;
+	switch (status) {
+	case GRPC_STATUS_CANCELLED:
+	case GRPC_STATUS_DEADLINE_EXCEEDED:
+	case GRPC_STATUS_RESOURCE_EXHAUSTED:
+	case GRPC_STATUS_ABORTED:
+	case GRPC_STATUS_OUT_OF_RANGE:
+	case GRPC_STATUS_UNAVAILABLE:
+	case GRPC_STATUS_DATA_LOSS:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 const char *otlp_exporter__status_name(int status)

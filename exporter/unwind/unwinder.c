@@ -726,10 +726,41 @@ int unwinder__preload(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
+/* Asks for a re-read of @pid's maps REFRESH_DELAY_NS from now (one per pid at a time). */
+static void schedule_refresh(struct unwinder *u, uint32_t pid)
+{
+	struct pending *pe;
+
+	HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
+	if (pe)
+		return; /* already due soon: one re-read covers both */
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return; /* the unknown-PC re-read remains */
+	pe->pid = pid;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
+	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+}
+
 void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 			 const struct procmaps *maps)
 {
-	unwinder__update_process(ctx, pid, start_boot_ns, maps);
+	struct unwinder *u = ctx;
+	struct uproc *p;
+	int known;
+
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	known = p != NULL;
+	unwinder__update_process(u, pid, start_boot_ns, maps);
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	/*
+	 * BPF notifies mmaps only of processes that have an entry: a library mapped between this
+	 * maps read and the entry's first write (ld.so right after exec, while the tables were
+	 * built) would stay unknown. One re-read after the first write closes that window.
+	 */
+	if (!known && p) {
+		schedule_refresh(u, pid);
+	}
 }
 
 void unwinder__remove_process(struct unwinder *u, uint32_t pid)
@@ -763,15 +794,7 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 		unwinder__remove_process(u, pid);
 		return;
 	}
-	HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
-	if (pe)
-		return; /* already due soon: one re-read covers both */
-	pe = calloc(1, sizeof(*pe));
-	if (!pe)
-		return; /* the unknown-PC re-read remains */
-	pe->pid = pid;
-	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
-	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+	schedule_refresh(u, pid);
 }
 
 int unwinder__next_due_ms(const struct unwinder *u)

@@ -56,7 +56,7 @@ struct unwinder_stats {
 	uint64_t mappings_dropped; /* executable mappings past UNWIND_MAX_MAPPINGS */
 	uint64_t updates;	   /* mapping lists written */
 	uint64_t events;	   /* exec/mmap/exit notifications received */
-	uint64_t refreshes;	   /* maps re-read because of a notification */
+	uint64_t refreshes;	   /* maps re-read: a notification, or a first entry's re-check */
 	uint64_t build_ns;	   /* time spent building and loading tables */
 };
 
