@@ -7,7 +7,8 @@
  * are bpf/python_walk.h, shared with the unit tests; here they run from bpf_loop, through
  * global functions that the verifier checks once each.
  *
- * Off unless the agent sets python_enabled before load (then the verifier drops all of it).
+ * Loaded unless the agent leaves python_enabled 0 (--no-python): then the verifier drops all of it
+ * and the exec and exit hooks below are not loaded.
  * Included by sampler.bpf.c after the sample record and the native walk.
  */
 #ifndef SPANPROF_PYTHON_BPF_H
@@ -159,6 +160,30 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	s->py_stop = -res;
 	python_stat(0);
 	python_stat(-res);
+}
+
+/*
+ * A descriptor describes one image of one process: exec replaces it, and the last thread's exit
+ * ends it. Dropped here at once, so that no sample walks another image with it before the agent
+ * hears of the change (loaded with the walk only).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid = p->tgid;
+
+	bpf_map_delete_elem(&py_procs, &pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_py_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes.bpf.h */
+{
+	__u32 pid = p->tgid;
+
+	if (sp_exit_group_dead(ctx, p))
+		bpf_map_delete_elem(&py_procs, &pid);
+	return 0;
 }
 
 #endif /* SPANPROF_PYTHON_BPF_H */

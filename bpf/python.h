@@ -71,7 +71,8 @@ struct py_desc {
 	__u16 frame_is_entry; /* 3.11 _PyInterpreterFrame.is_entry; 0: absent */
 	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
 	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
-	__u8 owner_generator, owner_cstack, pad[4];
+	__u8 owner_generator, owner_cstack;
+	__u16 code_filename, code_firstlineno; /* the frame's fingerprint (PY_FRAME_FP_SHIFT) */
 };
 
 _Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
@@ -83,6 +84,22 @@ _Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
  * frame just inside a C-stack entry frame.
  */
 #define PY_FRAME_ENTRY 1u
+/*
+ * Bits PY_FRAME_FP_SHIFT.. of the flags: a fingerprint of the code object as the walk saw it
+ * (pywalk__fingerprint() of its co_filename pointer and co_firstlineno). The agent names a frame
+ * only when the code object it reads at that address has the same fingerprint: a code object
+ * freed and its address reused between the sample and the read is refused, not misnamed.
+ */
+#define PY_FRAME_FP_SHIFT 8
+#define PY_FRAME_FP_MASK 0xffffffu
+
+/* The fingerprint of a code object whose co_filename is at @filename and co_firstlineno @line. */
+static inline __u32 pywalk__fingerprint(__u64 filename, __u32 line)
+{
+	__u64 h = (filename >> 4) * 0x9e3779b97f4a7c15ull;
+
+	return ((__u32)(h >> 40) ^ line) & PY_FRAME_FP_MASK;
+}
 
 /*
  * One Python frame of a sample: what the agent needs to name and place it. In sp_sample.ustack

@@ -81,6 +81,7 @@ enum {
 	OPT_K8S_POD,
 	OPT_K8S,
 	OPT_JAVA_PERFMAP,
+	OPT_NO_PYTHON,
 };
 
 static const struct argp_option record_options[] = {
@@ -181,6 +182,11 @@ static const struct argp_option record_options[] = {
      "Ask each HotSpot JVM sampled in JIT code to write its perf map (as 'jcmd PID "
      "Compiler.perfmap' does, through the JVM's attach socket; SIGQUIT starts its listener) "
      "every 10 s, so its compiled Java frames are named (docs/jit.md)",
+     3},
+    {"no-python", OPT_NO_PYTHON, NULL, 0,
+     "Don't walk the Python frames of CPython processes (default: CPython 3.8 and later show "
+     "their Python functions, files and lines in place of the interpreter loop's native "
+     "frames, docs/python.md)",
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
@@ -696,6 +702,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_JAVA_PERFMAP:
 		o->java_perfmap = 1;
+		break;
+	case OPT_NO_PYTHON:
+		o->no_python = 1;
 		break;
 	case ARGP_KEY_ARG:
 		OPT_FAIL(state, "unexpected argument '%s'", arg);

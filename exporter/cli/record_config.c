@@ -72,6 +72,7 @@ static const char *const known_keys[] = {
     "symbol-cache-mb",
     "unwind-max-mb",
     "no-span-links",
+    "no-python",
     "context-uprobe",
     "endpoint",
     "export-interval",
@@ -159,6 +160,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "unwind-max-mb", NULL);
 	fprintf(f, "no-span-links: %s", o->no_span_links ? "true" : "false");
 	put_source(f, cfg, "no-span-links", NULL);
+	fprintf(f, "no-python: %s", o->no_python ? "true" : "false");
+	put_source(f, cfg, "no-python", NULL);
 	if (o->nctx_uprobes) {
 		fprintf(f, "context-uprobe: [");
 		for (size_t i = 0; i < o->nctx_uprobes; i++) {

@@ -494,7 +494,7 @@ const char *profile__frame_type(enum frame_kind k)
 	static const char *const names[FRAME__NKINDS] = {
 	    [FRAME_NATIVE] = "native", [FRAME_KERNEL] = "kernel", [FRAME_ABORT] = "abort",
 	    [FRAME_GO] = "go",	       [FRAME_JIT] = "jit",	  [FRAME_V8JS] = "v8js",
-	    [FRAME_JVM] = "jvm",       [FRAME_DOTNET] = "dotnet",
+	    [FRAME_JVM] = "jvm",       [FRAME_DOTNET] = "dotnet", [FRAME_CPYTHON] = "cpython",
 	};
 
 	return (unsigned)k < FRAME__NKINDS ? names[k] : NULL;

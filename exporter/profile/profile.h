@@ -37,19 +37,25 @@ enum frame_kind {
 	FRAME_V8JS = 6,	  /* V8 (Node.js) */
 	FRAME_JVM = 7,	  /* a Java virtual machine */
 	FRAME_DOTNET = 8, /* .NET */
-	FRAME__NKINDS,	  /* one past the last kind */
+	/*
+	 * A CPython frame (runtime/python/): no mapping, address = the line executing, one line
+	 * naming the function (module.qualname), its file and that line. Keyed by function too
+	 * (profile__intern_location_version(), version = the function's index).
+	 */
+	FRAME_CPYTHON = 9,
+	FRAME__NKINDS, /* one past the last kind */
 };
 
 /*
  * The OpenTelemetry profile.frame.type value of @k (semantic conventions, attributes registry
- * "profile": "native", "kernel", "v8js", "jvm", "dotnet"; FRAME_JIT gives the custom value
- * "jit", as the registry allows where no listed value applies); NULL for FRAME_UNSET.
+ * "profile": "native", "kernel", "v8js", "jvm", "dotnet", "cpython"; FRAME_JIT gives the custom
+ * value "jit", as the registry allows where no listed value applies); NULL for FRAME_UNSET.
  */
 const char *profile__frame_type(enum frame_kind k);
-/* 1 for the JIT kinds (FRAME_JIT and the runtimes after it). */
+/* 1 for the JIT kinds (FRAME_JIT and the JIT runtimes after it, up to FRAME_DOTNET). */
 static inline int frame_kind__is_jit(enum frame_kind k)
 {
-	return k >= FRAME_JIT && k < FRAME__NKINDS;
+	return k >= FRAME_JIT && k <= FRAME_DOTNET;
 }
 
 /* A mapping of one process (pprof Mapping, OTLP Mapping). */

@@ -33,6 +33,7 @@
 #include "record/record_describe.h"
 #include "record/recorder.h"
 #include "record/report.h"
+#include "runtime/python/pytab.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
@@ -133,6 +134,9 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 		r->exits[r->nexits++] = *e;
 		return 0;
 	}
+	/* Before the unwinder's re-read of the new image's maps, which looks for CPython again. */
+	if (r->python && e->kind == UNWIND_EVENT_EXEC)
+		pytab__exec(r->python, e->pid);
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
 	if (r->in.links)
@@ -157,7 +161,7 @@ static void handle_exits(struct recorder *r, struct sampler *s)
 	}
 }
 
-/* Every reader of a process's maps: the CFI unwinder and the span links. */
+/* Every reader of a process's maps: the CFI unwinder, the span links, the CPython finder. */
 static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const struct procmaps *maps)
 {
 	struct recorder *r = ctx;
@@ -166,6 +170,8 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
 	if (r->in.links)
 		spanlinks__maps_hook(r->in.links, pid, start_boot_ns, maps);
+	if (r->python)
+		pytab__maps_hook(r->python, pid, start_boot_ns, maps);
 	if (r->sampler) /* event profile types: uprobes on newly mapped files */
 		sampler__maps_hook(r->sampler, pid, maps);
 }
@@ -215,6 +221,37 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	for (size_t i = 0; i < n; i++)
 		spanlinks__maps_hook(r->in.links, pids[i], 0, NULL);
 	return 0;
+}
+
+/*
+ * CPython frames (docs/python.md): the table that describes CPython processes to the BPF walk
+ * and names their frames; the --pid processes are looked at before sampling starts.
+ */
+static void start_python(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	struct sampler_python_maps pm;
+	struct pytab_opts po = {.log = stderr};
+
+	if (sampler__python_maps(s, &pm))
+		return;
+	po.procs_fd = pm.procs_fd;
+	r->python = pytab__new(&po);
+	if (!r->python) {
+		fprintf(stderr, "spanprof: warning: no Python frames (%s)\n", strerror(errno));
+		return;
+	}
+	resolve__set_python(r->in.resolve, r->python);
+	for (size_t i = 0; i < n; i++)
+		pytab__maps_hook(r->python, pids[i], 0, NULL);
+}
+
+/* Before the sampler whose map it writes to. */
+static void stop_python(struct recorder *r)
+{
+	if (r->in.resolve)
+		resolve__set_python(r->in.resolve, NULL);
+	pytab__free(r->python);
+	r->python = NULL;
 }
 
 /* --- end of CFI unwinder --- */
@@ -793,6 +830,7 @@ int record__run(const struct record_opts *o)
 		so.filter_cgroup_max = targets__cgroup_max(r.targets);
 	}
 	so.exec_path_cb = on_exec_path; /* file identities */
+	so.python_max_procs = o->no_python ? 0 : RECORD_PYTHON_MAX_PROCS;
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -813,6 +851,7 @@ int record__run(const struct record_opts *o)
 		}
 	}
 	start_unwinder(&r, s, tgids, ntgids);
+	start_python(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
 	if (stop_requested) {
@@ -879,6 +918,8 @@ int record__run(const struct record_opts *o)
 			if (due >= 0 && due < wait_ms)
 				wait_ms = due;
 		}
+		if (r.python) /* each batch of samples checks its cached code objects once */
+			pytab__new_epoch(r.python);
 		n = sampler__poll(s, wait_ms);
 		handle_exits(&r, s);
 		if (n < 0) {
@@ -895,6 +936,8 @@ int record__run(const struct record_opts *o)
 			unwinder__tick(r.unwinder);
 		if (r.in.links)
 			spanlinks__tick(r.in.links);
+		if (r.python) /* exited CPython processes */
+			pytab__tick(r.python);
 		if (r.targets) /* containers and pods started since, binaries replaced */
 			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
@@ -975,6 +1018,7 @@ int record__run(const struct record_opts *o)
 	r.unwinder = NULL;
 	spanlinks__free(r.in.links);
 	r.in.links = NULL;
+	stop_python(&r);
 	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
@@ -992,6 +1036,7 @@ cleanup:
 	deadline__free(r.deadline);  /* before the sampler it stops */
 	unwinder__free(r.unwinder);  /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.in.links); /* its map entries, before the sampler's maps */
+	stop_python(&r);	     /* likewise */
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);

@@ -19,6 +19,8 @@
 #define RECORD_DEFAULT_DEBUGINFOD_CACHE_MB 1024
 #define RECORD_DEFAULT_UNWIND_MB 256
 #define RECORD_MAX_CTX_UPROBES 16
+/* CPython processes described to the BPF walk at once (64 bytes each). */
+#define RECORD_PYTHON_MAX_PROCS 4096
 #define RECORD_DEFAULT_ALLOC_SAMPLE_BYTES (512u << 10)
 #define RECORD_DEFAULT_LOCK_MIN_WAIT_NS 10000ull /* 10 us */
 #define RECORD_DEFAULT_OFFCPU_MIN_NS 1000000ull	 /* 1 ms */
@@ -66,6 +68,7 @@ struct record_opts {
 	size_t nk8s_pods;
 	int k8s;	  /* --k8s: Kubernetes resource attributes (exporter/process/k8smeta.h) */
 	int java_perfmap; /* --java-perfmap: ask JVMs for their perf map (docs/jit.md) */
+	int no_python;	  /* --no-python: no CPython frames (docs/python.md) */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */

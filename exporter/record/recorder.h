@@ -22,6 +22,7 @@ struct k8smeta;
 struct pidwatch;
 struct deadline;
 struct unwinder;
+struct pytab;
 struct dbgfetch;
 
 struct recorder {
@@ -39,6 +40,7 @@ struct recorder {
 	struct sampler *sampler;
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
+	struct pytab *python;	   /* CPython processes (docs/python.md); NULL: --no-python */
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */

@@ -6,6 +6,7 @@
 #include "process/k8smeta.h"
 #include "process/proctab.h"
 #include "runtime/jit/jitproc.h"
+#include "runtime/python/pytab.h"
 #include "record/record_describe.h"
 #include "record/recorder.h"
 #include "record/report.h"
@@ -250,6 +251,62 @@ static void jit_summary(struct recorder *r)
 		(unsigned long long)j->java_failed);
 }
 
+/*
+ * CPython frames (docs/python.md): processes described, the BPF walk's ends, the merges and the
+ * names, every failure by reason; silent when no CPython process was seen.
+ */
+static void python_summary(struct recorder *r, struct sampler *s)
+{
+	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
+	uint64_t walks[PY_STOP_COUNT], failed = 0;
+	char fails[256], stops[512], errs[256];
+	struct pytab_stats ps;
+	size_t len;
+
+	if (!r->python)
+		return;
+	pytab__stats(r->python, &ps);
+	sampler__python_stats(s, walks, PY_STOP_COUNT);
+	len = 0;
+	for (int i = 0; i < PYTAB_FAIL_COUNT; i++) {
+		failed += ps.failed[i];
+		if (len < sizeof(fails))
+			len += snprintf(fails + len, sizeof(fails) - len, "%s%llu %s",
+					len ? ", " : "", (unsigned long long)ps.failed[i],
+					pytab__failure_name((enum pytab_failure)i));
+	}
+	if (!ps.processes && !failed && !walks[0])
+		return;
+	len = 0;
+#define PY_STOP_PART(n, d)                                                                         \
+	if (len < sizeof(stops))                                                                   \
+		len += snprintf(stops + len, sizeof(stops) - len, "%s%llu %s", len ? ", " : "",    \
+				(unsigned long long)walks[PY_STOP_##n], #n);
+	PY_STOPS(PY_STOP_PART)
+#undef PY_STOP_PART
+	len = 0;
+	for (int i = 0; i < PYPROC_ERR_COUNT; i++)
+		if (len < sizeof(errs))
+			len += snprintf(errs + len, sizeof(errs) - len, "%s%llu %s",
+					len ? ", " : "", (unsigned long long)ps.name_errors[i],
+					pyproc__error_name((enum pyproc_error)i));
+	fprintf(stderr,
+		"spanprof: python: %llu CPython processes described (%llu now), %llu not (%s); "
+		"%llu files found not CPython; BPF walks: %llu (ended: %s)\n"
+		"spanprof: python: %llu samples with Python frames placed (%llu cut, marked), %llu "
+		"not placed (marked), %llu dropped with a cut native stack, %llu of processes not "
+		"described; %llu frames named, %llu not named (%llu of a code object freed since); "
+		"reads failed: %s; code objects: %llu cached, %llu read\n",
+		(unsigned long long)ps.processes, (unsigned long long)ps.live,
+		(unsigned long long)failed, fails, (unsigned long long)ps.files_inspected,
+		(unsigned long long)walks[0], stops, (unsigned long long)rs->py.merged,
+		(unsigned long long)rs->py.cut, (unsigned long long)rs->py.unplaced,
+		(unsigned long long)rs->py.dropped, (unsigned long long)rs->py.no_process,
+		(unsigned long long)rs->py.frames_named, (unsigned long long)rs->py.frames_unnamed,
+		(unsigned long long)rs->py.frames_stale, errs, (unsigned long long)ps.code_hits,
+		(unsigned long long)ps.code_misses);
+}
+
 void report__summary(struct recorder *r, struct sampler *s, double secs)
 {
 	char why[256];
@@ -300,6 +357,7 @@ void report__summary(struct recorder *r, struct sampler *s, double secs)
 			(unsigned long long)resolve__stats(r->in.resolve)->go_callers_missing);
 	fileid_summary(r, st); /* file identities */
 	jit_summary(r);	       /* JIT code names */
+	python_summary(r, s);  /* CPython frames */
 	span_links_summary(r, st);
 	targeting_summary(r, st);
 	if (r->exporter) {

@@ -7,6 +7,8 @@
 #include "process/proctab.h"
 #include "profile/stackend.h"
 #include "runtime/jit/jitproc.h"
+#include "runtime/python/pymerge.h"
+#include "runtime/python/pytab.h"
 #include "sampler.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
@@ -14,12 +16,27 @@
 /* Inline chains deeper than this are cut (outermost frames kept last). */
 #define MAX_INLINE 16
 
+/* Python frames of one sample at most (two ustack slots each, at most PY_MAX_FRAMES). */
+#define MAX_PY_FRAMES PY_MAX_FRAMES
+/* User-stack locations resolve__user() gives at most: the PCs and a Go marker. */
+#define MAX_USER_LOCS (SP_MAX_USTACK + 1)
+
+/* Scratch for merging one sample's Python frames (resolve__set_python()). */
+struct py_scratch {
+	struct py_frame py[MAX_PY_FRAMES];
+	bool is_loop[MAX_USER_LOCS];
+	struct pymerge_item items[MAX_USER_LOCS + MAX_PY_FRAMES + 1];
+	uint32_t native[MAX_USER_LOCS];
+};
+
 struct resolve {
 	struct proctab *procs;
 	struct symcache *syms;
 	struct ksyms *ksyms;
 	uint32_t gen; /* bumped by resolve__profile_reset(): cached mapping indices are stale */
 	struct resolve_stats stats;
+	struct pytab *python;	/* NULL: Python frames ignored */
+	struct py_scratch *pys; /* allocated with the first Python sample */
 };
 
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms)
@@ -37,7 +54,14 @@ struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struc
 
 void resolve__free(struct resolve *r)
 {
+	if (r)
+		free(r->pys);
 	free(r);
+}
+
+void resolve__set_python(struct resolve *r, struct pytab *py)
+{
+	r->python = py;
 }
 
 /*
@@ -285,6 +309,210 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
 	return out;
 }
 
+/* --- CPython frames (runtime/python/) ----------------------------------------------------- */
+
+/* Marker names of the Python stack's early ends (enum py_stop, bpf/python.h). */
+#define PY_MARKER_NAME(n, d) [PY_STOP_##n] = "[python stack cut: " d "]",
+static const char *const py_marker_names[PY_STOP_COUNT] = {PY_STOPS(PY_MARKER_NAME)};
+#undef PY_MARKER_NAME
+#define PY_UNPLACED_NAME "[python frames not placed: native stack only]"
+#define PY_UNNAMED_NAME "[python frame not named]"
+/* Marker addresses: apart from the stack-end reasons (profile/stackend.h) of the same kind. */
+#define PY_MARKER_BASE 0x10000u
+
+static uint32_t named_location(struct profile *p, uint64_t address, enum frame_kind kind,
+			       const char *name)
+{
+	struct profile_function fn = {0};
+	struct profile_line line = {0};
+	uint32_t loc = profile__find_location(p, 0, address, kind);
+
+	if (loc)
+		return loc;
+	fn.name = fn.system_name = profile__intern_string(p, name);
+	line.function = fn.name ? profile__intern_function(p, &fn) : 0;
+	return line.function ? profile__intern_location(p, 0, address, kind, &line, 1) : 0;
+}
+
+/* The marker of pymerge item index @mark: a py_stop value or PYMERGE_MARK_UNPLACED. */
+static uint32_t py_marker_location(struct profile *p, uint32_t mark)
+{
+	const char *name = mark < PY_STOP_COUNT ? py_marker_names[mark] : NULL;
+
+	if (mark == PYMERGE_MARK_UNPLACED)
+		name = PY_UNPLACED_NAME;
+	if (!name)
+		return 0;
+	return named_location(p, PY_MARKER_BASE + mark, FRAME_ABORT, name);
+}
+
+/*
+ * The module a file holds, as Python names it without its package: "pkg/mod.py" -> "mod",
+ * "pkg/__init__.py" -> "pkg", "<frozen importlib._bootstrap>" -> "importlib._bootstrap"; ""
+ * when the file says nothing ("<string>", "<stdin>").
+ */
+static void py_module(const char *file, char *out, size_t size)
+{
+	const char *base, *end;
+	size_t n;
+
+	out[0] = '\0';
+	if (!file || !size)
+		return;
+	if (!strncmp(file, "<frozen ", 8)) {
+		base = file + 8;
+		end = strchr(base, '>');
+	} else if (file[0] == '<') {
+		return;
+	} else {
+		base = strrchr(file, '/');
+		base = base ? base + 1 : file;
+		end = strrchr(base, '.');
+		if (!end || (strcmp(end, ".py") && strcmp(end, ".pyw")))
+			return;
+		if (!strcmp(base, "__init__.py") && base - file >= 2) {
+			/* The package: the directory's name. */
+			end = base - 1;
+			for (base = end; base > file && base[-1] != '/'; base--)
+				;
+		}
+	}
+	n = end ? (size_t)(end - base) : strlen(base);
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, base, n);
+	out[n] = '\0';
+}
+
+/*
+ * The location of Python frame @f of process @py: function "module.qualname" (system name the
+ * qualified name as the code object has it), its file and first line; the line executing.
+ * Keyed by (line, function): equal frames of any process share it. A frame that cannot be
+ * named is one placeholder location, never a guess.
+ */
+static uint32_t py_location(struct resolve *r, struct pyproc *py, struct profile *p,
+			    const struct py_frame *f)
+{
+	const struct pycode_info *ci;
+	struct profile_function fn = {0};
+	struct profile_line line = {0};
+	char module[256], name[1024];
+	int ln;
+
+	if (pyproc__code(py, f->code, &ci)) {
+		r->stats.py.frames_unnamed++;
+		return named_location(p, 0, FRAME_CPYTHON, PY_UNNAMED_NAME);
+	}
+	/* Freed and its address reused between the sample and this read: not that frame's name. */
+	if (ci->fingerprint != (f->flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK)) {
+		r->stats.py.frames_unnamed++;
+		r->stats.py.frames_stale++;
+		return named_location(p, 0, FRAME_CPYTHON, PY_UNNAMED_NAME);
+	}
+	ln = pyproc__line(py, f->code, f->offset);
+	py_module(ci->filename, module, sizeof(module));
+	snprintf(name, sizeof(name), "%s%s%s", module, module[0] ? "." : "", ci->qualname);
+	fn.name = profile__intern_string(p, name);
+	fn.system_name = profile__intern_string(p, ci->qualname);
+	fn.filename = profile__intern_string(p, ci->filename);
+	line.function = profile__intern_function(p, &fn);
+	line.line = ln > 0 ? ln : 0;
+	if (!line.function)
+		return 0;
+	r->stats.py.frames_named++;
+	return profile__intern_location_version(p, 0, (uint64_t)line.line, FRAME_CPYTHON,
+						line.function, &line, 1);
+}
+
+/* Whether location @loc is a native frame of the interpreter loop (_PyEval_EvalFrameDefault). */
+static bool is_loop_location(struct profile *p, uint32_t loc)
+{
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_line *lines;
+	const struct profile_function *fn;
+
+	if (!l || l->kind != FRAME_NATIVE || !l->nlines)
+		return false;
+	lines = profile__location_lines(p, loc);
+	/* The physical function: the last line (the ones before it were inlined into it). */
+	fn = profile__function(p, lines[l->nlines - 1].function);
+	return fn && pymerge__is_loop_symbol(profile__string(p, fn->system_name));
+}
+
+/*
+ * Replaces, in the @n user locations @locs (leaf first, room for @cap) of sample @s, each
+ * interpreter-loop frame by the Python frames it ran (runtime/python/pymerge.h). Returns the new
+ * number of locations; @n unchanged when the sample has no Python frames to place.
+ */
+static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
+			 uint32_t uu, uint32_t *locs, uint32_t n, uint32_t cap)
+{
+	uint32_t npy = s->py_len, i, out = 0, room;
+	struct py_scratch *x = r->pys;
+	bool placed = false, cut = false, unplaced = false;
+	struct pyproc *py;
+	int m;
+
+	if (!s->py_stop || n > MAX_USER_LOCS)
+		return n;
+	if (!npy && (s->py_stop == PY_STOP_END || s->py_stop == PY_STOP_NO_TSTATE))
+		return n; /* a thread that runs no Python now */
+	py = pytab__find(r->python, s->pid, s->pstart_boot_ns);
+	if (!py) {
+		r->stats.py.no_process++;
+		return n;
+	}
+	if (!x) {
+		x = r->pys = calloc(1, sizeof(*x));
+		if (!x)
+			return n;
+	}
+	room = uu < SP_MAX_USTACK ? (SP_MAX_USTACK - uu) / 2 : 0;
+	if (npy > room)
+		npy = room;
+	if (npy > MAX_PY_FRAMES)
+		npy = MAX_PY_FRAMES;
+	for (i = 0; i < npy; i++)
+		memcpy(&x->py[i], &s->ustack[uu + 2 * i], sizeof(x->py[i]));
+	for (i = 0; i < n; i++) {
+		x->native[i] = locs[i];
+		x->is_loop[i] = is_loop_location(p, locs[i]);
+	}
+	m = pymerge__stack(x->is_loop, n, x->py, npy, s->py_stop,
+			   s->ustack_end != SP_USTACK_COMPLETE, x->items,
+			   sizeof(x->items) / sizeof(x->items[0]));
+	if (m < 0)
+		return n;
+	for (i = 0; i < (uint32_t)m; i++) {
+		const struct pymerge_item *it = &x->items[i];
+		uint32_t loc = 0;
+
+		if (it->kind == PYMERGE_NATIVE) {
+			loc = x->native[it->index];
+		} else if (it->kind == PYMERGE_PYTHON) {
+			loc = py_location(r, py, p, &x->py[it->index]);
+			placed = true;
+		} else if (it->kind == PYMERGE_MARKER) {
+			loc = py_marker_location(p, it->index);
+			if (it->index == PYMERGE_MARK_UNPLACED)
+				unplaced = true;
+			else
+				cut = true;
+		}
+		if (loc && out < cap)
+			locs[out++] = loc;
+	}
+	if (placed)
+		r->stats.py.merged++;
+	if (placed && cut)
+		r->stats.py.cut++;
+	if (unplaced)
+		r->stats.py.unplaced++;
+	else if (!placed)
+		r->stats.py.dropped++;
+	return out;
+}
+
 uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			 uint32_t *locs)
 {
@@ -301,8 +529,13 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	if (proc) {
 		uint32_t marker;
 
-		n += resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
-				   locs + n);
+		uint32_t nu = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas,
+					    s->flags, locs + n);
+
+		/* Python frames in place of the interpreter loop's (runtime/python/). */
+		if (r->python && s->py_stop)
+			nu = py_merge(r, p, s, uu, locs + n, nu, RESOLVE_MAX_LOCATIONS - 1 - n);
+		n += nu;
 		/* A stack that does not end at an outermost frame says why (profile/stackend.h). */
 		marker = stackend__location(p, s->ustack_end);
 		if (marker)

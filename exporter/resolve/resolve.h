@@ -32,10 +32,12 @@ struct sp_sample;
 struct resolve;
 
 /*
- * Locations of one sample at most: both stacks, a GO_MISSING_CALLER marker and the marker of a
+ * Locations of one sample at most: both stacks, a GO_MISSING_CALLER marker, a Python marker
+ * (Python frames take two user slots each in the sample and replace at least one native frame
+ * per group: a merged user stack never outgrows the slots plus one marker) and the marker of a
  * cut stack.
  */
-#define RESOLVE_MAX_LOCATIONS (SP_MAX_KSTACK + SP_MAX_USTACK + 2)
+#define RESOLVE_MAX_LOCATIONS (SP_MAX_KSTACK + SP_MAX_USTACK + 3)
 
 /* What could not be named, and how PCs were named: the summary and self-telemetry read these. */
 struct resolve_stats {
@@ -45,6 +47,18 @@ struct resolve_stats {
 	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
 	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
 	uint64_t go_callers_missing;	/* samples in Go code without its frame yet: marker added */
+	/* CPython (runtime/python/): samples the BPF walk gave Python frames, and what became of
+	 * them. */
+	struct {
+		uint64_t merged;       /* Python frames placed in the native stack */
+		uint64_t cut;	       /* ... the Python stack ended early: marked */
+		uint64_t unplaced;     /* no place proven: native frames only, marked */
+		uint64_t dropped;      /* no loop frame in a cut native stack: native frames only */
+		uint64_t no_process;   /* the agent no longer (or not yet) names the process */
+		uint64_t frames_named; /* Python frames named */
+		uint64_t frames_unnamed; /* ... not named (pytab_stats.name_errors says why) */
+		uint64_t frames_stale;	 /* ... of those, the code object was another by then */
+	} py;
 };
 
 /* Name of the frame standing for a caller the frame-pointer walk skipped (Go, no frame yet). */
@@ -54,6 +68,15 @@ struct resolve_stats {
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms);
 /* NULL is a no-op. */
 void resolve__free(struct resolve *r);
+
+struct pytab;
+/*
+ * Names the Python frames of samples (sp_sample.py_len, bpf/python.h) from @py's processes and
+ * merges them into the native stacks (runtime/python/pymerge.h): each interpreter-loop frame is
+ * replaced by the Python frames it ran (kind FRAME_CPYTHON). Borrowed; NULL: Python frames are
+ * ignored.
+ */
+void resolve__set_python(struct resolve *r, struct pytab *py);
 
 /*
  * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind
@@ -76,7 +99,8 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 
 /*
  * The whole stack of sample @s (bpf/sampler.h): its kernel PCs, then its user PCs, each leaf
- * first, then, when the user stack does not end at an outermost frame, the marker saying why
+ * first (with Python frames in place of the interpreter loop's, resolve__set_python()), then,
+ * when the user stack does not end at an outermost frame, the marker saying why
  * (profile/stackend.h), into @locs (room for RESOLVE_MAX_LOCATIONS entries). The process's entry is
  * found first (its maps read on its first sample), before anything slow: the process may be
  * about to exit (a kernel thread has none). Returns the number of locations.

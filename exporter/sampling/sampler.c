@@ -36,6 +36,7 @@ struct sampler {
 	void *ctx;
 	sampler_event_cb event_cb;
 	struct bpf_link *unw_links[3]; /* exec, exit, mmap */
+	struct bpf_link *py_links[2];  /* Python descriptors: exec, exit */
 	struct sampler_unwind_maps unw;
 	int unwind;
 	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
@@ -368,6 +369,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->python = opts->python_max_procs > 0;
 	s->skel->rodata->python_enabled = s->python;
 	bpf_map__set_max_entries(s->skel->maps.py_procs, s->python ? opts->python_max_procs : 1);
+	bpf_program__set_autoload(s->skel->progs.on_py_exec, s->python);
+	bpf_program__set_autoload(s->skel->progs.on_py_exit, s->python);
 
 	s->threadctx = opts->threadctx;
 	s->skel->rodata->threadctx_enabled = opts->threadctx;
@@ -472,6 +475,17 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 					strerror(errno));
 		}
 	}
+	if (s->python) {
+		/* Without them a stale descriptor stays until the agent's sweep: warn, go on. */
+		s->py_links[0] = bpf_program__attach(s->skel->progs.on_py_exec);
+		s->py_links[1] =
+		    s->py_links[0] ? bpf_program__attach(s->skel->progs.on_py_exit) : NULL;
+		if (!s->py_links[1])
+			fprintf(stderr,
+				"spanprof: warning: Python exec/exit hooks (tp_btf/"
+				"sched_process_exec, sched_process_exit) not attached: %s\n",
+				strerror(errno));
+	}
 	if (s->uprobe_links) {
 		s->ctx_links[0] = bpf_program__attach(s->skel->progs.on_ctx_thread_exit);
 		if (!s->ctx_links[0]) {
@@ -575,6 +589,8 @@ void sampler__free(struct sampler *s)
 		bpf_link__destroy(s->unw_links[i]);
 	for (int i = 0; i < 2; i++)
 		bpf_link__destroy(s->ctx_links[i]);
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(s->py_links[i]);
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);
@@ -642,6 +658,27 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
 		return -ENOTSUP;
 	out->procs_fd = bpf_map__fd(s->skel->maps.py_procs);
 	out->stats_fd = bpf_map__fd(s->skel->maps.py_stats);
+	return 0;
+}
+
+int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n)
+{
+	int fd = bpf_map__fd(s->skel->maps.py_stats);
+	uint64_t *vals;
+
+	memset(out, 0, n * sizeof(*out));
+	if (!s->python)
+		return -ENOTSUP;
+	vals = calloc(s->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int cpu = 0; cpu < s->ncpus; cpu++)
+			out[k] += vals[cpu];
+	}
+	free(vals);
 	return 0;
 }
 

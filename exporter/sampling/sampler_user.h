@@ -73,7 +73,7 @@ struct sampler_opts {
 	sampler_exec_path_cb exec_path_cb;
 	/*
 	 * Python frames (bpf/python.bpf.h): room for this many CPython processes; 0 leaves the
-	 * walk out (the default until the agent fills py_procs and merges the frames).
+	 * walk out (--no-python). The agent fills py_procs (runtime/python/pytab.h).
 	 */
 	uint32_t python_max_procs;
 };
@@ -136,6 +136,11 @@ struct sampler_python_maps {
 
 /* The Python walk's maps: 0, or -ENOTSUP when the walk is not loaded. */
 int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *out);
+/*
+ * The Python walk's per-CPU counters summed into @out[@n] (index 0: samples walked; then one
+ * per enum py_stop, bpf/python.h). 0, -ENOTSUP (not loaded) or -ENOMEM.
+ */
+int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*

@@ -24,9 +24,10 @@ struct view_doc;
 enum view_frame_kind {
 	VIEW_FRAME_NATIVE = 0,
 	VIEW_FRAME_KERNEL = 1,
-	VIEW_FRAME_OTHER = 2, /* interpreted, JIT, anything else */
-	VIEW_FRAME_ABORT = 3, /* the marker of a cut stack (exporter/profile/stackend.h) */
-	VIEW_FRAME_GO = 4,    /* Go code (profile.frame.type go) */
+	VIEW_FRAME_OTHER = 2,	/* interpreted, JIT, anything else */
+	VIEW_FRAME_ABORT = 3,	/* the marker of a cut stack (exporter/profile/stackend.h) */
+	VIEW_FRAME_GO = 4,	/* Go code (profile.frame.type go) */
+	VIEW_FRAME_CPYTHON = 5, /* a CPython frame (profile.frame.type cpython, docs/python.md) */
 };
 
 /* One input file as the document's "inputs" lists it. Owned by the document. */

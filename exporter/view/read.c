@@ -602,6 +602,8 @@ static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_locatio
 			return VIEW_FRAME_ABORT;
 		if (!strcmp(v, "go"))
 			return VIEW_FRAME_GO;
+		if (!strcmp(v, "cpython"))
+			return VIEW_FRAME_CPYTHON;
 		return VIEW_FRAME_OTHER;
 	}
 	return !l->mapping_index && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL
@@ -1749,6 +1751,30 @@ static bool pp_is_marker(const struct pp *x, const Perftools__Profiles__Location
 	return !strcmp(pp_text(x, x->p->function[fi]->name), want);
 }
 
+/*
+ * pprof has no frame kinds: a location without a mapping whose one function is in a Python
+ * source file ("*.py", "<string>", "<frozen ...>") is a CPython frame (docs/python.md); one named
+ * "[python ...]" is the marker of a Python stack spanprof could not place or name whole.
+ */
+static int pp_python_kind(const struct pp *x, const Perftools__Profiles__Location *l)
+{
+	const char *file, *name;
+	size_t n;
+	uint32_t fi;
+
+	if (l->n_line != 1 || !idmap_get(&x->fn, l->line[0]->function_id, &fi))
+		return -1;
+	name = pp_text(x, x->p->function[fi]->name);
+	file = pp_text(x, x->p->function[fi]->filename);
+	if (name && !strncmp(name, "[python", 7))
+		return !strcmp(name, "[python frame not named]") ? VIEW_FRAME_CPYTHON
+								 : VIEW_FRAME_ABORT;
+	n = file ? strlen(file) : 0;
+	if (n && (file[0] == '<' || (n > 3 && !strcmp(file + n - 3, ".py"))))
+		return VIEW_FRAME_CPYTHON;
+	return -1;
+}
+
 static int64_t pp_find(const pp_profile *p, const char *s)
 {
 	for (size_t i = 1; i < p->n_string_table; i++)
@@ -1849,6 +1875,8 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 	at.kind = !mp && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL : VIEW_FRAME_NATIVE;
 	if (!mp && pp_is_marker(x, l))
 		at.kind = VIEW_FRAME_ABORT;
+	else if (!mp && pp_python_kind(x, l) >= 0)
+		at.kind = pp_python_kind(x, l);
 	for (size_t j = l->n_line; j-- > 0;) {
 		const Perftools__Profiles__Line *ln = l->line[j];
 		const Perftools__Profiles__Function *fn = NULL;

@@ -278,10 +278,15 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 		assert_int_equal(n, e->n);
 		for (j = 0; j < e->n; j++) {
 			const struct exp_code *ec = exp_code(c, e->frames[j].code);
+			const struct pycode_info *ci;
 			int entry = expect_entry(c, e, j);
 
 			assert_int_equal(frames[j].code, e->frames[j].code);
 			assert_int_equal(frames[j].offset, e->frames[j].lasti);
+			/* The fingerprint the agent checks names against: the same code object. */
+			assert_int_equal(pyproc__code(p, frames[j].code, &ci), 0);
+			assert_int_equal(frames[j].flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK,
+					 ci->fingerprint);
 			if (!!(frames[j].flags & PY_FRAME_ENTRY) != entry)
 				fail_msg("thread %zu frame %zu (%s): entry flag %u, expected %d", i,
 					 j, ec->qualname, frames[j].flags, entry);
@@ -426,7 +431,9 @@ static void check_interpreter(void **state)
 	assert_int_equal(pyproc__threads(p, &threads, &n), -ESRCH);
 	assert_true(st->errors[PYPROC_ERR_GONE] > 0);
 	pyproc__new_epoch(p);
-	assert_int_equal(pyproc__code(p, c.codes[0].id, &ci), -ESRCH);
+	/* Its last samples are still named from the cache; anything not cached: -ESRCH. */
+	assert_int_equal(pyproc__code(p, c.codes[0].id, &ci), 0);
+	assert_int_equal(pyproc__code(p, c.codes[0].id + 8, &ci), -ESRCH);
 	pyproc__free(p);
 	c.pid = 0;
 	fclose(c.out);

@@ -209,6 +209,12 @@ static int32_t ob_location(struct ob *b, const char *name)
 		l->lines[l->n_lines++] = mkline(b, fn);
 		l->attribute_indices[l->n_attribute_indices++] =
 		    ob_attr(b, "profile.frame.type", any_str("go"));
+	} else if (n > 4 && !strcmp(name + n - 4, "[py]")) {
+		snprintf(fn, sizeof(fn), "%.*s", (int)(n - 4), name);
+		l->address = 12; /* the line: a CPython frame has no code address */
+		l->lines[l->n_lines++] = mkline(b, fn);
+		l->attribute_indices[l->n_attribute_indices++] =
+		    ob_attr(b, "profile.frame.type", any_str("cpython"));
 	} else if (n > 3 && !strcmp(name + n - 3, "[k]")) {
 		snprintf(fn, sizeof(fn), "%.*s", (int)(n - 3), name);
 		l->address = 0xffffffff81000000ull + n;
@@ -889,7 +895,7 @@ static void check_doc(json_object *doc)
 	check_range(jget(fr, "name"), 1, (int64_t)nstr);
 	check_range(jget(fr, "file"), 0, (int64_t)nstr);
 	check_range(jget(fr, "module"), 0, (int64_t)nstr);
-	check_range(jget(fr, "kind"), 0, VIEW_FRAME_GO + 1);
+	check_range(jget(fr, "kind"), 0, VIEW_FRAME_CPYTHON + 1);
 	for (size_t i = 0; i < nstacks; i++)
 		check_range(json_object_array_get_idx(stacks, i), 0, (int64_t)nfr);
 	check_range(jget(doc, "services"), 0, (int64_t)nstr);
@@ -1189,6 +1195,28 @@ static void test_go_frames(void **state)
 	no_input_error(doc, 0);
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main.handler")),
 			 VIEW_FRAME_GO);
+	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main")),
+			 VIEW_FRAME_NATIVE);
+	json_object_put(doc);
+}
+
+/* A CPython frame (profile.frame.type cpython) keeps its kind: the page gives it its colour. */
+static void test_python_frames(void **state)
+{
+	static const char *const st_py[] = {"app.Handler.get[py]", "_PyEval_EvalFrameDefault",
+					    "main", NULL};
+	static const struct t_sample s = {.stack = 0, .tid = 5, .tname = "pysvc", .value = 3};
+	static const struct t_proc proc = {
+	    .service = "pysvc", .exe = "python3", .pid = 78, .nsamples = 1, .samples = &s};
+	static const struct t_msg m = {
+	    .nstacks = 1, .stacks = {st_py}, .nprocs = 1, .procs = &proc};
+	size_t len;
+	uint8_t *buf = pack_otlp(&m, &len);
+	json_object *doc = load1(write_file("py.binpb", buf, len)), *fr = jget(doc, "frames");
+
+	no_input_error(doc, 0);
+	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "app.Handler.get")),
+			 VIEW_FRAME_CPYTHON);
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main")),
 			 VIEW_FRAME_NATIVE);
 	json_object_put(doc);
@@ -1814,6 +1842,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_otlp_proto, setup),
 	    cmocka_unit_test_setup(test_go_frames, setup),
+	    cmocka_unit_test_setup(test_python_frames, setup),
 	    cmocka_unit_test_setup(test_formats_agree, setup),
 	    cmocka_unit_test_setup(test_pprof, setup),
 	    cmocka_unit_test_setup(test_spans, setup),

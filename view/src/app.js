@@ -49,8 +49,9 @@
 	const MIN_FRAME_PX = 1; // frames narrower than this are not drawn
 	const MAX_DRAWN = 3000; // at most this many frames in the graph (SVG gets slow past that)
 	const SPAN_PAGE = 200; // span table rows rendered per "show more"
-	// frame kind -> d3-flame-graph colour family (abort: ours; Go: "inlined", its aqua, as in flamegraph.svg)
-	const KIND_LIBTYPE = ["", "kernel", "jit", "abort", "inlined"];
+	// frame kind -> d3-flame-graph colour family (abort, python: ours; Go: "inlined", its aqua, as in
+	// flamegraph.svg)
+	const KIND_LIBTYPE = ["", "kernel", "jit", "abort", "inlined", "python"];
 
 	const $ = (id) => document.getElementById(id);
 
@@ -658,7 +659,8 @@
 			out.push(el("div", { class: "tt-loc", text: loc || "no source line" }));
 			const mod = M.str(M.func.module[fn]);
 			const kind =
-				["native", "kernel", "interpreted", "stack cut here", "go"][M.func.kind[fn]] || "other";
+				["native", "kernel", "interpreted", "stack cut here", "go", "python"][M.func.kind[fn]] ||
+				"other";
 			out.push(el("div", { class: "tt-module", text: (mod || "no module") + " · " + kind }));
 		}
 		let v = fmtValue(t, data.value);
@@ -677,6 +679,15 @@
 
 	function graphWidth() {
 		return Math.max(300, $("graph-box").clientWidth - 2);
+	}
+
+	/* CPython frames: Python's yellow, in shades that tell neighbouring functions apart. */
+	function pythonColour(name) {
+		let h = 0;
+		for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+		const light = 58 + (h % 20);
+		const hue = 44 + ((h >>> 8) % 12);
+		return `hsl(${hue}, 85%, ${light}%)`;
 	}
 
 	function makeChart() {
@@ -703,6 +714,7 @@
 				if (d.depth === 0) return "#c9c9c9";
 				if (d.data.proc !== undefined) return "#b5c3d9";
 				if (d.data.l === "abort") return "#f0aaaa"; // marker of a cut stack
+				if (d.data.l === "python") return pythonColour(d.data.name);
 				return color;
 			})
 			.onClick(onZoom);

@@ -501,6 +501,7 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.qualname = e->qualname_s;
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
+	e->info.fingerprint = pywalk__fingerprint(e->filename, (uint32_t)e->firstlineno);
 	return 0;
 }
 
@@ -561,6 +562,15 @@ static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 		return 0;
 	}
 	err = read_code_identity(p, code, &fresh);
+	/*
+	 * The process exited: its last samples are named from the cache as it was (no code object
+	 * can be freed any more; one freed between such a sample and the exit is the limit).
+	 */
+	if (err == -ESRCH && e->code) {
+		p->stats.code_hits++;
+		*out = e;
+		return 0;
+	}
 	if (err)
 		return err;
 	if (e->code && same_identity(e, &fresh)) {
@@ -821,6 +831,8 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->object_type, l->object_type);
 	ok &= set16(&out->code_firsttraceable, l->code_firsttraceable);
 	ok &= set16(&out->code_adaptive, l->code_adaptive);
+	ok &= set16(&out->code_filename, l->code_filename);
+	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
 	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES

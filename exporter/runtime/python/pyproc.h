@@ -15,7 +15,9 @@
  * freed code object whose address is reused by another must never lend its name: each entry
  * keeps the fields it was named from (type, name and file pointers, line table pointer, first
  * line) and is checked again against the process, with one read, the first time it is used in
- * each epoch (pyproc__new_epoch(): call it once per batch of samples taken together).
+ * each epoch (pyproc__new_epoch(): call it once per batch of samples taken together). Once the
+ * process has exited, cached entries are served as they are (its last samples are named after
+ * it is gone; the read that found it gone is counted).
  *
  * Bad input (a process that exits or unmaps mid-read, garbage where an object should be, a
  * string or table out of bounds) is an error return and a counter by reason, never a crash.
@@ -110,6 +112,9 @@ struct pycode_info {
 	const char *qualname; /* co_qualname (3.11+), else co_name; UTF-8 */
 	const char *filename; /* co_filename, UTF-8 */
 	int firstlineno;
+	/* pywalk__fingerprint() (bpf/python.h) of the co_filename pointer and co_firstlineno read:
+	 * a frame whose PY_FRAME_FP bits differ was of another code object. */
+	uint32_t fingerprint;
 };
 
 /*

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <uthash.h>
+
+#include "process/proclife.h"
+#include "process/procmaps.h"
+#include "runtime/python/pyelf.h"
+#include "runtime/python/pytab.h"
+#include "util/util.h"
+
+/* File verdicts kept (identity -> CPython or not); past this the cache starts over. */
+#define MAX_FILES 65536
+/* A gone process's entry is freed at the first tick at least this long after it was found gone. */
+#define GONE_KEEP_NS (2 * 1000000000ull)
+/* Processes are checked for exit at most this often. */
+#define SWEEP_NS (5 * 1000000000ull)
+
+struct file_key {
+	uint64_t ino;
+	uint32_t dev_major, dev_minor;
+};
+
+enum file_verdict {
+	FILE_NOT_PYTHON = 1, /* pyelf__inspect(): ENOENT */
+	FILE_PYTHON,	     /* CPython (its version may still be one not handled) */
+};
+
+struct file_entry {
+	struct file_key key;
+	enum file_verdict verdict;
+	int logged; /* the unsupported message was written for this file */
+	UT_hash_handle hh;
+};
+
+struct pyentry {
+	uint32_t pid;
+	uint64_t start_boot_ns; /* 0: not known yet (--pid before sampling) */
+	struct pyproc *p;	/* NULL: CPython mapped, but no descriptor (failed[] counted) */
+	struct file_key file;	/* the interpreter's file */
+	uint64_t gone_ns;	/* when the process was found gone; 0: alive */
+	int described;		/* the descriptor is in py_procs */
+	UT_hash_handle hh;
+};
+
+struct pytab {
+	struct pytab_opts o;
+	struct pyentry *procs;
+	struct file_entry *files;
+	size_t nfiles;
+	uint64_t last_sweep_ns;
+	struct pytab_stats st;
+	/* Naming counters of the entries already freed. */
+	uint64_t freed_errors[PYPROC_ERR_COUNT];
+	uint64_t freed_hits, freed_misses;
+};
+
+static const char *const failure_names[] = {
+#define PYTAB_NAME(n, d) #n,
+    PYTAB_FAILURES(PYTAB_NAME)
+#undef PYTAB_NAME
+};
+static const char *const failure_descs[] = {
+#define PYTAB_DESC(n, d) d,
+    PYTAB_FAILURES(PYTAB_DESC)
+#undef PYTAB_DESC
+};
+
+const char *pytab__failure_name(enum pytab_failure f)
+{
+	static char lower[PYTAB_FAIL_COUNT][16];
+	size_t i;
+
+	if ((unsigned int)f >= PYTAB_FAIL_COUNT)
+		return "?";
+	if (!lower[f][0]) {
+		for (i = 0; failure_names[f][i] && i + 1 < sizeof(lower[f]); i++)
+			lower[f][i] =
+			    failure_names[f][i] == '_' ? '_' : (char)(failure_names[f][i] | 0x20);
+	}
+	return lower[f];
+}
+
+const char *pytab__failure_desc(enum pytab_failure f)
+{
+	return (unsigned int)f < PYTAB_FAIL_COUNT ? failure_descs[f] : "?";
+}
+
+struct pytab *pytab__new(const struct pytab_opts *o)
+{
+	struct pytab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->o = *o;
+	if (!t->o.log)
+		t->o.log = stderr;
+	t->last_sweep_ns = util__mono_ns();
+	elf_version(EV_CURRENT);
+	return t;
+}
+
+static void entry_undescribe(struct pytab *t, struct pyentry *e)
+{
+	if (e->described && t->o.procs_fd >= 0)
+		bpf_map_delete_elem(t->o.procs_fd, &e->pid);
+	e->described = 0;
+}
+
+static void entry_free(struct pytab *t, struct pyentry *e)
+{
+	const struct pyproc_stats *ps;
+
+	entry_undescribe(t, e);
+	if (e->p) {
+		ps = pyproc__stats(e->p);
+		for (int i = 0; i < PYPROC_ERR_COUNT; i++)
+			t->freed_errors[i] += ps->errors[i];
+		t->freed_hits += ps->code_hits;
+		t->freed_misses += ps->code_misses;
+		pyproc__free(e->p);
+		t->st.live--;
+	}
+	HASH_DEL(t->procs, e);
+	free(e);
+}
+
+static void files_clear(struct pytab *t)
+{
+	struct file_entry *f, *tmp;
+
+	HASH_ITER (hh, t->files, f, tmp) {
+		HASH_DEL(t->files, f);
+		free(f);
+	}
+	t->nfiles = 0;
+}
+
+void pytab__free(struct pytab *t)
+{
+	struct pyentry *e, *tmp;
+
+	if (!t)
+		return;
+	HASH_ITER (hh, t->procs, e, tmp)
+		entry_free(t, e);
+	files_clear(t);
+	free(t);
+}
+
+static struct file_key key_of(const struct procmap *m)
+{
+	struct file_key k = {.ino = m->inode, .dev_major = m->dev_major, .dev_minor = m->dev_minor};
+
+	return k;
+}
+
+static struct file_entry *file_find(struct pytab *t, const struct file_key *k)
+{
+	struct file_entry *f;
+
+	HASH_FIND(hh, t->files, k, sizeof(*k), f);
+	return f;
+}
+
+static struct file_entry *file_note(struct pytab *t, const struct file_key *k, enum file_verdict v)
+{
+	struct file_entry *f = file_find(t, k);
+
+	if (f) {
+		f->verdict = v;
+		return f;
+	}
+	if (t->nfiles >= MAX_FILES)
+		files_clear(t);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->key = *k;
+	f->verdict = v;
+	HASH_ADD(hh, t->files, key, sizeof(f->key), f);
+	t->nfiles++;
+	return f;
+}
+
+static bool python_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return strstr(base ? base + 1 : path, "python") != NULL;
+}
+
+/* A file mapped by @pid that may be the interpreter: "python" in its name, or the executable. */
+static bool candidate(const struct procmaps *maps, size_t i)
+{
+	const struct procmap *m = &maps->maps[i];
+
+	return m->inode && m->path[0] == '/' && (i == 0 || python_name(m->path));
+}
+
+/* Whether the file of mapping @m is CPython: from the cache, else inspected (and cached). */
+static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct procmap *m)
+{
+	struct file_key k = key_of(m);
+	struct file_entry *f = file_find(t, &k);
+	struct pyelf_info info;
+	Elf *elf = NULL;
+	int fd, err;
+
+	if (f)
+		return f->verdict;
+	fd = procmaps__open_file((int)pid, m, NULL, 0);
+	if (fd < 0)
+		return 0; /* unknown: not cached, looked at again next time */
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = elf ? pyelf__inspect(elf, m->path, &info) : -EINVAL;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (err == -ENOENT || err == -EINVAL) {
+		t->st.files_inspected++;
+		file_note(t, &k, FILE_NOT_PYTHON);
+		return FILE_NOT_PYTHON;
+	}
+	file_note(t, &k, FILE_PYTHON); /* 0 or ENOTSUP: CPython, maybe of an unknown version */
+	return FILE_PYTHON;
+}
+
+/* The mapping of @maps holding the file @k, or NULL. */
+static const struct procmap *find_file(const struct procmaps *maps, const struct file_key *k)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+
+		if (m->inode == k->ino && m->dev_major == k->dev_major &&
+		    m->dev_minor == k->dev_minor)
+			return m;
+	}
+	return NULL;
+}
+
+static int describe(struct pytab *t, struct pyentry *e)
+{
+	struct py_desc d;
+
+	if (!e->p || pyproc__desc(e->p, &d))
+		return -EINVAL;
+	d.start_boot_ns = e->start_boot_ns;
+	if (t->o.procs_fd >= 0 && bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY))
+		return -errno;
+	e->described = 1;
+	return 0;
+}
+
+static enum pytab_failure failure_of(int err)
+{
+	switch (err) {
+	case -ENOTSUP:
+		return PYTAB_FAIL_UNSUPPORTED;
+	case -ESRCH:
+	case -ESTALE:
+		return PYTAB_FAIL_GONE;
+	case -EINVAL:
+		return PYTAB_FAIL_CORRUPT;
+	default:
+		return PYTAB_FAIL_UNREADABLE;
+	}
+}
+
+/* Attaches to the interpreter of @e's process, found in the file @k; counts the outcome. */
+static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k)
+{
+	struct file_entry *f;
+	char why[512];
+	int err = 0;
+
+	e->file = *k;
+	e->p = pyproc__new((pid_t)e->pid, why, sizeof(why));
+	if (!e->p)
+		err = -errno;
+	/* Every read above was of this process only if it still runs under its PID now. */
+	if (!err && e->start_boot_ns)
+		err = proclife__check(e->pid, e->start_boot_ns);
+	if (!err)
+		err = describe(t, e);
+	if (!err) {
+		t->st.processes++;
+		t->st.live++;
+		return;
+	}
+	if (e->p) {
+		pyproc__free(e->p);
+		e->p = NULL;
+	}
+	if (err == -ENOENT) /* inspected as CPython, yet no interpreter found: nothing to count */
+		return;
+	if (err == -ENOMEM)
+		return;
+	if (err == -E2BIG || err == -ENOSPC) {
+		t->st.failed[PYTAB_FAIL_MAP_FULL]++;
+		return;
+	}
+	t->st.failed[failure_of(err)]++;
+	if (err != -ENOTSUP || !why[0])
+		return;
+	f = file_find(t, k);
+	if (f && f->logged)
+		return;
+	if (f)
+		f->logged = 1;
+	fprintf(t->o.log, "spanprof: python: %s\n", why);
+}
+
+void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
+		      const struct procmaps *maps)
+{
+	struct procmaps own = {0};
+	const struct procmap *found = NULL;
+	struct pyentry *e;
+	struct file_key k;
+
+	if (!maps) {
+		if (procmaps__read_filtered((int)pid, PROCMAPS_EXEC_ONLY, &own))
+			return;
+		maps = &own;
+	}
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
+	if (e && start_boot_ns && e->start_boot_ns && e->start_boot_ns != start_boot_ns) {
+		entry_free(t, e); /* the PID was reused */
+		e = NULL;
+	}
+	/* Nothing changed: the interpreter's file is still mapped. */
+	if (e && find_file(maps, &e->file)) {
+		if (!e->start_boot_ns && start_boot_ns) {
+			e->start_boot_ns = start_boot_ns;
+			if (e->described)
+				describe(t, e);
+		}
+		goto cleanup;
+	}
+	if (e) {
+		entry_free(t, e); /* exec'd, or unmapped: look again */
+		e = NULL;
+	}
+	for (size_t i = 0; i < maps->n && !found; i++)
+		if (candidate(maps, i) && verdict_of(t, pid, &maps->maps[i]) == FILE_PYTHON)
+			found = &maps->maps[i];
+	if (!found)
+		goto cleanup;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto cleanup;
+	e->pid = pid;
+	e->start_boot_ns = start_boot_ns;
+	HASH_ADD(hh, t->procs, pid, sizeof(e->pid), e);
+	k = key_of(found);
+	attach(t, e, &k);
+cleanup:
+	procmaps__clear(&own);
+}
+
+void pytab__exec(struct pytab *t, uint32_t pid)
+{
+	struct pyentry *e;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
+	if (e)
+		entry_free(t, e);
+}
+
+struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct pyentry *e;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
+	if (!e || (e->start_boot_ns && start_boot_ns && e->start_boot_ns != start_boot_ns))
+		return NULL;
+	return e->p;
+}
+
+void pytab__new_epoch(struct pytab *t)
+{
+	struct pyentry *e, *tmp;
+
+	HASH_ITER (hh, t->procs, e, tmp)
+		if (e->p)
+			pyproc__new_epoch(e->p);
+}
+
+void pytab__tick(struct pytab *t)
+{
+	uint64_t now = util__mono_ns();
+	struct pyentry *e, *tmp;
+	int err;
+
+	if (now - t->last_sweep_ns < SWEEP_NS)
+		return;
+	t->last_sweep_ns = now;
+	HASH_ITER (hh, t->procs, e, tmp) {
+		if (e->gone_ns) {
+			if (now - e->gone_ns >= GONE_KEEP_NS)
+				entry_free(t, e);
+			continue;
+		}
+		err = proclife__check(e->pid, e->start_boot_ns);
+		if (err == -ESRCH || err == -ESTALE) {
+			entry_undescribe(t, e);
+			e->gone_ns = now;
+		}
+	}
+}
+
+void pytab__stats(const struct pytab *t, struct pytab_stats *out)
+{
+	const struct pyentry *e, *tmp;
+
+	*out = t->st;
+	for (int i = 0; i < PYPROC_ERR_COUNT; i++)
+		out->name_errors[i] = t->freed_errors[i];
+	out->code_hits = t->freed_hits;
+	out->code_misses = t->freed_misses;
+	HASH_ITER (hh, t->procs, e, tmp) {
+		const struct pyproc_stats *ps;
+
+		if (!e->p)
+			continue;
+		ps = pyproc__stats(e->p);
+		for (int i = 0; i < PYPROC_ERR_COUNT; i++)
+			out->name_errors[i] += ps->errors[i];
+		out->code_hits += ps->code_hits;
+		out->code_misses += ps->code_misses;
+	}
+}

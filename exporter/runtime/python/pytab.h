@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pytab: the CPython processes of a run. After each read of a process's maps (the process table's
+ * maps hook: its first sample, a refresh after exec or dlopen, or --pid before sampling starts)
+ * it finds out whether the process runs CPython (runtime/python/pyproc.h), and if so writes the
+ * descriptor the BPF walk reads (bpf/python.h, struct py_desc, map py_procs) and keeps the
+ * process's pyproc to name its frames (pytab__find()). A version it cannot handle is named once
+ * per file in the log; that process keeps its native frames.
+ *
+ * Files that are not CPython are remembered by identity (device, inode), so the executable of
+ * every process of the host is inspected once, not at each maps read. Entries of processes that
+ * are gone (exit, PID reused) are swept by pytab__tick(); BPF drops the descriptor itself at
+ * exit and exec (bpf/python.bpf.h).
+ *
+ * Every failure is counted by reason (struct pytab_stats), never fatal. Not thread safe.
+ */
+#ifndef SPANPROF_RUNTIME_PYTHON_PYTAB_H
+#define SPANPROF_RUNTIME_PYTHON_PYTAB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "python.h"
+#include "runtime/python/pyproc.h"
+
+struct procmaps;
+
+/* Why a process that maps CPython got no descriptor: X(name, description). */
+#define PYTAB_FAILURES(X)                                                                          \
+	X(UNSUPPORTED, "CPython version or build not handled (named in the log)")                  \
+	X(GONE, "process exited while being read")                                                 \
+	X(UNREADABLE, "memory or file unreadable")                                                 \
+	X(CORRUPT, "corrupt file or debug offsets")                                                \
+	X(MAP_FULL, "descriptor map full")
+
+enum pytab_failure {
+#define PYTAB_ENUM(n, d) PYTAB_FAIL_##n,
+	PYTAB_FAILURES(PYTAB_ENUM)
+#undef PYTAB_ENUM
+	    PYTAB_FAIL_COUNT
+};
+
+/* Short name ("unsupported", ...) and description of @f; "?" out of range. */
+const char *pytab__failure_name(enum pytab_failure f);
+const char *pytab__failure_desc(enum pytab_failure f);
+
+struct pytab_stats {
+	uint64_t processes;			/* CPython processes described to BPF */
+	uint64_t live;				/* ... in the table now */
+	uint64_t failed[PYTAB_FAIL_COUNT];	/* processes mapping CPython left without */
+	uint64_t files_inspected;		/* candidate files found not to be CPython */
+	uint64_t name_errors[PYPROC_ERR_COUNT]; /* reads naming frames that failed, by reason */
+	uint64_t code_hits, code_misses;	/* code objects named from the cache / read */
+};
+
+struct pytab_opts {
+	int procs_fd; /* py_procs (tgid -> struct py_desc); -1: none (the table only names) */
+	FILE *log;    /* the once-per-file messages; NULL: stderr */
+};
+
+struct pytab;
+
+/* NULL + errno (ENOMEM). */
+struct pytab *pytab__new(const struct pytab_opts *o);
+/* Deletes the descriptors it wrote and frees everything; NULL is a no-op. */
+void pytab__free(struct pytab *t);
+
+/*
+ * The mappings of process (@pid, @start_boot_ns) were read (@maps: its executable mappings; NULL
+ * before sampling starts, @start_boot_ns 0 then: any start time). Finds its interpreter unless
+ * nothing changed since the last look (same interpreter file at the same place, or no candidate
+ * file but those known not to be CPython), and writes or removes its descriptor.
+ */
+void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
+		      const struct procmaps *maps);
+
+/* Process @pid exec'd: its entry goes (the next maps read looks again). */
+void pytab__exec(struct pytab *t, uint32_t pid);
+
+/*
+ * The pyproc naming the Python frames of a sample of (@pid, @start_boot_ns), or NULL (not a
+ * CPython process the table knows). Owned by the table; valid until pytab__tick() or the next
+ * pytab__maps_hook()/pytab__exec() of that PID.
+ */
+struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns);
+
+/* A new batch of samples: cached code objects are checked again (pyproc__new_epoch()). */
+void pytab__new_epoch(struct pytab *t);
+
+/* Every few seconds: forgets processes that are gone (after their last samples were named). */
+void pytab__tick(struct pytab *t);
+
+/* The counters, every process's naming errors included. */
+void pytab__stats(const struct pytab *t, struct pytab_stats *out);
+
+#endif /* SPANPROF_RUNTIME_PYTHON_PYTAB_H */
