@@ -72,10 +72,12 @@ struct py_desc {
 	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
 	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
 	__u8 owner_generator, owner_cstack;
-	__u16 code_filename, code_firstlineno; /* the frame's fingerprint (PY_FRAME_FP_SHIFT) */
+	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_name, its str's cached
+	 * hash (PyASCIIObject.hash), co_firstlineno. */
+	__u16 code_name, unicode_hash, code_firstlineno, pad[3];
 };
 
-_Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
@@ -85,20 +87,21 @@ _Static_assert(sizeof(struct py_desc) == 64, "py_desc is shared with BPF");
  */
 #define PY_FRAME_ENTRY 1u
 /*
- * Bits PY_FRAME_FP_SHIFT.. of the flags: a fingerprint of the code object as the walk saw it
- * (pywalk__fingerprint() of its co_filename pointer and co_firstlineno). The agent names a frame
- * only when the code object it reads at that address has the same fingerprint: a code object
- * freed and its address reused between the sample and the read is refused, not misnamed.
+ * Bits PY_FRAME_FP_SHIFT.. of the flags: a fingerprint of the code object as the walk saw it,
+ * from its contents, not its address (pywalk__fingerprint() of the hash of its co_name and its
+ * co_firstlineno). The agent names a frame only when the code object it reads at that address has
+ * the same fingerprint: one freed and its address taken by another function between the sample
+ * and the read is refused, not misnamed.
  */
 #define PY_FRAME_FP_SHIFT 8
 #define PY_FRAME_FP_MASK 0xffffffu
 
-/* The fingerprint of a code object whose co_filename is at @filename and co_firstlineno @line. */
-static inline __u32 pywalk__fingerprint(__u64 filename, __u32 line)
+/* The fingerprint of a code object whose co_name's hash is @name_hash, co_firstlineno @line. */
+static inline __u32 pywalk__fingerprint(__u64 name_hash, __u32 line)
 {
-	__u64 h = (filename >> 4) * 0x9e3779b97f4a7c15ull;
+	__u64 h = (name_hash ^ line) * 0x9e3779b97f4a7c15ull;
 
-	return ((__u32)(h >> 40) ^ line) & PY_FRAME_FP_MASK;
+	return (__u32)(h >> 40) & PY_FRAME_FP_MASK;
 }
 
 /*

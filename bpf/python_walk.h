@@ -115,7 +115,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 					      struct py_frame *out)
 {
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
-	__u64 filename = 0, line = 0;
+	__u64 name = 0, hash = 0, line = 0;
 	__s64 offset;
 
 	if (!f)
@@ -139,7 +139,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		return -PY_STOP_BAD_CODE;
 	if (type != d->code_type)
 		return -PY_STOP_BAD_CODE;
-	if (PYWALK_READ_USER(rctx, &filename, code + d->code_filename) ||
+	if (PYWALK_READ_USER(rctx, &name, code + d->code_name) ||
+	    PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash) ||
 	    PYWALK_READ_USER(rctx, &line, code + d->code_firstlineno))
 		return -PY_STOP_READ_FAILED;
 	if (d->instr_kind == PY_INSTR_PTR) {
@@ -161,8 +162,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	}
 	out->code = code;
 	out->offset = (__s32)offset;
-	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) |
-		     pywalk__fingerprint(filename, (__u32)line) << PY_FRAME_FP_SHIFT;
+	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) | pywalk__fingerprint(hash, (__u32)line)
+								 << PY_FRAME_FP_SHIFT;
 	return 1;
 }
 

@@ -23,6 +23,7 @@ struct code_entry {
 	uint64_t code; /* 0: free slot */
 	/* What the names were read from: checked again once per epoch. */
 	uint64_t type, name, qualname, filename, linetable;
+	uint64_t name_hash; /* co_name's cached hash: with firstlineno, the frame's fingerprint */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
 	struct pycode_info info;
@@ -453,6 +454,15 @@ static uint8_t *read_bytes(struct pyproc *p, uint64_t addr, size_t *len, int *er
 	return b;
 }
 
+/*
+ * Where a str caches its hash: PyASCIIObject {PyObject_HEAD; Py_ssize_t length; Py_hash_t hash;
+ * ...} (Include/cpython/unicodeobject.h, 3.3 through 3.13).
+ */
+static uint32_t unicode_hash(const struct pylayout *l)
+{
+	return l->unicode_length + 8;
+}
+
 /* Reads the fields of code object @code into @e (identity only, no strings). */
 static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry *e)
 {
@@ -474,14 +484,15 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->linetable = u64(buf, l->code_linetable);
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
-	return 0;
+	return rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
 }
 
 static bool same_identity(const struct code_entry *a, const struct code_entry *b)
 {
-	return a->type == b->type && a->name == b->name && a->qualname == b->qualname &&
-	       a->filename == b->filename && a->linetable == b->linetable &&
-	       a->firstlineno == b->firstlineno && a->firsttraceable == b->firsttraceable;
+	return a->type == b->type && a->name == b->name && a->name_hash == b->name_hash &&
+	       a->qualname == b->qualname && a->filename == b->filename &&
+	       a->linetable == b->linetable && a->firstlineno == b->firstlineno &&
+	       a->firsttraceable == b->firsttraceable;
 }
 
 /* Names @e (identity already read) from the process. */
@@ -501,7 +512,7 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.qualname = e->qualname_s;
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
-	e->info.fingerprint = pywalk__fingerprint(e->filename, (uint32_t)e->firstlineno);
+	e->info.fingerprint = pywalk__fingerprint(e->name_hash, (uint32_t)e->firstlineno);
 	return 0;
 }
 
@@ -831,7 +842,8 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->object_type, l->object_type);
 	ok &= set16(&out->code_firsttraceable, l->code_firsttraceable);
 	ok &= set16(&out->code_adaptive, l->code_adaptive);
-	ok &= set16(&out->code_filename, l->code_filename);
+	ok &= set16(&out->code_name, l->code_name);
+	ok &= set16(&out->unicode_hash, unicode_hash(l));
 	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
