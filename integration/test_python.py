@@ -1,0 +1,238 @@
+"""Python frames of CPython processes (docs/python.md) against the real kernel, for each CPython
+installed here: pyenv's 3.8-3.13 (libpython3.X.so) and Debian's /usr/bin/python3.11 (the
+interpreter linked into the executable).
+
+The workload (integration/workloads/pythreads.py) runs threads with known call chains: three
+burn CPU in their own Python functions, one in a C extension (zlib) called from Python, one in
+functions compiled at run time and dropped at once, one sleeps, one waits on a lock. Each thread
+writes down its chain as the interpreter sees it (sys._getframe) and its native TID before the
+agent samples. Checked on the agent's pprof output, sample by sample (pprof's tid label):
+  - at least 95% of each CPU thread's samples show exactly its Python chain, root to leaf, with
+    the workload's file and a leaf line of its loop; no sample of any thread shows a function of
+    another thread's chain;
+  - native frames are where they belong: start-up (start_thread) before the first Python frame,
+    the C extension's frames (deflate) after the Python frame that called it, never a Python
+    frame after them;
+  - functions compiled at run time are never misnamed (churn_fK always calls churn_gK);
+  - with --profile offcpu (one version): the sleeping and the waiting threads' off-CPU samples
+    show their own chains.
+The expected counts are sized from each thread's CPU time. The agent's OTLP frame kind and the
+view's colour are checked by unit tests (test/otlp, test/view).
+"""
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import WORKLOADS, record_gated
+
+SECONDS = 3
+FREQ = 499
+WORKLOAD = WORKLOADS / "pythreads.py"
+CPU_THREADS = ("alpha", "beta", "gamma", "delta", "churn")
+OFFCPU_THREADS = ("sleeper", "waiter")
+OFFCPU_VERSION = "3.12"
+
+
+def pyenv_root():
+    try:
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return Path(out.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+
+
+def pythons():
+    """(id, path) of each CPython 3.8+ installed: pyenv's versions, then Debian's 3.11."""
+    out = []
+    versions = pyenv_root() / "versions"
+    for d in sorted(versions.glob("3.*")) if versions.is_dir() else []:
+        m = re.match(r"^3\.(\d+)\.\d+$", d.name)
+        exe = d / "bin" / f"python3.{m.group(1)}" if m else None
+        if m and 8 <= int(m.group(1)) <= 13 and exe.exists():
+            out.append((f"pyenv-{d.name}", exe))
+    if Path("/usr/bin/python3.11").exists():
+        out.append(("debian-3.11", Path("/usr/bin/python3.11")))
+    return out
+
+
+PYTHONS = pythons()
+pytestmark = pytest.mark.skipif(not PYTHONS, reason="no CPython 3.8-3.13 installed")
+
+
+def is_python(loc, line):
+    """A pprof line of a CPython frame: no mapping, and Python source ("*.py", "<string>")."""
+    f = line.get("file") or ""
+    return not loc.get("mapping") and (f.endswith(".py") or f.startswith("<"))
+
+
+def frames_root_first(sample):
+    """The sample's frames, root first: (function, file, line, is_python)."""
+    out = []
+    for loc in reversed(sample["stack"]):
+        for ln in reversed(loc["lines"] or []):
+            out.append((ln["function"], ln.get("file") or "", ln.get("line") or 0,
+                        is_python(loc, ln)))
+        if not loc["lines"]:
+            out.append(("?", "", 0, False))
+    return out
+
+
+def run(spanprof, pprofcheck, procs, tmp_path, exe, *agent_args):
+    prog = procs.start(exe, WORKLOAD, SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    info = json.loads(prog.stdout.readline())
+    out = tmp_path / "out"
+    res = record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", FREQ, *agent_args,
+                       timeout=120)
+    cpu = json.loads(prog.stdout.readline())["cpu"]
+    prog.wait(timeout=30)
+    decoded = {}
+    for stem in ("profile", "offcpu"):
+        path = out / f"{stem}.pb.gz"
+        if path.exists():
+            prof = pprofcheck(path)
+            assert not prof["check_error"], prof["check_error"]
+            decoded[stem] = [s for s in prof["samples"] if s["values"][0] > 0]
+    return info, cpu, decoded, res
+
+
+def count(samples):
+    """Samples in pprof samples (each one stack and thread, its count in values[0])."""
+    return sum(s["values"][0] for s in samples)
+
+
+def by_thread(info, samples):
+    tids = {t["tid"]: name for name, t in info["threads"].items()}
+    out = {name: [] for name in info["threads"]}
+    for s in samples:
+        tid = (s["num_labels"].get("tid") or [0])[0]
+        if tid in tids:
+            out[tids[tid]].append(s)
+    return out
+
+
+def own_functions(info):
+    """Each thread's workload functions (the ones no other thread runs)."""
+    funcs = {n: {c["function"] for c in t["chain"] if c["file"] == info["file"]}
+             for n, t in info["threads"].items()}
+    shared = set.intersection(*funcs.values())
+    return {n: f - shared for n, f in funcs.items()}
+
+
+def check_thread(name, samples, info, others):
+    """(exact, problems, inexact): samples of thread @name with exactly its chain and a leaf line
+    of its loop; the descriptions of any sample showing another thread's function or a misplaced
+    frame (those must never happen); the other samples' stacks."""
+    t = info["threads"][name]
+    chain = [c["function"] for c in t["chain"]]
+    files = [c["file"] for c in t["chain"]]
+    exact, problems, inexact = 0, [], []
+    for s in samples:
+        weight = s["values"][0]  # pprof adds up the samples of one stack and thread
+        frames = frames_root_first(s)
+        py = [(f, file, line) for f, file, line, is_py in frames if is_py]
+        names = [f for f, _, _ in py]
+        stray = set(names) & others
+        if stray:
+            problems.append(f"{name}: another thread's function {sorted(stray)}: {names}")
+        # Native start-up before the first Python frame.
+        first_py = next((i for i, f in enumerate(frames) if f[3]), None)
+        if first_py is not None and "start_thread" not in [f[0] for f in frames[:first_py]]:
+            problems.append(f"{name}: no start_thread before the Python frames: "
+                            f"{[f[0] for f in frames]}")
+        head = py[:len(chain)]
+        if ([f for f, _, _ in head] == chain and [file for _, file, _ in head] == files and
+                head and head[-1][2] in t["leaf_lines"]):
+            rest = names[len(chain):]
+            if t["work"] == "cpu-churn":
+                ok = all(re.match(r"^(<module>|churn_[fg]\d+)$", f) for f in rest)
+                problems += check_churn(rest)
+            else:
+                ok = not rest
+            if ok:
+                exact += weight
+                continue
+        inexact.append(";".join(f"{f}:{line}" if is_py else f for f, _, line, is_py in frames))
+    return exact, problems, inexact
+
+
+def check_churn(names):
+    """Frames of functions compiled at run time: churn_gK is only ever called by churn_fK."""
+    out = []
+    for caller, callee in zip(names, names[1:]):
+        if callee.startswith("churn_g") and caller != "churn_f" + callee[len("churn_g"):]:
+            out.append(f"churn: {callee} under {caller}: a misnamed frame")
+    return out
+
+
+def check_native_above(samples):
+    """delta's samples in zlib: the C extension's frames after (leaf-side of) the Python frame
+    that called it, and no Python frame after them. Returns (in zlib, problems)."""
+    in_zlib, problems = 0, []
+    for s in samples:
+        frames = frames_root_first(s)
+        z = [i for i, f in enumerate(frames) if re.search(r"deflate|zlib_compress", f[0])]
+        if not z:
+            continue
+        in_zlib += s["values"][0]
+        py = [i for i, f in enumerate(frames) if f[3]]
+        if not py or py[-1] > z[0] or frames[py[-1]][0] != "pythreads.delta_leaf":
+            problems.append(f"delta: zlib not above delta_leaf: {[f[0] for f in frames]}")
+    return in_zlib, problems
+
+
+@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
+def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, exe):
+    version = subprocess.run([str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    offcpu = version == OFFCPU_VERSION and "pyenv" in str(exe)
+    args = ["--profile", "cpu,offcpu"] if offcpu else []
+    info, cpu, decoded, res = run(spanprof, pprofcheck, procs, tmp_path, exe, *args)
+    assert "CPython processes described" in res.stderr, res.stderr
+    own = own_functions(info)
+    cpu_samples = by_thread(info, decoded["profile"])
+    problems, report = [], []
+    for name in CPU_THREADS:
+        samples = cpu_samples[name]
+        # Half the ticks the thread's CPU time is worth, and enough to measure 95% on.
+        expected = cpu[name] * FREQ
+        others = set().union(*(f for n, f in own.items() if n != name))
+        exact, bad, inexact = check_thread(name, samples, info, others)
+        problems += bad
+        report.append(f"{name}: {exact}/{count(samples)} exact ({cpu[name]:.2f} s CPU)")
+        assert count(samples) >= max(20, 0.5 * expected), \
+            f"{version} {name}: {count(samples)} samples for {cpu[name]:.2f} s of CPU"
+        assert exact >= 0.95 * count(samples), \
+            f"{version} {name}: {exact} of {count(samples)} samples show its exact chain; " \
+            "others:\n" + "\n".join(inexact[:5])
+    in_zlib, bad = check_native_above(cpu_samples["delta"])
+    problems += bad
+    report.append(f"delta in zlib: {in_zlib}")
+    assert in_zlib >= 0.5 * count(cpu_samples["delta"]), report
+    # Every sample of the process, the sleeping and waiting threads' too: never another's.
+    for name in OFFCPU_THREADS:
+        others = set().union(*(f for n, f in own.items() if n != name))
+        problems += check_thread(name, cpu_samples[name], info, others)[1]
+    if offcpu:
+        off = by_thread(info, decoded["offcpu"])
+        for name in OFFCPU_THREADS:
+            others = set().union(*(f for n, f in own.items() if n != name))
+            exact, bad, inexact = check_thread(name, off[name], info, others)
+            problems += bad
+            report.append(f"offcpu {name}: {exact}/{count(off[name])} exact")
+            assert count(off[name]) >= 10, \
+                f"{name}: {count(off[name])} off-CPU samples\n" + \
+                "\n".join(l for l in res.stderr.splitlines() if "offcpu" in l)
+            assert exact >= 0.95 * count(off[name]), (report, inexact[:5])
+    named = re.search(r"(\d+) frames named, (\d+) not named \((\d+) of a code object", res.stderr)
+    if named:
+        report.append(f"frames named {named.group(1)}, not named {named.group(2)} "
+                      f"({named.group(3)} freed and reused since the sample)")
+    print(f"{version} ({exe}): " + "; ".join(report))
+    assert not problems, "\n".join(problems[:20])
