@@ -330,6 +330,9 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 			return;
 		maps = &own;
 	}
+	/* A read that failed (or was dropped: PID reused) says nothing about the interpreter. */
+	if (!maps->n)
+		goto cleanup;
 	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
 	if (e && start_boot_ns && e->start_boot_ns && e->start_boot_ns != start_boot_ns) {
 		entry_free(t, e); /* the PID was reused */

@@ -68,8 +68,9 @@ void pytab__free(struct pytab *t);
 /*
  * The mappings of process (@pid, @start_boot_ns) were read (@maps: its executable mappings; NULL
  * before sampling starts, @start_boot_ns 0 then: any start time). Finds its interpreter unless
- * nothing changed since the last look (same interpreter file at the same place, or no candidate
- * file but those known not to be CPython), and writes or removes its descriptor.
+ * nothing changed since the last look (same interpreter file still mapped, or no candidate file
+ * but those known not to be CPython), and writes or removes its descriptor. A read that found no
+ * mapping (it failed) changes nothing.
  */
 void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 		      const struct procmaps *maps);
