@@ -16,18 +16,22 @@ agent samples. Checked on the agent's pprof output, sample by sample (pprof's ti
   - functions compiled at run time are never misnamed (churn_fK always calls churn_gK);
   - with --profile offcpu (one version): the sleeping and the waiting threads' off-CPU samples
     show their own chains.
-The expected counts are sized from each thread's CPU time. The agent's OTLP frame kind and the
-view's colour are checked by unit tests (test/otlp, test/view).
+The expected counts are sized from each thread's CPU time. A second test runs py-spy (PyPI) on
+the same process in the same run and prints the share of spanprof's samples whose Python
+function sequence py-spy saw too (target 95%). The agent's OTLP frame kind and the view's colour
+are checked by unit tests (test/profile, test/view).
 """
 import json
 import os
 import re
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, record_gated
+from conftest import WORKLOADS, record_gated, wait_sampling
 
 SECONDS = 3
 FREQ = 499
@@ -236,3 +240,78 @@ def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, ex
                       f"({named.group(3)} freed and reused since the sample)")
     print(f"{version} ({exe}): " + "; ".join(report))
     assert not problems, "\n".join(problems[:20])
+
+
+def py_spy():
+    """py-spy (PyPI: make deps installs it), or None."""
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    res = subprocess.run(["python3", "-c", "import sysconfig; print(sysconfig.get_path('scripts'))"],
+                         capture_output=True, text=True)
+    path = Path(res.stdout.strip()) / "py-spy"
+    return str(path) if res.returncode == 0 and path.exists() else None
+
+
+def normalized(names):
+    """A Python function sequence with the names of run-time compiled functions made equal."""
+    return tuple(re.sub(r"^(churn_[fg])\d+$", r"\1#", n) for n in names)
+
+
+def spy_sequences(path, tids):
+    """py-spy's raw output ("thread (TID): name;func (file:line);... count") as
+    {thread name: {function sequence: samples}}."""
+    out = {name: {} for name in tids.values()}
+    for line in Path(path).read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        m = re.match(r"^thread \((\d+)\): [^;]*;?(.*)$", stack)
+        if not m or int(m.group(1)) not in tids:
+            continue
+        names = normalized(re.sub(r" \([^()]*:\d+\)$", "", f) for f in m.group(2).split(";") if f)
+        seqs = out[tids[int(m.group(1))]]
+        seqs[names] = seqs.get(names, 0) + int(n)
+    return out
+
+
+@pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed (make deps installs it)")
+@pytest.mark.parametrize("exe", [p for i, p in PYTHONS if i.startswith(f"pyenv-{OFFCPU_VERSION}.")],
+                         ids=[i for i, _ in PYTHONS if i.startswith(f"pyenv-{OFFCPU_VERSION}.")])
+def test_same_python_stacks_as_py_spy(spanprof, pprofcheck, procs, tmp_path, exe):
+    """py-spy (a real peer, reading the same process in the same run) and spanprof see the same
+    Python function sequences: the share of spanprof's CPU samples whose sequence (qualified
+    names, root to leaf) py-spy saw for that thread too, target 95%."""
+    prog = procs.start(exe, WORKLOAD, SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    info = json.loads(prog.stdout.readline())
+    out = tmp_path / "out"
+    agent = procs.start(spanprof, "record", "--output-dir", out, "--pid", prog.pid, "-F", FREQ,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_sampling(agent)
+    spy_out = tmp_path / "py-spy.txt"
+    spy = procs.start(py_spy(), "record", "--pid", prog.pid, "--rate", 99, "--duration",
+                      SECONDS, "--format", "raw", "--threads", "--nonblocking", "--output",
+                      spy_out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)  # py-spy attached
+    prog.stdin.write("go\n")
+    prog.stdin.close()
+    spy.wait(timeout=60)
+    agent.communicate(timeout=120)
+    prog.wait(timeout=30)
+    assert agent.returncode == 0
+    tids = {t["tid"]: name for name, t in info["threads"].items()}
+    spy_seqs = spy_sequences(spy_out, tids)
+    samples = by_thread(info, pprofcheck(out / "profile.pb.gz")["samples"])
+    report = []
+    for name in CPU_THREADS:
+        ours = {}
+        for s in samples[name]:
+            seq = normalized(ln["system_name"] for loc in reversed(s["stack"])
+                             for ln in reversed(loc["lines"] or []) if is_python(loc, ln))
+            ours[seq] = ours.get(seq, 0) + s["values"][0]
+        total = sum(ours.values())
+        matched = sum(n for seq, n in ours.items() if seq in spy_seqs[name])
+        report.append(f"{name}: {matched}/{total} of spanprof's samples in a sequence py-spy "
+                      f"saw ({sum(spy_seqs[name].values())} py-spy samples)")
+        assert total >= 20 and sum(spy_seqs[name].values()) >= 10, report
+        assert matched >= 0.95 * total, report
+    print(f"py-spy vs spanprof ({exe}): " + "; ".join(report))

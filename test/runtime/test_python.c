@@ -29,6 +29,7 @@
 #include "runtime/python/pyproc.h"
 
 #include "process/procmaps.h"
+#include "profile/profile.h"
 #include "python.h"
 /* The BPF walk's steps, run here against the child's memory. */
 #define PYWALK_READ_USER(rctx, dst, addr) procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), 8)
@@ -621,6 +622,10 @@ static void merge(void **state)
 	merge_case("nLn", "", PY_STOP_READ_FAILED, false, "nLn|4");
 	/* Ended early with more frames than loop frames: refused. */
 	merge_case("nLn", "PPp", PY_STOP_BAD_CODE, false, "nLn|u");
+	/* The frames placed are of their own kind: OTLP profile.frame.type "cpython", not JIT. */
+	assert_string_equal(profile__frame_type(FRAME_CPYTHON), "cpython");
+	assert_false(frame_kind__is_jit(FRAME_CPYTHON));
+	assert_true(frame_kind__is_jit(FRAME_DOTNET));
 }
 
 static struct interp interps[] = {
