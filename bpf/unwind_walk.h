@@ -241,6 +241,16 @@ static __always_inline int unwind__after_call(__u64 code)
 	       (b1 == 0xff && unwind__ff2_len(b2, b3) == 7);
 }
 
+/*
+ * CPython's perf trampoline (python -X perf, 3.12+; Python/asm_trampoline.S), copied once per
+ * code object into anonymous memory without CFI or a frame pointer: sub $8,%rsp; call *%rcx;
+ * add $8,%rsp; ret. The 8 code bytes from 6 before a return address into one, little endian:
+ * 48 83 ec 08 ff d1 48 83. Its frame: the return address at RSP + 8, the caller's RSP at
+ * RSP + 16, RBP untouched (docs/python.md).
+ */
+#define UNWIND_PY_TRAMPOLINE_CODE 0x8348d1ff08ec8348ull
+#define UNWIND_PY_TRAMPOLINE_RA_OFF 6
+
 #ifdef UNWIND_READ_USER
 #ifndef UNWIND_FIX_RA
 #define UNWIND_FIX_RA(rctx, ra, slot) (ra)
@@ -278,6 +288,21 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 		r->exact = 1;	 /* the interrupted instruction, not a return address */
 		return UNWIND_STEP_OK;
 	case UNWIND_KIND_FP:
+		/* A return address into a CPython perf trampoline: its frame is known exactly. */
+		if (!r->exact &&
+		    !UNWIND_READ_CODE(rctx, &code, r->pc - UNWIND_PY_TRAMPOLINE_RA_OFF) &&
+		    code == UNWIND_PY_TRAMPOLINE_CODE) {
+			if (UNWIND_READ_USER(rctx, &ra, 8, r->sp + 8))
+				return UNWIND_STEP_READ_FAILED;
+			ra = UNWIND_FIX_RA(rctx, ra, r->sp + 8);
+			if (!ra || UNWIND_READ_CODE(rctx, &code, ra - 8) ||
+			    !unwind__after_call(code))
+				return UNWIND_STEP_BAD_RA;
+			r->sp += 16;
+			r->pc = ra;
+			r->di_known = 0;
+			return UNWIND_STEP_OK;
+		}
 		/*
 		 * Frame pointers: [RBP] is the caller's RBP, [RBP + 8] the return address. Nothing
 		 * says RBP is a frame pointer in code without CFI, so the step is taken only when

@@ -39,6 +39,7 @@ WORKLOAD = WORKLOADS / "pythreads.py"
 CPU_THREADS = ("alpha", "beta", "gamma", "delta", "churn")
 OFFCPU_THREADS = ("sleeper", "waiter")
 OFFCPU_VERSION = "3.12"
+XPERF_VERSION = "3.13"  # python -X perf: the perf trampolines (3.12+) must not stop the walk
 
 
 def pyenv_root():
@@ -87,9 +88,9 @@ def frames_root_first(sample):
     return out
 
 
-def run(spanprof, pprofcheck, procs, tmp_path, exe, *agent_args):
-    prog = procs.start(exe, WORKLOAD, SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                       text=True)
+def run(spanprof, pprofcheck, procs, tmp_path, exe, *agent_args, py_args=()):
+    prog = procs.start(exe, *py_args, WORKLOAD, SECONDS, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
     info = json.loads(prog.stdout.readline())
     out = tmp_path / "out"
     res = record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", FREQ, *agent_args,
@@ -191,30 +192,48 @@ def check_native_above(samples):
     return in_zlib, problems
 
 
-@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
-def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, exe):
+RUNS = [(i, p, ()) for i, p in PYTHONS] + \
+    [(i + "-X-perf", p, ("-X", "perf")) for i, p in PYTHONS if i.startswith(f"pyenv-{XPERF_VERSION}.")]
+
+
+@pytest.mark.parametrize("exe,py_args", [(p, a) for _, p, a in RUNS], ids=[i for i, _, _ in RUNS])
+def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, exe, py_args):
     version = subprocess.run([str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     offcpu = version == OFFCPU_VERSION and "pyenv" in str(exe)
     args = ["--profile", "cpu,offcpu"] if offcpu else []
-    info, cpu, decoded, res = run(spanprof, pprofcheck, procs, tmp_path, exe, *args)
+    info, cpu, decoded, res = run(spanprof, pprofcheck, procs, tmp_path, exe, *args,
+                                  py_args=py_args)
     assert "CPython processes described" in res.stderr, res.stderr
     own = own_functions(info)
     cpu_samples = by_thread(info, decoded["profile"])
     problems, report = [], []
     for name in CPU_THREADS:
         samples = cpu_samples[name]
-        # Half the ticks the thread's CPU time is worth, and enough to measure 95% on.
-        expected = cpu[name] * FREQ
+        # Half the ticks the thread's CPU time is worth (a third with offcpu's tracepoint
+        # programs: the kernel runs one BPF program per CPU at a time, and skips the tick's),
+        # and enough to measure 95% on.
+        expected = cpu[name] * FREQ * (0.67 if offcpu else 1)
         others = set().union(*(f for n, f in own.items() if n != name))
         exact, bad, inexact = check_thread(name, samples, info, others)
         problems += bad
         report.append(f"{name}: {exact}/{count(samples)} exact ({cpu[name]:.2f} s CPU)")
         assert count(samples) >= max(20, 0.5 * expected), \
             f"{version} {name}: {count(samples)} samples for {cpu[name]:.2f} s of CPU"
-        assert exact >= 0.95 * count(samples), \
+        # With -X perf each function compiled at run time gets a trampoline, and a new arena
+        # of them is unknown mapping to the unwinder until the agent re-reads the maps: those
+        # stacks are cut and marked ("[truncated: unknown mapping]"), true but not whole.
+        share = 0.85 if py_args and name == "churn" else 0.95
+        assert exact >= share * count(samples), \
             f"{version} {name}: {exact} of {count(samples)} samples show its exact chain; " \
             "others:\n" + "\n".join(inexact[:5])
+    # Whole stacks: no cut (with -X perf too: its trampolines have no CFI nor frame pointer).
+    mine = [s for name in CPU_THREADS for s in cpu_samples[name]
+            if not (py_args and name == "churn")]
+    cut = sum(s["values"][0] for s in mine
+              if any(f[0].startswith("[truncated") for f in frames_root_first(s)))
+    report.append(f"cut stacks: {cut}/{count(mine)}")
+    assert cut <= 0.05 * count(mine), report
     in_zlib, bad = check_native_above(cpu_samples["delta"])
     problems += bad
     report.append(f"delta in zlib: {in_zlib}")
@@ -238,7 +257,7 @@ def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, ex
     if named:
         report.append(f"frames named {named.group(1)}, not named {named.group(2)} "
                       f"({named.group(3)} freed and reused since the sample)")
-    print(f"{version} ({exe}): " + "; ".join(report))
+    print(f"{version} ({exe} {' '.join(py_args)}): " + "; ".join(report))
     assert not problems, "\n".join(problems[:20])
 
 

@@ -167,16 +167,26 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
  */
 static int proc_read_maps(struct proctab *t, struct proc *proc)
 {
+	struct procmaps fresh = {0};
 	char path[PATH_MAX];
-	int err, ret = 0;
+	int ret = 0;
 
-	proc_clear(proc);
 	proc->maps_read_ns = util__mono_ns();
-	err = procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &proc->maps);
-	if (err && !proc->maps.n) {
+	/* An error with some mappings read keeps those (procmaps.h): only none is a failure. */
+	procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &fresh);
+	if (!fresh.n) {
+		/*
+		 * Gone (or unreadable; an exiting process's maps read empty, without an error): the
+		 * maps read before still name the samples it left in the ring (a re-read asked by a
+		 * PC in code mapped since, after the exit, wiped them). The hook hears of it.
+		 */
 		t->stats.maps_read_failed++;
-		goto hook;
+		if (t->maps_hook)
+			t->maps_hook(t->maps_hook_ctx, proc->pid, proc->start_boot_ns, &fresh);
+		return 0;
 	}
+	proc_clear(proc);
+	proc->maps = fresh;
 	proc->ext = calloc(proc->maps.n ? proc->maps.n : 1, sizeof(*proc->ext));
 	if (!proc->ext) {
 		procmaps__clear(&proc->maps);

@@ -424,6 +424,15 @@ static uint32_t py_location(struct resolve *r, struct pyproc *py, struct profile
 						line.function, &line, 1);
 }
 
+/* Whether the merged stack @items (@n) places Python frames. */
+static bool placed_any(const struct pymerge_item *items, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (items[i].kind == PYMERGE_PYTHON)
+			return true;
+	return false;
+}
+
 /* Whether location @loc is a native frame of the interpreter loop (_PyEval_EvalFrameDefault). */
 static bool is_loop_location(struct profile *p, uint32_t loc)
 {
@@ -440,6 +449,21 @@ static bool is_loop_location(struct profile *p, uint32_t loc)
 }
 
 /*
+ * Whether location @loc is a CPython perf trampoline (python -X perf), named from the perf map
+ * CPython writes ("py::qualname:file", JIT code): the Python frame placed beside it says the same.
+ */
+static bool is_py_trampoline(struct profile *p, uint32_t loc)
+{
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_function *fn;
+
+	if (!l || !frame_kind__is_jit(l->kind) || l->nlines != 1)
+		return false;
+	fn = profile__function(p, profile__location_lines(p, loc)[0].function);
+	return fn && !strncmp(profile__string(p, fn->name), "py::", 4);
+}
+
+/*
  * Replaces, in the @n user locations @locs (leaf first, room for @cap) of sample @s, each
  * interpreter-loop frame by the Python frames it ran (runtime/python/pymerge.h). Returns the new
  * number of locations; @n unchanged when the sample has no Python frames to place.
@@ -449,7 +473,7 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 {
 	uint32_t npy = s->py_len, i, out = 0, room;
 	struct py_scratch *x = r->pys;
-	bool placed = false, cut = false, unplaced = false;
+	bool placed = false, cut = false, unplaced = false, hide;
 	struct pyproc *py;
 	int m;
 
@@ -483,12 +507,16 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 			   sizeof(x->items) / sizeof(x->items[0]));
 	if (m < 0)
 		return n;
+	hide = placed_any(x->items, m);
 	for (i = 0; i < (uint32_t)m; i++) {
 		const struct pymerge_item *it = &x->items[i];
 		uint32_t loc = 0;
 
 		if (it->kind == PYMERGE_NATIVE) {
 			loc = x->native[it->index];
+			/* -X perf trampolines: hidden where the Python frames are placed. */
+			if (hide && is_py_trampoline(p, loc))
+				continue;
 		} else if (it->kind == PYMERGE_PYTHON) {
 			loc = py_location(r, py, p, &x->py[it->index]);
 			placed = true;

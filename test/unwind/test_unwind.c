@@ -327,6 +327,39 @@ static void test_step_fp_checks(void **state)
 	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
 }
 
+/*
+ * A return address into CPython's perf trampoline (python -X perf): no CFI, no frame pointer,
+ * yet its frame is known: the caller's return address at RSP + 8, RBP kept as it was.
+ */
+static void test_step_py_trampoline(void **state)
+{
+	static const uint8_t tramp[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+					0x48, 0x83, 0xc4, 0x08, 0xc3};
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memcpy(code + 0x28, tramp, sizeof(tramp));
+	memset(stk, 0, sizeof(stk));
+	stk[1] = CB + 0x20; /* the trampoline's caller, after call *%rax */
+	r = (struct unwind_regs){.pc = CB + 0x2e, .sp = SB, .bp = 0x1234, .stack_hi = SB + 512};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20);
+	assert_int_equal(r.sp, SB + 16);
+	assert_int_equal(r.bp, 0x1234); /* untouched: RBP is not a frame pointer there */
+	/* Its caller's address must follow a call like any other. */
+	stk[1] = CB + 0x38;
+	r = (struct unwind_regs){.pc = CB + 0x2e, .sp = SB, .bp = 0x1234};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	/* Sampled inside the trampoline (not a return address): the usual frame-pointer step. */
+	r = (struct unwind_regs){.pc = CB + 0x2e, .sp = SB, .bp = 0, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
+	/* Other code at the address: the usual frame-pointer step too. */
+	r = (struct unwind_regs){.pc = CB + 0x30, .sp = SB, .bp = 0};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
+}
+
 /* Every length of call instruction ending at the return address, and near misses. */
 static void test_after_call(void **state)
 {
@@ -672,6 +705,7 @@ int main(void)
 	    cmocka_unit_test(test_step_cfa_rbp_and_plt),
 	    cmocka_unit_test(test_step_fp_end_and_errors),
 	    cmocka_unit_test(test_step_fp_checks),
+	    cmocka_unit_test(test_step_py_trampoline),
 	    cmocka_unit_test(test_after_call),
 	    cmocka_unit_test(test_step_uretprobe),
 	    cmocka_unit_test(test_step_ra_in_rdi),
