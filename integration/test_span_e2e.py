@@ -4,7 +4,8 @@ An application instrumented with the OpenTelemetry Python SDK (workloads/sdkapp.
 its spans to the pinned Collector over OTLP/HTTP and publishes its active span through the
 writer library (writer/python). spanprof sends its profiles to the same Collector over gRPC.
 The test joins the Collector's traces and profiles on span_id: every span longer than 100 ms
-has linked samples whose stacks contain that span's native function.
+has linked samples whose stacks contain that span's Python handler (a CPython frame,
+docs/python.md) with its native function above it.
 """
 import json
 import os
@@ -21,6 +22,7 @@ from conftest import BUILD, ROOT, WORKLOADS, compile_c, free_port, wait_listenin
 VENV = BUILD / "otel-sdk-venv"
 SDK_PACKAGES = ["opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"]
 FUNCTION = {"checkout": "burn_checkout", "search": "burn_search", "render": "burn_render"}
+HANDLER = {name: f"sdkapp.handle_{name}" for name in FUNCTION}
 
 
 @pytest.fixture(scope="session")
@@ -117,13 +119,16 @@ def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, wor
     for sid, sp in long_spans.items():
         samples = by_span.get(sid, [])
         # Some of a span's samples are in the interpreter around the native call; at least
-        # one must be in the span's own function, and none in another endpoint's.
-        if not any(FUNCTION[sp["name"]] in s["frames"] for s in samples):
-            missing.append((sid, sp, [s["frames"][:4] for s in samples]))
+        # one must be in the span's own function under its Python handler, and none in
+        # another endpoint's.
+        if not any(FUNCTION[sp["name"]] in s["frames"] and HANDLER[sp["name"]] in s["frames"]
+                   for s in samples):
+            missing.append((sid, sp, [s["frames"][:6] for s in samples]))
         for s in samples:
             if s["link"]["trace_id"].lower() != sp["trace_id"]:
                 wrong.append((sid, "trace id", s["link"]))
-            others = set(FUNCTION.values()) - {FUNCTION[sp["name"]]}
+            others = (set(FUNCTION.values()) | set(HANDLER.values())) - \
+                {FUNCTION[sp["name"]], HANDLER[sp["name"]]}
             if others & set(s["frames"]):
                 wrong.append((sid, sp["name"], s["frames"][:5]))
     assert not wrong, wrong[:5]

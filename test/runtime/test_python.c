@@ -27,6 +27,7 @@
 #include "runtime/python/pylines.h"
 #include "runtime/python/pymerge.h"
 #include "runtime/python/pyproc.h"
+#include "runtime/python/pytab.h"
 
 #include "process/procmaps.h"
 #include "profile/profile.h"
@@ -628,6 +629,94 @@ static void merge(void **state)
 	assert_true(frame_kind__is_jit(FRAME_DOTNET));
 }
 
+/* A process running @argv (NULL-terminated) until killed, tied to the test. */
+static pid_t spawn(char *const argv[])
+{
+	pid_t pid = fork_tied();
+
+	if (!pid) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	usleep(300 * 1000); /* the interpreter mapped and initialized */
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * The agent's table of CPython processes (pytab, no BPF map here): a CPython process is
+ * described and named, a shell is not and its file is remembered as not CPython, a version
+ * not handled is named once in the log however many processes run it, and counted per process.
+ */
+static void pytab_finds_interpreters(void **state)
+{
+	struct interp py = {"3.12", 12, 1, NULL, ""}, old = {"3.7", 7, 1, NULL, ""};
+	const char *exe = find_python(&py), *old_exe;
+	char *log_buf = NULL;
+	size_t log_len = 0;
+	FILE *log = open_memstream(&log_buf, &log_len);
+	struct pytab_opts o = {.procs_fd = -1, .log = log};
+	struct pytab *t = pytab__new(&o);
+	struct pytab_stats st;
+	pid_t pid, sh, a, b;
+
+	assert_non_null(t);
+	if (!exe)
+		exe = "/usr/bin/python3.11";
+	if (access(exe, X_OK))
+		skip();
+	pid = spawn((char *const[]){(char *)exe, "-c", "import time; time.sleep(30)", NULL});
+	pytab__maps_hook(t, (uint32_t)pid, 0, NULL);
+	assert_non_null(pytab__find(t, (uint32_t)pid, 0));
+	/* Nothing changed: the same entry, no new description. */
+	pytab__maps_hook(t, (uint32_t)pid, 0, NULL);
+	pytab__stats(t, &st);
+	assert_int_equal(st.processes, 1);
+	assert_int_equal(st.live, 1);
+	sh = spawn((char *const[]){"/bin/sh", "-c", "read x", NULL});
+	pytab__maps_hook(t, (uint32_t)sh, 0, NULL);
+	assert_null(pytab__find(t, (uint32_t)sh, 0));
+	pytab__stats(t, &st);
+	assert_int_equal(st.files_inspected, 1);
+	pytab__maps_hook(t, (uint32_t)sh, 0, NULL); /* remembered: not inspected again */
+	pytab__stats(t, &st);
+	assert_int_equal(st.files_inspected, 1);
+	reap(sh);
+	/* Exec: the entry goes, the next maps read looks again. */
+	pytab__exec(t, (uint32_t)pid);
+	assert_null(pytab__find(t, (uint32_t)pid, 0));
+	pytab__maps_hook(t, (uint32_t)pid, 0, NULL);
+	assert_non_null(pytab__find(t, (uint32_t)pid, 0));
+	reap(pid);
+	old_exe = find_python(&old);
+	if (old_exe) {
+		a = spawn(
+		    (char *const[]){(char *)old_exe, "-c", "import time; time.sleep(30)", NULL});
+		b = spawn(
+		    (char *const[]){(char *)old_exe, "-c", "import time; time.sleep(30)", NULL});
+		pytab__maps_hook(t, (uint32_t)a, 0, NULL);
+		pytab__maps_hook(t, (uint32_t)b, 0, NULL);
+		assert_null(pytab__find(t, (uint32_t)a, 0));
+		pytab__stats(t, &st);
+		assert_int_equal(st.failed[PYTAB_FAIL_UNSUPPORTED], 2);
+		fflush(log);
+		assert_non_null(strstr(log_buf, "CPython 3.7"));
+		assert_null(strstr(strstr(log_buf, "CPython 3.7") + 1, "CPython 3.7")); /* once */
+		reap(a);
+		reap(b);
+	} else {
+		print_message("no CPython 3.7 here: the once-per-file message is not exercised\n");
+	}
+	pytab__free(t);
+	fclose(log);
+	free(log_buf);
+}
+
 static struct interp interps[] = {
     {"3.8", 8, 1, NULL, ""},
     {"3.9", 9, 1, NULL, ""},
@@ -648,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(debug_offsets_garbage),
 	    cmocka_unit_test(linetable_garbage),
 	    cmocka_unit_test(not_python),
+	    cmocka_unit_test(pytab_finds_interpreters),
 	    {"CPython 3.8", check_interpreter, NULL, NULL, &interps[0]},
 	    {"CPython 3.9", check_interpreter, NULL, NULL, &interps[1]},
 	    {"CPython 3.10", check_interpreter, NULL, NULL, &interps[2]},
