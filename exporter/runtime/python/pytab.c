@@ -189,11 +189,13 @@ static struct file_entry *file_note(struct pytab *t, const struct file_key *k, e
 	return f;
 }
 
+/* "python" in the base name, but not an extension module's ("_json.cpython-313-x86_64-...so"). */
 static bool python_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return strstr(base ? base + 1 : path, "python") != NULL;
+	base = base ? base + 1 : path;
+	return strstr(base, "python") && !strstr(base, ".cpython-");
 }
 
 /* A file mapped by @pid that may be the interpreter: "python" in its name, or the executable. */
