@@ -121,8 +121,9 @@ def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, wor
         # Some of a span's samples are in the interpreter around the native call; at least
         # one must be in the span's own function under its Python handler, and none in
         # another endpoint's.
+        # The handler is a CPython frame: OTLP profile.frame.type "cpython".
         if not any(FUNCTION[sp["name"]] in s["frames"] and HANDLER[sp["name"]] in s["frames"]
-                   for s in samples):
+                   and "cpython" in (s.get("frame_types") or []) for s in samples):
             missing.append((sid, sp, [s["frames"][:6] for s in samples]))
         for s in samples:
             if s["link"]["trace_id"].lower() != sp["trace_id"]:
