@@ -1,5 +1,5 @@
 /*
- * lockheavy: a lock-heavy benchmark for the lock profile's overhead (bench/lock_overhead.py).
+ * lockheavy: a lock-heavy benchmark for the lock profile's overhead (bench/events/lock_overhead.py).
  * THREADS threads each take one shared pthread mutex ITERS times, with INNER spin iterations
  * inside and OUTER outside the critical section, so that a large share of acquisitions are
  * contended and sleep in futex(2). Prints "wall SECONDS cpu SECONDS waits N", N being the
