@@ -102,7 +102,7 @@ run: deps
 # Test and bench fragments add their own targets and prerequisites.
 UNIT_TESTS :=
 INTEGRATION_TESTS :=
-include $(wildcard writer/*.mk view/*.mk test/*.mk test/*/*.mk integration/*.mk bench/*.mk)
+include $(wildcard writer/*.mk view/*.mk test/*.mk test/*/*.mk integration/*.mk bench/*/*.mk)
 
 unit: all $(UNIT_TESTS)
 	$(Q)scripts/run-tests.sh unit $(UNIT_TESTS)

@@ -11,21 +11,8 @@ pkgs=(
 	libclang-rt-14-dev
 )
 
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-	if [[ $(id -u) -ne 0 ]]; then
-		echo "spanprof: missing packages: ${missing[*]}; run 'make deps' as root to install them" >&2
-		exit 1
-	fi
-	echo "spanprof: installing ${missing[*]}" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$(dirname "$0")/debs.sh"
+DEBS_HINT="run 'make deps' as root to install them" debs__install_missing "${pkgs[@]}" || exit 1
 
 if ! command -v npm >/dev/null; then
 	echo "spanprof: the view page bundles its flame graph library from the npm registry: install Node.js >= 20 with npm" >&2

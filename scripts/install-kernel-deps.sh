@@ -8,20 +8,8 @@ set -euo pipefail
 VIRTME_NG_VERSION=1.42
 pkgs=(qemu-system-x86 kmod busybox-static file)
 
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	if [[ $(id -u) -ne 0 ]]; then
-		echo "spanprof: missing packages: ${missing[*]}; run as root to install them" >&2
-		exit 1
-	fi
-	echo "spanprof: installing ${missing[*]}" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$(dirname "$0")/debs.sh"
+debs__install_missing "${pkgs[@]}" || exit 1
 
 have=$(python3 -m pip show virtme-ng 2>/dev/null || true)
 if ! grep -qx "Version: $VIRTME_NG_VERSION" <<<"$have"; then

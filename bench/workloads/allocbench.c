@@ -1,5 +1,5 @@
 /*
- * allocbench: an allocation-heavy loop for bench/alloc_overhead.py. Each iteration mallocs a
+ * allocbench: an allocation-heavy loop for bench/events/alloc_overhead.py. Each iteration mallocs a
  * small block (16..512 bytes), writes its first bytes, does WORK steps of integer arithmetic
  * (the "bit of work" a program does per allocation) and frees the block.
  *

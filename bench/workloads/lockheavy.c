@@ -1,9 +1,9 @@
 /*
- * lockheavy: a lock-heavy benchmark for the lock profile's overhead (bench/lock_overhead.py).
- * THREADS threads each take one shared pthread mutex ITERS times, with INNER spin iterations
- * inside and OUTER outside the critical section, so that a large share of acquisitions are
- * contended and sleep in futex(2). Prints "wall SECONDS cpu SECONDS waits N", N being the
- * acquisitions that did not succeed at once (pthread_mutex_trylock failed first).
+ * lockheavy: a lock-heavy benchmark for the lock profile's overhead
+ * (bench/events/lock_overhead.py). THREADS threads each take one shared pthread mutex ITERS times,
+ * with INNER spin iterations inside and OUTER outside the critical section, so that a large share
+ * of acquisitions are contended and sleep in futex(2). Prints "wall SECONDS cpu SECONDS waits N", N
+ * being the acquisitions that did not succeed at once (pthread_mutex_trylock failed first).
  *
  * Usage: lockheavy [THREADS [ITERS [INNER [OUTER]]]] (defaults 4 200000 200 50)
  *        lockheavy futex [CALLS]: the cost of one futex(2) call that the lock profile takes for

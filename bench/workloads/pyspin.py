@@ -1,4 +1,4 @@
-# Workload of bench/python_bpf.c: one thread spins DEPTH Python frames deep (argv[1]).
+# Workload of bench/runtime/python_bpf.c: one thread spins DEPTH Python frames deep (argv[1]).
 import sys
 
 

@@ -2,10 +2,11 @@
 /*
  * otlp_export: ships serialized ExportProfilesServiceRequest messages to an
  * OTLP/gRPC endpoint from a sender thread, through a bounded queue, with
- * retries (exponential backoff with jitter) on UNAVAILABLE,
- * RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, as the OTLP specification
- * (opentelemetry-proto docs/specification.md, "OTLP/gRPC Throttling" and
- * "Failures") describes. Method:
+ * retries (exponential backoff with jitter) on the retryable statuses
+ * (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, ABORTED, OUT_OF_RANGE,
+ * DATA_LOSS, RESOURCE_EXHAUSTED), as the OTLP specification (in the
+ * opentelemetry-proto repository: "OTLP/gRPC Throttling" and "Failures")
+ * describes. Method:
  * /opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export.
  */
 #ifndef SPANPROF_OTLP_EXPORT_H

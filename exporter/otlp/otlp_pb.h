@@ -5,7 +5,7 @@
  * resource/v1/resource.proto, collector/profiles/v1development/profiles_service.proto), as
  * generated into the build directory by protoc-c. Shared by the encoder (otlp_encode.c), the
  * reader of `spanprof view` (view/read.c) and the tests and benchmarks that build OTLP
- * messages by hand (test/view/test_view.c, bench/view.c). Types only: no code, no ownership.
+ * messages by hand (test/view/test_view.c, bench/view/view.c). Types only: no code, no ownership.
  *
  * PB(name) names a generated function of the profiles package: PB(sample__init)(s).
  * ANY(c) names an AnyValue oneof case: ANY(STRING_VALUE), ANY(INT_VALUE).

@@ -26,7 +26,7 @@ enum frame_kind {
 	FRAME_NATIVE = 1, /* user-space machine code */
 	FRAME_KERNEL = 2, /* kernel text or module */
 	/*
-	 * Not code: the marker at the root end of a stack that was cut (exporter/stackend/): no
+	 * Not code: the marker at the root end of a stack that was cut (profile/stackend.c): no
 	 * mapping, address = the reason (enum sp_ustack_end), one line naming it. OTLP
 	 * profile.frame.type "abort", as the OpenTelemetry profiler marks its error frames.
 	 */
@@ -48,11 +48,12 @@ enum frame_kind {
 
 /*
  * The OpenTelemetry profile.frame.type value of @k (semantic conventions, attributes registry
- * "profile": "native", "kernel", "v8js", "jvm", "dotnet", "cpython"; FRAME_JIT gives the custom
- * value "jit", as the registry allows where no listed value applies); NULL for FRAME_UNSET.
+ * "profile": "native", "kernel", "go", "v8js", "jvm", "dotnet", "cpython", and "abort" for a cut
+ * stack's marker; FRAME_JIT gives the custom value "jit", as the registry allows where no listed
+ * value applies); NULL for FRAME_UNSET. The table is in profile.c.
  */
 const char *profile__frame_type(enum frame_kind k);
-/* 1 for the JIT kinds (FRAME_JIT and the JIT runtimes after it, up to FRAME_DOTNET). */
+/* 1 for the JIT kinds (FRAME_JIT to FRAME_DOTNET): code named from a perf map or jitdump. */
 static inline int frame_kind__is_jit(enum frame_kind k)
 {
 	return k >= FRAME_JIT && k <= FRAME_DOTNET;

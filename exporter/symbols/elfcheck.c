@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include <string.h>
+
 #include "symbols/elfcheck.h"
 
 bool elfcheck__libelf_ready(void)
@@ -80,4 +82,29 @@ int elfcheck__sections(Elf *elf, Elf_Scn **dynsym, Elf_Scn **symtab, Elf_Scn **d
 			*dynamic = scn;
 	}
 	return 0;
+}
+
+Elf_Scn *elfcheck__section(Elf *elf, const char *name, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+	size_t stridx;
+	const char *sname;
+
+	if (!elf || elf_getshdrstrndx(elf, &stridx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, shdr))
+			return NULL;
+		sname = elf_strptr(elf, stridx, shdr->sh_name);
+		if (sname && !strcmp(sname, name))
+			return scn;
+	}
+	return NULL;
+}
+
+bool elfcheck__has_data(Elf *elf, const char *name)
+{
+	GElf_Shdr shdr;
+
+	return elfcheck__section(elf, name, &shdr) && shdr.sh_type != SHT_NOBITS && shdr.sh_size;
 }

@@ -2,7 +2,8 @@
 /*
  * elfcheck: the first checks every reader of a profiled process's ELF files makes (System V
  * gABI "ELF Header", "Program Header" and "Sections"; the x86-64 psABI for the machine), shared
- * by allocsyms.c (allocator uprobes) and tlsctx.c (the thread context's TLS variable).
+ * by allocsyms.c (allocator uprobes), tlsctx.c (the thread context's TLS variable), the
+ * symbolizer and MiniDebugInfo.
  * Read-only on a libelf handle the caller owns; nothing is allocated.
  */
 #ifndef SPANPROF_ELFCHECK_H
@@ -34,6 +35,16 @@ int elfcheck__x86_64(Elf *elf, GElf_Ehdr *ehdr, size_t *nph);
  * @dynamic may be NULL when not wanted. 0, or -EINVAL on an unreadable section header.
  */
 int elfcheck__sections(Elf *elf, Elf_Scn **dynsym, Elf_Scn **symtab, Elf_Scn **dynamic);
+
+/*
+ * The first section of @elf named @name (".gopclntab", ".gnu_debuglink", ...), its header in
+ * *@shdr; NULL when there is none, or when the section name table or a section header before it
+ * can't be read (a damaged file is not searched further).
+ */
+Elf_Scn *elfcheck__section(Elf *elf, const char *name, GElf_Shdr *shdr);
+
+/* @elf has a section @name with bytes in the file (not SHT_NOBITS, not empty). */
+bool elfcheck__has_data(Elf *elf, const char *name);
 
 /* A symbol table section's entries (ELF64: Elf64_Sym, gABI "Symbol Table"). */
 struct elfcheck_symtab {

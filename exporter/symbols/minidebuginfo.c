@@ -10,27 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbols/elfcheck.h"
 #include "symbols/minidebuginfo.h"
 
 #define SECTION ".gnu_debugdata"
 #define CHUNK 65536
 
+/* The .gnu_debugdata section with bytes in the file, its header in *@out. */
 static bool find_debugdata(Elf *elf, GElf_Shdr *out)
 {
-	Elf_Scn *scn = NULL;
-	size_t stridx;
-	const char *name;
-
-	if (elf_getshdrstrndx(elf, &stridx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, out))
-			return false;
-		name = elf_strptr(elf, stridx, out->sh_name);
-		if (name && !strcmp(name, SECTION))
-			return out->sh_type != SHT_NOBITS && out->sh_size > 0;
-	}
-	return false;
+	return elfcheck__section(elf, SECTION, out) && out->sh_type != SHT_NOBITS &&
+	       out->sh_size > 0;
 }
 
 bool minidebuginfo__present(Elf *elf)

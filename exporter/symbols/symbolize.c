@@ -561,31 +561,6 @@ static int elf_validate(Elf *elf, uint64_t size)
 	return 0;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *shdr)
-{
-	Elf_Scn *scn = NULL;
-	size_t stridx;
-	const char *sname;
-
-	if (elf_getshdrstrndx(elf, &stridx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, shdr))
-			return NULL;
-		sname = elf_strptr(elf, stridx, shdr->sh_name);
-		if (sname && !strcmp(sname, name))
-			return scn;
-	}
-	return NULL;
-}
-
-static bool has_data_section(Elf *elf, const char *name)
-{
-	GElf_Shdr shdr;
-
-	return find_section(elf, name, &shdr) && shdr.sh_type != SHT_NOBITS && shdr.sh_size;
-}
-
 /* Bytes of the .debug_* sections libdw may map: charged in full while loaded. */
 static size_t debug_sections_size(Elf *elf)
 {
@@ -1062,7 +1037,7 @@ reject:
 static const char *read_debuglink(Elf *elf, uint32_t *crc)
 {
 	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(elf, ".gnu_debuglink", &shdr);
+	Elf_Scn *scn = elfcheck__section(elf, ".gnu_debuglink", &shdr);
 	Elf_Data *data;
 	const char *name;
 	size_t len, crc_off;
@@ -2416,8 +2391,8 @@ static int elf_object__load(struct elf_object *o)
 	c->stats.loads++;
 	lru_touch(o);
 
-	main_dwarf = has_data_section(elf, ".debug_info");
-	main_symtab = has_data_section(elf, ".symtab");
+	main_dwarf = elfcheck__has_data(elf, ".debug_info");
+	main_symtab = elfcheck__has_data(elf, ".symtab");
 	if (!main_dwarf || !main_symtab) {
 		if (!o->debug_searched)
 			dbg = find_debug_file(o, elf);
@@ -2449,10 +2424,10 @@ static int elf_object__load(struct elf_object *o)
 		c->stats.dwarf_skipped++;
 	else if (main_dwarf)
 		load_dwarf(o, elf, o->fd);
-	else if (dbg && has_data_section(dbg, ".debug_info") &&
+	else if (dbg && elfcheck__has_data(dbg, ".debug_info") &&
 		 load_estimate(dbg, true) > c->max_bytes)
 		c->stats.dwarf_skipped++;
-	else if (dbg && has_data_section(dbg, ".debug_info"))
+	else if (dbg && elfcheck__has_data(dbg, ".debug_info"))
 		load_dwarf(o, dbg, o->dbg_fd);
 
 	load_go(o, elf, o->fd);

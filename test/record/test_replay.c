@@ -735,7 +735,7 @@ static void test_replay_golden(void **unused)
 	assert_true(resolve__stats(r.in.resolve)->frames_unsymbolized > 0);
 	assert_true(resolve__stats(r.in.resolve)->kernel_unsymbolized > 0);
 
-	/* record.c write_outputs(), every profile type. */
+	/* What output/outputs.c outputs__write_dir() writes, every profile type. */
 	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
 		const struct profile_type_info *ti = profile__type_info(t);
 

@@ -5,7 +5,7 @@
  *
  * 3.8-3.12: a table, each figure from the CPython header named beside it at that version's
  * release tag and checked against the DWARF of the interpreters built on this machine kind
- * (test/test_python.c re-checks them against running interpreters).
+ * (test/runtime/test_python.c re-checks them against running interpreters).
  * 3.13+: the interpreter publishes its own offsets in _Py_DebugOffsets at the start of
  * _PyRuntime (cookie "xdebugpy"); pylayout__from_debug_offsets() reads them, so a 3.13.x patch
  * release that moves a field needs no new table.

@@ -9,4 +9,4 @@ BENCH_ALLOC_ARGS ?=
 bench: bench-alloc
 
 bench-alloc: $(BUILD)/spanprof
-	$(Q)python3 bench/alloc_overhead.py --build $(BUILD) $(BENCH_ALLOC_ARGS)
+	$(Q)python3 bench/events/alloc_overhead.py --build $(BUILD) $(BENCH_ALLOC_ARGS)

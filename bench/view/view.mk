@@ -1,4 +1,4 @@
-# bench/view: `spanprof view` on a million samples (bench/view.c): a synthetic recording written
+# bench/view: `spanprof view` on a million samples (bench/view/view.c): a synthetic recording written
 # as 12 OTLP requests (profiles-NNNNNN.binpb, as `spanprof record --endpoint --output-dir`
 # leaves them), then the page built from it, against a baseline measured in the same run:
 # reading and protobuf-c decoding the same files. Prints wall and CPU time, peak RSS, the
@@ -10,7 +10,7 @@
 BENCH_VIEW_ARGS ?=
 VIEW_BENCH_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 
-$(BUILD)/bench/view: bench/view.c exporter/otlp/otlp_pb.h $(VIEW_BENCH_PB_O) $(PROTO_H)
+$(BUILD)/bench/view: bench/view/view.c exporter/otlp/otlp_pb.h $(VIEW_BENCH_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) -lprotobuf-c -ljson-c -lm -o $@

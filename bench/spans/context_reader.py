@@ -15,11 +15,11 @@ invocation, alternating, spanprof --pid profiles it:
 
 With kernel.bpf_stats_enabled=1 (restored at the end) it reads run_time_ns / run_cnt of the
 agent's on_cpu_sample and its stats map over a steady window, and prints ns per recorded
-sample (runs that record nothing subtracted, as bench/unwind_bpf.py does), the share of
+sample (runs that record nothing subtracted, as bench/unwind/unwind_bpf.py does), the share of
 samples that carried a link, and the ratio against "reader off".
 
 Needs root. Never fails on the figures.
-Usage: python3 bench/context_reader.py [--build DIR] [--hz 999] [--seconds S] [--rounds N]
+Usage: python3 bench/spans/context_reader.py [--build DIR] [--hz 999] [--seconds S] [--rounds N]
        make bench-context-reader [BUILD=dir] [BENCH_CONTEXT_ARGS="..."]
 """
 import os
@@ -30,11 +30,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unwind"))  # unwind_bpf
 import benchproc
 import unwind_bpf as ub
 from benchproc import CHILDREN, spawn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "integration" / "workloads" / "spanserver.c"
 WRITER = ROOT / "writer"
 ST_SAMPLES, ST_CTX_LINKED = 0, 20  # enum sp_stat (bpf/sampler.h)

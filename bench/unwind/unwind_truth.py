@@ -43,7 +43,7 @@ differing frame from the leaf against the perf stack with the same leaf and the 
 leaf-side prefix). Needs root. Installs redis-server/redis-tools with apt-get only if missing.
 Never fails on the figures.
 
-Usage: python3 bench/unwind_truth.py [--build DIR] [--seconds S] [--hz HZ] [--only python|redis]
+Usage: python3 bench/unwind/unwind_truth.py [--build DIR] [--seconds S] [--hz HZ] [--only python|redis]
                                      [--deep N] [--keep DIR]
 """
 import argparse
@@ -58,6 +58,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 import benchproc
 from benchproc import CHILDREN, BenchError, spawn
 

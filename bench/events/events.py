@@ -14,7 +14,7 @@ against a baseline measured in the same invocation, and the targets (alloc < 5%,
 offcpu < 2%) are informative (PASS/MISS/NOISY), never a test. Exit status 0 unless something
 failed to run. Python 3 standard library only; needs root.
 
-Usage: python3 bench/events.py [--build DIR] [--rounds N] [--work-seconds S] [--types LIST]
+Usage: python3 bench/events/events.py [--build DIR] [--rounds N] [--work-seconds S] [--types LIST]
                                [--workloads LIST] [--pid]
        make bench-events [BUILD=dir] [BENCH_EVENTS_ARGS="--rounds 7"]
 """
@@ -30,10 +30,10 @@ import time
 import shutil
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 from benchproc import BenchError, CHILDREN, prog_ids, run_main, spawn, stop  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TYPES = ["cpu", "alloc", "lock", "offcpu"]
 WORKLOADS = {
     # name: (source, extra gcc flags, what it stands for)

@@ -9,4 +9,4 @@ BENCH_EVENTS_ARGS ?=
 bench: bench-events
 
 bench-events: $(BUILD)/spanprof
-	$(Q)python3 bench/events.py --build $(BUILD) $(BENCH_EVENTS_ARGS)
+	$(Q)python3 bench/events/events.py --build $(BUILD) $(BENCH_EVENTS_ARGS)

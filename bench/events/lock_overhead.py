@@ -10,7 +10,7 @@ times as a lock wait (`lockheavy futex`: FUTEX_WAIT with value 2 that returns at
 and under the agent: the price of each contended acquisition. A stand-in until bench/events covers every
 profile type. Ratios against a baseline of the same invocation; never fails on the figures.
 
-Usage: python3 bench/lock_overhead.py [--build DIR] [--rounds N] [--threads T] [--iters N]
+Usage: python3 bench/events/lock_overhead.py [--build DIR] [--rounds N] [--threads T] [--iters N]
 """
 import argparse
 import re
@@ -22,10 +22,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 from benchproc import BenchError, run_main, spawn, stop  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def log(msg):

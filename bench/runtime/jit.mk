@@ -1,11 +1,11 @@
-# JIT naming benchmark (bench/jit_lookup.c): steady-state cost per JIT frame of a perf-map
+# JIT naming benchmark (bench/runtime/jit_lookup.c): steady-state cost per JIT frame of a perf-map
 # lookup against a plain binary search in the same run, first read and appended batches of a
 # V8-sized map, and the 100 ms re-check. No root; never fails on the figures.
 #   make bench-jit [BUILD=dir] [BENCH_JIT_ARGS="-n 100000 -l 2000000"]
 
 BENCH_JIT_ARGS ?=
 
-$(BUILD)/bench/jit_lookup: bench/jit_lookup.c $(LIBSPANPROF)
+$(BUILD)/bench/jit_lookup: bench/runtime/jit_lookup.c $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@

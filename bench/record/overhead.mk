@@ -9,4 +9,4 @@ BENCH_OVERHEAD_ARGS ?=
 bench: bench-overhead
 
 bench-overhead: $(BUILD)/spanprof
-	$(Q)python3 bench/overhead.py --build $(BUILD) $(BENCH_OVERHEAD_ARGS)
+	$(Q)python3 bench/record/overhead.py --build $(BUILD) $(BENCH_OVERHEAD_ARGS)

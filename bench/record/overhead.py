@@ -17,7 +17,7 @@ The machine may be shared and noisy: the figures are ratios against a baseline m
 invocation, and the targets are informative (PASS/MISS), never a test. Exit status 0 unless
 something failed to run. Python 3 standard library only; needs root (BPF, system-wide perf).
 
-Usage: python3 bench/overhead.py [--build DIR] [--rounds N] [--work-seconds S] ...
+Usage: python3 bench/record/overhead.py [--build DIR] [--rounds N] [--work-seconds S] ...
        make bench-overhead [BUILD=dir] [BENCH_OVERHEAD_ARGS="--rounds 7"]
 """
 import argparse
@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CPUBURN_SRC = ROOT / "bench" / "workloads" / "cpuburn.c"
 BPF_PROG_NAME = "on_cpu_sample"
 CLK_TCK = os.sysconf("SC_CLK_TCK")

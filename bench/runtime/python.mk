@@ -1,4 +1,4 @@
-# BPF time per sample with the Python walk on and off (bench/python_bpf.c), on a CPython process
+# BPF time per sample with the Python walk on and off (bench/runtime/python_bpf.c), on a CPython process
 # spinning PY_BENCH_DEPTH frames deep. Needs root. See docs/performance.md, "Python frames".
 #   make bench-python [PY_BENCH_PYTHON=path] [PY_BENCH_DEPTH=10] [PY_BENCH_ARGS="3 3"]
 
@@ -7,7 +7,7 @@ PY_BENCH_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/pyt
 PY_BENCH_DEPTH  ?= 10
 PY_BENCH_ARGS   ?= 3 3
 
-$(BUILD)/bench/python_bpf: bench/python_bpf.c bench/workloads/pyspin.py $(LIBSPANPROF)
+$(BUILD)/bench/python_bpf: bench/runtime/python_bpf.c bench/workloads/pyspin.py $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -DBENCH_DIR='"$(abspath bench)"' $< $(LIBSPANPROF) $(LDLIBS) -o $@

@@ -9,4 +9,4 @@ BENCH_LOCK_ARGS ?=
 bench: bench-lock
 
 bench-lock: $(BUILD)/spanprof
-	$(Q)python3 bench/lock_overhead.py --build $(BUILD) $(BENCH_LOCK_ARGS)
+	$(Q)python3 bench/events/lock_overhead.py --build $(BUILD) $(BENCH_LOCK_ARGS)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Benchmark of the CFI table builder (exporter/unwind/cfi.c): for each ELF file given
- * (bench/unwind.mk passes the largest shared library under /usr/lib and libc), builds the unwind
- * table and times `readelf --debug-dump=frames` on the same file in the same run, then prints rows,
- * table bytes, build time and the ratio readelf / build.
+ * (bench/unwind/unwind.mk passes the largest shared library under /usr/lib and libc), builds the
+ * unwind table and times `readelf --debug-dump=frames` on the same file in the same run, then
+ * prints rows, table bytes, build time and the ratio readelf / build.
  */
 #include <errno.h>
 #include <stdio.h>

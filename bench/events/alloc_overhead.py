@@ -15,7 +15,7 @@ invocation (median, min/max of the rounds) and the added time per allocator call
 WORK setting (how much a program does between two allocations). The target (under 5 % at the
 default rate, the issue) is reported as PASS/MISS, never enforced. Needs root.
 
-Usage: python3 bench/alloc_overhead.py [--build DIR] [--rounds N] [--iterations N]
+Usage: python3 bench/events/alloc_overhead.py [--build DIR] [--rounds N] [--iterations N]
        make bench-alloc [BUILD=dir] [BENCH_ALLOC_ARGS="--rounds 5"]
 """
 import argparse
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TARGET = 5.0  # % slowdown at the default rate
 
 

@@ -25,7 +25,7 @@ window, and prints per mode:
   * ratios against "FP only" at the same depth.
 
 Needs root. Never fails on the figures; exit status non-zero only if something failed to run.
-Usage: python3 bench/unwind_bpf.py [--build DIR] [--depths 10,50,300] [--hz 999] [--seconds S]
+Usage: python3 bench/unwind/unwind_bpf.py [--build DIR] [--depths 10,50,300] [--hz 999] [--seconds S]
                                    [--rounds N] [--cpu N]
        make bench-unwind-bpf [BUILD=dir] [BENCH_UNWIND_BPF_ARGS="..."]
 """
@@ -40,10 +40,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 import benchproc
 from benchproc import CHILDREN, BenchError, spawn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD_SRC = ROOT / "integration" / "workloads" / "unw_recurse.c"
 PROG_NAME = "on_cpu_sample"
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"

@@ -4,7 +4,7 @@
  * spctx_detach pair, without attributes and with 3 small ones, against a baseline measured in
  * the same run: a non-inlined function storing a pointer into a __thread variable, called twice
  * per pair (the least a TLS-pointer writer can do). Several rounds, interleaved; medians.
- * Built twice by bench/context.mk: linked against libspanprof_ctx.so (TLSDESC) and with the
+ * Built twice by bench/spans/context.mk: linked against libspanprof_ctx.so (TLSDESC) and with the
  * source compiled into the executable (static TLS). Never fails on the figures.
  *   context_writer [-r ROUNDS] [-n PAIRS_PER_ROUND]
  */

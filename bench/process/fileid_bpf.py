@@ -5,11 +5,11 @@ The samples that carry them are those of processes the agent has not loaded yet;
 of them, the agent runs with --unwind-max-mb 0 (no process is ever loaded: every sample takes the
 frame-pointer path) and --pid of integration/workloads/unw_recurse.c built with frame pointers,
 once with SPANPROF_FILEIDS=0 and once with the tables on, at each depth, alternating the order
-per round. BPF time per recorded sample as in bench/unwind_bpf.py (kernel.bpf_stats_enabled,
+per round. BPF time per recorded sample as in bench/unwind/unwind_bpf.py (kernel.bpf_stats_enabled,
 run_time_ns of on_cpu_sample, runs that record nothing subtracted at their measured cost).
 
 Needs root. Never fails on the figures.
-Usage: python3 bench/fileid_bpf.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds S]
+Usage: python3 bench/process/fileid_bpf.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds S]
                                    [--rounds N] [--cpu N]
 """
 import os
@@ -18,7 +18,8 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unwind"))  # unwind_bpf
 import unwind_bpf as ub  # noqa: E402
 from benchproc import CHILDREN, BenchError  # noqa: E402
 

@@ -1,0 +1,93 @@
+"""The source layout keeps the rule docs/architecture.md states (no root, no kernel needed):
+every `#include "folder/..."` of exporter/ goes to a lower layer of the table there, every
+folder of exporter/ is in the table, and the paths the docs and the headers name exist."""
+import re
+from pathlib import Path
+
+from conftest import ROOT
+
+EXPORTER = ROOT / "exporter"
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def unit_of(rel):
+    """The layering unit of a path under exporter/: its folder, runtime/NAME for a runtime."""
+    parts = Path(rel).parts
+    return "/".join(parts[:2]) if parts[0] == "runtime" else parts[0]
+
+
+def layers():
+    """{folder: layer} from the table after the '<!-- layers' comment of architecture.md."""
+    text = DOC.read_text()
+    start = text.index("<!-- layers")
+    out = {}
+    for line in text[start:].splitlines()[1:]:
+        if not line.startswith("|"):
+            if out:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0].isdigit():
+            for folder in cells[1].split():
+                assert folder not in out, f"{folder} twice in the table"
+                out[folder] = int(cells[0])
+    return out
+
+
+def includes():
+    """(file, line number, from unit, to unit, include) of every exporter include of a folder."""
+    for path in sorted(EXPORTER.rglob("*.[ch]")):
+        src = unit_of(path.relative_to(EXPORTER))
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+/[^"]+)"', line)
+            if m and (EXPORTER / m.group(1)).exists():
+                yield path.relative_to(ROOT), n, src, unit_of(m.group(1)), m.group(1)
+
+
+def test_every_folder_has_a_layer():
+    table = layers()
+    folders = {unit_of(p.relative_to(EXPORTER)) for p in EXPORTER.rglob("*.[ch]")}
+    assert folders - set(table) == set(), f"folders missing from {DOC.name}'s layer table"
+    assert set(table) - folders == set(), f"layers name folders that do not exist"
+
+
+def test_includes_go_down_the_layers():
+    table = layers()
+    wrong = [f"{f}:{n}: {src} (layer {table[src]}) includes {inc} ({dst}, layer {table[dst]})"
+             for f, n, src, dst, inc in includes()
+             if src != dst and dst != "util" and table[dst] >= table[src]]
+    assert not wrong, "includes against the layers of docs/architecture.md:\n" + "\n".join(wrong)
+
+
+PATH_RE = re.compile(r"\b(?:exporter|bench|test|bpf|integration|docs|scripts)/[A-Za-z0-9_./-]*")
+
+
+def test_paths_named_in_docs_exist():
+    """A path the docs or the exporter's comments name (exporter/..., bench/..., test/...) exists:
+    a file moved without its mentions is a stale pointer for the next reader. Paths with a
+    placeholder (NAME, *) or a build product's stem are skipped."""
+    sources = list((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+    sources += list(EXPORTER.rglob("*.[ch]"))
+    stale = []
+    for src in sources:
+        fenced = False
+        for n, line in enumerate(src.read_text(errors="replace").splitlines(), 1):
+            if src.suffix == ".md" and line.startswith("```"):
+                fenced = not fenced  # a program's output or a shell session: not a pointer
+            if fenced:
+                continue
+            for m in PATH_RE.finditer(line):
+                p = m.group(0).rstrip(".,:;")
+                # Placeholders and globs; "bpf/bpf.h" & co. are libbpf's <bpf/...> headers.
+                if re.search(r"[A-Z*]", p) or p.endswith(("_", "-")) or line[m.start() - 1] == "<":
+                    continue
+                if line[m.start() - 1:m.start()] in ("/", "$"):
+                    continue  # a part of a longer path (build/bench/view, $(BUILD)/test/...)
+                base = p.rstrip("/")
+                cands = [ROOT / base]
+                # "features.[ch]", a program built from base.c, a module named by its stem
+                cands += [ROOT / (base + ext) for ext in (".c", ".h", ".py", ".sh", ".mk")]
+                if any(c.exists() for c in cands) or "[" in p:
+                    continue
+                stale.append(f"{src.relative_to(ROOT)}:{n}: {p}")
+    assert not stale, "paths named that do not exist:\n" + "\n".join(stale)
