@@ -146,9 +146,11 @@ def check_thread(name, samples, info, others):
         stray = set(names) & others
         if stray:
             problems.append(f"{name}: another thread's function {sorted(stray)}: {names}")
-        # Native start-up before the first Python frame.
+        # Native start-up before the first Python frame (unless the stack is marked as cut).
         first_py = next((i for i, f in enumerate(frames) if f[3]), None)
-        if first_py is not None and "start_thread" not in [f[0] for f in frames[:first_py]]:
+        cut = frames and frames[0][0].startswith("[truncated")
+        if first_py is not None and not cut and \
+                "start_thread" not in [f[0] for f in frames[:first_py]]:
             problems.append(f"{name}: no start_thread before the Python frames: "
                             f"{[f[0] for f in frames]}")
         head = py[:len(chain)]
