@@ -634,7 +634,7 @@ static void no_symbols_msg(const struct report_data *d, char *buf, size_t size)
 		snprintf(others, sizeof(others), " (%zu more files like it in --stats-json)", more);
 	say(buf, size, "%s: no symbols, %.0f%% of its frames unnamed%s; %s", base_name(rf->path),
 	    100 * share(rf->unnamed, rf->frames), others,
-	    d->debuginfod_on ? "the debuginfod servers had none: install its debug package"
+	    d->debuginfod_on ? "no debug file from debuginfod either: install its debug package"
 			     : "install its debug package or set DEBUGINFOD_URLS");
 }
 
@@ -680,8 +680,9 @@ static void targets_missing_msg(const struct report_data *d, char *buf, size_t s
 
 	if (ts->containers_ambiguous)
 		say(buf, size,
-		    "--container-id: %u prefixes name several containers; give more of the id",
-		    ts->containers_ambiguous);
+		    "--container-id: %u of %zu are prefixes of several containers; give more of "
+		    "the id",
+		    ts->containers_ambiguous, o->ncontainer_ids);
 	else if (ts->containers_found < o->ncontainer_ids)
 		say(buf, size,
 		    "--container-id: %zu of %zu name no running container; check the ids (docker "
@@ -693,10 +694,10 @@ static void targets_missing_msg(const struct report_data *d, char *buf, size_t s
 		    "namespace/name (kubectl get pod -o wide)",
 		    o->nk8s_pods - ts->pods_found, o->nk8s_pods);
 	else if (ts->cgroups_found < o->ncgroups)
-		say(buf, size, "--cgroup: %zu of %zu directories are gone; check the paths",
+		say(buf, size, "--cgroup: %zu of %zu directories are not there; check the paths",
 		    o->ncgroups - ts->cgroups_found, o->ncgroups);
 	else
-		say(buf, size, "--exe: %zu of %zu files are gone; check the paths",
+		say(buf, size, "--exe: %zu of %zu files are not there; check the paths",
 		    o->nexes - ts->exes_found, o->nexes);
 }
 

@@ -191,7 +191,7 @@ static void test_no_symbols(void **unused)
 	/* With debuginfod on, the servers had nothing for it. */
 	data.debuginfod_on = 1;
 	p = only_problem(&data);
-	assert_contains(p->message, "the debuginfod servers had none: install its debug package");
+	assert_contains(p->message, "no debug file from debuginfod either: install its debug package");
 	/* A file with few frames in the run does not matter. */
 	data.debuginfod_on = 0;
 	data.files[0].frames = 12;
