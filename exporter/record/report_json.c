@@ -92,7 +92,8 @@ static struct json_object *run_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "cpus", d->ncpus > 0 ? (uint64_t)d->ncpus : 0);
 	for (uint32_t t = 0; types && t < PROFILE_NTYPES; t++)
 		if (record__selected_types(o) & (1u << t) &&
-		    json_object_array_add(types, json_object_new_string(profile__type_info(t)->name)))
+		    json_object_array_add(types,
+					  json_object_new_string(profile__type_info(t)->name)))
 			b->err = -ENOMEM;
 	put(b, s, "profile_types", types);
 	put_b(b, s, "targeted", d->targeted);
@@ -524,8 +525,9 @@ int report__write_json(const char *path, const struct report_data *d)
 		err = -ENAMETOOLONG;
 		goto cleanup;
 	}
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-							JSON_C_TO_STRING_NOSLASHESCAPE);
+	text =
+	    json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+						     JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!text) {
 		err = -ENOMEM;
 		goto cleanup;

@@ -134,7 +134,8 @@ static void test_export_where(void **unused)
 	data.export.bytes_sent = 20480;
 	out = capture(print_all, &data);
 	assert_int_equal(count_lines(out), 2);
-	assert_contains(out, "spanprof: sent 380 samples to localhost:4317 in 2 requests (20.0 KiB)\n");
+	assert_contains(out,
+			"spanprof: sent 380 samples to localhost:4317 in 2 requests (20.0 KiB)\n");
 	free(out);
 }
 
@@ -181,7 +182,8 @@ static void test_no_symbols(void **unused)
 	const struct report_found *p;
 
 	clean();
-	snprintf(data.files[0].path, sizeof(data.files[0].path), "/usr/lib/x86_64-linux-gnu/libz.so.1");
+	snprintf(data.files[0].path, sizeof(data.files[0].path),
+		 "/usr/lib/x86_64-linux-gnu/libz.so.1");
 	data.files[0].frames = 500;
 	data.files[0].unnamed = 420;
 	p = only_problem(&data);
@@ -191,7 +193,8 @@ static void test_no_symbols(void **unused)
 	/* With debuginfod on, the servers had nothing for it. */
 	data.debuginfod_on = 1;
 	p = only_problem(&data);
-	assert_contains(p->message, "no debug file from debuginfod either: install its debug package");
+	assert_contains(p->message,
+			"no debug file from debuginfod either: install its debug package");
 	/* A file with few frames in the run does not matter. */
 	data.debuginfod_on = 0;
 	data.files[0].frames = 12;
@@ -320,8 +323,9 @@ static void test_k8s_and_debuginfod(void **unused)
 	data.debuginfod.st.last_error = -ECONNREFUSED;
 	assert_int_equal(report__problems(&data, found, 8), 2);
 	assert_string_equal(found[0].id, "debuginfod_failed");
-	assert_contains(found[0].message, "debuginfod: 3 fetches failed (last: Connection refused); "
-					  "check DEBUGINFOD_URLS");
+	assert_contains(found[0].message,
+			"debuginfod: 3 fetches failed (last: Connection refused); "
+			"check DEBUGINFOD_URLS");
 	assert_string_equal(found[1].id, "k8s_no_node_name");
 	assert_contains(found[1].message, "set K8S_NODE_NAME");
 }
@@ -403,27 +407,73 @@ static uint64_t get_u(struct json_object *o, const char *path)
 static void test_json_schema(void **unused)
 {
 	static const char *const fields[] = {
-	    "run.duration_s", "run.frequency_hz", "run.cpus", "run.profile_types",
-	    "run.targeted", "run.ring_buffer_bytes", "run.output_dir", "run.endpoint",
-	    "samples.recorded", "samples.taken", "samples.lost_ring_buffer",
-	    "samples.lost_out_of_memory", "samples.link_dropped", "samples.idle",
-	    "samples.filtered", "samples.kernel_stack_failures", "samples.user_stack_failures",
-	    "samples.by_type.cpu.recorded", "samples.by_type.cpu.taken",
-	    "samples.by_type.cpu.lost_ring_buffer", "frames.user_in_files", "frames.unmapped",
-	    "frames.unsymbolized", "frames.kernel_unsymbolized", "frames.go_callers_missing",
-	    "frames.unnamed_files", "processes.seen", "processes.exited_forgotten",
-	    "processes.in_table", "processes.maps_unreadable", "processes.files_unopenable",
-	    "processes.maps_reads_dropped_pid_reused", "file_identities.samples",
-	    "file_identities.frames_named", "file_identities.exec_paths_failed",
-	    "unwind.cfi_enabled", "unwind.samples_cfi", "unwind.samples_fp", "unwind.frames_cfi",
-	    "unwind.frames_fp", "unwind.stops.depth_limit", "unwind.stops.bad_return_address",
-	    "unwind.tables.refused_full", "unwind.tables.max_bytes", "unwind.notifications",
-	    "unwind.notifications_lost", "unwind.maps_rereads", "jit.frames_named",
-	    "jit.frames_unnamed", "jit.perf_maps", "jit.jitdumps", "jit.files_refused.symlink",
-	    "jit.processes_hinted", "jit.java_perfmap_requests", "span_links.linked",
-	    "span_links.by_uprobe", "span_links.not_linked.outside_spans",
-	    "span_links.descriptor_errors", "events", "targeting", "kubernetes", "export",
-	    "self_metrics", "debuginfod", "symbols.lookups", "symbols.dwarf_hits", "problems",
+	    "run.duration_s",
+	    "run.frequency_hz",
+	    "run.cpus",
+	    "run.profile_types",
+	    "run.targeted",
+	    "run.ring_buffer_bytes",
+	    "run.output_dir",
+	    "run.endpoint",
+	    "samples.recorded",
+	    "samples.taken",
+	    "samples.lost_ring_buffer",
+	    "samples.lost_out_of_memory",
+	    "samples.link_dropped",
+	    "samples.idle",
+	    "samples.filtered",
+	    "samples.kernel_stack_failures",
+	    "samples.user_stack_failures",
+	    "samples.by_type.cpu.recorded",
+	    "samples.by_type.cpu.taken",
+	    "samples.by_type.cpu.lost_ring_buffer",
+	    "frames.user_in_files",
+	    "frames.unmapped",
+	    "frames.unsymbolized",
+	    "frames.kernel_unsymbolized",
+	    "frames.go_callers_missing",
+	    "frames.unnamed_files",
+	    "processes.seen",
+	    "processes.exited_forgotten",
+	    "processes.in_table",
+	    "processes.maps_unreadable",
+	    "processes.files_unopenable",
+	    "processes.maps_reads_dropped_pid_reused",
+	    "file_identities.samples",
+	    "file_identities.frames_named",
+	    "file_identities.exec_paths_failed",
+	    "unwind.cfi_enabled",
+	    "unwind.samples_cfi",
+	    "unwind.samples_fp",
+	    "unwind.frames_cfi",
+	    "unwind.frames_fp",
+	    "unwind.stops.depth_limit",
+	    "unwind.stops.bad_return_address",
+	    "unwind.tables.refused_full",
+	    "unwind.tables.max_bytes",
+	    "unwind.notifications",
+	    "unwind.notifications_lost",
+	    "unwind.maps_rereads",
+	    "jit.frames_named",
+	    "jit.frames_unnamed",
+	    "jit.perf_maps",
+	    "jit.jitdumps",
+	    "jit.files_refused.symlink",
+	    "jit.processes_hinted",
+	    "jit.java_perfmap_requests",
+	    "span_links.linked",
+	    "span_links.by_uprobe",
+	    "span_links.not_linked.outside_spans",
+	    "span_links.descriptor_errors",
+	    "events",
+	    "targeting",
+	    "kubernetes",
+	    "export",
+	    "self_metrics",
+	    "debuginfod",
+	    "symbols.lookups",
+	    "symbols.dwarf_hits",
+	    "problems",
 	};
 	struct json_object *j;
 
