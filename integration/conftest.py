@@ -104,6 +104,14 @@ def procs():
     p.close()
 
 
+def forget_stats(path):
+    """Removes an earlier run's stats file (a run that fails before sampling writes none)."""
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError:
+        pass  # its directory is not one (the test's output directory is made unusable)
+
+
 def with_stats(res, path):
     """@res with .stats: the run's --stats-json document, or None when it wrote none."""
     res.stats = read_stats(path) if Path(path).exists() else None
@@ -115,7 +123,7 @@ def record(spanprof, outdir, *args, timeout=600, check=True):
     --stats-json document (with_stats()). @timeout is a hang guard, not a time budget: a
     whole-host run in a TCG guest takes over two minutes."""
     stats = stats_path(outdir)
-    stats.unlink(missing_ok=True)
+    forget_stats(stats)
     res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), "--stats-json",
                           str(stats), *map(str, args)],
                          capture_output=True, text=True, timeout=timeout)
@@ -151,7 +159,7 @@ def record_gated(spanprof, outdir, gate, *args, timeout=120, check=True):
     gets one once the agent samples. So a loaded machine's slow start (BPF verification, first
     tables) never makes the agent miss a workload of fixed length."""
     stats = stats_path(outdir)
-    stats.unlink(missing_ok=True)
+    forget_stats(stats)
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(outdir),
                               "--stats-json", str(stats), *map(str, args)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

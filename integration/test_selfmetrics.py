@@ -14,6 +14,7 @@ from conftest import ROOT, as_nobody, free_port, read_stats, summary_numbers, wa
 ALWAYS = {
     "spanprof.samples", "spanprof.stack.read_errors", "spanprof.samples.link_dropped",
     "spanprof.symbolization.misses", "spanprof.symbolization.errors",
+    "spanprof.symbolization.frames", "spanprof.debuginfod.files",
     "spanprof.symbol_cache.memory", "spanprof.processes.seen", "spanprof.processes.tracked",
     "spanprof.export.requests", "spanprof.export.calls", "spanprof.export.duration",
     "spanprof.export.size", "spanprof.export.rejected", "spanprof.export.queue.requests",
