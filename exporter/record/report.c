@@ -509,9 +509,10 @@ static const char *status_advice(int code, int dropped)
 	case GRPC_STATUS_INVALID_ARGUMENT:
 		return "the Collector refused the requests: see its log";
 	case GRPC_STATUS_UNAVAILABLE:
+		return "check that the Collector runs and is reachable at that address";
 	case GRPC_STATUS_DEADLINE_EXCEEDED:
 	case GRPC_STATUS_CANCELLED:
-		return "check that the Collector runs and is reachable (or raise --export-timeout)";
+		return "the Collector answers too slowly: raise --export-timeout or check its load";
 	default:
 		return dropped ? "raise --queue-bytes or --flush-timeout" : "see the errors above";
 	}

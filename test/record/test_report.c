@@ -234,7 +234,7 @@ static void test_export_failed(void **unused)
 	assert_string_equal(p->id, "export_failed");
 	assert_string_equal(p->message, "no sample reached the Collector at collector:4317 (calls "
 					"ended with UNAVAILABLE); check that the Collector runs "
-					"and is reachable (or raise --export-timeout)");
+					"and is reachable at that address");
 	/* Some delivered: how many were not, and the status that says why. */
 	data.export.samples_sent = 300;
 	data.export.dropped_samples = 0;
