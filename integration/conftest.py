@@ -104,14 +104,32 @@ def procs():
     p.close()
 
 
+def forget_stats(path):
+    """Removes an earlier run's stats file (a run that fails before sampling writes none)."""
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError:
+        pass  # its directory is not one (the test's output directory is made unusable)
+
+
+def with_stats(res, path):
+    """@res with .stats: the run's --stats-json document, or None when it wrote none."""
+    res.stats = read_stats(path) if Path(path).exists() else None
+    return res
+
+
 def record(spanprof, outdir, *args, timeout=600, check=True):
-    """Runs 'spanprof record' to completion and returns the CompletedProcess. @timeout is a hang
-    guard, not a time budget: a whole-host run in a TCG guest takes over two minutes."""
-    res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)],
+    """Runs 'spanprof record' to completion and returns the CompletedProcess, with .stats its
+    --stats-json document (with_stats()). @timeout is a hang guard, not a time budget: a
+    whole-host run in a TCG guest takes over two minutes."""
+    stats = stats_path(outdir)
+    forget_stats(stats)
+    res = subprocess.run([str(spanprof), "record", "--output-dir", str(outdir), "--stats-json",
+                          str(stats), *map(str, args)],
                          capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         raise AssertionError(f"spanprof failed ({res.returncode}):\n{res.stderr}")
-    return res
+    return with_stats(res, stats)
 
 
 def cpu_seconds(pid):
@@ -135,13 +153,16 @@ def wait_sampling(agent):
 
 
 def record_gated(spanprof, outdir, gate, *args, timeout=120, check=True):
-    """Runs 'spanprof record' (without --quiet) like record(), on a workload held at a gate:
+    """Runs 'spanprof record' (without --quiet) like record() (.stats too), on a workload held at
+    a gate:
     @gate, a Popen with stdin=PIPE, waits for a line on its stdin before it starts working, and
     gets one once the agent samples. So a loaded machine's slow start (BPF verification, first
     tables) never makes the agent miss a workload of fixed length."""
+    stats = stats_path(outdir)
+    forget_stats(stats)
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(outdir),
-                              *map(str, args)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+                              "--stats-json", str(stats), *map(str, args)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen = wait_sampling(agent)
         gate.stdin.write("go\n")
@@ -154,7 +175,7 @@ def record_gated(spanprof, outdir, gate, *args, timeout=120, check=True):
     res = subprocess.CompletedProcess(agent.args, agent.returncode, "", "".join(seen) + err)
     if check and res.returncode != 0:
         raise AssertionError(f"spanprof failed ({res.returncode}):\n{res.stderr}")
-    return res
+    return with_stats(res, stats)
 
 
 def as_nobody(*cmd):
@@ -238,16 +259,25 @@ def wait_listening(port, proc, timeout=30):
     raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
 
-def summary_numbers(stderr):
-    """Counts from spanprof's closing summary: recorded samples and the export line."""
-    import re
-    out = {}
-    m = re.search(r"^spanprof: (\d+) samples from", stderr, re.M)
-    out["recorded"] = int(m.group(1)) if m else None
-    m = re.search(r"requests sent \((\d+) bytes, (\d+) samples\), (\d+) retries, (\d+) failed, "
-                  r"(\d+) dropped \((\d+) samples\)", stderr)
-    if m:
-        out.update(bytes=int(m.group(1)), sent=int(m.group(2)), retries=int(m.group(3)),
-                   failed=int(m.group(4)), dropped=int(m.group(5)),
-                   dropped_samples=int(m.group(6)))
+def read_stats(path):
+    """The --stats-json file of a run (docs/stats-json.md): every counter of its accounting."""
+    stats = json.loads(Path(path).read_text())
+    assert stats["schema"] == "spanprof-stats" and stats["version"] == 1, stats
+    return stats
+
+
+def stats_path(outdir):
+    """Where record() and record_gated() ask for the --stats-json file of a run writing @outdir:
+    beside it, so that the output directory holds only the outputs."""
+    return Path(str(outdir).rstrip("/") + ".stats.json")
+
+
+def summary_numbers(stats):
+    """Counts from a run's --stats-json document (read_stats()): recorded samples and, when it
+    exported, the export's (sent, bytes, retries, failed, dropped, dropped_samples)."""
+    out = {"recorded": stats["samples"]["recorded"]}
+    e = stats.get("export")
+    if e:
+        out.update(bytes=e["bytes_sent"], sent=e["samples_sent"], retries=e["retries"],
+                   failed=e["failed"], dropped=e["dropped"], dropped_samples=e["dropped_samples"])
     return out

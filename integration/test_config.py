@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, free_port, summary_numbers, wait_listening
+from conftest import ROOT, free_port, read_stats, summary_numbers, wait_listening
 
 PROGRESS = re.compile(r"^spanprof: +\d+\.\ds +\d+ samples", re.M)
 
@@ -106,10 +106,11 @@ header:
   x-tenant: "42"
 output-dir: {reqdir}
 compression: gzip
+stats-json: {tmp_path / "stats.json"}
 """)
     res = run(spanprof, "record", "--config", cfg)
     assert res.returncode == 0, res.stderr
-    nums = summary_numbers(res.stderr)
+    nums = summary_numbers(read_stats(tmp_path / "stats.json"))
     assert nums["sent"] == nums["recorded"] and nums["recorded"] > 0, res.stderr
     reqs = received(recv)
     assert reqs, "the Collector received nothing"
@@ -255,9 +256,9 @@ def test_endpoint_forms_checked_before_start(spanprof, workload, procs, tmp_path
     start_testcollector(procs, testcollector_bin, port, recv)
     chain = procs.start(workload("chain"), "10")
     res = run(spanprof, "record", "--endpoint", f"http://127.0.0.1:{port}/", "--pid", chain.pid,
-              "--duration", "2", "--export-interval", "1")
+              "--duration", "2", "--export-interval", "1", "--stats-json", tmp_path / "st.json")
     assert res.returncode == 0, res.stderr
-    nums = summary_numbers(res.stderr)
+    nums = summary_numbers(read_stats(tmp_path / "st.json"))
     assert nums["sent"] == nums["recorded"] > 0, res.stderr
     assert sum(p["samples"] for r in received(recv) for p in r["profiles"]) == nums["sent"]
 

@@ -13,16 +13,14 @@ import urllib.request
 
 import pytest
 
-from conftest import WORKLOADS, compile_c, free_port, read_folded, wait_sampling
+from conftest import (WORKLOADS, compile_c, free_port, read_folded, read_stats, stats_path,
+                      wait_sampling)
 
 DURATION = 3
 # The agent's own bounds: 5 s waiting at the end of a local run, then in-flight requests are
 # cancelled (the library checks about once a second). Slack for a loaded machine on top.
 END_BOUND = DURATION + 5 + 6
 
-END_LINE = re.compile(r"spanprof: debuginfod: (\d+) debug files fetched, (\d+) not on the "
-                      r"servers, (\d+) failed, (\d+) dropped, (\d+) unfinished, (\d+) rejected; "
-                      r"(\d+) frames named at the end")
 
 
 def build_id(path):
@@ -125,12 +123,14 @@ class OddServer(http.server.ThreadingHTTPServer):
 
 def run_agent(spanprof, out, pid, url, cache, *extra):
     """One local run of DURATION s on @pid with --debuginfod @url; returns (stderr, seconds from
-    the start of sampling to the exit, CPU seconds @pid used inside the sampling window)."""
+    the start of sampling to the exit, CPU seconds @pid used inside the sampling window). Its
+    --stats-json document: end_counts(out)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
     env["DEBUGINFOD_CACHE_PATH"] = str(cache)
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid", str(pid),
                               "--duration", str(DURATION), "--frequency", "99", "--debuginfod",
-                              url, *map(str, extra)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              url, "--stats-json", str(stats_path(out)), *map(str, extra)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env=env)
     try:
         seen = wait_sampling(agent)
@@ -155,11 +155,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def end_counts(err):
-    m = END_LINE.search(err)
-    assert m, "no debuginfod line at the end:\n" + err
-    keys = ("fetched", "missing", "failed", "dropped", "unfinished", "rejected", "named")
-    return dict(zip(keys, map(int, m.groups())))
+def end_counts(out, stats=None):
+    """The debuginfod outcome of the run writing @out (its --stats-json document, or @stats)."""
+    d = (stats or read_stats(stats_path(out)))["debuginfod"]
+    assert d is not None, "debuginfod was off"
+    return dict(d, named=d["named_at_end"])
 
 
 def chain_share(out):
@@ -176,7 +176,7 @@ def test_debug_file_only_the_server_has(spanprof, stripped_chain, server, procs,
     cache = tmp_path / "cache"
     out = tmp_path / "out"
     err, secs, cpu = run_agent(spanprof, out, p.pid, server, cache)
-    counts = end_counts(err)
+    counts = end_counts(out)
     assert counts["fetched"] == 1 and counts["failed"] == 0 and counts["rejected"] == 0, err
     total, named, folded = chain_share(out)
     # Sized from the CPU time the workload got (a loaded machine gives it less), not the clock.
@@ -205,14 +205,14 @@ def test_debug_file_only_the_server_has(spanprof, stripped_chain, server, procs,
                         "--debuginfod-cache-mb", 1)
     assert not junk.exists() and (cache / bid / "debuginfo").is_file()
     assert sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) <= 1 << 20
-    counts2 = end_counts(err2)
+    counts2 = end_counts(out2)
     assert counts2["fetched"] == 1 and counts2["failed"] == 0, err2
     total2, named2, folded2 = chain_share(out2)
     assert total2 and named2 / total2 >= 0.9, folded2[:5]
 
 
 def assert_unnamed_on_time(err, secs, out, key):
-    counts = end_counts(err)
+    counts = end_counts(out)
     assert counts[key] >= 1, err
     assert counts["fetched"] == 0 or key == "rejected", err
     assert secs <= END_BOUND, f"the run took {secs:.1f} s after sampling began:\n{err}"
@@ -230,6 +230,10 @@ def test_server_down(spanprof, stripped_chain, procs, tmp_path):
     err, secs, _ = run_agent(spanprof, out, p.pid, f"http://127.0.0.1:{free_port()}",
                           tmp_path / "cache")
     assert_unnamed_on_time(err, secs, out, "failed")
+    # The end of the run names what to do: the file without symbols, the failing server.
+    assert re.search(r"^spanprof: chain: no symbols, \d+% of its frames unnamed", err, re.M), err
+    assert re.search(r"^spanprof: debuginfod: \d+ fetches failed .*; check DEBUGINFOD_URLS",
+                     err, re.M), err
 
 
 def test_server_slow(spanprof, stripped_chain, procs, tmp_path):
@@ -240,7 +244,7 @@ def test_server_slow(spanprof, stripped_chain, procs, tmp_path):
         out = tmp_path / "out"
         err, secs, _ = run_agent(spanprof, out, p.pid, slow.url, tmp_path / "cache")
         assert slow.hits >= 1, "the agent never asked the server"
-        counts = end_counts(err)
+        counts = end_counts(out)
         # Still waiting at the end (cancelled), or given up on by the per-request deadline.
         assert counts["unfinished"] + counts["failed"] >= 1, err
         assert counts["fetched"] == 0, err
@@ -282,10 +286,11 @@ def test_export_names_frames_from_the_next_interval(spanprof, stripped_chain, se
     env["DEBUGINFOD_CACHE_PATH"] = str(tmp_path / "cache")
     res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
                           str(p.pid), "--duration", "6", "--export-interval", "1", "--frequency",
-                          "99", "--output-dir", str(reqdir), "--debuginfod", server],
+                          "99", "--output-dir", str(reqdir), "--debuginfod", server,
+                          "--stats-json", str(tmp_path / "stats.json")],
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
-    assert end_counts(res.stderr)["fetched"] == 1, res.stderr
+    assert end_counts(None, read_stats(tmp_path / "stats.json"))["fetched"] == 1, res.stderr
     per_request = []
     for f in sorted(reqdir.glob("profiles-*.binpb")):
         got = otlpcheck(f)

@@ -3,7 +3,6 @@ container / Kubernetes resource attributes, against the real kernel and real cgr
 directories. Every cgroup a test makes lives under one scratch directory that the fixture
 removes, even when the test fails; processes still inside are moved back to the root first."""
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, record, wait_listening
+from conftest import free_port, read_stats, record, wait_listening
 
 FREQ = "99"
 
@@ -73,10 +72,10 @@ def cgroups(procs):
     cg.close()
 
 
-def filtered_count(stderr):
-    m = re.search(r"targeting: (\d+) samples of other processes filtered out in BPF", stderr)
-    assert m, f"no targeting line in the summary:\n{stderr}"
-    return int(m.group(1))
+def filtered_count(stats):
+    """Samples of other processes filtered out in BPF (the run's --stats-json document)."""
+    assert stats["run"]["targeted"] and stats["targeting"] is not None, stats["run"]
+    return stats["samples"]["filtered"]
 
 
 def pprof_pids(pprofcheck, out):
@@ -109,8 +108,9 @@ def wait_in_cgroup(pid, cgdir, root):
 
 
 def export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path, *args, env=None):
-    """Runs an exporting record into the test collector; returns (resources, stderr), a resource
-    being its attribute dict plus "_events", the samples it carries."""
+    """Runs an exporting record into the test collector; returns (resources, stderr, stats), a
+    resource being its attribute dict plus "_events", the samples it carries, stats the run's
+    --stats-json document."""
     port = free_port()
     col = procs.start(testcollector_bin, "-listen", f"127.0.0.1:{port}", "-out",
                       tmp_path / "recv.jsonl", stderr=subprocess.DEVNULL)
@@ -118,7 +118,8 @@ def export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path, *a
     reqdir = tmp_path / "requests"
     res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}",
                           "--export-interval", "1", "--frequency", FREQ, "--output-dir",
-                          str(reqdir), *map(str, args)],
+                          str(reqdir), "--stats-json", str(tmp_path / "stats.json"),
+                          *map(str, args)],
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     files = sorted(reqdir.glob("profiles-*.binpb"))
@@ -133,7 +134,7 @@ def export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path, *a
                 attrs["_events"] = sum(p["events"] for sc in rp["scopes"]
                                        for p in sc["profiles"])
                 out.append(attrs)
-    return out, res.stderr
+    return out, res.stderr, read_stats(tmp_path / "stats.json")
 
 
 # --- filters -------------------------------------------------------------------------------
@@ -151,7 +152,7 @@ def test_pid_filter_excludes_every_other_process(spanprof, workload, procs, tmp_
     # A loaded machine (other jobs) gives it a fraction of a CPU: a threshold, no rate.
     assert pids[a.pid] >= 10, f"only {pids[a.pid]} samples of the target at {FREQ} Hz for 4 s"
     # b (and the rest of the machine) ran all along: BPF refused its samples.
-    assert filtered_count(res.stderr) >= 50, res.stderr
+    assert filtered_count(res.stats) >= 50, res.stderr
 
 
 def test_exe_filter_follows_the_file_even_when_replaced(spanprof, workload, procs, tmp_path,
@@ -166,7 +167,8 @@ def test_exe_filter_follows_the_file_even_when_replaced(spanprof, workload, proc
     b = procs.start(exe_b, "60")
     out = tmp_path / "out"
     rec = procs.start(spanprof, "record", "--exe", link, "--duration", 8, "--frequency", FREQ,
-                      "--output-dir", out, stderr=subprocess.PIPE, text=True)
+                      "--output-dir", out, "--stats-json", tmp_path / "stats.json",
+                      stderr=subprocess.PIPE, text=True)
     assert "sampling the targeted processes" in rec.stderr.readline()
     # A new build replaces the file (new inode); a process started from it must be sampled too,
     # and the process still running the old file as well.
@@ -182,8 +184,10 @@ def test_exe_filter_follows_the_file_even_when_replaced(spanprof, workload, proc
     assert set(pids) <= {a.pid, a2.pid}, f"samples of other processes: {pids}"
     assert pids.get(a.pid, 0) >= 5, pids
     assert pids.get(a2.pid, 0) >= 5, f"the replaced binary was not followed: {pids}\n{err}"
-    assert "1 of 1 --exe (2 files)" in err, err
-    assert filtered_count(err) >= 50, err
+    stats = read_stats(tmp_path / "stats.json")
+    assert stats["targeting"]["exes_found"] == 1, stats["targeting"]
+    assert stats["targeting"]["exe_files"] == 2, stats["targeting"]
+    assert filtered_count(stats) >= 50, err
 
 
 def test_cgroup_filter_covers_descendants_and_late_cgroups(spanprof, workload, procs, tmp_path,
@@ -200,7 +204,7 @@ def test_cgroup_filter_covers_descendants_and_late_cgroups(spanprof, workload, p
     rec = procs.start(spanprof, "record", "--cgroup", svc,
                       "--cgroup", late.relative_to(cgroups.root),  # relative to the mount
                       "--duration", 8, "--frequency", FREQ, "--output-dir", out,
-                      stderr=subprocess.PIPE, text=True)
+                      "--stats-json", tmp_path / "stats.json", stderr=subprocess.PIPE, text=True)
     first = rec.stderr.readline()
     assert "late.service" in first and "does not exist (yet)" in first, first
     # Created after the start (a service started later): found at the next refresh.
@@ -214,7 +218,9 @@ def test_cgroup_filter_covers_descendants_and_late_cgroups(spanprof, workload, p
     assert set(pids) <= {a.pid, c.pid}, f"samples of other processes: {pids}"
     assert pids.get(a.pid, 0) >= 5, pids
     assert pids.get(c.pid, 0) >= 5, f"the cgroup made later was not picked up: {pids}\n{err}"
-    assert filtered_count(err) >= 50, err
+    stats = read_stats(tmp_path / "stats.json")
+    assert stats["targeting"]["cgroups_found"] == 2, stats["targeting"]
+    assert filtered_count(stats) >= 50, err
 
 
 def test_container_id_on_a_process_started_in_its_own_cgroup(spanprof, workload, procs, tmp_path,
@@ -229,22 +235,27 @@ def test_container_id_on_a_process_started_in_its_own_cgroup(spanprof, workload,
     a2 = start_in_cgroup(procs, scope2, chain, "60")
     b = procs.start(chain, "60")
     wait_in_cgroup(a.pid, scope, cgroups.root)
-    resources, err = export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path,
-                                      "--container-id", cid[:20], "--container-id", cid2,
-                                      "--duration", 4)
+    resources, err, stats = export_resources(spanprof, procs, testcollector_bin, otlpcheck,
+                                             tmp_path, "--container-id", cid[:20],
+                                             "--container-id", cid2, "--duration", 4)
     by_pid = {r["process.pid"]: r for r in resources}
     assert set(by_pid) <= {a.pid, a2.pid}, f"samples of other processes: {sorted(by_pid)}"
     assert a.pid in by_pid and a2.pid in by_pid, err
     assert by_pid[a.pid]["container.id"] == cid
     assert by_pid[a2.pid]["container.id"] == cid2
     assert b.pid not in by_pid
-    assert "2 of 2 --container-id (0 ambiguous)" in err, err
+    assert stats["targeting"]["container_ids"] == stats["targeting"]["containers_found"] == 2
+    assert stats["targeting"]["containers_ambiguous"] == 0, stats["targeting"]
 
     # The shared 12-digit prefix names both containers: refused, with a warning.
     out = tmp_path / "ambiguous"
     res = record(spanprof, out, "--container-id", cid[:12], "--duration", 1)
     assert "names several containers" in res.stderr, res.stderr
-    assert "0 of 1 --container-id (1 ambiguous)" in res.stderr, res.stderr
+    assert res.stats["targeting"]["containers_found"] == 0, res.stats["targeting"]
+    assert res.stats["targeting"]["containers_ambiguous"] == 1, res.stats["targeting"]
+    # The end of the run says what to do about it.
+    assert "--container-id: 1 of 1 are prefixes of several containers; give more of the id" in \
+        res.stderr, res.stderr
 
 
 def test_container_started_later_is_caught(spanprof, workload, procs, tmp_path, cgroups,
@@ -254,7 +265,8 @@ def test_container_started_later_is_caught(spanprof, workload, procs, tmp_path, 
     b = procs.start(chain, "60")
     out = tmp_path / "out"
     rec = procs.start(spanprof, "record", "--container-id", cid, "--duration", 8, "--frequency",
-                      FREQ, "--output-dir", out, stderr=subprocess.PIPE, text=True)
+                      FREQ, "--output-dir", out, "--stats-json", tmp_path / "stats.json",
+                      stderr=subprocess.PIPE, text=True)
     first = rec.stderr.readline()
     assert "no container cgroup" in first, first
     time.sleep(1)
@@ -266,7 +278,7 @@ def test_container_started_later_is_caught(spanprof, workload, procs, tmp_path, 
     pids = pprof_pids(pprofcheck, out)
     assert set(pids) == {a.pid}, f"{pids}\n{err}"
     assert pids[a.pid] >= 5, pids
-    assert "1 of 1 --container-id" in err, err
+    assert read_stats(tmp_path / "stats.json")["targeting"]["containers_found"] == 1, err
 
 
 def test_k8s_metadata_and_pod_filter(spanprof, workload, procs, tmp_path, cgroups,
@@ -304,9 +316,9 @@ def test_k8s_metadata_and_pod_filter(spanprof, workload, procs, tmp_path, cgroup
     wait_in_cgroup(a.pid, app, cgroups.root)
     env = dict(os.environ, SPANPROF_HOST_ROOT=str(host), K8S_NODE_NAME="node-7")
     env.pop("NODE_NAME", None)
-    resources, err = export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path,
-                                      "--k8s", "--k8s-pod", "shop/checkout-7d9f", "--duration",
-                                      4, env=env)
+    resources, err, stats = export_resources(spanprof, procs, testcollector_bin, otlpcheck,
+                                             tmp_path, "--k8s", "--k8s-pod",
+                                             "shop/checkout-7d9f", "--duration", 4, env=env)
     by_pid = {r["process.pid"]: r for r in resources}
     assert set(by_pid) <= {a.pid, s.pid}, f"samples outside the pod: {sorted(by_pid)}\n{err}"
     assert o.pid not in by_pid and b.pid not in by_pid
@@ -322,13 +334,14 @@ def test_k8s_metadata_and_pod_filter(spanprof, workload, procs, tmp_path, cgroup
     assert rs, f"the pod's sidecar was not sampled:\n{err}"
     assert rs["k8s.pod.name"] == "checkout-7d9f" and rs["container.id"] == cid_side
     assert rs["k8s.namespace.name"] == "shop" and "k8s.container.name" not in rs
-    assert "1 of 1 --k8s-pod" in err, err
+    assert stats["targeting"]["k8s_pods"] == stats["targeting"]["k8s_pods_found"] == 1, err
+    assert stats["kubernetes"]["processes_named"] >= 1 and stats["kubernetes"]["node_name"]
 
     # The other pod, by uid.
     (tmp_path / "by-uid").mkdir()
-    resources, err = export_resources(spanprof, procs, testcollector_bin, otlpcheck,
-                                      tmp_path / "by-uid", "--k8s", "--k8s-pod", other_uid,
-                                      "--duration", 3, env=env)
+    resources, err, _ = export_resources(spanprof, procs, testcollector_bin, otlpcheck,
+                                         tmp_path / "by-uid", "--k8s", "--k8s-pod", other_uid,
+                                         "--duration", 3, env=env)
     by_pid = {r["process.pid"]: r for r in resources}
     assert set(by_pid) == {o.pid}, f"{sorted(by_pid)}\n{err}"
     assert by_pid[o.pid]["k8s.pod.name"] == "cart-5c8b"
@@ -344,11 +357,13 @@ def test_no_k8s_flag_no_k8s_attributes(spanprof, workload, procs, tmp_path, cgro
     a = start_in_cgroup(procs, d, chain, "60")
     wait_in_cgroup(a.pid, d, cgroups.root)
     env = dict(os.environ, K8S_NODE_NAME="node-7")
-    resources, err = export_resources(spanprof, procs, testcollector_bin, otlpcheck, tmp_path,
-                                      "--container-id", cid, "--duration", 3, env=env)
+    resources, err, stats = export_resources(spanprof, procs, testcollector_bin, otlpcheck,
+                                             tmp_path, "--container-id", cid, "--duration", 3,
+                                             env=env)
     assert {r["process.pid"] for r in resources} == {a.pid}, err
     assert resources[0]["container.id"] == cid
     assert not [k for k in resources[0] if k.startswith("k8s.")], resources[0]
+    assert stats["kubernetes"] is None, stats["kubernetes"]
 
 
 def test_exe_not_installed_yet_is_looked_for(spanprof, tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, read_folded, wait_sampling
+from conftest import WORKLOADS, read_folded, read_stats, wait_sampling
 
 NODE = shutil.which("node")
 PERF = shutil.which("perf")
@@ -114,7 +114,8 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
     """jit_chain.js under node @node_args (or @cmd), held at its gate until the agent samples
     (and perf records, when installed). Returns (agent stderr, our folded stacks (of that
     process only: --pid; its first frame is its main thread's name, "MainThread" in node 24),
-    perf's stacks or None, the workload's CPU seconds, its PID)."""
+    perf's stacks or None, the workload's CPU seconds, its PID); the agent's --stats-json
+    document is left in tmp_path / "stats.json" (jit_stats())."""
     env = dict(os.environ, **(env_extra or {}))
     cmd = cmd or [node, *node_args, str(WORKLOADS / "jit_chain.js"), str(seconds)]
     # In the test's directory: V8 writes its log (isolate-*-v8.log) and jitdump files there.
@@ -123,7 +124,8 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
     perf = None
     out = tmp_path / "out"
     agent = subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--pid",
-                              str(work.pid), "--frequency", str(FREQ), *agent_args],
+                              str(work.pid), "--frequency", str(FREQ), "--stats-json",
+                              str(tmp_path / "stats.json"), *agent_args],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen = wait_sampling(agent)
@@ -156,6 +158,11 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
     return err, ours, theirs, result["cpu_s"], work.pid
 
 
+def jit_stats(tmp_path):
+    """The "jit" section of the last run()'s --stats-json document."""
+    return read_stats(tmp_path / "stats.json")["jit"]
+
+
 def check_share(name, ours, theirs, cpu_s, pred, want):
     good, total = share(ours, pred)
     # The program's own CPU time at FREQ Hz, with room for a loaded machine's lost ticks.
@@ -181,8 +188,8 @@ def test_node_perf_basic_prof_names_the_chain(spanprof, tmp_path, node):
         ["--perf-basic-prof", "--interpreted-frames-native-stack", *NO_INLINING], node=node)
     check_share(f"chain, {node} --perf-basic-prof --interpreted-frames-native-stack", ours,
                 theirs, cpu_s, chain_complete, 0.90)
-    assert re.search(r"JIT code: \d+ frames named", err), err
-    assert "1 perf maps" in err, err
+    jit = jit_stats(tmp_path)
+    assert jit["frames_named"] > 0 and jit["perf_maps"] == 1, jit
 
 
 def test_node_options_perf_basic_prof(spanprof, tmp_path):
@@ -208,8 +215,8 @@ def test_node_perf_prof_jitdump(spanprof, tmp_path):
         spanprof, tmp_path, ["--perf-prof", "--interpreted-frames-native-stack", *NO_INLINING],
         cwd=tmp_path)
     assert (tmp_path / f"jit-{pid}.dump").exists()
-    assert "1 jitdump files read" in err, err
-    assert "0 records skipped" in err, err
+    jit = jit_stats(tmp_path)
+    assert jit["jitdumps"] == 1 and jit["records_skipped"] == 0, jit
     # V8 writes its jitdump through a stdio buffer: a code load reaches the file only when the
     # buffer fills, so code compiled late (the optimized innerWork) can stay unnamed for the
     # rest of a short run (perf reads the file after the run; it needs `perf inject --jit`
@@ -228,8 +235,12 @@ def test_node_without_flags_says_which_flag(spanprof, tmp_path, node):
     hints = [l for l in err.splitlines() if f"PID {pid} (node): JIT code without names" in l]
     assert len(hints) == 1, err
     assert "--perf-basic-prof" in hints[0]
-    assert re.search(r"JIT code: 0 frames named, [1-9]\d* unnamed", err), err
-    assert "1 processes told which flag names them" in err, err
+    jit = jit_stats(tmp_path)
+    assert jit["frames_named"] == 0 and jit["frames_unnamed"] > 0, jit
+    assert jit["processes_hinted"] == 1, jit
+    # The end of the run names the process and what to do, once.
+    assert re.search(rf"^spanprof: \S+ \(pid {pid}\): JIT frames unnamed: start node with "
+                     r"--perf-basic-prof", err, re.M), err
     # V8 keeps frame pointers: unnamed as they are, the stacks still reach _start.
     good, total = share(ours, lambda f: len(f) > 1 and f[1] == "_start")
     assert total >= 0.5 * cpu_s * FREQ
@@ -246,7 +257,7 @@ def plant_symlink(tmp_path):
 
     def plant(pid):
         os.symlink(target, f"/tmp/perf-{pid}.map")
-    return plant, "1 symlink"
+    return plant, "symlink"
 
 
 def plant_other_owner(tmp_path):
@@ -254,7 +265,7 @@ def plant_other_owner(tmp_path):
         path = Path(f"/tmp/perf-{pid}.map")
         path.write_text(SECRET)
         os.chown(path, 54321, 54321)
-    return plant, "1 other owner"
+    return plant, "other_owner"
 
 
 def plant_huge(tmp_path):
@@ -262,7 +273,7 @@ def plant_huge(tmp_path):
         with open(f"/tmp/perf-{pid}.map", "w") as f:
             f.write(SECRET)
             f.truncate(1 << 30)  # 1 GiB, sparse
-    return plant, "1 too big"
+    return plant, "too_big"
 
 
 @pytest.mark.parametrize("planted", [plant_symlink, plant_other_owner, plant_huge],
@@ -270,9 +281,8 @@ def plant_huge(tmp_path):
 def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
     plant, counted = planted(tmp_path)
     err, ours, _, _, pid = run(spanprof, tmp_path, NO_INLINING, seconds=2, before_go=plant)
-    assert f"files refused: " in err, err
-    refused = re.search(r"files refused: ([^;]*);", err).group(1)
-    assert counted in refused, err
+    refused = jit_stats(tmp_path)["files_refused"]
+    assert refused[counted] == 1, refused
     assert not any("SECRET" in fr for f, _ in ours for fr in f), "a refused map was read"
     assert f"/tmp/perf-{pid}.map not read" in err, err
 
@@ -317,7 +327,7 @@ def test_java_perfmap_names_the_chain(spanprof, tmp_path, jdk):
     err, ours, theirs, cpu_s, pid = run(spanprof, tmp_path, None, cmd=cmd,
                                         agent_args=["--java-perfmap"])
     # A request can meet the JVM as it exits (counted, said once): at least one must succeed.
-    assert re.search(r"[1-9]\d* perf maps written by JVMs on request", err), err
+    assert jit_stats(tmp_path)["java_perfmap_requests"] >= 1, err
 
     def chain(frames, strict=True):
         """outerWork -> middleWork -> innerWork, called from main (compiled, or marked as an

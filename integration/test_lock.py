@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, bpf_prog_ids, compile_c, loaded_prog_ids
+from conftest import ROOT, bpf_prog_ids, compile_c, loaded_prog_ids, read_stats, stats_path
 
 WRITER = ROOT / "writer"
 MIN_WAIT_MS = 5
@@ -47,7 +47,8 @@ def run_profiled(spanprof, lockfight, mode, tmp_path, *extra):
             time.sleep(0.02)
         agent = subprocess.Popen(
             [str(spanprof), "record", "--profile", "lock", "--lock-min-wait", f"{MIN_WAIT_MS}ms",
-             "-p", str(w.pid), "-d", "120", "--output-dir", str(out), *extra],
+             "-p", str(w.pid), "-d", "120", "--output-dir", str(out), "--stats-json",
+             str(stats_path(out)), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines, ids = [], set()
         started = threading.Event()
@@ -155,8 +156,8 @@ def test_mutex_contention(spanprof, lockfight, pprofcheck, tmp_path):
           f"{cool_truth_long / 1e6:.1f} ms above it; spanprof {delay(cool) / 1e6:.1f} ms")
     assert cool_contended, "the cool lock was never contended: the check below says nothing"
     assert delay(cool) <= 1.1 * cool_truth_long + 1000000, (delay(cool), cool_truth_long)
-    m = re.search(r"lock profile: (\d+) futex lock waits, (\d+) under --lock-min-wait", err)
-    assert m and int(m.group(2)) > 0, err
+    lock = read_stats(stats_path(out))["events"]["lock"]
+    assert lock["waits"] > 0 and lock["below_min_wait"] > 0, (lock, err)
     assert all(address(s) == addrs["cool"] for s in cool)
 
 

@@ -255,10 +255,10 @@ def test_threads_show_their_own_chains(spanprof, pprofcheck, procs, tmp_path, ex
                 f"{name}: {count(off[name])} off-CPU samples\n" + \
                 "\n".join(l for l in res.stderr.splitlines() if "offcpu" in l)
             assert exact >= 0.95 * count(off[name]), (report, inexact[:5])
-    named = re.search(r"(\d+) frames named, (\d+) not named \((\d+) of a code object", res.stderr)
-    if named:
-        report.append(f"frames named {named.group(1)}, not named {named.group(2)} "
-                      f"({named.group(3)} freed and reused since the sample)")
+    py = (getattr(res, "stats", None) or {}).get("python")
+    if py:
+        report.append(f"frames named {py['frames_named']}, not named {py['frames_unnamed']} "
+                      f"({py['frames_stale']} freed and reused since the sample)")
     print(f"{version} ({exe} {' '.join(py_args)}): " + "; ".join(report))
     assert not problems, "\n".join(problems[:20])
 

@@ -6,8 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import (as_nobody, bpf_prog_ids, cpu_seconds, loaded_prog_ids, read_folded, record,
-                      wait_sampling)
+from conftest import (as_nobody, bpf_prog_ids, cpu_seconds, loaded_prog_ids, read_folded,
+                      read_stats, record, wait_sampling)
 
 
 def is_subsequence(needle, hay):
@@ -22,8 +22,8 @@ def test_chain_full_stack_in_folded_and_pprof(spanprof, workload, procs, tmp_pat
     p = procs.start(chain, "600")
     out = tmp_path / "out"
     agent = procs.start(spanprof, "record", "--pid", p.pid, "--duration", 4, "--frequency", 99,
-                        "--output-dir", out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                        text=True)
+                        "--output-dir", out, "--stats-json", tmp_path / "stats.json",
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_sampling(agent)
     # The workload's CPU time while sampled: what the expected count is sized from (a slow or
     # loaded machine runs it less than the wall-clock time).
@@ -41,8 +41,8 @@ def test_chain_full_stack_in_folded_and_pprof(spanprof, workload, procs, tmp_pat
     full = sum(c for frames, c in folded if is_subsequence(["main", "a", "b", "c"], frames))
     # Every sample the kernel delivered was recorded; the rate: about 99 per CPU second on a
     # host, 46% of that in a loaded TCG guest (its timer interrupts come late), hence 0.4.
-    m = re.search(r"accounting: (\d+) samples taken by BPF = (\d+) recorded", err)
-    assert m and m.group(1) == m.group(2) == str(total), err
+    samples = read_stats(tmp_path / "stats.json")["samples"]
+    assert samples["taken"] == samples["recorded"] == total, (samples, err)
     assert total >= 0.4 * cpu * 99 and total >= 20, \
         f"only {total} samples at 99 Hz for {cpu:.2f} s of the workload's CPU time"
     assert full / total >= 0.90, f"{full}/{total} samples show main;a;b;c\n{folded[:5]}"
@@ -146,7 +146,8 @@ def test_very_short_lived_processes_named_with_agent_behind(spanprof, workload, 
     short = workload("shortlived")
     out = tmp_path / "out"
     rec = procs.start("taskset", "-c", "0", "nice", "-n", "19", spanprof, "record",
-                      "--output-dir", out, "--frequency", 999, stderr=subprocess.PIPE, text=True)
+                      "--output-dir", out, "--frequency", 999, "--verbose",
+                      "--stats-json", tmp_path / "stats.json", stderr=subprocess.PIPE, text=True)
     assert "sampling" in rec.stderr.readline()
     # Two loops of 200 processes each, 4 ms of CPU time apiece (plus loader start-up).
     loop = f"i=0; while [ $i -lt 200 ]; do {short} 0.004 cpu; i=$((i+1)); done"
@@ -164,7 +165,7 @@ def test_very_short_lived_processes_named_with_agent_behind(spanprof, workload, 
     # Samples taken before the agent has a process's tables hold the leaf only (nothing is
     # guessed): those in libc's clock_gettime or the loader show no function of the workload.
     assert own / total >= 0.7, f"{own}/{total} in the workload's own functions\n{summary}"
-    assert "frames named from them" in err
+    assert read_stats(tmp_path / "stats.json")["file_identities"]["frames_named"] > 0, summary
 
 
 def test_sigint_stops_and_writes(spanprof, workload, procs, tmp_path):
@@ -355,7 +356,8 @@ def test_stops_when_every_pid_has_exited(spanprof, workload, procs, tmp_path):
     a, b = procs.start(chain, "120"), procs.start(chain, "120")
     out = tmp_path / "out"
     rec = procs.start(spanprof, "record", "--pid", f"{a.pid},{b.pid}", "--frequency", 99,
-                      "--output-dir", out, stderr=subprocess.PIPE, text=True)
+                      "--output-dir", out, "--stats-json", tmp_path / "stats.json",
+                      stderr=subprocess.PIPE, text=True)
     first = rec.stderr.readline()
     assert "sampling" in first and "until they exit" in first, first
     time.sleep(1.5)
@@ -367,10 +369,10 @@ def test_stops_when_every_pid_has_exited(spanprof, workload, procs, tmp_path):
     _, err = rec.communicate(timeout=60)
     assert rec.returncode == 0, err
     assert "spanprof: all target processes exited; stopping" in err, err
-    m = re.search(r"^spanprof: (\d+) samples from \d+ processes in ([\d.]+) s", err, re.M)
-    assert m and int(m.group(1)) > 0, err
+    recorded = read_stats(tmp_path / "stats.json")["samples"]["recorded"]
+    assert recorded > 0, err
     folded = read_folded(out / "profile.folded")
-    assert sum(c for _, c in folded) == int(m.group(1)), "the summary and the file disagree"
+    assert sum(c for _, c in folded) == recorded, "the summary and the file disagree"
     assert (out / "profile.pb.gz").stat().st_size > 0
 
 
@@ -382,8 +384,7 @@ def test_other_targets_keep_the_run_going_after_the_pids_exit(spanprof, workload
     out = tmp_path / "out"
     res = record(spanprof, out, "--pid", p.pid, "--exe", chain, "--duration", 4, timeout=90)
     assert "all target processes exited" not in res.stderr, res.stderr
-    m = re.search(r"^spanprof: \d+ samples from \d+ processes in ([\d.]+) s", res.stderr, re.M)
-    assert m and float(m.group(1)) >= 3.9, res.stderr
+    assert res.stats["run"]["duration_s"] >= 3.9, res.stderr
 
 
 def test_short_duration_is_honoured_on_the_whole_host(spanprof, workload, procs, tmp_path):
@@ -396,18 +397,15 @@ def test_short_duration_is_honoured_on_the_whole_host(spanprof, workload, procs,
     for i in range(2):
         out = tmp_path / f"out{i}"
         res = record(spanprof, out, "--duration", 0.5, "--frequency", hz)
-        m = re.search(r"^spanprof: (\d+) samples from \d+ processes in ([\d.]+) s", res.stderr,
-                      re.M)
-        assert m, res.stderr
-        samples, secs = int(m.group(1)), float(m.group(2))
+        samples, secs = res.stats["samples"]["recorded"], res.stats["run"]["duration_s"]
         assert secs <= 0.8, res.stderr
         # The samples themselves tell how long the CPUs were sampled: at most 0.8 s' worth
         # (the busy chains keep both CPUs sampled), and none lost on the way.
         assert 0 < samples <= ncpus * hz * 0.8, res.stderr
         folded = read_folded(out / "profile.folded")
         assert sum(c for _, c in folded) == samples
-        assert re.search(r"accounting: (\d+) samples taken by BPF = \1 recorded \+ 0 dropped",
-                         res.stderr), res.stderr
+        assert res.stats["samples"]["taken"] == samples, res.stats["samples"]
+        assert res.stats["samples"]["lost_out_of_memory"] == 0, res.stats["samples"]
 
 
 def test_an_unwritable_output_does_not_lose_the_others(spanprof, tmp_path):
@@ -450,3 +448,34 @@ def test_option_of_a_type_not_selected_is_warned(spanprof, tmp_path):
     res = record(spanprof, tmp_path / "out", "--lock-min-wait", "0", "--profile", "cpu,lock",
                  "-d", "0.3")
     assert "no effect" not in res.stderr, res.stderr
+
+
+def test_end_of_run_is_short_and_stats_json_complete(spanprof, workload, procs, tmp_path):
+    """The end of a clean run (exporter/record/report.h): what was sampled and where it went, no
+    problem line; --verbose adds the full accounting; --stats-json holds every counter (the
+    schema of docs/stats-json.md), written whole, nothing left beside it."""
+    p = procs.start(workload("chain"), "60")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", p.pid, "--duration", 2, "--frequency", 99, "--quiet")
+    lines = res.stderr.strip().splitlines()
+    assert re.match(r"spanprof: \d+ samples from 1 processes in 2\.\d s \(cpu at 99 Hz on \d+ "
+                    r"CPUs?\)$", lines[0]), res.stderr
+    assert lines[1] == f"spanprof: wrote {out}/profile.pb.gz, {out}/profile.folded, " \
+                       f"{out}/flamegraph.svg", res.stderr
+    assert len(lines) <= 4 and "accounting:" not in res.stderr, res.stderr
+    st = res.stats
+    assert st["samples"]["recorded"] > 0 and st["run"]["frequency_hz"] == 99, st["run"]
+    assert st["processes"]["seen"] == 1 and st["run"]["targeted"], st["processes"]
+    assert [p["message"] for p in st["problems"]] == \
+        [l.removeprefix("spanprof: ") for l in lines[2:]], (st["problems"], lines)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["out", "out.stats.json"]
+
+    res = record(spanprof, out, "--pid", p.pid, "--duration", 1, "--quiet", "--verbose")
+    assert re.search(r"^spanprof: accounting: (\d+) samples taken by BPF = \1 recorded \+ 0 "
+                     r"dropped", res.stderr, re.M), res.stderr
+    assert re.search(r"^spanprof: user stacks: ", res.stderr, re.M), res.stderr
+    # A --stats-json path that cannot take a file is refused before sampling starts.
+    bad = record(spanprof, out, "--duration", 1, "--stats-json", tmp_path / "no" / "s.json",
+                 check=False)
+    assert bad.returncode == 1 and "--stats-json" in bad.stderr, bad.stderr
+    assert "sampling" not in bad.stderr, bad.stderr

@@ -6,13 +6,14 @@ import signal
 import subprocess
 import time
 
-from conftest import free_port, summary_numbers, wait_sampling
+from conftest import free_port, read_stats, summary_numbers, wait_sampling
 
-METRICS_LINE = re.compile(r"^spanprof: self-metrics: (\d+) requests sent, (\d+) retries, "
-                          r"(\d+) failed, (\d+) dropped$", re.M)
+# The end-of-run problem line of self-metrics that reached no Collector (exporter/record/report.c).
+METRICS_PROBLEM = re.compile(r"^spanprof: self-metrics to 127\.0\.0\.1:\d+: \d+ requests not "
+                             r"delivered \(.*\); ", re.M)
 
 
-def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
+def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs, tmp_path):
     """Nobody listens, --self-metrics on: from SIGTERM to exit takes one --flush-timeout (the
     profiles and the self-metrics share it), not one per sender (2 x 8 s before)."""
     flush = 8
@@ -20,7 +21,8 @@ def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
     agent = procs.start(spanprof, "record", "--endpoint", f"127.0.0.1:{free_port()}",
                         "--self-metrics", "--stats-interval", 1, "--export-interval", 1,
                         "--flush-timeout", flush, "--duration", 120, "--pid", chain.pid,
-                        "--frequency", 99, stderr=subprocess.PIPE, text=True)
+                        "--frequency", 99, "--stats-json", tmp_path / "stats.json",
+                        stderr=subprocess.PIPE, text=True)
     seen = wait_sampling(agent)
     time.sleep(3)  # requests queue up, retried with backoff
     t0 = time.monotonic()
@@ -34,17 +36,18 @@ def test_sigterm_flush_shares_one_deadline(spanprof, workload, procs):
     # It did wait for the Collector (retrying up to the deadline), but only once.
     assert elapsed >= flush * 0.8, (elapsed, err)
     assert elapsed < flush + 5, (elapsed, err)
-    nums = summary_numbers(err)
+    stats = read_stats(tmp_path / "stats.json")
+    nums = summary_numbers(stats)
     assert nums["sent"] == 0 and nums["dropped_samples"] == nums["recorded"] > 0, err
-    m = METRICS_LINE.search(err)
-    assert m, err
-    sent, retries, failed, dropped = map(int, m.groups())
-    assert sent == 0 and failed == 0 and dropped >= 3 and retries > 0, err
+    m = stats["self_metrics"]
+    assert m["requests_sent"] == 0 and m["failed"] == 0, stats
+    assert m["dropped"] >= 3 and m["retries"] > 0, stats
+    assert METRICS_PROBLEM.search(err), err
 
 
 def test_quiet_still_shows_the_flush_and_metrics_summary(spanprof, workload, procs):
     """With --quiet (the deploy config), the "sending N queued requests" line and the
-    self-metrics summary line are still printed."""
+    self-metrics problem line are still printed."""
     chain = procs.start(workload("chain"), "60")
     res = subprocess.run([str(spanprof), "record", "--quiet", "--endpoint",
                           f"127.0.0.1:{free_port()}", "--self-metrics", "--stats-interval", "1",
@@ -54,7 +57,7 @@ def test_quiet_still_shows_the_flush_and_metrics_summary(spanprof, workload, pro
     assert res.returncode == 1, res.stderr
     assert re.search(r"^spanprof: sending \d+ queued requests \(up to 1 s", res.stderr, re.M), \
         res.stderr
-    assert METRICS_LINE.search(res.stderr), res.stderr
+    assert METRICS_PROBLEM.search(res.stderr), res.stderr
     assert "spanprof:     " not in res.stderr  # still no progress line
 
 
@@ -64,7 +67,8 @@ def test_sighup_stops_cleanly(spanprof, workload, procs, tmp_path):
     out = tmp_path / "out"
     chain = procs.start(workload("chain"), "60")
     agent = procs.start(spanprof, "record", "--output-dir", out, "--duration", 120, "--pid",
-                        chain.pid, stderr=subprocess.PIPE, text=True)
+                        chain.pid, "--stats-json", tmp_path / "stats.json",
+                        stderr=subprocess.PIPE, text=True)
     seen = wait_sampling(agent)
     time.sleep(1)
     agent.send_signal(signal.SIGHUP)
@@ -72,7 +76,7 @@ def test_sighup_stops_cleanly(spanprof, workload, procs, tmp_path):
     err = "".join(seen) + err
     assert agent.returncode == 0, (agent.returncode, err)
     assert (out / "profile.folded").stat().st_size > 0, err
-    assert summary_numbers(err)["recorded"] > 0, err
+    assert summary_numbers(read_stats(tmp_path / "stats.json"))["recorded"] > 0, err
 
 
 def test_stderr_reader_gone_does_not_kill_the_run(spanprof, workload, procs, tmp_path):
@@ -91,14 +95,15 @@ def test_stderr_reader_gone_does_not_kill_the_run(spanprof, workload, procs, tmp
     assert (out / "profile.pb.gz").exists()
 
 
-def test_exit_status_of_an_export_run(spanprof, procs):
+def test_exit_status_of_an_export_run(spanprof, procs, tmp_path):
     """docs/otlp.md: status 1 only when samples were recorded and none reached the Collector;
     nothing recorded (an idle target) is no export failure: status 0."""
     port = free_port()  # nobody listens
     idle = procs.start("sleep", "60")
     res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
                           str(idle.pid), "--duration", "2", "--export-interval", "1",
-                          "--flush-timeout", "1"], capture_output=True, text=True, timeout=120)
-    assert summary_numbers(res.stderr)["recorded"] == 0, res.stderr
+                          "--flush-timeout", "1", "--stats-json", str(tmp_path / "stats.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert summary_numbers(read_stats(tmp_path / "stats.json"))["recorded"] == 0, res.stderr
     assert res.returncode == 0, res.stderr
     assert "no sample reached the Collector" not in res.stderr

@@ -7,14 +7,14 @@ thread start routine) with exactly the expected frames.
 import glob
 import json
 import os
-import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import bpf_prog_ids, loaded_prog_ids, WORKLOADS, read_folded, record
+from conftest import (bpf_prog_ids, loaded_prog_ids, WORKLOADS, read_folded, read_stats, record,
+                      stats_path)
 
 NOFP = ["-O2", "-g", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"]
 
@@ -25,11 +25,10 @@ def build(src, out, *extra, cxx=False):
     return out
 
 
-def stats_line(stderr):
-    """The counters of the 'user stacks:' and 'unwind tables:' summary lines."""
-    m = re.search(r"user stacks: (\d+) by CFI .*?, (\d+) by frame pointers", stderr)
-    assert m, stderr
-    return int(m.group(1)), int(m.group(2))
+def unwind_stats(outdir):
+    """The "unwind" section of the --stats-json document of the record_watched() run writing
+    @outdir."""
+    return read_stats(stats_path(outdir))["unwind"]
 
 
 def ours(folded, comm):
@@ -49,8 +48,10 @@ def from_main(frames):
 
 def record_watched(spanprof, outdir, *args, on_start=None, timeout=60):
     """record(), also checking that none of the agent's BPF programs outlives it. on_start runs
-    once the agent says it samples (its startup takes seconds on a loaded machine)."""
-    cmd = [str(spanprof), "record", "--output-dir", str(outdir), *map(str, args)]
+    once the agent says it samples (its startup takes seconds on a loaded machine). Its
+    --stats-json document: unwind_stats(outdir)."""
+    cmd = [str(spanprof), "record", "--output-dir", str(outdir), "--stats-json",
+           str(stats_path(outdir)), *map(str, args)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines = []
     ids = set()
@@ -101,9 +102,10 @@ def test_deep_recursion_300_frames(spanprof, bins, procs, tmp_path):
     good, total = fraction(stacks, full)
     assert total >= 100, f"only {total} samples"
     assert good / total >= 0.99, f"{good}/{total} complete\n{[f[:8] for f, _ in stacks[:3]]}"
-    cfi, fp = stats_line(err)
-    assert cfi >= 0.99 * (cfi + fp), err
-    assert "0 depth limit" in err
+    u = unwind_stats(out)
+    cfi, fp = u["samples_cfi"], u["samples_fp"]
+    assert cfi >= 0.99 * (cfi + fp), u
+    assert u["stops"]["depth_limit"] == 0, u
 
 
 def test_shared_and_dlopened_library(spanprof, bins, procs, tmp_path):
@@ -131,8 +133,8 @@ def test_code_mapped_after_start_gets_tables(spanprof, bins, procs, tmp_path):
                            ["main", "via_exe", "la_call", "lb_spin"])
     assert total >= 100, f"only {total} samples in lb_spin\n{stacks[:5]}"
     assert good / total >= 0.98, f"{good}/{total} complete\n{in_lib[:5]}"
-    m = re.search(r"(\d+) notifications \((\d+) lost\), (\d+) maps re-reads", err)
-    assert m and int(m.group(1)) >= 1 and int(m.group(3)) >= 1, err
+    u = unwind_stats(out)
+    assert u["notifications"] >= 1 and u["maps_rereads"] >= 1, (u, err)
 
 
 def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
@@ -150,8 +152,8 @@ def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
     # The samples of the first ~100 ms after exec (refresh delay, maps read, table build) are
     # walked with frame pointers: on a loaded 2-CPU machine up to 5% of this 2.5 s window.
     assert good / total >= 0.95, f"{good}/{total} complete\n{[f[:8] for f, _ in stacks[:3]]}"
-    m = re.search(r"(\d+) notifications \((\d+) lost\), (\d+) maps re-reads", err)
-    assert m and int(m.group(1)) >= 1 and int(m.group(3)) >= 1, err
+    u = unwind_stats(out)
+    assert u["notifications"] >= 1 and u["maps_rereads"] >= 1, (u, err)
 
 
 def test_signal_handler_unwinds_into_interrupted_code(spanprof, bins, procs, tmp_path):

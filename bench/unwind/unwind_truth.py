@@ -545,7 +545,8 @@ def profile(args, spanprof, pid, tmp):
     perf_data = tmp / "perf.data"
     sp_err = open(tmp / "spanprof.stderr", "w")
     sp = spawn([spanprof, "record", "--pid", pid, "--frequency", args.hz, "--duration",
-                args.seconds, "--quiet", "--output-dir", tmp], stdout=sp_err, stderr=sp_err)
+                args.seconds, "--quiet", "--verbose", "--output-dir", tmp], stdout=sp_err,
+               stderr=sp_err)
     pf_err = open(tmp / "perf.stderr", "w")
     pf = spawn(["perf", "record", "-q", "-e", "cpu-clock", "-F", args.hz, "--call-graph",
                 f"dwarf,{args.stack_size}", "-p", pid, "-o", perf_data, "--", "sleep",

@@ -48,6 +48,9 @@ static const char usage_text[] =
 
 enum {
 	OPT_QUIET = 'q',
+	OPT_VERBOSE = 'v',
+	OPT_STATS_JSON = 0x80,
+	OPT_RINGBUF = 0x81,
 	OPT_ENDPOINT = 0x100,
 	OPT_INTERVAL,
 	OPT_TIMEOUT,
@@ -114,6 +117,19 @@ static const struct argp_option record_options[] = {
      "endpoint: write each OTLP request sent as DIR/profiles-NNNNNN.binpb instead",
      0},
     {"quiet", OPT_QUIET, NULL, 0, "No progress line", 0},
+    {"verbose", OPT_VERBOSE, NULL, 0,
+     "End the run with the full accounting (every counter, one line per stage) instead of the "
+     "short report (what was sampled, where it went, the problems to act on)",
+     0},
+    {"stats-json", OPT_STATS_JSON, "FILE", 0,
+     "At the end of the run, write every counter of the full accounting to FILE as JSON "
+     "(written whole or not at all; schema: docs/stats-json.md)",
+     0},
+    {"ring-buffer-mb", OPT_RINGBUF, "MIB", 0,
+     "Size of the BPF ring buffer that carries the samples to the agent (a power of two; "
+     "default: one second of samples on every CPU, 2 to 64 MiB). Raise it when the summary says "
+     "samples were lost to a full ring buffer",
+     0},
     {"config", OPT_CONFIG, "FILE", 0,
      "Read options from this YAML file; its keys are the long options (docs/configuration.md). "
      "A flag wins over the environment, the environment over the file. Default: "
@@ -509,6 +525,22 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_QUIET:
 		o->quiet = 1;
+		break;
+	case OPT_VERBOSE:
+		o->verbose = 1;
+		break;
+	case OPT_STATS_JSON:
+		if (!*arg)
+			OPT_FAIL(state, "--stats-json wants a file name");
+		o->stats_json = arg;
+		break;
+	case OPT_RINGBUF:
+		if (parse_u32(arg, 1, 1024, &o->ringbuf_mb) ||
+		    (o->ringbuf_mb & (o->ringbuf_mb - 1)))
+			OPT_FAIL(state,
+				 "--ring-buffer-mb wants a power of two from 1 to 1024 (MiB), not "
+				 "'%s'",
+				 arg);
 		break;
 	case OPT_SYMCACHE:
 		if (parse_u32(arg, 4, 1 << 20, &o->symcache_mb))

@@ -69,6 +69,9 @@ static const char *const known_keys[] = {
     "pid",
     "output-dir",
     "quiet",
+    "verbose",
+    "stats-json",
+    "ring-buffer-mb",
     "symbol-cache-mb",
     "unwind-max-mb",
     "no-span-links",
@@ -143,6 +146,15 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_str_opt(f, cfg, "output-dir", o->output_dir, NULL, "no local files (OTLP only)");
 	fprintf(f, "quiet: %s", o->quiet ? "true" : "false");
 	put_source(f, cfg, "quiet", NULL);
+	fprintf(f, "verbose: %s", o->verbose ? "true" : "false");
+	put_source(f, cfg, "verbose", NULL);
+	put_str_opt(f, cfg, "stats-json", o->stats_json, NULL, "no counters file");
+	if (o->ringbuf_mb) {
+		fprintf(f, "ring-buffer-mb: %u", o->ringbuf_mb);
+		put_source(f, cfg, "ring-buffer-mb", NULL);
+	} else {
+		put_unset(f, "ring-buffer-mb", "sized from the frequency and the CPUs");
+	}
 	fprintf(f, "symbol-cache-mb: %u", o->symcache_mb);
 	put_source(f, cfg, "symbol-cache-mb", NULL);
 	if (o->debuginfod_urls)

@@ -304,6 +304,20 @@ static void alloc_summary(void *state, const uint64_t *stats, FILE *f)
 		(unsigned long long)st->files_full, (unsigned long long)st->attach_failed);
 }
 
+static size_t alloc_counters(void *state, struct sampler_counter *out)
+{
+	struct alloc_state *st = state;
+	const struct sampler_counter c[] = {
+	    {"files_probed", st->nfiles},	  {"uprobes", st->nlinks},
+	    {"files_checked", st->files_checked}, {"files_unreadable", st->files_unreadable},
+	    {"files_over_limit", st->files_full}, {"attach_failures", st->attach_failed},
+	};
+
+	_Static_assert(sizeof(c) / sizeof(c[0]) <= SAMPLER_MAX_COUNTERS, "room for the counters");
+	memcpy(out, c, sizeof(c));
+	return sizeof(c) / sizeof(c[0]);
+}
+
 static void alloc_free(void *state)
 {
 	struct alloc_state *st = state;
@@ -329,5 +343,6 @@ const struct sampler_event_type sampler_ev_alloc = {
     .maps_hook = alloc_maps_hook,
     .values = alloc_values,
     .summary = alloc_summary,
+    .counters = alloc_counters,
     .free = alloc_free,
 };

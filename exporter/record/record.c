@@ -470,6 +470,30 @@ static int check_output_dir(const char *dir, int *created)
 	return 0;
 }
 
+/*
+ * --stats-json FILE is written at the end, through a temporary file in its directory: make sure
+ * that directory takes a file before sampling starts.
+ */
+static int check_stats_json(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%.*s.spanprof-write-test-XXXXXX",
+		     slash ? (int)(slash - path + 1) : 0, path) >= (int)sizeof(tmp))
+		return fail("--stats-json %s: path too long", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return fail(
+		    "--stats-json %s: its directory does not take files: %s (choose another "
+		    "path)",
+		    path, strerror(errno));
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 /* Longest wait at the end of a local run for debug files still on their way. */
 #define RECORD_DEBUGINFOD_WAIT_S 5
 
@@ -491,9 +515,11 @@ static void start_debuginfod(struct recorder *r, struct symcache *syms)
 /*
  * End of the run: a local run waits a bounded time for the debug files still coming and names
  * the frames they cover (the profile's locations made before they arrived); then requests in
- * flight are cancelled and the outcome is reported in one line.
+ * flight are cancelled and the outcome goes into @out for the report. 0, or -ENOENT when
+ * debuginfod was off.
  */
-static void finish_debuginfod(struct recorder *r, struct symcache *syms)
+static int finish_debuginfod(struct recorder *r, struct symcache *syms,
+			     struct report_debuginfod *out)
 {
 	const struct record_opts *o = r->opts;
 	struct dbgfetch_stats st;
@@ -501,7 +527,7 @@ static void finish_debuginfod(struct recorder *r, struct symcache *syms)
 	int named = 0;
 
 	if (!r->fetch)
-		return;
+		return -ENOENT;
 	dbgfetch__stats(r->fetch, &st);
 	if (!r->exporter && st.pending) {
 		if (!o->quiet)
@@ -519,15 +545,10 @@ static void finish_debuginfod(struct recorder *r, struct symcache *syms)
 	dbgfetch__free(r->fetch); /* cancels what is still in flight */
 	r->fetch = NULL;
 	symcache__stats(syms, &ss);
-	fprintf(stderr,
-		"spanprof: debuginfod: %llu debug files fetched, %llu not on the servers, %llu "
-		"failed, %llu dropped, %llu unfinished, %llu rejected; %d frames named at the "
-		"end%s%s\n",
-		(unsigned long long)st.found, (unsigned long long)st.missing,
-		(unsigned long long)st.failed, (unsigned long long)st.dropped,
-		(unsigned long long)st.pending, (unsigned long long)ss.debuginfod_rejected,
-		named > 0 ? named : 0, st.last_error ? "; last failure: " : "",
-		st.last_error ? strerror(-st.last_error) : "");
+	out->st = st;
+	out->rejected = ss.debuginfod_rejected;
+	out->named = named > 0 ? named : 0;
+	return 0;
 }
 
 /*
@@ -556,16 +577,13 @@ static uint64_t metrics_reserve(const struct record_opts *o)
 	return ns > 1e9 ? 1000000000ull : (uint64_t)ns;
 }
 
-/* Exit status of an exporting run: 1 when samples were taken but none reached the Collector. */
-static int export_result(struct recorder *r)
+/*
+ * Exit status of an exporting run: 1 when samples were taken but none reached the Collector (the
+ * report's problem line says so, report.c).
+ */
+static int export_result(const struct report_data *d)
 {
-	struct otlp_exporter_stats es;
-
-	otlp_exporter__stats(r->exporter, &es);
-	if (r->samples && !es.samples_sent)
-		return fail("no sample reached the Collector at %s (see the errors above)",
-			    r->opts->endpoint);
-	return 0;
+	return d->samples && !d->export.samples_sent;
 }
 
 /* Self-telemetry (docs/self-telemetry.md): the stats lines and the --self-metrics request. */
@@ -720,6 +738,9 @@ int record__run(const struct record_opts *o)
 	struct symcache *syms = NULL;
 	struct ksyms *ksyms = NULL;
 	struct profile_meta meta = {0};
+	struct report_debuginfod dbg = {0};
+	struct report_data rep = {0};
+	int dbg_on = 0;
 	struct sigaction sa = {.sa_handler = on_signal}, old_hup;
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
@@ -750,6 +771,8 @@ int record__run(const struct record_opts *o)
 		goto cleanup;
 	if (o->output_dir && check_output_dir(o->output_dir, &dir_created))
 		goto cleanup;
+	if (o->stats_json && check_stats_json(o->stats_json))
+		goto cleanup_dir;
 	/* Kernels since 5.11 charge BPF memory to the cgroup: a refusal here is harmless. */
 	if (setrlimit(RLIMIT_MEMLOCK, &rl) && getenv("SPANPROF_DEBUG"))
 		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
@@ -765,6 +788,8 @@ int record__run(const struct record_opts *o)
 			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
 			"stay addresses\n",
 			strerror(errno));
+	r.syms = syms;
+	r.ksyms_on = ksyms && ksyms__count(ksyms);
 	r.procs = proctab__new(syms);
 	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
 	if (!r.in.resolve || start_k8s(&r))
@@ -809,7 +834,9 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes = ringbuf_size(o->frequency_hz, o->profile_types);
+	so.ringbuf_bytes =
+	    o->ringbuf_mb ? o->ringbuf_mb << 20 : ringbuf_size(o->frequency_hz, o->profile_types);
+	r.ringbuf_bytes = so.ringbuf_bytes;
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;
@@ -978,7 +1005,7 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
-	finish_debuginfod(&r, syms);
+	dbg_on = !finish_debuginfod(&r, syms, &dbg);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
 	if (r.exporter) {
@@ -1009,7 +1036,9 @@ int record__run(const struct record_opts *o)
 	meta.frequency_hz = o->frequency_hz;
 	meta.period_nano = 1000000000ull / o->frequency_hz;
 	profile__set_meta(r.in.profile, &meta);
-	report__summary(&r, s, meta.duration_nano / 1e9);
+	/* The end of the run: what was sampled, where it went, the problems (record/report.h). */
+	report__collect(&r, s, meta.duration_nano / 1e9, dbg_on ? &dbg : NULL, &rep);
+	report__print_head(stderr, &rep);
 	if (getenv("SPANPROF_DEBUG"))
 		report__memory(syms);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
@@ -1023,8 +1052,18 @@ int record__run(const struct record_opts *o)
 	sampler__free(s);
 	s = NULL;
 	rc = r.exporter
-		 ? export_result(&r)
+		 ? export_result(&rep)
 		 : outputs__write_dir(r.in.profile, o->output_dir, record__selected_types(o));
+	report__print_where(stderr, &rep);
+	report__print_problems(stderr, &rep);
+	if (o->stats_json) {
+		int err = report__write_json(o->stats_json, &rep);
+
+		if (err)
+			rc = fail("writing --stats-json %s failed: %s", o->stats_json,
+				  strerror(-err));
+	}
+	report__data_clear(&rep);
 	goto cleanup;
 
 fail_nomem:

@@ -33,7 +33,11 @@ struct record_opts {
 	size_t npids;
 	const char *output_dir; /* NULL with an endpoint: no local files */
 	int quiet;		/* no progress line */
-	uint32_t symcache_mb;	/* symbolizer memory budget */
+	int verbose;		/* --verbose: the full accounting at the end (record/report.h) */
+	const char
+	    *stats_json;      /* --stats-json FILE: every counter as JSON at the end; NULL: none */
+	uint32_t ringbuf_mb;  /* --ring-buffer-mb: sample ring buffer; 0: sized from HZ and CPUs */
+	uint32_t symcache_mb; /* symbolizer memory budget */
 	/* --debuginfod: servers (exporter/symbols/debuginfod.h); NULL: $DEBUGINFOD_URLS, "": off */
 	const char *debuginfod_urls;
 	uint32_t debuginfod_cache_mb; /* client cache bound; 0: the library's age-based cleaning */

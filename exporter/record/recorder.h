@@ -47,6 +47,9 @@ struct recorder {
 	struct deadline *deadline; /* --duration: stops sampling on time; NULL: none */
 	struct dbgfetch *fetch;	   /* --debuginfod / DEBUGINFOD_URLS; NULL: none */
 	const char *k8s_node;	   /* K8S_NODE_NAME / NODE_NAME with --k8s */
+	struct symcache *syms;	   /* the symbol cache (the report reads its counters) */
+	int ksyms_on;		   /* kernel symbols loaded */
+	uint32_t ringbuf_bytes;	   /* size of the sample ring buffer */
 	/*
 	 * Exits seen but not handled yet: the process's last samples may still wait in the
 	 * sample ring (woken less often), and need its tables, maps and context. Handled after

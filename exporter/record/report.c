@@ -1,143 +1,135 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* report: the progress line and the end of a run (report.h). */
+#include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <grpc/status.h>
 
 #include "process/k8smeta.h"
 #include "process/proctab.h"
 #include "runtime/jit/jitproc.h"
-#include "runtime/python/pytab.h"
 #include "record/record_describe.h"
 #include "record/recorder.h"
 #include "record/report.h"
+#include "resolve/objtally.h"
 #include "resolve/resolve.h"
 #include "sampling/targets.h"
 #include "spans/spanlinks.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
 
-static void span_links_summary(struct recorder *r, const uint64_t *st)
+static unsigned long long u(uint64_t v)
 {
-	struct spanlinks_stats ls = {0};
-
-	if (!r->in.links)
-		return;
-	spanlinks__stats(r->in.links, &ls);
-	fprintf(
-	    stderr,
-	    "spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
-	    "outside spans, %llu record not valid, %llu zero trace/span id, %llu attrs too big, "
-	    "%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
-	    "thread context, %llu with a process context, %llu descriptor errors\n",
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], (unsigned long long)st[SP_STAT_CTX_UPROBE],
-	    (unsigned long long)st[SP_STAT_CTX_NO_SPAN],
-	    (unsigned long long)st[SP_STAT_CTX_NOT_VALID],
-	    (unsigned long long)st[SP_STAT_CTX_ZERO_TRACE],
-	    (unsigned long long)st[SP_STAT_CTX_ATTRS_TOO_BIG],
-	    (unsigned long long)st[SP_STAT_CTX_READ_FAILED],
-	    (unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
-	    (unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
-	    (unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
-}
-
-static void unwind_summary(struct recorder *r, const uint64_t *st)
-{
-	struct unwinder_stats us = {0};
-
-	if (r->unwinder)
-		unwinder__stats(r->unwinder, &us);
-	fprintf(
-	    stderr,
-	    "spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
-	    "frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
-	    "the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
-	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit, %llu unproven "
-	    "return address\n"
-	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
-	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
-	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
-	    "%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
-	    (unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
-	    (unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
-	    (unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
-	    (unsigned long long)st[SP_STAT_UNW_END], (unsigned long long)st[SP_STAT_UNW_FP_END],
-	    (unsigned long long)st[SP_STAT_UNW_NO_MAPPING],
-	    (unsigned long long)st[SP_STAT_UNW_NO_TABLE],
-	    (unsigned long long)st[SP_STAT_UNW_UNSUPPORTED],
-	    (unsigned long long)st[SP_STAT_UNW_READ_FAILED],
-	    (unsigned long long)st[SP_STAT_UNW_BAD_CFA], (unsigned long long)st[SP_STAT_UNW_DEPTH],
-	    (unsigned long long)st[SP_STAT_UNW_BAD_RA], (unsigned long long)us.tables,
-	    (unsigned long long)us.files, us.row_bytes / 1048576.0, (unsigned long long)us.chunks,
-	    us.chunk_bytes / 1048576.0, us.max_bytes / 1048576.0, (unsigned long long)us.processes,
-	    us.proc_bytes / 1048576.0, (unsigned long long)us.builds, us.build_ns / 1e6,
-	    (unsigned long long)us.no_cfi, (unsigned long long)us.tables_full,
-	    (unsigned long long)us.tables_freed, (unsigned long long)us.open_failed,
-	    (unsigned long long)us.procs_full, (unsigned long long)us.mappings_dropped,
-	    (unsigned long long)st[SP_STAT_EVENTS], (unsigned long long)st[SP_STAT_EVENT_DROP],
-	    (unsigned long long)us.refreshes);
-}
-
-static void targeting_summary(struct recorder *r, const uint64_t *st)
-{
-	struct targets_stats ts = {0};
-	struct k8smeta_stats ks;
-
-	if (targeted(r))
-		fprintf(stderr,
-			"spanprof: targeting: %llu samples of other processes filtered "
-			"out in BPF\n",
-			(unsigned long long)st[SP_STAT_FILTERED]);
-	if (r->targets) {
-		targets__stats(r->targets, &ts);
-		fprintf(stderr,
-			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
-			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
-			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
-			ts.exes_found, r->opts->nexes, ts.exe_keys, ts.cgroups_found,
-			r->opts->ncgroups, ts.containers_found, r->opts->ncontainer_ids,
-			ts.containers_ambiguous, ts.pods_found, r->opts->nk8s_pods, ts.cgroup_ids,
-			(unsigned long long)ts.walks, (unsigned long long)ts.walk_dirs,
-			ts.walks ? ts.walk_ns / 1e6 / ts.walks : 0.0,
-			(unsigned long long)ts.map_errors);
-	}
-	if (r->k8s) {
-		k8smeta__stats(r->k8s, &ks);
-		fprintf(
-		    stderr,
-		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
-		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
-		    "containers)%s\n",
-		    (unsigned long long)ks.hits, (unsigned long long)ks.misses,
-		    (unsigned long long)ks.scans, ks.pods, ks.containers,
-		    r->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
-	}
-}
-
-/* SPANPROF_DEBUG: where the memory went (docs/performance.md). */
-void report__memory(struct symcache *syms)
-{
-	struct symcache_stats ss;
-	struct mallinfo2 mi = mallinfo2();
-
-	symcache__stats(syms, &ss);
-	fprintf(stderr,
-		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
-		"evictions, %llu lookups (%llu cached), %llu DWARF skipped, %llu descriptors "
-		"(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
-		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
-		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, (unsigned long long)ss.loads,
-		(unsigned long long)ss.evictions, (unsigned long long)ss.lookups,
-		(unsigned long long)ss.cache_hits, (unsigned long long)ss.dwarf_skipped,
-		(unsigned long long)ss.fds, (unsigned long long)ss.idle_closes,
-		(unsigned long long)ss.idle_reloads, (unsigned long long)ss.idle_reopen_errors,
-		mi.arena / 1048576.0, mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
+	return (unsigned long long)v;
 }
 
 /* Samples lost in BPF to a full ring buffer, every profile type recorded. */
-static uint64_t ringbuf_drops(const struct recorder *r, const uint64_t *st)
+static uint64_t ringbuf_drops(const struct record_opts *o, const uint64_t *st)
 {
-	return selfstats_ringbuf_drops(st, record__selected_types(r->opts));
+	return selfstats_ringbuf_drops(st, record__selected_types(o));
 }
+
+/* Samples BPF handed to user space, every profile type. */
+static uint64_t samples_taken(const uint64_t *st)
+{
+	uint64_t taken = 0;
+
+	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
+		taken += st[sp_stat_type_samples(t)];
+	return taken;
+}
+
+/* --- collection --- */
+
+void report__collect(struct recorder *r, struct sampler *s, double secs,
+		     const struct report_debuginfod *dbg, struct report_data *out)
+{
+	struct objtally_entry top[REPORT_MAX_FILES];
+	const struct objtally *objs;
+	size_t len = 0;
+	FILE *f;
+
+	memset(out, 0, sizeof(*out));
+	out->opts = r->opts;
+	out->secs = secs;
+	out->ncpus = s ? sampler__ncpus(s) : 0;
+	out->ringbuf_bytes = r->ringbuf_bytes;
+	out->targeted = targeted(r);
+	out->ksyms_on = r->ksyms_on;
+	out->samples = r->samples;
+	out->user_drops = r->user_drops;
+	out->link_drops = r->in.link_drops;
+	memcpy(out->type_samples, r->type_samples, sizeof(out->type_samples));
+	if (s)
+		sampler__stats(s, out->bpf);
+	out->procs = *proctab__stats(r->procs);
+	out->procs_in_table = proctab__count(r->procs);
+	out->resolve = *resolve__stats(r->in.resolve);
+	objs = resolve__objects(r->in.resolve);
+	out->frames_in_files = objtally__frames(objs);
+	out->nfiles = objtally__top_unnamed(objs, top, REPORT_MAX_FILES);
+	for (size_t i = 0; i < out->nfiles; i++) {
+		const char *path = elf_object__orig_path(top[i].obj);
+
+		snprintf(out->files[i].path, sizeof(out->files[i].path), "%s", path ? path : "?");
+		out->files[i].frames = top[i].frames;
+		out->files[i].unnamed = top[i].unnamed;
+	}
+	if (r->syms)
+		symcache__stats(r->syms, &out->syms);
+	out->unwind_on = r->unwinder != NULL;
+	if (r->unwinder)
+		unwinder__stats(r->unwinder, &out->unwind);
+	out->links_on = r->in.links != NULL;
+	if (r->in.links)
+		spanlinks__stats(r->in.links, &out->links);
+	out->targets_on = r->targets != NULL;
+	if (r->targets)
+		targets__stats(r->targets, &out->targets);
+	out->k8s_on = r->k8s != NULL;
+	out->k8s_node = r->k8s_node != NULL;
+	if (r->k8s)
+		k8smeta__stats(r->k8s, &out->k8s);
+	out->export_on = r->exporter != NULL;
+	if (r->exporter)
+		otlp_exporter__stats(r->exporter, &out->export);
+	out->encode_failures = r->encode_failures;
+	out->encode_dropped = r->encode_dropped;
+	out->metrics_on = r->metrics != NULL;
+	if (r->metrics)
+		otlp_exporter__stats(r->metrics, &out->metrics);
+	out->debuginfod_on = dbg != NULL;
+	if (dbg)
+		out->debuginfod = *dbg;
+	out->python_on = r->python != NULL;
+	if (r->python) {
+		pytab__stats(r->python, &out->python);
+		if (s)
+			sampler__python_stats(s, out->python_walks, PY_STOP_COUNT);
+	}
+	for (uint32_t t = PROFILE_CPU + 1; s && t < PROFILE_NTYPES; t++)
+		if (r->opts->profile_types & (1u << t))
+			out->nevent_counters[t] =
+			    sampler__event_counters(s, t, out->event_counters[t]);
+	f = s ? open_memstream(&out->event_lines, &len) : NULL;
+	if (f) {
+		sampler__event_summary(s, f); /* the event types' own lines */
+		fclose(f);
+	}
+}
+
+void report__data_clear(struct report_data *d)
+{
+	free(d->event_lines);
+	d->event_lines = NULL;
+}
+
+/* --- the progress line --- */
 
 /* "  | cpu 120 alloc 12" with more than one profile type selected, else "". */
 static const char *event_counts(struct recorder *r, char *buf, size_t size)
@@ -150,8 +142,7 @@ static const char *event_counts(struct recorder *r, char *buf, size_t size)
 	for (uint32_t t = 0; t < PROFILE_NTYPES && len < size; t++)
 		if (r->opts->profile_types & (1u << t))
 			len += snprintf(buf + len, size - len, "%s %s %llu", len ? " " : "  |",
-					profile__type_info(t)->name,
-					(unsigned long long)r->type_samples[t]);
+					profile__type_info(t)->name, u(r->type_samples[t]));
 	return buf;
 }
 
@@ -171,17 +162,175 @@ void report__progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64
 		otlp_exporter__stats(r->exporter, &es);
 		snprintf(export, sizeof(export),
 			 "  | export: %llu sent (%.1f KiB), %llu retries, %llu dropped, %zu queued",
-			 (unsigned long long)es.requests_sent, es.bytes_sent / 1024.0,
-			 (unsigned long long)es.retries, (unsigned long long)es.dropped, es.queued);
+			 u(es.requests_sent), es.bytes_sent / 1024.0, u(es.retries), u(es.dropped),
+			 es.queued);
 	}
 	fprintf(
 	    stderr,
 	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
-	    tty ? "\r\033[K" : "", elapsed, (unsigned long long)r->samples,
-	    (unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
-	    (unsigned long long)proctab__stats(r->procs)->processes,
-	    (unsigned long long)st[SP_STAT_CTX_LINKED], event_counts(r, events, sizeof(events)),
-	    export, tty && !final ? "" : "\n");
+	    tty ? "\r\033[K" : "", elapsed, u(r->samples),
+	    u(ringbuf_drops(r->opts, st) + r->user_drops), u(proctab__stats(r->procs)->processes),
+	    u(st[SP_STAT_CTX_LINKED]), event_counts(r, events, sizeof(events)), export,
+	    tty && !final ? "" : "\n");
+}
+
+/* --- the full accounting (--verbose): one line per stage, wording kept for scripts --- */
+
+static void span_links_lines(FILE *f, const struct report_data *d)
+{
+	const uint64_t *st = d->bpf;
+
+	if (!d->links_on)
+		return;
+	fprintf(
+	    f,
+	    "spanprof: span links: %llu samples linked (%llu by uprobe); not linked: %llu "
+	    "outside spans, %llu record not valid, %llu zero trace/span id, %llu attrs too big, "
+	    "%llu unreadable, %llu no TLS block yet, %llu stale; %llu processes with a "
+	    "thread context, %llu with a process context, %llu descriptor errors\n",
+	    u(st[SP_STAT_CTX_LINKED]), u(st[SP_STAT_CTX_UPROBE]), u(st[SP_STAT_CTX_NO_SPAN]),
+	    u(st[SP_STAT_CTX_NOT_VALID]), u(st[SP_STAT_CTX_ZERO_TRACE]),
+	    u(st[SP_STAT_CTX_ATTRS_TOO_BIG]), u(st[SP_STAT_CTX_READ_FAILED]),
+	    u(st[SP_STAT_CTX_UNALLOCATED]), u(st[SP_STAT_CTX_STALE]), u(d->links.processes_seen),
+	    u(d->links.contexts_seen), u(d->links.resolve_errors));
+}
+
+static void unwind_lines(FILE *f, const struct report_data *d)
+{
+	const uint64_t *st = d->bpf;
+	const struct unwinder_stats *us = &d->unwind;
+
+	fprintf(
+	    f,
+	    "spanprof: user stacks: %llu by CFI (%llu frames CFI, %llu frame pointer), %llu by "
+	    "frame pointers (%llu stale entries, %llu no registers); CFI walks ended: %llu at "
+	    "the outermost frame, %llu frame pointer end, %llu no mapping, %llu no table, %llu "
+	    "unsupported row, %llu read failed, %llu bad CFA, %llu depth limit, %llu unproven "
+	    "return address\n"
+	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
+	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
+	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes "
+	    "refused, %llu mappings dropped; %llu notifications (%llu lost), %llu maps "
+	    "re-reads\n",
+	    u(st[SP_STAT_UNW_CFI]), u(st[SP_STAT_UNW_FRAMES_CFI]), u(st[SP_STAT_UNW_FRAMES_FP]),
+	    u(st[SP_STAT_UNW_FP]), u(st[SP_STAT_UNW_STALE]), u(st[SP_STAT_UNW_NO_REGS]),
+	    u(st[SP_STAT_UNW_END]), u(st[SP_STAT_UNW_FP_END]), u(st[SP_STAT_UNW_NO_MAPPING]),
+	    u(st[SP_STAT_UNW_NO_TABLE]), u(st[SP_STAT_UNW_UNSUPPORTED]),
+	    u(st[SP_STAT_UNW_READ_FAILED]), u(st[SP_STAT_UNW_BAD_CFA]), u(st[SP_STAT_UNW_DEPTH]),
+	    u(st[SP_STAT_UNW_BAD_RA]), u(us->tables), u(us->files), us->row_bytes / 1048576.0,
+	    u(us->chunks), us->chunk_bytes / 1048576.0, us->max_bytes / 1048576.0, u(us->processes),
+	    us->proc_bytes / 1048576.0, u(us->builds), us->build_ns / 1e6, u(us->no_cfi),
+	    u(us->tables_full), u(us->tables_freed), u(us->open_failed), u(us->procs_full),
+	    u(us->mappings_dropped), u(st[SP_STAT_EVENTS]), u(st[SP_STAT_EVENT_DROP]),
+	    u(us->refreshes));
+}
+
+static void targeting_lines(FILE *f, const struct report_data *d)
+{
+	const struct record_opts *o = d->opts;
+	const struct targets_stats *ts = &d->targets;
+	const struct k8smeta_stats *ks = &d->k8s;
+
+	if (d->targeted)
+		fprintf(f,
+			"spanprof: targeting: %llu samples of other processes filtered "
+			"out in BPF\n",
+			u(d->bpf[SP_STAT_FILTERED]));
+	if (d->targets_on)
+		fprintf(f,
+			"spanprof: targets now: %u of %zu --exe (%u files), %u of %zu --cgroup, %u "
+			"of %zu --container-id (%u ambiguous), %u of %zu --k8s-pod; %u cgroup ids; "
+			"%llu cgroup walks (%llu directories, %.2f ms each), %llu map errors\n",
+			ts->exes_found, o->nexes, ts->exe_keys, ts->cgroups_found, o->ncgroups,
+			ts->containers_found, o->ncontainer_ids, ts->containers_ambiguous,
+			ts->pods_found, o->nk8s_pods, ts->cgroup_ids, u(ts->walks),
+			u(ts->walk_dirs), ts->walks ? ts->walk_ns / 1e6 / ts->walks : 0.0,
+			u(ts->map_errors));
+	if (d->k8s_on)
+		fprintf(
+		    f,
+		    "spanprof: kubernetes: %llu processes named, %llu in pods without a kubelet "
+		    "log entry; %llu reads of the kubelet's log directories (%u pods, %u "
+		    "containers)%s\n",
+		    u(ks->hits), u(ks->misses), u(ks->scans), ks->pods, ks->containers,
+		    d->k8s_node ? "" : "; no K8S_NODE_NAME/NODE_NAME: no k8s.node.name");
+}
+
+/* File identities carried by samples of processes not loaded yet (bpf/fileid.bpf.h). */
+static void fileid_line(FILE *f, const struct report_data *d)
+{
+	const uint64_t *st = d->bpf;
+
+	fprintf(f,
+		"spanprof: file identities (processes not loaded yet): %llu samples carried "
+		"them (%llu mappings, %llu lookups failed, %llu frames beyond the table); %llu "
+		"frames named from them, %llu frames unnamed (file unknown), %llu executables "
+		"named; executable paths: %llu sent, %llu lost (ring buffer full), %llu opened, "
+		"%llu unopenable or replaced\n",
+		u(st[SP_STAT_FILEID_SAMPLES]), u(st[SP_STAT_FILEID_VMAS]),
+		u(st[SP_STAT_FILEID_FAILED]), u(st[SP_STAT_FILEID_FULL]),
+		u(d->resolve.frames_fileid), u(d->resolve.frames_fileid_unknown),
+		u(d->procs.exe_fileid), u(st[SP_STAT_FILEID_EXECS]),
+		u(st[SP_STAT_FILEID_EXEC_DROP]), u(d->procs.exec_paths_opened),
+		u(d->procs.exec_paths_failed));
+}
+
+/* JIT code named from perf maps and jitdump files (runtime/jit/jitproc.h); silent without JIT. */
+static void jit_line(FILE *f, const struct report_data *d)
+{
+	const struct jitproc_stats *j = &d->procs.jit;
+	const uint64_t *o = j->open.by_reason;
+
+	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
+	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
+		return;
+	fprintf(f,
+		"spanprof: JIT code: %llu frames named, %llu unnamed (%llu of a map over its cap); "
+		"%llu perf maps, %llu jitdump files read (%llu lines, %llu records skipped, %llu "
+		"ranges replaced by newer code); files refused: %llu symlink, %llu other owner, "
+		"%llu not regular, %llu too big; %llu processes told which flag names them; "
+		"%llu perf maps written by JVMs on request, %llu requests failed\n",
+		u(j->frames_named), u(j->frames_unnamed), u(j->frames_full), u(j->perfmaps),
+		u(j->jitdumps), u(j->lines_bad), u(j->records_bad), u(j->replaced),
+		u(o[JITFILE_SYMLINK]), u(o[JITFILE_OWNER]), u(o[JITFILE_NOT_REGULAR]),
+		u(o[JITFILE_TOO_BIG]), u(j->hints), u(j->java_requests), u(j->java_failed));
+}
+
+static void export_lines(FILE *f, const struct report_data *d)
+{
+	const struct otlp_exporter_stats *es = &d->export, *ms = &d->metrics;
+
+	if (d->export_on)
+		fprintf(f,
+			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
+			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
+			"rejected by the Collector, %llu encoding failures (%llu samples lost "
+			"encoding)\n",
+			d->opts->endpoint, u(es->requests_sent), u(es->bytes_sent),
+			u(es->samples_sent), u(es->retries), u(es->failed), u(es->dropped),
+			u(es->dropped_samples), u(es->rejected_profiles), u(d->encode_failures),
+			u(d->encode_dropped));
+	if (d->metrics_on)
+		fprintf(f,
+			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "
+			"%llu dropped\n",
+			u(ms->requests_sent), u(ms->retries), u(ms->failed), u(ms->dropped));
+}
+
+static void debuginfod_line(FILE *f, const struct report_data *d)
+{
+	const struct report_debuginfod *g = &d->debuginfod;
+
+	if (!d->debuginfod_on)
+		return;
+	fprintf(f,
+		"spanprof: debuginfod: %llu debug files fetched, %llu not on the servers, %llu "
+		"failed, %llu dropped, %llu unfinished, %llu rejected; %llu frames named at the "
+		"end%s%s\n",
+		u(g->st.found), u(g->st.missing), u(g->st.failed), u(g->st.dropped),
+		u(g->st.pending), u(g->rejected), u(g->named),
+		g->st.last_error ? "; last failure: " : "",
+		g->st.last_error ? strerror(-g->st.last_error) : "");
 }
 
 /*
@@ -189,203 +338,522 @@ void report__progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64
  * counted as dropped by the exporter or the encoder) or into a drop counter. Ring-buffer drops
  * happen before BPF counts a sample as taken.
  */
-static void accounting_summary(struct recorder *r, const uint64_t *st)
-{
-	uint64_t taken = 0;
-
-	/* Every profile type's samples handed to user space. */
-	for (uint32_t t = 0; t < SP_PROF_NTYPES; t++)
-		taken += st[sp_stat_type_samples(t)];
-	fprintf(stderr,
-		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
-		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
-		(unsigned long long)taken, (unsigned long long)r->samples,
-		(unsigned long long)r->user_drops, (unsigned long long)ringbuf_drops(r, st));
-}
-
-/* File identities carried by samples of processes not loaded yet (bpf/fileid.bpf.h). */
-static void fileid_summary(struct recorder *r, const uint64_t *st)
-{
-	const struct proctab_stats *ps = proctab__stats(r->procs);
-	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
-
-	fprintf(stderr,
-		"spanprof: file identities (processes not loaded yet): %llu samples carried "
-		"them (%llu mappings, %llu lookups failed, %llu frames beyond the table); %llu "
-		"frames named from them, %llu frames unnamed (file unknown), %llu executables "
-		"named; executable paths: %llu sent, %llu lost (ring buffer full), %llu opened, "
-		"%llu unopenable or replaced\n",
-		(unsigned long long)st[SP_STAT_FILEID_SAMPLES],
-		(unsigned long long)st[SP_STAT_FILEID_VMAS],
-		(unsigned long long)st[SP_STAT_FILEID_FAILED],
-		(unsigned long long)st[SP_STAT_FILEID_FULL], (unsigned long long)rs->frames_fileid,
-		(unsigned long long)rs->frames_fileid_unknown, (unsigned long long)ps->exe_fileid,
-		(unsigned long long)st[SP_STAT_FILEID_EXECS],
-		(unsigned long long)st[SP_STAT_FILEID_EXEC_DROP],
-		(unsigned long long)ps->exec_paths_opened,
-		(unsigned long long)ps->exec_paths_failed);
-}
-
-/* JIT code named from perf maps and jitdump files (runtime/jit/jitproc.h); silent without JIT. */
-static void jit_summary(struct recorder *r)
-{
-	const struct jitproc_stats *j = &proctab__stats(r->procs)->jit;
-	const uint64_t *o = j->open.by_reason;
-
-	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
-	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
-		return;
-	fprintf(stderr,
-		"spanprof: JIT code: %llu frames named, %llu unnamed (%llu of a map over its cap); "
-		"%llu perf maps, %llu jitdump files read (%llu lines, %llu records skipped, %llu "
-		"ranges replaced by newer code); files refused: %llu symlink, %llu other owner, "
-		"%llu not regular, %llu too big; %llu processes told which flag names them; "
-		"%llu perf maps written by JVMs on request, %llu requests failed\n",
-		(unsigned long long)j->frames_named, (unsigned long long)j->frames_unnamed,
-		(unsigned long long)j->frames_full, (unsigned long long)j->perfmaps,
-		(unsigned long long)j->jitdumps, (unsigned long long)j->lines_bad,
-		(unsigned long long)j->records_bad, (unsigned long long)j->replaced,
-		(unsigned long long)o[JITFILE_SYMLINK], (unsigned long long)o[JITFILE_OWNER],
-		(unsigned long long)o[JITFILE_NOT_REGULAR], (unsigned long long)o[JITFILE_TOO_BIG],
-		(unsigned long long)j->hints, (unsigned long long)j->java_requests,
-		(unsigned long long)j->java_failed);
-}
-
 /*
  * CPython frames (docs/python.md): processes described, the BPF walk's ends, the merges and the
  * names, every failure by reason; silent when no CPython process was seen.
  */
-static void python_summary(struct recorder *r, struct sampler *s)
+static void python_lines(FILE *f, const struct report_data *d)
 {
-	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
-	uint64_t walks[PY_STOP_COUNT], failed = 0;
+	const struct pytab_stats *ps = &d->python;
+	const struct resolve_stats *rs = &d->resolve;
 	char fails[256], stops[512], errs[256];
-	struct pytab_stats ps;
-	size_t len;
+	uint64_t failed = 0;
+	size_t len = 0;
 
-	if (!r->python)
+	if (!d->python_on)
 		return;
-	pytab__stats(r->python, &ps);
-	sampler__python_stats(s, walks, PY_STOP_COUNT);
-	len = 0;
 	for (int i = 0; i < PYTAB_FAIL_COUNT; i++) {
-		failed += ps.failed[i];
+		failed += ps->failed[i];
 		if (len < sizeof(fails))
-			len += snprintf(fails + len, sizeof(fails) - len, "%s%llu %s",
-					len ? ", " : "", (unsigned long long)ps.failed[i],
-					pytab__failure_name((enum pytab_failure)i));
+			len +=
+			    snprintf(fails + len, sizeof(fails) - len, "%s%llu %s", len ? ", " : "",
+				     u(ps->failed[i]), pytab__failure_name((enum pytab_failure)i));
 	}
-	if (!ps.processes && !failed && !walks[0])
+	if (!ps->processes && !failed && !d->python_walks[0])
 		return;
 	len = 0;
-#define PY_STOP_PART(n, d)                                                                         \
+#define PY_STOP_PART(n, desc)                                                                      \
 	if (len < sizeof(stops))                                                                   \
 		len += snprintf(stops + len, sizeof(stops) - len, "%s%llu %s", len ? ", " : "",    \
-				(unsigned long long)walks[PY_STOP_##n], #n);
+				u(d->python_walks[PY_STOP_##n]), #n);
 	PY_STOPS(PY_STOP_PART)
 #undef PY_STOP_PART
 	len = 0;
 	for (int i = 0; i < PYPROC_ERR_COUNT; i++)
 		if (len < sizeof(errs))
 			len += snprintf(errs + len, sizeof(errs) - len, "%s%llu %s",
-					len ? ", " : "", (unsigned long long)ps.name_errors[i],
+					len ? ", " : "", u(ps->name_errors[i]),
 					pyproc__error_name((enum pyproc_error)i));
-	fprintf(stderr,
+	fprintf(f,
 		"spanprof: python: %llu CPython processes described (%llu now), %llu not (%s); "
 		"%llu files found not CPython; BPF walks: %llu (ended: %s)\n"
 		"spanprof: python: %llu samples with Python frames placed (%llu cut, marked), %llu "
 		"not placed (marked), %llu dropped with a cut native stack, %llu of processes not "
 		"described; %llu frames named, %llu not named (%llu of a code object freed since); "
 		"reads failed: %s; code objects: %llu cached, %llu read\n",
-		(unsigned long long)ps.processes, (unsigned long long)ps.live,
-		(unsigned long long)failed, fails, (unsigned long long)ps.files_inspected,
-		(unsigned long long)walks[0], stops, (unsigned long long)rs->py.merged,
-		(unsigned long long)rs->py.cut, (unsigned long long)rs->py.unplaced,
-		(unsigned long long)rs->py.dropped, (unsigned long long)rs->py.no_process,
-		(unsigned long long)rs->py.frames_named, (unsigned long long)rs->py.frames_unnamed,
-		(unsigned long long)rs->py.frames_stale, errs, (unsigned long long)ps.code_hits,
-		(unsigned long long)ps.code_misses);
+		u(ps->processes), u(ps->live), u(failed), fails, u(ps->files_inspected),
+		u(d->python_walks[0]), stops, u(rs->py.merged), u(rs->py.cut), u(rs->py.unplaced),
+		u(rs->py.dropped), u(rs->py.no_process), u(rs->py.frames_named),
+		u(rs->py.frames_unnamed), u(rs->py.frames_stale), errs, u(ps->code_hits),
+		u(ps->code_misses));
 }
 
-void report__summary(struct recorder *r, struct sampler *s, double secs)
+static void accounting_line(FILE *f, const struct report_data *d)
 {
-	char why[256];
+	fprintf(f,
+		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
+		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
+		u(samples_taken(d->bpf)), u(d->samples), u(d->user_drops),
+		u(ringbuf_drops(d->opts, d->bpf)));
+}
 
-	if (!r->samples)
-		fprintf(stderr, "spanprof: %s\n",
-			record__describe_no_samples(why, sizeof(why), r->opts, targeted(r)));
-	const struct proctab_stats *ps = proctab__stats(r->procs);
-	const struct resolve_stats *rs = resolve__stats(r->in.resolve);
-	uint64_t st[SP_STAT_MAX] = {0};
-	char what[256];
+static void full_accounting(FILE *f, const struct report_data *d)
+{
+	const struct resolve_stats *rs = &d->resolve;
+	const struct proctab_stats *ps = &d->procs;
+	const uint64_t *st = d->bpf;
 
-	sampler__stats(s, st);
-	fprintf(stderr,
-		"spanprof: %llu samples from %llu processes in %.1f s (%s)\n"
+	fprintf(f,
 		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
 		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
 		"dropped (PID reused)\n"
 		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
-		(unsigned long long)r->samples, (unsigned long long)ps->processes, secs,
-		record__describe_types(what, sizeof(what), r->opts, sampler__ncpus(s),
-				       record__ntypes(r->opts) > 1 ? r->type_samples : NULL),
-		(unsigned long long)(ringbuf_drops(r, st) + r->user_drops),
-		(unsigned long long)ringbuf_drops(r, st), (unsigned long long)r->user_drops,
-		(unsigned long long)st[SP_STAT_KSTACK_ERR],
-		(unsigned long long)st[SP_STAT_USTACK_ERR], (unsigned long long)rs->frames_unmapped,
-		(unsigned long long)rs->frames_unsymbolized,
-		(unsigned long long)rs->kernel_unsymbolized,
-		(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->objects_failed,
-		(unsigned long long)ps->pid_reused, (unsigned long long)ps->processes,
-		(unsigned long long)ps->processes_freed, proctab__count(r->procs));
+		u(ringbuf_drops(d->opts, st) + d->user_drops), u(ringbuf_drops(d->opts, st)),
+		u(d->user_drops), u(st[SP_STAT_KSTACK_ERR]), u(st[SP_STAT_USTACK_ERR]),
+		u(rs->frames_unmapped), u(rs->frames_unsymbolized), u(rs->kernel_unsymbolized),
+		u(ps->maps_read_failed), u(ps->objects_failed), u(ps->pid_reused), u(ps->processes),
+		u(ps->processes_freed), d->procs_in_table);
 	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
-		if (r->opts->profile_types & (1u << t))
+		if (d->opts->profile_types & (1u << t))
 			fprintf(
-			    stderr,
-			    "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
-			    profile__type_info(t)->name, (unsigned long long)r->type_samples[t],
-			    (unsigned long long)st[sp_stat_type_drop(t)]);
-	sampler__event_summary(s, stderr); /* the event types' own counters */
-	unwind_summary(r, st);		   /* CFI unwinder */
+			    f, "spanprof: %s profile: %llu samples, %llu lost (ring buffer full)\n",
+			    profile__type_info(t)->name, u(d->type_samples[t]),
+			    u(st[sp_stat_type_drop(t)]));
+	if (d->event_lines)
+		fputs(d->event_lines, f); /* the event types' own counters */
+	unwind_lines(f, d);
 	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
-	if (resolve__stats(r->in.resolve)->go_callers_missing)
-		fprintf(stderr,
+	if (rs->go_callers_missing)
+		fprintf(f,
 			"spanprof: Go: %llu samples in Go code without its frame yet: caller shown "
 			"as unknown\n",
-			(unsigned long long)resolve__stats(r->in.resolve)->go_callers_missing);
-	fileid_summary(r, st); /* file identities */
-	jit_summary(r);	       /* JIT code names */
-	python_summary(r, s);  /* CPython frames */
-	span_links_summary(r, st);
-	targeting_summary(r, st);
-	if (r->exporter) {
-		struct otlp_exporter_stats es;
+			u(rs->go_callers_missing));
+	fileid_line(f, d);
+	jit_line(f, d);
+	python_lines(f, d);
+	span_links_lines(f, d);
+	targeting_lines(f, d);
+	export_lines(f, d);
+	debuginfod_line(f, d);
+	accounting_line(f, d);
+}
 
-		otlp_exporter__stats(r->exporter, &es);
-		fprintf(stderr,
-			"spanprof: export to %s: %llu requests sent (%llu bytes, %llu samples), "
-			"%llu retries, %llu failed, %llu dropped (%llu samples), %llu profiles "
-			"rejected by the Collector, %llu encoding failures (%llu samples lost "
-			"encoding)\n",
-			r->opts->endpoint, (unsigned long long)es.requests_sent,
-			(unsigned long long)es.bytes_sent, (unsigned long long)es.samples_sent,
-			(unsigned long long)es.retries, (unsigned long long)es.failed,
-			(unsigned long long)es.dropped, (unsigned long long)es.dropped_samples,
-			(unsigned long long)es.rejected_profiles,
-			(unsigned long long)r->encode_failures,
-			(unsigned long long)r->encode_dropped);
-	}
-	if (r->metrics) {
-		struct otlp_exporter_stats ms;
+void report__print_head(FILE *f, const struct report_data *d)
+{
+	char what[256];
 
-		otlp_exporter__stats(r->metrics, &ms);
-		fprintf(stderr,
-			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "
-			"%llu dropped\n",
-			(unsigned long long)ms.requests_sent, (unsigned long long)ms.retries,
-			(unsigned long long)ms.failed, (unsigned long long)ms.dropped);
+	fprintf(f, "spanprof: %llu samples from %llu processes in %.1f s (%s)\n", u(d->samples),
+		u(d->procs.processes), d->secs,
+		record__describe_types(what, sizeof(what), d->opts, d->ncpus,
+				       record__ntypes(d->opts) > 1 ? d->type_samples : NULL));
+	if (d->opts->verbose)
+		full_accounting(f, d);
+}
+
+void report__print_where(FILE *f, const struct report_data *d)
+{
+	const struct otlp_exporter_stats *es = &d->export;
+
+	if (!d->export_on)
+		return;
+	fprintf(f, "spanprof: sent %llu samples to %s in %llu requests (%.1f KiB)%s%s\n",
+		u(es->samples_sent), d->opts->endpoint, u(es->requests_sent),
+		es->bytes_sent / 1024.0, d->opts->output_dir ? "; copies of the requests in " : "",
+		d->opts->output_dir ? d->opts->output_dir : "");
+}
+
+/* --- the problems a user can act on: one table, a predicate and a message each --- */
+
+/* Below this share of samples (or frames), a loss is not worth a line. */
+#define MIN_SHARE 0.01
+/* A file is reported when at least this share of its frames is unnamed. */
+#define FILE_UNNAMED_SHARE 0.5
+/* ... and it holds at least this many unnamed frames. */
+#define FILE_MIN_UNNAMED 20
+
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / whole : 0;
+}
+
+static int say(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+/* The last path component. */
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+static int no_samples(const struct report_data *d)
+{
+	return !d->samples;
+}
+
+static void no_samples_msg(const struct report_data *d, char *buf, size_t size)
+{
+	record__describe_no_samples(buf, size, d->opts, d->targeted);
+}
+
+static int ringbuf_full(const struct report_data *d)
+{
+	uint64_t lost = ringbuf_drops(d->opts, d->bpf);
+
+	return lost && share(lost, lost + samples_taken(d->bpf)) >= MIN_SHARE;
+}
+
+static void ringbuf_full_msg(const struct report_data *d, char *buf, size_t size)
+{
+	uint64_t lost = ringbuf_drops(d->opts, d->bpf);
+
+	say(buf, size,
+	    "%.0f%% of samples lost (%llu): the ring buffer (%u MiB) was full; raise "
+	    "--ring-buffer-mb or lower --frequency",
+	    100 * share(lost, lost + samples_taken(d->bpf)), u(lost), d->ringbuf_bytes >> 20);
+}
+
+static int out_of_memory(const struct report_data *d)
+{
+	return d->user_drops || d->link_drops;
+}
+
+static void out_of_memory_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "%llu samples lost and %llu kept without their span: the agent ran out of memory; "
+	    "give it more (its cgroup's memory.max) or lower --symbol-cache-mb",
+	    u(d->user_drops), u(d->link_drops));
+}
+
+/* The gRPC status most Export calls failed with, or NULL when none failed. */
+static const char *worst_status(const struct otlp_exporter_stats *es, int *code)
+{
+	int best = 0;
+
+	for (int s = 1; s < OTLP_GRPC_STATUS_COUNT; s++)
+		if (es->calls_by_status[s] &&
+		    (!best || es->calls_by_status[s] > es->calls_by_status[best]))
+			best = s;
+	*code = best;
+	return best ? otlp_exporter__status_name(best) : NULL;
+}
+
+/* What to do about Export calls ending with gRPC status @code (grpc/doc/statuscodes.md). */
+static const char *status_advice(int code, int dropped)
+{
+	switch (code) {
+	case GRPC_STATUS_UNAUTHENTICATED:
+	case GRPC_STATUS_PERMISSION_DENIED:
+		return "check the --header credentials and the TLS files";
+	case GRPC_STATUS_UNIMPLEMENTED:
+		return "the endpoint has no such OTLP service: check that it is a Collector with "
+		       "the OTLP receiver";
+	case GRPC_STATUS_RESOURCE_EXHAUSTED:
+		return "the Collector is overloaded or the requests too big: lower "
+		       "--max-request-bytes or raise its limits";
+	case GRPC_STATUS_INVALID_ARGUMENT:
+		return "the Collector refused the requests: see its log";
+	case GRPC_STATUS_UNAVAILABLE:
+		return "check that the Collector runs and is reachable at that address";
+	case GRPC_STATUS_DEADLINE_EXCEEDED:
+	case GRPC_STATUS_CANCELLED:
+		return "the Collector answers too slowly: raise --export-timeout or check its load";
+	default:
+		return dropped ? "raise --queue-bytes or --flush-timeout" : "see the errors above";
 	}
-	accounting_summary(r, st);
+}
+
+static int export_failed(const struct report_data *d)
+{
+	const struct otlp_exporter_stats *es = &d->export;
+
+	return d->export_on && (es->failed_samples || es->dropped_samples || d->encode_dropped ||
+				(d->samples && !es->samples_sent));
+}
+
+static void export_failed_msg(const struct report_data *d, char *buf, size_t size)
+{
+	const struct otlp_exporter_stats *es = &d->export;
+	uint64_t lost = es->failed_samples + es->dropped_samples + d->encode_dropped;
+	int code;
+	const char *status = worst_status(es, &code);
+
+	if (d->samples && !es->samples_sent)
+		say(buf, size, "no sample reached the Collector at %s (%s%s%s); %s",
+		    d->opts->endpoint,
+		    status ? "calls ended with " : "queue full or flush timed out",
+		    status ? status : "", d->encode_failures ? ", encoding failed" : "",
+		    status ? status_advice(code, es->dropped_samples > 0)
+			   : "raise --queue-bytes or --flush-timeout");
+	else
+		say(buf, size, "export to %s: %llu of %llu samples not delivered (%s%s%s); %s",
+		    d->opts->endpoint, u(lost), u(d->samples),
+		    status ? "calls ended with " : "queue full or flush timed out",
+		    status ? status : "", d->encode_failures ? ", encoding failed" : "",
+		    status ? status_advice(code, es->dropped_samples > 0)
+			   : "raise --queue-bytes or --flush-timeout");
+}
+
+static int export_rejected(const struct report_data *d)
+{
+	return d->export_on && d->export.rejected_profiles;
+}
+
+static void export_rejected_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "the Collector at %s rejected %llu profiles (partial success): see its log for why",
+	    d->opts->endpoint, u(d->export.rejected_profiles));
+}
+
+static int metrics_failed(const struct report_data *d)
+{
+	return d->metrics_on && (d->metrics.failed || d->metrics.dropped);
+}
+
+static void metrics_failed_msg(const struct report_data *d, char *buf, size_t size)
+{
+	int code;
+	const char *status = worst_status(&d->metrics, &code);
+
+	say(buf, size, "self-metrics to %s: %llu requests not delivered (%s); %s",
+	    d->opts->endpoint, u(d->metrics.failed + d->metrics.dropped),
+	    status ? status : "queue full or flush timed out",
+	    code == GRPC_STATUS_UNIMPLEMENTED
+		? "the Collector has no OTLP metrics receiver: add one or drop "
+		  "--self-metrics"
+		: status_advice(code, d->metrics.dropped > 0));
+}
+
+static int jit_unnamed(const struct report_data *d)
+{
+	const struct jitproc_stats *j = &d->procs.jit;
+
+	return j->first_hint.pid && j->frames_unnamed &&
+	       share(j->frames_unnamed, j->frames_named + j->frames_unnamed) >= MIN_SHARE;
+}
+
+static void jit_unnamed_msg(const struct report_data *d, char *buf, size_t size)
+{
+	const struct jitproc_stats *j = &d->procs.jit;
+
+	say(buf, size, "%s (pid %u): JIT frames unnamed: %s%s", j->first_hint.comm,
+	    j->first_hint.pid, j->first_hint.what ? j->first_hint.what : "see the hint above",
+	    j->hints > 1 ? " (and in other processes: --verbose)" : "");
+}
+
+/* The file with the most unnamed frames, when it is mostly unnamed and matters; else NULL. */
+static const struct report_file *unnamed_file(const struct report_data *d, size_t *more)
+{
+	const struct report_file *first = NULL;
+
+	*more = 0;
+	for (size_t i = 0; i < d->nfiles; i++) {
+		const struct report_file *rf = &d->files[i];
+
+		if (rf->unnamed < FILE_MIN_UNNAMED ||
+		    share(rf->unnamed, rf->frames) < FILE_UNNAMED_SHARE ||
+		    share(rf->unnamed, d->frames_in_files) < MIN_SHARE)
+			continue;
+		if (first)
+			(*more)++;
+		else
+			first = rf;
+	}
+	return first;
+}
+
+static int no_symbols(const struct report_data *d)
+{
+	size_t more;
+
+	return unnamed_file(d, &more) != NULL;
+}
+
+static void no_symbols_msg(const struct report_data *d, char *buf, size_t size)
+{
+	size_t more;
+	const struct report_file *rf = unnamed_file(d, &more);
+	char others[64] = "";
+
+	if (more)
+		snprintf(others, sizeof(others), " (%zu more files like it in --stats-json)", more);
+	say(buf, size, "%s: no symbols, %.0f%% of its frames unnamed%s; %s", base_name(rf->path),
+	    100 * share(rf->unnamed, rf->frames), others,
+	    d->debuginfod_on ? "no debug file from debuginfod either: install its debug package"
+			     : "install its debug package or set DEBUGINFOD_URLS");
+}
+
+static int kernel_unnamed(const struct report_data *d)
+{
+	return !d->ksyms_on && d->resolve.kernel_unsymbolized;
+}
+
+static void kernel_unnamed_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "kernel frames unnamed: /proc/kallsyms was unreadable or hid its addresses; run as "
+	    "root with sysctl kernel.kptr_restrict=0 (or 1)");
+}
+
+static int unwind_full(const struct report_data *d)
+{
+	return d->unwind_on && d->unwind.tables_full;
+}
+
+static void unwind_full_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "%llu files walked by frame pointers only (their stacks may be cut): the CFI tables "
+	    "filled --unwind-max-mb (%u); raise it",
+	    u(d->unwind.tables_full), d->opts->unwind_max_mb);
+}
+
+static int targets_missing(const struct report_data *d)
+{
+	const struct targets_stats *ts = &d->targets;
+	const struct record_opts *o = d->opts;
+
+	return d->targets_on &&
+	       (ts->exes_found < o->nexes || ts->cgroups_found < o->ncgroups ||
+		ts->containers_found < o->ncontainer_ids || ts->pods_found < o->nk8s_pods);
+}
+
+static void targets_missing_msg(const struct report_data *d, char *buf, size_t size)
+{
+	const struct targets_stats *ts = &d->targets;
+	const struct record_opts *o = d->opts;
+
+	if (ts->containers_ambiguous)
+		say(buf, size,
+		    "--container-id: %u of %zu are prefixes of several containers; give more of "
+		    "the id",
+		    ts->containers_ambiguous, o->ncontainer_ids);
+	else if (ts->containers_found < o->ncontainer_ids)
+		say(buf, size,
+		    "--container-id: %zu of %zu name no running container; check the ids (docker "
+		    "ps --no-trunc, crictl ps)",
+		    o->ncontainer_ids - ts->containers_found, o->ncontainer_ids);
+	else if (ts->pods_found < o->nk8s_pods)
+		say(buf, size,
+		    "--k8s-pod: %zu of %zu name no pod on this node; check the uid or "
+		    "namespace/name (kubectl get pod -o wide)",
+		    o->nk8s_pods - ts->pods_found, o->nk8s_pods);
+	else if (ts->cgroups_found < o->ncgroups)
+		say(buf, size, "--cgroup: %zu of %zu directories are not there; check the paths",
+		    o->ncgroups - ts->cgroups_found, o->ncgroups);
+	else
+		say(buf, size, "--exe: %zu of %zu files are not there; check the paths",
+		    o->nexes - ts->exes_found, o->nexes);
+}
+
+static int k8s_no_node(const struct report_data *d)
+{
+	return d->k8s_on && !d->k8s_node;
+}
+
+static void k8s_no_node_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "--k8s: no k8s.node.name: set K8S_NODE_NAME from the pod's spec.nodeName (the "
+	    "downward API)");
+}
+
+static int debuginfod_failed(const struct report_data *d)
+{
+	return d->debuginfod_on && d->debuginfod.st.failed;
+}
+
+static void debuginfod_failed_msg(const struct report_data *d, char *buf, size_t size)
+{
+	const struct report_debuginfod *g = &d->debuginfod;
+
+	say(buf, size,
+	    "debuginfod: %llu fetches failed%s%s%s; check DEBUGINFOD_URLS (or --debuginfod) and "
+	    "that the servers answer",
+	    u(g->st.failed), g->st.last_error ? " (last: " : "",
+	    g->st.last_error ? strerror(-g->st.last_error) : "", g->st.last_error ? ")" : "");
+}
+
+struct report_problem {
+	const char *id; /* stable: docs/stats-json.md lists them */
+	int (*present)(const struct report_data *d);
+	void (*message)(const struct report_data *d, char *buf, size_t size);
+};
+
+/* Most important first: only the first REPORT_MAX_PROBLEM_LINES are printed by default. */
+static const struct report_problem problems[] = {
+    {"no_samples", no_samples, no_samples_msg},
+    {"export_failed", export_failed, export_failed_msg},
+    {"ringbuf_full", ringbuf_full, ringbuf_full_msg},
+    {"out_of_memory", out_of_memory, out_of_memory_msg},
+    {"targets_missing", targets_missing, targets_missing_msg},
+    {"jit_unnamed", jit_unnamed, jit_unnamed_msg},
+    {"no_symbols", no_symbols, no_symbols_msg},
+    {"unwind_tables_full", unwind_full, unwind_full_msg},
+    {"kernel_unnamed", kernel_unnamed, kernel_unnamed_msg},
+    {"debuginfod_failed", debuginfod_failed, debuginfod_failed_msg},
+    {"export_rejected", export_rejected, export_rejected_msg},
+    {"self_metrics_failed", metrics_failed, metrics_failed_msg},
+    {"k8s_no_node_name", k8s_no_node, k8s_no_node_msg},
+};
+
+size_t report__problems(const struct report_data *d, struct report_found *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(problems) / sizeof(problems[0]) && n < max; i++) {
+		if (!problems[i].present(d))
+			continue;
+		out[n].id = problems[i].id;
+		problems[i].message(d, out[n].message, sizeof(out[n].message));
+		n++;
+	}
+	return n;
+}
+
+size_t report__print_problems(FILE *f, const struct report_data *d)
+{
+	struct report_found found[sizeof(problems) / sizeof(problems[0])];
+	size_t n = report__problems(d, found, sizeof(found) / sizeof(found[0]));
+	size_t shown =
+	    d->opts->verbose || n <= REPORT_MAX_PROBLEM_LINES ? n : REPORT_MAX_PROBLEM_LINES;
+
+	for (size_t i = 0; i < shown; i++) {
+		fprintf(f, "spanprof: %s", found[i].message);
+		if (i + 1 == shown && shown < n)
+			fprintf(f, " (+%zu more: --verbose)", n - shown);
+		fputc('\n', f);
+	}
+	return n;
+}
+
+/* SPANPROF_DEBUG: where the memory went (docs/performance.md). */
+void report__memory(struct symcache *syms)
+{
+	struct symcache_stats ss;
+	struct mallinfo2 mi = mallinfo2();
+
+	symcache__stats(syms, &ss);
+	fprintf(stderr,
+		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
+		"evictions, %llu lookups (%llu cached), %llu DWARF skipped, %llu descriptors "
+		"(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
+		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
+		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, u(ss.loads), u(ss.evictions),
+		u(ss.lookups), u(ss.cache_hits), u(ss.dwarf_skipped), u(ss.fds), u(ss.idle_closes),
+		u(ss.idle_reloads), u(ss.idle_reopen_errors), mi.arena / 1048576.0,
+		mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
 }

@@ -6,6 +6,7 @@
 
 #include "process/proctab.h"
 #include "profile/stackend.h"
+#include "resolve/objtally.h"
 #include "runtime/jit/jitproc.h"
 #include "runtime/python/pymerge.h"
 #include "runtime/python/pytab.h"
@@ -37,6 +38,7 @@ struct resolve {
 	struct resolve_stats stats;
 	struct pytab *python;	/* NULL: Python frames ignored */
 	struct py_scratch *pys; /* allocated with the first Python sample */
+	struct objtally *objs;	/* user frames per file, named or not: the end-of-run report */
 };
 
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms)
@@ -45,6 +47,11 @@ struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struc
 
 	if (!r)
 		return NULL;
+	r->objs = objtally__new();
+	if (!r->objs) {
+		free(r);
+		return NULL;
+	}
 	r->procs = procs;
 	r->syms = syms;
 	r->ksyms = ksyms;
@@ -54,8 +61,10 @@ struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struc
 
 void resolve__free(struct resolve *r)
 {
-	if (r)
+	if (r) {
 		free(r->pys);
+		objtally__free(r->objs);
+	}
 	free(r);
 }
 
@@ -197,8 +206,12 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);
 	loc = find_user_location(p, mapping, pc);
-	if (loc)
+	if (loc) {
+		const struct profile_location *l = profile__location(p, loc);
+
+		objtally__note(r->objs, m.obj, l && l->nlines);
 		return loc;
+	}
 	if (m.obj && !elf_object__file_offset_to_vaddr(
 			 m.obj, pc - m.start + m.file_offset - (is_return ? 1 : 0), &vaddr)) {
 		n = symcache__lookup(r->syms, m.obj, vaddr, frames, MAX_INLINE);
@@ -207,6 +220,7 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	}
 	if (!n)
 		r->stats.frames_unsymbolized++;
+	objtally__note(r->objs, m.obj, n > 0);
 	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
 }
 
@@ -612,6 +626,7 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 		n = frames_to_lines(p, frames, n, lines);
 		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
 			named++;
+			objtally__mark_named(r->objs, obj);
 			if (r->stats.frames_unsymbolized)
 				r->stats.frames_unsymbolized--;
 		}
@@ -628,4 +643,9 @@ void resolve__profile_reset(struct resolve *r)
 const struct resolve_stats *resolve__stats(const struct resolve *r)
 {
 	return &r->stats;
+}
+
+const struct objtally *resolve__objects(const struct resolve *r)
+{
+	return r->objs;
 }

@@ -121,4 +121,8 @@ void resolve__profile_reset(struct resolve *r);
 
 const struct resolve_stats *resolve__stats(const struct resolve *r);
 
+struct objtally;
+/* User frames per file, named or not (resolve/objtally.h). Owned by @r. */
+const struct objtally *resolve__objects(const struct resolve *r);
+
 #endif

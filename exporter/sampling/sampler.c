@@ -774,3 +774,11 @@ void sampler__event_summary(struct sampler *s, FILE *f)
 		if (event_types[t] && event_types[t]->summary && s->ev_state[t])
 			event_types[t]->summary(s->ev_state[t], st, f);
 }
+
+size_t sampler__event_counters(struct sampler *s, uint32_t type, struct sampler_counter *out)
+{
+	if (type >= SP_PROF_NTYPES || !event_types[type] || !event_types[type]->counters ||
+	    !s->ev_state[type])
+		return 0;
+	return event_types[type]->counters(s->ev_state[type], out);
+}

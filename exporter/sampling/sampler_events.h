@@ -10,10 +10,12 @@
 #ifndef SPANPROF_SAMPLER_EVENTS_H
 #define SPANPROF_SAMPLER_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "sampler.h"
+#include "sampling/sampler_user.h"
 
 struct sampler_bpf;
 struct sampler_opts;
@@ -45,6 +47,11 @@ struct sampler_event_type {
 	 * counters @st[SP_STAT_MAX]. May be NULL.
 	 */
 	void (*summary)(void *state, const uint64_t *st, FILE *f);
+	/*
+	 * End of the run: the type's own counters kept in its state (not the BPF ones), for
+	 * --stats-json: at most SAMPLER_MAX_COUNTERS into @out; returns how many. May be NULL.
+	 */
+	size_t (*counters)(void *state, struct sampler_counter *out);
 	/* Detaches and frees @state (NULL: nothing attached). */
 	void (*free)(void *state);
 };

@@ -126,6 +126,17 @@ void sampler__event_values(struct sampler *s, const struct sp_sample *e, uint64_
 			   uint64_t *value);
 /* The event types' own summary lines (sampler_event_type.summary) on @f. */
 void sampler__event_summary(struct sampler *s, FILE *f);
+/* One counter of an event type's own state: @name a static snake_case string. */
+struct sampler_counter {
+	const char *name;
+	uint64_t value;
+};
+#define SAMPLER_MAX_COUNTERS 8
+/*
+ * The own counters of event type @type (SP_PROF_*; sampler_event_type.counters) into @out (room
+ * for SAMPLER_MAX_COUNTERS). Returns how many (0: none, or the type is not recorded).
+ */
+size_t sampler__event_counters(struct sampler *s, uint32_t type, struct sampler_counter *out);
 /* The walker's maps: 0, or -ENOTSUP when the sampler was made without unwinding. */
 int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *out);
 /* The Python walk's maps: tgid -> struct py_desc, per-CPU counters by enum py_stop. */

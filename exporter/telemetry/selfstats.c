@@ -89,9 +89,14 @@ void selfstats__log(FILE *f, const struct selfstats *st)
 			u(b[SP_STAT_CTX_UNALLOCATED]), u(b[SP_STAT_CTX_STALE]));
 	fprintf(f,
 		"spanprof: info: stats symbols miss.unmapped=%llu miss.no_symbol=%llu "
-		"miss.kernel=%llu maps_unreadable=%llu files_unopenable=%llu cache_mb=%.1f\n",
+		"miss.kernel=%llu maps_unreadable=%llu files_unopenable=%llu cache_mb=%.1f "
+		"fileid.samples=%llu fileid.named=%llu fileid.unknown=%llu jit.named=%llu "
+		"jit.unnamed=%llu debuginfod.requests=%llu debuginfod.files=%llu\n",
 		u(st->frames_unmapped), u(st->frames_unsymbolized), u(st->kernel_unsymbolized),
-		u(st->maps_read_failed), u(st->objects_failed), st->symcache_bytes / 1048576.0);
+		u(st->maps_read_failed), u(st->objects_failed), st->symcache_bytes / 1048576.0,
+		u(b[SP_STAT_FILEID_SAMPLES]), u(st->frames_fileid), u(st->frames_fileid_unknown),
+		u(st->jit_named), u(st->jit_unnamed), u(st->debuginfod_requests),
+		u(st->debuginfod_files));
 	fprintf(f,
 		"spanprof: info: stats processes seen=%llu tracked=%llu unwind=%llu "
 		"span_links=%llu\n",
@@ -603,6 +608,21 @@ static void encode_symbols_and_processes(struct builder *b, const struct selfsta
 		     "Process maps or mapped files that could not be read", COUNTER);
 	b_int(b, m, st->maps_read_failed, A(KS("item", "maps")));
 	b_int(b, m, st->objects_failed, A(KS("item", "file")));
+
+	m = b_metric(b, "spanprof.symbolization.frames", "{frame}",
+		     "Frames named (or not) by a source other than the process's own maps: the "
+		     "file identities samples carry, JIT perf maps and jitdump files",
+		     COUNTER);
+	b_int(b, m, st->frames_fileid, A(KS("source", "file_identity"), KS("outcome", "named")));
+	b_int(b, m, st->frames_fileid_unknown,
+	      A(KS("source", "file_identity"), KS("outcome", "unnamed")));
+	b_int(b, m, st->jit_named, A(KS("source", "jit"), KS("outcome", "named")));
+	b_int(b, m, st->jit_unnamed, A(KS("source", "jit"), KS("outcome", "unnamed")));
+
+	m = b_metric(b, "spanprof.debuginfod.files", "{file}",
+		     "Debug files asked of debuginfod servers, and those used", COUNTER);
+	b_int(b, m, st->debuginfod_requests, A(KS("outcome", "requested")));
+	b_int(b, m, st->debuginfod_files, A(KS("outcome", "used")));
 
 	m = b_metric(b, "spanprof.symbol_cache.memory", "By",
 		     "Symbol tables and DWARF of profiled binaries held in memory", GAUGE);

@@ -86,12 +86,17 @@ struct selfstats {
 	int span_links; /* thread-context reader on: the SP_STAT_CTX_* counters mean something */
 
 	/* Symbolization, per frame. */
-	uint64_t frames_unmapped;     /* user PC outside every known mapping */
-	uint64_t frames_unsymbolized; /* in a known file, no symbol */
-	uint64_t kernel_unsymbolized; /* kernel PC, no kallsyms entry */
-	uint64_t maps_read_failed;    /* /proc/PID/maps unreadable */
-	uint64_t objects_failed;      /* executable mappings whose file could not be opened */
-	uint64_t symcache_bytes;      /* gauge: symbol tables and DWARF held */
+	uint64_t frames_unmapped;	 /* user PC outside every known mapping */
+	uint64_t frames_unsymbolized;	 /* in a known file, no symbol */
+	uint64_t kernel_unsymbolized;	 /* kernel PC, no kallsyms entry */
+	uint64_t maps_read_failed;	 /* /proc/PID/maps unreadable */
+	uint64_t objects_failed;	 /* executable mappings whose file could not be opened */
+	uint64_t symcache_bytes;	 /* gauge: symbol tables and DWARF held */
+	uint64_t frames_fileid;		 /* named through the samples' file identities */
+	uint64_t frames_fileid_unknown;	 /* ... in a file no process had shown the agent */
+	uint64_t jit_named, jit_unnamed; /* JIT frames named from perf maps / jitdump, or not */
+	uint64_t debuginfod_requests;	 /* files that asked debuginfod for their debug file */
+	uint64_t debuginfod_files;	 /* loads that used a fetched debug file */
 
 	/* Processes. */
 	uint64_t processes_seen;	/* counter: processes sampled since the start */

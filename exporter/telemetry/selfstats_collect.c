@@ -149,6 +149,8 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 		out->objects_failed = ps->objects_failed;
 		out->processes_seen = ps->processes;
 		out->processes_tracked = proctab__count(src->procs);
+		out->jit_named = ps->jit.frames_named;
+		out->jit_unnamed = ps->jit.frames_unnamed;
 	}
 	if (src->resolve) {
 		const struct resolve_stats *rs = resolve__stats(src->resolve);
@@ -156,12 +158,16 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 		out->frames_unmapped = rs->frames_unmapped;
 		out->frames_unsymbolized = rs->frames_unsymbolized;
 		out->kernel_unsymbolized = rs->kernel_unsymbolized;
+		out->frames_fileid = rs->frames_fileid;
+		out->frames_fileid_unknown = rs->frames_fileid_unknown;
 	}
 	if (src->syms) {
 		struct symcache_stats ss;
 
 		symcache__stats(src->syms, &ss);
 		out->symcache_bytes = ss.bytes;
+		out->debuginfod_requests = ss.debuginfod_requests;
+		out->debuginfod_files = ss.debuginfod_files;
 	}
 	if (src->unwinder) {
 		unwinder__stats(src->unwinder, &us);

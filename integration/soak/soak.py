@@ -55,6 +55,7 @@ EXPECTED_LINES = [
     r"^spanprof: export to .* works again$",
     r"^spanprof: sending \d+ queued requests",
     r"^spanprof: \d+ samples from \d+ processes",              # summary
+    r"^spanprof: sent \d+ samples to ",                        # summary: where they went
     r"^spanprof: (frames|user stacks|unwind tables|span links|accounting|memory|processes): ",
     r"^spanprof: file identities \(processes not loaded yet\): ",  # summary
     r"^spanprof: info: stats ",                                 # self-telemetry counters
@@ -379,8 +380,10 @@ def run(args):
         col = Collector(children, otelcol, port, out)
         col.start()
         agent = children.start(
+            # --verbose: the full accounting at the end, which summary_numbers() reads.
             [spanprof, "record", "--endpoint", f"127.0.0.1:{port}", "--frequency",
-             args.frequency, "--export-interval", args.export_interval, "--flush-timeout", 30],
+             args.frequency, "--export-interval", args.export_interval, "--flush-timeout", 30,
+             "--verbose"],
             stderr=subprocess.PIPE, text=True, env=dict(os.environ, SPANPROF_DEBUG="1"))
         reader = AgentReader(agent, out / "agent.stderr")
         reader.start()

@@ -55,6 +55,8 @@ static void fill(struct selfstats *st, uint64_t base)
 	st->maps_read_failed = 14 + base;
 	st->objects_failed = 15 + base;
 	st->symcache_bytes = 5 << 20;
+	st->frames_fileid = 16 + base;
+	st->jit_unnamed = 17 + base;
 	st->processes_seen = 40 + base;
 	st->processes_tracked = 30;
 	st->processes_unwind = 7;
@@ -279,6 +281,11 @@ static void test_values_land_in_the_right_series(void **state)
 	    13);
 	assert_int_equal(value(r, "spanprof.processes.tracked", "table", "symbolizer", NULL, NULL),
 			 30);
+	assert_int_equal(value(r, "spanprof.symbolization.frames", "source", "file_identity",
+			       "outcome", "named"),
+			 16);
+	assert_int_equal(
+	    value(r, "spanprof.symbolization.frames", "source", "jit", "outcome", "unnamed"), 17);
 	assert_int_equal(
 	    value(r, "spanprof.bpf.map.entries", "bpf.map.name", "tls_procs", NULL, NULL), 2);
 	assert_int_equal(
@@ -593,6 +600,8 @@ static void test_log_lines(void **state)
 		assert_null(strstr(text, "recorded.lock"));
 	}
 	assert_non_null(strstr(text, " unwind_procs=7/8192 "));
+	assert_non_null(
+	    strstr(text, " fileid.named=16 fileid.unknown=0 jit.named=0 jit.unnamed=17 "));
 	assert_non_null(strstr(text, "stats export.profiles sent=12 failed=1 dropped=2 "));
 	assert_non_null(strstr(text, " calls.UNAVAILABLE=4"));
 	assert_non_null(strstr(text, " duration_ms.max=200.0"));

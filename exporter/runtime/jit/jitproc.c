@@ -289,6 +289,12 @@ static void hint(struct jitproc *j, FILE *log)
 		what = "have the runtime write /tmp/perf-PID.map or a jitdump file";
 		break;
 	}
+	if (!j->stats->first_hint.pid) {
+		j->stats->first_hint.pid = j->pid;
+		snprintf(j->stats->first_hint.comm, sizeof(j->stats->first_hint.comm), "%s",
+			 j->comm);
+		j->stats->first_hint.what = what;
+	}
 	fprintf(log,
 		"spanprof: PID %u (%s): JIT code without names (no /tmp/perf-%u.map, no "
 		"jitdump): %s\n",

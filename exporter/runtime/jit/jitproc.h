@@ -52,6 +52,12 @@ struct jitproc_stats {
 	uint64_t java_requests;	 /* perf maps a JVM wrote on request (--java-perfmap) */
 	uint64_t java_failed;	 /* ... requests that failed (no attach socket, timeout, refused) */
 	struct jitfile_stats open; /* perf map and jitdump opens by outcome */
+	/* The first process told (the end-of-run report repeats it): 0 pid when none. */
+	struct {
+		uint32_t pid;
+		char comm[32];
+		const char *what; /* static: what would name its JIT frames */
+	} first_hint;
 };
 
 struct jitproc;
