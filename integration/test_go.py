@@ -9,6 +9,7 @@ agent samples; the agent stops when it exits (--pid).
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -146,3 +147,91 @@ def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, gopro
     print(f"exact chain: {exact}/{total} samples, wrong adjacency: {wrong}")
     assert wrong == 0
     assert exact / total >= 0.90, (exact, total, res.stderr)
+
+
+@pytest.fixture(scope="session")
+def golabels_prog(workdir):
+    """The labelled HTTP service (test/runtime/go-progs/golabels), built -s -w: no DWARF, so
+    the offsets come from the agent's table for the machine's Go version; and a build with DWARF,
+    where they come from the binary itself."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    out = {}
+    for name, flags in (("stripped", ["-ldflags=-s -w"]), ("dwarf", [])):
+        path = workdir / f"golabels-{name}"
+        subprocess.run(["go", "build", *flags, "-o", str(path), "./golabels"], cwd=GO_PROGS,
+                       env=env, check=True)
+        out[name] = path
+    return out
+
+
+BURN_FN = {"checkout": "main.burnCheckout", "search": "main.burnSearch"}
+
+
+def go_label_links(samples, spans):
+    """Counts by verdict: in-span samples (in a burn function), linked ones, wrong links (a
+    span the program never printed, outside pprof.Do, or in the other endpoint), links outside
+    spans."""
+    c = dict(in_span=0, linked=0, wrong=0, outside=0, outside_linked=0, span_name=0)
+    wrong = []
+    for s in samples:
+        n = s["values"][0]
+        fns = [fn for loc in s["stack"] for fn in names(loc)]
+        lab = s.get("labels") or {}
+        link = (lab.get("trace_id", [None])[0], lab.get("span_id", [None])[0])
+        in_ep = [ep for ep, fn in BURN_FN.items() if fn in fns]
+        if in_ep:
+            c["in_span"] += n
+        if "main.betweenRequests" in fns:
+            c["outside"] += n
+            c["outside_linked"] += n if link[0] or link[1] else 0
+        if not link[0]:
+            continue
+        ep = spans.get(link)
+        # Labels are set inside pprof.Do only: a linked sample is under it, in the span's
+        # endpoint or in Do's own code around the call, never in the other endpoint.
+        if ep is None or "runtime/pprof.Do" not in fns or in_ep not in ([ep], []):
+            c["wrong"] += n
+            wrong.append((link, ep, fns[:8]))
+            continue
+        c["linked"] += n
+        if lab.get("span_name") == [ep]:
+            c["span_name"] += n
+    return c, wrong
+
+
+@pytest.mark.parametrize("build", ["stripped", "dwarf"])
+def test_go_goroutine_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, golabels_prog,
+                                        build):
+    """Requests served under pprof.Do labels (span_id, trace_id, span_name): the samples of each
+    request's CPU carry its span as their link, its span_name as an attribute; nothing outside
+    a request is linked, no sample names a span it was not in."""
+    log = tmp_path / "spans.log"
+    with open(log, "w") as f:
+        prog = procs.start(golabels_prog[build], str(CPU_SECONDS), "-", stdin=subprocess.PIPE,
+                           stdout=f, text=True)
+        deadline = time.time() + 20
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+        prog.wait(timeout=60)
+    spans = {}
+    for line in log.read_text().splitlines():
+        f = line.split()
+        if len(f) == 4 and f[0] == "span":
+            spans[(f[2], f[3])] = f[1]
+    assert len(spans) > 10, f"the program served only {len(spans)} requests"
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    samples = [s for s in prof["samples"]
+               if s["num_labels"].get("pid") == [prog.pid] and s["values"][0] > 0]
+    c, wrong = go_label_links(samples, spans)
+    print(build, c, [ln for ln in res.stderr.splitlines() if "Go labels" in ln])
+    # Sized by the workload's own CPU time: most of it is in the two burn functions.
+    assert c["in_span"] >= CPU_SECONDS * FREQ // 4, (c, res.stderr)
+    assert c["wrong"] == 0, f"samples linked to the wrong span: {wrong[:5]}"
+    assert c["outside"] > 0 and c["outside_linked"] == 0, c
+    assert c["linked"] >= 0.90 * c["in_span"], (c, res.stderr)
+    assert c["span_name"] == c["linked"], c
+    m = re.search(r"Go labels: (\d+) samples with goroutine labels, (\d+) linked", res.stderr)
+    assert m and int(m.group(2)) >= c["linked"], res.stderr

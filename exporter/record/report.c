@@ -37,6 +37,19 @@ static void span_links_summary(struct recorder *r, const uint64_t *st)
 	    (unsigned long long)st[SP_STAT_CTX_UNALLOCATED],
 	    (unsigned long long)st[SP_STAT_CTX_STALE], (unsigned long long)ls.processes_seen,
 	    (unsigned long long)ls.contexts_seen, (unsigned long long)ls.resolve_errors);
+	if (ls.go_processes || ls.go_unsupported)
+		fprintf(stderr,
+			"spanprof: Go labels: %llu samples with goroutine labels, %llu linked by "
+			"span_id/trace_id, %llu ids not hex; not read: %llu no labels or no "
+			"goroutine, %llu unreadable or inconsistent (dropped), %llu stale; %llu "
+			"labels left out (too many or too long); %llu Go processes read, %llu "
+			"unsupported\n",
+			(unsigned long long)ls.go_labeled, (unsigned long long)ls.go_links,
+			(unsigned long long)ls.go_bad_ids, (unsigned long long)st[SP_STAT_GOL_NONE],
+			(unsigned long long)st[SP_STAT_GOL_BAD],
+			(unsigned long long)st[SP_STAT_GOL_STALE],
+			(unsigned long long)st[SP_STAT_GOL_TRUNCATED],
+			(unsigned long long)ls.go_processes, (unsigned long long)ls.go_unsupported);
 }
 
 static void unwind_summary(struct recorder *r, const uint64_t *st)
