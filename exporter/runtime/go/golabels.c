@@ -119,8 +119,8 @@ int golabels__decode_tls(const uint8_t *c, size_t len, int64_t *off)
 	}
 	/* 48 c7 ModRM(mod 11, /0, reg r) imm32, then 64 48 8b ModRM(mod 00, rm r) */
 	if (len >= 11 && c[0] == 0x48 && c[1] == 0xc7 && (c[2] & 0xf8) == 0xc0 && c[7] == 0x64 &&
-	    c[8] == 0x48 && c[9] == 0x8b && (c[10] & 0xc7) == (c[2] & 0x07) &&
-	    (c[2] & 0x07) != 4 && (c[2] & 0x07) != 5) {
+	    c[8] == 0x48 && c[9] == 0x8b && (c[10] & 0xc7) == (c[2] & 0x07) && (c[2] & 0x07) != 4 &&
+	    (c[2] & 0x07) != 5) {
 		memcpy(&v, c + 3, 4);
 		*off = v;
 		return 0;
@@ -443,8 +443,13 @@ int golabels__resolve_pid(int pid, struct golabels_layout *out)
 	if (err == -ENOMEM)
 		return err; /* not cached: may work next time */
 	c = &cache[cache_next++ % CACHE_FILES];
-	*c = (struct cached){.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
-			     .mtime = st.st_mtim, .err = err, .layout = *out, .used = 1};
+	*c = (struct cached){.dev = st.st_dev,
+			     .ino = st.st_ino,
+			     .size = st.st_size,
+			     .mtime = st.st_mtim,
+			     .err = err,
+			     .layout = *out,
+			     .used = 1};
 	if (err == -ENOTSUP && out->unsupported)
 		fprintf(stderr, "spanprof: Go: goroutine labels of pid %d (%s) are not read: %s\n",
 			pid, out->version, out->unsupported);

@@ -31,12 +31,12 @@
 
 /* Where a Go program keeps its goroutine labels (handed to BPF as struct sp_go_loc). */
 struct golabels_layout {
-	int go_minor;	/* 26 for go1.26.x */
-	char version[32]; /* as the build info says it, e.g. "go1.26.8" */
-	int64_t tls_g;	/* g's address is at fsbase + tls_g (negative) */
+	int go_minor;			/* 26 for go1.26.x */
+	char version[32];		/* as the build info says it, e.g. "go1.26.8" */
+	int64_t tls_g;			/* g's address is at fsbase + tls_g (negative) */
 	uint32_t g_m, m_curg, g_labels; /* byte offsets */
 	int from_dwarf;			/* 1: offsets read from DWARF; 0: the version table */
-	const char *unsupported; /* with -ENOTSUP: why, a static string */
+	const char *unsupported;	/* with -ENOTSUP: why, a static string */
 };
 
 /*
