@@ -107,8 +107,8 @@ static __always_inline void golabels_sample(struct task_struct *task, struct sp_
 		kl = l.key_len & SP_GO_MAX_KEY;
 		vl = l.value_len & SP_GO_MAX_VALUE;
 		/* pos <= 448 here: the mask changes nothing, it shows the verifier the bound
-		 * (the record holds struct sp_vmas after ctx, so 511 + 192 stays inside); the
-		 * empty asm keeps the compiler from dropping it as redundant. */
+		 * (the record holds struct sp_vmas after ctx, so 511 + 192 stays inside: checked
+		 * in sampler.h); the empty asm keeps the compiler from dropping it. */
 		at = pos;
 		asm volatile("" : "+r"(at));
 		at &= 511;

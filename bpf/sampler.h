@@ -356,6 +356,12 @@ struct sp_sample {
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
 
+/* bpf/golabels.bpf.h copies an entry at ctx offsets up to 448 (masked with 511 for the
+ * verifier): the longest entry fits ctx from there, and the record past 511. */
+_Static_assert(448 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX &&
+		   511 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX + sizeof(struct sp_vmas),
+	       "goroutine label copy bounds");
+
 _Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +
 					       SP_CTX_MAX + sizeof(struct sp_vmas),
 	       "sp_sample layout is shared with BPF: keep it packed and stable");

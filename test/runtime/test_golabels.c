@@ -92,6 +92,58 @@ static void test_dwarf_and_table_agree(void **state)
 	assert_int_equal(pie.g_labels, d.g_labels);
 }
 
+/*
+ * Go programs of other releases installed on the machine (the table's rows are checked against
+ * the DWARF of those that have it; releases before 1.24 keep labels in a map: not read).
+ */
+static void test_other_versions(void **state)
+{
+	char line[4096];
+	int checked = 0;
+	FILE *f = popen("for f in /usr/bin/* /usr/local/bin/* /usr/sbin/*; do "
+			"[ -f \"$f\" ] && [ -x \"$f\" ] && GOTOOLCHAIN=local " GO_BIN
+			" version \"$f\"; done 2>/dev/null",
+			"r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strstr(line, ": go");
+		struct golabels_layout l, row;
+		int err;
+
+		if (!colon)
+			continue;
+		*colon = 0;
+		err = inspect(line, &l);
+		printf("  %s: %s: %d, dwarf %d, tls %lld, g.m %u, m.curg %u, g.labels %u%s%s\n",
+		       line, l.version, err, l.from_dwarf, (long long)l.tls_g, l.g_m, l.m_curg,
+		       l.g_labels, l.unsupported ? ": " : "", l.unsupported ? l.unsupported : "");
+		if (l.go_minor < 24) {
+			assert_int_equal(err, -ENOTSUP);
+			assert_non_null(strstr(l.unsupported, "map"));
+			checked++;
+			continue;
+		}
+		if (err == -ENOTSUP) { /* a release without a row, no DWARF: said why */
+			assert_false(l.from_dwarf);
+			assert_int_equal(golabels__table_row(l.go_minor, &row), -ENOENT);
+			checked++;
+			continue;
+		}
+		assert_int_equal(err, 0);
+		assert_true(l.tls_g < 0);
+		if (l.from_dwarf && !golabels__table_row(l.go_minor, &row)) {
+			assert_int_equal(row.g_m, l.g_m);
+			assert_int_equal(row.m_curg, l.m_curg);
+			assert_int_equal(row.g_labels, l.g_labels);
+		}
+		checked++;
+	}
+	pclose(f);
+	if (!checked)
+		skip(); /* no Go binary in /usr/bin, /usr/local/bin or /usr/sbin of this machine */
+}
+
 static void test_not_go(void **state)
 {
 	struct golabels_layout l;
@@ -106,14 +158,14 @@ static void test_decode_tls(void **state)
 	/* MOVQ %fs:-80, %rcx */
 	static const uint8_t abs_rcx[] = {0x64, 0x48, 0x8b, 0x0c, 0x25, 0xb0, 0xff, 0xff, 0xff};
 	/* MOVQ $-8, %rcx; MOVQ %fs:(%rcx), %rax */
-	static const uint8_t reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff, 0xff,
-				      0x64, 0x48, 0x8b, 0x01};
+	static const uint8_t reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff,
+				      0xff, 0x64, 0x48, 0x8b, 0x01};
 	/* ... but %fs:(%rdx) after loading %rcx: not the same register */
-	static const uint8_t other_reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff, 0xff,
-					    0x64, 0x48, 0x8b, 0x02};
+	static const uint8_t other_reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff,
+					    0xff, 0x64, 0x48, 0x8b, 0x02};
 	/* MOVQ disp(%rip), %rcx; MOVQ %fs:(%rcx), %rax: the offset is in memory */
-	static const uint8_t got[] = {0x48, 0x8b, 0x0d, 0x10, 0x00, 0x00, 0x00,
-				      0x64, 0x48, 0x8b, 0x01};
+	static const uint8_t got[] = {0x48, 0x8b, 0x0d, 0x10, 0x00, 0x00,
+				      0x00, 0x64, 0x48, 0x8b, 0x01};
 	int64_t off = 0;
 
 	assert_int_equal(golabels__decode_tls(abs_rax, sizeof(abs_rax), &off), 0);
@@ -143,8 +195,8 @@ static void note(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
 
 static void test_parse(void **state)
 {
-	static const uint8_t two[] = {7, 4, 's', 'p', 'a', 'n', '_', 'i', 'd', 'a', 'b', 'c', 'd',
-				      1, 0, 'k'};
+	static const uint8_t two[] = {7,   4,	's', 'p', 'a', 'n', '_', 'i',
+				      'd', 'a', 'b', 'c', 'd', 1,   0,	 'k'};
 	struct seen s = {0};
 
 	assert_int_equal(golabels__parse(two, sizeof(two), note, &s), 2);
@@ -176,6 +228,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_version_from_buildinfo),
 	    cmocka_unit_test(test_dwarf_and_table_agree),
+	    cmocka_unit_test(test_other_versions),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_decode_tls),
 	    cmocka_unit_test(test_parse),

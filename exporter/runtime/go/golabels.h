@@ -57,6 +57,12 @@ int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_
 int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out);
 
 /*
+ * The version table's offsets for Go 1.@go_minor into @out (g_m, m_curg, g_labels; nothing else
+ * touched). Returns 0, or -ENOENT (a version the table does not know).
+ */
+int golabels__table_row(int go_minor, struct golabels_layout *out);
+
+/*
  * The TLS offset of g from the first instructions of runtime.stackcheck (@code, @len bytes):
  *   64 48 8b 04 25 d32          MOVQ %fs:d32, %rax (internal and external linking)
  *   48 c7 c1 i32, 64 48 8b 01   MOVQ $i32, %rcx; MOVQ %fs:(%rcx), %rax (-buildmode=pie)
