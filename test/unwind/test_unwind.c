@@ -327,6 +327,45 @@ static void test_step_fp_checks(void **state)
 	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
 }
 
+/*
+ * HotSpot: a compiled method called from an interpreted one returns to a template-interpreter
+ * return entry that the interpreter pushed itself (the bytes before it end a dispatch jump).
+ * The entry's own first instructions prove it (bytes as seen in OpenJDK 17 and Temurin 25).
+ */
+static void test_step_fp_hotspot_return_entry(void **state)
+{
+	static const uint8_t jmp_dispatch[] = {0x41, 0xff, 0x24, 0xda}; /* jmp *(%r10,%rbx,8) */
+	static const uint8_t jdk17[] = {0x48, 0x8b, 0x65, 0xf0, 0x48, 0xc7, 0x45, 0xf0};
+	static const uint8_t jdk21[] = {0x48, 0x8b, 0x4d, 0xf0, 0x48, 0x8d, 0x64, 0xcd};
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memcpy(code + 0x24, jmp_dispatch, sizeof(jmp_dispatch));
+	memcpy(code + 0x28, jdk17, sizeof(jdk17));
+	memcpy(code + 0x30, jdk21, sizeof(jdk21));
+	memset(stk, 0, sizeof(stk));
+	stk[4] = SB + 96;
+	for (uint64_t ra = CB + 0x28; ra <= CB + 0x30; ra += 8) {
+		stk[5] = ra;
+		r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+		assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+		assert_int_equal(r.pc, ra);
+		assert_int_equal(r.bp, SB + 96);
+	}
+	/* One byte off, or the sequence cut (the next bytes differ): refused. */
+	stk[5] = CB + 0x29;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	code[0x2f] = 0x90;
+	stk[5] = CB + 0x28;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000);
+	assert_true(unwind__hotspot_return_entry(0xf045c748f0658b48ull));
+	assert_false(unwind__hotspot_return_entry(0));
+}
+
 /* Every length of call instruction ending at the return address, and near misses. */
 static void test_after_call(void **state)
 {
@@ -673,6 +712,7 @@ int main(void)
 	    cmocka_unit_test(test_step_fp_end_and_errors),
 	    cmocka_unit_test(test_step_fp_checks),
 	    cmocka_unit_test(test_after_call),
+	    cmocka_unit_test(test_step_fp_hotspot_return_entry),
 	    cmocka_unit_test(test_step_uretprobe),
 	    cmocka_unit_test(test_step_ra_in_rdi),
 	    cmocka_unit_test(test_step_signal),
