@@ -235,3 +235,9 @@ def test_go_goroutine_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, g
     assert c["span_name"] == c["linked"], c
     m = re.search(r"Go labels: (\d+) samples with goroutine labels, (\d+) linked", res.stderr)
     assert m and int(m.group(2)) >= c["linked"], res.stderr
+    # Goroutine stacks end at runtime.goexit, whole: by CFI with DWARF; without, the
+    # frame-pointer step to goexit + 1 (a return address the runtime plants, after no call)
+    # is proven by goexit's own code (bpf/unwind_walk.h). 99% alone.
+    total = sum(s["values"][0] for s in samples)
+    rooted = sum(s["values"][0] for s in samples if names(s["stack"][-1]) == ["runtime.goexit"])
+    assert rooted >= 0.90 * total, (rooted, total)
