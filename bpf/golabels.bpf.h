@@ -104,8 +104,16 @@ static __always_inline void golabels_sample(struct task_struct *task, struct sp_
 			stat_inc(SP_STAT_GOL_TRUNCATED);
 			continue;
 		}
-		kl = l.key_len & SP_GO_MAX_KEY;
-		vl = l.value_len & SP_GO_MAX_VALUE;
+		/*
+		 * Bounded by the check above; the masks, kept by the empty asm, show it to
+		 * verifiers that carry no bound from one copy of a value to another (6.1: the
+		 * compiler checks one copy and passes a spilled one to the helper).
+		 */
+		kl = l.key_len;
+		vl = l.value_len;
+		asm volatile("" : "+r"(kl), "+r"(vl));
+		kl &= SP_GO_MAX_KEY;
+		vl &= SP_GO_MAX_VALUE;
 		/* pos <= 448 here: the mask changes nothing, it shows the verifier the bound
 		 * (the record holds struct sp_vmas after ctx, so 511 + 192 stays inside: checked
 		 * in sampler.h); the empty asm keeps the compiler from dropping it. */
