@@ -241,3 +241,46 @@ def test_go_goroutine_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, g
     total = sum(s["values"][0] for s in samples)
     rooted = sum(s["values"][0] for s in samples if names(s["stack"][-1]) == ["runtime.goexit"])
     assert rooted >= 0.90 * total, (rooted, total)
+
+
+def test_go_span_id_label_without_trace_id(spanprof, pprofcheck, procs, tmp_path, golabels_prog):
+    """otel-profiling-go sets span_id and span_name only: no link (an OTLP link needs a trace
+    id), the span id and name as sample attributes (pprof labels), which Pyroscope joins on."""
+    log = tmp_path / "spans.log"
+    with open(log, "w") as f:
+        prog = procs.start(golabels_prog["stripped"], str(CPU_SECONDS), "-", "spanonly",
+                           stdin=subprocess.PIPE, stdout=f, text=True)
+        deadline = time.time() + 20
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+        prog.wait(timeout=60)
+    spans = {f[3]: f[1] for f in (ln.split() for ln in log.read_text().splitlines())
+             if len(f) == 4 and f[0] == "span"}
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    in_span = labelled = wrong = 0
+    for s in prof["samples"]:
+        if s["num_labels"].get("pid") != [prog.pid]:
+            continue
+        n = s["values"][0]
+        fns = [fn for loc in s["stack"] for fn in names(loc)]
+        lab = s.get("labels") or {}
+        assert "trace_id" not in lab, lab
+        ep = [e for e, fn in BURN_FN.items() if fn in fns]
+        in_span += n if ep else 0
+        sid = lab.get("span_id", [None])[0]
+        if sid is None:
+            continue
+        if spans.get(sid) is None or ep not in ([spans[sid]], []) or \
+                lab.get("span_name") != [spans[sid]]:
+            wrong += n
+        else:
+            labelled += n
+    print(f"span_id only: {labelled}/{in_span} in-span samples labelled, {wrong} wrong")
+    assert in_span >= CPU_SECONDS * FREQ // 4, (in_span, res.stderr)
+    assert wrong == 0
+    assert labelled >= 0.90 * in_span, (labelled, in_span, res.stderr)
+    m = re.search(r"Go labels: (\d+) samples with goroutine labels, (\d+) linked", res.stderr)
+    assert m and int(m.group(1)) >= labelled and m.group(2) == "0", res.stderr

@@ -7,9 +7,10 @@
 // line per request: "span ENDPOINT TRACE_ID SPAN_ID". Between requests the client burns CPU in
 // main.betweenRequests with no labels.
 //
-// Usage: golabels CPU_SECONDS [-]. Prints "ready" once it listens (with "-", then waits for a
-// line on stdin: the tests' gate), sends requests from two client goroutines until the process
-// has used CPU_SECONDS of CPU time, and exits.
+// Usage: golabels CPU_SECONDS [-] [spanonly]. Prints "ready" once it listens (with "-", then
+// waits for a line on stdin: the tests' gate), sends requests from two client goroutines until
+// the process has used CPU_SECONDS of CPU time, and exits. With "spanonly" the requests carry
+// span_id and span_name only, as otel-profiling-go sets them (no trace_id).
 package main
 
 import (
@@ -30,7 +31,8 @@ import (
 )
 
 var (
-	outMu sync.Mutex
+	spanOnly bool
+	outMu    sync.Mutex
 	sink  uint64
 	sinkM sync.Mutex
 )
@@ -87,6 +89,9 @@ func handler(name string, burn func(int) uint64) http.HandlerFunc {
 		fmt.Printf("span %s %s %s\n", name, traceID, spanID)
 		outMu.Unlock()
 		labels := pprof.Labels("span_id", spanID, "trace_id", traceID, "span_name", name)
+		if spanOnly {
+			labels = pprof.Labels("span_id", spanID, "span_name", name)
+		}
 		pprof.Do(r.Context(), labels, func(context.Context) {
 			keep(burn(3000000))
 		})
@@ -120,6 +125,7 @@ func main() {
 	mux.HandleFunc("/search", handler("search", burnSearch))
 	go http.Serve(ln, mux)
 	fmt.Println("ready")
+	spanOnly = len(os.Args) > 3 && os.Args[3] == "spanonly"
 	if len(os.Args) > 2 && os.Args[2] == "-" {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	}
