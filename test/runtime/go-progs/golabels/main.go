@@ -33,8 +33,8 @@ import (
 var (
 	spanOnly bool
 	outMu    sync.Mutex
-	sink  uint64
-	sinkM sync.Mutex
+	sink     uint64
+	sinkM    sync.Mutex
 )
 
 // checkpoint is called now and then by spin: the call gives spin a stack frame of its own
