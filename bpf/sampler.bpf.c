@@ -56,6 +56,7 @@ static __always_inline void stat_inc(__u32 which)
 #include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
+#include "golabels.bpf.h"
 #include "fileid.bpf.h"
 #include "python.bpf.h"
 
@@ -190,6 +191,8 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	s->ctx_len = 0;
 	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD)) {
 		threadctx_sample(task, s);
+		if (!s->ctx_len)
+			golabels_sample(task, s);
 		python_sample(task, s);
 	}
 

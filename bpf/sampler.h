@@ -62,6 +62,13 @@ enum sp_stat {
 	SP_STAT_CTX_UNALLOCATED,   /* the thread has no TLS block for the module yet */
 	SP_STAT_CTX_STALE,	   /* descriptor of an earlier process with the same PID */
 	SP_STAT_CTX_UPROBE,	   /* record pointer from --context-uprobe (counted in addition) */
+	/* Goroutine labels (bpf/golabels.bpf.h, docs/go.md): one per sample of a Go process with a
+	 * descriptor and no thread context. */
+	SP_STAT_GOL_READ,      /* labels copied into the sample */
+	SP_STAT_GOL_NONE,      /* no goroutine running (g0 only, a C thread) or no labels */
+	SP_STAT_GOL_BAD,       /* unreadable or inconsistent (curg.m != m, len > cap): dropped */
+	SP_STAT_GOL_TRUNCATED, /* labels left out (too many, too long): counted in addition */
+	SP_STAT_GOL_STALE,     /* descriptor of an earlier process with the same PID */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
@@ -126,6 +133,24 @@ struct sp_tls_loc {
 	__u64 offset;
 	__u64 start_boot_ns; /* group leader's start time: 0 matches any */
 };
+
+/*
+ * Where a Go program keeps its goroutine labels (map "go_procs", key: tgid), computed by the
+ * agent from the executable (exporter/runtime/go/golabels.h): g = *(fsbase + tls_g),
+ * m = *(g + g_m), curg = *(m + m_curg), labels = *(curg + g_labels) -> a labelMap whose first
+ * field is the slice of labels {ptr, len, cap} sorted by key, each label two Go strings
+ * {ptr, len} (Go 1.24 and later).
+ */
+struct sp_go_loc {
+	__s64 tls_g;
+	__u32 g_m, m_curg, g_labels;
+	__u32 pad;
+	__u64 start_boot_ns; /* group leader's start time: 0 matches any */
+};
+/* Labels copied per sample, and the longest key and value copied (longer: left out, counted). */
+#define SP_GO_MAX_LABELS 16
+#define SP_GO_MAX_KEY 63
+#define SP_GO_MAX_VALUE 127
 
 /*
  * Record pointer captured by a --context-uprobe (map "ctx_threads", key: tid); it
@@ -245,6 +270,11 @@ static inline __u32 sp_ustack_end_of_stat(__u32 stat)
  * then adds no "caller unknown" marker after a Go leaf, docs/go.md).
  */
 #define SP_SAMPLE_LEAF_CFI 0x4
+/*
+ * ctx holds goroutine labels (bpf/golabels.bpf.h), not a thread-context record: ctx_len bytes of
+ * packed entries {key_len u8, value_len u8, key, value} (exporter/runtime/go/golabels.h).
+ */
+#define SP_SAMPLE_GO_LABELS 0x8
 
 /*
  * --- File identities of user PCs (bpf/fileid.bpf.h, docs/unwinding.md) ---
@@ -325,6 +355,12 @@ struct sp_sample {
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
+
+/* bpf/golabels.bpf.h copies an entry at ctx offsets up to 448 (masked with 511 for the
+ * verifier): the longest entry fits ctx from there, and the record past 511. */
+_Static_assert(448 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX &&
+		   511 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX + sizeof(struct sp_vmas),
+	       "goroutine label copy bounds");
 
 _Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +
 					       SP_CTX_MAX + sizeof(struct sp_vmas),

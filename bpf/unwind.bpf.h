@@ -456,6 +456,7 @@ static __always_inline int unwind_user_regs(struct unwind_regs *r)
 	r->di = regs->di;
 	r->ax = regs->ax;
 	r->di_known = 1;
+	r->outermost = 0;
 	return r->pc ? 0 : -1;
 }
 

@@ -164,8 +164,8 @@ struct unwind_regs {
 	__u64 stack_hi;
 	__u64 di; /* RDI: known in the sampled frame only (di_known), for UNWIND_KIND_RA_RDI */
 	__u64 ax; /* RAX, likewise: a syscall's result (0 in a new child) */
-	__u32 di_known; /* 1 while regs describe the sampled frame, with its RDI and RAX */
-	__u32 pad;
+	__u32 di_known;	 /* 1 while regs describe the sampled frame, with its RDI and RAX */
+	__u32 outermost; /* 1: the frame is a proven outermost one (Go's goexit): the walk ends */
 };
 
 /* Where the interrupted registers are in the struct ucontext a signal trampoline's RSP points at.
@@ -251,6 +251,46 @@ static __always_inline int unwind__after_call(__u64 code)
 #define UNWIND_PY_TRAMPOLINE_CODE 0x8348d1ff08ec8348ull
 #define UNWIND_PY_TRAMPOLINE_RA_OFF 6
 
+/*
+ * 1 when the 8 bytes at a return address (@code, byte k at ra + k) begin one of HotSpot's
+ * template-interpreter return entries. An interpreted method calls compiled code by pushing
+ * the return entry of its invoke bytecode itself and jumping (through the i2c adapter), so the
+ * byte before that return address is the end of the previous template's dispatch jump, never a
+ * call: the return entry is what proves it. Every return entry starts by restoring the
+ * interpreter's expression stack from the frame's last_sp slot (frame::
+ * interpreter_frame_last_sp_offset = -2: RBP - 16), as generate_return_entry_for() in
+ * src/hotspot/cpu/x86/templateInterpreterGenerator_x86.cpp emits it:
+ *   JDK 17:  48 8b 65 f0 / 48 c7 45 f0   mov -0x10(%rbp),%rsp; movq $0,-0x10(%rbp)
+ *   JDK 21+: 48 8b 4d f0 / 48 8d 64 cd   mov -0x10(%rbp),%rcx; lea 0(%rbp,%rcx,8),%rsp
+ *            (last_sp kept relative to RBP, in words)
+ * Seen at the return addresses of compiled methods called from interpreted ones in OpenJDK 17
+ * and Temurin 25 (test_jit.py's Java chain); both sequences move RSP from an RBP-relative slot,
+ * which nothing but an interpreter frame's epilogue of a call does.
+ */
+#define UNWIND_HOTSPOT_RET_JDK17 0xf045c748f0658b48ull
+#define UNWIND_HOTSPOT_RET_JDK21 0xcd648d48f04d8b48ull
+
+static __always_inline int unwind__hotspot_return_entry(__u64 code)
+{
+	return code == UNWIND_HOTSPOT_RET_JDK17 || code == UNWIND_HOTSPOT_RET_JDK21;
+}
+
+/*
+ * 1 when a frame-pointer step's return address is the one the Go runtime plants at the top of
+ * every goroutine's stack: runtime.goexit + 1 (src/runtime/proc.go, newproc1: sched.pc =
+ * FuncPCABI0(goexit) + PCQuantum, pushed as the goroutine function's return address), in
+ * runtime·goexit of src/runtime/asm_amd64.s: `BYTE $0x90; CALL runtime·goexit1; BYTE $0x90`.
+ * @before: the 8 bytes before it (the NOP last), @at: the 8 at it (E8 rel32, then the NOP);
+ * @saved_bp: the RBP the goroutine's function saved, 0 (newproc1 clears sched, gogo loads
+ * RBP from it). The frame is the goroutine's outermost one (goexit is a TOPFRAME function):
+ * nothing lies above it.
+ */
+static __always_inline int unwind__go_goexit(__u64 before, __u64 at, __u64 saved_bp)
+{
+	return !saved_bp && UNWIND_CODE_BYTE(before, 7) == 0x90 &&
+	       UNWIND_CODE_BYTE(at, 0) == 0xe8 && UNWIND_CODE_BYTE(at, 5) == 0x90;
+}
+
 #ifdef UNWIND_READ_USER
 #ifndef UNWIND_FIX_RA
 #define UNWIND_FIX_RA(rctx, ra, slot) (ra)
@@ -263,11 +303,13 @@ static __always_inline int unwind__after_call(__u64 code)
 static __always_inline int unwind__step(struct unwind_regs *r, const struct unwind_row *row,
 					const struct unwind_sigregs *sig, void *rctx)
 {
-	__u64 cfa, ra = 0, pair[2], sbp, code;
+	__u64 cfa, ra = 0, pair[2], sbp, code, at;
 	__u32 kind = row ? row->kind : UNWIND_KIND_FP;
 	__u32 off = row ? row->cfa_off : 0;
 	__s32 rbp = row ? row->rbp : 0;
 
+	if (r->outermost)
+		return UNWIND_STEP_END;
 	switch (kind) {
 	case UNWIND_KIND_END:
 		return UNWIND_STEP_END;
@@ -319,9 +361,20 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 		if (!pair[1])
 			return UNWIND_STEP_FP_END;
 		pair[1] = UNWIND_FIX_RA(rctx, pair[1], r->bp + 8);
-		if (!pair[1] || UNWIND_READ_CODE(rctx, &code, pair[1] - 8) ||
-		    !unwind__after_call(code))
+		if (!pair[1] || UNWIND_READ_CODE(rctx, &code, pair[1] - 8))
 			return UNWIND_STEP_BAD_RA;
+		/*
+		 * After a call; or a return address a runtime pushed itself: a HotSpot interpreter
+		 * return entry, Go's goexit + 1 (the goroutine's outermost frame).
+		 */
+		if (!unwind__after_call(code)) {
+			if (UNWIND_READ_CODE(rctx, &at, pair[1]))
+				return UNWIND_STEP_BAD_RA;
+			if (unwind__go_goexit(code, at, pair[0]))
+				r->outermost = 1;
+			else if (!unwind__hotspot_return_entry(at))
+				return UNWIND_STEP_BAD_RA;
+		}
 		r->sp = r->bp + 16;
 		r->bp = pair[0];
 		r->pc = pair[1];

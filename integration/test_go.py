@@ -9,6 +9,7 @@ agent samples; the agent stops when it exits (--pid).
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -145,3 +146,140 @@ def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, gopro
     print(f"exact chain: {exact}/{total} samples, wrong adjacency: {wrong}")
     assert wrong == 0
     assert exact / total >= 0.90, (exact, total, res.stderr)
+
+
+@pytest.fixture(scope="session")
+def golabels_prog(workdir):
+    """The labelled HTTP service (test/runtime/go-progs/golabels), built -s -w: no DWARF, so
+    the offsets come from the agent's table for the machine's Go version; and a build with DWARF,
+    where they come from the binary itself."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    out = {}
+    for name, flags in (("stripped", ["-ldflags=-s -w"]), ("dwarf", [])):
+        path = workdir / f"golabels-{name}"
+        subprocess.run(["go", "build", *flags, "-o", str(path), "./golabels"], cwd=GO_PROGS,
+                       env=env, check=True)
+        out[name] = path
+    return out
+
+
+BURN_FN = {"checkout": "main.burnCheckout", "search": "main.burnSearch"}
+
+
+def go_label_links(samples, spans):
+    """Counts by verdict: in-span samples (in a burn function), linked ones, wrong links (a
+    span the program never printed, outside pprof.Do, or in the other endpoint), links outside
+    spans."""
+    c = dict(in_span=0, linked=0, wrong=0, outside=0, outside_linked=0, span_name=0)
+    wrong = []
+    for s in samples:
+        n = s["values"][0]
+        fns = [fn for loc in s["stack"] for fn in names(loc)]
+        lab = s.get("labels") or {}
+        link = (lab.get("trace_id", [None])[0], lab.get("span_id", [None])[0])
+        in_ep = [ep for ep, fn in BURN_FN.items() if fn in fns]
+        if in_ep:
+            c["in_span"] += n
+        if "main.betweenRequests" in fns:
+            c["outside"] += n
+            c["outside_linked"] += n if link[0] or link[1] else 0
+        if not link[0]:
+            continue
+        ep = spans.get(link)
+        # Labels are set inside pprof.Do only: a linked sample is under it, in the span's
+        # endpoint or in Do's own code around the call, never in the other endpoint.
+        if ep is None or "runtime/pprof.Do" not in fns or in_ep not in ([ep], []):
+            c["wrong"] += n
+            wrong.append((link, ep, fns[:8]))
+            continue
+        c["linked"] += n
+        if lab.get("span_name") == [ep]:
+            c["span_name"] += n
+    return c, wrong
+
+
+@pytest.mark.parametrize("build", ["stripped", "dwarf"])
+def test_go_goroutine_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, golabels_prog,
+                                        build):
+    """Requests served under pprof.Do labels (span_id, trace_id, span_name): the samples of each
+    request's CPU carry its span as their link, its span_name as an attribute; nothing outside
+    a request is linked, no sample names a span it was not in."""
+    log = tmp_path / "spans.log"
+    with open(log, "w") as f:
+        prog = procs.start(golabels_prog[build], str(CPU_SECONDS), "-", stdin=subprocess.PIPE,
+                           stdout=f, text=True)
+        deadline = time.time() + 20
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+        prog.wait(timeout=60)
+    spans = {}
+    for line in log.read_text().splitlines():
+        f = line.split()
+        if len(f) == 4 and f[0] == "span":
+            spans[(f[2], f[3])] = f[1]
+    assert len(spans) > 10, f"the program served only {len(spans)} requests"
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    samples = [s for s in prof["samples"]
+               if s["num_labels"].get("pid") == [prog.pid] and s["values"][0] > 0]
+    c, wrong = go_label_links(samples, spans)
+    gl = res.stats["span_links"]["go_labels"]
+    print(build, c, gl)
+    # Sized by the workload's own CPU time: most of it is in the two burn functions.
+    assert c["in_span"] >= CPU_SECONDS * FREQ // 4, (c, res.stderr)
+    assert c["wrong"] == 0, f"samples linked to the wrong span: {wrong[:5]}"
+    assert c["outside"] > 0 and c["outside_linked"] == 0, c
+    assert c["linked"] >= 0.90 * c["in_span"], (c, res.stderr)
+    assert c["span_name"] == c["linked"], c
+    assert gl["linked"] >= c["linked"], gl
+    # Goroutine stacks end at runtime.goexit, whole: by CFI with DWARF; without, the
+    # frame-pointer step to goexit + 1 (a return address the runtime plants, after no call)
+    # is proven by goexit's own code (bpf/unwind_walk.h). 99% alone.
+    total = sum(s["values"][0] for s in samples)
+    rooted = sum(s["values"][0] for s in samples if names(s["stack"][-1]) == ["runtime.goexit"])
+    assert rooted >= 0.90 * total, (rooted, total)
+
+
+def test_go_span_id_label_without_trace_id(spanprof, pprofcheck, procs, tmp_path, golabels_prog):
+    """otel-profiling-go sets span_id and span_name only: no link (an OTLP link needs a trace
+    id), the span id and name as sample attributes (pprof labels), which Pyroscope joins on."""
+    log = tmp_path / "spans.log"
+    with open(log, "w") as f:
+        prog = procs.start(golabels_prog["stripped"], str(CPU_SECONDS), "-", "spanonly",
+                           stdin=subprocess.PIPE, stdout=f, text=True)
+        deadline = time.time() + 20
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+        prog.wait(timeout=60)
+    spans = {f[3]: f[1] for f in (ln.split() for ln in log.read_text().splitlines())
+             if len(f) == 4 and f[0] == "span"}
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    in_span = labelled = wrong = 0
+    for s in prof["samples"]:
+        if s["num_labels"].get("pid") != [prog.pid]:
+            continue
+        n = s["values"][0]
+        fns = [fn for loc in s["stack"] for fn in names(loc)]
+        lab = s.get("labels") or {}
+        assert "trace_id" not in lab, lab
+        ep = [e for e, fn in BURN_FN.items() if fn in fns]
+        in_span += n if ep else 0
+        sid = lab.get("span_id", [None])[0]
+        if sid is None:
+            continue
+        if spans.get(sid) is None or ep not in ([spans[sid]], []) or \
+                lab.get("span_name") != [spans[sid]]:
+            wrong += n
+        else:
+            labelled += n
+    print(f"span_id only: {labelled}/{in_span} in-span samples labelled, {wrong} wrong")
+    assert in_span >= CPU_SECONDS * FREQ // 4, (in_span, res.stderr)
+    assert wrong == 0
+    assert labelled >= 0.90 * in_span, (labelled, in_span, res.stderr)
+    gl = res.stats["span_links"]["go_labels"]
+    assert gl["samples_labeled"] >= labelled and gl["linked"] == 0, gl

@@ -344,15 +344,25 @@ def test_java_perfmap_names_the_chain(spanprof, tmp_path, jdk):
         if frames[i - 1].startswith("[truncated: "):
             return i == 2  # the process name, the marker, then the chain
         return "start_thread" in frames[1:4] and names[i - 1] in ("main", "Interpreter")
+    def whole(frames):
+        """The chain down to the thread's start: the step from compiled outerWork into the
+        interpreted main proven by the interpreter's return entry (bpf/unwind_walk.h)."""
+        return chain(frames) and not any(f.startswith("[truncated: ") for f in frames)
+
     good, total = share(ours, chain)
-    line = f"{name}: chain {good}/{total} = {good / max(total, 1):.1%}"
+    full, _ = share(ours, whole)
+    line = (f"{name}: chain {good}/{total} = {good / max(total, 1):.1%}, to the thread's start "
+            f"{full / max(total, 1):.1%}")
     if theirs is not None:
         pgood, ptotal = share(theirs, chain)
         line += f"; perf record -g {pgood}/{ptotal} = {pgood / max(ptotal, 1):.1%}"
     print(line)
     assert total >= 0.5 * cpu_s * FREQ, line
     bad = [f[-6:] for f, _ in ours if not chain(f)][:3]
-    # 90% before frame-pointer steps had to be proven (issue 16); a step from compiled code to
-    # its caller that can't be proven now cuts a few stacks after innerWork (marked, true): 90.3%
-    # and less on a loaded machine. The issue's 90% target is Node's (test above).
+    # 90.3% alone, less on a loaded machine (stacks of the warm-up, while outerWork and
+    # middleWork still run interpreted, have no chain). The issue's 90% target is Node's.
     assert good / total >= 0.80, f"{line}\n{bad}"
+    # 94.6% (OpenJDK 17) and 95.2% (Temurin 25) alone: stacks no longer stop at the step into
+    # the interpreted main (all of them did, under the marker, before the interpreter's return
+    # entries were recognised).
+    assert full / total >= 0.75, f"{line}\n{[f[-6:] for f, _ in ours if not whole(f)][:3]}"

@@ -23,6 +23,7 @@ ALWAYS = {
     # CFI unwinder and span links are on by default
     "spanprof.unwind.samples", "spanprof.unwind.stops", "spanprof.unwind.frames",
     "spanprof.unwind.refused", "spanprof.bpf.events", "spanprof.span_links.samples",
+    "spanprof.go_labels.samples",
     "spanprof.bpf.map.entries", "spanprof.bpf.map.capacity", "spanprof.bpf.map.utilization",
     "spanprof.bpf.map.memory",
 }

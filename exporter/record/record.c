@@ -206,6 +206,7 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	if (r->opts->no_span_links || sampler__threadctx_maps(s, &tm))
 		return 0;
 	lo.procs_fd = tm.procs_fd;
+	lo.go_procs_fd = tm.go_procs_fd;
 	/* .symtab too: static executables have no .dynsym at all. */
 	lo.allow_symtab = 1;
 	r->in.links = spanlinks__new(&lo);

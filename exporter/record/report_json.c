@@ -319,7 +319,7 @@ static struct json_object *python_section(struct jb *b, const struct report_data
 static struct json_object *links_section(struct jb *b, const struct report_data *d)
 {
 	const uint64_t *st = d->bpf;
-	struct json_object *s = obj(b), *nl = obj(b);
+	struct json_object *s = obj(b), *nl = obj(b), *go = obj(b);
 
 	put_u(b, s, "linked", st[SP_STAT_CTX_LINKED]);
 	put_u(b, s, "by_uprobe", st[SP_STAT_CTX_UPROBE]);
@@ -334,6 +334,16 @@ static struct json_object *links_section(struct jb *b, const struct report_data 
 	put_u(b, s, "processes_with_thread_context", d->links.processes_seen);
 	put_u(b, s, "processes_with_process_context", d->links.contexts_seen);
 	put_u(b, s, "descriptor_errors", d->links.resolve_errors);
+	put(b, s, "go_labels", go);
+	put_u(b, go, "samples_labeled", d->links.go_labeled);
+	put_u(b, go, "linked", d->links.go_links);
+	put_u(b, go, "ids_not_hex", d->links.go_bad_ids);
+	put_u(b, go, "none", st[SP_STAT_GOL_NONE]);
+	put_u(b, go, "dropped_inconsistent", st[SP_STAT_GOL_BAD]);
+	put_u(b, go, "stale", st[SP_STAT_GOL_STALE]);
+	put_u(b, go, "labels_left_out", st[SP_STAT_GOL_TRUNCATED]);
+	put_u(b, go, "processes", d->links.go_processes);
+	put_u(b, go, "processes_unsupported", d->links.go_unsupported);
 	return s;
 }
 

@@ -378,8 +378,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_map__set_max_entries(s->skel->maps.tls_procs, opts->threadctx_max_procs
 								      ? opts->threadctx_max_procs
 								      : 8192);
+		bpf_map__set_max_entries(s->skel->maps.go_procs, opts->threadctx_max_procs
+								     ? opts->threadctx_max_procs
+								     : 8192);
 	} else {
 		bpf_map__set_max_entries(s->skel->maps.tls_procs, 1);
+		bpf_map__set_max_entries(s->skel->maps.go_procs, 1);
 	}
 	if (!opts->threadctx || !s->unwind)
 		bpf_program__set_autoload(s->skel->progs.on_ctx_prctl, false);
@@ -688,6 +692,7 @@ int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_ma
 		return -ENOTSUP;
 	out->procs_fd = bpf_map__fd(s->skel->maps.tls_procs);
 	out->threads_fd = bpf_map__fd(s->skel->maps.ctx_threads);
+	out->go_procs_fd = bpf_map__fd(s->skel->maps.go_procs);
 	return 0;
 }
 

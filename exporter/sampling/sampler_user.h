@@ -89,6 +89,7 @@ struct sampler_filter_maps {
 struct sampler_threadctx_maps {
 	int procs_fd;
 	int threads_fd;
+	int go_procs_fd; /* goroutine labels: tgid -> struct sp_go_loc */
 };
 
 /* File descriptors of the walker's maps (owned by the sampler) and their sizes. */

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <uthash.h>
 
+#include "runtime/go/golabels.h"
 #include "spans/procctx.h"
 #include "process/procmeta.h"
 #include "profile/profile.h"
@@ -31,6 +32,8 @@ struct slproc {
 	uint32_t pid;
 	uint64_t start_boot_ns;
 	int has_loc;
+	int go_checked; /* golabels looked at for this image */
+	int has_go;	/* an entry in go_procs */
 	uint32_t retries;
 	uint64_t retry_due_ns; /* 0: none */
 	int has_ctx;
@@ -52,6 +55,8 @@ struct spanlinks {
 	struct profile_attr attrs[256];
 	uint32_t nattrs;
 	int nomem;
+	const char *go_span, *go_trace; /* the id labels of one sample (into its copy) */
+	size_t go_span_len, go_trace_len;
 };
 
 struct spanlinks *spanlinks__new(const struct spanlinks_opts *o)
@@ -94,8 +99,16 @@ static void loc_clear(struct spanlinks *sl, struct slproc *p)
 	p->retries = 0;
 }
 
+static void go_clear(struct spanlinks *sl, struct slproc *p)
+{
+	if (p->has_go && sl->o.go_procs_fd > 0)
+		bpf_map_delete_elem(sl->o.go_procs_fd, &p->pid);
+	p->has_go = 0;
+}
+
 static void proc_remove(struct spanlinks *sl, struct slproc *p)
 {
+	go_clear(sl, p);
 	loc_clear(sl, p);
 	ctx_clear(sl, p);
 	HASH_DEL(sl->procs, p);
@@ -176,6 +189,37 @@ static void resolve_loc(struct spanlinks *sl, struct slproc *p)
 	p->has_loc = 1;
 }
 
+/* Goroutine labels: where the process's Go runtime keeps them, once per image. */
+static void resolve_go(struct spanlinks *sl, struct slproc *p)
+{
+	struct golabels_layout gl;
+	struct sp_go_loc bl = {0};
+	int err;
+
+	if (sl->o.go_procs_fd <= 0 || p->go_checked)
+		return;
+	err = golabels__resolve_pid((int)p->pid, &gl);
+	if (err == -ESRCH)
+		return;
+	p->go_checked = 1;
+	if (err) {
+		if (err == -ENOTSUP)
+			sl->st.go_unsupported++;
+		return;
+	}
+	bl.tls_g = gl.tls_g;
+	bl.g_m = gl.g_m;
+	bl.m_curg = gl.m_curg;
+	bl.g_labels = gl.g_labels;
+	bl.start_boot_ns = p->start_boot_ns;
+	if (bpf_map_update_elem(sl->o.go_procs_fd, &p->pid, &bl, BPF_ANY)) {
+		sl->st.resolve_errors++; /* map full: counted, the process goes without labels */
+		return;
+	}
+	p->has_go = 1;
+	sl->st.go_processes++;
+}
+
 static void read_ctx(struct spanlinks *sl, struct slproc *p)
 {
 	struct procctx c = {0};
@@ -204,6 +248,7 @@ void spanlinks__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 		return;
 	resolve_loc(sl, p);
 	read_ctx(sl, p);
+	resolve_go(sl, p);
 }
 
 void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
@@ -217,6 +262,7 @@ void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
 		/* Its descriptor goes now; its context still names samples not yet exported. */
 		if (p) {
 			loc_clear(sl, p);
+			go_clear(sl, p);
 			p->exited_ns = util__mono_ns();
 		}
 		break;
@@ -254,6 +300,7 @@ void spanlinks__tick(struct spanlinks *sl)
 			snprintf(path, sizeof(path), "/proc/%u", p->pid);
 			if (access(path, F_OK) && errno == ENOENT) {
 				loc_clear(sl, p);
+				go_clear(sl, p);
 				p->exited_ns = now;
 				continue;
 			}
@@ -288,6 +335,85 @@ static void collect_attr(void *ctx, uint8_t key_index, const uint8_t *value, siz
 	sl->attrs[sl->nattrs++] = (struct profile_attr){.key = k, .value = v};
 }
 
+/* One goroutine label (golabels__parse() callback). */
+static void collect_go_label(void *ctx, const char *key, size_t klen, const char *value,
+			     size_t vlen)
+{
+	struct spanlinks *sl = ctx;
+	char k[SP_GO_MAX_KEY + 1], v[SP_GO_MAX_VALUE + 1];
+	uint32_t ks, vs;
+
+	if (klen > SP_GO_MAX_KEY || vlen > SP_GO_MAX_VALUE ||
+	    sl->nattrs >= sizeof(sl->attrs) / sizeof(sl->attrs[0]))
+		return;
+	if (klen == 7 && !memcmp(key, "span_id", 7)) {
+		sl->go_span = value;
+		sl->go_span_len = vlen;
+	} else if (klen == 8 && !memcmp(key, "trace_id", 8)) {
+		sl->go_trace = value;
+		sl->go_trace_len = vlen;
+	}
+	memcpy(k, key, klen);
+	k[klen] = '\0';
+	memcpy(v, value, vlen);
+	v[vlen] = '\0';
+	ks = profile__intern_string(sl->cur_p, k);
+	vs = profile__intern_string(sl->cur_p, v);
+	if (!ks || (!vs && v[0])) {
+		sl->nomem = 1;
+		return;
+	}
+	sl->attrs[sl->nattrs++] = (struct profile_attr){.key = ks, .value = vs};
+}
+
+/* A sample with goroutine labels: the labels as attributes, span_id + trace_id as the link. */
+static int go_sample(struct spanlinks *sl, struct profile *p, const struct sp_sample *s,
+		     uint32_t *link, uint32_t *attrs)
+{
+	struct profile_link l;
+	uint32_t span_k = 0, trace_k = 0, n = 0;
+	int linked = 0;
+
+	sl->cur_p = p;
+	sl->nattrs = 0;
+	sl->nomem = 0;
+	sl->go_span = sl->go_trace = NULL;
+	sl->go_span_len = sl->go_trace_len = 0;
+	if (s->ctx_len > SP_CTX_MAX ||
+	    golabels__parse(s->ctx, s->ctx_len, collect_go_label, sl) < 0) {
+		sl->st.bad_records++;
+		return 0;
+	}
+	if (sl->nomem)
+		return -ENOMEM;
+	sl->st.go_labeled++;
+	if (sl->go_span && sl->go_trace) {
+		if (!golabels__hex_id(sl->go_span, sl->go_span_len, l.span_id, 8) &&
+		    !golabels__hex_id(sl->go_trace, sl->go_trace_len, l.trace_id, 16)) {
+			*link = profile__intern_link(p, &l);
+			if (!*link)
+				return -ENOMEM;
+			linked = 1;
+			sl->st.links++;
+			sl->st.go_links++;
+			span_k = profile__intern_string(p, "span_id");
+			trace_k = profile__intern_string(p, "trace_id");
+		} else {
+			sl->st.go_bad_ids++;
+		}
+	}
+	/* Linked: the ids are the link, not attributes too. */
+	for (uint32_t i = 0; i < sl->nattrs; i++)
+		if (!linked || (sl->attrs[i].key != span_k && sl->attrs[i].key != trace_k))
+			sl->attrs[n++] = sl->attrs[i];
+	if (n) {
+		*attrs = profile__intern_attrset(p, sl->attrs, n);
+		if (!*attrs)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int spanlinks__sample(struct spanlinks *sl, struct profile *p, const struct sp_sample *s,
 		      uint32_t *link, uint32_t *attrs)
 {
@@ -298,6 +424,8 @@ int spanlinks__sample(struct spanlinks *sl, struct profile *p, const struct sp_s
 	*link = *attrs = 0;
 	if (!len)
 		return 0;
+	if (s->flags & SP_SAMPLE_GO_LABELS)
+		return go_sample(sl, p, s, link, attrs);
 	/* BPF checked the record; check again what user space relies on. */
 	if (len > SP_CTX_MAX || threadctx__check_header(s->ctx, len) != THREADCTX_OK) {
 		sl->st.bad_records++;

@@ -32,6 +32,7 @@ struct unwind_event;
 struct spanlinks_opts {
 	int procs_fd;	  /* BPF map tls_procs (tgid -> struct sp_tls_loc) */
 	int allow_symtab; /* also look for the variable in .symtab (static executables) */
+	int go_procs_fd;  /* BPF map go_procs (tgid -> struct sp_go_loc); <= 0: no Go labels */
 };
 
 struct spanlinks_stats {
@@ -43,6 +44,11 @@ struct spanlinks_stats {
 	uint64_t retries;	 /* descriptors retried (loader had not resolved the slot) */
 	uint64_t links;		 /* samples that got a link */
 	uint64_t bad_records;	 /* records rejected in user space (should stay 0) */
+	uint64_t go_processes;	 /* Go processes whose goroutine labels are read, over the run */
+	uint64_t go_unsupported; /* Go processes whose labels can't be read (version, layout) */
+	uint64_t go_links;	 /* samples linked by span_id/trace_id goroutine labels */
+	uint64_t go_labeled;	 /* samples that carry goroutine labels */
+	uint64_t go_bad_ids;	 /* span_id/trace_id labels that are no hex id: not linked */
 };
 
 /* NULL + errno on ENOMEM. */
@@ -63,6 +69,10 @@ void spanlinks__tick(struct spanlinks *sl);
  * The link and attribute set of a sample whose record (s->ctx, s->ctx_len bytes, already
  * checked in BPF) is non-empty: interns them into @p. *link and *attrs are 0 when the sample
  * has no (valid) record. Returns 0 or -ENOMEM.
+ * With SP_SAMPLE_GO_LABELS, s->ctx holds goroutine labels (exporter/runtime/go/golabels.h):
+ * each becomes a sample attribute (key and value as the program set them), and a `span_id`
+ * (16 hex digits) with a `trace_id` (32) becomes the link instead of their attributes. A span
+ * id without a trace id stays an attribute only (an OTLP link needs both).
  */
 int spanlinks__sample(struct spanlinks *sl, struct profile *p, const struct sp_sample *s,
 		      uint32_t *link, uint32_t *attrs);

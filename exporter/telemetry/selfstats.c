@@ -591,6 +591,15 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 		b_int(b, m, s[SP_STAT_CTX_READ_FAILED], A(KS("outcome", "read_failed")));
 		b_int(b, m, s[SP_STAT_CTX_UNALLOCATED], A(KS("outcome", "unallocated")));
 		b_int(b, m, s[SP_STAT_CTX_STALE], A(KS("outcome", "stale")));
+		m = b_metric(
+		    b, "spanprof.go_labels.samples", "{sample}",
+		    "Samples of Go processes by what the goroutine-label reader found (read "
+		    "= the sample carries its goroutine's labels)",
+		    COUNTER);
+		b_int(b, m, s[SP_STAT_GOL_READ], A(KS("outcome", "read")));
+		b_int(b, m, s[SP_STAT_GOL_NONE], A(KS("outcome", "none")));
+		b_int(b, m, s[SP_STAT_GOL_BAD], A(KS("outcome", "bad")));
+		b_int(b, m, s[SP_STAT_GOL_STALE], A(KS("outcome", "stale")));
 	}
 }
 

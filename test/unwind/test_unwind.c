@@ -360,6 +360,82 @@ static void test_step_py_trampoline(void **state)
 	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_FP_END);
 }
 
+/*
+ * HotSpot: a compiled method called from an interpreted one returns to a template-interpreter
+ * return entry that the interpreter pushed itself (the bytes before it end a dispatch jump).
+ * The entry's own first instructions prove it (bytes as seen in OpenJDK 17 and Temurin 25).
+ */
+static void test_step_fp_hotspot_return_entry(void **state)
+{
+	static const uint8_t jmp_dispatch[] = {0x41, 0xff, 0x24, 0xda}; /* jmp *(%r10,%rbx,8) */
+	static const uint8_t jdk17[] = {0x48, 0x8b, 0x65, 0xf0, 0x48, 0xc7, 0x45, 0xf0};
+	static const uint8_t jdk21[] = {0x48, 0x8b, 0x4d, 0xf0, 0x48, 0x8d, 0x64, 0xcd};
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memcpy(code + 0x24, jmp_dispatch, sizeof(jmp_dispatch));
+	memcpy(code + 0x28, jdk17, sizeof(jdk17));
+	memcpy(code + 0x30, jdk21, sizeof(jdk21));
+	memset(stk, 0, sizeof(stk));
+	stk[4] = SB + 96;
+	for (uint64_t ra = CB + 0x28; ra <= CB + 0x30; ra += 8) {
+		stk[5] = ra;
+		r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+		assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+		assert_int_equal(r.pc, ra);
+		assert_int_equal(r.bp, SB + 96);
+	}
+	/* One byte off, or the sequence cut (the next bytes differ): refused. */
+	stk[5] = CB + 0x29;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	code[0x2f] = 0x90;
+	stk[5] = CB + 0x28;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000);
+	assert_true(unwind__hotspot_return_entry(0xf045c748f0658b48ull));
+	assert_false(unwind__hotspot_return_entry(0));
+}
+
+/*
+ * Go: a goroutine's function returns to runtime.goexit + 1 (NOP; CALL goexit1; NOP), with the
+ * RBP it saved 0. The step is taken, and the walk ends there (goexit is the outermost frame).
+ */
+static void test_step_fp_go_goexit(void **state)
+{
+	static const uint8_t goexit[] = {0x90, 0xe8, 0x3a, 0x23, 0x00, 0x00, 0x90, 0xcc};
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memcpy(code + 0x27, goexit, sizeof(goexit)); /* goexit at CB + 0x27: RA CB + 0x28 */
+	memset(stk, 0, sizeof(stk));
+	stk[4] = 0; /* the goroutine's first RBP */
+	stk[5] = CB + 0x28;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x28);
+	assert_int_equal(r.outermost, 1);
+	/* Whatever the next row says: the walk ends, complete. */
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_END);
+	/* A saved RBP that is not 0: not a goroutine's first frame. */
+	stk[4] = SB + 96;
+	r = (struct unwind_regs){.pc = 0x401000, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	/* No NOP after the call, or no call at the address: refused. */
+	stk[4] = 0;
+	code[0x2d] = 0xcc;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	code[0x2d] = 0x90;
+	code[0x28] = 0x90;
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	assert_int_equal(r.pc, 0x401000);
+	assert_int_equal(r.outermost, 0);
+}
+
 /* Every length of call instruction ending at the return address, and near misses. */
 static void test_after_call(void **state)
 {
@@ -707,6 +783,8 @@ int main(void)
 	    cmocka_unit_test(test_step_fp_checks),
 	    cmocka_unit_test(test_step_py_trampoline),
 	    cmocka_unit_test(test_after_call),
+	    cmocka_unit_test(test_step_fp_hotspot_return_entry),
+	    cmocka_unit_test(test_step_fp_go_goexit),
 	    cmocka_unit_test(test_step_uretprobe),
 	    cmocka_unit_test(test_step_ra_in_rdi),
 	    cmocka_unit_test(test_step_signal),

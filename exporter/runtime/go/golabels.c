@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: Apache-2.0
+/* golabels: where a Go program keeps its goroutine labels (see golabels.h for the sources). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "runtime/go/golabels.h"
+#include "runtime/go/gopclntab.h"
+
+#define BUILDINFO_MAGIC "\xff Go buildinf:"
+#define BUILDINFO_MAGIC_LEN 14
+#define BUILDINFO_HDR 32
+#define BUILDINFO_INLINE 0x2
+/* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go). */
+#define FIRST_SLICE_MINOR 24
+/* Bytes of runtime.stackcheck decoded: its TLS load is its first instruction or two. */
+#define STACKCHECK_BYTES 16
+
+/*
+ * Offsets per Go minor version, for binaries without DWARF. Each row says where its figures
+ * come from; a version not listed is read only through its DWARF.
+ */
+static const struct {
+	int minor;
+	uint32_t g_m, m_curg, g_labels;
+} version_table[] = {
+    /* OpenTelemetry eBPF profiler, interpreter/golabels/runtime_data.go (from Go 1.24's
+     * DWARF: g.m 48, m.curg 192, g.labels 352); the same in the DWARF of docker 28 (go1.24.3)
+     * on this machine kind, which test_golabels compares. */
+    {24, 48, 192, 352},
+    /* go1.26.8's own DWARF (readelf --debug-dump=info: runtime.g members m 48, labels 352;
+     * runtime.m member curg 184); test_golabels checks the row against a binary built here. */
+    {26, 48, 184, 352},
+};
+
+int golabels__table_row(int go_minor, struct golabels_layout *out)
+{
+	for (size_t i = 0; i < sizeof(version_table) / sizeof(version_table[0]); i++) {
+		if (version_table[i].minor != go_minor)
+			continue;
+		out->g_m = version_table[i].g_m;
+		out->m_curg = version_table[i].m_curg;
+		out->g_labels = version_table[i].g_labels;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_t len)
+{
+	const uint8_t *p, *img = image;
+	GElf_Shdr sh;
+	uint64_t n = 0, end;
+	unsigned shift = 0;
+
+	if (!find_section(elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
+		return -ENOENT;
+	if (sh.sh_offset > size || size - sh.sh_offset < BUILDINFO_HDR + 1 ||
+	    sh.sh_size < BUILDINFO_HDR + 1)
+		return -EINVAL;
+	p = img + sh.sh_offset;
+	end = sh.sh_size < size - sh.sh_offset ? sh.sh_size : size - sh.sh_offset;
+	if (memcmp(p, BUILDINFO_MAGIC, BUILDINFO_MAGIC_LEN))
+		return -EINVAL;
+	if (!(p[15] & BUILDINFO_INLINE))
+		return -ENOTSUP; /* Go 1.17 and older: pointers to string headers */
+	/* uvarint length (encoding/binary), then the bytes */
+	for (uint64_t i = BUILDINFO_HDR; i < end && i < BUILDINFO_HDR + 10; i++) {
+		n |= (uint64_t)(p[i] & 0x7f) << shift;
+		shift += 7;
+		if (!(p[i] & 0x80)) {
+			if (n == 0 || n > end - i - 1 || !len)
+				return -EINVAL;
+			/* "go1.25-20250209-RC00 cl/... X:fieldtrack": the start is enough */
+			if (n >= len)
+				n = len - 1;
+			memcpy(out, p + i + 1, n);
+			out[n] = '\0';
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The minor version of "go1.N", "go1.N.P", "go1.NrcK" (and "devel go1.N-..."), or -1. */
+static int version_minor(const char *v)
+{
+	const char *s = strstr(v, "go1.");
+	char *e;
+	long m;
+
+	if (!s)
+		return -1;
+	m = strtol(s + 4, &e, 10);
+	return e == s + 4 || m < 0 || m > 1000 ? -1 : (int)m;
+}
+
+int golabels__decode_tls(const uint8_t *c, size_t len, int64_t *off)
+{
+	int32_t v;
+
+	/* 64 48 8b ModRM(mod 00, rm 100: SIB) SIB(0x25: no base, no index) disp32 */
+	if (len >= 9 && c[0] == 0x64 && c[1] == 0x48 && c[2] == 0x8b && (c[3] & 0xc7) == 0x04 &&
+	    c[4] == 0x25) {
+		memcpy(&v, c + 5, 4);
+		*off = v;
+		return 0;
+	}
+	/* 48 c7 ModRM(mod 11, /0, reg r) imm32, then 64 48 8b ModRM(mod 00, rm r) */
+	if (len >= 11 && c[0] == 0x48 && c[1] == 0xc7 && (c[2] & 0xf8) == 0xc0 && c[7] == 0x64 &&
+	    c[8] == 0x48 && c[9] == 0x8b && (c[10] & 0xc7) == (c[2] & 0x07) && (c[2] & 0x07) != 4 &&
+	    (c[2] & 0x07) != 5) {
+		memcpy(&v, c + 3, 4);
+		*off = v;
+		return 0;
+	}
+	return -ENOTSUP;
+}
+
+/* The file bytes at ELF virtual address @vaddr (@len of them inside one PT_LOAD), or NULL. */
+static const uint8_t *vaddr_bytes(Elf *elf, const void *image, size_t size, uint64_t vaddr,
+				  size_t len)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
+		    ph.p_filesz - (vaddr - ph.p_vaddr) < len)
+			continue;
+		if (ph.p_offset > size || vaddr - ph.p_vaddr > size - ph.p_offset ||
+		    size - ph.p_offset - (vaddr - ph.p_vaddr) < len)
+			return NULL;
+		return (const uint8_t *)image + ph.p_offset + (vaddr - ph.p_vaddr);
+	}
+	return NULL;
+}
+
+static int tls_offset(Elf *elf, const void *image, size_t size, int64_t *off)
+{
+	struct gopclntab *t = gopclntab__open(elf, image, size);
+	uint64_t entry = 0, end = 0;
+	const uint8_t *code;
+	const char *name;
+	int err = -ENOTSUP;
+	size_t i, n;
+
+	if (!t)
+		return errno == ENOENT ? -ENOENT : -ENOTSUP;
+	n = gopclntab__nfuncs(t);
+	for (i = 0; i < n; i++) {
+		if (gopclntab__func(t, i, &entry, &end, &name))
+			continue;
+		if (!strcmp(name, "runtime.stackcheck.abi0") || !strcmp(name, "runtime.stackcheck"))
+			break;
+	}
+	if (i < n && end > entry) {
+		size_t len = end - entry < STACKCHECK_BYTES ? end - entry : STACKCHECK_BYTES;
+
+		code = vaddr_bytes(elf, image, size, entry, len);
+		err = code ? golabels__decode_tls(code, len, off) : -EINVAL;
+	}
+	gopclntab__free(t);
+	/* The slot lies below the thread pointer, 8-byte aligned, in the static TLS blocks. */
+	if (!err && (*off >= 0 || *off < -65536 || *off % 8))
+		err = -ENOTSUP;
+	return err;
+}
+
+/* DW_AT_data_member_location of member @name of the structure @die, or -1. */
+static int64_t member_offset(Dwarf_Die *die, const char *name)
+{
+	Dwarf_Die child;
+	Dwarf_Attribute at;
+	Dwarf_Word w;
+
+	if (dwarf_child(die, &child))
+		return -1;
+	do {
+		const char *n;
+
+		if (dwarf_tag(&child) != DW_TAG_member)
+			continue;
+		n = dwarf_diename(&child);
+		if (!n || strcmp(n, name))
+			continue;
+		if (!dwarf_attr(&child, DW_AT_data_member_location, &at) ||
+		    dwarf_formudata(&at, &w))
+			return -1;
+		return w < 1u << 20 ? (int64_t)w : -1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return -1;
+}
+
+/*
+ * g.m, g.labels and m.curg from the DWARF of the runtime's compilation unit (Go's linker writes
+ * one unit per package, the runtime's types in the "runtime" one). 0, -ENOENT (no DWARF or no
+ * such types), -EINVAL (members missing).
+ */
+static int dwarf_offsets(Elf *elf, struct golabels_layout *out)
+{
+	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	int64_t gm = -1, gl = -1, mc = -1;
+	int found_g = 0, found_m = 0, err = -ENOENT;
+
+	if (!dw)
+		return -ENOENT;
+	while (!(found_g && found_m) &&
+	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, die;
+		const char *cuname;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && (cuname = dwarf_diename(&cu)) &&
+		    !strcmp(cuname, "runtime") && dwarf_child(&cu, &die) == 0) {
+			do {
+				const char *n;
+
+				if (dwarf_tag(&die) != DW_TAG_structure_type)
+					continue;
+				n = dwarf_diename(&die);
+				if (!n)
+					continue;
+				if (!found_g && !strcmp(n, "runtime.g")) {
+					gm = member_offset(&die, "m");
+					gl = member_offset(&die, "labels");
+					found_g = 1;
+				} else if (!found_m && !strcmp(n, "runtime.m")) {
+					mc = member_offset(&die, "curg");
+					found_m = 1;
+				}
+			} while (!(found_g && found_m) && dwarf_siblingof(&die, &die) == 0);
+		}
+		off = next;
+	}
+	if (found_g && found_m) {
+		err = -EINVAL;
+		if (gm >= 0 && gl >= 0 && mc >= 0) {
+			out->g_m = (uint32_t)gm;
+			out->g_labels = (uint32_t)gl;
+			out->m_curg = (uint32_t)mc;
+			out->from_dwarf = 1;
+			err = 0;
+		}
+	}
+	dwarf_end(dw);
+	return err;
+}
+
+int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out)
+{
+	GElf_Ehdr eh;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!gelf_getehdr(elf, &eh))
+		return -EINVAL;
+	err = golabels__version(elf, image, size, out->version, sizeof(out->version));
+	if (err)
+		return err;
+	if (eh.e_machine != EM_X86_64) {
+		out->unsupported = "not amd64";
+		return -ENOTSUP;
+	}
+	out->go_minor = version_minor(out->version);
+	if (out->go_minor < FIRST_SLICE_MINOR) {
+		out->unsupported = "labels are kept in a map before Go 1.24 (not read)";
+		return -ENOTSUP;
+	}
+	err = tls_offset(elf, image, size, &out->tls_g);
+	if (err == -ENOTSUP)
+		out->unsupported = "runtime.stackcheck's TLS access is not one of the known forms";
+	if (err)
+		return err;
+	err = dwarf_offsets(elf, out);
+	if (err == -EINVAL)
+		return -EINVAL;
+	if (!err)
+		return 0;
+	if (!golabels__table_row(out->go_minor, out))
+		return 0;
+	out->unsupported = "no DWARF in the binary and no offsets known for this Go version "
+			   "(build without -ldflags=-w)";
+	return -ENOTSUP;
+}
+
+int golabels__parse(const uint8_t *buf, size_t len,
+		    void (*fn)(void *ctx, const char *key, size_t klen, const char *value,
+			       size_t vlen),
+		    void *ctx)
+{
+	size_t pos = 0;
+	int n = 0;
+
+	while (pos < len) {
+		size_t kl, vl;
+
+		if (len - pos < 2)
+			return -EINVAL;
+		kl = buf[pos];
+		vl = buf[pos + 1];
+		if (kl == 0 || len - pos - 2 < kl + vl)
+			return -EINVAL;
+		if (fn)
+			fn(ctx, (const char *)buf + pos + 2, kl, (const char *)buf + pos + 2 + kl,
+			   vl);
+		pos += 2 + kl + vl;
+		n++;
+	}
+	return n;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int golabels__hex_id(const char *s, size_t slen, uint8_t *out, size_t n)
+{
+	bool nonzero = false;
+
+	if (slen != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+		nonzero |= out[i] != 0;
+	}
+	return nonzero ? 0 : -EINVAL;
+}
+
+/* --- per-process, cached by file identity -------------------------------------------------- */
+#define CACHE_FILES 64
+
+static struct cached {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err;
+	struct golabels_layout layout;
+	int used;
+} cache[CACHE_FILES];
+static unsigned cache_next;
+
+void golabels__cache_clear(void)
+{
+	memset(cache, 0, sizeof(cache));
+	cache_next = 0;
+}
+
+static int inspect_fd(int fd, const struct stat *st, struct golabels_layout *out)
+{
+	Elf *elf;
+	void *img;
+	int err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	if (elf_kind(elf) != ELF_K_ELF || !gopclntab__maybe(elf) || st->st_size <= 0) {
+		elf_end(elf);
+		return -ENOENT;
+	}
+	img = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (img == MAP_FAILED) {
+		err = -errno;
+		elf_end(elf);
+		return err;
+	}
+	err = golabels__inspect(elf, img, (size_t)st->st_size, out);
+	munmap(img, (size_t)st->st_size);
+	elf_end(elf);
+	return err;
+}
+
+int golabels__resolve_pid(int pid, struct golabels_layout *out)
+{
+	char path[64];
+	struct stat st;
+	struct cached *c;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	for (unsigned i = 0; i < CACHE_FILES; i++) {
+		c = &cache[i];
+		if (c->used && c->dev == st.st_dev && c->ino == st.st_ino &&
+		    c->size == st.st_size && c->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    c->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			close(fd);
+			*out = c->layout;
+			return c->err;
+		}
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
+	err = inspect_fd(fd, &st, out);
+	close(fd);
+	if (err == -ENOMEM)
+		return err; /* not cached: may work next time */
+	c = &cache[cache_next++ % CACHE_FILES];
+	*c = (struct cached){.dev = st.st_dev,
+			     .ino = st.st_ino,
+			     .size = st.st_size,
+			     .mtime = st.st_mtim,
+			     .err = err,
+			     .layout = *out,
+			     .used = 1};
+	if (err == -ENOTSUP && out->unsupported)
+		fprintf(stderr, "spanprof: Go: goroutine labels of pid %d (%s) are not read: %s\n",
+			pid, out->version, out->unsupported);
+	return err;
+}

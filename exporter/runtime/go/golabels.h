@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * golabels: goroutine labels (runtime/pprof.Do, pprof.SetGoroutineLabels) of a Go program, read
+ * by the BPF sampler from the running goroutine (bpf/golabels.bpf.h) and turned into sample
+ * attributes and a span link here. Go programs mark their spans this way (Grafana's
+ * otel-profiling-go sets `span_id` and `span_name`): the OpenTelemetry Go SDK has no
+ * thread-local context, goroutines move between threads.
+ *
+ * What BPF follows, amd64 (facts from the Go runtime's sources, src/runtime/runtime2.go,
+ * src/runtime/pprof/label.go, src/internal/runtime/pprof/label/labelset.go, and the runtime's
+ * assembly, src/runtime/asm_amd64.s, runtime·stackcheck):
+ *   g      = *(fsbase + tls_g)       the goroutine running on the thread (TLS slot runtime.tlsg)
+ *   m      = *(g + g_m)              its OS thread
+ *   curg   = *(m + m_curg)           the user goroutine of that thread (g may be g0 or gsignal)
+ *   labels = *(curg + g_labels)      a *labelMap, NULL when the goroutine has none
+ * Since Go 1.24 a labelMap starts with a slice of labels sorted by key: {ptr, len, cap}, each
+ * label {key string, value string} (strings {ptr, len}): 32 bytes. Before 1.24 it is a
+ * map[string]string, which is not read (golabels__inspect() says -ENOTSUP).
+ *
+ * Offsets come from the binary's DWARF where present (struct runtime.g members m and labels,
+ * struct runtime.m member curg), else from a table per Go version (see golabels.c, each figure
+ * with its source). The TLS offset of g is decoded from runtime.stackcheck's first
+ * instructions (named by .gopclntab, so stripped binaries too).
+ */
+#ifndef SPANPROF_RUNTIME_GO_GOLABELS_H
+#define SPANPROF_RUNTIME_GO_GOLABELS_H
+
+#include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a Go program keeps its goroutine labels (handed to BPF as struct sp_go_loc). */
+struct golabels_layout {
+	int go_minor;			/* 26 for go1.26.x */
+	char version[32];		/* as the build info says it, e.g. "go1.26.8" */
+	int64_t tls_g;			/* g's address is at fsbase + tls_g (negative) */
+	uint32_t g_m, m_curg, g_labels; /* byte offsets */
+	int from_dwarf;			/* 1: offsets read from DWARF; 0: the version table */
+	const char *unsupported;	/* with -ENOTSUP: why, a static string */
+};
+
+/*
+ * The Go version in the build info of the ELF file @image (@size bytes; @elf a libelf handle of
+ * the same file): the `.go.buildinfo` section, header "\xff Go buildinf:", pointer size, flags
+ * (bit 1: strings inline, Go 1.18+), then at offset 32 the version as a uvarint-prefixed string
+ * (src/debug/buildinfo/buildinfo.go). Writes it NUL-terminated into @out (@len bytes).
+ * Returns 0, -ENOENT (no build info: not Go), -ENOTSUP (pre-1.18 format), -EINVAL (corrupt).
+ */
+int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_t len);
+
+/*
+ * Everything BPF needs to read the labels of a Go program's running goroutine, from the file
+ * alone. Returns 0, -ENOENT (not a Go program), -ENOTSUP (Go before 1.24, a version the table
+ * does not know and no DWARF, a runtime.stackcheck whose TLS access is not one of the known
+ * encodings, or not amd64), -EINVAL (corrupt file), -ENOMEM.
+ */
+int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out);
+
+/*
+ * The version table's offsets for Go 1.@go_minor into @out (g_m, m_curg, g_labels; nothing else
+ * touched). Returns 0, or -ENOENT (a version the table does not know).
+ */
+int golabels__table_row(int go_minor, struct golabels_layout *out);
+
+/*
+ * The TLS offset of g from the first instructions of runtime.stackcheck (@code, @len bytes):
+ *   64 48 8b 04 25 d32          MOVQ %fs:d32, %rax (internal and external linking)
+ *   48 c7 c1 i32, 64 48 8b 01   MOVQ $i32, %rcx; MOVQ %fs:(%rcx), %rax (-buildmode=pie)
+ * (the destination register may be any; these are what the Go linker and gcc's ld emit).
+ * Returns 0 with *@off, or -ENOTSUP (another encoding: e.g. the offset loaded from a GOT slot).
+ */
+int golabels__decode_tls(const uint8_t *code, size_t len, int64_t *off);
+
+/*
+ * Labels as BPF copies them into a sample (sp_sample.ctx with SP_SAMPLE_GO_LABELS): packed
+ * entries {key_len u8, value_len u8, key[key_len], value[value_len]}. Calls @fn once per
+ * complete entry, in order (sorted by key, as the runtime keeps them); stops at the first entry
+ * that does not fit in @len. Returns the number of entries, or -EINVAL when bytes are left that
+ * no entry explains (a corrupt copy: the caller drops it).
+ */
+int golabels__parse(const uint8_t *buf, size_t len,
+		    void (*fn)(void *ctx, const char *key, size_t klen, const char *value,
+			       size_t vlen),
+		    void *ctx);
+
+/*
+ * Lower- or upper-case hex of exactly 2 * @n characters at @s into @n bytes at @out (a span
+ * id: n = 8, a trace id: n = 16, as W3C trace context and otel-profiling-go write them).
+ * Returns 0, or -EINVAL (wrong length, a non-hex character, or all zero: no span).
+ */
+int golabels__hex_id(const char *s, size_t slen, uint8_t *out, size_t n);
+
+/*
+ * golabels__inspect() for the executable of process @pid (/proc/PID/exe: the file the process
+ * runs, also in another mount namespace). Results, failures included, are cached by file
+ * identity (device, inode, size, mtime; at most 64 files, the oldest dropped first), so a
+ * process's maps read again costs a stat. The first time a Go file's labels can't be read (an
+ * unsupported version) a line on stderr says why, once per file.
+ * Returns the errors of golabels__inspect(), -ESRCH (process gone) or -EACCES.
+ * Not thread-safe.
+ */
+int golabels__resolve_pid(int pid, struct golabels_layout *out);
+
+/* Empties the cache of golabels__resolve_pid() (tests, shutdown). */
+void golabels__cache_clear(void);
+
+#endif /* SPANPROF_RUNTIME_GO_GOLABELS_H */

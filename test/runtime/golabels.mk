@@ -1,0 +1,11 @@
+# Unit tests of the goroutine-label layout reader (exporter/runtime/go/golabels.c), against the
+# Go programs test/runtime/gopclntab.mk builds with the machine's Go.
+
+$(BUILD)/test/runtime/test_golabels: test/runtime/test_golabels.c $(LIBSPANPROF) | go-progs
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -DGOPROGS_DIR='"$(abspath $(GO_PROGS))"' \
+		-DGO_BIN='"$(shell command -v $(GO))"' \
+		$< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+
+UNIT_TESTS += $(BUILD)/test/runtime/test_golabels

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the goroutine-label layout reader (exporter/runtime/go/golabels.c): the
+ * programs of test/runtime/go-progs built with the machine's Go (test/runtime/gopclntab.mk)
+ * with DWARF, without (-s -w) and position-independent; the version table's row for the
+ * machine's Go checked against that Go's own DWARF; the TLS decoder, the label copy parser and
+ * the hex ids on crafted bytes. No root needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/go/golabels.h"
+
+#define P(name) GOPROGS_DIR "/" name
+
+static int inspect(const char *path, struct golabels_layout *out)
+{
+	struct stat st;
+	Elf *elf;
+	void *map;
+	int fd, err;
+
+	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fail_msg("%s: %s (built by test/runtime/gopclntab.mk)", path, strerror(errno));
+	assert_int_equal(fstat(fd, &st), 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	err = golabels__inspect(elf, map, (size_t)st.st_size, out);
+	elf_end(elf);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	return err;
+}
+
+/* `go env GOVERSION` of the Go that built the programs. */
+static void go_version(char *out, size_t len)
+{
+	FILE *f = popen(GO_BIN " env GOVERSION", "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)len, f));
+	out[strcspn(out, "\n")] = '\0';
+	pclose(f);
+}
+
+static void test_version_from_buildinfo(void **state)
+{
+	struct golabels_layout l;
+	char want[64];
+
+	go_version(want, sizeof(want));
+	assert_int_equal(inspect(P("goprog-stripped"), &l), 0);
+	assert_string_equal(l.version, want);
+	assert_int_equal(l.go_minor, atoi(want + 4));
+}
+
+/* The figures with DWARF are the binary's own; without it, the table's row for this version
+ * must give the same (the row's source is this check). */
+static void test_dwarf_and_table_agree(void **state)
+{
+	struct golabels_layout d, t, pie;
+
+	assert_int_equal(inspect(P("goprog-normal"), &d), 0);
+	assert_int_equal(d.from_dwarf, 1);
+	assert_int_equal(inspect(P("goprog-stripped"), &t), 0);
+	assert_int_equal(t.from_dwarf, 0);
+	assert_int_equal(d.g_m, t.g_m);
+	assert_int_equal(d.m_curg, t.m_curg);
+	assert_int_equal(d.g_labels, t.g_labels);
+	/* amd64: g is the last word of the static TLS block (runtime.tlsg, -8). */
+	assert_int_equal(d.tls_g, -8);
+	assert_int_equal(t.tls_g, -8);
+	/* -buildmode=pie loads the offset into a register first: decoded the same. */
+	assert_int_equal(inspect(P("goprog-pie"), &pie), 0);
+	assert_int_equal(pie.tls_g, -8);
+	assert_int_equal(pie.g_labels, d.g_labels);
+}
+
+/*
+ * Go programs of other releases installed on the machine (the table's rows are checked against
+ * the DWARF of those that have it; releases before 1.24 keep labels in a map: not read).
+ */
+static void test_other_versions(void **state)
+{
+	char line[4096];
+	int checked = 0;
+	FILE *f = popen("for f in /usr/bin/* /usr/local/bin/* /usr/sbin/*; do "
+			"[ -f \"$f\" ] && [ -x \"$f\" ] && GOTOOLCHAIN=local " GO_BIN
+			" version \"$f\"; done 2>/dev/null",
+			"r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strstr(line, ": go");
+		struct golabels_layout l, row;
+		int err;
+
+		if (!colon)
+			continue;
+		*colon = 0;
+		err = inspect(line, &l);
+		printf("  %s: %s: %d, dwarf %d, tls %lld, g.m %u, m.curg %u, g.labels %u%s%s\n",
+		       line, l.version, err, l.from_dwarf, (long long)l.tls_g, l.g_m, l.m_curg,
+		       l.g_labels, l.unsupported ? ": " : "", l.unsupported ? l.unsupported : "");
+		if (l.go_minor < 24) {
+			assert_int_equal(err, -ENOTSUP);
+			assert_non_null(strstr(l.unsupported, "map"));
+			checked++;
+			continue;
+		}
+		if (err == -ENOTSUP) { /* a release without a row, no DWARF: said why */
+			assert_false(l.from_dwarf);
+			assert_int_equal(golabels__table_row(l.go_minor, &row), -ENOENT);
+			checked++;
+			continue;
+		}
+		assert_int_equal(err, 0);
+		assert_true(l.tls_g < 0);
+		if (l.from_dwarf && !golabels__table_row(l.go_minor, &row)) {
+			assert_int_equal(row.g_m, l.g_m);
+			assert_int_equal(row.m_curg, l.m_curg);
+			assert_int_equal(row.g_labels, l.g_labels);
+		}
+		checked++;
+	}
+	pclose(f);
+	if (!checked)
+		skip(); /* no Go binary in /usr/bin, /usr/local/bin or /usr/sbin of this machine */
+}
+
+static void test_not_go(void **state)
+{
+	struct golabels_layout l;
+
+	assert_int_equal(inspect("/bin/sh", &l), -ENOENT);
+}
+
+static void test_decode_tls(void **state)
+{
+	/* MOVQ %fs:-8, %rax */
+	static const uint8_t abs_rax[] = {0x64, 0x48, 0x8b, 0x04, 0x25, 0xf8, 0xff, 0xff, 0xff};
+	/* MOVQ %fs:-80, %rcx */
+	static const uint8_t abs_rcx[] = {0x64, 0x48, 0x8b, 0x0c, 0x25, 0xb0, 0xff, 0xff, 0xff};
+	/* MOVQ $-8, %rcx; MOVQ %fs:(%rcx), %rax */
+	static const uint8_t reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff,
+				      0xff, 0x64, 0x48, 0x8b, 0x01};
+	/* ... but %fs:(%rdx) after loading %rcx: not the same register */
+	static const uint8_t other_reg[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff,
+					    0xff, 0x64, 0x48, 0x8b, 0x02};
+	/* MOVQ disp(%rip), %rcx; MOVQ %fs:(%rcx), %rax: the offset is in memory */
+	static const uint8_t got[] = {0x48, 0x8b, 0x0d, 0x10, 0x00, 0x00,
+				      0x00, 0x64, 0x48, 0x8b, 0x01};
+	int64_t off = 0;
+
+	assert_int_equal(golabels__decode_tls(abs_rax, sizeof(abs_rax), &off), 0);
+	assert_int_equal(off, -8);
+	assert_int_equal(golabels__decode_tls(abs_rcx, sizeof(abs_rcx), &off), 0);
+	assert_int_equal(off, -80);
+	assert_int_equal(golabels__decode_tls(reg, sizeof(reg), &off), 0);
+	assert_int_equal(off, -8);
+	assert_int_equal(golabels__decode_tls(other_reg, sizeof(other_reg), &off), -ENOTSUP);
+	assert_int_equal(golabels__decode_tls(got, sizeof(got), &off), -ENOTSUP);
+	assert_int_equal(golabels__decode_tls(abs_rax, 8, &off), -ENOTSUP); /* cut short */
+}
+
+struct seen {
+	char text[256];
+	int n;
+};
+
+static void note(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
+{
+	struct seen *s = ctx;
+	size_t at = strlen(s->text);
+
+	snprintf(s->text + at, sizeof(s->text) - at, "%.*s=%.*s;", (int)kl, k, (int)vl, v);
+	s->n++;
+}
+
+static void test_parse(void **state)
+{
+	static const uint8_t two[] = {7,   4,	's', 'p', 'a', 'n', '_', 'i',
+				      'd', 'a', 'b', 'c', 'd', 1,   0,	 'k'};
+	struct seen s = {0};
+
+	assert_int_equal(golabels__parse(two, sizeof(two), note, &s), 2);
+	assert_string_equal(s.text, "span_id=abcd;k=;");
+	assert_int_equal(golabels__parse(two, 0, note, &s), 0);
+	/* A copy that ends inside an entry, or an empty key: corrupt, dropped whole. */
+	assert_int_equal(golabels__parse(two, sizeof(two) - 1, NULL, NULL), -EINVAL);
+	assert_int_equal(golabels__parse(two, 1, NULL, NULL), -EINVAL);
+	assert_int_equal(golabels__parse((const uint8_t[]){0, 0}, 2, NULL, NULL), -EINVAL);
+}
+
+static void test_hex_id(void **state)
+{
+	uint8_t id[16];
+
+	assert_int_equal(golabels__hex_id("00f067aa0ba902b7", 16, id, 8), 0);
+	assert_memory_equal(id, "\x00\xf0\x67\xaa\x0b\xa9\x02\xb7", 8);
+	assert_int_equal(golabels__hex_id("4BF92F3577B34DA6A3CE929D0E0E4736", 32, id, 16), 0);
+	assert_int_equal(id[0], 0x4b);
+	assert_int_equal(id[15], 0x36);
+	assert_int_equal(golabels__hex_id("00f067aa0ba902b", 15, id, 8), -EINVAL);
+	assert_int_equal(golabels__hex_id("00f067aa0ba902bz", 16, id, 8), -EINVAL);
+	assert_int_equal(golabels__hex_id("0000000000000000", 16, id, 8), -EINVAL);
+	assert_int_equal(golabels__hex_id("00f067aa0ba902b7", 16, id, 16), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_version_from_buildinfo),
+	    cmocka_unit_test(test_dwarf_and_table_agree),
+	    cmocka_unit_test(test_other_versions),
+	    cmocka_unit_test(test_not_go),
+	    cmocka_unit_test(test_decode_tls),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_hex_id),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
