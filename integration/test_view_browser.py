@@ -584,3 +584,58 @@ def test_spanprof_view_serve(browser, spanprof, recorded_spanserver, procs):
     wait_listening(port, srv)
     origin = f"http://127.0.0.1:{port}/"
     check_real_page(browser, origin, spans, allowed=lambda u: u.startswith(origin), prefix="serve")
+
+
+def folded_share(folded, pattern):
+    """Share of the samples of a folded file whose stack has a frame matching the regex."""
+    total = hit = 0
+    rx = re.compile(pattern)
+    for line in folded.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        total += int(n)
+        if any(rx.search(f) for f in stack.split(";")):
+            hit += int(n)
+    return hit / total
+
+
+def test_flamegraph_svg_search(browser, recorded_spanserver):
+    """flamegraph.svg of `spanprof record`: the search box highlights matches, gives their share."""
+    rec, _ = recorded_spanserver
+    svg = rec / "flamegraph.svg"
+    hits = ("[...document.querySelectorAll('#frames > g.hit')].map(g => g.n)")
+    fills = ("[...document.querySelectorAll('#frames > g')].filter(g => g.classList.contains('hit'))"
+             ".map(g => g.querySelector('rect').getAttribute('fill'))")
+    others = ("[...document.querySelectorAll('#frames > g:not(.hit)')]"
+              ".filter(g => g.querySelector('rect').getAttribute('fill') === 'rgb(230,0,230)').length")
+    r = browser.run(svg.as_uri(), [
+        {"op": "fill", "selector": "#search", "text": "endpoint_search"},
+        ev("matched", "document.getElementById(\'matched\').textContent"),
+        ev("hits", hits), ev("fills", fills), ev("others", others),
+        # A regular expression; then text that is not a valid one is matched literally.
+        {"op": "fill", "selector": "#search", "text": "endpoint_(search|login)$"},
+        ev("matched_re", "document.getElementById(\'matched\').textContent"),
+        ev("hits_re", hits),
+        {"op": "fill", "selector": "#search", "text": "endpoint_search("},
+        ev("matched_bad", "document.getElementById(\'matched\').textContent"),
+        # Cleared: no highlight, no share, every fill back.
+        {"op": "fill", "selector": "#search", "text": ""},
+        ev("matched_none", "document.getElementById(\'matched\').textContent"),
+        ev("hits_none", hits), ev("others_none", others),
+    ])
+
+    def pct(text):
+        m = re.fullmatch(r"Matched: ([\d.]+)%", text)
+        assert m, text
+        return float(m.group(1))
+
+    share = folded_share(rec / "profile.folded", r"^endpoint_search$")
+    assert 0 < share < 1
+    assert set(r["hits"]) == {"endpoint_search"}
+    assert r["fills"] and set(r["fills"]) == {"rgb(230,0,230)"} and r["others"] == 0
+    # Frames under 0.1% of the samples are not drawn: their matches are missing from the share.
+    assert pct(r["matched"]) == pytest.approx(100 * share, abs=1.0)
+    assert set(r["hits_re"]) == {"endpoint_search", "endpoint_login"}
+    assert pct(r["matched_re"]) == pytest.approx(
+        100 * folded_share(rec / "profile.folded", r"^endpoint_(search|login)$"), abs=1.0)
+    assert pct(r["matched_bad"]) == 0
+    assert r["matched_none"] == "" and r["hits_none"] == [] and r["others_none"] == 0

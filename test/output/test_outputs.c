@@ -773,6 +773,9 @@ static void test_svg(void **state)
 	assert_non_null(strstr(svg, "<title>do_syscall_64_[k] (1 samples, 8.33%)</title>"));
 	assert_non_null(strstr(svg, "<title>tmpl&lt;a&amp;b&gt;:x y (1 samples, 8.33%)</title>"));
 	assert_non_null(strstr(svg, "<script"));
+	/* The search box and its result line (integration/test_view_browser.py drives them). */
+	assert_non_null(strstr(svg, "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\""));
+	assert_non_null(strstr(svg, "<text id=\"matched\""));
 	assert_non_null(strstr(svg, "</svg>\n"));
 	free(svg);
 	rc = parse_xml(path);
