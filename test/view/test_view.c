@@ -1665,10 +1665,10 @@ static void test_escaping(void **state)
 	n2 = view_doc__string(d, bad_utf8, sizeof(bad_utf8) - 1);
 	n3 = view_doc__string(d, "tab\there \"quoted\" back\\slash \x01",
 			      strlen("tab\there \"quoted\" back\\slash \x01"));
-	f1 = view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE);
-	f2 = view_doc__frame(d, n2, 0, 0, 0, VIEW_FRAME_OTHER);
-	f3 = view_doc__frame(d, n3, 0, 0, 0, VIEW_FRAME_KERNEL);
-	assert_int_equal(view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE), f1);
+	f1 = view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE, 0);
+	f2 = view_doc__frame(d, n2, 0, 0, 0, VIEW_FRAME_OTHER, 0);
+	f3 = view_doc__frame(d, n3, 0, 0, 0, VIEW_FRAME_KERNEL, 0);
+	assert_int_equal(view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE, 0), f1);
 	frames[0] = f1, frames[1] = f2, frames[2] = f3;
 	st = view_doc__stack(d, frames, 3);
 	ty = view_doc__profile_type(d, "samples", "count", "cpu", "nanoseconds", 1);
