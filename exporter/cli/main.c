@@ -81,6 +81,7 @@ enum {
 	OPT_K8S_POD,
 	OPT_K8S,
 	OPT_JAVA_PERFMAP,
+	OPT_SHORT_NAMES,
 };
 
 static const struct argp_option record_options[] = {
@@ -181,6 +182,11 @@ static const struct argp_option record_options[] = {
      "Ask each HotSpot JVM sampled in JIT code to write its perf map (as 'jcmd PID "
      "Compiler.perfmap' does, through the JVM's attach socket; SIGQUIT starts its listener) "
      "every 10 s, so its compiled Java frames are named (docs/jit.md)",
+     3},
+    {"short-names", OPT_SHORT_NAMES, NULL, 0,
+     "Show C++ and Rust functions without parameter lists and template arguments "
+     "(app::sort_words::{lambda#1}::operator()); the full name stays the frame's system name "
+     "(pprof, OTLP)",
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
@@ -696,6 +702,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_JAVA_PERFMAP:
 		o->java_perfmap = 1;
+		break;
+	case OPT_SHORT_NAMES:
+		o->short_names = 1;
 		break;
 	case ARGP_KEY_ARG:
 		OPT_FAIL(state, "unexpected argument '%s'", arg);

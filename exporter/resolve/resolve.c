@@ -9,6 +9,7 @@
 #include "runtime/jit/jitproc.h"
 #include "sampler.h"
 #include "resolve/resolve.h"
+#include "symbols/shortname.h"
 #include "symbols/symbolize.h"
 
 /* Inline chains deeper than this are cut (outermost frames kept last). */
@@ -19,6 +20,7 @@ struct resolve {
 	struct symcache *syms;
 	struct ksyms *ksyms;
 	uint32_t gen; /* bumped by resolve__profile_reset(): cached mapping indices are stale */
+	int short_names;
 	struct resolve_stats stats;
 };
 
@@ -40,35 +42,48 @@ void resolve__free(struct resolve *r)
 	free(r);
 }
 
+void resolve__set_short_names(struct resolve *r, int on)
+{
+	r->short_names = on;
+}
+
 /*
  * Interns one location: @frames is the inline chain of @address, innermost first (n == 0: an
  * unnamed address).
  */
 /* The lines of @n symbolizer frames (at most MAX_INLINE), innermost first. Returns their number. */
 static int frames_to_lines(struct profile *p, const struct sym_frame *frames, int n,
-			   struct profile_line *lines)
+			   struct profile_line *lines, int short_names)
 {
 	struct profile_function f;
+	char shortened[1024];
+	const char *prev = NULL; /* full name of lines[out - 1] */
 	int out = 0;
 
 	for (int i = 0; i < n; i++) {
 		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+		const char *full = name;
 
 		/*
 		 * A function "inlined into itself" (glibc's debug info says so of aliases such
-		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
+		 * as __libc_write) is one frame: keep the innermost line, drop its repeat. Full
+		 * names compared: two overloads that --short-names shows alike stay two frames.
 		 */
-		if (out && name && lines[out - 1].function &&
-		    !strcmp(name, profile__string(
-				      p, profile__function(p, lines[out - 1].function)->name)))
+		if (out && full && prev && !strcmp(full, prev))
 			continue;
+
+		/* Go names keep their "(*T)": only C++ and Rust forms are trimmed. */
+		if (short_names && name && !frames[i].go &&
+		    shortname__trim(name, shortened, sizeof(shortened)) >= 0)
+			name = shortened;
 
 		f.name = profile__intern_string(p, name);
 		f.system_name =
-		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
+		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : full);
 		f.filename = profile__intern_string(p, frames[i].file);
 		lines[out].function = profile__intern_function(p, &f);
 		lines[out].line = frames[i].line;
+		prev = full;
 		out++;
 	}
 	return out;
@@ -89,10 +104,11 @@ static enum frame_kind user_kind(const struct sym_frame *frames, int n)
 }
 
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
-			      enum frame_kind kind, const struct sym_frame *frames, int n)
+			      enum frame_kind kind, const struct sym_frame *frames, int n,
+			      int short_names)
 {
 	struct profile_line lines[MAX_INLINE];
-	int out = frames_to_lines(p, frames, n, lines);
+	int out = frames_to_lines(p, frames, n, lines, short_names);
 
 	return profile__intern_location(p, mapping, address, kind, lines, out);
 }
@@ -183,7 +199,7 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	}
 	if (!n)
 		r->stats.frames_unsymbolized++;
-	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n, r->short_names);
 }
 
 /*
@@ -277,7 +293,7 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
 			if (!frame.function)
 				r->stats.kernel_unsymbolized++;
 			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
-					    frame.function ? 1 : 0);
+					    frame.function ? 1 : 0, 0);
 		}
 		if (loc)
 			locs[out++] = loc;
@@ -348,7 +364,7 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 		n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
 		if (n <= 0)
 			continue;
-		n = frames_to_lines(p, frames, n, lines);
+		n = frames_to_lines(p, frames, n, lines, r->short_names);
 		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
 			named++;
 			if (r->stats.frames_unsymbolized)
