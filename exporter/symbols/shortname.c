@@ -67,8 +67,8 @@ static bool component_start(const char *s, size_t i)
 /* Skips the qualifiers after a parameter list: returns the index after them. */
 static size_t skip_qualifiers(const char *s, size_t len, size_t i)
 {
-	static const char *const quals[] = {" const", " volatile", " &&", " &", "&&", "&",
-					    " noexcept"};
+	static const char *const quals[] = {" const", " volatile", " &&",      " &",
+					    "&&",     "&",	   " noexcept"};
 
 	for (bool again = true; again;) {
 		again = false;
@@ -89,11 +89,10 @@ static size_t skip_qualifiers(const char *s, size_t len, size_t i)
 /* Copies the operator name at @s[@i] ("operator" already matched); returns the index after. */
 static size_t copy_operator(struct buf *b, const char *s, size_t len, size_t i)
 {
-	static const char *const ops[] = {"()", "[]", "<<=", ">>=", "->*", "<=>", "<<", ">>", "<=",
-					  ">=", "->", "<",  ">",   "==",  "!=",  "&&",  "||", "++",
-					  "--", "+=", "-=", "*=",  "/=",  "%=",  "&=",  "|=", "^=",
-					  "+",	"-",  "*",  "/",   "%",	  "^",	 "&",	"|",  "~",
-					  "!",	"=",  ","};
+	static const char *const ops[] = {
+	    "()", "[]", "<<=", ">>=", "->*", "<=>", "<<", ">>", "<=", ">=", "->", "<",	">",
+	    "==", "!=", "&&",  "||",  "++",  "--",  "+=", "-=", "*=", "/=", "%=", "&=", "|=",
+	    "^=", "+",	"-",   "*",   "/",   "%",   "^",  "&",	"|",  "~",  "!",  "=",	","};
 	size_t at = i + 8;
 
 	put(b, s + i, 8);
@@ -174,7 +173,8 @@ static int trim(struct buf *b, const char *s, size_t len, bool top)
 				depth -= c == ')' || c == '}' || c == '>' || c == ']';
 			}
 			/* keep "operator new", "[clone .cold]" and spaces inside brackets */
-			ok = depth == 0 && !(k >= start + 8 && !memcmp(b->p + k - 8, "operator", 8)) &&
+			ok = depth == 0 &&
+			     !(k >= start + 8 && !memcmp(b->p + k - 8, "operator", 8)) &&
 			     b->p[k + 1] != '[';
 			for (size_t j = start; ok && j + 8 <= k; j++)
 				if (!memcmp(b->p + j, "operator", 8))

@@ -872,7 +872,7 @@ static void check_range(json_object *a, int64_t lo, int64_t hi)
 /* docs/view-format.md: the shape, column lengths and every index. */
 static void check_doc(json_object *doc)
 {
-	static const char *const fcols[] = {"name", "file", "line", "module", "kind"};
+	static const char *const fcols[] = {"name", "file", "line", "module", "kind", "type"};
 	static const char *const pcols[] = {"pid", "name", "service"};
 	static const char *const tcols[] = {"process", "tid", "name"};
 	static const char *const scols[] = {"trace_id", "span_id", "attrs", "process"};
@@ -885,11 +885,12 @@ static void check_doc(json_object *doc)
 
 	assert_string_equal(json_object_get_string(jget(doc, "format")), "spanprof-view/1");
 	assert_string_equal(sget(doc, 0), "");
-	nfr = check_columns(fr, fcols, 5);
+	nfr = check_columns(fr, fcols, 6);
 	check_range(jget(fr, "name"), 1, (int64_t)nstr);
 	check_range(jget(fr, "file"), 0, (int64_t)nstr);
 	check_range(jget(fr, "module"), 0, (int64_t)nstr);
 	check_range(jget(fr, "kind"), 0, VIEW_FRAME_GO + 1);
+	check_range(jget(fr, "type"), 0, (int64_t)nstr);
 	for (size_t i = 0; i < nstacks; i++)
 		check_range(json_object_array_get_idx(stacks, i), 0, (int64_t)nfr);
 	check_range(jget(doc, "services"), 0, (int64_t)nstr);
@@ -1157,8 +1158,10 @@ static void test_otlp_proto(void **state)
 	assert_int_equal(aint(jget(fr, "line"), (size_t)f), 40);
 	assert_string_equal(sget(doc, aint(jget(fr, "module"), (size_t)f)), "/usr/bin/app");
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)f), VIEW_FRAME_NATIVE);
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)f)), "native");
 	f = find_frame(doc, "do_syscall_64");
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)f), VIEW_FRAME_KERNEL);
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)f)), "kernel");
 	assert_int_equal(aint(jget(fr, "module"), (size_t)f), 0);
 	assert_true(find_frame(doc, "[app+0x234]") >= 0);
 
@@ -1191,6 +1194,11 @@ static void test_go_frames(void **state)
 			 VIEW_FRAME_GO);
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main")),
 			 VIEW_FRAME_NATIVE);
+	/* The frame type itself, for the page's colours (docs/view-format.md, frames.type). */
+	assert_string_equal(
+	    sget(doc, aint(jget(fr, "type"), (size_t)find_frame(doc, "main.handler"))), "go");
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)find_frame(doc, "main"))),
+			    "native");
 	json_object_put(doc);
 }
 
