@@ -72,12 +72,20 @@ static int frames_to_lines(struct profile *p, const struct sym_frame *frames, in
 		if (out && full && prev && !strcmp(full, prev))
 			continue;
 
+		f.name = 0;
 		/* Go names keep their "(*T)": only C++ and Rust forms are trimmed. */
-		if (short_names && name && !frames[i].go &&
-		    shortname__trim(name, shortened, sizeof(shortened)) >= 0)
-			name = shortened;
+		if (short_names && name && !frames[i].go) {
+			size_t len = strlen(name) + 1;
+			char *buf = len <= sizeof(shortened) ? shortened : malloc(len);
 
-		f.name = profile__intern_string(p, name);
+			/* out of memory: the full name, which is never wrong */
+			if (buf && shortname__trim(name, buf, len) >= 0)
+				f.name = profile__intern_string(p, buf);
+			if (buf != shortened)
+				free(buf);
+		}
+		if (!f.name)
+			f.name = profile__intern_string(p, name);
 		f.system_name =
 		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : full);
 		f.filename = profile__intern_string(p, frames[i].file);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -103,6 +104,29 @@ static void test_rust(void **state)
 	check("myapp::h::hello", "myapp::h::hello"); /* not a hash */
 }
 
+/* Names past 1 KiB are common in the STL (an iterator of strings, a comparator lambda). */
+static void test_long_name(void **state)
+{
+	static const char str[] = "std::__cxx11::basic_string<char, std::char_traits<char>, "
+				  "std::allocator<char> >";
+	char in[4096], out[4096];
+	int n = 0;
+
+	(void)state;
+	n += snprintf(in + n, sizeof(in) - n, "void std::__unguarded_linear_insert<");
+	for (int i = 0; i < 12; i++)
+		n += snprintf(in + n, sizeof(in) - n, "std::vector<%s, std::allocator<%s > >, ",
+			      str, str);
+	n += snprintf(in + n, sizeof(in) - n,
+		      "__gnu_cxx::__ops::_Val_comp_iter<app::sort_words(std::vector<%s>&)::"
+		      "{lambda(%s const&, %s const&)#1}> >(int)",
+		      str, str, str);
+	assert_true(n > 2048 && n < (int)sizeof(in));
+	assert_int_equal(shortname__trim(in, out, sizeof(out)),
+			 strlen("std::__unguarded_linear_insert"));
+	assert_string_equal(out, "std::__unguarded_linear_insert");
+}
+
 static void test_bad_input_is_copied(void **state)
 {
 	char out[64];
@@ -125,6 +149,7 @@ int main(void)
 	    cmocka_unit_test(test_cpp_templates_and_return_types),
 	    cmocka_unit_test(test_cpp_scopes_lambdas_operators),
 	    cmocka_unit_test(test_rust),
+	    cmocka_unit_test(test_long_name),
 	    cmocka_unit_test(test_bad_input_is_copied),
 	};
 
