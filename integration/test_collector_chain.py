@@ -153,7 +153,9 @@ def test_agent_gateway_backend_as_shipped(spanprof, otelcol, otlpcheck, procs, t
     print(f"sent {n_sent} samples ({sum(links_sent.values())} linked to "
           f"{len(links_sent)} spans); the backend got {n_got} "
           f"({sum(links_got.values())} linked to {len(links_got)} spans)")
-    assert n_sent > 50, stderr
-    assert sum(links_sent.values()) > 10, "the span server's samples carry no span links"
+    # Not vacuous (the counts themselves depend on how much CPU a loaded machine gives the
+    # server): samples were sent, some of them in spans.
+    assert n_sent >= 10, stderr
+    assert sum(links_sent.values()) >= 1, "the span server's samples carry no span links"
     assert n_got == n_sent
     assert links_got == links_sent
