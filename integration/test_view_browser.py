@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import view_fixture as vf
-from conftest import BUILD, ROOT, WORKLOADS, Procs, free_port, record, record_gated
+from conftest import BUILD, ROOT, WORKLOADS, Procs, free_port, read_folded, record, record_gated
 
 TEMPLATE = BUILD / "view" / "page.html"
 ARTIFACTS = BUILD / "test-artifacts" / "view"
@@ -240,6 +240,98 @@ def test_search_highlights_matching_frames(browser, fixture_page):
     assert r["share_front"] == pytest.approx(
         vf.total(doc, "cpu", service=0, frame_contains="endpoint_search") /
         vf.total(doc, "cpu", service=0))
+
+
+FRAME_FILLS = ("[...document.querySelectorAll('#flamegraph g.frame')]"
+               ".map(g => [g.getAttribute('name'), g.querySelector('rect').getAttribute('fill')])")
+LEGEND = ("[...document.querySelectorAll('#legend .legend-item')]"
+          ".map(e => [e.dataset.type, e.textContent, e.querySelector('.swatch').style.background])")
+
+
+def rgb_of(fill):
+    m = re.fullmatch(r"rgb\((\d+), ?(\d+), ?(\d+)\)", fill)
+    assert m, fill
+    return [int(x) for x in m.groups()]
+
+
+def check_colours(fills, types, styles):
+    """Every drawn frame that has a type is filled from its type's colour family."""
+    checked = 0
+    for name, fill in fills:
+        if name not in types:
+            continue
+        st = styles.get(types[name], styles["other"])
+        c = rgb_of(fill)
+        assert all(b - 1 <= x <= b + d + 1 for x, b, d in zip(c, st["base"], st["spread"])), \
+            (name, types[name], fill, st)
+        checked += 1
+    return checked
+
+
+def test_frame_types_legend_and_colours(browser, fixture_page):
+    doc, meta, url = fixture_page
+    worker = 2
+    r = browser.run(url, [
+        READY,
+        ev("styles", "spanprofView.frameTypeStyles()"),
+        ev("types_all", "spanprofView.frameTypes()"),
+        ev("legend_all", LEGEND),
+        {"op": "select", "selector": "#filter-process", "value": str(worker)},
+        SETTLE,
+        ev("types", "spanprofView.frameTypes()"),
+        ev("fills", FRAME_FILLS),
+        ev("legend", LEGEND),
+        shot("frame-types.png"),
+        {"op": "hover", "selector": '#flamegraph g.frame[name="run_report"]'},
+        {"op": "text", "name": "tip", "selector": "#frame-tooltip"},
+        # The frontend has native and kernel frames only: so has the legend.
+        {"op": "select", "selector": "#filter-process", "value": "0"},
+        ev("legend_front", LEGEND),
+        {"op": "visible", "name": "spans_box", "selector": "#spans-box"},
+    ])
+    styles = r["styles"]
+    want = {"native": "native", "kernel": "kernel", "go": "Go", "cpython": "Python",
+            "v8js": "JavaScript (V8)", "jvm": "Java (JVM)", "dotnet": ".NET",
+            "jit": "JIT (other)", "abort": "stack cut here"}
+    assert {t: styles[t]["label"] for t in want} == want
+    # Each type its own colour family: no two share a base colour.
+    assert len({tuple(styles[t]["base"]) for t in want}) == len(want)
+    # Types come from frames.type, else (Go's frame here) from frames.kind.
+    types = r["types"]
+    assert types["run_report"] == types["aggregate"] == "cpython"
+    assert types["main.handlePlugin"] == "go" and types["processBatch"] == "v8js"
+    assert types["com.shop.Plugin.run"] == "jvm" and types["Shop.Plugin.Run"] == "dotnet"
+    assert types["jit_stub_0x7f00"] == "jit" and types["[truncated: depth limit]"] == "abort"
+    assert types["plugin_host"] == "native" and types.get("__libc_start_main") == "native"
+    assert r["types_all"]["do_syscall_64"] == "kernel"
+    # Every drawn frame of every type in its family.
+    assert check_colours(r["fills"], types, styles) >= 10
+    # The legend lists the types of the graph shown, in a fixed order, with their swatches.
+    assert [t for t, _, _ in r["legend_all"]] == list(want)
+    assert [(t, label) for t, label, _ in r["legend"]] == \
+        [(t, want[t]) for t in want if t != "kernel"]
+    for t, _, swatch in r["legend"]:
+        assert rgb_of(swatch) == [round(b + d / 2) for b, d in zip(styles[t]["base"],
+                                                                   styles[t]["spread"])]
+    assert r["tip"].splitlines()[2] == "no module · Python"
+    assert [t for t, _, _ in r["legend_front"]] == ["native", "kernel"]
+    assert r["spans_box"]
+
+
+def test_no_spans_hides_the_span_list(browser, tmp_path):
+    doc, _ = vf.make_document()
+    doc["spans"] = {"trace_id": [], "span_id": [], "attrs": [], "process": []}
+    doc["rows"]["span"] = [-1] * len(doc["rows"]["span"])
+    url = vf.build_page(TEMPLATE, doc, tmp_path / "nospans.html").as_uri()
+    r = browser.run(url, [
+        READY,
+        {"op": "visible", "name": "spans_box", "selector": "#spans-box"},
+        {"op": "visible", "name": "graph", "selector": "#flamegraph"},
+        ev("root", "spanprofView.rootValue()"),
+        SETTLE, shot("no-spans.png"),
+    ])
+    assert not r["spans_box"] and r["graph"]
+    assert r["root"] == vf.total(doc, "cpu")
 
 
 def test_fragment_and_initial_selection(browser, tmp_path):
@@ -561,6 +653,38 @@ def test_spanprof_view_end_to_end(browser, spanprof, recorded_spanserver, tmp_pa
     assert page.exists() and vf.PLACEHOLDER not in page.read_text()
     check_real_page(browser, page.as_uri(), spans)
 
+    # A local recording: its samples come from profile.otlp.pb.gz (times and frame types), the
+    # pprof file beside it (the same samples) is not read too.
+    r = browser.run(page.as_uri(), [
+        READY,
+        ev("inputs", "[...document.querySelectorAll('#inputs li.input .input-path')]"
+                     ".map(e => e.textContent)"),
+        ev("root", "spanprofView.rootValue()"),
+        ev("bars", "document.querySelectorAll('#timeline .bars rect').length"),
+        {"op": "visible", "name": "timeline", "selector": "#timeline svg"},
+        {"op": "text", "name": "range", "selector": "#time-range"},
+        ev("styles", "spanprofView.frameTypeStyles()"),
+        ev("types", "spanprofView.frameTypes()"),
+        ev("fills", FRAME_FILLS),
+        ev("legend", LEGEND),
+        # The two halves of the time axis, each alone.
+        ev("halves", "(() => { const n = document.querySelectorAll('#timeline .bars rect').length;"
+                     " const h = n >> 1; spanprofView.setTimeRange(0, h);"
+                     " const a = spanprofView.rootValue(); spanprofView.setTimeRange(h, n);"
+                     " return [a, spanprofView.rootValue()]; })()"),
+        SETTLE, shot("e2e-local-timeline.png"),
+    ])
+    assert [Path(p).name for p in r["inputs"]] == ["profile.otlp.pb.gz"]
+    assert r["root"] == sum(n for _, n in read_folded(rec / "profile.folded"))
+    assert r["timeline"] and r["bars"] > 0 and "no timestamps" not in r["range"], r["range"]
+    # The agent's own frame types: the server's code is native (plus kernel frames, if any).
+    assert r["types"]["endpoint_search"] == "native"
+    assert set(r["types"].values()) <= {"native", "kernel", "abort"}
+    assert "native" in [t for t, _, _ in r["legend"]]
+    assert check_colours(r["fills"], r["types"], r["styles"]) >= 5
+    # A time range keeps the samples taken in it: the halves add up to the whole.
+    assert r["bars"] > 1 and sum(r["halves"]) == r["root"], (r["halves"], r["root"])
+
 
 def wait_listening(port, proc, timeout=30):
     deadline = time.time() + timeout
@@ -584,3 +708,58 @@ def test_spanprof_view_serve(browser, spanprof, recorded_spanserver, procs):
     wait_listening(port, srv)
     origin = f"http://127.0.0.1:{port}/"
     check_real_page(browser, origin, spans, allowed=lambda u: u.startswith(origin), prefix="serve")
+
+
+def folded_share(folded, pattern):
+    """Share of the samples of a folded file whose stack has a frame matching the regex."""
+    total = hit = 0
+    rx = re.compile(pattern)
+    for line in folded.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        total += int(n)
+        if any(rx.search(f) for f in stack.split(";")):
+            hit += int(n)
+    return hit / total
+
+
+def test_flamegraph_svg_search(browser, recorded_spanserver):
+    """flamegraph.svg of `spanprof record`: the search box highlights matches, gives their share."""
+    rec, _ = recorded_spanserver
+    svg = rec / "flamegraph.svg"
+    hits = ("[...document.querySelectorAll('#frames > g.hit')].map(g => g.n)")
+    fills = ("[...document.querySelectorAll('#frames > g')].filter(g => g.classList.contains('hit'))"
+             ".map(g => g.querySelector('rect').getAttribute('fill'))")
+    others = ("[...document.querySelectorAll('#frames > g:not(.hit)')]"
+              ".filter(g => g.querySelector('rect').getAttribute('fill') === 'rgb(230,0,230)').length")
+    r = browser.run(svg.as_uri(), [
+        {"op": "fill", "selector": "#search", "text": "endpoint_search"},
+        ev("matched", "document.getElementById(\'matched\').textContent"),
+        ev("hits", hits), ev("fills", fills), ev("others", others),
+        # A regular expression; then text that is not a valid one is matched literally.
+        {"op": "fill", "selector": "#search", "text": "endpoint_(search|login)$"},
+        ev("matched_re", "document.getElementById(\'matched\').textContent"),
+        ev("hits_re", hits),
+        {"op": "fill", "selector": "#search", "text": "endpoint_search("},
+        ev("matched_bad", "document.getElementById(\'matched\').textContent"),
+        # Cleared: no highlight, no share, every fill back.
+        {"op": "fill", "selector": "#search", "text": ""},
+        ev("matched_none", "document.getElementById(\'matched\').textContent"),
+        ev("hits_none", hits), ev("others_none", others),
+    ])
+
+    def pct(text):
+        m = re.fullmatch(r"Matched: ([\d.]+)%", text)
+        assert m, text
+        return float(m.group(1))
+
+    share = folded_share(rec / "profile.folded", r"^endpoint_search$")
+    assert 0 < share < 1
+    assert set(r["hits"]) == {"endpoint_search"}
+    assert r["fills"] and set(r["fills"]) == {"rgb(230,0,230)"} and r["others"] == 0
+    # Frames under 0.1% of the samples are not drawn: their matches are missing from the share.
+    assert pct(r["matched"]) == pytest.approx(100 * share, abs=1.0)
+    assert set(r["hits_re"]) == {"endpoint_search", "endpoint_login"}
+    assert pct(r["matched_re"]) == pytest.approx(
+        100 * folded_share(rec / "profile.folded", r"^endpoint_(search|login)$"), abs=1.0)
+    assert pct(r["matched_bad"]) == 0
+    assert r["matched_none"] == "" and r["hits_none"] == [] and r["others_none"] == 0

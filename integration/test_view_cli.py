@@ -142,15 +142,25 @@ def test_record_then_view_directory(spanprof, recording):
     assert res.stdout.strip() == str(page)
     doc = page_doc(page)
     assert doc["format"] == "spanprof-view/1"
-    assert [i["format"] for i in doc["inputs"]] == ["pprof"]
+    # The directory's profile.otlp.pb.gz (sample times, frame types), not profile.pb.gz too.
+    assert [(Path(i["path"]).name, i["format"]) for i in doc["inputs"]] == \
+        [("profile.otlp.pb.gz", "otlp-proto-stream")]
     assert doc["inputs"][0]["error"] is None
     assert doc["inputs"][0]["samples"] == nums["recorded"] > 100
     assert sum(doc["rows"]["value"]) == nums["recorded"]
     assert [t["name"] for t in doc["profile_types"]] == ["cpu"]
-    assert doc["time"]["buckets"] == 0  # pprof carries no timestamps
+    assert doc["time"]["buckets"] > 1
+    assert "native" in {doc["strings"][t] for t in doc["frames"]["type"]}
     names = {doc["strings"][n] for n in doc["processes"]["name"]}
     assert names == {"view-spanserver"}
     check_spans(doc, log)
+    # The pprof file alone: the same samples, no timestamps.
+    res = view(spanprof, out / "profile.pb.gz", "--output", out / "pprof.html")
+    pdoc = page_doc(out / "pprof.html")
+    assert [i["format"] for i in pdoc["inputs"]] == ["pprof"]
+    assert sum(pdoc["rows"]["value"]) == nums["recorded"]
+    assert pdoc["time"]["buckets"] == 0  # pprof carries no timestamps
+    check_spans(pdoc, log)
     # --span-id opens the page on a span; the path printed is the page written.
     sid = doc["spans"]["span_id"][0]
     res = view(spanprof, out / "profile.pb.gz", "--span-id", sid.upper(), "--output",

@@ -29,7 +29,7 @@ class Builder:
     def __init__(self):
         self.strings = [""]
         self.string_ix = {"": 0}
-        self.frames = {"name": [], "file": [], "line": [], "module": [], "kind": []}
+        self.frames = {"name": [], "file": [], "line": [], "module": [], "kind": [], "type": []}
         self.frame_ix = {}
         self.stacks = []
         self.stack_ix = {}
@@ -41,12 +41,14 @@ class Builder:
             self.strings.append(text)
         return self.string_ix[text]
 
-    def frame(self, name, file="", line=0, module="", kind=0):
-        key = (name, file, line, module, kind)
+    def frame(self, name, file="", line=0, module="", kind=0, type_=""):
+        """type_: profile.frame.type ("" unknown: the page goes by kind)."""
+        key = (name, file, line, module, kind, type_)
         if key not in self.frame_ix:
             self.frame_ix[key] = len(self.frames["name"])
-            for col, v in zip(("name", "file", "line", "module", "kind"),
-                              (self.s(name), self.s(file), line, self.s(module), kind)):
+            for col, v in zip(("name", "file", "line", "module", "kind", "type"),
+                              (self.s(name), self.s(file), line, self.s(module), kind,
+                               self.s(type_))):
                 self.frames[col].append(v)
         return self.frame_ix[key]
 
@@ -74,8 +76,15 @@ PROFILE_TYPES = [
 CPU, ALLOC, OFFCPU = 0, 1, 2
 
 
+# Frames of the runtimes the agent names: (name, kind, profile.frame.type). Go's has no type:
+# the page takes it from its kind (documents older than frames.type).
+RUNTIME_FRAMES = [("main.handlePlugin", 4, ""), ("processBatch", 2, "v8js"),
+                  ("com.shop.Plugin.run", 2, "jvm"), ("Shop.Plugin.Run", 2, "dotnet"),
+                  ("jit_stub_0x7f00", 2, "jit")]
+
+
 def _kernel(b, *names):
-    return [b.frame(n, module="[kernel]", kind=1) for n in names]
+    return [b.frame(n, module="[kernel]", kind=1, type_="kernel") for n in names]
 
 
 def make_document(seed=1, initial_span=None, initial_trace=None):
@@ -182,8 +191,19 @@ def make_document(seed=1, initial_span=None, initial_trace=None):
                 st = b.stack(pre[:2] + [b.frame("Py_RunMain", module="libpython3.11.so.1.0"),
                                         b.frame("_PyEval_EvalFrameDefault",
                                                 module="libpython3.11.so.1.0"),
-                                        b.frame("run_report", "jobs/report.py", 18, kind=2),
-                                        b.frame("aggregate", "jobs/report.py", 44, kind=2)])
+                                        b.frame("run_report", "jobs/report.py", 18, kind=2,
+                                                type_="cpython"),
+                                        b.frame("aggregate", "jobs/report.py", 44, kind=2,
+                                                type_="cpython")])
+                b.row(CPU, st, t, -1, bucket, rnd.randint(2, 6))
+                # The worker's other runtimes (RUNTIME_FRAMES), and a stack cut at depth.
+                for name, kind, type_ in RUNTIME_FRAMES:
+                    st = b.stack(pre[:2] + [b.frame("plugin_host", "src/worker/plugins.c", 7,
+                                                    "backend-worker"),
+                                            b.frame(name, module="plugin", kind=kind, type_=type_)])
+                    b.row(CPU, st, t, -1, bucket, rnd.randint(2, 6))
+                st = b.stack([b.frame("[truncated: depth limit]", kind=3, type_="abort"),
+                              b.frame("deep_recursion", "src/worker/deep.c", 3, "backend-worker")])
                 b.row(CPU, st, t, -1, bucket, rnd.randint(2, 6))
     # An input without timestamps or threads: rows with no bucket and no thread.
     st = b.stack([b.frame("_start", module="frontend"), b.frame("__libc_start_main", module=libc),

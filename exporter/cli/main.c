@@ -85,6 +85,7 @@ enum {
 	OPT_K8S,
 	OPT_JAVA_PERFMAP,
 	OPT_NO_PYTHON,
+	OPT_SHORT_NAMES,
 };
 
 static const struct argp_option record_options[] = {
@@ -203,6 +204,11 @@ static const struct argp_option record_options[] = {
      "Don't walk the Python frames of CPython processes (default: CPython 3.8 and later show "
      "their Python functions, files and lines in place of the interpreter loop's native "
      "frames, docs/python.md)",
+     3},
+    {"short-names", OPT_SHORT_NAMES, NULL, 0,
+     "Show C++ and Rust functions without parameter lists and template arguments "
+     "(app::sort_words::{lambda#1}::operator()); the full name stays the frame's system name "
+     "(pprof, OTLP)",
      3},
     {NULL, 0, NULL, 0, "OTLP export (OpenTelemetry Collector, gRPC):", 1},
     {"endpoint", OPT_ENDPOINT, "HOST:PORT", 0,
@@ -737,6 +743,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_PYTHON:
 		o->no_python = 1;
+		break;
+	case OPT_SHORT_NAMES:
+		o->short_names = 1;
 		break;
 	case ARGP_KEY_ARG:
 		OPT_FAIL(state, "unexpected argument '%s'", arg);

@@ -76,6 +76,7 @@ static const char *const known_keys[] = {
     "unwind-max-mb",
     "no-span-links",
     "no-python",
+    "short-names",
     "context-uprobe",
     "endpoint",
     "export-interval",
@@ -174,6 +175,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "no-span-links", NULL);
 	fprintf(f, "no-python: %s", o->no_python ? "true" : "false");
 	put_source(f, cfg, "no-python", NULL);
+	fprintf(f, "short-names: %s", o->short_names ? "true" : "false");
+	put_source(f, cfg, "short-names", NULL);
 	if (o->nctx_uprobes) {
 		fprintf(f, "context-uprobe: [");
 		for (size_t i = 0; i < o->nctx_uprobes; i++) {

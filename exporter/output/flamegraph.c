@@ -19,21 +19,30 @@
 #define BOTTOM 8
 #define CHAR_W 7	   /* average glyph width of 12 px Verdana, for truncation */
 #define MIN_FRACTION 0.001 /* frames under 0.1% of the samples are not drawn */
+#define SEARCH_W 260	   /* width of the search box, top right */
 
-/* Click-to-zoom: the clicked frame fills the width, its ancestors are dimmed. */
+/*
+ * Click-to-zoom: the clicked frame fills the width, its ancestors are dimmed. Search: the text
+ * of the box is a regular expression (a literal string when it is not a valid one); matching
+ * frames turn magenta and the line beside the box gives the share of all samples under them
+ * (a match inside a match counts once: covered widths of the unzoomed graph are merged).
+ */
 static const char zoom_script[] =
-    "var F, U, W = 1200, P = 10;\n"
+    "var F, U, S, R, W = 1200, P = 10;\n"
     "function init() {\n"
     "  F = document.querySelectorAll('#frames > g');\n"
     "  U = document.getElementById('unzoom');\n"
+    "  S = document.getElementById('search');\n"
+    "  R = document.getElementById('matched');\n"
     "  for (var i = 0; i < F.length; i++) {\n"
     "    var g = F[i], r = g.querySelector('rect');\n"
     "    g.x = +r.getAttribute('x'); g.w = +r.getAttribute('width');\n"
-    "    g.y = +r.getAttribute('y');\n"
+    "    g.y = +r.getAttribute('y'); g.fill = r.getAttribute('fill');\n"
     "    g.n = g.querySelector('title').textContent.replace(/ \\([^(]*\\)$/, '');\n"
     "    g.onclick = function () { zoom(this); };\n"
     "  }\n"
     "  U.onclick = function () { zoom(null); };\n"
+    "  if (S) S.oninput = function () { search(S.value); };\n"
     "}\n"
     "function place(g, x, w, show, dim) {\n"
     "  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
@@ -55,6 +64,28 @@ static const char zoom_script[] =
     "    else if (g.y > z.y && around) place(g, P, W - 2 * P, 1, 1);\n"
     "    else place(g, g.x, g.w, 0, 0);\n"
     "  }\n"
+    "}\n"
+    "function search(text) {\n"
+    "  var re = null, hit = [], share = 0, end = -1;\n"
+    "  if (text) {\n"
+    "    try { re = new RegExp(text); }\n"
+    "    catch (e) { re = new RegExp(text.replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&')); }\n"
+    "  }\n"
+    "  for (var i = 1; i < F.length; i++) {\n"
+    "    var g = F[i], on = !!re && re.test(g.n);\n"
+    "    g.querySelector('rect').setAttribute('fill', on ? 'rgb(230,0,230)' : g.fill);\n"
+    "    g.classList.toggle('hit', on);\n"
+    "    if (on) hit.push([g.x, g.x + g.w]);\n"
+    "  }\n"
+    "  hit.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });\n"
+    "  for (var j = 0; j < hit.length; j++) {\n"
+    "    var a = Math.max(hit[j][0], end);\n"
+    "    if (hit[j][1] > a) share += hit[j][1] - a;\n"
+    "    end = Math.max(end, hit[j][1]);\n"
+    "  }\n"
+    "  share = share / F[0].w;\n"
+    "  R.textContent = re ? 'Matched: ' + (100 * share).toFixed(1) + '%' : '';\n"
+    "  return share;\n"
     "}\n";
 
 _Static_assert(WIDTH == 1200 && XPAD == 10, "update zoom_script's W and P");
@@ -265,8 +296,18 @@ static void svg__header(struct svg_ctx *c, const struct profile *p, const char *
 	fputs("</text>\n", f);
 	fprintf(f,
 		"<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display: none; cursor: pointer\">"
-		"Reset zoom</text>\n<g id=\"frames\">\n",
+		"Reset zoom</text>\n",
 		XPAD);
+	/* The search box: an XHTML input, as SVG has no text field of its own. */
+	fprintf(f,
+		"<foreignObject x=\"%d\" y=\"8\" width=\"%d\" height=\"24\">"
+		"<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
+		"placeholder=\"Search (regex)\" title=\"frames whose name matches turn magenta\" "
+		"style=\"width: 100%%; box-sizing: border-box; font: 12px Verdana, sans-serif\"/>"
+		"</foreignObject>\n"
+		"<text id=\"matched\" x=\"%d\" y=\"46\" text-anchor=\"end\"></text>\n"
+		"<g id=\"frames\">\n",
+		WIDTH - XPAD - SEARCH_W, SEARCH_W, WIDTH - XPAD);
 }
 
 int flamegraph__write_svg(const struct profile *p, const char *path, const char *title)

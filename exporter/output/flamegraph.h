@@ -13,8 +13,11 @@
  * process), callees above their callers, width proportional to samples.
  * Frames are those of folded__write (same tree, same names); frames under
  * 0.1% of all samples are left out with their children. Each frame has a
- * <title> tooltip "NAME (N samples, P%)"; clicking one zooms into it (a short
- * embedded script). Colours: warm for native code, blue for kernel code, grey
+ * <title> tooltip "NAME (N samples, P%)"; clicking one zooms into it, and the search box
+ * (top right, #search) highlights the frames whose name matches a regular expression (or,
+ * when the text is not one, contains it) in magenta, with the matched share of all samples
+ * in #matched ("Matched: P%", a match inside a match counted once), as flamegraph.pl's
+ * search does (short embedded scripts). Colours: warm for native code, blue for kernel code, grey
  * (blue-grey in the kernel) for frames without a symbol, violet for processes.
  * @title (NULL: "CPU flame graph") is shown on top. Returns 0 or -errno.
  */

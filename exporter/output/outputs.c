@@ -5,6 +5,7 @@
 
 #include "output/flamegraph.h"
 #include "output/folded.h"
+#include "output/otlpfile.h"
 #include "output/outputs.h"
 #include "output/pprof.h"
 
@@ -24,7 +25,7 @@ int outputs__write_dir(const struct profile *p, const char *dir, uint32_t types)
 {
 	char path[PATH_MAX], names[1024] = "";
 	size_t len = 0;
-	int failed = 0;
+	int failed = 0, err;
 
 	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
 		const struct profile_type_info *ti = profile__type_info(t);
@@ -42,6 +43,11 @@ int outputs__write_dir(const struct profile *p, const char *dir, uint32_t types)
 		failed |= written(flamegraph__write_svg_type(p, path, ti->title, t), path, names,
 				  sizeof(names), &len);
 	}
+	/* The samples with their times and frame types, for `spanprof view` (otlpfile.h). */
+	snprintf(path, sizeof(path), "%s/%s", dir, OTLPFILE_NAME);
+	err = otlpfile__write(p, path);
+	if (err <= 0)
+		failed |= written(err, path, names, sizeof(names), &len);
 	if (len)
 		fprintf(stderr, "spanprof: wrote %s\n", names);
 	return failed;

@@ -3,7 +3,8 @@
  * outputs: the local files of a recording, written from the profile model by every writer of
  * this folder: per selected profile type, DIR/<stem>.pb.gz (pprof.h), DIR/<stem>.folded
  * (folded.h) and DIR/flamegraph[-<type>].svg (flamegraph.h), with the stems of
- * profile__type_info().
+ * profile__type_info(); and, for `spanprof view`, every sample with its times and frame types
+ * as OTLP in DIR/profile.otlp.pb.gz (otlpfile.h).
  */
 #ifndef SPANPROF_OUTPUTS_H
 #define SPANPROF_OUTPUTS_H

@@ -793,6 +793,8 @@ int record__run(const struct record_opts *o)
 	r.ksyms_on = ksyms && ksyms__count(ksyms);
 	r.procs = proctab__new(syms);
 	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
+	if (r.in.resolve)
+		resolve__set_short_names(r.in.resolve, o->short_names);
 	if (!r.in.resolve || start_k8s(&r))
 		goto fail_nomem;
 	proctab__set_jit_flags(r.procs, o->java_perfmap ? JITPROC_JAVA_PERFMAP : 0);

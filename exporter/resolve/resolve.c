@@ -12,6 +12,7 @@
 #include "runtime/python/pytab.h"
 #include "sampler.h"
 #include "resolve/resolve.h"
+#include "symbols/shortname.h"
 #include "symbols/symbolize.h"
 
 /* Inline chains deeper than this are cut (outermost frames kept last). */
@@ -35,6 +36,7 @@ struct resolve {
 	struct symcache *syms;
 	struct ksyms *ksyms;
 	uint32_t gen; /* bumped by resolve__profile_reset(): cached mapping indices are stale */
+	int short_names;
 	struct resolve_stats stats;
 	struct pytab *python;	/* NULL: Python frames ignored */
 	struct py_scratch *pys; /* allocated with the first Python sample */
@@ -73,35 +75,56 @@ void resolve__set_python(struct resolve *r, struct pytab *py)
 	r->python = py;
 }
 
+void resolve__set_short_names(struct resolve *r, int on)
+{
+	r->short_names = on;
+}
+
 /*
  * Interns one location: @frames is the inline chain of @address, innermost first (n == 0: an
  * unnamed address).
  */
 /* The lines of @n symbolizer frames (at most MAX_INLINE), innermost first. Returns their number. */
 static int frames_to_lines(struct profile *p, const struct sym_frame *frames, int n,
-			   struct profile_line *lines)
+			   struct profile_line *lines, int short_names)
 {
 	struct profile_function f;
+	char shortened[1024];
+	const char *prev = NULL; /* full name of lines[out - 1] */
 	int out = 0;
 
 	for (int i = 0; i < n; i++) {
 		const char *name = frames[i].function ? frames[i].function : frames[i].system_name;
+		const char *full = name;
 
 		/*
 		 * A function "inlined into itself" (glibc's debug info says so of aliases such
-		 * as __libc_write) is one frame: keep the innermost line, drop its repeat.
+		 * as __libc_write) is one frame: keep the innermost line, drop its repeat. Full
+		 * names compared: two overloads that --short-names shows alike stay two frames.
 		 */
-		if (out && name && lines[out - 1].function &&
-		    !strcmp(name, profile__string(
-				      p, profile__function(p, lines[out - 1].function)->name)))
+		if (out && full && prev && !strcmp(full, prev))
 			continue;
 
-		f.name = profile__intern_string(p, name);
+		f.name = 0;
+		/* Go names keep their "(*T)": only C++ and Rust forms are trimmed. */
+		if (short_names && name && !frames[i].go) {
+			size_t len = strlen(name) + 1;
+			char *buf = len <= sizeof(shortened) ? shortened : malloc(len);
+
+			/* out of memory: the full name, which is never wrong */
+			if (buf && shortname__trim(name, buf, len) >= 0)
+				f.name = profile__intern_string(p, buf);
+			if (buf != shortened)
+				free(buf);
+		}
+		if (!f.name)
+			f.name = profile__intern_string(p, name);
 		f.system_name =
-		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : name);
+		    profile__intern_string(p, frames[i].system_name ? frames[i].system_name : full);
 		f.filename = profile__intern_string(p, frames[i].file);
 		lines[out].function = profile__intern_function(p, &f);
 		lines[out].line = frames[i].line;
+		prev = full;
 		out++;
 	}
 	return out;
@@ -122,10 +145,11 @@ static enum frame_kind user_kind(const struct sym_frame *frames, int n)
 }
 
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
-			      enum frame_kind kind, const struct sym_frame *frames, int n)
+			      enum frame_kind kind, const struct sym_frame *frames, int n,
+			      int short_names)
 {
 	struct profile_line lines[MAX_INLINE];
-	int out = frames_to_lines(p, frames, n, lines);
+	int out = frames_to_lines(p, frames, n, lines, short_names);
 
 	return profile__intern_location(p, mapping, address, kind, lines, out);
 }
@@ -221,7 +245,7 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	if (!n)
 		r->stats.frames_unsymbolized++;
 	objtally__note(r->objs, m.obj, n > 0);
-	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n, r->short_names);
 }
 
 /*
@@ -315,7 +339,7 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
 			if (!frame.function)
 				r->stats.kernel_unsymbolized++;
 			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
-					    frame.function ? 1 : 0);
+					    frame.function ? 1 : 0, 0);
 		}
 		if (loc)
 			locs[out++] = loc;
@@ -623,7 +647,7 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 		n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
 		if (n <= 0)
 			continue;
-		n = frames_to_lines(p, frames, n, lines);
+		n = frames_to_lines(p, frames, n, lines, r->short_names);
 		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
 			named++;
 			objtally__mark_named(r->objs, obj);

@@ -68,6 +68,11 @@ struct resolve_stats {
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms);
 /* NULL is a no-op. */
 void resolve__free(struct resolve *r);
+/*
+ * @on: name native functions (not Go's) for display without parameter lists and template
+ * arguments (symbols/shortname.h); the full name stays the function's system_name.
+ */
+void resolve__set_short_names(struct resolve *r, int on);
 
 struct pytab;
 /*

@@ -143,6 +143,7 @@ static uint32_t hash_bytes(const void *p, size_t n)
 /* Keys are padding-free so that they hash and compare as bytes. */
 struct frame {
 	int32_t name, file, module, kind;
+	int32_t type, zero; /* zero: no padding */
 	int64_t line;
 };
 
@@ -316,9 +317,10 @@ static bool frame_eq(const struct view_doc *d, uint32_t i, const void *key)
 }
 
 int32_t view_doc__frame(struct view_doc *d, int32_t name, int32_t file, int64_t line,
-			int32_t module, enum view_frame_kind kind)
+			int32_t module, enum view_frame_kind kind, int32_t type)
 {
-	struct frame f = {.name = name, .file = file, .module = module, .kind = kind, .line = line};
+	struct frame f = {
+	    .name = name, .file = file, .module = module, .kind = kind, .type = type, .line = line};
 	uint32_t h = hash_bytes(&f, sizeof(f));
 	struct slot *sl;
 	int err = itab_reserve(&d->frame_ix);
@@ -1210,6 +1212,8 @@ static void write_tables(struct vbuf *b, const struct view_doc *d)
 	vb_col32(b, "module", COL(d->frames, module), d->nframes, sizeof(struct frame));
 	vb_ch(b, ',');
 	vb_col32(b, "kind", COL(d->frames, kind), d->nframes, sizeof(struct frame));
+	vb_ch(b, ',');
+	vb_col32(b, "type", COL(d->frames, type), d->nframes, sizeof(struct frame));
 	vb_lit(b, "},\n");
 
 	vb_key(b, "stacks");

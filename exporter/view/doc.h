@@ -67,9 +67,13 @@ uint64_t view_doc__nsamples(const struct view_doc *d);
 int32_t view_doc__string(struct view_doc *d, const char *s, size_t len);
 /* The NUL-terminated text of string @i (valid until the next view_doc__string call). */
 const char *view_doc__string_text(const struct view_doc *d, int32_t i);
-/* A frame: string indices of name, source file (0 unknown) and module (0 none). */
+/*
+ * A frame: string indices of name, source file (0 unknown), module (0 none) and frame type
+ * (@type: the OTLP profile.frame.type value, "native", "kernel", "go", "v8js", "cpython"...;
+ * 0 unknown, the page then goes by @kind).
+ */
 int32_t view_doc__frame(struct view_doc *d, int32_t name, int32_t file, int64_t line,
-			int32_t module, enum view_frame_kind kind);
+			int32_t module, enum view_frame_kind kind, int32_t type);
 /* A stack of @n frame indices, ROOT FIRST. */
 int32_t view_doc__stack(struct view_doc *d, const int32_t *frames, uint32_t n);
 /* A profile type; its name as docs/view-format.md defines it ("cpu", else @sample_type). */

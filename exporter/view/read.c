@@ -30,10 +30,12 @@
 #include <zlib.h>
 
 #include "otlp/otlp_pb.h"
+#include "output/otlpfile.h"
 #include "pprof/profile.pb-c.h"
 #include "view/doc.h"
 #include "view/read.h"
 #include "util/util.h"
+#include "profile/profile.h"
 #include "profile/stackend.h"
 
 typedef Perftools__Profiles__Profile pp_profile;
@@ -296,6 +298,8 @@ struct loc_site {
 	uint64_t start, offset, address;
 	int32_t module; /* doc string; 0: none */
 	enum view_frame_kind kind;
+	int32_t type;	       /* doc string of its profile.frame.type */
+	const char *type_text; /* the same, as text */
 };
 
 /*
@@ -310,7 +314,7 @@ static int push_frame(struct rd *r, struct fpool *frames, const struct loc_site 
 
 	if (!name)
 		name = TRY(r, unknown_name(r, s->mapfile, s->start, s->offset, s->address));
-	f = TRY(r, view_doc__frame(r->d, name, file, line, s->module, s->kind));
+	f = TRY(r, view_doc__frame(r->d, name, file, line, s->module, s->kind, s->type));
 	return fpool_push(frames, f) ? oom(r) : 0;
 }
 
@@ -580,7 +584,7 @@ static int otlp_msg_init(struct otlp_msg *m, const pb_data *pd)
 	return 0;
 }
 
-static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_location *l)
+static enum view_frame_kind otlp_kind(struct otlp_msg *m, const pb_location *l, const char **type)
 {
 	for (size_t i = 0; i < l->n_attribute_indices; i++) {
 		const pb_kvu *a;
@@ -594,6 +598,7 @@ static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_locatio
 		v = any_string(m, a->value);
 		if (!v || !*v)
 			break;
+		*type = v;
 		if (!strcmp(v, "native"))
 			return VIEW_FRAME_NATIVE;
 		if (!strcmp(v, "kernel"))
@@ -606,8 +611,21 @@ static enum view_frame_kind otlp_frame_kind(struct otlp_msg *m, const pb_locatio
 			return VIEW_FRAME_CPYTHON;
 		return VIEW_FRAME_OTHER;
 	}
-	return !l->mapping_index && l->address >= KERNEL_ADDR_MIN ? VIEW_FRAME_KERNEL
-								  : VIEW_FRAME_NATIVE;
+	if (!l->mapping_index && l->address >= KERNEL_ADDR_MIN) {
+		*type = "kernel";
+		return VIEW_FRAME_KERNEL;
+	}
+	*type = "native";
+	return VIEW_FRAME_NATIVE;
+}
+
+/* Sets @at's kind and type from location @l's profile.frame.type. 0 or -ENOMEM. */
+static int otlp_frame_kind(struct rd *r, struct otlp_msg *m, const pb_location *l,
+			   struct loc_site *at)
+{
+	at->kind = otlp_kind(m, l, &at->type_text);
+	at->type = TRY(r, view_doc__string(r->d, at->type_text, strlen(at->type_text)));
+	return 0;
 }
 
 /* Frames of location @li, root first: the physical function, then what was inlined into it. */
@@ -623,7 +641,7 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 	m->loc_first[li] = (int32_t)m->frames.n;
 	if (li == 0 && !m->nloc) {
 		name = TRY(r, view_doc__string(r->d, "[unknown]", 9));
-		f = TRY(r, view_doc__frame(r->d, name, 0, 0, 0, VIEW_FRAME_NATIVE));
+		f = TRY(r, view_doc__frame(r->d, name, 0, 0, 0, VIEW_FRAME_NATIVE, 0));
 		m->loc_n[li] = 1;
 		return fpool_push(&m->frames, f) ? oom(r) : 0;
 	}
@@ -637,7 +655,8 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 		at.offset = mp->file_offset;
 	}
 	at.address = l->address;
-	at.kind = otlp_frame_kind(m, l);
+	if (otlp_frame_kind(r, m, l, &at))
+		return -ENOMEM;
 	for (size_t j = l->n_lines; j-- > 0;) {
 		const pb_line *ln = l->lines[j];
 		const pb_function *fn = ln->function_index && m->nfn
@@ -1877,6 +1896,12 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 		at.kind = VIEW_FRAME_ABORT;
 	else if (!mp && pp_python_kind(x, l) >= 0)
 		at.kind = pp_python_kind(x, l);
+	/* pprof has no frame types: these four are what its locations tell apart. */
+	at.type_text = at.kind == VIEW_FRAME_KERNEL    ? "kernel"
+		       : at.kind == VIEW_FRAME_ABORT   ? "abort"
+		       : at.kind == VIEW_FRAME_CPYTHON ? "cpython"
+						       : "native";
+	at.type = TRY(r, view_doc__string(r->d, at.type_text, strlen(at.type_text)));
 	for (size_t j = l->n_line; j-- > 0;) {
 		const Perftools__Profiles__Line *ln = l->line[j];
 		const Perftools__Profiles__Function *fn = NULL;
@@ -2333,6 +2358,46 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether @name is a pprof file of `spanprof record` ("profile.pb.gz", "alloc.pb.gz"...). */
+static bool record_pprof(const char *name)
+{
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
+		const char *stem = profile__type_info(t)->file_stem;
+		size_t n = strlen(stem);
+
+		if (!strncmp(name, stem, n) && !strcmp(name + n, ".pb.gz"))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Drops from @names (@n full paths, sorted) the pprof files of a recording that also wrote
+ * OTLPFILE_NAME: it holds the same samples with their times and frame types.
+ */
+static void prefer_otlpfile(char **names, size_t *n)
+{
+	size_t k = 0;
+	bool have = false;
+
+	for (size_t i = 0; i < *n; i++) {
+		const char *base = strrchr(names[i], '/');
+
+		have |= !strcmp(base ? base + 1 : names[i], OTLPFILE_NAME);
+	}
+	if (!have)
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		const char *base = strrchr(names[i], '/');
+
+		if (record_pprof(base ? base + 1 : names[i]))
+			free(names[i]);
+		else
+			names[k++] = names[i];
+	}
+	*n = k;
+}
+
 static int read_dir(struct view_doc *d, const char *path)
 {
 	DIR *dir = opendir(path);
@@ -2381,6 +2446,7 @@ static int read_dir(struct view_doc *d, const char *path)
 		goto fail;
 	}
 	qsort(names, n, sizeof(*names), cmp_str);
+	prefer_otlpfile(names, &n);
 	for (size_t i = 0; i < n; i++) {
 		err = read_file(d, names[i]);
 		if (err < 0)

@@ -2,8 +2,9 @@
 //
 // It is a plain Collector distribution with only the components the tests need:
 //
-//	receivers: otlp
-//	exporters: debug, otlp_grpc (alias otlp), otlp_http (alias otlphttp), file (contrib)
+//	receivers:  otlp
+//	processors: batch, memory_limiter (what collector-config/deploy/ names)
+//	exporters:  debug, otlp_grpc (alias otlp), otlp_http (alias otlphttp), file (contrib)
 //
 // Every module is pinned in go.mod at one Collector release (see docs/collector.md).
 // The profiles signal is behind the `service.profilesSupport` feature gate; this binary
@@ -27,6 +28,8 @@ import (
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/processor/batchprocessor"
+	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
@@ -41,6 +44,12 @@ func factories() (otelcol.Factories, error) {
 	var f otelcol.Factories
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap(otlpreceiver.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Processors, err = otelcol.MakeFactoryMap(
+		batchprocessor.NewFactory(),
+		memorylimiterprocessor.NewFactory(),
+	); err != nil {
 		return f, err
 	}
 	if f.Exporters, err = otelcol.MakeFactoryMap(

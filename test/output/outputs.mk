@@ -10,7 +10,9 @@ $(OUTPUTS_TEST_DIR)/test_profile: test/profile/test_profile.c exporter/profile/p
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcmocka -o $@
 
 $(OUTPUTS_TEST_DIR)/test_outputs: test/output/test_outputs.c $(EXP_HDRS) $(OBJ)/profile/profile.o \
-		$(OBJ)/output/pprof.o $(OBJ)/output/folded.o $(OBJ)/output/flamegraph.o $(PPROF_PB_O)
+		$(OBJ)/output/pprof.o $(OBJ)/output/folded.o $(OBJ)/output/flamegraph.o $(PPROF_PB_O) \
+		$(OBJ)/output/otlpfile.o $(OBJ)/otlp/otlp_encode.o $(OBJ)/process/procmeta.o \
+		$(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(filter %.c %.o,$^) $(LDLIBS) -lcmocka -o $@

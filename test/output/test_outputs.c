@@ -20,7 +20,9 @@
 
 #include "output/flamegraph.h"
 #include "output/folded.h"
+#include "output/otlpfile.h"
 #include "output/pprof.h"
+#include "otlp/otlp_pb.h"
 #include "pprof/profile.pb-c.h"
 #include "profile/profile.h"
 
@@ -773,6 +775,9 @@ static void test_svg(void **state)
 	assert_non_null(strstr(svg, "<title>do_syscall_64_[k] (1 samples, 8.33%)</title>"));
 	assert_non_null(strstr(svg, "<title>tmpl&lt;a&amp;b&gt;:x y (1 samples, 8.33%)</title>"));
 	assert_non_null(strstr(svg, "<script"));
+	/* The search box and its result line (integration/test_view_browser.py drives them). */
+	assert_non_null(strstr(svg, "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\""));
+	assert_non_null(strstr(svg, "<text id=\"matched\""));
 	assert_non_null(strstr(svg, "</svg>\n"));
 	free(svg);
 	rc = parse_xml(path);
@@ -880,6 +885,72 @@ static void test_svg_empty_profile(void **state)
 	assert_true(parse_xml(path) <= 0);
 	free(path);
 	profile__free(p);
+}
+
+/*
+ * profile.otlp.pb.gz: gzip of length-prefixed ExportProfilesServiceRequests (the file
+ * exporter's proto stream) holding every sample, each with its timestamps.
+ */
+static void test_otlpfile(void **state)
+{
+	struct fixture *fx = *state;
+	char *path = path_in_dir(OTLPFILE_NAME);
+	struct profile *empty = profile__new();
+	uint8_t buf[1 << 16];
+	uint64_t want = 0, events = 0;
+	size_t n = 0, off = 0, nreq = 0;
+	gzFile gz;
+	int r;
+
+	assert_int_equal(otlpfile__write(fx->p, path), 0);
+	assert_no_tmp(path);
+	gz = gzopen(path, "rb");
+	assert_non_null(gz);
+	while ((r = gzread(gz, buf + n, sizeof(buf) - n)) > 0)
+		n += (size_t)r;
+	gzclose(gz);
+	assert_true(n > 4 && n < sizeof(buf));
+	while (off < n) {
+		uint32_t len = (uint32_t)buf[off] << 24 | buf[off + 1] << 16 | buf[off + 2] << 8 |
+			       buf[off + 3];
+		pb_request *req;
+
+		assert_true(len <= n - off - 4);
+		req =
+		    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+			NULL, len, buf + off + 4);
+		assert_non_null(req);
+		for (size_t i = 0; i < req->n_resource_profiles; i++)
+			for (size_t j = 0; j < req->resource_profiles[i]->n_scope_profiles; j++) {
+				const pb_sp *sp = req->resource_profiles[i]->scope_profiles[j];
+
+				for (size_t k = 0; k < sp->n_profiles; k++)
+					for (size_t l = 0; l < sp->profiles[k]->n_samples; l++) {
+						const pb_sample *sa = sp->profiles[k]->samples[l];
+
+						events += sa->n_timestamps_unix_nano
+							      ? sa->n_timestamps_unix_nano
+							      : (uint64_t)sa->values[0];
+					}
+			}
+		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+		    req, NULL);
+		off += 4 + (size_t)len;
+		nreq++;
+	}
+	assert_int_equal(off, n);
+	assert_true(nreq >= 1);
+	for (uint32_t i = 0; i < profile__nsamples(fx->p); i++)
+		want += profile__sample(fx->p, i)->count;
+	/* Every sample (the fixture's carry one timestamp per count of several: values). */
+	assert_int_equal(events, want);
+	/* An empty profile: no file. */
+	unlink(path);
+	assert_int_equal(otlpfile__write(empty, path), 1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_no_tmp(path);
+	profile__free(empty);
+	free(path);
 }
 
 static int remove_dir(void)
@@ -1006,6 +1077,7 @@ int main(void)
 	    cmocka_unit_test(test_svg_omits_narrow_frames_and_bad_utf8),
 	    cmocka_unit_test(test_svg_go_colour),
 	    cmocka_unit_test(test_svg_empty_profile),
+	    cmocka_unit_test(test_otlpfile),
 	    cmocka_unit_test(test_event_types),
 	};
 	int failed;

@@ -878,7 +878,7 @@ static void check_range(json_object *a, int64_t lo, int64_t hi)
 /* docs/view-format.md: the shape, column lengths and every index. */
 static void check_doc(json_object *doc)
 {
-	static const char *const fcols[] = {"name", "file", "line", "module", "kind"};
+	static const char *const fcols[] = {"name", "file", "line", "module", "kind", "type"};
 	static const char *const pcols[] = {"pid", "name", "service"};
 	static const char *const tcols[] = {"process", "tid", "name"};
 	static const char *const scols[] = {"trace_id", "span_id", "attrs", "process"};
@@ -891,11 +891,12 @@ static void check_doc(json_object *doc)
 
 	assert_string_equal(json_object_get_string(jget(doc, "format")), "spanprof-view/1");
 	assert_string_equal(sget(doc, 0), "");
-	nfr = check_columns(fr, fcols, 5);
+	nfr = check_columns(fr, fcols, 6);
 	check_range(jget(fr, "name"), 1, (int64_t)nstr);
 	check_range(jget(fr, "file"), 0, (int64_t)nstr);
 	check_range(jget(fr, "module"), 0, (int64_t)nstr);
 	check_range(jget(fr, "kind"), 0, VIEW_FRAME_CPYTHON + 1);
+	check_range(jget(fr, "type"), 0, (int64_t)nstr);
 	for (size_t i = 0; i < nstacks; i++)
 		check_range(json_object_array_get_idx(stacks, i), 0, (int64_t)nfr);
 	check_range(jget(doc, "services"), 0, (int64_t)nstr);
@@ -1163,8 +1164,10 @@ static void test_otlp_proto(void **state)
 	assert_int_equal(aint(jget(fr, "line"), (size_t)f), 40);
 	assert_string_equal(sget(doc, aint(jget(fr, "module"), (size_t)f)), "/usr/bin/app");
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)f), VIEW_FRAME_NATIVE);
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)f)), "native");
 	f = find_frame(doc, "do_syscall_64");
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)f), VIEW_FRAME_KERNEL);
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)f)), "kernel");
 	assert_int_equal(aint(jget(fr, "module"), (size_t)f), 0);
 	assert_true(find_frame(doc, "[app+0x234]") >= 0);
 
@@ -1197,6 +1200,11 @@ static void test_go_frames(void **state)
 			 VIEW_FRAME_GO);
 	assert_int_equal(aint(jget(fr, "kind"), (size_t)find_frame(doc, "main")),
 			 VIEW_FRAME_NATIVE);
+	/* The frame type itself, for the page's colours (docs/view-format.md, frames.type). */
+	assert_string_equal(
+	    sget(doc, aint(jget(fr, "type"), (size_t)find_frame(doc, "main.handler"))), "go");
+	assert_string_equal(sget(doc, aint(jget(fr, "type"), (size_t)find_frame(doc, "main"))),
+			    "native");
 	json_object_put(doc);
 }
 
@@ -1693,10 +1701,10 @@ static void test_escaping(void **state)
 	n2 = view_doc__string(d, bad_utf8, sizeof(bad_utf8) - 1);
 	n3 = view_doc__string(d, "tab\there \"quoted\" back\\slash \x01",
 			      strlen("tab\there \"quoted\" back\\slash \x01"));
-	f1 = view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE);
-	f2 = view_doc__frame(d, n2, 0, 0, 0, VIEW_FRAME_OTHER);
-	f3 = view_doc__frame(d, n3, 0, 0, 0, VIEW_FRAME_KERNEL);
-	assert_int_equal(view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE), f1);
+	f1 = view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE, 0);
+	f2 = view_doc__frame(d, n2, 0, 0, 0, VIEW_FRAME_OTHER, 0);
+	f3 = view_doc__frame(d, n3, 0, 0, 0, VIEW_FRAME_KERNEL, 0);
+	assert_int_equal(view_doc__frame(d, n1, 0, 0, 0, VIEW_FRAME_NATIVE, 0), f1);
 	frames[0] = f1, frames[1] = f2, frames[2] = f3;
 	st = view_doc__stack(d, frames, 3);
 	ty = view_doc__profile_type(d, "samples", "count", "cpu", "nanoseconds", 1);

@@ -15,9 +15,12 @@
  *   #search, #search-result        search box and "N% of samples match"
  *   #reset-zoom, #zoom-info        zoom reset and the zoomed frame
  *   #shown-total                   total of the flame graph shown
+ *   #legend                        frame types of the graph shown: span.legend-item[data-type]
+ *                                  (the profile.frame.type value) with a span.swatch
  *   #flamegraph                    the graph: svg g.frame[name] per frame; #empty when nothing
  *   #frame-tooltip                 hover tooltip (.tt-name, .tt-loc, .tt-module, .tt-value)
  *   #details                       one-line description of the hovered frame
+ *   #spans-box                     the span list, hidden when the document has no span
  *   #spans                         span table: tbody tr.span-row[data-span-id][data-trace-id]
  *                                  (.selected), a.span-link, a.trace-link, td.count;
  *                                  th[data-sort] sorts; #span-filter, #span-more, #span-count
@@ -39,6 +42,9 @@
  *   spans(): the span table's rows [{trace_id, span_id, attrs, process, count}], all pages
  *   selection(): {span_id, trace_id, spans} or null
  *   zoomTo(name): zooms on the first frame of that name; resetZoom()
+ *   frameTypes(): {name: type} of the frames drawn (process frames and "all" left out)
+ *   frameColour(type, name): the fill a frame of that type and name gets
+ *   frameTypeStyles(): FRAME_TYPES (label, base, spread per type) and "other": OTHER_TYPE
  *   timings(): milliseconds spent in each step of the last refresh (tree, tree_by_process:
  *   building the call trees, only when that refresh built them)
  */
@@ -49,9 +55,27 @@
 	const MIN_FRAME_PX = 1; // frames narrower than this are not drawn
 	const MAX_DRAWN = 3000; // at most this many frames in the graph (SVG gets slow past that)
 	const SPAN_PAGE = 200; // span table rows rendered per "show more"
-	// frame kind -> d3-flame-graph colour family (abort, python: ours; Go: "inlined", its aqua, as in
-	// flamegraph.svg)
-	const KIND_LIBTYPE = ["", "kernel", "jit", "abort", "inlined", "python"];
+	// frames.kind -> frame type, for documents without frames.type (docs/view-format.md)
+	const KIND_TYPE = ["native", "kernel", "jit", "abort", "go", "cpython"];
+	/*
+	 * Colour families of the frame types (OTLP profile.frame.type): a frame's colour is
+	 * base + spread * (a hash of its name), per channel, so that neighbours differ and a
+	 * function keeps its colour; the legend shows base + spread / 2. Native, kernel, Go and
+	 * JIT are those of flamegraph.svg. Types not listed get OTHER_TYPE.
+	 */
+	const FRAME_TYPES = {
+		native: { label: "native", base: [205, 70, 0], spread: [50, 160, 40] },
+		kernel: { label: "kernel", base: [80, 160, 215], spread: [60, 50, 40] },
+		go: { label: "Go", base: [30, 170, 150], spread: [50, 50, 40] },
+		cpython: { label: "Python", base: [225, 185, 30], spread: [25, 45, 40] },
+		v8js: { label: "JavaScript (V8)", base: [120, 200, 40], spread: [40, 40, 30] },
+		jvm: { label: "Java (JVM)", base: [40, 150, 60], spread: [40, 50, 40] },
+		dotnet: { label: ".NET", base: [130, 80, 200], spread: [40, 40, 40] },
+		jit: { label: "JIT (other)", base: [140, 160, 100], spread: [30, 30, 30] },
+		abort: { label: "stack cut here", base: [240, 170, 170], spread: [0, 0, 0] },
+	};
+	const OTHER_TYPE = { label: "other", base: [150, 150, 150], spread: [40, 40, 40] };
+	const typeStyle = (t) => FRAME_TYPES[t] || { ...OTHER_TYPE, label: t || OTHER_TYPE.label };
 
 	const $ = (id) => document.getElementById(id);
 
@@ -142,14 +166,24 @@
 			line: column(fr, "line", nFrames, Int32Array),
 			module: column(fr, "module", nFrames, Int32Array),
 			kind: column(fr, "kind", nFrames, Int32Array),
+			// optional (older documents): string index of the frame type, 0 unknown
+			type: Array.isArray(fr.type) ? column(fr, "type", nFrames, Int32Array) : new Int32Array(nFrames),
 		};
-		// Functions: distinct (name, file, module, kind).
+		// Functions: distinct (name, file, module, kind, type).
 		const funcOf = new Int32Array(nFrames);
 		const funcKey = new Map();
-		const func = { name: [], file: [], module: [], kind: [] };
+		const func = { name: [], file: [], module: [], kind: [], type: [] };
 		for (let i = 0; i < nFrames; i++) {
 			const key =
-				frames.name[i] + "," + frames.file[i] + "," + frames.module[i] + "," + frames.kind[i];
+				frames.name[i] +
+				"," +
+				frames.file[i] +
+				"," +
+				frames.module[i] +
+				"," +
+				frames.kind[i] +
+				"," +
+				frames.type[i];
 			let f = funcKey.get(key);
 			if (f === undefined) {
 				f = func.name.length;
@@ -158,6 +192,7 @@
 				func.file.push(frames.file[i]);
 				func.module.push(frames.module[i]);
 				func.kind.push(frames.kind[i]);
+				func.type.push(str(frames.type[i]) || KIND_TYPE[frames.kind[i]] || "");
 			}
 			funcOf[i] = f;
 		}
@@ -578,9 +613,9 @@
 			const parent = objs[T.parent[i]];
 			if (!parent) continue;
 			const fn = T.func[i];
-			const o = { name: nodeName(T, i), value: val[i], children: [], id: i, l: "" };
+			const o = { name: nodeName(T, i), value: val[i], children: [], id: i, t: "" };
 			if (fn <= -2) o.proc = -fn - 3;
-			else if (fn >= 0) o.l = KIND_LIBTYPE[M.func.kind[fn]] || "";
+			else if (fn >= 0) o.t = M.func.type[fn];
 			objs[i] = o;
 			parent.children.push(o);
 		}
@@ -658,9 +693,7 @@
 			}
 			out.push(el("div", { class: "tt-loc", text: loc || "no source line" }));
 			const mod = M.str(M.func.module[fn]);
-			const kind =
-				["native", "kernel", "interpreted", "stack cut here", "go", "python"][M.func.kind[fn]] ||
-				"other";
+			const kind = typeStyle(M.func.type[fn]).label;
 			out.push(el("div", { class: "tt-module", text: (mod || "no module") + " · " + kind }));
 		}
 		let v = fmtValue(t, data.value);
@@ -681,13 +714,45 @@
 		return Math.max(300, $("graph-box").clientWidth - 2);
 	}
 
-	/* CPython frames: Python's yellow, in shades that tell neighbouring functions apart. */
-	function pythonColour(name) {
-		let h = 0;
-		for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-		const light = 58 + (h % 20);
-		const hue = 44 + ((h >>> 8) % 12);
-		return `hsl(${hue}, 85%, ${light}%)`;
+	/* 32-bit FNV-1a of a frame's name: its place in its type's colour family. */
+	function nameHash(s) {
+		let h = 0x811c9dc5;
+		for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
+		return h;
+	}
+
+	function rgb(c) {
+		return `rgb(${c.map((x) => Math.round(x)).join(",")})`;
+	}
+
+	/* The fill of a frame of type `type` named `name`. */
+	function frameColour(type, name) {
+		const f = typeStyle(type);
+		const h = nameHash(name);
+		return rgb(f.base.map((b, i) => b + (f.spread[i] * ((h >>> (8 * i)) & 0xff)) / 255));
+	}
+
+	/* The legend: one swatch per frame type in the graph shown, in FRAME_TYPES order. */
+	function renderLegend(tree) {
+		const seen = new Set();
+		(function walk(n) {
+			if (n.t) seen.add(n.t);
+			for (const c of n.children) walk(c);
+		})(tree || { children: [] });
+		const order = Object.keys(FRAME_TYPES);
+		const types = [...seen].sort((a, b) => {
+			const ia = order.indexOf(a) < 0 ? order.length : order.indexOf(a);
+			const ib = order.indexOf(b) < 0 ? order.length : order.indexOf(b);
+			return ia - ib || a.localeCompare(b);
+		});
+		$("legend").replaceChildren(
+			...types.map((t) => {
+				const f = typeStyle(t);
+				const sw = el("span", { class: "swatch" });
+				sw.style.background = rgb(f.base.map((b, i) => b + f.spread[i] / 2));
+				return el("span", { class: "legend-item", "data-type": t, title: t }, sw, f.label);
+			}),
+		);
 	}
 
 	function makeChart() {
@@ -703,7 +768,6 @@
 			.tooltip(tooltip())
 			.setLabelHandler(label)
 			.setDetailsElement($("details"))
-			.getLibtype((d) => d.data.l)
 			.setSearchMatch((d, term) => {
 				if (!term) return false;
 				return d.data.name.toLowerCase().includes(term.toLowerCase());
@@ -713,9 +777,7 @@
 				if (d.highlight) return color;
 				if (d.depth === 0) return "#c9c9c9";
 				if (d.data.proc !== undefined) return "#b5c3d9";
-				if (d.data.l === "abort") return "#f0aaaa"; // marker of a cut stack
-				if (d.data.l === "python") return pythonColour(d.data.name);
-				return color;
+				return frameColour(d.data.t, d.data.name);
 			})
 			.onClick(onZoom);
 	}
@@ -763,12 +825,14 @@
 			? ""
 			: `${fmtValue(t, current.total)} shown` + (t.name ? ` · ${t.name}` : "");
 		if (empty) {
+			renderLegend(null);
 			updateSearchResult();
 			return;
 		}
 		chart.height(null);
 		current.focus = 0;
 		current.tree = makeTree(current.T, current.val, 0);
+		renderLegend(current.tree);
 		if (!hierarchyRoot()) d3.select("#flamegraph").datum(current.tree).call(chart);
 		else chart.update(current.tree);
 		applySearch();
@@ -1404,6 +1468,15 @@
 				return !!d;
 			},
 			resetZoom: () => hierarchyRoot() && chart.resetZoom(),
+			frameTypes: () => {
+				const out = {};
+				const root = hierarchyRoot();
+				for (const n of root ? root.descendants() : [])
+					if (n.depth > 0 && n.value > 0 && n.data.t) out[n.data.name] = n.data.t;
+				return out;
+			},
+			frameColour,
+			frameTypeStyles: () => ({ ...FRAME_TYPES, other: OTHER_TYPE }),
 			timings: () => ({ ...timings }),
 		};
 	}
@@ -1447,6 +1520,8 @@
 		state.t1 = M.time.buckets;
 		renderHeader();
 		renderInputs();
+		// No span in any input (a recording without span links): no empty span table.
+		$("spans-box").hidden = M.nSpans === 0;
 		$("main").hidden = false;
 		wire();
 		renderTypes();
