@@ -39,6 +39,7 @@
 #include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
 #include "sampling/targets.h"
+#include "sampling/tracefs.h"
 #include "unwind/unwinder.h"
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM/SIGHUP */
@@ -702,6 +703,8 @@ int record__run(const struct record_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	if (check_privileges() || check_btf())
 		return 1;
+	/* Before any thread: a mount namespace of the agent's own is the whole process's. */
+	tracefs__ensure();
 	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));
 	if (!tgids)
 		return fail("out of memory");

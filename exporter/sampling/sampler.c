@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -17,6 +17,8 @@
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
 #include "sampling/features.h"
+#include "sampling/tracefs.h"
+#include "sampling/uprobe.h"
 
 /* Event profile types, by SP_PROF_* (CPU is the perf events below). */
 static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
@@ -38,7 +40,6 @@ struct sampler {
 	struct bpf_link *unw_links[3]; /* exec, exit, mmap */
 	struct sampler_unwind_maps unw;
 	int unwind;
-	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
 	int threadctx;
 	int python;		       /* the Python walk is loaded */
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
@@ -61,18 +62,13 @@ static int handle_unwind_event(void *ctx, void *data, size_t size)
 }
 
 /*
- * The mmap hook is a classic tracepoint: libbpf finds its id in tracefs, which may not be
- * mounted. Mount it once if so; without it, new code is found by the fallback (a PC outside the
- * known mappings makes the agent re-read them).
+ * The mmap and prctl hooks are classic tracepoints: libbpf finds its id in tracefs, which may not
+ * be mounted (tracefs__ensure(): never unmounted from under other tools). Without it, new code is
+ * found by the fallback (a PC outside the known mappings makes the agent re-read them).
  */
-static struct bpf_link *attach_mmap_hook(struct sampler *s, struct bpf_program *prog)
+static struct bpf_link *attach_tracepoint(struct bpf_program *prog)
 {
-	struct stat st;
-
-	/* Mounted by us, unmounted by sampler__free(): the system is left as it was. */
-	if (stat("/sys/kernel/tracing/events", &st) &&
-	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
-		s->mounted_tracefs = 1;
+	tracefs__ensure();
 	return bpf_program__attach(prog);
 }
 
@@ -98,7 +94,7 @@ static int attach_unwind_hooks(struct sampler *s)
 			strerror(-err));
 		return err;
 	}
-	s->unw_links[2] = attach_mmap_hook(s, s->skel->progs.on_unw_mmap);
+	s->unw_links[2] = attach_tracepoint(s->skel->progs.on_unw_mmap);
 	if (!s->unw_links[2])
 		fprintf(stderr,
 			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
@@ -463,7 +459,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		if (s->threadctx) {
 			/* Like the mmap hook: without it, contexts published later are found by
 			 * the agent's periodic re-check. */
-			s->ctx_links[1] = attach_mmap_hook(s, s->skel->progs.on_ctx_prctl);
+			s->ctx_links[1] = attach_tracepoint(s->skel->progs.on_ctx_prctl);
 			if (!s->ctx_links[1])
 				fprintf(stderr,
 					"spanprof: warning: no prctl hook (tracepoint "
@@ -586,9 +582,6 @@ void sampler__free(struct sampler *s)
 			close(s->pfds[cpu]);
 	ring_buffer__free(s->rb);
 	sampler_bpf__destroy(s->skel);
-	if (s->mounted_tracefs && umount2("/sys/kernel/tracing", MNT_DETACH))
-		fprintf(stderr, "spanprof: warning: unmounting /sys/kernel/tracing: %s\n",
-			strerror(errno));
 	free(s->links);
 	free(s->pfds);
 	free(s);
@@ -659,11 +652,13 @@ static int attach_one_uprobe(struct sampler *s, struct bpf_program *prog, const 
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = retprobe,
 		    .bpf_cookie = mode);
+	char what[PATH_MAX + 64];
 	struct bpf_link *l;
 
 	if (s->nuprobe_links == s->max_uprobe_links)
 		return -ENOSPC;
-	l = bpf_program__attach_uprobe_opts(prog, -1, binary, 0, &uo);
+	snprintf(what, sizeof(what), "--context-uprobe %s:%s", binary, func);
+	l = uprobe__attach(prog, -1, binary, 0, &uo, what);
 	if (!l) {
 		int err = -errno;
 		char why[128];
