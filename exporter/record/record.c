@@ -136,7 +136,7 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 	}
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
-	if (r->in.links)
+	if (r->in.links && e->kind != UNWIND_EVENT_NEW)
 		spanlinks__note_event(r->in.links, e);
 	return 0;
 }

@@ -55,7 +55,8 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 	    "spanprof: unwind tables: %llu tables of %llu files, %.1f MiB rows in %llu chunks "
 	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
 	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes refused, "
-	    "%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads\n",
+	    "%llu mappings dropped; %llu notifications (%llu lost), %llu maps re-reads, %llu new "
+	    "processes read at exec\n",
 	    (unsigned long long)st[SP_STAT_UNW_CFI], (unsigned long long)st[SP_STAT_UNW_FRAMES_CFI],
 	    (unsigned long long)st[SP_STAT_UNW_FRAMES_FP], (unsigned long long)st[SP_STAT_UNW_FP],
 	    (unsigned long long)st[SP_STAT_UNW_STALE], (unsigned long long)st[SP_STAT_UNW_NO_REGS],
@@ -73,7 +74,7 @@ static void unwind_summary(struct recorder *r, const uint64_t *st)
 	    (unsigned long long)us.tables_freed, (unsigned long long)us.open_failed,
 	    (unsigned long long)us.procs_full, (unsigned long long)us.mappings_dropped,
 	    (unsigned long long)st[SP_STAT_EVENTS], (unsigned long long)st[SP_STAT_EVENT_DROP],
-	    (unsigned long long)us.refreshes);
+	    (unsigned long long)us.refreshes, (unsigned long long)us.new_execs);
 }
 
 static void targeting_summary(struct recorder *r, const uint64_t *st)

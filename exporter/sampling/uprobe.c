@@ -25,8 +25,9 @@ int uprobe__parse_mismatch(const char *record, uint64_t ino, uint64_t offset, ui
 
 	if (!text)
 		return 0;
-	if (sscanf(text, MISMATCH "%llx offset: %llx ref_ctr_offset(old): %llx "
-			   "ref_ctr_offset(new): %llx",
+	if (sscanf(text,
+		   MISMATCH "%llx offset: %llx ref_ctr_offset(old): %llx "
+			    "ref_ctr_offset(new): %llx",
 		   &i, &o, &rc_old, &rc_new) != 4)
 		return 0;
 	if (i != ino || (offset != UINT64_MAX && o != offset))
@@ -106,12 +107,13 @@ struct bpf_link *uprobe__attach(struct bpf_program *prog, pid_t pid, const char 
 			close(kfd);
 		if (l)
 			return l;
-		fprintf(stderr,
-			"spanprof: warning: %s: the kernel refused the uprobe (EINVAL); if another "
-			"tool probes that instruction with a reference counter (a USDT semaphore), "
-			"the kernel log names it (\"ref_ctr_offset mismatch\"), but it could not be "
-			"read (/dev/kmsg: %s)\n",
-			what, strerror(kerr));
+		fprintf(
+		    stderr,
+		    "spanprof: warning: %s: the kernel refused the uprobe (EINVAL); if another "
+		    "tool probes that instruction with a reference counter (a USDT semaphore), "
+		    "the kernel log names it (\"ref_ctr_offset mismatch\"), but it could not be "
+		    "read (/dev/kmsg: %s)\n",
+		    what, strerror(kerr));
 		goto fail;
 	}
 	found = kmsg_find(kfd, (uint64_t)st.st_ino, offset ? offset : UINT64_MAX, &old);
@@ -127,7 +129,8 @@ struct bpf_link *uprobe__attach(struct bpf_program *prog, pid_t pid, const char 
 		"(kernel: ref_ctr_offset mismatch, 0x%" PRIx64 " against 0x%zx): %s\n",
 		what, old ? "a reference counter (a USDT semaphore)" : "no reference counter", old,
 		opts->ref_ctr_offset,
-		l ? "attached again with that tool's counter" : "attaching again with it failed too");
+		l ? "attached again with that tool's counter"
+		  : "attaching again with it failed too");
 	if (l)
 		return l;
 	err = -errno;

@@ -32,7 +32,8 @@
  * first attempt's errno when no conflict was found).
  */
 struct bpf_link *uprobe__attach(struct bpf_program *prog, pid_t pid, const char *path,
-				size_t offset, const struct bpf_uprobe_opts *opts, const char *what);
+				size_t offset, const struct bpf_uprobe_opts *opts,
+				const char *what);
 
 /*
  * Parses one /dev/kmsg record (Documentation/ABI/testing/dev-kmsg: "prio,seq,usec,flags;text")
