@@ -26,7 +26,8 @@ static unsigned long long file_offset(Elf *elf, const char *name)
 		Elf_Data *d;
 		GElf_Sym sym;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
 		d = elf_getdata(scn, NULL);
 		for (size_t i = 0; d && gelf_getsym(d, (int)i, &sym); i++) {
@@ -39,7 +40,8 @@ static unsigned long long file_offset(Elf *elf, const char *name)
 				GElf_Phdr ph;
 
 				if (gelf_getphdr(elf, (int)p, &ph) && ph.p_type == PT_LOAD &&
-				    sym.st_value >= ph.p_vaddr && sym.st_value < ph.p_vaddr + ph.p_filesz)
+				    sym.st_value >= ph.p_vaddr &&
+				    sym.st_value < ph.p_vaddr + ph.p_filesz)
 					return sym.st_value - ph.p_vaddr + ph.p_offset;
 			}
 		}

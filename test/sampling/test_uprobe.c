@@ -13,8 +13,8 @@
 
 #include "sampling/uprobe.h"
 
-#define LINE                                                                                    \
-	"ref_ctr_offset mismatch. inode: 0x9c2751 offset: 0x1140 ref_ctr_offset(old): 0x3028 "  \
+#define LINE                                                                                       \
+	"ref_ctr_offset mismatch. inode: 0x9c2751 offset: 0x1140 ref_ctr_offset(old): 0x3028 "     \
 	"ref_ctr_offset(new): 0x0"
 
 static void test_kmsg_record(void **unused)
@@ -22,9 +22,8 @@ static void test_kmsg_record(void **unused)
 	uint64_t old = 0;
 
 	(void)unused;
-	assert_int_equal(uprobe__parse_mismatch("4,2231,12689119938,-;" LINE "\n", 0x9c2751,
-						0x1140, &old),
-			 1);
+	assert_int_equal(
+	    uprobe__parse_mismatch("4,2231,12689119938,-;" LINE "\n", 0x9c2751, 0x1140, &old), 1);
 	assert_int_equal(old, 0x3028);
 }
 
