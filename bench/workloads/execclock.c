@@ -35,31 +35,24 @@ __attribute__((noinline)) static void burn(uint64_t end)
 			x += (uint64_t)i * 2654435761u;
 }
 
+/* clang-format off */
 /* slot_NNN: its own frame (the returned value keeps the call from being a tail call). */
-#define SLOT(n)                                                                                 \
-	__attribute__((noinline)) int slot_##n(uint64_t end)                                     \
-	{                                                                                       \
-		burn(end);                                                                      \
-		return n;                                                                       \
-	}
-#define SLOT10(d)                                                                               \
-	SLOT(d##0) SLOT(d##1) SLOT(d##2) SLOT(d##3) SLOT(d##4) SLOT(d##5) SLOT(d##6) SLOT(d##7)  \
-	SLOT(d##8) SLOT(d##9)
-#define SLOT100(h)                                                                              \
-	SLOT10(h##0) SLOT10(h##1) SLOT10(h##2) SLOT10(h##3) SLOT10(h##4) SLOT10(h##5)           \
-	SLOT10(h##6) SLOT10(h##7) SLOT10(h##8) SLOT10(h##9)
+#define SLOT(n) __attribute__((noinline)) int slot_##n(uint64_t end) { burn(end); return n; }
+#define SLOT10(d) SLOT(d##0) SLOT(d##1) SLOT(d##2) SLOT(d##3) SLOT(d##4) \
+	SLOT(d##5) SLOT(d##6) SLOT(d##7) SLOT(d##8) SLOT(d##9)
+#define SLOT100(h) SLOT10(h##0) SLOT10(h##1) SLOT10(h##2) SLOT10(h##3) SLOT10(h##4) \
+	SLOT10(h##5) SLOT10(h##6) SLOT10(h##7) SLOT10(h##8) SLOT10(h##9)
 SLOT100(1) SLOT100(2) SLOT100(3) SLOT100(4)
 
 #define REF(n) slot_##n,
-#define REF10(d)                                                                                \
-	REF(d##0) REF(d##1) REF(d##2) REF(d##3) REF(d##4) REF(d##5) REF(d##6) REF(d##7) REF(d##8) \
-	REF(d##9)
-#define REF100(h)                                                                               \
-	REF10(h##0) REF10(h##1) REF10(h##2) REF10(h##3) REF10(h##4) REF10(h##5) REF10(h##6)     \
-	REF10(h##7) REF10(h##8) REF10(h##9)
+#define REF10(d) REF(d##0) REF(d##1) REF(d##2) REF(d##3) REF(d##4) \
+	REF(d##5) REF(d##6) REF(d##7) REF(d##8) REF(d##9)
+#define REF100(h) REF10(h##0) REF10(h##1) REF10(h##2) REF10(h##3) REF10(h##4) \
+	REF10(h##5) REF10(h##6) REF10(h##7) REF10(h##8) REF10(h##9)
 
 /* Slot k is slot_(100 + k): names of three digits with the leading 1 meaning nothing. */
 static int (*const slots[NSLOTS])(uint64_t) = {REF100(1) REF100(2) REF100(3) REF100(4)};
+/* clang-format on */
 
 int main(int argc, char **argv)
 {

@@ -310,21 +310,29 @@ static int fail(const char *fmt, ...)
 
 /*
  * Ring buffer size: one second of samples with every CPU busy, as a power of
- * two within [512 KiB, 64 MiB]. The consumer polls every 100 ms, so this
- * leaves room for a slow symbolization or a loaded machine without pinning
- * memory that an idle machine never touches.
+ * two within [512 KiB, 64 MiB]. A thread of the sampler empties it into a queue every 10 ms
+ * (sampling/samplequeue.h), so it only has to hold what comes while that thread waits for a
+ * CPU on a loaded machine, without pinning memory that an idle machine never touches.
  */
-static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
+static uint32_t ringbuf_size(const struct record_opts *o)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
+	uint64_t want =
+	    (uint64_t)(ncpus > 0 ? ncpus : 1) * o->frequency_hz * sizeof(struct sp_sample);
 	/*
 	 * At least ~320 records (6.4 KiB each): the agent may be busy for seconds building the
 	 * first CFI tables while samples keep coming. Event profiles come in bursts (an
-	 * allocation loop): room for ~1300 samples.
+	 * allocation loop): room for ~1300 samples; at their most detailed settings (every
+	 * allocation, off-CPU periods from a few us) a loop makes hundreds of thousands a second:
+	 * ~5000.
 	 */
-	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 2u << 20;
+	uint32_t size = o->profile_types & ~(1u << PROFILE_CPU) ? 8u << 20 : 2u << 20;
+	int detailed =
+	    ((o->profile_types & (1u << PROFILE_ALLOC)) && o->alloc_sample_bytes < 4096) ||
+	    ((o->profile_types & (1u << PROFILE_OFFCPU)) && o->offcpu_min_ns < 100000);
 
+	if (detailed)
+		size = 32u << 20;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;
@@ -775,7 +783,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes = ringbuf_size(o->frequency_hz, o->profile_types);
+	so.ringbuf_bytes = ringbuf_size(o);
 	so.pids = tgids;
 	so.npids = ntgids;
 	so.cb = on_sample;
@@ -938,6 +946,10 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
+	r.user_drops += sampler__queue_lost(s); /* the queue had no memory for them */
+	if (getenv("SPANPROF_DEBUG"))
+		fprintf(stderr, "spanprof: debug: sample queue peak %.1f MiB\n",
+			sampler__queue_peak_bytes(s) / 1048576.0);
 	finish_debuginfod(&r, syms);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
