@@ -87,10 +87,11 @@ static unsigned char *put(unsigned char *p, const void *src, size_t n)
 
 static void compact(const struct sp_sample *s, unsigned char *p)
 {
+	/* The lengths first (py_len is in the tail): expand() reads them before the arrays. */
 	p = put(p, s, KSTACK_OFF);
+	p = put(p, &s->ctx_len, TAIL_HDR);
 	p = put(p, s->kstack, 8u * s->kstack_len);
 	p = put(p, s->ustack, 8u * (s->ustack_len + 2u * s->py_len));
-	p = put(p, &s->ctx_len, TAIL_HDR);
 	p = put(p, s->ctx, s->ctx_len);
 	p = put(p, &s->vmas, VMAS_HDR);
 	put(p, s->vmas.vma, sizeof(s->vmas.vma[0]) * s->vmas.n);
@@ -106,9 +107,9 @@ static void expand(const unsigned char *p, struct sp_sample *s)
 {
 	memset(s, 0, sizeof(*s));
 	p = get(s, p, KSTACK_OFF);
+	p = get(&s->ctx_len, p, TAIL_HDR);
 	p = get(s->kstack, p, 8u * s->kstack_len);
 	p = get(s->ustack, p, 8u * (s->ustack_len + 2u * s->py_len));
-	p = get(&s->ctx_len, p, TAIL_HDR);
 	p = get(s->ctx, p, s->ctx_len);
 	p = get(&s->vmas, p, VMAS_HDR);
 	get(s->vmas.vma, p, sizeof(s->vmas.vma[0]) * s->vmas.n);
