@@ -72,10 +72,20 @@ def losses(err, kind):
                       r"lost to a full ring buffer", err)
         if m:
             return int(m.group(2)), int(m.group(3))
+        # Agents that print the accounting line only when something was lost: the summary.
+        m = re.search(r"spanprof: (\d+) samples from ", err)
+        d = re.search(r"spanprof: dropped \d+ \(ring buffer full (\d+)", err)
+        if m:
+            return int(m.group(1)), int(d.group(1)) if d else 0
     else:
         m = re.search(rf"{kind} profile: (\d+) samples, (\d+) lost", err)
         if m:
             return int(m.group(1)), int(m.group(2))
+        # Agents with a shorter summary: "N samples from", "P% of samples lost (L): the ring".
+        m = re.search(r"spanprof: (\d+) samples from ", err)
+        d = re.search(r"of samples lost \((\d+)\): the ring buffer", err)
+        if m:
+            return int(m.group(1)), int(d.group(1)) if d else 0
     raise BenchError(f"no loss figures for {kind} in the agent's output:\n{err[-2000:]}")
 
 
