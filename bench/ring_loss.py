@@ -74,7 +74,8 @@ def losses(err, kind):
             return int(m.group(2)), int(m.group(3))
         # Agents that print the accounting line only when something was lost: the summary.
         m = re.search(r"spanprof: (\d+) samples from ", err)
-        d = re.search(r"spanprof: dropped \d+ \(ring buffer full (\d+)", err)
+        d = (re.search(r"spanprof: dropped \d+ \(ring buffer full (\d+)", err) or
+             re.search(r"of samples lost \((\d+)\): the ring buffer", err))
         if m:
             return int(m.group(1)), int(d.group(1)) if d else 0
     else:
