@@ -245,10 +245,7 @@ int BPF_PROG(on_fileid_exec, struct task_struct *p, pid_t old_pid, struct linux_
 	if (!sampling || !fileid_enabled)
 		return 0;
 	/* The targeting filters (bpf/filter.bpf.h) of the exec'ing task, not counted as samples. */
-	if (filter_mask &&
-	    !((filter_mask & SP_FILTER_PID) && bpf_map_lookup_elem(&pid_filter, &pid)) &&
-	    !((filter_mask & SP_FILTER_EXE) && sp_filter_exe()) &&
-	    !((filter_mask & SP_FILTER_CGROUP) && sp_filter_cgroup()))
+	if (!sp_filter_targeted(pid))
 		return 0;
 	exe = BPF_CORE_READ(p, mm, exe_file);
 	if (!exe)

@@ -74,11 +74,11 @@ static __always_inline bool sp_filter_cgroup(void)
 }
 
 /*
- * Whether the current task (of thread group @tgid) is targeted. Counts the events it refuses in
- * SP_STAT_FILTERED. Only for programs running in the task's context (perf events, tracepoints
- * and uprobes of the task): it reads the current task's executable and cgroup.
+ * Whether the current task (of thread group @tgid) is targeted. Only for programs running in
+ * the task's context (perf events, tracepoints and uprobes of the task): it reads the current
+ * task's executable and cgroup.
  */
-static __always_inline bool sp_filter_pass(__u32 tgid)
+static __always_inline bool sp_filter_targeted(__u32 tgid)
 {
 	if (!filter_mask)
 		return true;
@@ -87,6 +87,14 @@ static __always_inline bool sp_filter_pass(__u32 tgid)
 	if ((filter_mask & SP_FILTER_EXE) && sp_filter_exe())
 		return true;
 	if ((filter_mask & SP_FILTER_CGROUP) && sp_filter_cgroup())
+		return true;
+	return false;
+}
+
+/* sp_filter_targeted(), counting the events it refuses in SP_STAT_FILTERED. */
+static __always_inline bool sp_filter_pass(__u32 tgid)
+{
+	if (sp_filter_targeted(tgid))
 		return true;
 	stat_inc(SP_STAT_FILTERED);
 	return false;

@@ -599,7 +599,11 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	return w->n;
 }
 
-/* exec replaces every mapping: forget the old ones now, and have the agent read the new ones. */
+/*
+ * exec replaces every mapping: forget the old ones now, and have the agent read the new ones.
+ * A targeted process the agent has no entry for (a new program: its parent's fork had none)
+ * is announced too, so that its tables are built from its exec on, not from its first sample.
+ */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -607,6 +611,9 @@ int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
+	else if (sampling && sp_filter_targeted(pid))
+		unwind_notify(pid, UNWIND_EVENT_NEW,
+			      BPF_CORE_READ(p, group_leader, start_boottime));
 	return 0;
 }
 

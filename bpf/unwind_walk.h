@@ -99,12 +99,14 @@ enum unwind_event_kind {
 	UNWIND_EVENT_MMAP = 2, /* a known process mapped executable memory at addr */
 	UNWIND_EVENT_EXIT = 3, /* a known process exited: its entry was deleted */
 	UNWIND_EVENT_NAME = 4, /* a process named a mapping (prctl PR_SET_VMA): process context */
+	UNWIND_EVENT_NEW = 5,  /* a targeted process the agent does not know exec'd: addr is its
+				* group leader's start time (CLOCK_BOOTTIME ns), build its tables */
 };
 
 struct unwind_event {
 	__u32 pid;  /* thread group id */
 	__u32 kind; /* enum unwind_event_kind */
-	__u64 addr; /* UNWIND_EVENT_MMAP: the new mapping's address; else 0 */
+	__u64 addr; /* MMAP: the new mapping's address; NEW: the start time; else 0 */
 };
 
 _Static_assert(sizeof(struct unwind_event) == 16, "unwind_event is shared with BPF");

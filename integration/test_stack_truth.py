@@ -7,6 +7,8 @@ Workloads are built -O2 -fomit-frame-pointer (test_unwind.py's flags); each test
 exact chain, or the exact marker where the chain can't be had.
 """
 import os
+import re
+import signal
 import subprocess
 import time
 
@@ -269,3 +271,30 @@ def test_vfork_and_posix_spawn_loops(spanprof, procs, tmp_path):
             assert x[0] >= 0.75 * sum(x), f"vfork children in _exit: {x}\n{by_leaf}"
             through = sum(c for f, c in stacks if "__libc_vfork" in f and "main" in f)
             assert through >= v[0]
+
+
+def test_new_program_first_second_under_load(spanprof, procs, tmp_path):
+    """The same new program, with every CPU saturated by a compile loop (a new process every few
+    tens of ms) started before the agent: the checks above hold, and its tables were built at
+    its exec (the unwinder's "new processes read at exec"), not at its first sample."""
+    binary = build(WORKLOADS / "unw_recurse.c", tmp_path / "unw_new")
+    src = WORKLOADS / "unw_recurse.c"
+    for i in range(os.cpu_count() or 1):
+        procs.start("sh", "-c", f"while :; do gcc -O2 -c {src} -o {tmp_path}/load{i}.o; done",
+                    start_new_session=True)
+    out = tmp_path / "out"
+    try:
+        ru, err = run_gated(spanprof, out, ["--exe", binary, "--frequency", 999, "--duration",
+                                            4], lambda: procs.start(binary, "1", "40"))
+    finally:
+        for p in procs.procs:
+            if p.args[0] == "sh" and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    stacks = ours(read_folded(out / "profile.folded"), "unw_new")
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    complete, marked = check_truthful(stacks, chain)
+    cpu = ru.ru_utime + ru.ru_stime
+    assert complete + marked >= cpu * 999 * 0.5, f"{complete + marked} samples for {cpu:.2f} s"
+    assert complete >= 0.5 * (complete + marked), f"{complete} complete, {marked} marked\n{err}"
+    st = read_stats(stats_path(out))
+    assert st["unwind"]["new_processes_read_at_exec"] >= 1, err

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "sampler.skel.h"
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
+#include "sampling/uprobe.h"
 
 /* Files with allocator entry points that can be probed (map alloc_files, < ALLOC_MAX_FILES). */
 #define ALLOC_FILES 1024
@@ -122,9 +124,11 @@ static int attach_file(struct alloc_state *st, const char *path, const char *sho
 		LIBBPF_OPTS(bpf_uprobe_opts, uo,
 			    .bpf_cookie = ALLOC_COOKIE(e->kind, idx, e->vaddr));
 		struct bpf_link *l;
+		char what[PATH_MAX + 64];
 
-		l = bpf_program__attach_uprobe_opts(
-		    st->skel->progs.on_alloc, st->per_pid ? (int)pid : -1, path, e->offset, &uo);
+		snprintf(what, sizeof(what), "alloc: %s in %s", e->name, shown);
+		l = uprobe__attach(st->skel->progs.on_alloc, st->per_pid ? (int)pid : -1, path,
+				   e->offset, &uo, what);
 		if (!l || add_link(st, l)) {
 			int err = l ? -ENOMEM : -errno;
 

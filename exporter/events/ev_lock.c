@@ -9,20 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 
 #include <bpf/libbpf.h>
 
 #include "sampler.skel.h"
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
-
-#define TRACEFS "/sys/kernel/tracing"
+#include "sampling/tracefs.h"
 
 struct lock_state {
 	struct bpf_link *enter, *exit;
-	int mounted_tracefs; /* mounted here: unmounted by lock_free() */
 };
 
 static int lock_configure(struct sampler_bpf *skel, const struct sampler_opts *o, int selected)
@@ -41,8 +37,6 @@ static void lock_free(void *state)
 		return;
 	bpf_link__destroy(st->exit);
 	bpf_link__destroy(st->enter);
-	if (st->mounted_tracefs && umount2(TRACEFS, MNT_DETACH))
-		fprintf(stderr, "spanprof: warning: unmounting %s: %s\n", TRACEFS, strerror(errno));
 	free(st);
 }
 
@@ -57,7 +51,7 @@ static int attach_one(struct bpf_program *prog, const char *tp, struct bpf_link 
 	err = errno ? -errno : -EINVAL;
 	fprintf(stderr,
 		"spanprof: --profile lock: attaching the tracepoint syscalls/%s failed: %s (is "
-		"tracefs mounted at " TRACEFS "?)\n",
+		"tracefs mounted at " TRACEFS_DIR "?)\n",
 		tp, strerror(-err));
 	return err;
 }
@@ -65,16 +59,15 @@ static int attach_one(struct bpf_program *prog, const char *tp, struct bpf_link 
 static int lock_attach(struct sampler_bpf *skel, const struct sampler_opts *o, void **state)
 {
 	struct lock_state *st = calloc(1, sizeof(*st));
-	struct stat sb;
 	int err;
 
 	(void)o;
 	*state = st;
 	if (!st)
 		return -ENOMEM;
-	/* libbpf finds a tracepoint's id in tracefs; the unwinder may have mounted it already. */
-	if (stat(TRACEFS "/events", &sb) && mount("nodev", TRACEFS, "tracefs", 0, NULL) == 0)
-		st->mounted_tracefs = 1;
+	/* libbpf finds a tracepoint's id in tracefs (mounted, if need be, without touching
+	 * other processes' mounts). */
+	tracefs__ensure();
 	/* Exit first: a wait that starts between the two attachments is then still timed. */
 	err = attach_one(skel->progs.on_lock_futex_exit, "sys_exit_futex", &st->exit);
 	if (!err)

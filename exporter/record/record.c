@@ -40,6 +40,7 @@
 #include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
 #include "sampling/targets.h"
+#include "sampling/tracefs.h"
 #include "unwind/unwinder.h"
 
 static volatile sig_atomic_t stop_requested; /* the first SIGINT/SIGTERM/SIGHUP */
@@ -139,7 +140,7 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 		pytab__exec(r->python, e->pid);
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
-	if (r->in.links)
+	if (r->in.links && e->kind != UNWIND_EVENT_NEW)
 		spanlinks__note_event(r->in.links, e);
 	return 0;
 }
@@ -347,21 +348,29 @@ static int fail(const char *fmt, ...)
 
 /*
  * Ring buffer size: one second of samples with every CPU busy, as a power of
- * two within [512 KiB, 64 MiB]. The consumer polls every 100 ms, so this
- * leaves room for a slow symbolization or a loaded machine without pinning
- * memory that an idle machine never touches.
+ * two within [512 KiB, 64 MiB]. A thread of the sampler empties it into a queue every 10 ms
+ * (sampling/samplequeue.h), so it only has to hold what comes while that thread waits for a
+ * CPU on a loaded machine, without pinning memory that an idle machine never touches.
  */
-static uint32_t ringbuf_size(uint32_t hz, uint32_t types)
+static uint32_t ringbuf_size(const struct record_opts *o)
 {
 	int ncpus = libbpf_num_possible_cpus();
-	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * hz * sizeof(struct sp_sample);
+	uint64_t want =
+	    (uint64_t)(ncpus > 0 ? ncpus : 1) * o->frequency_hz * sizeof(struct sp_sample);
 	/*
 	 * At least ~320 records (6.4 KiB each): the agent may be busy for seconds building the
 	 * first CFI tables while samples keep coming. Event profiles come in bursts (an
-	 * allocation loop): room for ~1300 samples.
+	 * allocation loop): room for ~1300 samples; at their most detailed settings (every
+	 * allocation, off-CPU periods from a few us) a loop makes hundreds of thousands a second:
+	 * ~5000.
 	 */
-	uint32_t size = types & ~(1u << PROFILE_CPU) ? 8u << 20 : 2u << 20;
+	uint32_t size = o->profile_types & ~(1u << PROFILE_CPU) ? 8u << 20 : 2u << 20;
+	int detailed =
+	    ((o->profile_types & (1u << PROFILE_ALLOC)) && o->alloc_sample_bytes < 4096) ||
+	    ((o->profile_types & (1u << PROFILE_OFFCPU)) && o->offcpu_min_ns < 100000);
 
+	if (detailed)
+		size = 32u << 20;
 	while (size < want && size < (64u << 20))
 		size <<= 1;
 	return size;
@@ -761,6 +770,8 @@ int record__run(const struct record_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	if (check_privileges() || check_btf())
 		return 1;
+	/* Before any thread: a mount namespace of the agent's own is the whole process's. */
+	tracefs__ensure();
 	tgids = calloc(o->npids ? o->npids : 1, sizeof(*tgids));
 	if (!tgids)
 		return fail("out of memory");
@@ -837,8 +848,7 @@ int record__run(const struct record_opts *o)
 	}
 
 	so.frequency_hz = o->frequency_hz;
-	so.ringbuf_bytes =
-	    o->ringbuf_mb ? o->ringbuf_mb << 20 : ringbuf_size(o->frequency_hz, o->profile_types);
+	so.ringbuf_bytes = o->ringbuf_mb ? o->ringbuf_mb << 20 : ringbuf_size(o);
 	r.ringbuf_bytes = so.ringbuf_bytes;
 	so.pids = tgids;
 	so.npids = ntgids;
@@ -1008,6 +1018,10 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
+	r.user_drops += sampler__queue_lost(s); /* the queue had no memory for them */
+	if (getenv("SPANPROF_DEBUG"))
+		fprintf(stderr, "spanprof: debug: sample queue peak %.1f MiB\n",
+			sampler__queue_peak_bytes(s) / 1048576.0);
 	dbg_on = !finish_debuginfod(&r, syms, &dbg);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);

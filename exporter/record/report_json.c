@@ -241,6 +241,7 @@ static struct json_object *unwind_section(struct jb *b, const struct report_data
 	put_u(b, s, "notifications", st[SP_STAT_EVENTS]);
 	put_u(b, s, "notifications_lost", st[SP_STAT_EVENT_DROP]);
 	put_u(b, s, "maps_rereads", us->refreshes);
+	put_u(b, s, "new_processes_read_at_exec", us->new_execs);
 	return s;
 }
 

@@ -20,7 +20,7 @@
 /* What the running agent keeps (caps.h says why). */
 static const cap_value_t keep[] = {
     CAP_BPF,	      CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH,
-    CAP_DAC_OVERRIDE,
+    CAP_DAC_OVERRIDE, CAP_SYSLOG,
 };
 
 static int has(cap_t c, cap_value_t v)

@@ -15,10 +15,12 @@
  *
  * After loading, every capability but those the running agent uses is dropped from the
  * effective, permitted and inheritable sets and from the bounding set: CAP_BPF (new unwind
- * table chunks are BPF maps), CAP_SYS_PTRACE, CAP_SYS_ADMIN (map_files, unmounting tracefs at
- * exit), CAP_CHECKPOINT_RESTORE (map_files on newer kernels), CAP_DAC_READ_SEARCH and
- * CAP_DAC_OVERRIDE (binaries and output directories owned by other users). CAP_PERFMON,
- * CAP_SYS_RESOURCE, CAP_NET_*, CAP_SYS_MODULE, CAP_SETUID and the rest go.
+ * table chunks are BPF maps), CAP_SYS_PTRACE, CAP_SYS_ADMIN (map_files, tracefs for a
+ * lock profile's tracepoints), CAP_CHECKPOINT_RESTORE (map_files on newer kernels),
+ * CAP_DAC_READ_SEARCH and CAP_DAC_OVERRIDE (binaries and output directories owned by other users),
+ * CAP_SYSLOG (the kernel log names another tool's uprobe that refused one of spanprof's,
+ * sampling/uprobe.h). CAP_PERFMON, CAP_SYS_RESOURCE, CAP_NET_*, CAP_SYS_MODULE, CAP_SETUID and the
+ * rest go.
  */
 #ifndef SPANPROF_CAPS_H
 #define SPANPROF_CAPS_H

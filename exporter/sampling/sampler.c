@@ -1,22 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/capability.h>
 
 #include "sampler.skel.h"
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
 #include "sampling/features.h"
+#include "sampling/samplequeue.h"
+#include "sampling/tracefs.h"
+#include "sampling/uprobe.h"
+#include "util/util.h"
 
 /* Event profile types, by SP_PROF_* (CPU is the perf events below). */
 static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
@@ -27,9 +34,22 @@ static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
 
 struct sampler {
 	struct sampler_bpf *skel;
-	struct ring_buffer *rb;
-	int ncpus; /* possible CPUs */
-	int *pfds; /* perf event fd per CPU, -1 if offline */
+	struct ring_buffer *rb;	    /* the sample ring: consumed under qlock, into q */
+	struct ring_buffer *rb_unw; /* the unwinder's notifications: the main thread's */
+	size_t rb_bytes;
+	/*
+	 * The drain thread empties the sample ring into q every DRAIN_PERIOD_MS, however long the
+	 * main thread is busy; the main thread takes q whole (into qread) and delivers it.
+	 */
+	struct samplequeue *q, *qread;
+	pthread_mutex_t qlock;
+	pthread_t drainer;
+	int drainer_on, drainer_stop, delivering, qlock_on;
+	uint64_t queue_lost; /* records the queue had no memory for */
+	size_t queue_max;
+	void *scratch; /* one struct sp_sample, rebuilt from the queue */
+	int ncpus;     /* possible CPUs */
+	int *pfds;     /* perf event fd per CPU, -1 if offline */
 	struct bpf_link **links;
 	int nattached;
 	sampler_cb cb;
@@ -39,7 +59,6 @@ struct sampler {
 	struct bpf_link *py_links[2];  /* Python descriptors: exec, exit */
 	struct sampler_unwind_maps unw;
 	int unwind;
-	int mounted_tracefs; /* tracefs was mounted for the mmap hook: unmount at the end */
 	int threadctx;
 	int python;		       /* the Python walk is loaded */
 	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
@@ -62,18 +81,13 @@ static int handle_unwind_event(void *ctx, void *data, size_t size)
 }
 
 /*
- * The mmap hook is a classic tracepoint: libbpf finds its id in tracefs, which may not be
- * mounted. Mount it once if so; without it, new code is found by the fallback (a PC outside the
- * known mappings makes the agent re-read them).
+ * The mmap and prctl hooks are classic tracepoints: libbpf finds its id in tracefs, which may not
+ * be mounted (tracefs__ensure(): never unmounted from under other tools). Without it, new code is
+ * found by the fallback (a PC outside the known mappings makes the agent re-read them).
  */
-static struct bpf_link *attach_mmap_hook(struct sampler *s, struct bpf_program *prog)
+static struct bpf_link *attach_tracepoint(struct bpf_program *prog)
 {
-	struct stat st;
-
-	/* Mounted by us, unmounted by sampler__free(): the system is left as it was. */
-	if (stat("/sys/kernel/tracing/events", &st) &&
-	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
-		s->mounted_tracefs = 1;
+	tracefs__ensure();
 	return bpf_program__attach(prog);
 }
 
@@ -99,7 +113,7 @@ static int attach_unwind_hooks(struct sampler *s)
 			strerror(-err));
 		return err;
 	}
-	s->unw_links[2] = attach_mmap_hook(s, s->skel->progs.on_unw_mmap);
+	s->unw_links[2] = attach_tracepoint(s->skel->progs.on_unw_mmap);
 	if (!s->unw_links[2])
 		fprintf(stderr,
 			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
@@ -109,15 +123,102 @@ static int attach_unwind_hooks(struct sampler *s)
 	return 0;
 }
 
-static int handle_event(void *ctx, void *data, size_t size)
+/* One record of the sample ring, from the queue: to the recorder. */
+static int deliver(struct sampler *s, void *data, size_t size)
 {
-	struct sampler *s = ctx;
-
 	if (size == sizeof(struct sp_exec_path))
 		return s->exec_path_cb ? s->exec_path_cb(s->ctx, data) : 0;
 	if (size < sizeof(struct sp_sample))
 		return 0;
 	return s->cb(s->ctx, data);
+}
+
+/* The ring's callback (qlock held): into the queue, compacted. */
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (samplequeue__push(s->q, data, size))
+		s->queue_lost++;
+	return 0;
+}
+
+/* Bytes the queue keeps free for one whole ring (and a block): consume only with that room. */
+#define QUEUE_SLACK (512u << 10)
+
+/*
+ * Moves what the sample ring holds into the queue, if the queue has room for all of it;
+ * otherwise leaves it there (the ring then fills and BPF counts what it cannot keep, per type).
+ * Returns 1 when the ring was consumed.
+ */
+static int ring_to_queue(struct sampler *s)
+{
+	int done = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	if (samplequeue__bytes(s->q) + s->rb_bytes + QUEUE_SLACK <= s->queue_max) {
+		ring_buffer__consume(s->rb);
+		done = 1;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return done;
+}
+
+/*
+ * Delivers the queued records, oldest first, for at most @budget_ns (0: until the queue is
+ * empty), so that a main thread far behind still gets back to its other duties (the export
+ * interval, the deadline) in time. Returns the records delivered.
+ */
+static int deliver_queue(struct sampler *s, uint64_t budget_ns)
+{
+	uint64_t end = budget_ns ? util__mono_ns() + budget_ns : UINT64_MAX;
+	size_t size;
+	void *rec;
+	int n = 0;
+
+	if (s->delivering) /* a callback that drains: the outer call delivers the rest */
+		return 0;
+	s->delivering = 1;
+	for (;;) {
+		rec = samplequeue__pop(s->qread, s->scratch, &size);
+		if (!rec) {
+			pthread_mutex_lock(&s->qlock);
+			samplequeue__take(s->q, s->qread);
+			pthread_mutex_unlock(&s->qlock);
+			rec = samplequeue__pop(s->qread, s->scratch, &size);
+		}
+		if (!rec)
+			break;
+		deliver(s, rec, size);
+		if (++n % 64 == 0 && util__mono_ns() > end)
+			break;
+	}
+	s->delivering = 0;
+	return n;
+}
+
+/* Per sampler__poll(): the main loop's other duties come back at least this often. */
+#define DELIVER_BUDGET_NS (200 * 1000000ull)
+
+/* The drain thread: nothing but moving records from the ring to the queue. */
+#define DRAIN_PERIOD_MS 10
+
+static void *drainer_main(void *arg)
+{
+	struct sampler *s = arg;
+	struct pollfd pfd = {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN};
+	cap_t none = cap_init();
+
+	/* It copies memory: no capability (the main thread drops its own after loading). */
+	if (none) {
+		cap_set_proc(none);
+		cap_free(none);
+	}
+	while (!__atomic_load_n(&s->drainer_stop, __ATOMIC_ACQUIRE)) {
+		poll(&pfd, 1, DRAIN_PERIOD_MS);
+		ring_to_queue(s);
+	}
+	return NULL;
 }
 
 static int open_cpu_clock(int cpu, uint32_t freq)
@@ -301,6 +402,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	pthread_mutex_init(&s->qlock, NULL);
+	s->qlock_on = 1;
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
 	s->event_cb = opts->event_cb;
@@ -453,9 +556,21 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: cannot map the ring buffer: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	/* Four rings' worth (at least 32 MiB), used only while the main thread is behind. */
+	s->rb_bytes = rb_bytes;
+	s->queue_max = 4 * (size_t)rb_bytes < (32u << 20) ? (32u << 20) : 4 * (size_t)rb_bytes;
+	s->q = samplequeue__new(s->queue_max);
+	s->qread = samplequeue__new(s->queue_max);
+	s->scratch = malloc(sizeof(struct sp_sample));
+	if (!s->q || !s->qread || !s->scratch) {
+		err = -ENOMEM;
+		fprintf(stderr, "spanprof: cannot allocate the sample queue\n");
+		goto cleanup;
+	}
 	if (s->unwind) {
-		err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.unwind_events),
-				       handle_unwind_event, s);
+		s->rb_unw = ring_buffer__new(bpf_map__fd(s->skel->maps.unwind_events),
+					     handle_unwind_event, s, NULL);
+		err = s->rb_unw ? 0 : -errno;
 		if (err) {
 			fprintf(stderr, "spanprof: cannot map the unwinder's ring buffer: %s\n",
 				strerror(-err));
@@ -470,7 +585,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		if (s->threadctx) {
 			/* Like the mmap hook: without it, contexts published later are found by
 			 * the agent's periodic re-check. */
-			s->ctx_links[1] = attach_mmap_hook(s, s->skel->progs.on_ctx_prctl);
+			s->ctx_links[1] = attach_tracepoint(s->skel->progs.on_ctx_prctl);
 			if (!s->ctx_links[1])
 				fprintf(stderr,
 					"spanprof: warning: no prctl hook (tracepoint "
@@ -556,6 +671,14 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 				"showed\n",
 				strerror(errno));
 	}
+	err = pthread_create(&s->drainer, NULL, drainer_main, s);
+	if (err) /* the main thread drains alone, as before */
+		fprintf(stderr,
+			"spanprof: warning: no drain thread (%s): samples may be lost "
+			"while the agent is busy\n",
+			strerror(err));
+	s->drainer_on = !err;
+	err = 0;
 	if (!opts->start_disabled)
 		sampler__start(s);
 	return s;
@@ -604,11 +727,18 @@ void sampler__free(struct sampler *s)
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
 		if (s->pfds[cpu] >= 0)
 			close(s->pfds[cpu]);
+	if (s->drainer_on) {
+		__atomic_store_n(&s->drainer_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(s->drainer, NULL);
+	}
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->rb_unw);
+	samplequeue__free(s->q);
+	samplequeue__free(s->qread);
+	free(s->scratch);
+	if (s->qlock_on)
+		pthread_mutex_destroy(&s->qlock);
 	sampler_bpf__destroy(s->skel);
-	if (s->mounted_tracefs && umount2("/sys/kernel/tracing", MNT_DETACH))
-		fprintf(stderr, "spanprof: warning: unmounting /sys/kernel/tracing: %s\n",
-			strerror(errno));
 	free(s->links);
 	free(s->pfds);
 	free(s);
@@ -616,17 +746,44 @@ void sampler__free(struct sampler *s)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n = 0;
 
-	/* Samples wake us only when the ring fills up (ringbuf_wakeup_bytes): drain on timeout. */
-	if (n == 0)
-		n = ring_buffer__consume(s->rb);
-	return n == -EINTR ? 0 : n;
+	if (s->rb_unw)
+		n = ring_buffer__poll(s->rb_unw, timeout_ms);
+	else if (timeout_ms > 0)
+		poll(NULL, 0, timeout_ms);
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* Samples wake nobody until the ring is a quarter full (ringbuf_wakeup_bytes). */
+	ring_to_queue(s);
+	return n + deliver_queue(s, DELIVER_BUDGET_NS);
 }
 
 int sampler__drain(struct sampler *s)
 {
-	return ring_buffer__consume(s->rb);
+	int n = 0;
+
+	/* Until the ring is empty: a queue short of room for it is delivered first. */
+	for (int i = 0; i < 64 && !ring_to_queue(s); i++)
+		n += deliver_queue(s, 0);
+	if (s->rb_unw) {
+		int m = ring_buffer__consume(s->rb_unw);
+
+		n += m > 0 ? m : 0;
+	}
+	return n + deliver_queue(s, 0);
+}
+
+uint64_t sampler__queue_lost(const struct sampler *s)
+{
+	return s->queue_lost;
+}
+
+size_t sampler__queue_peak_bytes(const struct sampler *s)
+{
+	return s->q ? samplequeue__peak_bytes(s->q) : 0;
 }
 
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX])
@@ -701,11 +858,13 @@ static int attach_one_uprobe(struct sampler *s, struct bpf_program *prog, const 
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = retprobe,
 		    .bpf_cookie = mode);
+	char what[PATH_MAX + 64];
 	struct bpf_link *l;
 
 	if (s->nuprobe_links == s->max_uprobe_links)
 		return -ENOSPC;
-	l = bpf_program__attach_uprobe_opts(prog, -1, binary, 0, &uo);
+	snprintf(what, sizeof(what), "--context-uprobe %s:%s", binary, func);
+	l = uprobe__attach(prog, -1, binary, 0, &uo, what);
 	if (!l) {
 		int err = -errno;
 		char why[128];

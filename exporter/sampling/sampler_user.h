@@ -112,6 +112,13 @@ void sampler__free(struct sampler *s);
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Delivers what is already in the ring buffer without waiting. */
 int sampler__drain(struct sampler *s);
+/*
+ * The sample ring is emptied by a thread of its own into a queue (sampling/samplequeue.h) that
+ * sampler__poll() and sampler__drain() deliver from: records the queue had no memory for
+ * (counted as dropped in the agent), and the most memory it held, in bytes.
+ */
+uint64_t sampler__queue_lost(const struct sampler *s);
+size_t sampler__queue_peak_bytes(const struct sampler *s);
 /* Sums the per-CPU counters into @out[SP_STAT_MAX]. 0 or -errno. */
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
 /* Number of perf events (CPUs) attached (0 without the CPU profile type). */

@@ -15,6 +15,7 @@
 
 #include <bpf/bpf.h>
 
+#include "process/proclife.h"
 #include "unwind/cfi.h"
 #include "unwind/unwinder.h"
 #include "util/util.h"
@@ -59,6 +60,7 @@ struct utable {
 
 struct uproc {
 	uint32_t pid;		/* hash key */
+	uint64_t start_boot_ns; /* of its last update (0: unknown) */
 	struct utable **tables; /* distinct tables referenced, one reference each */
 	size_t ntables;
 	UT_hash_handle hh;
@@ -78,6 +80,7 @@ struct chunk {
 struct pending {
 	uint32_t pid; /* hash key */
 	uint64_t due_ns;
+	uint64_t new_start_ns; /* a new process (UNWIND_EVENT_NEW): its start time; else 0 */
 	UT_hash_handle hh;
 };
 
@@ -705,6 +708,7 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
 		HASH_ADD(hh, u->procs, pid, sizeof(p->pid), p);
 		u->st.processes++;
 	}
+	p->start_boot_ns = start_boot_ns;
 	/* The new list is live: drop the references of the old one. */
 	proc_release(u, p->tables, p->ntables);
 	p->tables = tables;
@@ -722,6 +726,28 @@ int unwinder__preload(struct unwinder *u, uint32_t pid)
 
 	if (!err)
 		err = unwinder__update_process(u, pid, 0, &maps);
+	procmaps__clear(&maps);
+	return err;
+}
+
+static void schedule_refresh(struct unwinder *u, uint32_t pid);
+
+/*
+ * (Re-)loads process (@pid, @start_boot_ns) from its maps without the process table: a new
+ * process at its exec (nothing but its tables is needed before its first sample; the process
+ * table reads the rest then), and its re-reads until then. A PID gone or reused meanwhile is
+ * left alone. 0 or -errno.
+ */
+static int load_unsampled(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct procmaps maps = {0};
+	int err = procmaps__read_filtered(pid, PROCMAPS_EXEC_ONLY, &maps);
+
+	/* Read, then checked: the maps are this process's only if it still holds the PID. */
+	if (!err)
+		err = proclife__check(pid, start_boot_ns);
+	if (!err)
+		err = unwinder__update_process(u, pid, start_boot_ns, &maps);
 	procmaps__clear(&maps);
 	return err;
 }
@@ -785,6 +811,20 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 	uint32_t pid = e->pid;
 
 	u->st.events++;
+	if (e->kind == UNWIND_EVENT_NEW) {
+		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
+		if (pe || !e->addr)
+			return; /* a re-read is due anyway */
+		pe = calloc(1, sizeof(*pe));
+		if (!pe)
+			return; /* its first sample will have it read */
+		/* At once: ld.so maps the libraries next, and the entry has them notified. */
+		pe->pid = pid;
+		pe->due_ns = util__mono_ns();
+		pe->new_start_ns = e->addr;
+		HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+		return;
+	}
 	if (e->kind == UNWIND_EVENT_EXIT) {
 		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
 		if (pe) {
@@ -821,9 +861,36 @@ void unwinder__tick(struct unwinder *u)
 		if (pe->due_ns > now)
 			continue;
 		HASH_DEL(u->pending, pe);
-		if (u->o.refresh) {
+		if (pe->new_start_ns) {
+			/* ld.so maps the libraries next: one re-read after, as for a first entry.
+			 */
+			int lerr = load_unsampled(u, pe->pid, pe->new_start_ns);
+
+			if (!lerr) {
+				u->st.new_execs++;
+				if (getenv("SPANPROF_DEBUG")) {
+					struct timespec ts;
+
+					clock_gettime(CLOCK_BOOTTIME, &ts);
+					fprintf(
+					    stderr,
+					    "spanprof: debug: PID %u loaded at its exec, %.1f ms "
+					    "after it started\n",
+					    pe->pid,
+					    (ts.tv_sec * 1e9 + ts.tv_nsec - pe->new_start_ns) /
+						1e6);
+				}
+				schedule_refresh(u, pe->pid);
+			}
+		} else if (u->o.refresh) {
 			u->st.refreshes++;
-			u->o.refresh(u->o.ctx, pe->pid);
+			if (u->o.refresh(u->o.ctx, pe->pid) == -ESRCH) {
+				/* Loaded at its exec, not sampled yet: the process table has none.
+				 */
+				HASH_FIND(hh, u->procs, &pe->pid, sizeof(pe->pid), p);
+				if (p && p->start_boot_ns)
+					load_unsampled(u, p->pid, p->start_boot_ns);
+			}
 		}
 		free(pe);
 	}

@@ -32,7 +32,8 @@ struct unwinder_opts {
 	/*
 	 * Re-reads the maps of pid (the agent's process table, which then calls
 	 * unwinder__update_process()); used for exec and mmap notifications. May be NULL.
-	 * Returns 0 or -ESRCH when the process is not known.
+	 * Returns 0 or -ESRCH when the process is not known (then a process loaded at its exec,
+	 * UNWIND_EVENT_NEW, is re-read by the unwinder itself).
 	 */
 	int (*refresh)(void *ctx, uint32_t pid);
 	void *ctx;
@@ -57,6 +58,7 @@ struct unwinder_stats {
 	uint64_t updates;	   /* mapping lists written */
 	uint64_t events;	   /* exec/mmap/exit notifications received */
 	uint64_t refreshes;	   /* maps re-read: a notification, or a first entry's re-check */
+	uint64_t new_execs;	   /* new processes loaded at their exec, before any sample */
 	uint64_t build_ns;	   /* time spent building and loading tables */
 };
 

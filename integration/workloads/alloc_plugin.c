@@ -3,10 +3,14 @@
  * mmap), dlopen()ed by alloc_sites after the agent started. Linked with -Bsymbolic, so its own
  * code calls its own malloc: the agent must find the new file (mmap hook, maps re-read) and
  * probe it. plugin_site(n) allocates n blocks of 64 KiB through it and reports the site.
+ * plugin_semaphore is where a USDT semaphore would be (writable data of the file, section
+ * .probes): test_neighbors.py gives it as the reference counter of another tool's uprobe.
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+
+volatile unsigned short plugin_semaphore __attribute__((section(".probes")));
 
 void *malloc(size_t n)
 {
