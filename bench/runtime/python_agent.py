@@ -2,7 +2,8 @@
 """bench/python_agent: the agent's cost on a machine running 20 CPU-busy Python processes.
 
 Starts --procs (default 20) processes of bench/workloads/pybusy.py (--threads threads each, each
-thread 10, 15, 20... Python frames deep), spread over every CPython found (pyenv's 3.8-3.13 under
+thread 10, 15, 20... Python frames deep; at nice --nice, default 10, so that the profilers get
+their share of the CPUs), spread over every CPython found (pyenv's 3.8-3.13 under
 ~/.pyenv/versions and /usr/bin/python3.11), then, in the same invocation and over windows of the
 same length, in interleaved rounds whose order rotates every round:
 
@@ -27,7 +28,7 @@ samples, so the comparison that matters is CPU per sample. The machine may be sh
 average is printed with the figures; nothing here fails on a figure. Needs root.
 
 Usage: python3 bench/runtime/python_agent.py [--build DIR] [--procs 20] [--threads 3]
-           [--seconds 10] [--rounds 3] [--rate HZ] [--no-native]
+           [--seconds 10] [--rounds 3] [--rate HZ] [--nice 10] [--no-native]
        make bench-python-agent [BUILD=dir] [BENCH_PYTHON_AGENT_ARGS="--rounds 5"]
 """
 import argparse
@@ -82,8 +83,10 @@ def start_workloads(args):
     procs = []
     for i in range(args.procs):
         exe = exes[i % len(exes)]
-        p = spawn([exe, WORKLOAD, args.threads, 10], stdout=subprocess.PIPE,
-                  stderr=subprocess.DEVNULL)
+        # Niced: 20 spinning processes on a small machine would otherwise leave the profilers
+        # (and everything else) a few % of a CPU, and their start and stop take minutes.
+        p = spawn(["nice", "-n", args.nice, exe, WORKLOAD, args.threads, 10],
+                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         procs.append((p, exe))
     for p, exe in procs:
         if p.stdout.readline().strip() != b"ready":
@@ -107,7 +110,7 @@ def reap(p, timeout):
         time.sleep(0.02)
 
 
-def stop_reap(p, timeout=120):
+def stop_reap(p, timeout=300):
     """SIGINT (the profilers write their outputs), wait4; SIGKILL after @timeout."""
     try:
         os.kill(p.pid, signal.SIGINT)
@@ -143,7 +146,7 @@ def run_spanprof(args, spanprof, tmp, python_on):
                        "--stats-json", tmp / "stats.json", *extra],
                       stdout=subprocess.DEVNULL, stderr=err)
     try:
-        prog_id, map_id = ub.find_sampler(agent.pid)
+        prog_id, map_id = ub.find_sampler(agent.pid, timeout=300)  # slow under load
         ub.OUR_PROGS.add(prog_id)
         time.sleep(args.settle)
         c0, a = ticks([agent.pid]), ub.snapshot(prog_id, map_id)
@@ -241,6 +244,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=10.0, help="measurement window per run")
     ap.add_argument("--settle", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nice", type=int, default=10, help="nice value of the workload processes")
     ap.add_argument("--rate", type=int, default=DEFAULT_RATE, help="py-spy's rate (Hz)")
     ap.add_argument("--no-native", action="store_true", help="skip py-spy --native")
     args = ap.parse_args()
@@ -297,8 +301,8 @@ def main():
     load1 = open("/proc/loadavg").read().split()[:3]
 
     print(f"\nspanprof against py-spy on {args.procs} CPU-busy CPython processes "
-          f"({args.threads} threads each, 10-{10 + 5 * (args.threads - 1)} Python frames deep; "
-          f"{len(exes)} interpreters), {time.strftime('%Y-%m-%d %H:%M %Z')}")
+          f"({args.threads} threads each, 10-{10 + 5 * (args.threads - 1)} Python frames deep, nice "
+          f"{args.nice}; {len(exes)} interpreters), {time.strftime('%Y-%m-%d %H:%M %Z')}")
     print(f"kernel {os.uname().release}, {os.cpu_count()} CPUs, load average "
           f"{' '.join(load0)} at start, {' '.join(load1)} at end (the workload adds "
           f"{args.procs} runnable processes)")
