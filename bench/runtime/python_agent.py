@@ -292,7 +292,7 @@ def main():
                 results[label].append(r)
                 log(f"round {rnd + 1}: {label}: {r['cpu_window']:.2f} s CPU in the window, "
                     f"{r['cpu_total']:.2f} s in all, {r['samples']} workload samples, "
-                    f"peak RSS {r['rss_kb'] / 1024:.1f} MB")
+                    f"peak RSS {r['rss_kb'] / 1024:.1f} MB, BPF {r['ns_sample']:.0f} ns/sample")
     finally:
         Path(ub.STATS_SYSCTL).write_text(prev + "\n")
         for p in list(CHILDREN):
