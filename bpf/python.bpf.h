@@ -15,6 +15,8 @@
 #define SPANPROF_PYTHON_BPF_H
 
 #define PYWALK_READ_USER(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
+#define PYWALK_READ_SPAN(rctx, dst, addr, len)                                                     \
+	bpf_probe_read_user((dst), (len), (const void *)(addr))
 #include "python_walk.h"
 
 const volatile __u32 python_enabled = 0;
@@ -33,6 +35,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } py_stats SEC(".maps");
+
+/* Where a frame step copies a frame's and a code object's bytes (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pywalk_buf);
+} py_scratch SEC(".maps");
 
 /* State of one walk (no pointers: global functions write it). */
 struct py_walk {
@@ -63,9 +73,17 @@ __noinline int python_tstate_global(struct py_walk *w)
 
 __noinline int python_frame_global(struct py_walk *w)
 {
+	__u32 zero = 0;
+	struct pywalk_buf *b;
+
 	if (!w)
 		return 0;
-	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out);
+	b = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!b) {
+		w->res = -PY_STOP_READ_FAILED;
+		return 0;
+	}
+	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b);
 	return 0;
 }
 

@@ -16,7 +16,13 @@
  * (_PyFrame_IsIncomplete, Include/internal/pycore_frame.h).
  *
  * Defined only where the includer defined PYWALK_READ_USER(rctx, dst, addr) first: reads 8
- * bytes of the sampled process at addr into the __u64 *dst, 0 on success.
+ * bytes of the sampled process at addr into the __u64 *dst, 0 on success; and
+ * PYWALK_READ_SPAN(rctx, dst, addr, len): the same for 1..len bytes (len bounded by the buffer).
+ *
+ * Cost: each read of the process is a helper call in BPF, the bulk of a frame's time. A frame
+ * step reads the frame's fields in one read of the span that holds them, the code object's in
+ * one more, then its name's hash: three reads a frame (a field past the span buffer, in a
+ * layout not seen yet, is read alone).
  */
 #ifndef SPANPROF_PYTHON_WALK_H
 #define SPANPROF_PYTHON_WALK_H
@@ -92,6 +98,53 @@ static __always_inline int pywalk__tstate_step(void *rctx, const struct py_desc 
 	return 0;
 }
 
+/* Bytes of a frame and of a code object read at once (powers of two, for the BPF masks). */
+#define PYWALK_FRAME_SPAN 128
+#define PYWALK_CODE_SPAN 256
+
+/* Where a frame step copies the spans it reads (in BPF: a per-CPU map value). */
+struct pywalk_buf {
+	__u8 frame[PYWALK_FRAME_SPAN];
+	__u8 code[PYWALK_CODE_SPAN];
+};
+
+static __always_inline __u32 pywalk__max(__u32 a, __u32 b)
+{
+	return a > b ? a : b;
+}
+
+/*
+ * Reads [@base, @base + @span) into @buf (@size bytes); @span is the end of the last field
+ * wanted, cut to @size. 0, or -1.
+ */
+static __always_inline int pywalk__read_span(void *rctx, __u8 *buf, __u32 size, __u64 base,
+					     __u32 end)
+{
+	__u64 span = end < 8 ? 8 : end > size ? size : end;
+
+#ifdef __BPF__
+	/* The bound checked below on the very register the helper gets (not on a copy). */
+	asm volatile("" : "+r"(span));
+#endif
+	if (span > size)
+		return -1;
+	return PYWALK_READ_SPAN(rctx, buf, base, span) ? -1 : 0;
+}
+
+/*
+ * The 8 bytes at @base + @off into *@v: from @buf (the span read at @base, @size bytes) when
+ * they are in it, else read alone. 0, or -1.
+ */
+static __always_inline int pywalk__field(void *rctx, const __u8 *buf, __u32 size, __u64 base,
+					 __u32 off, __u64 *v)
+{
+	if (off <= size - 8) {
+		__builtin_memcpy(v, buf + off, 8);
+		return 0;
+	}
+	return PYWALK_READ_USER(rctx, v, base + off) ? -1 : 0;
+}
+
 /* The innermost frame of thread state @tstate into *@frame (0: no Python frame). */
 static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc *d, __u64 tstate,
 					       __u64 *frame)
@@ -112,43 +165,59 @@ static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc 
  * -PY_STOP_BAD_CODE.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
-					      struct py_frame *out)
+					      struct py_frame *out, struct pywalk_buf *b)
 {
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
 	__u64 name = 0, hash = 0, line = 0;
+	__u32 span;
 	__s64 offset;
 
 	if (!f)
 		return -PY_STOP_END;
-	if (PYWALK_READ_USER(rctx, frame, f + d->frame_previous) ||
-	    PYWALK_READ_USER(rctx, &code, f + d->frame_code) ||
-	    PYWALK_READ_USER(rctx, &instr, f + d->frame_instr))
+	/* The frame's fields in one read: they all lie in its first bytes. */
+	span = pywalk__max(
+		   pywalk__max(d->frame_previous, d->frame_code),
+		   pywalk__max(d->frame_instr, d->interpreter_frames
+						   ? pywalk__max(d->frame_owner, d->frame_is_entry)
+						   : 0)) +
+	       8;
+	if (pywalk__read_span(rctx, b->frame, PYWALK_FRAME_SPAN, f, span) ||
+	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_previous, frame) ||
+	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_code, &code) ||
+	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_instr, &instr))
 		return -PY_STOP_READ_FAILED;
 	if (d->interpreter_frames) {
-		if (PYWALK_READ_USER(rctx, &owner, f + d->frame_owner))
+		if (pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_owner, &owner))
 			return -PY_STOP_READ_FAILED;
 		owner &= 0xff;
 		if (d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
 			return 2;
-		if (d->frame_is_entry && PYWALK_READ_USER(rctx, &entry, f + d->frame_is_entry))
+		if (d->frame_is_entry &&
+		    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_is_entry, &entry))
 			return -PY_STOP_READ_FAILED;
 	} else {
 		entry = 1; /* 3.8-3.10: one loop call per frame */
 	}
-	if (!code || PYWALK_READ_USER(rctx, &type, code + d->object_type))
+	/* The code object's fields in one read too (its type first: garbage is not read on). */
+	span = pywalk__max(pywalk__max(d->object_type, d->code_name),
+			   pywalk__max(d->code_firstlineno, d->code_firsttraceable)) +
+	       8;
+	if (!code || pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->object_type, &type))
 		return -PY_STOP_BAD_CODE;
 	if (type != d->code_type)
 		return -PY_STOP_BAD_CODE;
-	if (PYWALK_READ_USER(rctx, &name, code + d->code_name) ||
+	if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_name, &name) ||
 	    PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash) ||
-	    PYWALK_READ_USER(rctx, &line, code + d->code_firstlineno))
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno, &line))
 		return -PY_STOP_READ_FAILED;
 	if (d->instr_kind == PY_INSTR_PTR) {
 		offset = (__s64)(instr - (code + d->code_adaptive));
 		if (offset < 0)
 			offset = -1; /* prev_instr starts one code unit before the first */
 		if (d->code_firsttraceable && owner != d->owner_generator) {
-			if (PYWALK_READ_USER(rctx, &first, code + d->code_firsttraceable))
+			if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
+					  d->code_firsttraceable, &first))
 				return -PY_STOP_READ_FAILED;
 			if (offset < (__s64)(__s32)first * 2)
 				return 0;
@@ -178,6 +247,7 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 			      struct py_frame *out, int max, int *n)
 {
 	struct pywalk_cursor c;
+	struct pywalk_buf b;
 	__u64 frame = 0;
 	int i, r;
 
@@ -200,7 +270,7 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 	for (i = 0; i < PY_MAX_FRAME_STEPS; i++) {
 		if (*n >= max)
 			return frame ? PY_STOP_DEPTH : PY_STOP_END;
-		r = pywalk__frame_step(rctx, d, &frame, &out[*n]);
+		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b);
 		if (r < 0)
 			return -r;
 		if (r == 2 && *n > 0)

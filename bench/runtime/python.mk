@@ -17,3 +17,19 @@ bench: bench-python
 
 bench-python: $(BUILD)/bench/python_bpf
 	$(Q)$(BUILD)/bench/python_bpf $(PY_BENCH_PYTHON) $(PY_BENCH_DEPTH) $(PY_BENCH_ARGS)
+
+# The agent's CPU and RSS on a machine running 20 CPU-busy CPython processes
+# (bench/runtime/python_agent.py): spanprof (whole host, default rate) with the Python walk on and
+# off, against py-spy record (and --native) at the same rate, one instance per process, in one
+# invocation; BPF time per sample with kernel.bpf_stats_enabled=1 (restored after). Needs root and
+# py-spy. Prints ratios against the same invocation; never fails on the figures. See
+# docs/performance.md, "Python frames".
+#   make bench-python-agent [BUILD=dir] [BENCH_PYTHON_AGENT_ARGS="--rounds 5 --seconds 20"]
+
+BENCH_PYTHON_AGENT_ARGS ?=
+
+.PHONY: bench-python-agent
+bench: bench-python-agent
+
+bench-python-agent: $(BUILD)/spanprof
+	$(Q)python3 bench/runtime/python_agent.py --build $(BUILD) $(BENCH_PYTHON_AGENT_ARGS)

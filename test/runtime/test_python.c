@@ -34,6 +34,8 @@
 #include "python.h"
 /* The BPF walk's steps, run here against the child's memory. */
 #define PYWALK_READ_USER(rctx, dst, addr) procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), 8)
+#define PYWALK_READ_SPAN(rctx, dst, addr, len)                                                     \
+	procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), (len))
 #include "python_walk.h"
 
 #ifndef PY_PROGS_DIR
