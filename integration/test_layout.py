@@ -91,3 +91,13 @@ def test_paths_named_in_docs_exist():
                     continue
                 stale.append(f"{src.relative_to(ROOT)}:{n}: {p}")
     assert not stale, "paths named that do not exist:\n" + "\n".join(stale)
+
+
+def test_bench_mirrors_the_folders():
+    """bench/ holds benchmarks by the folder of what they measure (bench/<folder>/, as test/):
+    at its top only what they share (benchproc.py, workloads/)."""
+    shared = {"benchproc.py", "workloads", "__pycache__"}
+    top = {p.name for p in (ROOT / "bench").iterdir()} - shared
+    table = set(layers())
+    stray = sorted(n for n in top if not (ROOT / "bench" / n).is_dir() or n not in table)
+    assert not stray, f"bench/ entries outside a folder of exporter/'s: {stray}"

@@ -9,4 +9,4 @@ BENCH_EXEC_ARGS ?=
 bench: bench-exec
 
 bench-exec: $(BUILD)/spanprof
-	$(Q)python3 bench/exec_first_stack.py --build $(BUILD) $(BENCH_EXEC_ARGS)
+	$(Q)python3 bench/unwind/exec_first_stack.py --build $(BUILD) $(BENCH_EXEC_ARGS)

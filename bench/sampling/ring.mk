@@ -9,4 +9,4 @@ BENCH_RING_ARGS ?=
 bench: bench-ring
 
 bench-ring: $(BUILD)/spanprof
-	$(Q)python3 bench/ring_loss.py --build $(BUILD) $(BENCH_RING_ARGS)
+	$(Q)python3 bench/sampling/ring_loss.py --build $(BUILD) $(BENCH_RING_ARGS)

@@ -16,7 +16,7 @@ agent and condition, the median and the range over the runs of the time to the f
 stack and the share of the run's samples that were not complete; then the ratios loaded/quiet
 and agent/baseline. Never fails on the figures; needs root.
 
-Usage: python3 bench/exec_first_stack.py [--build DIR] [--baseline BIN] [--runs N] [--hz HZ]
+Usage: python3 bench/unwind/exec_first_stack.py [--build DIR] [--baseline BIN] [--runs N] [--hz HZ]
        make bench-exec [BUILD=dir] [BENCH_EXEC_ARGS="--runs 9 --baseline other/spanprof"]
 """
 import argparse
@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 from benchproc import BenchError, run_main, spawn, stop  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SLOT_MS = 5
 SLOTS = 200  # 1 s per run
 

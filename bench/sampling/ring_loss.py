@@ -15,7 +15,7 @@ its accounting line, or its "<type> profile: N samples, M lost" line) and the lo
 lost / (recorded + lost), against the 1% target. With --baseline BIN, the same runs with that
 agent, and the ratio of the losses. Never fails on the figures; needs root.
 
-Usage: python3 bench/ring_loss.py [--build DIR] [--baseline BIN] [--seconds S] [--rates LIST]
+Usage: python3 bench/sampling/ring_loss.py [--build DIR] [--baseline BIN] [--seconds S] [--rates LIST]
                                   [--runs LIST]
        make bench-ring [BUILD=dir] [BENCH_RING_ARGS="--baseline /path/to/spanprof"]
 """
@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
 from benchproc import BenchError, run_main, spawn, stop  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TARGET = 1.0  # % lost, the requirement (informative)
 
 
