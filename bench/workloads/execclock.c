@@ -1,7 +1,7 @@
 /*
- * Benchmark workload for bench/unwind/exec_first_stack.py: a program whose stack tells the time since
- * it was launched. Build it without frame pointers (-fomit-frame-pointer: only CFI unwinds it)
- * and with -fno-ipa-icf -fno-optimize-sibling-calls (every slot function stays a frame of its
+ * Benchmark workload for bench/unwind/exec_first_stack.py: a program whose stack tells the time
+ * since it was launched. Build it without frame pointers (-fomit-frame-pointer: only CFI unwinds
+ * it) and with -fno-ipa-icf -fno-optimize-sibling-calls (every slot function stays a frame of its
  * own).
  *
  * Usage: execclock T0_NS SLOTS
