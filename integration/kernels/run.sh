@@ -82,8 +82,14 @@ cd "$root"
 set +e
 # A hang guard, not a time budget (GUEST_TIMEOUT seconds, default 40 min): timeout(1) ends
 # vng and QEMU with it (its own process group).
+# One host thread runs both vCPUs (-accel tcg,thread=single). With a thread per vCPU (MTTCG),
+# a 6.1 guest once hung for good: both vCPUs spun at the same instruction of
+# syscall_trace_enter while the kernel patched its tracepoint jump there (text_poke_bp, as the
+# agent attached a syscall tracepoint under a syscall-heavy workload), soft lockups for 15 min.
+# Single-threaded TCG keeps code modified by one vCPU coherent for the other.
 timeout -k 30 "${GUEST_TIMEOUT:-2400}" \
 	vng -v --run "$vmlinuz" --disable-kvm --cpus 2 --memory 4G --rwdir="$results" \
+	--qemu-opts="-accel tcg,thread=single" \
 	--exec "$here/guest.sh $results $tests $build" >"$results/console.log" 2>&1 </dev/null
 vrc=$?
 set -e
