@@ -61,7 +61,8 @@ def test_alloc_uprobe_beside_another_tools(spanprof, bins, pprofcheck, procs, tm
 
     out = tmp_path / "out"
     # The files of the target are probed before sampling begins (ev_alloc.c alloc_attach()).
-    agent = procs.start(spanprof, "record", "--profile", "alloc", "--alloc-sample-bytes", "0",
+    agent = procs.start(spanprof, "record", "--verbose", "--profile", "alloc",
+                        "--alloc-sample-bytes", "0",
                         "-p", pid, "--output-dir", out, stderr=subprocess.PIPE, text=True)
     seen = "".join(wait_sampling(agent))
     wl.stdin.write("go\n")
@@ -115,8 +116,8 @@ def test_tracefs_left_to_other_agents(spanprof, procs, tmp_path):
     assert not mounted(ns.pid, "/sys/kernel/tracing")
 
     # The lock profile and the mmap hook are classic tracepoints: both need tracefs.
-    agent = procs.start("nsenter", "-t", ns.pid, "-m", spanprof, "record", "--profile",
-                        "cpu,lock", "--output-dir", tmp_path / "out", "--frequency", "19",
+    agent = procs.start("nsenter", "-t", ns.pid, "-m", spanprof, "record", "--verbose",
+                        "--profile", "cpu,lock", "--output-dir", tmp_path / "out", "--frequency", "19",
                         stderr=subprocess.PIPE, text=True)
     seen = "".join(wait_sampling(agent))
     # spanprof's tracefs is in a namespace of its own: the test's has none.

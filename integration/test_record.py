@@ -461,7 +461,7 @@ def test_end_of_run_is_short_and_stats_json_complete(spanprof, workload, procs, 
     assert re.match(r"spanprof: \d+ samples from 1 processes in 2\.\d s \(cpu at 99 Hz on \d+ "
                     r"CPUs?\)$", lines[0]), res.stderr
     assert lines[1] == f"spanprof: wrote {out}/profile.pb.gz, {out}/profile.folded, " \
-                       f"{out}/flamegraph.svg", res.stderr
+                       f"{out}/flamegraph.svg, {out}/profile.otlp.pb.gz", res.stderr
     assert len(lines) <= 4 and "accounting:" not in res.stderr, res.stderr
     st = res.stats
     assert st["samples"]["recorded"] > 0 and st["run"]["frequency_hz"] == 99, st["run"]
