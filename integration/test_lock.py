@@ -74,7 +74,10 @@ def run_profiled(spanprof, lockfight, mode, tmp_path, *extra):
                 p.wait()
     err = "".join(lines)
     assert len(ids) >= 2, f"the agent's BPF programs were not seen while it ran: {ids}"
-    left = ids & loaded_prog_ids()
+    # Freed after an RCU grace period or from a work queue: a short wait (a hang guard).
+    deadline = time.monotonic() + 10
+    while (left := ids & loaded_prog_ids()) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not left, f"BPF programs {left} still loaded after the agent exited"
     return log.read_text(), err, out
 

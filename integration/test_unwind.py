@@ -65,7 +65,11 @@ def record_watched(spanprof, outdir, *args, on_start=None, timeout=60):
     err = "".join(lines)
     assert p.returncode == 0, err
     assert len(ids) >= 4, f"the agent's BPF programs were not seen while it ran: {ids}"
-    left = ids & loaded_prog_ids()
+    # The kernel frees a program once its last reference goes, some of them after an RCU grace
+    # period or from a work queue: a short wait for that (a hang guard, not a time budget).
+    deadline = time.monotonic() + 10
+    while (left := ids & loaded_prog_ids()) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not left, f"BPF programs {left} still loaded after the agent exited"
     return err
 

@@ -127,7 +127,7 @@ def recording(spanprof, spanserver, workdir):
         res = record_gated(spanprof, out, srv, "--pid", srv.pid, "--duration", "3",
                            "--frequency", "199")
         srv.wait(timeout=30)
-        return out, summary_numbers(res.stderr), span_log(srv)
+        return out, summary_numbers(res.stats), span_log(srv)
     finally:
         for p in procs.procs:
             if p.poll() is None:
@@ -190,7 +190,7 @@ def test_collector_file_matches_requests_sent(spanprof, spanserver, otelcol, pro
     reqdir = tmp_path / "requests"
     res = record_gated(spanprof, reqdir, srv, "--endpoint", f"127.0.0.1:{port}", "--pid",
                        srv.pid, "--duration", "4", "--export-interval", "1", "--frequency", "199")
-    nums = summary_numbers(res.stderr)
+    nums = summary_numbers(res.stats)
     assert nums["sent"] == nums["recorded"] > 100, res.stderr
     srv.wait(timeout=30)
     log = span_log(srv)

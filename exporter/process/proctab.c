@@ -19,7 +19,11 @@
 #include "runtime/jit/jitproc.h"
 #include "runtime/jit/jitdump.h"
 
-/* A PC outside every mapping triggers a re-read of maps at most this often. */
+/*
+ * A PC outside every mapping triggers a re-read of the maps; after a re-read that did not find
+ * one, the next waits this long (a PC read from garbage must not re-read the maps per sample,
+ * while a library mapped since the last read is found at its first PC).
+ */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
 
 struct map_ext {
@@ -30,7 +34,8 @@ struct map_ext {
 struct proc {
 	uint32_t pid; /* hash key */
 	uint64_t start_boot_ns;
-	uint64_t maps_read_ns; /* CLOCK_MONOTONIC of the last maps read */
+	uint64_t maps_read_ns;	 /* CLOCK_MONOTONIC of the last maps read */
+	uint64_t futile_read_ns; /* ... of the last re-read that did not find a PC; 0: none */
 	struct procmaps maps;
 	struct map_ext *ext;  /* one per maps.maps[] */
 	char *exe;	      /* NULL: unknown */
@@ -399,9 +404,11 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 		fileid_mapping(e, obj, out);
 		return 0;
 	}
-	if (!m && util__mono_ns() - proc->maps_read_ns > MAPS_REFRESH_NS) {
+	if (!m &&
+	    (!proc->futile_read_ns || util__mono_ns() - proc->futile_read_ns > MAPS_REFRESH_NS)) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
+		proc->futile_read_ns = m ? 0 : util__mono_ns();
 		/* Opening the maps' files may have taught the cache the recorded one. */
 		obj = !m ? fileid_obj(t, e) : NULL;
 		if (obj) {

@@ -51,13 +51,16 @@ COUNTED_MAP_TYPES = {"hash", "lru_hash", "percpu_hash", "lru_percpu_hash", "lpm_
 EXPECTED_LINES = [
     r"^spanprof: +\d+\.\ds ",                                   # progress line
     r"^spanprof: sampling ",
-    r"^spanprof: export to .* failed: (UNAVAILABLE|DEADLINE_EXCEEDED).*\(retrying with backoff\)$",
+    r"^spanprof: export to .* failed: (UNAVAILABLE|DEADLINE_EXCEEDED|CANCELLED|ABORTED)"
+    r".*\(retrying with backoff\)$",
     r"^spanprof: export to .* works again$",
     r"^spanprof: sending \d+ queued requests",
     r"^spanprof: \d+ samples from \d+ processes",              # summary
     r"^spanprof: sent \d+ samples to ",                        # summary: where they went
     r"^spanprof: (frames|user stacks|unwind tables|span links|accounting|memory|processes): ",
     r"^spanprof: file identities \(processes not loaded yet\): ",  # summary
+    r"^spanprof: (python|JIT code|Go labels): ",                # summary, by runtime
+    r"^spanprof: debug: sample queue peak ",
     r"^spanprof: info: stats ",                                 # self-telemetry counters
     r"^spanprof: dropped \d+ \(ring buffer full",
     r"^spanprof: export to \S+: \d+ requests sent",
