@@ -404,8 +404,12 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 		fileid_mapping(e, obj, out);
 		return 0;
 	}
+	/* An entry without maps (its PID reused: -ESTALE) waits as after a futile re-read. */
 	if (!m &&
-	    (!proc->futile_read_ns || util__mono_ns() - proc->futile_read_ns > MAPS_REFRESH_NS)) {
+	    ((proc->maps.n && !proc->futile_read_ns) ||
+	     util__mono_ns() - (proc->futile_read_ns > proc->maps_read_ns ? proc->futile_read_ns
+									  : proc->maps_read_ns) >
+		 MAPS_REFRESH_NS)) {
 		proc_read_maps(t, proc);
 		m = procmaps__find(&proc->maps, pc);
 		proc->futile_read_ns = m ? 0 : util__mono_ns();
