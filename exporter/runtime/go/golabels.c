@@ -55,25 +55,6 @@ int golabels__table_row(int go_minor, struct golabels_layout *out)
 	return -ENOENT;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
 int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_t len)
 {
 	const uint8_t *p, *img = image;
@@ -81,7 +62,7 @@ int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_
 	uint64_t n = 0, end;
 	unsigned shift = 0;
 
-	if (!find_section(elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
+	if (!gopclntab__section(elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
 		return -ENOENT;
 	if (sh.sh_offset > size || size - sh.sh_offset < BUILDINFO_HDR + 1 ||
 	    sh.sh_size < BUILDINFO_HDR + 1)

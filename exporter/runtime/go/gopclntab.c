@@ -183,7 +183,7 @@ static int read_segments(struct gopclntab *t, Elf *elf)
 	return t->nsegs ? 0 : -EINVAL;
 }
 
-static Elf_Scn *section(Elf *elf, const char *name, GElf_Shdr *sh)
+Elf_Scn *gopclntab__section(Elf *elf, const char *name, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -213,15 +213,15 @@ bool gopclntab__maybe(Elf *elf)
 {
 	GElf_Shdr sh;
 
-	return !has_sections(elf) || section(elf, ".gopclntab", &sh) ||
-	       section(elf, ".go.buildinfo", &sh);
+	return !has_sections(elf) || gopclntab__section(elf, ".gopclntab", &sh) ||
+	       gopclntab__section(elf, ".go.buildinfo", &sh);
 }
 
 /* The value of .symtab symbol @name, or 0. */
 static uint64_t symbol(Elf *elf, const char *name)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = section(elf, ".symtab", &sh);
+	Elf_Scn *scn = gopclntab__section(elf, ".symtab", &sh);
 	Elf_Data *d = scn && sh.sh_type == SHT_SYMTAB ? elf_getdata(scn, NULL) : NULL;
 	size_t n = d && sh.sh_entsize ? d->d_size / sh.sh_entsize : 0;
 
@@ -328,7 +328,8 @@ static int find_table(struct gopclntab *t, Elf *elf)
 	uint64_t v;
 	int err = -ENOENT;
 
-	if (section(elf, ".gopclntab", &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_addr) {
+	if (gopclntab__section(elf, ".gopclntab", &sh) && sh.sh_type == SHT_PROGBITS &&
+	    sh.sh_addr) {
 		if (sh.sh_size > room_at(t, sh.sh_addr))
 			return -EINVAL;
 		return parse_header(t, sh.sh_addr, sh.sh_size);
@@ -410,7 +411,7 @@ static int find_text(struct gopclntab *t, Elf *elf)
 	v = symbol(elf, "runtime.text");
 	if (!v)
 		v = rd64(t->tab + 24); /* pcHeader.textStart, 1.18-1.25 (relocated: 0 in PIE) */
-	if (!v && section(elf, ".text", &sh))
+	if (!v && gopclntab__section(elf, ".text", &sh))
 		v = sh.sh_addr;
 	if (!v)
 		return -ENOENT;

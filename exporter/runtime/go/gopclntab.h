@@ -99,4 +99,11 @@ int gopclntab__has_inline(const struct gopclntab *t);
 /* The table's position in the image: byte offset and length (for page accounting). */
 void gopclntab__extent(const struct gopclntab *t, size_t *offset, size_t *len);
 
+/*
+ * The first section of @elf named @name, its header in *@sh; NULL when there is none or the
+ * section name table can't be read (unreadable section headers are skipped). Also used by
+ * golabels.c (the .go.buildinfo section).
+ */
+Elf_Scn *gopclntab__section(Elf *elf, const char *name, GElf_Shdr *sh);
+
 #endif /* SPANPROF_RUNTIME_GO_GOPCLNTAB_H */
