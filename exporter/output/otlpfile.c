@@ -11,6 +11,7 @@
 
 #include "otlp/otlp_encode.h"
 #include "output/otlpfile.h"
+#include "output/pprof.h"
 
 struct sink {
 	gzFile gz;
@@ -37,43 +38,14 @@ int otlpfile__write(const struct profile *p, const char *path)
 {
 	struct otlp_encode_opts eo = {.host_name = "", .no_file_hash = 1};
 	struct sink s = {0};
-	char *tmp = NULL;
-	int fd = -1, err = 0, zret;
+	struct gz_out out;
+	int err = gz_out__open(&out, path);
 
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	s.gz = gzdopen(fd, "wb");
-	if (!s.gz) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	fd = -1; /* gzclose closes it */
-	gzbuffer(s.gz, 64 * 1024);
+	if (err)
+		return err;
+	s.gz = out.gz;
 	err = otlp__encode(p, &eo, emit, &s);
-	zret = gzclose(s.gz);
-	s.gz = NULL;
-	if (!err && zret != Z_OK)
-		err = zret == Z_ERRNO ? -errno : -EIO;
 	if (!err && !s.nreq)
 		err = 1; /* no sample: no file */
-	if (!err && rename(tmp, path))
-		err = -errno;
-
-cleanup:
-	if (s.gz)
-		gzclose(s.gz);
-	if (fd >= 0)
-		close(fd);
-	if (err && tmp)
-		unlink(tmp);
-	free(tmp);
-	return err;
+	return gz_out__close(&out, path, err);
 }

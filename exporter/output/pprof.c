@@ -425,47 +425,61 @@ static void gz_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data)
 	}
 }
 
+int gz_out__open(struct gz_out *o, const char *path)
+{
+	int fd, err;
+
+	o->gz = NULL;
+	if (asprintf(&o->tmp, "%s.tmp", path) < 0) {
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		return err;
+	}
+	o->gz = gzdopen(fd, "wb");
+	if (!o->gz) {
+		close(fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -ENOMEM;
+	}
+	gzbuffer(o->gz, 64 * 1024);
+	return 0;
+}
+
+int gz_out__close(struct gz_out *o, const char *path, int err)
+{
+	int zret = gzclose(o->gz); /* closes the file too */
+
+	if (!err && zret != Z_OK)
+		err = zret == Z_ERRNO ? -errno : -EIO;
+	if (!err && rename(o->tmp, path))
+		err = -errno;
+	if (err)
+		unlink(o->tmp);
+	free(o->tmp);
+	o->gz = NULL;
+	o->tmp = NULL;
+	return err;
+}
+
 static int write_gzipped(const PbProfile *msg, const char *path)
 {
 	struct gz_buffer buf = {.base = {.append = gz_append}};
-	char *tmp = NULL;
-	int fd = -1, err = 0, zret;
+	struct gz_out out;
+	int err = gz_out__open(&out, path);
 
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	buf.gz = gzdopen(fd, "wb");
-	if (!buf.gz) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	fd = -1; /* gzclose closes it */
-	gzbuffer(buf.gz, 64 * 1024);
+	if (err)
+		return err;
+	buf.gz = out.gz;
 	perftools__profiles__profile__pack_to_buffer(msg, &buf.base);
-	err = buf.err;
-	zret = gzclose(buf.gz);
-	buf.gz = NULL;
-	if (!err && zret != Z_OK)
-		err = zret == Z_ERRNO ? -errno : -EIO;
-	if (!err && rename(tmp, path))
-		err = -errno;
-
-cleanup:
-	if (buf.gz)
-		gzclose(buf.gz);
-	if (fd >= 0)
-		close(fd);
-	if (err && tmp)
-		unlink(tmp);
-	free(tmp);
-	return err;
+	return gz_out__close(&out, path, buf.err);
 }
 
 int pprof__write(const struct profile *p, const char *path)

@@ -7,6 +7,8 @@
 #ifndef SPANPROF_PPROF_H
 #define SPANPROF_PPROF_H
 
+#include <zlib.h>
+
 #include "profile/profile.h"
 
 /*
@@ -33,5 +35,19 @@ int pprof__write(const struct profile *p, const char *path);
  * pprof__write() is the CPU profile. Same errors, plus -EINVAL for an unknown type.
  */
 int pprof__write_type(const struct profile *p, const char *path, uint32_t type);
+
+/*
+ * A gzip file written at PATH.tmp and renamed onto PATH, so that PATH is never seen half-written
+ * (profile.pb.gz here, profile.otlp.pb.gz in otlpfile.c). gz_out__open(): 0 or -errno, nothing
+ * to clean up on error. gz_out__close(): closes the stream; with @err 0 renames it onto @path
+ * (a gzip write error becomes the result), else removes PATH.tmp. Returns the final error (@err
+ * when it was not 0).
+ */
+struct gz_out {
+	gzFile gz;
+	char *tmp;
+};
+int gz_out__open(struct gz_out *o, const char *path);
+int gz_out__close(struct gz_out *o, const char *path, int err);
 
 #endif /* SPANPROF_PPROF_H */
