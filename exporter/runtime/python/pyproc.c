@@ -56,18 +56,25 @@ static const char *const error_descs[] = {
 #undef PYPROC_DESC
 };
 
+const char *pyproc__lower_name(const char *name, char *cache, size_t size)
+{
+	size_t i;
+
+	if (!cache[0]) {
+		for (i = 0; name[i] && i + 1 < size; i++)
+			cache[i] =
+			    name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] | 0x20) : name[i];
+	}
+	return cache;
+}
+
 const char *pyproc__error_name(enum pyproc_error e)
 {
 	static char lower[PYPROC_ERR_COUNT][16];
-	size_t i;
 
 	if ((unsigned int)e >= PYPROC_ERR_COUNT)
 		return "?";
-	if (!lower[e][0]) {
-		for (i = 0; error_names[e][i] && i + 1 < sizeof(lower[e]); i++)
-			lower[e][i] = (char)(error_names[e][i] | 0x20);
-	}
-	return lower[e];
+	return pyproc__lower_name(error_names[e], lower[e], sizeof(lower[e]));
 }
 
 const char *pyproc__error_desc(enum pyproc_error e)

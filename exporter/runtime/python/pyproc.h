@@ -51,6 +51,11 @@ enum pyproc_error {
 };
 
 /* Short name ("read", "gone", ...) and description of @e; "?" out of range. */
+/*
+ * @name (an enum name in upper case, A-Z and _) in lower case, made once into @cache (@size
+ * bytes, zeroed before the first call; a longer name is cut) and returned from there.
+ */
+const char *pyproc__lower_name(const char *name, char *cache, size_t size);
 const char *pyproc__error_name(enum pyproc_error e);
 const char *pyproc__error_desc(enum pyproc_error e);
 

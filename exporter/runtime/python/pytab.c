@@ -75,16 +75,10 @@ static const char *const failure_descs[] = {
 const char *pytab__failure_name(enum pytab_failure f)
 {
 	static char lower[PYTAB_FAIL_COUNT][16];
-	size_t i;
 
 	if ((unsigned int)f >= PYTAB_FAIL_COUNT)
 		return "?";
-	if (!lower[f][0]) {
-		for (i = 0; failure_names[f][i] && i + 1 < sizeof(lower[f]); i++)
-			lower[f][i] =
-			    failure_names[f][i] == '_' ? '_' : (char)(failure_names[f][i] | 0x20);
-	}
-	return lower[f];
+	return pyproc__lower_name(failure_names[f], lower[f], sizeof(lower[f]));
 }
 
 const char *pytab__failure_desc(enum pytab_failure f)
