@@ -106,4 +106,16 @@ void gopclntab__extent(const struct gopclntab *t, size_t *offset, size_t *len);
  */
 Elf_Scn *gopclntab__section(Elf *elf, const char *name, GElf_Shdr *sh);
 
+/*
+ * The Go version in the build info of the ELF file @image (@size bytes; @elf a libelf handle of
+ * the same file): the `.go.buildinfo` section, header "\xff Go buildinf:", pointer size, flags
+ * (bit 1: strings inline, Go 1.18+), then at offset 32 the version as a uvarint-prefixed string
+ * (src/debug/buildinfo/buildinfo.go). Writes it NUL-terminated into @out (@len bytes).
+ * Returns 0, -ENOENT (no build info: not Go), -ENOTSUP (pre-1.18 format), -EINVAL (corrupt).
+ */
+int gopclntab__go_version(Elf *elf, const void *image, size_t size, char *out, size_t len);
+
+/* The minor version of "go1.N", "go1.N.P", "go1.NrcK" (and "devel go1.N-..."): N, or -1. */
+int gopclntab__go_minor(const char *version);
+
 #endif /* SPANPROF_RUNTIME_GO_GOPCLNTAB_H */
