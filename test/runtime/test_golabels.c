@@ -144,6 +144,47 @@ static void test_other_versions(void **state)
 		skip(); /* no Go binary in /usr/bin, /usr/local/bin or /usr/sbin of this machine */
 }
 
+/*
+ * Releases newer than the machine's Go (test/runtime/gopclntab.mk builds the program with them
+ * when their toolchains are in the module cache): the table's row for the release gives what
+ * its own DWARF says, and the stripped build is read through that row.
+ */
+static void test_new_releases(void **state)
+{
+	char releases[] = GO_NEW_RELEASES, dwarf[4096], stripped[4096], missing[256] = "";
+	int tested = 0;
+
+	for (char *v = strtok(releases, " "); v; v = strtok(NULL, " ")) {
+		struct golabels_layout d, t;
+
+		snprintf(dwarf, sizeof(dwarf), "%s/goprog-dwarf-%s", GOPROGS_DIR, v);
+		snprintf(stripped, sizeof(stripped), "%s/goprog-%s", GOPROGS_DIR, v);
+		if (access(dwarf, R_OK) || access(stripped, R_OK)) {
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+				 " %s", v);
+			continue;
+		}
+		assert_int_equal(inspect(stripped, &t), 0);
+		assert_int_equal(inspect(dwarf, &d), 0);
+		printf("  %s: dwarf g.m %u, m.curg %u, g.labels %u; table %u, %u, %u\n", v, d.g_m,
+		       d.m_curg, d.g_labels, t.g_m, t.m_curg, t.g_labels);
+		assert_string_equal(d.version, v);
+		assert_int_equal(d.from_dwarf, 1);
+		assert_int_equal(t.from_dwarf, 0);
+		assert_int_equal(d.g_m, t.g_m);
+		assert_int_equal(d.m_curg, t.m_curg);
+		assert_int_equal(d.g_labels, t.g_labels);
+		assert_int_equal(d.tls_g, -8);
+		assert_int_equal(t.tls_g, -8);
+		tested++;
+	}
+	if (missing[0])
+		printf("  not built (toolchain not in the module cache, make go-toolchains):%s\n",
+		       missing);
+	if (!tested)
+		skip();
+}
+
 static void test_not_go(void **state)
 {
 	struct golabels_layout l;
@@ -229,6 +270,7 @@ int main(void)
 	    cmocka_unit_test(test_version_from_buildinfo),
 	    cmocka_unit_test(test_dwarf_and_table_agree),
 	    cmocka_unit_test(test_other_versions),
+	    cmocka_unit_test(test_new_releases),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_decode_tls),
 	    cmocka_unit_test(test_parse),
