@@ -40,13 +40,17 @@ def sdk_python():
 
 
 def otlp_json_spans(path):
-    """Spans from the Collector's file exporter (OTLP/JSON lines): span_id hex -> span."""
+    """Spans from the Collector's file exporter (OTLP/JSON lines): span_id hex -> span (trace_id,
+    name, start/end in seconds, ms, attributes: key -> the OTLP/JSON value, e.g. a string)."""
     spans = {}
     for line in Path(path).read_text().splitlines():
         for rs in json.loads(line).get("resourceSpans", []):
             for ss in rs.get("scopeSpans", []):
                 for sp in ss.get("spans", []):
+                    attrs = {a["key"]: next(iter(a["value"].values()), None)
+                             for a in sp.get("attributes", [])}
                     spans[sp["spanId"].lower()] = {
+                        "attributes": attrs,
                         "trace_id": sp["traceId"].lower(), "name": sp["name"],
                         "start": int(sp["startTimeUnixNano"]) / 1e9,
                         "end": int(sp["endTimeUnixNano"]) / 1e9,
