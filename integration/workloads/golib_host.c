@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;
-	printf("%llu\n", host_call(fn, strtod(argv[2], NULL), argc > 3 && !strcmp(argv[3], "labelled")));
+	printf("%llu\n",
+	       host_call(fn, strtod(argv[2], NULL), argc > 3 && !strcmp(argv[3], "labelled")));
 	return 0;
 }

@@ -15,8 +15,10 @@
  * without section headers) by scanning the read-only PT_LOAD segments for its header, checked
  * against the function table. The
  * runtime's `moduledata` (found in the writable segments: a word holding the table's address,
- * checked field by field) gives the text base and `gofunc` (the base of inline trees). Without
- * it: the symbol `runtime.text`, the header's text start (1.18-1.25) or the `.text` section
+ * in the file or as the addend of an R_X86_64_RELATIVE relocation, as position-independent
+ * and -buildmode=c-shared files keep it; checked field by field; its layout chosen by the
+ * Go version of the build info) gives the text base and `gofunc` (the base of inline trees).
+ * Without it: the symbol `runtime.text`, the header's text start (1.18-1.25) or the `.text` section
  * for the base, the symbol `go:func.*` for inline trees. Without inline trees, a PC inside
  * inlined code is named by its physical function only, with no file:line (which would be the
  * inlined callee's).
