@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, WORKLOADS, free_port, go_fetch, wait_listening, wait_sampling
-from test_span_e2e import otlp_json_spans
+from conftest import BUILD, WORKLOADS, go_fetch, wait_sampling
+from test_span_e2e import linked_samples, otlp_json_spans, start_span_collector
 
 APP = WORKLOADS / "gosdkapp"
 HANDLER = {"checkout": "main.handleCheckout", "search": "main.handleSearch",
@@ -39,31 +39,9 @@ def gosdkapp():
     return out
 
 
-def linked_samples(out):
-    """OTLP samples with a link, by span id; and the timestamps of every sample (ns)."""
-    by_span, stamps = {}, []
-    for inp in out["inputs"]:
-        for msg in inp["messages"]:
-            for rp in msg["resource_profiles"]:
-                for scope in rp["scopes"]:
-                    for p in scope["profiles"]:
-                        for s in p.get("sample_details") or []:
-                            stamps.extend(s.get("timestamps") or [])
-                            if s.get("link"):
-                                by_span.setdefault(s["link"]["span_id"].lower(), []).append(s)
-    return by_span, stamps
-
-
 def test_go_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, tmp_path,
                                            gosdkapp):
-    grpc_port, http_port = free_port(), free_port()
-    traces, profiles = tmp_path / "traces.jsonl", tmp_path / "profiles.jsonl"
-    env = dict(os.environ, OTLP_GRPC_ENDPOINT=f"127.0.0.1:{grpc_port}",
-               OTLP_HTTP_ENDPOINT=f"127.0.0.1:{http_port}", OTLP_TRACES_FILE=str(traces),
-               OTLP_PROFILES_FILE=str(profiles))
-    col = procs.start(otelcol, "--config", ROOT / "collector-config/span-links.yaml", env=env,
-                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_listening(grpc_port, col)
+    col, grpc_port, _, traces, profiles = start_span_collector(procs, otelcol, tmp_path)
 
     app = procs.start(gosdkapp, f"127.0.0.1:{grpc_port}", str(CPU_SECONDS), "-",
                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -89,7 +67,7 @@ def test_go_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, 
     assert {sp["name"] for sp in spans.values()} == set(HANDLER), spans
     out = otlpcheck(profiles)
     assert out["ok"], out["errors"][:5]
-    by_span, stamps = linked_samples(out)
+    by_span, stamps, _ = linked_samples(out)
     assert stamps, "no sample timestamps"
     first, last = min(stamps) / 1e9, max(stamps) / 1e9
     # Spans whose work ran while spanprof sampled (the gate opens once it samples; its last

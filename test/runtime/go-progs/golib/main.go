@@ -16,7 +16,6 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"spanprof.test/goprogs/fnv"
 )
@@ -48,14 +47,13 @@ func libMiddle(n int) uint64 { return libLeaf(n) + 1 }
 //go:noinline
 func libOuter(n int) uint64 { return libMiddle(n) * 3 }
 
-// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): a cgo callback runs
+// threadCPU is the calling thread's CPU time (getrusage RUSAGE_THREAD): a cgo callback runs
 // on the C caller's thread throughout.
 func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	const clockThreadCPUTimeID = 3
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID,
-		uintptr(unsafe.Pointer(&ts)), 0)
-	return time.Duration(ts.Nano())
+	const rusageThread = 1
+	var ru syscall.Rusage
+	syscall.Getrusage(rusageThread, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func spin(d time.Duration) uint64 {
