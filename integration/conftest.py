@@ -68,6 +68,39 @@ def go_build(name):
     return out
 
 
+def go_proxy_unreachable():
+    """Why the Go module proxy can't be reached (a string), or None when it answers: the one
+    reason a test needing a module or a Go toolchain that is not in the module cache may skip."""
+    import urllib.error
+    import urllib.request
+    proxy = subprocess.run(["go", "env", "GOPROXY"], capture_output=True, text=True,
+                           env=dict(os.environ, GOTOOLCHAIN="local")).stdout.strip()
+    first = proxy.replace("|", ",").split(",")[0]
+    if first in ("off", ""):
+        return f"GOPROXY={proxy!r}"
+    url = "https://proxy.golang.org" if first == "direct" else first.rstrip("/")
+    try:
+        urllib.request.urlopen(f"{url}/golang.org/toolchain/@v/list", timeout=30).close()
+    except (urllib.error.URLError, OSError) as e:
+        return f"{url}: {e}"
+    return None
+
+
+def go_fetch(cmd, what, **kw):
+    """Runs a go command that may fetch from the Go module proxy (go mod download, a
+    GOTOOLCHAIN=goX.Y.Z go version). On failure skips the test when the proxy is unreachable
+    (saying so, with @what was missing), else fails with the command's output."""
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+    if res.returncode != 0:
+        why = go_proxy_unreachable()
+        if why:
+            pytest.skip(f"{what} is not in the Go module cache and the Go module proxy is "
+                        f"unreachable ({why}): {res.stderr.strip()[-300:]}")
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed with the proxy reachable:\n"
+                             f"{res.stderr}")
+    return res
+
+
 @pytest.fixture(scope="session")
 def pprofcheck(workdir):
     """The reference Go pprof decoder (integration/pprofcheck), built once."""

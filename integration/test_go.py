@@ -1,6 +1,8 @@
 """Go binaries named from their own PC/line table (.gopclntab, exporter/runtime/go/).
 
-The test program (test/runtime/go-progs/goprog, built here with the machine's Go) spins in a known
+Every test runs once per Go toolchain (TOOLCHAINS: the machine's Go, and go1.27.3 fetched
+through the Go module proxy by GOTOOLCHAIN, skipped only when the proxy is unreachable).
+The test program (test/runtime/go-progs/goprog, built here with that Go) spins in a known
 chain main.main -> main.outer -> main.middle -> main.leaf, with fnv.Mix and fnv.rotate inlined
 into main.leaf. Built with -ldflags='-s -w' it has no .symtab and no DWARF: every name, file
 and line must come from .gopclntab. The workload runs for a fixed CPU time, started once the
@@ -13,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, record_gated
+from conftest import ROOT, go_fetch, record_gated
 
 GO_PROGS = ROOT / "test" / "runtime" / "go-progs"
 CPU_SECONDS = 3
@@ -24,16 +26,37 @@ MISSING = "[caller unknown: Go function without its frame yet]"
 INLINED = ["spanprof.test/goprogs/fnv.Mix", "spanprof.test/goprogs/fnv.rotate"]
 
 
-def go_build(out, *flags):
-    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
-    subprocess.run(["go", "build", *flags, "-o", str(out), "./goprog"], cwd=GO_PROGS, env=env,
+# "local": the machine's Go (1.26 here); the others by GOTOOLCHAIN (the go command fetches them
+# from the Go module proxy into the module cache: `make deps` does it ahead).
+TOOLCHAINS = ["local", "go1.27.3"]
+
+
+@pytest.fixture(scope="session", params=TOOLCHAINS)
+def toolchain(request):
+    """A Go toolchain name for GOTOOLCHAIN, fetched if needed; the test is skipped only when
+    it is not in the module cache and the Go module proxy is unreachable."""
+    if request.param != "local":
+        go_fetch(["go", "version"], f"the Go toolchain {request.param}",
+                 env=dict(os.environ, GOTOOLCHAIN=request.param))
+    return request.param
+
+
+def go_build(out, toolchain, *flags, pkg="./goprog"):
+    """Builds @pkg of test/runtime/go-progs with @toolchain into @out, and checks that the
+    binary says it was built by that toolchain (what makes a per-version test mean something)."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN=toolchain)
+    subprocess.run(["go", "build", *flags, "-o", str(out), pkg], cwd=GO_PROGS, env=env,
                    check=True)
+    built = subprocess.run(["go", "version", str(out)], capture_output=True, text=True,
+                           env=dict(os.environ, GOTOOLCHAIN="local"), check=True).stdout
+    if toolchain != "local":
+        assert built.split()[-1] == toolchain, built
     return out
 
 
 @pytest.fixture(scope="session")
-def goprog_stripped(workdir):
-    out = go_build(workdir / "goprog-stripped", "-ldflags=-s -w")
+def goprog_stripped(workdir, toolchain):
+    out = go_build(workdir / f"goprog-stripped-{toolchain}", toolchain, "-ldflags=-s -w")
     sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
                               check=True).stdout
     # What makes the test mean something: no symbols, no DWARF, the Go table present.
@@ -117,8 +140,8 @@ def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, 
 
 
 @pytest.fixture(scope="session")
-def goprog_full(workdir):
-    out = go_build(workdir / "goprog-full")
+def goprog_full(workdir, toolchain):
+    out = go_build(workdir / f"goprog-full-{toolchain}", toolchain)
     sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
                               check=True).stdout
     assert ".debug_frame" in sections  # CFI for every Go function: the agent walks by it
@@ -149,17 +172,14 @@ def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, gopro
 
 
 @pytest.fixture(scope="session")
-def golabels_prog(workdir):
+def golabels_prog(workdir, toolchain):
     """The labelled HTTP service (test/runtime/go-progs/golabels), built -s -w: no DWARF, so
-    the offsets come from the agent's table for the machine's Go version; and a build with DWARF,
-    where they come from the binary itself."""
-    env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    the offsets come from the agent's table for the toolchain's Go version; and a build with
+    DWARF, where they come from the binary itself."""
     out = {}
     for name, flags in (("stripped", ["-ldflags=-s -w"]), ("dwarf", [])):
-        path = workdir / f"golabels-{name}"
-        subprocess.run(["go", "build", *flags, "-o", str(path), "./golabels"], cwd=GO_PROGS,
-                       env=env, check=True)
-        out[name] = path
+        out[name] = go_build(workdir / f"golabels-{name}-{toolchain}", toolchain, *flags,
+                             pkg="./golabels")
     return out
 
 
@@ -283,3 +303,56 @@ def test_go_span_id_label_without_trace_id(spanprof, pprofcheck, procs, tmp_path
     assert labelled >= 0.90 * in_span, (labelled, in_span, res.stderr)
     gl = res.stats["span_links"]["go_labels"]
     assert gl["samples_labeled"] >= labelled and gl["linked"] == 0, gl
+
+
+@pytest.fixture(scope="session")
+def golib(workdir, toolchain):
+    """Go in a shared library: test/runtime/go-progs/golib built -buildmode=c-shared, with its
+    symbols and stripped (-s -w: named only from its .gopclntab, whose moduledata the file
+    leaves to relocations), and the C program that loads it (workloads/golib_host.c)."""
+    from conftest import WORKLOADS, compile_c
+    out = {"host": compile_c(WORKLOADS / "golib_host.c", workdir / "golib_host", ["-ldl"])}
+    for name, flags in (("stripped", ["-ldflags=-s -w"]), ("symbols", [])):
+        out[name] = go_build(workdir / f"libgolib-{name}-{toolchain}.so", toolchain,
+                             "-buildmode=c-shared", *flags, pkg="./golib")
+    sections = subprocess.run(["readelf", "-SW", str(out["stripped"])], capture_output=True,
+                              text=True, check=True).stdout
+    assert ".gopclntab" in sections and ".symtab" not in sections
+    return out
+
+
+LIB_CHAIN = ["main.libOuter", "main.libMiddle", "main.libLeaf"]
+
+
+@pytest.mark.parametrize("build", ["stripped", "symbols"])
+def test_go_c_shared_library_named(spanprof, pprofcheck, procs, tmp_path, golib, build):
+    """A C program calls into a Go library it loaded with dlopen: the library's Go frames are
+    named from its own .gopclntab (addresses relative to its load bias), the exact chain
+    main.libOuter -> main.libMiddle -> main.libLeaf in at least 90% of the samples in it."""
+    prog = procs.start(golib["host"], golib[build], str(CPU_SECONDS), stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+    assert prog.stdout.readline().strip() == "ready"
+    out = tmp_path / "out"
+    res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+    assert prog.wait(timeout=60) == 0
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    samples = [s for s in prof["samples"]
+               if s["num_labels"].get("pid") == [prog.pid] and s["values"][0] > 0]
+    total = sum(s["values"][0] for s in samples)
+    assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)
+    in_lib = exact = 0
+    for s in samples:
+        frames = [fn for loc in reversed(s["stack"]) for fn in names(loc)]
+        if not any(fn.startswith("main.lib") for fn in frames):
+            continue
+        in_lib += s["values"][0]
+        if "main.libOuter" not in frames:
+            continue
+        chain = frames[frames.index("main.libOuter"):]
+        if chain[:3] == LIB_CHAIN and chain[3:] in ([], INLINED[:1], INLINED,
+                                                    ["main.checkpoint"]):
+            exact += s["values"][0]
+    print(f"{build}: {in_lib}/{total} samples in the library's chain, {exact} exact")
+    assert in_lib >= 0.80 * total, (in_lib, total, res.stderr)
+    assert exact >= 0.90 * in_lib, (exact, in_lib, res.stderr)

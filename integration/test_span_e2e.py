@@ -40,13 +40,17 @@ def sdk_python():
 
 
 def otlp_json_spans(path):
-    """Spans from the Collector's file exporter (OTLP/JSON lines): span_id hex -> span."""
+    """Spans from the Collector's file exporter (OTLP/JSON lines): span_id hex -> span (trace_id,
+    name, start/end in seconds, ms, attributes: key -> the OTLP/JSON value, e.g. a string)."""
     spans = {}
     for line in Path(path).read_text().splitlines():
         for rs in json.loads(line).get("resourceSpans", []):
             for ss in rs.get("scopeSpans", []):
                 for sp in ss.get("spans", []):
+                    attrs = {a["key"]: next(iter(a["value"].values()), None)
+                             for a in sp.get("attributes", [])}
                     spans[sp["spanId"].lower()] = {
+                        "attributes": attrs,
                         "trace_id": sp["traceId"].lower(), "name": sp["name"],
                         "start": int(sp["startTimeUnixNano"]) / 1e9,
                         "end": int(sp["endTimeUnixNano"]) / 1e9,
@@ -54,10 +58,10 @@ def otlp_json_spans(path):
     return spans
 
 
-def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, workdir,
-                                        tmp_path, sdk_python):
-    burnlib = compile_c(WORKLOADS / "burnlib.c", workdir / "libburn.so",
-                        ["-fPIC", "-shared", "-fomit-frame-pointer"])
+def start_span_collector(procs, otelcol, tmp_path):
+    """The pinned Collector with collector-config/span-links.yaml, listening (OTLP gRPC and
+    HTTP on free ports), writing traces and profiles as OTLP/JSON lines into @tmp_path.
+    Returns (process, grpc_port, http_port, traces_file, profiles_file)."""
     grpc_port, http_port = free_port(), free_port()
     traces, profiles = tmp_path / "traces.jsonl", tmp_path / "profiles.jsonl"
     env = dict(os.environ, OTLP_GRPC_ENDPOINT=f"127.0.0.1:{grpc_port}",
@@ -67,6 +71,32 @@ def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, wor
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(grpc_port, col)
     wait_listening(http_port, col)
+    return col, grpc_port, http_port, traces, profiles
+
+
+def linked_samples(out):
+    """From an otlpcheck result: the samples with a link by span id (hex, lower case), every
+    sample's timestamp (ns: when spanprof really sampled) and the service.name of every
+    resource."""
+    by_span, stamps, service_names = {}, [], set()
+    for inp in out["inputs"]:
+        for msg in inp["messages"]:
+            for rp in msg["resource_profiles"]:
+                service_names.add(rp["attributes"].get("service.name"))
+                for scope in rp["scopes"]:
+                    for p in scope["profiles"]:
+                        for s in p.get("sample_details") or []:
+                            stamps.extend(s.get("timestamps") or [])
+                            if s.get("link"):
+                                by_span.setdefault(s["link"]["span_id"].lower(), []).append(s)
+    return by_span, stamps, service_names
+
+
+def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, workdir,
+                                        tmp_path, sdk_python):
+    burnlib = compile_c(WORKLOADS / "burnlib.c", workdir / "libburn.so",
+                        ["-fPIC", "-shared", "-fomit-frame-pointer"])
+    col, grpc_port, http_port, traces, profiles = start_span_collector(procs, otelcol, tmp_path)
 
     app_env = dict(os.environ, PYTHONPATH=str(ROOT / "writer" / "python"),
                    SPANPROF_CTX_LIB=str(BUILD / "writer" / "libspanprof_ctx.so"))
@@ -92,19 +122,7 @@ def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, wor
     assert spans, "the Collector received no spans"
     out = otlpcheck(profiles)
     assert out["ok"], out["errors"][:5]
-    by_span = {}
-    service_names = set()
-    stamps = []  # every sample's timestamp: when spanprof really sampled
-    for inp in out["inputs"]:
-        for msg in inp["messages"]:
-            for rp in msg["resource_profiles"]:
-                service_names.add(rp["attributes"].get("service.name"))
-                for scope in rp["scopes"]:
-                    for p in scope["profiles"]:
-                        for s in p.get("sample_details") or []:
-                            stamps.extend(s.get("timestamps") or [])
-                            if s.get("link"):
-                                by_span.setdefault(s["link"]["span_id"].lower(), []).append(s)
+    by_span, stamps, service_names = linked_samples(out)
     # service.name comes from the process context the SDK published (OTEP 4719).
     assert "sdk-e2e" in service_names, service_names
     # Spans that ran while spanprof sampled: between its first and last sample (start-up

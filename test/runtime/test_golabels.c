@@ -70,22 +70,36 @@ static void test_version_from_buildinfo(void **state)
 	assert_int_equal(l.go_minor, atoi(want + 4));
 }
 
+/*
+ * The build @dwarf of a program has its offsets from its DWARF, the build @stripped (-s -w)
+ * from the table's row for its version: they must agree, g at TLS offset -8. Both layouts
+ * into @d and @t.
+ */
+static void dwarf_and_table_agree(const char *dwarf, const char *stripped,
+				  struct golabels_layout *d, struct golabels_layout *t)
+{
+	assert_int_equal(inspect(dwarf, d), 0);
+	assert_int_equal(d->from_dwarf, 1);
+	assert_int_equal(inspect(stripped, t), 0);
+	assert_int_equal(t->from_dwarf, 0);
+	printf("  %s: dwarf g.m %u, m.curg %u, g.labels %u; table %u, %u, %u\n", d->version, d->g_m,
+	       d->m_curg, d->g_labels, t->g_m, t->m_curg, t->g_labels);
+	assert_string_equal(d->version, t->version);
+	assert_int_equal(d->g_m, t->g_m);
+	assert_int_equal(d->m_curg, t->m_curg);
+	assert_int_equal(d->g_labels, t->g_labels);
+	/* amd64: g is the last word of the static TLS block (runtime.tlsg, -8). */
+	assert_int_equal(d->tls_g, -8);
+	assert_int_equal(t->tls_g, -8);
+}
+
 /* The figures with DWARF are the binary's own; without it, the table's row for this version
  * must give the same (the row's source is this check). */
 static void test_dwarf_and_table_agree(void **state)
 {
 	struct golabels_layout d, t, pie;
 
-	assert_int_equal(inspect(P("goprog-normal"), &d), 0);
-	assert_int_equal(d.from_dwarf, 1);
-	assert_int_equal(inspect(P("goprog-stripped"), &t), 0);
-	assert_int_equal(t.from_dwarf, 0);
-	assert_int_equal(d.g_m, t.g_m);
-	assert_int_equal(d.m_curg, t.m_curg);
-	assert_int_equal(d.g_labels, t.g_labels);
-	/* amd64: g is the last word of the static TLS block (runtime.tlsg, -8). */
-	assert_int_equal(d.tls_g, -8);
-	assert_int_equal(t.tls_g, -8);
+	dwarf_and_table_agree(P("goprog-normal"), P("goprog-stripped"), &d, &t);
 	/* -buildmode=pie loads the offset into a register first: decoded the same. */
 	assert_int_equal(inspect(P("goprog-pie"), &pie), 0);
 	assert_int_equal(pie.tls_g, -8);
@@ -142,6 +156,35 @@ static void test_other_versions(void **state)
 	pclose(f);
 	if (!checked)
 		skip(); /* no Go binary in /usr/bin, /usr/local/bin or /usr/sbin of this machine */
+}
+
+/*
+ * Releases newer than the machine's Go (test/runtime/gopclntab.mk builds the program with them
+ * when their toolchains are in the module cache): the table's row for the release gives what
+ * its own DWARF says, and the stripped build is read through that row.
+ */
+static void test_new_releases(void **state)
+{
+	char releases[] = GO_NEW_RELEASES, dwarf[4096], stripped[4096];
+	int tested = 0;
+
+	for (char *v = strtok(releases, " "); v; v = strtok(NULL, " ")) {
+		struct golabels_layout d, t;
+
+		snprintf(dwarf, sizeof(dwarf), "%s/goprog-dwarf-%s", GOPROGS_DIR, v);
+		snprintf(stripped, sizeof(stripped), "%s/goprog-%s", GOPROGS_DIR, v);
+		if (access(dwarf, R_OK) || access(stripped, R_OK)) {
+			printf("  %s: not built (toolchain not in the module cache: make "
+			       "go-toolchains)\n",
+			       v);
+			continue;
+		}
+		dwarf_and_table_agree(dwarf, stripped, &d, &t);
+		assert_string_equal(d.version, v);
+		tested++;
+	}
+	if (!tested)
+		skip();
 }
 
 static void test_not_go(void **state)
@@ -229,6 +272,7 @@ int main(void)
 	    cmocka_unit_test(test_version_from_buildinfo),
 	    cmocka_unit_test(test_dwarf_and_table_agree),
 	    cmocka_unit_test(test_other_versions),
+	    cmocka_unit_test(test_new_releases),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_decode_tls),
 	    cmocka_unit_test(test_parse),

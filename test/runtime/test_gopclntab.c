@@ -302,34 +302,38 @@ static void test_addr2line_other_versions(void **state)
  * The chain in main.leaf of the stripped build, checked against the source: fnv.rotate at
  * its body, fnv.Mix at its call of rotate, main.leaf at its call of Mix.
  */
-static void check_leaf_chain(const char *variant, bool trimmed)
+static void check_chain(const char *variant, bool trimmed, const char *leaf, const char *pkg)
 {
 	struct gopclntab_frame fr[MAX_FRAMES];
+	char main_go[256], src[512];
 	int rot = marker_line(SRC_DIR "/fnv/fnv.go", "return h<<7 | h>>57");
 	int mix = marker_line(SRC_DIR "/fnv/fnv.go", "return rotate(h)");
-	int call = marker_line(SRC_DIR "/goprog/main.go", "h = fnv.Mix(h, uint64(i))");
+	int call;
 	struct image im;
 	struct gopclntab *t = open_table(&im, variant);
 	size_t nf = gopclntab__nfuncs(t);
 	bool seen = false;
 
+	snprintf(main_go, sizeof(main_go), "%s/main.go", pkg);
+	snprintf(src, sizeof(src), "%s/%s", SRC_DIR, main_go);
+	call = marker_line(src, "h = fnv.Mix(h, uint64(i))");
 	for (size_t i = 0; i < nf; i++) {
 		uint64_t entry, end;
 		const char *name;
 
 		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
-		if (strcmp(name, "main.leaf"))
+		if (strcmp(name, leaf))
 			continue;
 		for (uint64_t pc = entry; pc < end; pc++) {
 			int k = gopclntab__lookup(t, pc, fr, MAX_FRAMES);
 
 			assert_true(k >= 1);
-			assert_string_equal(fr[k - 1].function, "main.leaf");
+			assert_string_equal(fr[k - 1].function, leaf);
 			if (!fr[0].file) {
 				assert_int_equal(k, 1); /* padding after the code */
 				continue;
 			}
-			assert_true(ends_with(fr[k - 1].file, "goprog/main.go"));
+			assert_true(ends_with(fr[k - 1].file, main_go));
 			assert_int_equal(fr[k - 1].file[0] == '/', !trimmed);
 			if (k != 3 || strcmp(fr[0].function, "spanprof.test/goprogs/fnv.rotate"))
 				continue;
@@ -347,6 +351,11 @@ static void check_leaf_chain(const char *variant, bool trimmed)
 	image_close(&im);
 }
 
+static void check_leaf_chain(const char *variant, bool trimmed)
+{
+	check_chain(variant, trimmed, "main.leaf", "goprog");
+}
+
 static void test_inline_chain_stripped(void **state)
 {
 	check_leaf_chain(P("goprog-stripped"), false);
@@ -358,13 +367,96 @@ static void test_inline_chain_trimpath(void **state)
 }
 
 /*
- * The stripped program built by releases of the Go 1.16-1.17 and 1.18-1.19 layouts
- * (test/runtime/gopclntab.mk,
- * when their toolchains are in the module cache): same checks as for the machine's Go.
+ * Whether .symtab of @im has a FUNC symbol at @addr named @name, or @name with the ".abi0"
+ * suffix the linker gives assembly functions (the table names them without it). 1 yes,
+ * 0 a symbol of that name elsewhere and none here, -1 no symbol of that name.
  */
-static void test_old_layout(void **state)
+static int symtab_func(struct image *im, const char *name, uint64_t addr)
 {
-	char releases[] = GO_OLD_RELEASES, path[4096], missing[256] = "";
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t len = strlen(name);
+	int found = -1;
+
+	while ((scn = elf_nextscn(im->elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < d->d_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC)
+				continue;
+			n = elf_strptr(im->elf, sh.sh_link, s.st_name);
+			if (!n || strncmp(n, name, len) || (n[len] && strcmp(n + len, ".abi0")))
+				continue;
+			if (s.st_value == addr)
+				return 1;
+			found = 0;
+		}
+	}
+	return found;
+}
+
+/*
+ * Go in a shared library (-buildmode=c-shared): the linker puts C code before runtime.text and
+ * leaves moduledata's pointers to RELATIVE relocations (0 in the file). The stripped library's
+ * table, read alone, must give every Go function the address the same build's .symtab gives it
+ * (an independent source: the linker's symbols), and the inline chain of main.libLeaf.
+ */
+static void test_c_shared(void **state)
+{
+	struct image sym, im;
+	struct gopclntab *t = open_table(&im, P("libgolib-stripped.so"));
+	size_t nf = gopclntab__nfuncs(t), checked = 0;
+
+	image_open(&sym, P("libgolib.so"));
+	assert_int_equal(gopclntab__has_inline(t), 1);
+	for (size_t i = 0; i < nf; i++) {
+		uint64_t entry, end;
+		const char *name;
+		int found;
+
+		assert_int_equal(gopclntab__func(t, i, &entry, &end, &name), 0);
+		found = symtab_func(&sym, name, entry);
+		if (found < 0) /* no symbol of that name */
+			continue;
+		if (!found)
+			fail_msg("%s: at 0x%llx in the table, elsewhere in .symtab", name,
+				 (unsigned long long)entry);
+		checked++;
+	}
+	printf("  libgolib-stripped.so: %zu of %zu functions at their .symtab address\n", checked,
+	       nf);
+	assert_true(checked > nf / 2);
+	gopclntab__free(t);
+	image_close(&im);
+	image_close(&sym);
+	check_chain(P("libgolib-stripped.so"), false, "main.libLeaf", "golib");
+	check_chain(P("libgolib.so"), false, "main.libLeaf", "golib");
+}
+
+/* The table layout of Go release @v ("go1.17.13"): 116, 118 or 120. */
+static int release_layout(const char *v)
+{
+	if (!strncmp(v, "go1.16", 6) || !strncmp(v, "go1.17", 6))
+		return 116;
+	if (!strncmp(v, "go1.18", 6) || !strncmp(v, "go1.19", 6))
+		return 118;
+	return 120;
+}
+
+/*
+ * The stripped program built by releases of the Go 1.16-1.17 and 1.18-1.19 layouts and by a
+ * release newer than the machine's Go (test/runtime/gopclntab.mk, when their toolchains are
+ * in the module cache): same checks as for the machine's Go.
+ */
+static void test_other_releases(void **state)
+{
+	char releases[] = GO_RELEASES, path[4096], missing[256] = "";
 	int tested = 0;
 
 	for (char *v = strtok(releases, " "); v; v = strtok(NULL, " ")) {
@@ -378,7 +470,7 @@ static void test_old_layout(void **state)
 			continue;
 		}
 		t = open_table(&im, path);
-		assert_int_equal(gopclntab__layout(t), strncmp(v, "go1.17", 6) ? 118 : 116);
+		assert_int_equal(gopclntab__layout(t), release_layout(v));
 		assert_int_equal(gopclntab__has_inline(t), 1);
 		gopclntab__free(t);
 		image_close(&im);
@@ -853,8 +945,9 @@ int main(void)
 	    cmocka_unit_test(test_addr2line_other_versions),
 	    cmocka_unit_test(test_inline_chain_stripped),
 	    cmocka_unit_test(test_inline_chain_trimpath),
+	    cmocka_unit_test(test_c_shared),
 	    cmocka_unit_test(test_chain_matches_dwarf),
-	    cmocka_unit_test(test_old_layout),
+	    cmocka_unit_test(test_other_releases),
 	    cmocka_unit_test(test_no_sections),
 	    cmocka_unit_test(test_no_inline_trees),
 	    cmocka_unit_test(test_frame_pending),

@@ -16,10 +16,6 @@
 #include "runtime/go/golabels.h"
 #include "runtime/go/gopclntab.h"
 
-#define BUILDINFO_MAGIC "\xff Go buildinf:"
-#define BUILDINFO_MAGIC_LEN 14
-#define BUILDINFO_HDR 32
-#define BUILDINFO_INLINE 0x2
 /* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go). */
 #define FIRST_SLICE_MINOR 24
 /* Bytes of runtime.stackcheck decoded: its TLS load is its first instruction or two. */
@@ -40,6 +36,11 @@ static const struct {
     /* go1.26.8's own DWARF (readelf --debug-dump=info: runtime.g members m 48, labels 352;
      * runtime.m member curg 184); test_golabels checks the row against a binary built here. */
     {26, 48, 184, 352},
+    /* go1.27.3's own DWARF (runtime.g members m 48, labels 352; runtime.m member curg 184),
+     * the fields in its src/runtime/runtime2.go unchanged from 1.26 before them; labels still
+     * a *labelMap over internal/runtime/pprof/label.Set (a sorted slice). test_golabels and
+     * integration/test_go.py check the row against a go1.27.3 build (GOTOOLCHAIN). */
+    {27, 48, 184, 352},
 };
 
 int golabels__table_row(int go_minor, struct golabels_layout *out)
@@ -53,55 +54,6 @@ int golabels__table_row(int go_minor, struct golabels_layout *out)
 		return 0;
 	}
 	return -ENOENT;
-}
-
-int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_t len)
-{
-	const uint8_t *p, *img = image;
-	GElf_Shdr sh;
-	uint64_t n = 0, end;
-	unsigned shift = 0;
-
-	if (!gopclntab__section(elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
-		return -ENOENT;
-	if (sh.sh_offset > size || size - sh.sh_offset < BUILDINFO_HDR + 1 ||
-	    sh.sh_size < BUILDINFO_HDR + 1)
-		return -EINVAL;
-	p = img + sh.sh_offset;
-	end = sh.sh_size < size - sh.sh_offset ? sh.sh_size : size - sh.sh_offset;
-	if (memcmp(p, BUILDINFO_MAGIC, BUILDINFO_MAGIC_LEN))
-		return -EINVAL;
-	if (!(p[15] & BUILDINFO_INLINE))
-		return -ENOTSUP; /* Go 1.17 and older: pointers to string headers */
-	/* uvarint length (encoding/binary), then the bytes */
-	for (uint64_t i = BUILDINFO_HDR; i < end && i < BUILDINFO_HDR + 10; i++) {
-		n |= (uint64_t)(p[i] & 0x7f) << shift;
-		shift += 7;
-		if (!(p[i] & 0x80)) {
-			if (n == 0 || n > end - i - 1 || !len)
-				return -EINVAL;
-			/* "go1.25-20250209-RC00 cl/... X:fieldtrack": the start is enough */
-			if (n >= len)
-				n = len - 1;
-			memcpy(out, p + i + 1, n);
-			out[n] = '\0';
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* The minor version of "go1.N", "go1.N.P", "go1.NrcK" (and "devel go1.N-..."), or -1. */
-static int version_minor(const char *v)
-{
-	const char *s = strstr(v, "go1.");
-	char *e;
-	long m;
-
-	if (!s)
-		return -1;
-	m = strtol(s + 4, &e, 10);
-	return e == s + 4 || m < 0 || m > 1000 ? -1 : (int)m;
 }
 
 int golabels__decode_tls(const uint8_t *c, size_t len, int64_t *off)
@@ -270,14 +222,14 @@ int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_
 	memset(out, 0, sizeof(*out));
 	if (!gelf_getehdr(elf, &eh))
 		return -EINVAL;
-	err = golabels__version(elf, image, size, out->version, sizeof(out->version));
+	err = gopclntab__go_version(elf, image, size, out->version, sizeof(out->version));
 	if (err)
 		return err;
 	if (eh.e_machine != EM_X86_64) {
 		out->unsupported = "not amd64";
 		return -ENOTSUP;
 	}
-	out->go_minor = version_minor(out->version);
+	out->go_minor = gopclntab__go_minor(out->version);
 	if (out->go_minor < FIRST_SLICE_MINOR) {
 		out->unsupported = "labels are kept in a map before Go 1.24 (not read)";
 		return -ENOTSUP;

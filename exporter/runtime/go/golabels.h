@@ -40,15 +40,6 @@ struct golabels_layout {
 };
 
 /*
- * The Go version in the build info of the ELF file @image (@size bytes; @elf a libelf handle of
- * the same file): the `.go.buildinfo` section, header "\xff Go buildinf:", pointer size, flags
- * (bit 1: strings inline, Go 1.18+), then at offset 32 the version as a uvarint-prefixed string
- * (src/debug/buildinfo/buildinfo.go). Writes it NUL-terminated into @out (@len bytes).
- * Returns 0, -ENOENT (no build info: not Go), -ENOTSUP (pre-1.18 format), -EINVAL (corrupt).
- */
-int golabels__version(Elf *elf, const void *image, size_t size, char *out, size_t len);
-
-/*
  * Everything BPF needs to read the labels of a Go program's running goroutine, from the file
  * alone. Returns 0, -ENOENT (not a Go program), -ENOTSUP (Go before 1.24, a version the table
  * does not know and no DWARF, a runtime.stackcheck whose TLS access is not one of the known

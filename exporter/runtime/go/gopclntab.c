@@ -60,8 +60,11 @@
 #define MD_TEXT 176
 #define MD_ETEXT 184
 #define MD_GOFUNC_118 304 /* 1.18-1.19: ... types, etypes, rodata, gofunc */
-#define MD_GOFUNC_120 320 /* 1.20+: covctrs, ecovctrs added before end */
-#define MD_MIN_SIZE 328
+#define MD_GOFUNC_120 320 /* 1.20-1.26: covctrs, ecovctrs added before end */
+/* 1.27: types, typedesclen, etypes, itaboffset, itabsize, rodata, gofunc (go1.27.3's
+ * src/runtime/symtab.go); the table's magic did not change, the build info's version tells. */
+#define MD_GOFUNC_127 344
+#define MD_MIN_SIZE 352 /* the largest gofunc offset + 8 */
 
 /* Longest name or path believed (a longer one is a corrupt table). */
 #define MAX_STR 4096
@@ -80,7 +83,8 @@ struct gopclntab {
 	size_t img_size;
 	struct seg segs[MAX_SEGS];
 	int nsegs;
-	int layout; /* 116, 118 or 120 */
+	int layout;   /* 116, 118 or 120 */
+	int go_minor; /* from the build info (.go.buildinfo); -1 when unknown */
 	/* The table: bytes [tab, tab + tab_size) of the image, at ELF vaddr tab_vaddr. */
 	const uint8_t *tab;
 	uint64_t tab_vaddr, tab_size;
@@ -360,48 +364,160 @@ static int find_table(struct gopclntab *t, Elf *elf)
 }
 
 /*
- * Finds the runtime's moduledata (its first word is the table's address, its funcnametab
- * slice starts at the table's funcnametab) and takes the text base and gofunc from it, once
- * minpc and maxpc agree with the function table. 0 or -ENOENT.
+ * R_X86_64_RELATIVE relocations of the file's SHT_RELA sections, sorted by the vaddr they
+ * write (ELF x86-64 psABI: the loader stores load bias + addend there). A position-independent
+ * Go binary or a Go shared library (-buildmode=pie, c-shared) keeps moduledata's pointers in
+ * them: the file holds 0 where the runtime reads the table's address. Addends are link-time
+ * vaddrs, the address space the table is looked up in.
  */
-static int find_moduledata(struct gopclntab *t)
+struct relative {
+	uint64_t vaddr, addend;
+};
+
+struct relatives {
+	struct relative *r;
+	size_t n;
+};
+
+static int relative_cmp(const void *a, const void *b)
+{
+	const struct relative *x = a, *y = b;
+
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* Reads them (none when there are no sections, or on any error: then nothing is relocated). */
+static void read_relatives(Elf *elf, struct relatives *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+
+	out->r = NULL;
+	out->n = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? d->d_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r) ||
+			    GELF_R_TYPE(r.r_info) != R_X86_64_RELATIVE)
+				continue;
+			if (out->n == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				struct relative *m = realloc(out->r, nc * sizeof(*m));
+
+				if (!m) {
+					free(out->r);
+					out->r = NULL;
+					out->n = 0;
+					return;
+				}
+				out->r = m;
+				cap = nc;
+			}
+			out->r[out->n++] = (struct relative){r.r_offset, (uint64_t)r.r_addend};
+		}
+	}
+	if (out->n)
+		qsort(out->r, out->n, sizeof(*out->r), relative_cmp);
+}
+
+/*
+ * The word at @md + @off of the image, @md being the file bytes of vaddr @md_vaddr: the
+ * addend of a RELATIVE relocation of that word where there is one, else the file's bytes.
+ */
+static uint64_t word_at(const struct relatives *rel, const uint8_t *md, uint64_t md_vaddr,
+			size_t off)
+{
+	struct relative key = {md_vaddr + off, 0};
+	const struct relative *r =
+	    rel->n ? bsearch(&key, rel->r, rel->n, sizeof(*rel->r), relative_cmp) : NULL;
+
+	return r ? r->addend : rd64(md + off);
+}
+
+/*
+ * Checks the moduledata candidate at vaddr @vaddr (@md its bytes, @avail of them in the file):
+ * its funcnametab slice starts at the table's funcnametab, minpc and maxpc agree with the
+ * function table. Takes the text base and gofunc from it. 0 or -ENOENT.
+ */
+static int check_moduledata(struct gopclntab *t, const struct relatives *rel, const uint8_t *md,
+			    uint64_t vaddr)
 {
 	uint64_t first = rd32(t->tab + t->pcln_off);
 	uint64_t last = rd32(t->tab + t->pcln_off + t->nfunc * 8);
-	size_t gofunc_at = t->layout == 118 ? MD_GOFUNC_118 : MD_GOFUNC_120;
+	size_t gofunc_at = t->layout == 118    ? MD_GOFUNC_118
+			   : t->go_minor >= 27 ? MD_GOFUNC_127
+					       : MD_GOFUNC_120;
+	uint64_t text, gofunc;
 
-	for (int i = 0; i < t->nsegs; i++) {
+	if (word_at(rel, md, vaddr, MD_PCHEADER) != t->tab_vaddr ||
+	    word_at(rel, md, vaddr, MD_FUNCNAMETAB) != t->tab_vaddr + t->funcname_off)
+		return -ENOENT;
+	text = word_at(rel, md, vaddr, MD_TEXT);
+	if (word_at(rel, md, vaddr, MD_MINPC) != text + first ||
+	    word_at(rel, md, vaddr, MD_MAXPC) != text + last ||
+	    word_at(rel, md, vaddr, MD_ETEXT) < text + last)
+		return -ENOENT;
+	t->text = text;
+	gofunc = word_at(rel, md, vaddr, gofunc_at);
+	/*
+	 * go:func.* is read-only data past moduledata.rodata (before the table up to Go 1.25,
+	 * inside .gopclntab from 1.26). A release newer than 1.27 is read with 1.27's layout, a
+	 * file whose build info can't be read with 1.20-1.26's: a field read from the wrong
+	 * place is then an offset or a pointer to writable data, which this check refuses (no
+	 * inline trees: physical functions only).
+	 */
+	if (gofunc && gofunc >= word_at(rel, md, vaddr, gofunc_at - 8) && readonly(t, gofunc))
+		t->gofunc = gofunc;
+	return 0;
+}
+
+/*
+ * Finds the runtime's moduledata (its first word is the table's address: in the file's
+ * writable data, or the addend of a RELATIVE relocation there) and takes the text base and
+ * gofunc from it (check_moduledata()). 0 or -ENOENT.
+ */
+static int find_moduledata(struct gopclntab *t, Elf *elf)
+{
+	struct relatives rel;
+	int err = -ENOENT;
+
+	read_relatives(elf, &rel);
+	for (size_t i = 0; err && i < rel.n; i++) {
+		const uint8_t *md;
+
+		if (rel.r[i].addend != t->tab_vaddr)
+			continue;
+		md = vaddr_ptr(t, rel.r[i].vaddr, MD_MIN_SIZE);
+		if (md)
+			err = check_moduledata(t, &rel, md, rel.r[i].vaddr);
+	}
+	for (int i = 0; err && i < t->nsegs; i++) {
 		const struct seg *s = &t->segs[i];
 		const uint8_t *p = t->img + s->offset;
 
 		if (!s->writable)
 			continue;
-		for (uint64_t o = 0; o + MD_MIN_SIZE <= s->filesz; o += 8) {
-			const uint8_t *md = p + o;
-			uint64_t text, gofunc;
-
-			if (rd64(md + MD_PCHEADER) != t->tab_vaddr ||
-			    rd64(md + MD_FUNCNAMETAB) != t->tab_vaddr + t->funcname_off)
-				continue;
-			text = rd64(md + MD_TEXT);
-			if (rd64(md + MD_MINPC) != text + first ||
-			    rd64(md + MD_MAXPC) != text + last || rd64(md + MD_ETEXT) < text + last)
-				continue;
-			t->text = text;
-			gofunc = rd64(md + gofunc_at);
-			/*
-			 * go:func.* is read-only data past moduledata.rodata (before the table up
-			 * to Go 1.25, inside .gopclntab from 1.26).
-			 */
-			if (gofunc && gofunc >= rd64(md + gofunc_at - 8) && readonly(t, gofunc))
-				t->gofunc = gofunc;
-			return 0;
-		}
+		for (uint64_t o = 0; err && o + MD_MIN_SIZE <= s->filesz; o += 8)
+			if (rd64(p + o) == t->tab_vaddr)
+				err = check_moduledata(t, &rel, p + o, s->vaddr + o);
 	}
-	return -ENOENT;
+	free(rel.r);
+	return err;
 }
 
-/* Text base and gofunc without moduledata (PIE files keep those words in relocations). */
+/*
+ * Text base and gofunc without moduledata (a file whose relocations are not in SHT_RELA
+ * sections: without section headers, or packed as RELR).
+ */
 static int find_text(struct gopclntab *t, Elf *elf)
 {
 	GElf_Shdr sh;
@@ -417,6 +533,68 @@ static int find_text(struct gopclntab *t, Elf *elf)
 		return -ENOENT;
 	t->text = v;
 	return 0;
+}
+
+#define BUILDINFO_MAGIC "\xff Go buildinf:"
+#define BUILDINFO_MAGIC_LEN 14
+#define BUILDINFO_HDR 32
+#define BUILDINFO_INLINE 0x2
+
+int gopclntab__go_version(Elf *elf, const void *image, size_t size, char *out, size_t len)
+{
+	const uint8_t *p, *img = image;
+	GElf_Shdr sh;
+	uint64_t n = 0, end;
+	unsigned shift = 0;
+
+	if (!gopclntab__section(elf, ".go.buildinfo", &sh) || sh.sh_type == SHT_NOBITS)
+		return -ENOENT;
+	if (sh.sh_offset > size || size - sh.sh_offset < BUILDINFO_HDR + 1 ||
+	    sh.sh_size < BUILDINFO_HDR + 1)
+		return -EINVAL;
+	p = img + sh.sh_offset;
+	end = sh.sh_size < size - sh.sh_offset ? sh.sh_size : size - sh.sh_offset;
+	if (memcmp(p, BUILDINFO_MAGIC, BUILDINFO_MAGIC_LEN))
+		return -EINVAL;
+	if (!(p[15] & BUILDINFO_INLINE))
+		return -ENOTSUP; /* Go 1.17 and older: pointers to string headers */
+	/* uvarint length (encoding/binary), then the bytes */
+	for (uint64_t i = BUILDINFO_HDR; i < end && i < BUILDINFO_HDR + 10; i++) {
+		n |= (uint64_t)(p[i] & 0x7f) << shift;
+		shift += 7;
+		if (!(p[i] & 0x80)) {
+			if (n == 0 || n > end - i - 1 || !len)
+				return -EINVAL;
+			/* "go1.25-20250209-RC00 cl/... X:fieldtrack": the start is enough */
+			if (n >= len)
+				n = len - 1;
+			memcpy(out, p + i + 1, n);
+			out[n] = '\0';
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The minor version of "go1.N", "go1.N.P", "go1.NrcK" (and "devel go1.N-..."), or -1. */
+int gopclntab__go_minor(const char *v)
+{
+	const char *s = strstr(v, "go1.");
+	char *e;
+	long m;
+
+	if (!s)
+		return -1;
+	m = strtol(s + 4, &e, 10);
+	return e == s + 4 || m < 0 || m > 1000 ? -1 : (int)m;
+}
+
+/* The Go minor version in the file's build info, or -1. */
+static int file_go_minor(Elf *elf, const void *image, size_t size)
+{
+	char v[32];
+
+	return gopclntab__go_version(elf, image, size, v, sizeof(v)) ? -1 : gopclntab__go_minor(v);
 }
 
 struct gopclntab *gopclntab__open(Elf *elf, const void *image, size_t size)
@@ -447,8 +625,9 @@ struct gopclntab *gopclntab__open(Elf *elf, const void *image, size_t size)
 	err = find_table(t, elf);
 	if (err)
 		goto cleanup;
+	t->go_minor = file_go_minor(elf, image, size);
 	/* 1.16-1.17 keep absolute addresses: no text base, no gofunc needed. */
-	if (t->layout != 116 && find_moduledata(t) && find_text(t, elf)) {
+	if (t->layout != 116 && find_moduledata(t, elf) && find_text(t, elf)) {
 		err = -EINVAL;
 		goto cleanup;
 	}

@@ -15,8 +15,10 @@
  * without section headers) by scanning the read-only PT_LOAD segments for its header, checked
  * against the function table. The
  * runtime's `moduledata` (found in the writable segments: a word holding the table's address,
- * checked field by field) gives the text base and `gofunc` (the base of inline trees). Without
- * it: the symbol `runtime.text`, the header's text start (1.18-1.25) or the `.text` section
+ * in the file or as the addend of an R_X86_64_RELATIVE relocation, as position-independent
+ * and -buildmode=c-shared files keep it; checked field by field; its layout chosen by the
+ * Go version of the build info) gives the text base and `gofunc` (the base of inline trees).
+ * Without it: the symbol `runtime.text`, the header's text start (1.18-1.25) or the `.text` section
  * for the base, the symbol `go:func.*` for inline trees. Without inline trees, a PC inside
  * inlined code is named by its physical function only, with no file:line (which would be the
  * inlined callee's).
@@ -105,5 +107,17 @@ void gopclntab__extent(const struct gopclntab *t, size_t *offset, size_t *len);
  * golabels.c (the .go.buildinfo section).
  */
 Elf_Scn *gopclntab__section(Elf *elf, const char *name, GElf_Shdr *sh);
+
+/*
+ * The Go version in the build info of the ELF file @image (@size bytes; @elf a libelf handle of
+ * the same file): the `.go.buildinfo` section, header "\xff Go buildinf:", pointer size, flags
+ * (bit 1: strings inline, Go 1.18+), then at offset 32 the version as a uvarint-prefixed string
+ * (src/debug/buildinfo/buildinfo.go). Writes it NUL-terminated into @out (@len bytes).
+ * Returns 0, -ENOENT (no build info: not Go), -ENOTSUP (pre-1.18 format), -EINVAL (corrupt).
+ */
+int gopclntab__go_version(Elf *elf, const void *image, size_t size, char *out, size_t len);
+
+/* The minor version of "go1.N", "go1.N.P", "go1.NrcK" (and "devel go1.N-..."): N, or -1. */
+int gopclntab__go_minor(const char *version);
 
 #endif /* SPANPROF_RUNTIME_GO_GOPCLNTAB_H */
