@@ -267,7 +267,7 @@ static void stop_python(struct recorder *r)
  */
 static void start_v8(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
-	int fd = sampler__v8_procs_fd(s);
+	int fd = r->opts->no_v8 ? -1 : sampler__v8_procs_fd(s);
 
 	if (fd < 0)
 		return;

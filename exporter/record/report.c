@@ -112,6 +112,12 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 		if (s)
 			sampler__python_stats(s, out->python_walks, PY_STOP_COUNT);
 	}
+	out->v8_on = r->v8 != NULL;
+	if (r->v8) {
+		v8tab__stats(r->v8, &out->v8);
+		if (s)
+			sampler__v8_stats(s, out->v8_bpf, V8_STAT_COUNT);
+	}
 	for (uint32_t t = PROFILE_CPU + 1; s && t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			out->nevent_counters[t] =

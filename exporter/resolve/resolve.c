@@ -648,6 +648,38 @@ static bool v8_replaceable(struct profile *p, uint32_t loc)
 }
 
 /*
+ * Cross-check with V8's own perf map (node --perf-basic-prof): when the JIT location @loc that a
+ * JavaScript frame replaces was named from it ("JS:*name file:line:col", the tier marks ~ ^ * + '
+ * before the name; "LazyCompile:" and "Function:" in older nodes), counts whether its function
+ * name is @name.
+ */
+static void v8_cross_check(struct resolve *r, struct profile *p, uint32_t loc, uint32_t js)
+{
+	const struct profile_location *l = profile__location(p, loc), *lj = profile__location(p, js);
+	const struct profile_function *fn, *fj;
+	const char *perf, *name, *colon;
+	size_t n;
+
+	if (!l || !lj || !frame_kind__is_jit(l->kind) || l->nlines != 1 || lj->nlines != 1)
+		return;
+	fn = profile__function(p, profile__location_lines(p, loc)[0].function);
+	fj = profile__function(p, profile__location_lines(p, js)[0].function);
+	perf = fn ? profile__string(p, fn->name) : NULL;
+	name = fj ? profile__string(p, fj->name) : NULL;
+	if (!perf || !name || strncmp(perf, "JS:", 3) || !(colon = strchr(perf, ':')))
+		return;
+	perf = colon + 1;
+	perf += strspn(perf, "~^*+'");
+	n = strcspn(perf, " ");
+	if (!n) /* an anonymous function: the map says nothing to compare */
+		return;
+	if (strlen(name) == n && !strncmp(perf, name, n))
+		r->stats.v8.perfmap_agree++;
+	else
+		r->stats.v8.perfmap_disagree++;
+}
+
+/*
  * Puts the V8 frames of sample @s (bpf/v8.h, after slot @first of ustack) in the @n native user
  * locations @locs (leaf first, one per ustack PC; room for @cap): a JavaScript frame takes the
  * place of its JIT or interpreter frame, and follows any other native frame it was found at (a
@@ -688,6 +720,8 @@ static uint32_t v8_merge(struct resolve *r, struct profile *p, const struct sp_s
 			after = (f[j].flags & V8_FRAME_CALLER) || !v8_replaceable(p, locs[i]);
 			j++;
 		}
+		if (js && !after)
+			v8_cross_check(r, p, locs[i], js);
 		if (!js || after) {
 			if (out < RESOLVE_MAX_LOCATIONS)
 				r->v8locs[out++] = locs[i];
@@ -715,6 +749,9 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	if (!(s->flags & SP_SAMPLE_KERNEL_THREAD))
 		proc = proctab__get(r->procs, s->pid, s->pstart_boot_ns);
 	n += resolve__kernel(r, p, (const uint64_t *)s->kstack, ku, locs);
+	/* A node process V8's own structures name: its JIT misses are no reason for a hint. */
+	if (proc && r->v8 && proc__jit(proc) && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
+		jitproc__runtime_names(proc__jit(proc));
 	if (proc) {
 		uint32_t marker;
 

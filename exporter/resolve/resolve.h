@@ -66,6 +66,9 @@ struct resolve_stats {
 		uint64_t no_process;	 /* the agent no longer (or not yet) names the process */
 		uint64_t frames_named;	 /* JavaScript frames named */
 		uint64_t frames_unnamed; /* ... not (v8tab_stats.naming says why): native kept */
+		/* JIT frames also named by V8's perf map (--perf-basic-prof): the two names agree,
+		 * or not (a wrong name from one of them) */
+		uint64_t perfmap_agree, perfmap_disagree;
 	} v8;
 };
 

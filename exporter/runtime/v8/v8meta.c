@@ -12,8 +12,13 @@
 /* Where each wanted value goes: an int16 frame offset, a uint16 field, or a check only. */
 enum kind { K_S16, K_U16, K_CHECK };
 
+/*
+ * A wanted value's name, without PREFIX: the symbol's whole name, or for a class field
+ * ("class_<Class>__<field>__") its beginning, as the type that follows changed spelling
+ * ("__String", "__Tagged_String_"); alternatives separated by '|', first found wins.
+ */
 struct want {
-	const char *name; /* without PREFIX */
+	const char *name;
 	enum kind kind;
 	size_t off; /* in struct v8meta (K_S16, K_U16) */
 	long expect; /* K_CHECK: the value the agent's layout requires */
@@ -30,23 +35,25 @@ static const struct want wanted[] = {
     S16("off_fp_function", fp_function),
     S16("off_fp_bytecode_array", fp_bytecode_array),
     S16("off_fp_bytecode_offset", fp_bytecode_offset),
-    U16("class_HeapObject__map__Map", heap_object_map),
-    U16("class_Map__instance_type__uint16_t", map_instance_type),
-    U16("class_JSFunction__shared__SharedFunctionInfo", jsfunction_shared),
-    U16("class_SharedFunctionInfo__name_or_scope_info__Object", sfi_name_or_scope_info),
-    U16("class_SharedFunctionInfo__script_or_debug_info__HeapObject", sfi_script_or_debug_info),
-    U16("class_Script__name__Object", script_name),
-    U16("class_Script__line_ends__Object", script_line_ends),
-    U16("class_String__length__int32_t", string_length),
-    U16("class_SeqOneByteString__chars__char", seq_one_byte_chars),
-    U16("class_SeqTwoByteString__chars__char", seq_two_byte_chars),
-    U16("class_ConsString__first__String", cons_first),
-    U16("class_ConsString__second__String", cons_second),
-    U16("class_ThinString__actual__String", thin_actual),
-    U16("class_SlicedString__parent__String", sliced_parent),
-    U16("class_SlicedString__offset__SMI", sliced_offset),
-    U16("class_FixedArrayBase__length__SMI", fixed_array_length),
-    U16("class_FixedArray__data__uintptr_t", fixed_array_data),
+    U16("class_HeapObject__map__", heap_object_map),
+    U16("class_Map__instance_type__", map_instance_type),
+    U16("class_JSFunction__shared__", jsfunction_shared),
+    U16("class_SharedFunctionInfo__name_or_scope_info__", sfi_name_or_scope_info),
+    /* "script" since V8 12 */
+    U16("class_SharedFunctionInfo__script_or_debug_info__|class_SharedFunctionInfo__script__",
+	sfi_script_or_debug_info),
+    U16("class_Script__name__", script_name),
+    U16("class_Script__line_ends__", script_line_ends),
+    U16("class_String__length__", string_length),
+    U16("class_SeqOneByteString__chars__", seq_one_byte_chars),
+    U16("class_SeqTwoByteString__chars__", seq_two_byte_chars),
+    U16("class_ConsString__first__", cons_first),
+    U16("class_ConsString__second__", cons_second),
+    U16("class_ThinString__actual__", thin_actual),
+    U16("class_SlicedString__parent__", sliced_parent),
+    U16("class_SlicedString__offset__", sliced_offset),
+    U16("class_FixedArrayBase__length__", fixed_array_length),
+    U16("class_FixedArray__data__", fixed_array_data),
     U16("scopeinfo_idx_first_vars", scope_info_first_vars),
     U16("scopeinfo_idx_ncontextlocals", scope_info_ncontext_locals),
     U16("type_JSFunction__JS_FUNCTION_TYPE", type_jsfunction_first),
@@ -101,6 +108,22 @@ static int symbol_value(Elf *elf, const GElf_Sym *sym, long *out)
 	return 0;
 }
 
+/* Whether symbol name @name (without PREFIX) is one @want names (see struct want). */
+static bool name_matches(const char *want, const char *name)
+{
+	while (*want) {
+		const char *end = strchr(want, '|');
+		size_t n = end ? (size_t)(end - want) : strlen(want);
+		bool prefix = n > 2 && !strncmp(want, "class_", 6) && want[n - 1] == '_' &&
+			      want[n - 2] == '_';
+
+		if (!strncmp(name, want, n) && (prefix || !name[n]))
+			return true;
+		want += n + (end ? 1 : 0);
+	}
+	return false;
+}
+
 static int scan_table(Elf *elf, Elf_Scn *scn, struct scan *sc, bool types_only)
 {
 	struct elfcheck_symtab t;
@@ -129,7 +152,7 @@ static int scan_table(Elf *elf, Elf_Scn *scn, struct scan *sc, bool types_only)
 		}
 		sc->n++;
 		for (k = 0; k < N_WANTED; k++) {
-			if (sc->w[k].found || strcmp(name, sc->w[k].name))
+			if (sc->w[k].found || !name_matches(sc->w[k].name, name))
 				continue;
 			if (symbol_value(elf, &sym, &sc->w[k].value))
 				return -EINVAL;
