@@ -317,6 +317,15 @@ static int scope_info_name(struct v8proc *p, uint64_t tagged, struct strbuf *b, 
 	}
 	if (k == NAME_SLOTS)
 		return ERR(TYPE);
+	/*
+	 * An empty name (an anonymous function expression): the inferred name after the name's
+	 * slot index, when the ScopeInfo keeps one (a String; else undefined), as V8's own
+	 * SharedFunctionInfo::DebugName() does ("Module._load" for Module._load = function ...).
+	 */
+	if (!b->len && k + 2 < (int)(sizeof(slots) / sizeof(slots[0])) && !is_smi(slots[k + 2]) &&
+	    !object_type(p, slots[k + 2], &type) && type < p->m.first_nonstring_type &&
+	    read_string(p, slots[k + 2], b))
+		b->len = 0, b->s[0] = '\0';
 	/* Slot k + 1: the name's slot index (Smi); then maybe the inferred name; then the
 	 * positions, start < end. */
 	for (int j = k + 2; j + 1 < (int)(sizeof(slots) / sizeof(slots[0])) && j <= k + 3; j++) {
