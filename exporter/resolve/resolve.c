@@ -615,8 +615,8 @@ static uint32_t v8_location(struct resolve *r, struct v8proc *v8, struct profile
 	if (!line.function)
 		return 0;
 	r->stats.v8.frames_named++;
-	return profile__intern_location_version(p, 0, (uint64_t)line.line, FRAME_V8JS, line.function,
-						&line, 1);
+	return profile__intern_location_version(p, 0, (uint64_t)line.line, FRAME_V8JS,
+						line.function, &line, 1);
 }
 
 /*
@@ -655,7 +655,8 @@ static bool v8_replaceable(struct profile *p, uint32_t loc)
  */
 static void v8_cross_check(struct resolve *r, struct profile *p, uint32_t loc, uint32_t js)
 {
-	const struct profile_location *l = profile__location(p, loc), *lj = profile__location(p, js);
+	const struct profile_location *l = profile__location(p, loc),
+				      *lj = profile__location(p, js);
 	const struct profile_function *fn, *fj;
 	const char *perf, *name, *colon;
 	size_t n;

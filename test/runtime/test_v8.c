@@ -131,19 +131,18 @@ static void test_meta_garbage(void **state)
 	assert_true(err == -EINVAL || err == -ENOENT);
 }
 
-static const char script[] =
-    "function someNamedFunction(a) {\n"			     /* line 1 */
-    "  return a + 1;\n"					     /* 2 */
-    "}\n"						     /* 3 */
-    "function neverCalled() { return 0; }\n"		     /* 4 */
-    "const obj = {};\n"					     /* 5 */
-    "obj.methodName = function (x) { return x * 2; };\n" /* 6 */
-    "someNamedFunction(1);\n"
-    "obj.methodName(2);\n"
-    "%DebugPrint(someNamedFunction);\n"
-    "%DebugPrint(neverCalled);\n"
-    "%DebugPrint(obj.methodName);\n"
-    "setInterval(() => {}, 100000);\n";
+static const char script[] = "function someNamedFunction(a) {\n"		  /* line 1 */
+			     "  return a + 1;\n"				  /* 2 */
+			     "}\n"						  /* 3 */
+			     "function neverCalled() { return 0; }\n"		  /* 4 */
+			     "const obj = {};\n"				  /* 5 */
+			     "obj.methodName = function (x) { return x * 2; };\n" /* 6 */
+			     "someNamedFunction(1);\n"
+			     "obj.methodName(2);\n"
+			     "%DebugPrint(someNamedFunction);\n"
+			     "%DebugPrint(neverCalled);\n"
+			     "%DebugPrint(obj.methodName);\n"
+			     "setInterval(() => {}, 100000);\n";
 
 struct live {
 	pid_t pid;
@@ -214,8 +213,8 @@ static void test_names_of_a_live_node(void **state)
 	for (int i = 0; i < 3; i++) {
 		uint64_t sfi, fp;
 
-		assert_int_equal(procmaps__read_mem(l.pid, l.fn[i] - 1 + m.jsfunction_shared, &sfi, 8),
-				 0);
+		assert_int_equal(
+		    procmaps__read_mem(l.pid, l.fn[i] - 1 + m.jsfunction_shared, &sfi, 8), 0);
 		assert_int_equal(
 		    procmaps__read_mem(l.pid, sfi - 1 + m.sfi_name_or_scope_info, &fp, 8), 0);
 		assert_int_equal(v8proc__function(p, sfi, fp, &fi), 0);

@@ -136,7 +136,8 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 		out->has_tss_tstate = 1;
 	}
 	if (w[W_VERSION].found && w[W_VERSION].sym.st_size >= 4 &&
-	    !elfcheck__read_vaddr(elf, w[W_VERSION].sym.st_value, &v, sizeof(v)) && (v >> 24) == 3) {
+	    !elfcheck__read_vaddr(elf, w[W_VERSION].sym.st_value, &v, sizeof(v)) &&
+	    (v >> 24) == 3) {
 		out->version_hex = (uint32_t)v;
 		out->version_source = PYELF_VERSION_SYMBOL;
 	} else if (!pyelf__version_from_name(path, &major, &minor)) {

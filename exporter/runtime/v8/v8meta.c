@@ -20,15 +20,24 @@ enum kind { K_S16, K_U16, K_CHECK };
 struct want {
 	const char *name;
 	enum kind kind;
-	size_t off; /* in struct v8meta (K_S16, K_U16) */
+	size_t off;  /* in struct v8meta (K_S16, K_U16) */
 	long expect; /* K_CHECK: the value the agent's layout requires */
 	bool found;
 	long value;
 };
 
-#define S16(n, f) {n, K_S16, offsetof(struct v8meta, f), 0, false, 0}
-#define U16(n, f) {n, K_U16, offsetof(struct v8meta, f), 0, false, 0}
-#define CHECK(n, v) {n, K_CHECK, 0, v, false, 0}
+#define S16(n, f)                                                                                  \
+	{                                                                                          \
+		n, K_S16, offsetof(struct v8meta, f), 0, false, 0                                  \
+	}
+#define U16(n, f)                                                                                  \
+	{                                                                                          \
+		n, K_U16, offsetof(struct v8meta, f), 0, false, 0                                  \
+	}
+#define CHECK(n, v)                                                                                \
+	{                                                                                          \
+		n, K_CHECK, 0, v, false, 0                                                         \
+	}
 
 static const struct want wanted[] = {
     S16("off_fp_context", fp_context),

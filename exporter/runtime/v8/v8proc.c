@@ -196,8 +196,9 @@ static int read_string_part(struct v8proc *p, uint64_t tagged, uint16_t type, ui
 		if ((type & p->m.string_encoding_mask) == p->m.one_byte_string_tag) {
 			uint8_t chars[MAX_STRING];
 
-			if (count && procmaps__read_mem(p->pid, base + p->m.seq_one_byte_chars + from,
-						       chars, count))
+			if (count &&
+			    procmaps__read_mem(p->pid, base + p->m.seq_one_byte_chars + from, chars,
+					       count))
 				return ERR(READ);
 			for (i = 0; i < count; i++)
 				if ((err = put_cp(b, chars[i])))
@@ -211,7 +212,8 @@ static int read_string_part(struct v8proc *p, uint64_t tagged, uint16_t type, ui
 				return ERR(READ);
 			for (i = 0; i < count; i++) {
 				/* Surrogates (outside the BMP) are not decoded: U+FFFD. */
-				uint32_t c = chars[i] >= 0xd800 && chars[i] < 0xe000 ? 0xfffd : chars[i];
+				uint32_t c =
+				    chars[i] >= 0xd800 && chars[i] < 0xe000 ? 0xfffd : chars[i];
 
 				if ((err = put_cp(b, c)))
 					return err;
@@ -252,7 +254,8 @@ static int read_string_part(struct v8proc *p, uint64_t tagged, uint16_t type, ui
 			return ERR(READ);
 		if (!is_smi(off) || smi_value(off) < 0 || smi_value(off) > INT32_MAX)
 			return ERR(TYPE);
-		return read_string_at(p, first, (uint32_t)smi_value(off) + from, count, b, depth + 1);
+		return read_string_at(p, first, (uint32_t)smi_value(off) + from, count, b,
+				      depth + 1);
 	}
 	return ERR(STRING); /* external strings: their characters are outside the V8 heap */
 }

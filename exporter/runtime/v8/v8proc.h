@@ -61,7 +61,8 @@ struct v8proc *v8proc__new(pid_t pid, const struct v8meta *meta);
 void v8proc__free(struct v8proc *p);
 
 /*
- * The function of a frame whose SharedFunctionInfo was @sfi (tagged pointer) with name_or_scope_info
+ * The function of a frame whose SharedFunctionInfo was @sfi (tagged pointer) with
+ * name_or_scope_info
  * @fingerprint at the sample. 0 and *@out, or -(1 + enum v8proc_error) (counted in the stats).
  */
 int v8proc__function(struct v8proc *p, uint64_t sfi, uint64_t fingerprint,

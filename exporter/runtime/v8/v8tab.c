@@ -32,7 +32,7 @@ struct v8file {
 struct v8entry {
 	uint32_t pid;
 	uint64_t start_boot_ns; /* 0: not known yet */
-	uint64_t ino; /* the V8 file it maps */
+	uint64_t ino;		/* the V8 file it maps */
 	uint32_t dev_major, dev_minor;
 	struct v8proc *p;
 	struct v8_desc desc; /* as written to v8_procs */

@@ -19,11 +19,11 @@
 struct procmaps;
 
 struct v8tab_stats {
-	uint64_t processes;	  /* node processes described to BPF */
-	uint64_t live;		  /* ... in the table now */
-	uint64_t unsupported;	  /* V8 files whose metadata lacks what the agent reads */
-	uint64_t failed;	  /* processes left without: gone, unreadable, map full */
-	uint64_t files_inspected; /* executables found not to be V8 */
+	uint64_t processes;	    /* node processes described to BPF */
+	uint64_t live;		    /* ... in the table now */
+	uint64_t unsupported;	    /* V8 files whose metadata lacks what the agent reads */
+	uint64_t failed;	    /* processes left without: gone, unreadable, map full */
+	uint64_t files_inspected;   /* executables found not to be V8 */
 	struct v8proc_stats naming; /* every process's, the freed ones' included */
 };
 
