@@ -177,19 +177,6 @@ static struct v8file *file_of(struct v8tab *t, uint32_t pid, const struct procma
 	return f;
 }
 
-/* Whether @maps still maps the file of @e. */
-static bool still_mapped(const struct v8entry *e, const struct procmaps *maps)
-{
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct procmap *m = &maps->maps[i];
-
-		if (m->inode == e->ino && m->dev_major == e->dev_major &&
-		    m->dev_minor == e->dev_minor)
-			return true;
-	}
-	return false;
-}
-
 static int describe(struct v8tab *t, struct v8entry *e)
 {
 	e->desc.start_boot_ns = e->start_boot_ns;
@@ -219,7 +206,7 @@ void v8tab__maps_hook(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns,
 		entry_drop(t, e); /* PID reused */
 		e = NULL;
 	}
-	if (e && still_mapped(e, maps)) {
+	if (e && procmaps__find_file(maps, e->ino, e->dev_major, e->dev_minor)) {
 		if (!e->start_boot_ns && start_boot_ns) {
 			/* Pin the descriptor to this process now that its start time is known. */
 			e->start_boot_ns = start_boot_ns;
