@@ -59,6 +59,7 @@ static __always_inline void stat_inc(__u32 which)
 #include "golabels.bpf.h"
 #include "fileid.bpf.h"
 #include "python.bpf.h"
+#include "v8.bpf.h"
 
 /*
  * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the
@@ -92,6 +93,7 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->py_stop = 0;
 	s->pad = 0;
 	s->py_len = 0;
+	s->v8_len = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -106,7 +108,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 {
 	struct unwind_proc *uproc;
 	__u32 pid = s->pid; /* map keys on the stack: 6.1's verifier refuses ring buffer memory */
-	__u32 stop = 0, borrowed = 0;
+	__u32 stop = 0, borrowed = 0, walked = 0;
 	__u64 wakeup = 0;
 	long n;
 
@@ -122,6 +124,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		else
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
+			walked = 1;
 			n *= sizeof(__u64);
 			s->ustack_end = sp_ustack_end_of_stat(stop);
 		} else if (unwind_enabled) {
@@ -194,6 +197,14 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		if (!s->ctx_len)
 			golabels_sample(task, s);
 		python_sample(task, s);
+		if (walked) {
+			__u32 zero = 0;
+			struct unwind_window *win = bpf_map_lookup_elem(&unwind_scratch, &zero);
+
+			if (win)
+				v8_sample(s, win->fp_of, win->leaf_sp,
+					  s->ustack_len + 2 * (__u32)s->py_len);
+		}
 	}
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)

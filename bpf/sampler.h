@@ -346,15 +346,23 @@ struct sp_sample {
 	/*
 	 * User PCs, leaf first (ustack_len), then, when the process runs CPython and the walk is
 	 * loaded (bpf/python.bpf.h), py_len struct py_frame (2 slots each, innermost first) in
-	 * the room the native frames left.
+	 * the room the native frames left; then, in a node process the agent described
+	 * (bpf/v8.bpf.h), v8_len struct v8_frame (3 slots each).
 	 */
 	__u64 ustack[SP_MAX_USTACK];
 	__u16 ctx_len; /* bytes of ctx used; 0: no span */
 	__u16 py_len;  /* Python frames after the native ones in ustack (see there) */
-	__u8 ctx_pad[4];
+	__u16 v8_len;  /* V8 frames (bpf/v8.h, 3 slots each) after the Python ones in ustack */
+	__u8 ctx_pad[2];
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
+
+/* The ustack slots sample @s uses: native frames, then Python (2 each) and V8 (3 each) frames. */
+static inline __u32 sp_ustack_slots(const struct sp_sample *s)
+{
+	return (__u32)s->ustack_len + 2u * s->py_len + 3u * s->v8_len;
+}
 
 /* bpf/golabels.bpf.h copies an entry at ctx offsets up to 448 (masked with 511 for the
  * verifier): the longest entry fits ctx from there, and the record past 511. */

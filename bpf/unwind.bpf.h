@@ -27,6 +27,13 @@ struct unwind_window {
 	__u64 tramp;
 	__u64 ri;
 	__u8 data[UNWIND_PAGE + 16]; /* + 16: an 8- or 16-byte copy at any offset stays inside */
+	/*
+	 * For the V8 frame reader (bpf/v8.bpf.h), which runs after the walk: the frame pointer
+	 * (RBP) of each frame i the walk left by a frame-pointer step (0: by a CFI row, or RBP
+	 * unknown), and the stack pointer at the leaf.
+	 */
+	__u64 fp_of[SP_MAX_USTACK];
+	__u64 leaf_sp;
 };
 
 struct {
@@ -105,6 +112,9 @@ static __always_inline __u64 unwind_fix_ra(struct unwind_window *win, __u64 ra, 
 /* Code, not stack: read directly, the window keeps the stack page. */
 #define UNWIND_READ_CODE(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
 #include "unwind_walk.h"
+
+/* bpf/v8.bpf.h (included after this file): drops a process's V8 descriptor. */
+static __always_inline void v8_forget(__u32 pid);
 
 /* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
 const volatile __u32 unwind_enabled = 0;
@@ -399,6 +409,10 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 			w->last_found = -1; /* w->row is not the row of last_tpc */
 		}
 	}
+	win->fp_of[i & (SP_MAX_USTACK - 1)] =
+	    (!found || w->row.kind == UNWIND_KIND_FP) && !w->r.bp_unknown ? w->r.bp : 0;
+	if (!i)
+		win->leaf_sp = w->r.sp;
 	if (found && w->row.kind == UNWIND_KIND_SIGNAL)
 		w->out = pc + (i > 0); /* name the trampoline itself */
 	if (found && w->row.kind != UNWIND_KIND_FP && !i)
@@ -609,6 +623,7 @@ int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 {
 	__u32 pid = p->tgid;
 
+	v8_forget(pid); /* its descriptor described the old image */
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
 	else if (sampling && sp_filter_targeted(pid))
@@ -623,7 +638,10 @@ int BPF_PROG(on_unw_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes
 {
 	__u32 pid = p->tgid;
 
-	if (sp_exit_group_dead(ctx, p) && !bpf_map_delete_elem(&unwind_procs, &pid))
+	if (!sp_exit_group_dead(ctx, p))
+		return 0;
+	v8_forget(pid);
+	if (!bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
 	return 0;
 }

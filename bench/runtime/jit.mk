@@ -15,3 +15,14 @@ bench: bench-jit
 
 bench-jit: $(BUILD)/bench/jit_lookup
 	$(Q)$(BUILD)/bench/jit_lookup $(BENCH_JIT_ARGS)
+
+# BPF time per sample with the V8 frame reader on and off (bench/runtime/v8_bpf.py), node running
+# a chain of JavaScript functions. Root, bpftool, node.
+#   make bench-v8 [BUILD=dir] [BENCH_V8_ARGS="--depths 5,50 --rounds 2"]
+BENCH_V8_ARGS ?=
+
+.PHONY: bench-v8
+bench: bench-v8
+
+bench-v8: $(BUILD)/spanprof
+	$(Q)python3 bench/runtime/v8_bpf.py --build $(BUILD) $(BENCH_V8_ARGS)

@@ -85,6 +85,7 @@ enum {
 	OPT_K8S,
 	OPT_JAVA_PERFMAP,
 	OPT_NO_PYTHON,
+	OPT_NO_V8,
 	OPT_SHORT_NAMES,
 };
 
@@ -204,6 +205,11 @@ static const struct argp_option record_options[] = {
      "Don't walk the Python frames of CPython processes (default: CPython 3.8 and later show "
      "their Python functions, files and lines in place of the interpreter loop's native "
      "frames, docs/python.md)",
+     3},
+    {"no-v8", OPT_NO_V8, NULL, 0,
+     "Don't read the JavaScript frames of node processes from V8's own structures (default: "
+     "node's JavaScript functions are named without any flag, docs/node.md; JIT frames are "
+     "then named only from a perf map or jitdump)",
      3},
     {"short-names", OPT_SHORT_NAMES, NULL, 0,
      "Show C++ and Rust functions without parameter lists and template arguments "
@@ -743,6 +749,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_PYTHON:
 		o->no_python = 1;
+		break;
+	case OPT_NO_V8:
+		o->no_v8 = 1;
 		break;
 	case OPT_SHORT_NAMES:
 		o->short_names = 1;

@@ -275,6 +275,16 @@ int procmaps__read(int pid, struct procmaps *out)
 	return procmaps__read_filtered(pid, 0, out);
 }
 
+const struct procmap *procmaps__find_file(const struct procmaps *m, uint64_t ino,
+					  uint32_t dev_major, uint32_t dev_minor)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->maps[i].inode == ino && m->maps[i].dev_major == dev_major &&
+		    m->maps[i].dev_minor == dev_minor)
+			return &m->maps[i];
+	return NULL;
+}
+
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->n, mid;

@@ -40,6 +40,10 @@ int procmaps__read_filtered(int pid, unsigned int flags, struct procmaps *out);
 /* Mapping containing @addr, or NULL (binary search). */
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 
+/* The first mapping of @m of the file (@dev_major:@dev_minor, inode @ino), or NULL. */
+const struct procmap *procmaps__find_file(const struct procmaps *m, uint64_t ino,
+					  uint32_t dev_major, uint32_t dev_minor);
+
 /*
  * Reads @len bytes at @addr of process @pid: process_vm_readv, else pread on /proc/PID/mem
  * (seccomp, no CONFIG_CROSS_MEMORY_ATTACH). 0, -EFAULT (not all mapped), -ESRCH (gone),

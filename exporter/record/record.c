@@ -34,6 +34,7 @@
 #include "record/recorder.h"
 #include "record/report.h"
 #include "runtime/python/pytab.h"
+#include "runtime/v8/v8tab.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
@@ -138,6 +139,8 @@ static int on_unwind_event(void *ctx, const struct unwind_event *e)
 	/* Before the unwinder's re-read of the new image's maps, which looks for CPython again. */
 	if (r->python && e->kind == UNWIND_EVENT_EXEC)
 		pytab__exec(r->python, e->pid);
+	if (r->v8 && e->kind == UNWIND_EVENT_EXEC)
+		v8tab__exec(r->v8, e->pid);
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
 	if (r->in.links && e->kind != UNWIND_EVENT_NEW)
@@ -173,6 +176,8 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 		spanlinks__maps_hook(r->in.links, pid, start_boot_ns, maps);
 	if (r->python)
 		pytab__maps_hook(r->python, pid, start_boot_ns, maps);
+	if (r->v8)
+		v8tab__maps_hook(r->v8, pid, start_boot_ns, maps);
 	if (r->sampler) /* event profile types: uprobes on newly mapped files */
 		sampler__maps_hook(r->sampler, pid, maps);
 }
@@ -254,6 +259,35 @@ static void stop_python(struct recorder *r)
 		resolve__set_python(r->in.resolve, NULL);
 	pytab__free(r->python);
 	r->python = NULL;
+}
+
+/*
+ * V8 frames (docs/node.md): the table that describes node processes to the BPF frame reader and
+ * names their JavaScript functions; the --pid processes are looked at before sampling starts.
+ */
+static void start_v8(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	int fd = r->opts->no_v8 ? -1 : sampler__v8_procs_fd(s);
+
+	if (fd < 0)
+		return;
+	r->v8 = v8tab__new(fd);
+	if (!r->v8) {
+		fprintf(stderr, "spanprof: warning: no JavaScript frames (%s)\n", strerror(errno));
+		return;
+	}
+	resolve__set_v8(r->in.resolve, r->v8);
+	for (size_t i = 0; i < n; i++)
+		v8tab__maps_hook(r->v8, pids[i], 0, NULL);
+}
+
+/* Before the sampler whose map it writes to. */
+static void stop_v8(struct recorder *r)
+{
+	if (r->in.resolve)
+		resolve__set_v8(r->in.resolve, NULL);
+	v8tab__free(r->v8);
+	r->v8 = NULL;
 }
 
 /* --- end of CFI unwinder --- */
@@ -892,6 +926,7 @@ int record__run(const struct record_opts *o)
 	}
 	start_unwinder(&r, s, tgids, ntgids);
 	start_python(&r, s, tgids, ntgids);
+	start_v8(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
 	if (stop_requested) {
@@ -978,6 +1013,8 @@ int record__run(const struct record_opts *o)
 			spanlinks__tick(r.in.links);
 		if (r.python) /* exited CPython processes */
 			pytab__tick(r.python);
+		if (r.v8) /* exited node processes */
+			v8tab__tick(r.v8);
 		if (r.targets) /* containers and pods started since, binaries replaced */
 			targets__tick(r.targets, now);
 		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
@@ -1065,6 +1102,7 @@ int record__run(const struct record_opts *o)
 	spanlinks__free(r.in.links);
 	r.in.links = NULL;
 	stop_python(&r);
+	stop_v8(&r);
 	r.sampler = NULL;
 	sampler__free(s);
 	s = NULL;
@@ -1093,6 +1131,7 @@ cleanup:
 	unwinder__free(r.unwinder);  /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.in.links); /* its map entries, before the sampler's maps */
 	stop_python(&r);	     /* likewise */
+	stop_v8(&r);		     /* likewise */
 	r.sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r.exporter);

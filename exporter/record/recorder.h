@@ -23,6 +23,7 @@ struct pidwatch;
 struct deadline;
 struct unwinder;
 struct pytab;
+struct v8tab;
 struct dbgfetch;
 
 struct recorder {
@@ -41,6 +42,7 @@ struct recorder {
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct pytab *python;	   /* CPython processes (docs/python.md); NULL: --no-python */
+	struct v8tab *v8;	   /* node processes (docs/node.md); NULL: unwinding off */
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */

@@ -112,6 +112,12 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 		if (s)
 			sampler__python_stats(s, out->python_walks, PY_STOP_COUNT);
 	}
+	out->v8_on = r->v8 != NULL;
+	if (r->v8) {
+		v8tab__stats(r->v8, &out->v8);
+		if (s)
+			sampler__v8_stats(s, out->v8_bpf, V8_STAT_COUNT);
+	}
 	for (uint32_t t = PROFILE_CPU + 1; s && t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			out->nevent_counters[t] =
@@ -351,6 +357,41 @@ static void debuginfod_line(FILE *f, const struct report_data *d)
  * happen before BPF counts a sample as taken.
  */
 /*
+ * node's JavaScript frames from V8's structures (docs/node.md): processes described, what the BPF
+ * reader recorded, the names and every failure by reason; silent when no V8 file was seen.
+ */
+static void v8_lines(FILE *f, const struct report_data *d)
+{
+	const struct v8tab_stats *vs = &d->v8;
+	const struct resolve_stats *rs = &d->resolve;
+	char errs[256];
+	size_t len = 0;
+
+	if (!d->v8_on || (!vs->processes && !vs->unsupported))
+		return;
+	for (int i = 0; i < V8PROC_ERR_COUNT; i++)
+		if (len < sizeof(errs))
+			len += snprintf(errs + len, sizeof(errs) - len, "%s%llu %s",
+					len ? ", " : "", u(vs->naming.errors[i]),
+					v8proc__error_name((enum v8proc_error)i));
+	fprintf(
+	    f,
+	    "spanprof: v8: %llu node processes described (%llu now), %llu failed, %llu files "
+	    "with V8 metadata not read (unsupported); BPF: %llu samples, %llu frames recorded, "
+	    "%llu typed frames, %llu not a function, %llu unreadable, %llu past the depth\n"
+	    "spanprof: v8: %llu samples with JavaScript frames placed, %llu not placed, %llu of "
+	    "processes not described; %llu frames named, %llu not (reads failed: %s); perf map "
+	    "names: %llu agree, %llu disagree; functions: %llu cached, %llu read\n",
+	    u(vs->processes), u(vs->live), u(vs->failed), u(vs->unsupported),
+	    u(d->v8_bpf[V8_STAT_SAMPLES]), u(d->v8_bpf[V8_STAT_FRAMES]),
+	    u(d->v8_bpf[V8_STAT_TYPED]), u(d->v8_bpf[V8_STAT_NOT_FUNCTION]),
+	    u(d->v8_bpf[V8_STAT_READ_FAILED]), u(d->v8_bpf[V8_STAT_DEPTH]), u(rs->v8.merged),
+	    u(rs->v8.not_placed), u(rs->v8.no_process), u(rs->v8.frames_named),
+	    u(rs->v8.frames_unnamed), errs, u(rs->v8.perfmap_agree), u(rs->v8.perfmap_disagree),
+	    u(vs->naming.hits), u(vs->naming.misses));
+}
+
+/*
  * CPython frames (docs/python.md): processes described, the BPF walk's ends, the merges and the
  * names, every failure by reason; silent when no CPython process was seen.
  */
@@ -445,6 +486,7 @@ static void full_accounting(FILE *f, const struct report_data *d)
 	fileid_line(f, d);
 	jit_line(f, d);
 	python_lines(f, d);
+	v8_lines(f, d);
 	span_links_lines(f, d);
 	targeting_lines(f, d);
 	export_lines(f, d);

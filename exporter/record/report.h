@@ -32,6 +32,7 @@
 #include "record/record.h"
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
+#include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "sampling/sampler_user.h"
 #include "sampling/targets.h"
@@ -105,6 +106,10 @@ struct report_data {
 	int python_on; /* CPython frames walked (not --no-python) */
 	struct pytab_stats python;
 	uint64_t python_walks[PY_STOP_COUNT]; /* BPF walks: [0] all, then by end (bpf/python.h) */
+
+	int v8_on; /* JavaScript frames read (the CFI walk is on) */
+	struct v8tab_stats v8;
+	uint64_t v8_bpf[V8_STAT_COUNT]; /* the BPF reader's counters (enum v8_stat, bpf/v8.h) */
 
 	/* The event profile types' own counters (sampler__event_counters()). */
 	struct sampler_counter event_counters[PROFILE_NTYPES][SAMPLER_MAX_COUNTERS];

@@ -253,6 +253,7 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 
 	put_u(b, s, "frames_named", j->frames_named);
 	put_u(b, s, "frames_unnamed", j->frames_unnamed);
+	put_u(b, s, "frames_runtime", j->frames_runtime);
 	put_u(b, s, "frames_over_cap", j->frames_full);
 	put_u(b, s, "perf_maps", j->perfmaps);
 	put_u(b, s, "jitdumps", j->jitdumps);
@@ -314,6 +315,39 @@ static struct json_object *python_section(struct jb *b, const struct report_data
 	put(b, s, "reads_failed", errs);
 	put_u(b, s, "code_objects_cached", ps->code_hits);
 	put_u(b, s, "code_objects_read", ps->code_misses);
+	return s;
+}
+
+/* JavaScript frames read from V8's structures (docs/node.md); null with the CFI walk off. */
+static struct json_object *v8_section(struct jb *b, const struct report_data *d)
+{
+	const struct v8tab_stats *vs = &d->v8;
+	const struct resolve_stats *rs = &d->resolve;
+	struct json_object *s = obj(b), *bpf = obj(b), *errs = obj(b);
+	char key[32];
+
+	put_u(b, s, "processes", vs->processes);
+	put_u(b, s, "processes_now", vs->live);
+	put_u(b, s, "files_unsupported", vs->unsupported);
+	put_u(b, s, "processes_failed", vs->failed);
+	put_u(b, s, "files_not_v8", vs->files_inspected);
+#define V8_STAT_KEY(n, desc) put_u(b, bpf, lower(key, sizeof(key), #n), d->v8_bpf[V8_STAT_##n]);
+	V8_STATS(V8_STAT_KEY)
+#undef V8_STAT_KEY
+	put(b, s, "bpf", bpf);
+	put_u(b, s, "samples_placed", rs->v8.merged);
+	put_u(b, s, "samples_not_placed", rs->v8.not_placed);
+	put_u(b, s, "samples_not_described", rs->v8.no_process);
+	put_u(b, s, "frames_named", rs->v8.frames_named);
+	put_u(b, s, "frames_unnamed", rs->v8.frames_unnamed);
+	put_u(b, s, "perf_map_agrees", rs->v8.perfmap_agree);
+	put_u(b, s, "perf_map_disagrees", rs->v8.perfmap_disagree);
+	for (int i = 0; i < V8PROC_ERR_COUNT; i++)
+		put_u(b, errs, lower(key, sizeof(key), v8proc__error_name((enum v8proc_error)i)),
+		      vs->naming.errors[i]);
+	put(b, s, "reads_failed", errs);
+	put_u(b, s, "functions_cached", vs->naming.hits);
+	put_u(b, s, "functions_read", vs->naming.misses);
 	return s;
 }
 
@@ -531,6 +565,10 @@ struct json_object *report__json(const struct report_data *d)
 		put(&b, root, "python", python_section(&b, d));
 	else
 		put_null(&b, root, "python");
+	if (d->v8_on)
+		put(&b, root, "v8", v8_section(&b, d));
+	else
+		put_null(&b, root, "v8");
 	if (d->links_on)
 		put(&b, root, "span_links", links_section(&b, d));
 	else

@@ -59,6 +59,17 @@ struct resolve_stats {
 		uint64_t frames_unnamed; /* ... not named (pytab_stats.name_errors says why) */
 		uint64_t frames_stale;	 /* ... of those, the code object was another by then */
 	} py;
+	/* V8 (runtime/v8/): JavaScript frames of node processes, read by bpf/v8.bpf.h. */
+	struct {
+		uint64_t merged;	 /* samples whose JavaScript frames were placed */
+		uint64_t not_placed;	 /* ... not: native frames not one per PC */
+		uint64_t no_process;	 /* the agent no longer (or not yet) names the process */
+		uint64_t frames_named;	 /* JavaScript frames named */
+		uint64_t frames_unnamed; /* ... not (v8tab_stats.naming says why): native kept */
+		/* JIT frames also named by V8's perf map (--perf-basic-prof): the two names agree,
+		 * or not (a wrong name from one of them) */
+		uint64_t perfmap_agree, perfmap_disagree;
+	} v8;
 };
 
 /* Name of the frame standing for a caller the frame-pointer walk skipped (Go, no frame yet). */
@@ -82,6 +93,13 @@ struct pytab;
  * ignored.
  */
 void resolve__set_python(struct resolve *r, struct pytab *py);
+
+struct v8tab;
+/*
+ * Names the JavaScript frames of node samples (sp_sample.v8_len, bpf/v8.h) from @v8's processes
+ * (kind FRAME_V8JS) and places them among the native frames. Borrowed; NULL: ignored.
+ */
+void resolve__set_v8(struct resolve *r, struct v8tab *v8);
 
 /*
  * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind

@@ -66,8 +66,7 @@ void samplequeue__free(struct samplequeue *q)
 /* Whether the lengths of @s fit its arrays (BPF never writes more; a bad one is kept whole). */
 static int sample_sane(const struct sp_sample *s)
 {
-	return s->kstack_len <= SP_MAX_KSTACK &&
-	       (uint32_t)s->ustack_len + 2u * s->py_len <= SP_MAX_USTACK &&
+	return s->kstack_len <= SP_MAX_KSTACK && sp_ustack_slots(s) <= SP_MAX_USTACK &&
 	       s->ctx_len <= SP_CTX_MAX && s->vmas.n <= SP_MAX_VMAS;
 }
 
@@ -75,8 +74,8 @@ size_t samplequeue__sample_bytes(const struct sp_sample *s)
 {
 	if (!sample_sane(s))
 		return sizeof(*s);
-	return KSTACK_OFF + 8u * s->kstack_len + 8u * (s->ustack_len + 2u * s->py_len) + TAIL_HDR +
-	       s->ctx_len + VMAS_HDR + sizeof(s->vmas.vma[0]) * s->vmas.n;
+	return KSTACK_OFF + 8u * s->kstack_len + 8u * sp_ustack_slots(s) + TAIL_HDR + s->ctx_len +
+	       VMAS_HDR + sizeof(s->vmas.vma[0]) * s->vmas.n;
 }
 
 static unsigned char *put(unsigned char *p, const void *src, size_t n)
@@ -87,11 +86,12 @@ static unsigned char *put(unsigned char *p, const void *src, size_t n)
 
 static void compact(const struct sp_sample *s, unsigned char *p)
 {
-	/* The lengths first (py_len is in the tail): expand() reads them before the arrays. */
+	/* The lengths first (py_len, v8_len are in the tail): expand() reads them before the
+	 * arrays. */
 	p = put(p, s, KSTACK_OFF);
 	p = put(p, &s->ctx_len, TAIL_HDR);
 	p = put(p, s->kstack, 8u * s->kstack_len);
-	p = put(p, s->ustack, 8u * (s->ustack_len + 2u * s->py_len));
+	p = put(p, s->ustack, 8u * sp_ustack_slots(s));
 	p = put(p, s->ctx, s->ctx_len);
 	p = put(p, &s->vmas, VMAS_HDR);
 	put(p, s->vmas.vma, sizeof(s->vmas.vma[0]) * s->vmas.n);
@@ -109,7 +109,7 @@ static void expand(const unsigned char *p, struct sp_sample *s)
 	p = get(s, p, KSTACK_OFF);
 	p = get(&s->ctx_len, p, TAIL_HDR);
 	p = get(s->kstack, p, 8u * s->kstack_len);
-	p = get(s->ustack, p, 8u * (s->ustack_len + 2u * s->py_len));
+	p = get(s->ustack, p, 8u * sp_ustack_slots(s));
 	p = get(s->ctx, p, s->ctx_len);
 	p = get(&s->vmas, p, VMAS_HDR);
 	get(s->vmas.vma, p, sizeof(s->vmas.vma[0]) * s->vmas.n);

@@ -7,8 +7,9 @@
  * thread that only copies keeps the ring from filling meanwhile (sampler.c).
  *
  * A sample keeps only what it uses: its header, kstack_len kernel PCs, ustack_len user PCs and
- * its Python frames (2 * py_len slots after them), ctx_len bytes of context and vmas.n file
- * identities: a few hundred bytes instead of ~6.5 KiB. Not thread-safe: the caller locks.
+ * its Python and V8 frames (2 * py_len + 3 * v8_len slots after them), ctx_len bytes of context and
+ * vmas.n file identities: a few hundred bytes instead of ~6.5 KiB. Not thread-safe: the caller
+ * locks.
  */
 #ifndef SPANPROF_SAMPLEQUEUE_H
 #define SPANPROF_SAMPLEQUEUE_H

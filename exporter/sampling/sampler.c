@@ -822,15 +822,12 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
 	return 0;
 }
 
-int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n)
+/* Sums per-CPU array @fd's first @n counters over the CPUs into @out. 0 or -ENOMEM. */
+static int percpu_sums(const struct sampler *s, int fd, uint64_t *out, uint32_t n)
 {
-	int fd = bpf_map__fd(s->skel->maps.py_stats);
-	uint64_t *vals;
+	uint64_t *vals = calloc(s->ncpus, sizeof(*vals));
 
 	memset(out, 0, n * sizeof(*out));
-	if (!s->python)
-		return -ENOTSUP;
-	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < n; k++) {
@@ -841,6 +838,29 @@ int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n)
 	}
 	free(vals);
 	return 0;
+}
+
+int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n)
+{
+	if (!s->python) {
+		memset(out, 0, n * sizeof(*out));
+		return -ENOTSUP;
+	}
+	return percpu_sums(s, bpf_map__fd(s->skel->maps.py_stats), out, n);
+}
+
+int sampler__v8_procs_fd(const struct sampler *s)
+{
+	return s->unwind ? bpf_map__fd(s->skel->maps.v8_procs) : -ENOTSUP;
+}
+
+int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n)
+{
+	if (!s->unwind) {
+		memset(out, 0, n * sizeof(*out));
+		return -ENOTSUP;
+	}
+	return percpu_sums(s, bpf_map__fd(s->skel->maps.v8_stats), out, n);
 }
 
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out)

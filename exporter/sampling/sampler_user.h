@@ -160,6 +160,14 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
  * per enum py_stop, bpf/python.h). 0, -ENOTSUP (not loaded) or -ENOMEM.
  */
 int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n);
+
+/*
+ * V8 frames (bpf/v8.bpf.h): the v8_procs map (tgid -> struct v8_desc) the agent fills
+ * (runtime/v8/v8tab.h), loaded with the CFI walk: its fd, or -ENOTSUP (unwinding off).
+ */
+int sampler__v8_procs_fd(const struct sampler *s);
+/* The first @n V8 counters (enum v8_stat, bpf/v8.h) summed over the CPUs. 0, -ENOTSUP, -ENOMEM. */
+int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*

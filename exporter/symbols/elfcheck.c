@@ -108,3 +108,26 @@ bool elfcheck__has_data(Elf *elf, const char *name)
 
 	return elfcheck__section(elf, name, &shdr) && shdr.sh_type != SHT_NOBITS && shdr.sh_size;
 }
+
+int elfcheck__read_vaddr(Elf *elf, uint64_t vaddr, void *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		if (vaddr < sh.sh_addr || vaddr + len > sh.sh_addr + sh.sh_size ||
+		    vaddr + len < vaddr)
+			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			return -ENOENT;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || vaddr - sh.sh_addr + len > data->d_size)
+			return -EINVAL;
+		memcpy(buf, (const char *)data->d_buf + (vaddr - sh.sh_addr), len);
+		return 0;
+	}
+	return -ENOENT;
+}

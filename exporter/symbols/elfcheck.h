@@ -46,6 +46,13 @@ Elf_Scn *elfcheck__section(Elf *elf, const char *name, GElf_Shdr *shdr);
 /* @elf has a section @name with bytes in the file (not SHT_NOBITS, not empty). */
 bool elfcheck__has_data(Elf *elf, const char *name);
 
+/*
+ * Copies @len bytes at link-time virtual address @vaddr of @elf from the allocated section
+ * holding them all (a variable's initial value: .data, .rodata). 0, -ENOENT (no such section,
+ * or SHT_NOBITS: zero-initialised, not in the file) or -EINVAL (section data unreadable).
+ */
+int elfcheck__read_vaddr(Elf *elf, uint64_t vaddr, void *buf, size_t len);
+
 /* A symbol table section's entries (ELF64: Elf64_Sym, gABI "Symbol Table"). */
 struct elfcheck_symtab {
 	Elf_Data *data; /* owned by libelf; NULL when the table has no data */

@@ -25,6 +25,7 @@ struct jitproc {
 	uint32_t pid, nspid;
 	uid_t euid, fsuid;
 	bool ids_read, ids_failed, hinted, java_logged;
+	bool runtime_names; /* jitproc__runtime_names() */
 	unsigned int flags;
 	uint64_t java_asked_ns; /* CLOCK_MONOTONIC of the last perf-map request, 0: none */
 	bool missed;		/* a lookup found no name since the last request */
@@ -324,6 +325,11 @@ static int find(const struct jitproc *j, uint64_t pc, struct jittab_sym *out)
 	return err;
 }
 
+void jitproc__runtime_names(struct jitproc *j)
+{
+	j->runtime_names = true;
+}
+
 int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log)
 {
 	int err;
@@ -344,6 +350,10 @@ int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE
 	if (!err) {
 		j->stats->frames_named++;
 		return 0;
+	}
+	if (j->runtime_names) {
+		j->stats->frames_runtime++;
+		return err;
 	}
 	j->stats->frames_unnamed++;
 	j->missed = true;

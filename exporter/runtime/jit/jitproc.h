@@ -42,6 +42,8 @@
 struct jitproc_stats {
 	uint64_t frames_named;	 /* JIT PCs named */
 	uint64_t frames_unnamed; /* JIT PCs no perf map or jitdump names */
+	uint64_t frames_runtime; /* ... of processes whose runtime's own reader names them instead
+				  * (jitproc__runtime_names()): not in frames_unnamed, no hint */
 	uint64_t frames_full;	 /* ... because a map reached its cap */
 	uint64_t perfmaps;	 /* processes whose perf map was read */
 	uint64_t jitdumps;	 /* jitdump files read */
@@ -91,6 +93,12 @@ int jitproc__saw_mapping(struct jitproc *j, const char *path);
  * names by address keys them with it too, since the same address may later hold other code.
  */
 int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log);
+
+/*
+ * The runtime's own structures name this process's JIT frames (V8: runtime/v8/): a lookup that
+ * finds nothing is counted in frames_runtime, and no hint says which flag would help.
+ */
+void jitproc__runtime_names(struct jitproc *j);
 
 /* The frame kind of this process's JIT code: FRAME_V8JS (node), FRAME_JVM (java), FRAME_DOTNET,
  * else FRAME_JIT. */

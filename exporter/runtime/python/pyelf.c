@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/python/pyelf.h"
+#include "symbols/elfcheck.h"
 
 struct wanted {
 	const char *name;
@@ -46,29 +47,6 @@ static int scan_symbols(Elf *elf, Elf_Scn *scn, struct wanted *w)
 		}
 	}
 	return 0;
-}
-
-/* Reads @len bytes at link-time @vaddr from the section holding them (no NOBITS). */
-static int read_vaddr(Elf *elf, uint64_t vaddr, void *buf, size_t len)
-{
-	Elf_Scn *scn = NULL;
-	Elf_Data *data;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-			continue;
-		if (vaddr < sh.sh_addr || vaddr + len > sh.sh_addr + sh.sh_size)
-			continue;
-		if (sh.sh_type == SHT_NOBITS)
-			return -ENOENT;
-		data = elf_getdata(scn, NULL);
-		if (!data || !data->d_buf || vaddr - sh.sh_addr + len > data->d_size)
-			return -EINVAL;
-		memcpy(buf, (const char *)data->d_buf + (vaddr - sh.sh_addr), len);
-		return 0;
-	}
-	return -ENOENT;
 }
 
 int pyelf__version_from_name(const char *path, unsigned int *major, unsigned int *minor)
@@ -158,7 +136,8 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 		out->has_tss_tstate = 1;
 	}
 	if (w[W_VERSION].found && w[W_VERSION].sym.st_size >= 4 &&
-	    !read_vaddr(elf, w[W_VERSION].sym.st_value, &v, sizeof(v)) && (v >> 24) == 3) {
+	    !elfcheck__read_vaddr(elf, w[W_VERSION].sym.st_value, &v, sizeof(v)) &&
+	    (v >> 24) == 3) {
 		out->version_hex = (uint32_t)v;
 		out->version_source = PYELF_VERSION_SYMBOL;
 	} else if (!pyelf__version_from_name(path, &major, &minor)) {

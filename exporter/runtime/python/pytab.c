@@ -228,19 +228,6 @@ static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct 
 	return FILE_PYTHON;
 }
 
-/* The mapping of @maps holding the file @k, or NULL. */
-static const struct procmap *find_file(const struct procmaps *maps, const struct file_key *k)
-{
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct procmap *m = &maps->maps[i];
-
-		if (m->inode == k->ino && m->dev_major == k->dev_major &&
-		    m->dev_minor == k->dev_minor)
-			return m;
-	}
-	return NULL;
-}
-
 static int describe(struct pytab *t, struct pyentry *e)
 {
 	struct py_desc d;
@@ -335,7 +322,7 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 		e = NULL;
 	}
 	/* Nothing changed: the interpreter's file is still mapped. */
-	if (e && find_file(maps, &e->file)) {
+	if (e && procmaps__find_file(maps, e->file.ino, e->file.dev_major, e->file.dev_minor)) {
 		if (!e->start_boot_ns && start_boot_ns) {
 			e->start_boot_ns = start_boot_ns;
 			if (e->described)
