@@ -9,7 +9,8 @@
  * Memory: an object has a light part, kept until symcache__free() (path,
  * build ID, PT_LOAD headers, an open descriptor), and a heavy part loaded on
  * its first lookup and unloaded again, least recently used first, when the
- * cache goes over its byte budget. Headers are read with pread (ELF_C_READ),
+ * cache goes over its byte budget; the frames it answered outlive an unload (still
+ * charged) until the budget needs their bytes too. Headers are read with pread (ELF_C_READ),
  * never by mapping the file. Symbols become a compact sorted array (address,
  * size, offset of the name in the string table); names are read with pread
  * only for symbols a lookup hits. Only DWARF is mapped (libdw wants whole
@@ -155,6 +156,7 @@ struct elf_object {
 	bool debug_pending;  /* asked debuginfod, no answer yet */
 	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
+	bool maybe_go;	    /* gopclntab__maybe() of its headers: Go's table may be in it */
 	bool loaded;
 	bool load_failed;   /* file gone: lookups answer nothing */
 	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
@@ -175,7 +177,13 @@ struct elf_object {
 	struct csym *syms;
 	size_t nsyms;
 	struct sname *names;
-	struct istr *strings; /* demangled names, source paths */
+	/*
+	 * Demangled names, source paths, and the strings of frames kept in the address cache
+	 * over an unload (elf_object__unload() with keep_answers): with addrs, the part of the
+	 * heavy part that outlives unloads, until drop_answers().
+	 */
+	struct istr *strings;
+	size_t string_bytes; /* of bytes: strings' share */
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
@@ -385,24 +393,53 @@ static void drop_go(struct elf_object *o)
 	o->go_map_len = 0;
 }
 
-/* Frees the heavy part; the object can be loaded again from its light part. */
-static void elf_object__unload(struct elf_object *o)
+/*
+ * Frees the frames answered (the address cache) and the strings they use: what an unload with
+ * keep_answers left. The object leaves the LRU list unless it is loaded.
+ */
+static void drop_answers(struct elf_object *o)
 {
-	struct symcache *c = o->cache;
-	struct sname *n, *ntmp;
 	struct istr *s, *stmp;
-	struct scope_name *sn, *sntmp;
 
-	if (!o->loaded)
-		return;
 	addr_cache__clear(o);
-	HASH_ITER (hh, o->names, n, ntmp) {
-		HASH_DEL(o->names, n);
-		free(n);
-	}
 	HASH_ITER (hh, o->strings, s, stmp) {
 		HASH_DEL(o->strings, s);
 		free(s);
+	}
+	o->bytes -= o->string_bytes;
+	o->cache->stats.bytes -= o->string_bytes;
+	o->string_bytes = 0;
+	if (!o->loaded)
+		lru_unlink(o);
+}
+
+static bool addr_cache__own_strings(struct elf_object *o);
+
+/*
+ * Frees the heavy part; the object can be loaded again from its light part. With
+ * @keep_answers, the frames already answered stay (their strings copied out of the symbol
+ * names, DWARF and Go table freed here), still charged to the budget and on the LRU list:
+ * the same addresses are answered again without a load (the file is the same, so are its
+ * answers), until make_room() needs their bytes too (drop_answers()). Without, everything goes
+ * (a better source of names arrived).
+ */
+static void elf_object__unload(struct elf_object *o, bool keep_answers)
+{
+	struct symcache *c = o->cache;
+	struct sname *n, *ntmp;
+	struct scope_name *sn, *sntmp;
+	size_t kept;
+
+	if (!o->loaded) {
+		if (!keep_answers)
+			drop_answers(o);
+		return;
+	}
+	if (!keep_answers || !o->addrs || !addr_cache__own_strings(o))
+		drop_answers(o);
+	HASH_ITER (hh, o->names, n, ntmp) {
+		HASH_DEL(o->names, n);
+		free(n);
 	}
 	HASH_ITER (hh, o->scope_names, sn, sntmp) {
 		HASH_DEL(o->scope_names, sn);
@@ -418,19 +455,21 @@ static void elf_object__unload(struct elf_object *o)
 	o->strtab_off = o->strtab_size = 0;
 	o->mini_names = false;
 	o->mini_strtab_off = o->mini_strtab_size = 0;
-	c->stats.bytes -= o->bytes;
-	o->bytes = 0;
+	kept = o->addr_bytes + o->string_bytes;
+	c->stats.bytes -= o->bytes - kept;
+	o->bytes = kept;
 	o->loaded = false;
 	o->idle_closed = o->reopen_failed = false;
 	c->stats.objects_loaded--;
-	lru_unlink(o);
+	if (!o->addrs)
+		drop_answers(o);
 }
 
 static void elf_object__free(struct elf_object *o)
 {
 	if (!o)
 		return;
-	elf_object__unload(o);
+	elf_object__unload(o, false);
 	close_fd(o->cache, &o->fd);
 	close_fd(o->cache, &o->inflated_fd);
 	close_fd(o->cache, &o->mini_fd);
@@ -502,6 +541,7 @@ static const char *intern(struct elf_object *o, const char *s)
 		return NULL;
 	}
 	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	o->string_bytes += sizeof(*e) + len + 1 + ENTRY_OVERHEAD;
 	return e->s;
 }
 
@@ -877,6 +917,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	if (err)
 		goto cleanup;
 	o->build_id = read_build_id(elf);
+	o->maybe_go = gopclntab__maybe(elf);
 	elf_end(elf);
 	elf = NULL;
 	if (o->build_id) {
@@ -1917,6 +1958,9 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
  * Unloads least recently used objects, never @keep, until @need more bytes fit
  * in the budget. Objects without DWARF go first: re-loading them reads a symbol
  * table, while DWARF costs an index walk and maybe decompressing its sections.
+ * Unloaded objects keep the frames they answered (a hot loop's addresses, asked again by
+ * every process that maps the file and after every profile reset, then need no load); those
+ * go last, least recently used first.
  */
 static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 {
@@ -1924,13 +1968,18 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 	uint64_t before = c->stats.bytes;
 	int pass;
 
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 3; pass++) {
 		for (o = c->lru_tail; o && c->stats.bytes + need > c->max_bytes; o = prev) {
 			prev = o->lru_prev;
 			if (o == keep || (!pass && o->dwarf))
 				continue;
-			elf_object__unload(o);
-			c->stats.evictions++;
+			if (pass == 2) {
+				drop_answers(o);
+				c->stats.answers_dropped++;
+			} else if (o->loaded) {
+				elf_object__unload(o, true);
+				c->stats.evictions++;
+			}
 		}
 	}
 	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
@@ -2332,7 +2381,7 @@ int symcache__pick_up_debug_files(struct symcache *c)
 		if (state != DBGFETCH_FOUND)
 			continue;
 		/* The next lookup loads it again, with the debug file: frames named anew. */
-		elf_object__unload(o);
+		elf_object__unload(o, false);
 		n++;
 	}
 	return n;
@@ -2568,7 +2617,7 @@ static void refresh_idle(struct elf_object *o)
 		c->stats.idle_reopen_errors++;
 		return;
 	}
-	elf_object__unload(o);
+	elf_object__unload(o, true);
 	c->stats.idle_reloads++;
 }
 
@@ -2670,7 +2719,7 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 
 int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr)
 {
-	if (!c || !o)
+	if (!c || !o || !o->maybe_go)
 		return 0;
 	o->last_used = now_ns();
 	if (o->idle_closed)

@@ -159,6 +159,7 @@ struct symcache_stats {
 	uint64_t fds;		 /* gauge: descriptors held */
 	uint64_t loads;		 /* object loads, re-loads after eviction included */
 	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
+	uint64_t answers_dropped; /* unloaded objects' kept frames freed to stay under it */
 	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
 	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
 	/* MiniDebugInfo (.gnu_debugdata, exporter/symbols/minidebuginfo.h). */
