@@ -107,7 +107,9 @@ struct func_range {
 };
 
 struct cu_info {
-	Dwarf_Die die;
+	Dwarf_Die die; /* valid while die_ok (of the Dwarf handle loaded now) */
+	Dwarf_Off off; /* the CU DIE's offset: die again after a re-load */
+	bool die_ok;
 	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
@@ -156,7 +158,7 @@ struct elf_object {
 	bool debug_pending;  /* asked debuginfod, no answer yet */
 	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
-	bool maybe_go;	    /* gopclntab__maybe() of its headers: Go's table may be in it */
+	bool maybe_go;	     /* gopclntab__maybe() of its headers: Go's table may be in it */
 	bool loaded;
 	bool load_failed;   /* file gone: lookups answer nothing */
 	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
@@ -164,14 +166,21 @@ struct elf_object {
 	bool reopen_failed; /* idle_closed and the file could not be re-opened */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
 	size_t bytes;	    /* accounted */
-	size_t dwarf_bytes; /* of bytes: DWARF sections, indexes and line tables */
-	int dbg_fd;	    /* debug file, while its names may be read */
-	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
-	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
-	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
-	int mini_fd;	    /* light part: its .gnu_debugdata, decoded (unlinked file) */
-	bool mini_failed;   /* .gnu_debugdata unreadable (counted once): .dynsym alone */
-	bool mini_names;    /* syms holds names from mini_fd (SYM_NAME_MINI) */
+	size_t dwarf_bytes; /* of bytes: DWARF sections, function indexes and line tables */
+	/*
+	 * Of bytes: the sorted symbols and the CU ranges (syms, cus, cu_ranges): kept over an
+	 * unload with keep_answers, so a re-load neither reads and sorts the symbol table nor
+	 * walks every CU again (most of a load's time), until drop_kept().
+	 */
+	size_t index_bytes;
+	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
+	int dbg_fd;	   /* debug file, while its names may be read */
+	int names_fd;	   /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;	   /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	int inflated_fd;   /* light part: its compressed DWARF, inflated (unlinked file) */
+	int mini_fd;	   /* light part: its .gnu_debugdata, decoded (unlinked file) */
+	bool mini_failed;  /* .gnu_debugdata unreadable (counted once): .dynsym alone */
+	bool mini_names;   /* syms holds names from mini_fd (SYM_NAME_MINI) */
 	uint64_t mini_strtab_off, mini_strtab_size;
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
@@ -280,6 +289,13 @@ static void charge(struct elf_object *o, size_t n)
 		st->bytes_peak = st->bytes;
 }
 
+/* charge() for what drop_index() frees. */
+static void charge_index(struct elf_object *o, size_t n)
+{
+	charge(o, n);
+	o->index_bytes += n;
+}
+
 /* charge() for what drop_dwarf() frees. */
 static void charge_dwarf(struct elf_object *o, size_t n)
 {
@@ -356,13 +372,13 @@ static void drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
-	for (i = 0; i < o->ncus; i++)
+	/* The CU ranges stay (drop_index()); what points into this Dwarf handle goes. */
+	for (i = 0; i < o->ncus; i++) {
 		free(o->cus[i].funcs);
-	free(o->cus);
-	free(o->cu_ranges);
-	o->cus = NULL;
-	o->cu_ranges = NULL;
-	o->ncus = o->ncu_ranges = 0;
+		o->cus[i].funcs = NULL;
+		o->cus[i].nfuncs = 0;
+		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].lines_charged = false;
+	}
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
@@ -393,10 +409,7 @@ static void drop_go(struct elf_object *o)
 	o->go_map_len = 0;
 }
 
-/*
- * Frees the frames answered (the address cache) and the strings they use: what an unload with
- * keep_answers left. The object leaves the LRU list unless it is loaded.
- */
+/* Frees the frames answered (the address cache) and the strings they use. */
 static void drop_answers(struct elf_object *o)
 {
 	struct istr *s, *stmp;
@@ -409,6 +422,38 @@ static void drop_answers(struct elf_object *o)
 	o->bytes -= o->string_bytes;
 	o->cache->stats.bytes -= o->string_bytes;
 	o->string_bytes = 0;
+}
+
+/* Frees the sorted symbols and the CU ranges (and the CUs' function indexes). */
+static void drop_index(struct elf_object *o)
+{
+	for (size_t i = 0; i < o->ncus; i++)
+		free(o->cus[i].funcs);
+	free(o->cus);
+	free(o->cu_ranges);
+	o->cus = NULL;
+	o->cu_ranges = NULL;
+	o->ncus = o->ncu_ranges = 0;
+	free(o->syms);
+	o->syms = NULL;
+	o->nsyms = 0;
+	o->names_in_dbg = false;
+	o->strtab_off = o->strtab_size = 0;
+	o->mini_names = false;
+	o->mini_strtab_off = o->mini_strtab_size = 0;
+	o->bytes -= o->index_bytes;
+	o->cache->stats.bytes -= o->index_bytes;
+	o->index_bytes = 0;
+}
+
+/*
+ * Frees what an unload with keep_answers left: the answers and the indexes. The object leaves
+ * the LRU list unless it is loaded.
+ */
+static void drop_kept(struct elf_object *o)
+{
+	drop_answers(o);
+	drop_index(o);
 	if (!o->loaded)
 		lru_unlink(o);
 }
@@ -418,10 +463,11 @@ static bool addr_cache__own_strings(struct elf_object *o);
 /*
  * Frees the heavy part; the object can be loaded again from its light part. With
  * @keep_answers, the frames already answered stay (their strings copied out of the symbol
- * names, DWARF and Go table freed here), still charged to the budget and on the LRU list:
- * the same addresses are answered again without a load (the file is the same, so are its
- * answers), until make_room() needs their bytes too (drop_answers()). Without, everything goes
- * (a better source of names arrived).
+ * names, DWARF and Go table freed here), and so do the sorted symbols and CU ranges, still
+ * charged to the budget and on the LRU list: the same addresses are answered again without a
+ * load, and a re-load for a new address skips the symbol sort and the CU walk (the file is the
+ * same, so are its answers and indexes), until make_room() needs their bytes too
+ * (drop_kept()). Without, everything goes (a better source of names arrived).
  */
 static void elf_object__unload(struct elf_object *o, bool keep_answers)
 {
@@ -432,9 +478,11 @@ static void elf_object__unload(struct elf_object *o, bool keep_answers)
 
 	if (!o->loaded) {
 		if (!keep_answers)
-			drop_answers(o);
+			drop_kept(o);
 		return;
 	}
+	if (!keep_answers)
+		drop_index(o);
 	if (!keep_answers || !o->addrs || !addr_cache__own_strings(o))
 		drop_answers(o);
 	HASH_ITER (hh, o->names, n, ntmp) {
@@ -447,22 +495,16 @@ static void elf_object__unload(struct elf_object *o, bool keep_answers)
 	}
 	drop_dwarf(o);
 	drop_go(o);
-	free(o->syms);
-	o->syms = NULL;
-	o->nsyms = 0;
 	close_fd(c, &o->dbg_fd);
 	o->names_fd = -1;
-	o->strtab_off = o->strtab_size = 0;
-	o->mini_names = false;
-	o->mini_strtab_off = o->mini_strtab_size = 0;
-	kept = o->addr_bytes + o->string_bytes;
+	kept = o->addr_bytes + o->string_bytes + o->index_bytes;
 	c->stats.bytes -= o->bytes - kept;
 	o->bytes = kept;
 	o->loaded = false;
 	o->idle_closed = o->reopen_failed = false;
 	c->stats.objects_loaded--;
-	if (!o->addrs)
-		drop_answers(o);
+	if (!kept)
+		lru_unlink(o);
 }
 
 static void elf_object__free(struct elf_object *o)
@@ -470,6 +512,7 @@ static void elf_object__free(struct elf_object *o)
 	if (!o)
 		return;
 	elf_object__unload(o, false);
+	drop_kept(o);
 	close_fd(o->cache, &o->fd);
 	close_fd(o->cache, &o->inflated_fd);
 	close_fd(o->cache, &o->mini_fd);
@@ -1341,7 +1384,7 @@ static int load_symbol_tables(struct elf_object *o, const struct symtab_src *src
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
 	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
-	charge(o, n * sizeof(struct csym));
+	charge_index(o, n * sizeof(struct csym));
 	return 0;
 }
 
@@ -1538,6 +1581,8 @@ static int index_cus(struct elf_object *o)
 		}
 		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
 		o->cus[o->ncus].die = cudie;
+		o->cus[o->ncus].off = dwarf_dieoffset(&cudie);
+		o->cus[o->ncus].die_ok = true;
 		off = 0;
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (lo >= hi)
@@ -1555,7 +1600,7 @@ static int index_cus(struct elf_object *o)
 	}
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
-	charge_dwarf(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
+	charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
 	return 0;
 }
 
@@ -1651,9 +1696,17 @@ static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
 			hi = mid;
 	}
 	/* CU ranges overlap only with odd producers (LTO); a few steps back are enough. */
-	for (i = lo; i > 0 && lo - i < 8; i--)
-		if (pc < o->cu_ranges[i - 1].hi)
-			return &o->cus[o->cu_ranges[i - 1].cu];
+	for (i = lo; i > 0 && lo - i < 8; i--) {
+		struct cu_info *cu = &o->cus[o->cu_ranges[i - 1].cu];
+
+		if (pc >= o->cu_ranges[i - 1].hi)
+			continue;
+		/* Indexed before a re-load: its DIE again, in this Dwarf handle. */
+		if (!cu->die_ok && (!o->dwarf || !dwarf_offdie(o->dwarf, cu->off, &cu->die)))
+			return NULL;
+		cu->die_ok = true;
+		return cu;
+	}
 	return NULL;
 }
 
@@ -1974,7 +2027,7 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 			if (o == keep || (!pass && o->dwarf))
 				continue;
 			if (pass == 2) {
-				drop_answers(o);
+				drop_kept(o);
 				c->stats.answers_dropped++;
 			} else if (o->loaded) {
 				elf_object__unload(o, true);
@@ -2297,6 +2350,9 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	 * in memory. Of mapped ones, only pages a lookup touched are resident.
 	 */
 	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
+	if (o->cus)
+		return;
 	if (index_cus(o)) {
 		/* Out of memory: run on symbols alone. */
 		free(o->cus);
@@ -2454,7 +2510,12 @@ static int elf_object__load(struct elf_object *o)
 	/* Room first: the peak is then the budget, not the budget plus this object. */
 	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
 
-	if (main_symtab)
+	/* Symbols kept from the last load: only where their names are read is set again. */
+	if (o->syms && o->names_in_dbg && !dbg)
+		drop_index(o); /* the debug file is gone: read what is left anew */
+	if (o->syms)
+		o->names_fd = o->names_in_dbg ? o->dbg_fd : o->fd;
+	else if (main_symtab)
 		load_symbols(o, elf, o->fd, SHT_SYMTAB);
 	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
 		/* MiniDebugInfo keeps only what .dynsym lacks: both together. */
@@ -2480,6 +2541,7 @@ static int elf_object__load(struct elf_object *o)
 		load_dwarf(o, dbg, o->dbg_fd);
 
 	load_go(o, elf, o->fd);
+	o->names_in_dbg = o->syms && o->dbg_fd >= 0 && o->names_fd == o->dbg_fd;
 
 	/* Headers read with pread are not needed past loading. */
 	elf_end(elf);
