@@ -12,7 +12,9 @@ same length, in interleaved rounds whose order rotates every round:
   * "py-spy"                py-spy record -r RATE --pid P, one instance per workload process
                             (py-spy profiles one process per instance: this is how a user covers
                             20 processes), RATE = spanprof's default rate;
-  * "py-spy --native"       the same with --native (Python and native frames mixed, as spanprof).
+  * "py-spy --native"       the same with --native (Python and native frames mixed, as spanprof);
+  * "spanprof baseline"     with --baseline BINARY: that spanprof (an older build) as "spanprof",
+                            for a before/after of the agent's own CPU in the same invocation.
 
 For each it prints the profilers' CPU time (utime+stime: over the steady-state window from
 /proc/PID/stat, and for the whole run from wait4's rusage, start-up and output writing
@@ -29,6 +31,7 @@ average is printed with the figures; nothing here fails on a figure. Needs root.
 
 Usage: python3 bench/runtime/python_agent.py [--build DIR] [--procs 20] [--threads 3]
            [--seconds 10] [--rounds 3] [--rate HZ] [--nice 10] [--no-native]
+           [--no-python-off] [--baseline BINARY]
        make bench-python-agent [BUILD=dir] [BENCH_PYTHON_AGENT_ARGS="--rounds 5"]
 """
 import argparse
@@ -247,6 +250,8 @@ def main():
     ap.add_argument("--nice", type=int, default=10, help="nice value of the workload processes")
     ap.add_argument("--rate", type=int, default=DEFAULT_RATE, help="py-spy's rate (Hz)")
     ap.add_argument("--no-native", action="store_true", help="skip py-spy --native")
+    ap.add_argument("--no-python-off", action="store_true", help="skip spanprof --no-python")
+    ap.add_argument("--baseline", help="another spanprof binary to run as 'spanprof baseline'")
     args = ap.parse_args()
     if os.geteuid():
         raise BenchError("needs root")
@@ -262,7 +267,13 @@ def main():
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
 
-    modes = [("spanprof", "sp", True), ("spanprof --no-python", "sp", False)]
+    modes = [("spanprof", "sp", True)]
+    if not args.no_python_off:
+        modes.append(("spanprof --no-python", "sp", False))
+    if args.baseline:
+        if not os.access(args.baseline, os.X_OK):
+            raise BenchError(f"--baseline {args.baseline}: not an executable")
+        modes.append(("spanprof baseline", "base", True))
     if pyspy:
         modes.append(("py-spy", "spy", False))
         if not args.no_native:
@@ -285,6 +296,8 @@ def main():
                 try:
                     if kind == "sp":
                         r = run_spanprof(args, spanprof, tmp, flag)
+                    elif kind == "base":
+                        r = run_spanprof(args, args.baseline, tmp, flag)
                     else:
                         r = run_pyspy(args, pyspy, tmp, work, flag)
                 finally:
@@ -325,7 +338,7 @@ def main():
         rss = f"{s['rss_kb'] / 1024:.1f}"
         if kind == "spy":
             rss += f" ({args.procs} x {max(r['rss_max_kb'] for r in rs) / 1024:.1f} max)"
-        bpf = (f"{s['ns_run']:.0f} | {s['ns_sample']:.0f}" if kind == "sp" else "- | -")
+        bpf = (f"{s['ns_run']:.0f} | {s['ns_sample']:.0f}" if kind != "spy" else "- | -")
         print(f"| {label} | {s['cpu_window']:.2f} | {100 * s['cpu_window'] / args.seconds:.1f} | "
               f"{s['cpu_total']:.2f} | {rss} | {s['samples']:.0f} | "
               f"{100 * s['named'] / s['samples'] if s['samples'] else 0:.0f}% | "
@@ -353,6 +366,9 @@ def main():
         if x is not None:
             print(f"    [{'PASS' if x < TARGET_CPU_RATIO else 'MISS'}] target (issue 14): under "
                   f"{TARGET_CPU_RATIO} of {other}'s CPU for the same samples (informative)")
+    ratio("spanprof", "spanprof baseline", "per_k_window", "CPU per workload sample, window")
+    ratio("spanprof", "spanprof baseline", "per_k", "CPU per workload sample, whole run")
+    ratio("spanprof", "spanprof baseline", "cpu_window", "CPU in the window")
     ratio("spanprof", "spanprof --no-python", "cpu_window", "CPU in the window")
     ratio("spanprof", "spanprof --no-python", "per_k_window", "CPU per workload sample, window")
     ratio("spanprof", "spanprof --no-python", "rss_kb", "peak RSS")
