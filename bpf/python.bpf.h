@@ -84,27 +84,33 @@ __noinline int python_tstate_global(struct py_walk *w)
 	return 0;
 }
 
+/* This CPU's buffer for the spans a step reads, or NULL. */
+static __always_inline struct pywalk_buf *python_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&py_scratch, &zero);
+}
+
 /* w->res = 1 when the thread state cached for w->tid (w->c.tstate) is still its own. */
 __noinline int python_tstate_cached_global(struct py_walk *w)
 {
-	__u32 zero = 0;
 	struct pywalk_buf *b;
 
 	if (!w)
 		return 0;
-	b = bpf_map_lookup_elem(&py_scratch, &zero);
+	b = python_scratch();
 	w->res = b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b) : 0;
 	return 0;
 }
 
 __noinline int python_frame_global(struct py_walk *w)
 {
-	__u32 zero = 0;
 	struct pywalk_buf *b;
 
 	if (!w)
 		return 0;
-	b = bpf_map_lookup_elem(&py_scratch, &zero);
+	b = python_scratch();
 	if (!b) {
 		w->res = -PY_STOP_READ_FAILED;
 		return 0;

@@ -311,6 +311,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Takes the bytes of @o's accounted part *@part (one of its *_bytes) off the budget. */
+static void uncharge(struct elf_object *o, size_t *part)
+{
+	o->bytes -= *part;
+	o->cache->stats.bytes -= *part;
+	*part = 0;
+}
+
 static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
@@ -319,9 +327,7 @@ static void addr_cache__clear(struct elf_object *o)
 		HASH_DEL(o->addrs, e);
 		free(e);
 	}
-	o->bytes -= o->addr_bytes;
-	o->cache->stats.bytes -= o->addr_bytes;
-	o->addr_bytes = 0;
+	uncharge(o, &o->addr_bytes);
 }
 
 static void lru_unlink(struct elf_object *o)
@@ -386,9 +392,7 @@ static void drop_dwarf(struct elf_object *o)
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
 	o->dwarf_fd = -1;
-	o->bytes -= o->dwarf_bytes;
-	o->cache->stats.bytes -= o->dwarf_bytes;
-	o->dwarf_bytes = 0;
+	uncharge(o, &o->dwarf_bytes);
 }
 
 /* Frees @o's Go table and its mapping (frames pointing into it: as for drop_dwarf()). */
@@ -419,9 +423,7 @@ static void drop_answers(struct elf_object *o)
 		HASH_DEL(o->strings, s);
 		free(s);
 	}
-	o->bytes -= o->string_bytes;
-	o->cache->stats.bytes -= o->string_bytes;
-	o->string_bytes = 0;
+	uncharge(o, &o->string_bytes);
 }
 
 /* Frees the sorted symbols and the CU ranges (and the CUs' function indexes). */
@@ -441,9 +443,7 @@ static void drop_index(struct elf_object *o)
 	o->strtab_off = o->strtab_size = 0;
 	o->mini_names = false;
 	o->mini_strtab_off = o->mini_strtab_size = 0;
-	o->bytes -= o->index_bytes;
-	o->cache->stats.bytes -= o->index_bytes;
-	o->index_bytes = 0;
+	uncharge(o, &o->index_bytes);
 }
 
 /*

@@ -483,6 +483,13 @@ static void b_int(struct builder *b, Metric *m, uint64_t v, const struct kv *att
 	b_point(b, m, 0, (int64_t)v, 0, attrs, n);
 }
 
+/* A metric of one point without attributes. */
+static void b_single(struct builder *b, const char *name, const char *unit, const char *desc,
+		     enum metric_kind kind, uint64_t v)
+{
+	b_int(b, b_metric(b, name, unit, desc, kind), v, NOATTR);
+}
+
 static void b_double(struct builder *b, Metric *m, double v, const struct kv *attrs, size_t n)
 {
 	b_point(b, m, 1, 0, v, attrs, n);
@@ -637,13 +644,10 @@ static void encode_python(struct builder *b, const struct selfstats *st)
 		      A(KS("outcome", "not_described"),
 			KS("reason", pytab__failure_name((enum pytab_failure)i))));
 
-	m = b_metric(b, "spanprof.python.processes.tracked", "{process}",
-		     "CPython processes described to the BPF walk now", GAUGE);
-	b_int(b, m, pt->live, NOATTR);
-
-	m = b_metric(b, "spanprof.python.files_not_cpython", "{file}",
-		     "Mapped files that looked like CPython and are not", COUNTER);
-	b_int(b, m, pt->files_inspected, NOATTR);
+	b_single(b, "spanprof.python.processes.tracked", "{process}",
+		 "CPython processes described to the BPF walk now", GAUGE, pt->live);
+	b_single(b, "spanprof.python.files_not_cpython", "{file}",
+		 "Mapped files that looked like CPython and are not", COUNTER, pt->files_inspected);
 
 	m = b_metric(b, "spanprof.python.walks", "{walk}",
 		     "Python stack walks in BPF, by why each ended (end = the outermost frame)",
@@ -715,13 +719,11 @@ static void encode_symbols_and_processes(struct builder *b, const struct selfsta
 	b_int(b, m, st->debuginfod_requests, A(KS("outcome", "requested")));
 	b_int(b, m, st->debuginfod_files, A(KS("outcome", "used")));
 
-	m = b_metric(b, "spanprof.symbol_cache.memory", "By",
-		     "Symbol tables and DWARF of profiled binaries held in memory", GAUGE);
-	b_int(b, m, st->symcache_bytes, NOATTR);
-
-	m = b_metric(b, "spanprof.processes.seen", "{process}",
-		     "Distinct processes sampled since the agent started", COUNTER);
-	b_int(b, m, st->processes_seen, NOATTR);
+	b_single(b, "spanprof.symbol_cache.memory", "By",
+		 "Symbol tables and DWARF of profiled binaries held in memory", GAUGE,
+		 st->symcache_bytes);
+	b_single(b, "spanprof.processes.seen", "{process}",
+		 "Distinct processes sampled since the agent started", COUNTER, st->processes_seen);
 
 	m = b_metric(b, "spanprof.processes.tracked", "{process}",
 		     "Processes the agent holds state for, by table", GAUGE);
