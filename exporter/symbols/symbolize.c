@@ -72,6 +72,8 @@ static __thread bool hash_oom;
 #define MAX_NAME_LEN (1 << 16)
 /* Unloading this much at once returns free heap pages to the kernel. */
 #define TRIM_BYTES (1u << 20)
+/* ... at most this often (ns): under a budget that thrashes, every load unloads megabytes. */
+#define TRIM_INTERVAL_NS 1000000000ull
 /* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
 #define MAPPED_DWARF_SHARE 4
 /*
@@ -226,6 +228,8 @@ struct symcache {
 	struct symcache_stats stats;
 	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
 	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
+	uint64_t trimmed_ns;	/* CLOCK_MONOTONIC of the last malloc_trim() */
+	uint64_t untrimmed;	/* bytes unloaded since */
 };
 
 static unsigned int default_max_fds(void)
@@ -2036,8 +2040,16 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 		}
 	}
 	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
-	if (before - c->stats.bytes >= TRIM_BYTES)
-		malloc_trim(0);
+	c->untrimmed += before - c->stats.bytes;
+	if (c->untrimmed >= TRIM_BYTES) {
+		uint64_t now = now_ns();
+
+		if (now - c->trimmed_ns >= TRIM_INTERVAL_NS) {
+			malloc_trim(0);
+			c->trimmed_ns = now;
+			c->untrimmed = 0;
+		}
+	}
 	limit_fds(c);
 }
 
