@@ -105,16 +105,14 @@ struct sname {
 
 struct func_range {
 	uint64_t lo, hi;
-	Dwarf_Die die; /* concrete DW_TAG_subprogram; valid while its CU's funcs_ok */
-	Dwarf_Off off; /* the DIE's offset: die again after a re-load */
+	Dwarf_Die die; /* concrete DW_TAG_subprogram */
 };
 
 struct cu_info {
 	Dwarf_Die die; /* valid while die_ok (of the Dwarf handle loaded now) */
 	Dwarf_Off off; /* the CU DIE's offset: die again after a re-load */
 	bool die_ok;
-	struct func_range *funcs; /* sorted by lo, built on first use; kept over re-loads */
-	bool funcs_ok;		  /* funcs' DIEs are of the Dwarf handle loaded now */
+	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
 	bool lines_charged; /* its line table (libdw keeps it until dwarf_end) is in the budget */
@@ -170,12 +168,11 @@ struct elf_object {
 	bool reopen_failed; /* idle_closed and the file could not be re-opened */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
 	size_t bytes;	    /* accounted */
-	size_t dwarf_bytes; /* of bytes: DWARF sections and line tables */
+	size_t dwarf_bytes; /* of bytes: DWARF sections, function indexes and line tables */
 	/*
-	 * Of bytes: the sorted symbols, the CU ranges and the CUs' function ranges (syms, cus,
-	 * cu_ranges, cus[].funcs): kept over an unload with keep_answers, so a re-load neither
-	 * reads and sorts the symbol table nor walks every CU or a CU's DIEs again (most of a
-	 * load's and a first lookup's time), until drop_kept().
+	 * Of bytes: the sorted symbols and the CU ranges (syms, cus, cu_ranges): kept over an
+	 * unload with keep_answers, so a re-load neither reads and sorts the symbol table nor
+	 * walks every CU again (most of a load's time), until drop_kept().
 	 */
 	size_t index_bytes;
 	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
@@ -385,9 +382,13 @@ static void drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
-	/* The CU and function ranges stay (drop_index()); DIEs of this Dwarf handle go. */
-	for (i = 0; i < o->ncus; i++)
-		o->cus[i].die_ok = o->cus[i].funcs_ok = o->cus[i].lines_charged = false;
+	/* The CU ranges stay (drop_index()); what points into this Dwarf handle goes. */
+	for (i = 0; i < o->ncus; i++) {
+		free(o->cus[i].funcs);
+		o->cus[i].funcs = NULL;
+		o->cus[i].nfuncs = 0;
+		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].lines_charged = false;
+	}
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
@@ -1623,7 +1624,7 @@ static int add_func(struct cu_info *cu, size_t *cap, Dwarf_Die *die)
 				return -ENOMEM;
 			cu->funcs = p;
 		}
-		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die, dwarf_dieoffset(die)};
+		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die};
 	}
 	return 0;
 }
@@ -1658,25 +1659,15 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 	size_t lo = 0, hi, mid, cap = 0;
 	struct func_range *f;
 
-	/* Indexed before a re-load: each function's DIE again, by offset, in this handle. */
-	if (cu->indexed && !cu->funcs_ok) {
-		for (size_t i = 0; i < cu->nfuncs; i++) {
-			if (!dwarf_offdie(o->dwarf, cu->funcs[i].off, &cu->funcs[i].die)) {
-				cu->nfuncs = 0; /* cannot happen with the same file: none then */
-				break;
-			}
-		}
-		cu->funcs_ok = true;
-	}
 	if (!cu->indexed) {
-		cu->indexed = cu->funcs_ok = true;
+		cu->indexed = true;
 		if (index_funcs_in(cu, &cap, &cu->die, 0)) {
 			free(cu->funcs);
 			cu->funcs = NULL;
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
-			charge_index(o, cap * sizeof(*cu->funcs));
+			charge_dwarf(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
