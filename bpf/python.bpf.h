@@ -36,6 +36,19 @@ struct {
 	__type(value, __u64);
 } py_stats SEC(".maps");
 
+/*
+ * Each thread's thread state found by the last search (kernel TID -> PyThreadState address):
+ * checked at the next sample (pywalk__tstate_check(), two reads) instead of searched again (two
+ * reads to start, two per thread state passed). A stale entry (the state freed, the TID reused,
+ * another process) fails the check and is searched again; LRU: no clean-up needed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_threads SEC(".maps");
+
 /* Where a frame step copies a frame's and a code object's bytes (too big for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -71,14 +84,33 @@ __noinline int python_tstate_global(struct py_walk *w)
 	return 0;
 }
 
-__noinline int python_frame_global(struct py_walk *w)
+/* This CPU's buffer for the spans a step reads, or NULL. */
+static __always_inline struct pywalk_buf *python_scratch(void)
 {
 	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&py_scratch, &zero);
+}
+
+/* w->res = 1 when the thread state cached for w->tid (w->c.tstate) is still its own. */
+__noinline int python_tstate_cached_global(struct py_walk *w)
+{
 	struct pywalk_buf *b;
 
 	if (!w)
 		return 0;
-	b = bpf_map_lookup_elem(&py_scratch, &zero);
+	b = python_scratch();
+	w->res = b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b) : 0;
+	return 0;
+}
+
+__noinline int python_frame_global(struct py_walk *w)
+{
+	struct pywalk_buf *b;
+
+	if (!w)
+		return 0;
+	b = python_scratch();
 	if (!b) {
 		w->res = -PY_STOP_READ_FAILED;
 		return 0;
@@ -145,8 +177,9 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	struct py_loop l = {};
 	struct py_walk *w = &l.w;
 	const struct py_desc *d;
-	__u32 pid = s->pid;
-	int res;
+	__u32 pid = s->pid, tid = s->tid;
+	__u64 *cached;
+	int res = 1;
 
 	if (!python_enabled)
 		return;
@@ -158,13 +191,24 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
 	w->d = *d;
 	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
-	w->tid = s->tid;
-	res = pywalk__tstate_begin(NULL, &w->d, &w->c);
-	if (!res) {
+	w->tid = tid;
+	/* The thread state of this thread's last sample, if still its own: no search. */
+	cached = bpf_map_lookup_elem(&py_threads, &tid);
+	if (cached && *cached) {
+		w->c.tstate = *cached;
+		python_tstate_cached_global(w);
+		if (w->res == 1)
+			res = 0;
+	}
+	if (res)
+		res = pywalk__tstate_begin(NULL, &w->d, &w->c);
+	if (res == 0 && w->res != 1) {
 		w->res = 0;
 		/* One thread state per iteration, over every interpreter's list. */
 		bpf_loop(PY_MAX_THREAD_STEPS, python_tstate_cb, &l, 0);
 		res = w->res < 0 ? w->res : w->res == 0 ? -PY_STOP_TOO_MANY_THREADS : 0;
+		if (!res)
+			bpf_map_update_elem(&py_threads, &tid, &w->c.tstate, BPF_ANY);
 	}
 	if (!res)
 		res = pywalk__first_frame(NULL, &w->d, w->c.tstate, &w->frame);

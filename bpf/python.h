@@ -74,7 +74,9 @@ struct py_desc {
 	__u8 owner_generator, owner_cstack;
 	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_name, its str's cached
 	 * hash (PyASCIIObject.hash), co_firstlineno. */
-	__u16 code_name, unicode_hash, code_firstlineno, pad[3];
+	__u16 code_name, unicode_hash, code_firstlineno;
+	/* PyThreadState .prev and .interp: a cached thread state is checked to be in its list. */
+	__u16 tstate_prev, tstate_interp, pad;
 };
 
 _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");

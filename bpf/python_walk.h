@@ -145,6 +145,47 @@ static __always_inline int pywalk__field(void *rctx, const __u8 *buf, __u32 size
 	return PYWALK_READ_USER(rctx, v, base + off) ? -1 : 0;
 }
 
+/*
+ * Whether @tstate, the thread state this thread had at an earlier sample, is still its own: 1
+ * when it is in its interpreter's list of thread states (its neighbour points back at it, or,
+ * alone, the interpreter's list starts with it) and its thread id is the sampled thread's
+ * (@fsbase, or @tid from 3.11 on); else 0 (freed, or another thread's since: search again).
+ * One read of the state's first bytes (@b->code as the buffer) and one of its neighbour's: a
+ * freed state fails both, its list links being the allocator's by then.
+ */
+static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc *d, __u64 tstate,
+						__u64 fsbase, __u32 tid, struct pywalk_buf *b)
+{
+	__u32 id_off = d->has_native_thread_id ? d->tstate_native_thread_id : d->tstate_thread_id;
+	__u64 id = 0, prev = 0, next = 0, interp = 0, back = 0;
+	__u32 span;
+
+	if (!tstate)
+		return 0;
+	span = pywalk__max(pywalk__max(d->tstate_prev, d->tstate_next),
+			   pywalk__max(d->tstate_interp, id_off)) +
+	       8;
+	if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, tstate, span) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, id_off, &id))
+		return 0;
+	if (id != (d->has_native_thread_id ? (__u64)tid : fsbase))
+		return 0;
+	if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_prev, &prev) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_next, &next) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_interp, &interp))
+		return 0;
+	if (prev) {
+		if (PYWALK_READ_USER(rctx, &back, prev + d->tstate_next))
+			return 0;
+	} else if (next) {
+		if (PYWALK_READ_USER(rctx, &back, next + d->tstate_prev))
+			return 0;
+	} else if (!interp || PYWALK_READ_USER(rctx, &back, interp + d->interp_threads_head)) {
+		return 0;
+	}
+	return back == tstate;
+}
+
 /* The innermost frame of thread state @tstate into *@frame (0: no Python frame). */
 static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc *d, __u64 tstate,
 					       __u64 *frame)

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, as_nobody, free_port, read_stats, summary_numbers, wait_listening
 
 # What every --self-metrics request carries whatever the machine does (docs/self-telemetry.md).
@@ -213,6 +215,70 @@ def test_self_metrics_reach_the_collector(spanprof, workload, procs, tmp_path, o
     assert int(hist["count"]) == sum(int(c) for c in hist["bucketCounts"]) > 0
     assert len(hist["bucketCounts"]) == len(hist["explicitBounds"]) + 1
     assert value(metrics, "spanprof.processes.seen") >= 1
+
+
+PY_SPIN = "def spin():\n    while True:\n        sum(range(100))\n\nspin()\n"
+
+
+def test_python_counters_reach_the_collector(spanprof, procs, tmp_path, otelcol):
+    """The python section of --stats-json (docs/stats-json.md) as self-metrics: a CPU-bound
+    CPython process profiled; the last request's spanprof.python.* series hold the closing
+    figures, each sample and frame in one series."""
+    exe = os.environ.get("SPANPROF_TEST_PYTHON") or next(
+        (p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if os.access(p, os.X_OK)), None)
+    if not exe:
+        pytest.skip("no /usr/bin/python3 to profile")
+    port = free_port()
+    out_file = tmp_path / "profiles.jsonl"
+    metrics_file = Path(str(out_file) + ".metrics")
+    col = start_otelcol(procs, otelcol, port, out_file)
+    py = procs.start(exe, "-c", PY_SPIN)
+    agent = procs.start(spanprof, "record", "--endpoint", f"127.0.0.1:{port}", "--self-metrics",
+                        "--stats-interval", "2", "--duration", "6", "--export-interval", "2",
+                        "--pid", py.pid, "--frequency", "99", "--quiet", "--stats-json",
+                        tmp_path / "stats.json", stderr=subprocess.PIPE, text=True)
+    _, err = agent.communicate(timeout=120)
+    assert agent.returncode == 0, err
+    stats = read_stats(tmp_path / "stats.json")
+    pys = stats["python"]
+    assert pys is not None and pys["walks"] > 0 and pys["samples_placed"] > 0, (pys, err)
+    # The stats line of the python group, every interval.
+    line = [kv for g, kv in stats_lines(err) if g == "python"]
+    assert line and int(line[-1]["walks"]) > 0, err
+
+    time.sleep(0.5)
+    col.terminate()
+    col.wait(timeout=30)
+    reqs = [json.loads(line) for line in metrics_file.read_text().splitlines()]
+    metrics = {m["name"]: m for m in reqs[-1]["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]}
+    for reason, n in pys["walks_ended"].items():
+        assert value(metrics, "spanprof.python.walks", reason=reason) == n, reason
+    _, walks = points(metrics["spanprof.python.walks"])
+    assert sum(v for _, v, _ in walks) == pys["walks"]
+    assert value(metrics, "spanprof.python.processes", outcome="described") == pys["processes"] >= 1
+    for reason, n in pys["processes_not_described"].items():
+        assert value(metrics, "spanprof.python.processes", outcome="not_described",
+                     reason=reason) == n
+    assert value(metrics, "spanprof.python.processes.tracked") == pys["processes_now"]
+    assert value(metrics, "spanprof.python.files_not_cpython") == pys["files_not_cpython"]
+    placed = value(metrics, "spanprof.python.samples", outcome="placed")
+    cut = value(metrics, "spanprof.python.samples", outcome="placed_cut")
+    assert placed + cut == pys["samples_placed"] and cut == pys["samples_cut"]
+    assert value(metrics, "spanprof.python.samples", outcome="not_placed") == \
+        pys["samples_not_placed"]
+    assert value(metrics, "spanprof.python.samples", outcome="dropped") == pys["samples_dropped"]
+    assert value(metrics, "spanprof.python.samples", outcome="process_not_described") == \
+        pys["samples_not_described"]
+    assert value(metrics, "spanprof.python.frames", outcome="named") == pys["frames_named"] > 0
+    assert value(metrics, "spanprof.python.frames", outcome="unnamed") + \
+        value(metrics, "spanprof.python.frames", outcome="stale") == pys["frames_unnamed"]
+    assert value(metrics, "spanprof.python.frames", outcome="stale") == pys["frames_stale"]
+    for reason, n in pys["reads_failed"].items():
+        assert value(metrics, "spanprof.python.read_errors", reason=reason) == n
+    assert value(metrics, "spanprof.python.code_objects", source="cache") == \
+        pys["code_objects_cached"]
+    assert value(metrics, "spanprof.python.code_objects", source="read") == \
+        pys["code_objects_read"] > 0
 
 
 def test_default_run_listens_nowhere_and_logs_stats(spanprof, workload, procs, tmp_path):

@@ -33,3 +33,16 @@ bench: bench-python-agent
 
 bench-python-agent: $(BUILD)/spanprof
 	$(Q)python3 bench/runtime/python_agent.py --build $(BUILD) $(BENCH_PYTHON_AGENT_ARGS)
+
+# The Python walk against the native CFI walk of the same depth (issue 14's target), measured
+# the same way in one invocation (bench/runtime/python_vs_cfi.py). Needs root and bpftool.
+#   make bench-python-cfi [BUILD=dir] [PY_BENCH_PYTHON=path] [BENCH_PYTHON_CFI_ARGS="--depths 10,50"]
+
+BENCH_PYTHON_CFI_ARGS ?=
+
+.PHONY: bench-python-cfi
+bench: bench-python-cfi
+
+bench-python-cfi: $(BUILD)/spanprof
+	$(Q)python3 bench/runtime/python_vs_cfi.py --build $(BUILD) --python $(PY_BENCH_PYTHON) \
+		$(BENCH_PYTHON_CFI_ARGS)

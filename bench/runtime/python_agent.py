@@ -12,7 +12,9 @@ same length, in interleaved rounds whose order rotates every round:
   * "py-spy"                py-spy record -r RATE --pid P, one instance per workload process
                             (py-spy profiles one process per instance: this is how a user covers
                             20 processes), RATE = spanprof's default rate;
-  * "py-spy --native"       the same with --native (Python and native frames mixed, as spanprof).
+  * "py-spy --native"       the same with --native (Python and native frames mixed, as spanprof);
+  * "spanprof baseline"     with --baseline BINARY: that spanprof (an older build) as "spanprof",
+                            for a before/after of the agent's own CPU in the same invocation.
 
 For each it prints the profilers' CPU time (utime+stime: over the steady-state window from
 /proc/PID/stat, and for the whole run from wait4's rusage, start-up and output writing
@@ -29,6 +31,7 @@ average is printed with the figures; nothing here fails on a figure. Needs root.
 
 Usage: python3 bench/runtime/python_agent.py [--build DIR] [--procs 20] [--threads 3]
            [--seconds 10] [--rounds 3] [--rate HZ] [--nice 10] [--no-native]
+           [--no-python-off] [--baseline BINARY]
        make bench-python-agent [BUILD=dir] [BENCH_PYTHON_AGENT_ARGS="--rounds 5"]
 """
 import argparse
@@ -152,10 +155,26 @@ def run_spanprof(args, spanprof, tmp, python_on):
         c0, a = ticks([agent.pid]), ub.snapshot(prog_id, map_id)
         time.sleep(args.seconds)
         c1, b = ticks([agent.pid]), ub.snapshot(prog_id, map_id)
-        ru = stop_reap(agent)
+        try:
+            ru = stop_reap(agent, args.stop_timeout)
+        except BenchError as e:
+            # Killed: no outputs; the window's figures stand (per host sample, below).
+            log(f"warning: {e}")
+            ru = None
     finally:
         if agent.poll() is None:
             benchproc.stop(agent)
+    d = lambda k: b["stats"].get(k, 0) - a["stats"].get(k, 0)  # noqa: E731
+    recorded = d(ub.ST_SAMPLES)
+    run_ns = b["run_time_ns"] - a["run_time_ns"]
+    runs = b["run_cnt"] - a["run_cnt"]
+    if ru is None:
+        nan = float("nan")
+        return {"cpu_window": c1 - c0, "cpu_total": nan, "rss_kb": nan, "rss_max_kb": nan,
+                "samples": nan, "samples_window": nan, "named": nan,
+                "ns_run": run_ns / runs if runs else nan,
+                "ns_sample": run_ns / recorded if recorded else nan, "host_samples": recorded,
+                "killed": 1}
     if agent.returncode:
         raise BenchError(f"spanprof exited {agent.returncode}: "
                          + (tmp / "stderr").read_text()[-2000:])
@@ -167,10 +186,6 @@ def run_spanprof(args, spanprof, tmp, python_on):
             continue
         samples += int(n)
         named += int(n) * (f";{COMM}." in stack)  # a Python frame: module.qualname
-    d = lambda k: b["stats"].get(k, 0) - a["stats"].get(k, 0)  # noqa: E731
-    recorded = d(ub.ST_SAMPLES)
-    run_ns = b["run_time_ns"] - a["run_time_ns"]
-    runs = b["run_cnt"] - a["run_cnt"]
     # The window's workload samples: those the sampler recorded in it (stats map), at the
     # workload's share of the whole run's stacks.
     return {"cpu_window": c1 - c0, "cpu_total": ru.ru_utime + ru.ru_stime,
@@ -178,7 +193,7 @@ def run_spanprof(args, spanprof, tmp, python_on):
             "samples_window": recorded * samples / every if every else 0,
             "named": named, "ns_run": run_ns / runs if runs else float("nan"),
             "ns_sample": run_ns / recorded if recorded else float("nan"),
-            "host_samples": recorded}
+            "host_samples": recorded, "killed": 0}
 
 
 def run_pyspy(args, pyspy, tmp, work, native):
@@ -231,6 +246,11 @@ def per_k(r):
     return 1e6 * r["cpu_total"] / r["samples"] if r["samples"] else float("nan")
 
 
+def per_k_host(r):
+    """spanprof: CPU ms per 1000 samples it recorded in the window (every process of the host)."""
+    return 1e6 * r["cpu_window"] / r["host_samples"] if r["host_samples"] else float("nan")
+
+
 def per_k_window(r):
     """The same over the steady-state window."""
     return 1e6 * r["cpu_window"] / r["samples_window"] if r["samples_window"] else float("nan")
@@ -247,6 +267,11 @@ def main():
     ap.add_argument("--nice", type=int, default=10, help="nice value of the workload processes")
     ap.add_argument("--rate", type=int, default=DEFAULT_RATE, help="py-spy's rate (Hz)")
     ap.add_argument("--no-native", action="store_true", help="skip py-spy --native")
+    ap.add_argument("--no-python-off", action="store_true", help="skip spanprof --no-python")
+    ap.add_argument("--baseline", help="another spanprof binary to run as 'spanprof baseline'")
+    ap.add_argument("--stop-timeout", type=float, default=300,
+                    help="seconds a profiler gets to exit after SIGINT (spanprof: then killed, "
+                    "its window figures kept)")
     args = ap.parse_args()
     if os.geteuid():
         raise BenchError("needs root")
@@ -262,7 +287,13 @@ def main():
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
 
-    modes = [("spanprof", "sp", True), ("spanprof --no-python", "sp", False)]
+    modes = [("spanprof", "sp", True)]
+    if not args.no_python_off:
+        modes.append(("spanprof --no-python", "sp", False))
+    if args.baseline:
+        if not os.access(args.baseline, os.X_OK):
+            raise BenchError(f"--baseline {args.baseline}: not an executable")
+        modes.append(("spanprof baseline", "base", True))
     if pyspy:
         modes.append(("py-spy", "spy", False))
         if not args.no_native:
@@ -285,6 +316,8 @@ def main():
                 try:
                     if kind == "sp":
                         r = run_spanprof(args, spanprof, tmp, flag)
+                    elif kind == "base":
+                        r = run_spanprof(args, args.baseline, tmp, flag)
                     else:
                         r = run_pyspy(args, pyspy, tmp, work, flag)
                 finally:
@@ -311,9 +344,9 @@ def main():
           f"whole host, py-spy -r {args.rate} per process, {args.procs} instances; medians\n")
     hdr = ("| mode | CPU s, window | % of a core | CPU s, whole run | peak RSS MB | workload "
            "samples | with a Python frame | CPU ms / 1000 samples: window | whole run | BPF ns/run "
-           "| BPF ns/sample |")
+           "| BPF ns/sample | CPU ms / 1000 host samples: window |")
     print(hdr)
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     summary = {}
     for label, kind, _ in modes:
         rs = results[label]
@@ -321,11 +354,15 @@ def main():
                                      "ns_run", "ns_sample")}
         s["per_k"] = statistics.median(per_k(r) for r in rs)
         s["per_k_window"] = statistics.median(per_k_window(r) for r in rs)
+        s["per_k_host"] = statistics.median(per_k_host(r) for r in rs)
         summary[label] = s
         rss = f"{s['rss_kb'] / 1024:.1f}"
         if kind == "spy":
             rss += f" ({args.procs} x {max(r['rss_max_kb'] for r in rs) / 1024:.1f} max)"
-        bpf = (f"{s['ns_run']:.0f} | {s['ns_sample']:.0f}" if kind == "sp" else "- | -")
+        bpf = (f"{s['ns_run']:.0f} | {s['ns_sample']:.0f} | {s['per_k_host']:.0f}"
+               + (f" ({sum(r['killed'] for r in rs)} killed at --stop-timeout)"
+                  if sum(r['killed'] for r in rs) else "")
+               if kind != "spy" else "- | - | -")
         print(f"| {label} | {s['cpu_window']:.2f} | {100 * s['cpu_window'] / args.seconds:.1f} | "
               f"{s['cpu_total']:.2f} | {rss} | {s['samples']:.0f} | "
               f"{100 * s['named'] / s['samples'] if s['samples'] else 0:.0f}% | "
@@ -334,6 +371,7 @@ def main():
           "workload samples (spanprof: recorded in it x the workload's share of the run's "
           "stacks; py-spy: its run's samples x window / run length); whole run = wait4 rusage "
           "(start-up and output writing included) / all workload samples; "
+          "per host sample = CPU in the window / every sample recorded in it (spanprof); "
           "BPF ns/run = on_cpu_sample run_time_ns / run_cnt in the window (every CPU tick of the "
           "host), ns/sample = run time / samples recorded (idle ticks included in the time)")
     print("ratios (medians):")
@@ -353,6 +391,10 @@ def main():
         if x is not None:
             print(f"    [{'PASS' if x < TARGET_CPU_RATIO else 'MISS'}] target (issue 14): under "
                   f"{TARGET_CPU_RATIO} of {other}'s CPU for the same samples (informative)")
+    ratio("spanprof", "spanprof baseline", "per_k_host", "CPU per host sample, window")
+    ratio("spanprof", "spanprof baseline", "per_k_window", "CPU per workload sample, window")
+    ratio("spanprof", "spanprof baseline", "per_k", "CPU per workload sample, whole run")
+    ratio("spanprof", "spanprof baseline", "cpu_window", "CPU in the window")
     ratio("spanprof", "spanprof --no-python", "cpu_window", "CPU in the window")
     ratio("spanprof", "spanprof --no-python", "per_k_window", "CPU per workload sample, window")
     ratio("spanprof", "spanprof --no-python", "rss_kb", "peak RSS")

@@ -642,6 +642,7 @@ static void self_telemetry(struct recorder *r, struct sampler *s, const struct s
 	    .syms = syms,
 	    .unwinder = r->unwinder,
 	    .links = r->in.links,
+	    .python = r->python,
 	    .profiles = r->exporter,
 	    .metrics = r->metrics,
 	    .samples = r->samples,

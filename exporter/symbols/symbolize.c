@@ -9,7 +9,8 @@
  * Memory: an object has a light part, kept until symcache__free() (path,
  * build ID, PT_LOAD headers, an open descriptor), and a heavy part loaded on
  * its first lookup and unloaded again, least recently used first, when the
- * cache goes over its byte budget. Headers are read with pread (ELF_C_READ),
+ * cache goes over its byte budget; the frames it answered outlive an unload (still
+ * charged) until the budget needs their bytes too. Headers are read with pread (ELF_C_READ),
  * never by mapping the file. Symbols become a compact sorted array (address,
  * size, offset of the name in the string table); names are read with pread
  * only for symbols a lookup hits. Only DWARF is mapped (libdw wants whole
@@ -71,6 +72,8 @@ static __thread bool hash_oom;
 #define MAX_NAME_LEN (1 << 16)
 /* Unloading this much at once returns free heap pages to the kernel. */
 #define TRIM_BYTES (1u << 20)
+/* ... at most this often (ns): under a budget that thrashes, every load unloads megabytes. */
+#define TRIM_INTERVAL_NS 1000000000ull
 /* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
 #define MAPPED_DWARF_SHARE 4
 /*
@@ -106,7 +109,9 @@ struct func_range {
 };
 
 struct cu_info {
-	Dwarf_Die die;
+	Dwarf_Die die; /* valid while die_ok (of the Dwarf handle loaded now) */
+	Dwarf_Off off; /* the CU DIE's offset: die again after a re-load */
+	bool die_ok;
 	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
@@ -155,6 +160,7 @@ struct elf_object {
 	bool debug_pending;  /* asked debuginfod, no answer yet */
 	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
+	bool maybe_go;	     /* gopclntab__maybe() of its headers: Go's table may be in it */
 	bool loaded;
 	bool load_failed;   /* file gone: lookups answer nothing */
 	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
@@ -162,20 +168,33 @@ struct elf_object {
 	bool reopen_failed; /* idle_closed and the file could not be re-opened */
 	/* Heavy part: built by elf_object__load(), freed by elf_object__unload(). */
 	size_t bytes;	    /* accounted */
-	size_t dwarf_bytes; /* of bytes: DWARF sections, indexes and line tables */
-	int dbg_fd;	    /* debug file, while its names may be read */
-	int names_fd;	    /* o->fd or dbg_fd: file holding strtab */
-	int dwarf_fd;	    /* o->fd or dbg_fd when dwarf_elf reads with pread */
-	int inflated_fd;    /* light part: its compressed DWARF, inflated (unlinked file) */
-	int mini_fd;	    /* light part: its .gnu_debugdata, decoded (unlinked file) */
-	bool mini_failed;   /* .gnu_debugdata unreadable (counted once): .dynsym alone */
-	bool mini_names;    /* syms holds names from mini_fd (SYM_NAME_MINI) */
+	size_t dwarf_bytes; /* of bytes: DWARF sections, function indexes and line tables */
+	/*
+	 * Of bytes: the sorted symbols and the CU ranges (syms, cus, cu_ranges): kept over an
+	 * unload with keep_answers, so a re-load neither reads and sorts the symbol table nor
+	 * walks every CU again (most of a load's time), until drop_kept().
+	 */
+	size_t index_bytes;
+	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
+	int dbg_fd;	   /* debug file, while its names may be read */
+	int names_fd;	   /* o->fd or dbg_fd: file holding strtab */
+	int dwarf_fd;	   /* o->fd or dbg_fd when dwarf_elf reads with pread */
+	int inflated_fd;   /* light part: its compressed DWARF, inflated (unlinked file) */
+	int mini_fd;	   /* light part: its .gnu_debugdata, decoded (unlinked file) */
+	bool mini_failed;  /* .gnu_debugdata unreadable (counted once): .dynsym alone */
+	bool mini_names;   /* syms holds names from mini_fd (SYM_NAME_MINI) */
 	uint64_t mini_strtab_off, mini_strtab_size;
 	uint64_t strtab_off, strtab_size;
 	struct csym *syms;
 	size_t nsyms;
 	struct sname *names;
-	struct istr *strings; /* demangled names, source paths */
+	/*
+	 * Demangled names, source paths, and the strings of frames kept in the address cache
+	 * over an unload (elf_object__unload() with keep_answers): with addrs, the part of the
+	 * heavy part that outlives unloads, until drop_answers().
+	 */
+	struct istr *strings;
+	size_t string_bytes; /* of bytes: strings' share */
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
@@ -209,6 +228,8 @@ struct symcache {
 	struct symcache_stats stats;
 	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
 	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
+	uint64_t trimmed_ns;	/* CLOCK_MONOTONIC of the last malloc_trim() */
+	uint64_t untrimmed;	/* bytes unloaded since */
 };
 
 static unsigned int default_max_fds(void)
@@ -272,6 +293,13 @@ static void charge(struct elf_object *o, size_t n)
 		st->bytes_peak = st->bytes;
 }
 
+/* charge() for what drop_index() frees. */
+static void charge_index(struct elf_object *o, size_t n)
+{
+	charge(o, n);
+	o->index_bytes += n;
+}
+
 /* charge() for what drop_dwarf() frees. */
 static void charge_dwarf(struct elf_object *o, size_t n)
 {
@@ -287,6 +315,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Takes the bytes of @o's accounted part *@part (one of its *_bytes) off the budget. */
+static void uncharge(struct elf_object *o, size_t *part)
+{
+	o->bytes -= *part;
+	o->cache->stats.bytes -= *part;
+	*part = 0;
+}
+
 static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
@@ -295,9 +331,7 @@ static void addr_cache__clear(struct elf_object *o)
 		HASH_DEL(o->addrs, e);
 		free(e);
 	}
-	o->bytes -= o->addr_bytes;
-	o->cache->stats.bytes -= o->addr_bytes;
-	o->addr_bytes = 0;
+	uncharge(o, &o->addr_bytes);
 }
 
 static void lru_unlink(struct elf_object *o)
@@ -348,13 +382,13 @@ static void drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
-	for (i = 0; i < o->ncus; i++)
+	/* The CU ranges stay (drop_index()); what points into this Dwarf handle goes. */
+	for (i = 0; i < o->ncus; i++) {
 		free(o->cus[i].funcs);
-	free(o->cus);
-	free(o->cu_ranges);
-	o->cus = NULL;
-	o->cu_ranges = NULL;
-	o->ncus = o->ncu_ranges = 0;
+		o->cus[i].funcs = NULL;
+		o->cus[i].nfuncs = 0;
+		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].lines_charged = false;
+	}
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
@@ -362,9 +396,7 @@ static void drop_dwarf(struct elf_object *o)
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
 	o->dwarf_fd = -1;
-	o->bytes -= o->dwarf_bytes;
-	o->cache->stats.bytes -= o->dwarf_bytes;
-	o->dwarf_bytes = 0;
+	uncharge(o, &o->dwarf_bytes);
 }
 
 /* Frees @o's Go table and its mapping (frames pointing into it: as for drop_dwarf()). */
@@ -385,24 +417,81 @@ static void drop_go(struct elf_object *o)
 	o->go_map_len = 0;
 }
 
-/* Frees the heavy part; the object can be loaded again from its light part. */
-static void elf_object__unload(struct elf_object *o)
+/* Frees the frames answered (the address cache) and the strings they use. */
+static void drop_answers(struct elf_object *o)
 {
-	struct symcache *c = o->cache;
-	struct sname *n, *ntmp;
 	struct istr *s, *stmp;
-	struct scope_name *sn, *sntmp;
 
-	if (!o->loaded)
-		return;
 	addr_cache__clear(o);
-	HASH_ITER (hh, o->names, n, ntmp) {
-		HASH_DEL(o->names, n);
-		free(n);
-	}
 	HASH_ITER (hh, o->strings, s, stmp) {
 		HASH_DEL(o->strings, s);
 		free(s);
+	}
+	uncharge(o, &o->string_bytes);
+}
+
+/* Frees the sorted symbols and the CU ranges (and the CUs' function indexes). */
+static void drop_index(struct elf_object *o)
+{
+	for (size_t i = 0; i < o->ncus; i++)
+		free(o->cus[i].funcs);
+	free(o->cus);
+	free(o->cu_ranges);
+	o->cus = NULL;
+	o->cu_ranges = NULL;
+	o->ncus = o->ncu_ranges = 0;
+	free(o->syms);
+	o->syms = NULL;
+	o->nsyms = 0;
+	o->names_in_dbg = false;
+	o->strtab_off = o->strtab_size = 0;
+	o->mini_names = false;
+	o->mini_strtab_off = o->mini_strtab_size = 0;
+	uncharge(o, &o->index_bytes);
+}
+
+/*
+ * Frees what an unload with keep_answers left: the answers and the indexes. The object leaves
+ * the LRU list unless it is loaded.
+ */
+static void drop_kept(struct elf_object *o)
+{
+	drop_answers(o);
+	drop_index(o);
+	if (!o->loaded)
+		lru_unlink(o);
+}
+
+static bool addr_cache__own_strings(struct elf_object *o);
+
+/*
+ * Frees the heavy part; the object can be loaded again from its light part. With
+ * @keep_answers, the frames already answered stay (their strings copied out of the symbol
+ * names, DWARF and Go table freed here), and so do the sorted symbols and CU ranges, still
+ * charged to the budget and on the LRU list: the same addresses are answered again without a
+ * load, and a re-load for a new address skips the symbol sort and the CU walk (the file is the
+ * same, so are its answers and indexes), until make_room() needs their bytes too
+ * (drop_kept()). Without, everything goes (a better source of names arrived).
+ */
+static void elf_object__unload(struct elf_object *o, bool keep_answers)
+{
+	struct symcache *c = o->cache;
+	struct sname *n, *ntmp;
+	struct scope_name *sn, *sntmp;
+	size_t kept;
+
+	if (!o->loaded) {
+		if (!keep_answers)
+			drop_kept(o);
+		return;
+	}
+	if (!keep_answers)
+		drop_index(o);
+	if (!keep_answers || !o->addrs || !addr_cache__own_strings(o))
+		drop_answers(o);
+	HASH_ITER (hh, o->names, n, ntmp) {
+		HASH_DEL(o->names, n);
+		free(n);
 	}
 	HASH_ITER (hh, o->scope_names, sn, sntmp) {
 		HASH_DEL(o->scope_names, sn);
@@ -410,27 +499,24 @@ static void elf_object__unload(struct elf_object *o)
 	}
 	drop_dwarf(o);
 	drop_go(o);
-	free(o->syms);
-	o->syms = NULL;
-	o->nsyms = 0;
 	close_fd(c, &o->dbg_fd);
 	o->names_fd = -1;
-	o->strtab_off = o->strtab_size = 0;
-	o->mini_names = false;
-	o->mini_strtab_off = o->mini_strtab_size = 0;
-	c->stats.bytes -= o->bytes;
-	o->bytes = 0;
+	kept = o->addr_bytes + o->string_bytes + o->index_bytes;
+	c->stats.bytes -= o->bytes - kept;
+	o->bytes = kept;
 	o->loaded = false;
 	o->idle_closed = o->reopen_failed = false;
 	c->stats.objects_loaded--;
-	lru_unlink(o);
+	if (!kept)
+		lru_unlink(o);
 }
 
 static void elf_object__free(struct elf_object *o)
 {
 	if (!o)
 		return;
-	elf_object__unload(o);
+	elf_object__unload(o, false);
+	drop_kept(o);
 	close_fd(o->cache, &o->fd);
 	close_fd(o->cache, &o->inflated_fd);
 	close_fd(o->cache, &o->mini_fd);
@@ -502,6 +588,7 @@ static const char *intern(struct elf_object *o, const char *s)
 		return NULL;
 	}
 	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	o->string_bytes += sizeof(*e) + len + 1 + ENTRY_OVERHEAD;
 	return e->s;
 }
 
@@ -877,6 +964,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	if (err)
 		goto cleanup;
 	o->build_id = read_build_id(elf);
+	o->maybe_go = gopclntab__maybe(elf);
 	elf_end(elf);
 	elf = NULL;
 	if (o->build_id) {
@@ -1300,7 +1388,7 @@ static int load_symbol_tables(struct elf_object *o, const struct symtab_src *src
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
 	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
-	charge(o, n * sizeof(struct csym));
+	charge_index(o, n * sizeof(struct csym));
 	return 0;
 }
 
@@ -1497,6 +1585,8 @@ static int index_cus(struct elf_object *o)
 		}
 		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
 		o->cus[o->ncus].die = cudie;
+		o->cus[o->ncus].off = dwarf_dieoffset(&cudie);
+		o->cus[o->ncus].die_ok = true;
 		off = 0;
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (lo >= hi)
@@ -1514,7 +1604,7 @@ static int index_cus(struct elf_object *o)
 	}
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
-	charge_dwarf(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
+	charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
 	return 0;
 }
 
@@ -1610,9 +1700,17 @@ static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
 			hi = mid;
 	}
 	/* CU ranges overlap only with odd producers (LTO); a few steps back are enough. */
-	for (i = lo; i > 0 && lo - i < 8; i--)
-		if (pc < o->cu_ranges[i - 1].hi)
-			return &o->cus[o->cu_ranges[i - 1].cu];
+	for (i = lo; i > 0 && lo - i < 8; i--) {
+		struct cu_info *cu = &o->cus[o->cu_ranges[i - 1].cu];
+
+		if (pc >= o->cu_ranges[i - 1].hi)
+			continue;
+		/* Indexed before a re-load: its DIE again, in this Dwarf handle. */
+		if (!cu->die_ok && (!o->dwarf || !dwarf_offdie(o->dwarf, cu->off, &cu->die)))
+			return NULL;
+		cu->die_ok = true;
+		return cu;
+	}
 	return NULL;
 }
 
@@ -1917,6 +2015,9 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
  * Unloads least recently used objects, never @keep, until @need more bytes fit
  * in the budget. Objects without DWARF go first: re-loading them reads a symbol
  * table, while DWARF costs an index walk and maybe decompressing its sections.
+ * Unloaded objects keep the frames they answered (a hot loop's addresses, asked again by
+ * every process that maps the file and after every profile reset, then need no load); those
+ * go last, least recently used first.
  */
 static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 {
@@ -1924,18 +2025,31 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 	uint64_t before = c->stats.bytes;
 	int pass;
 
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 3; pass++) {
 		for (o = c->lru_tail; o && c->stats.bytes + need > c->max_bytes; o = prev) {
 			prev = o->lru_prev;
 			if (o == keep || (!pass && o->dwarf))
 				continue;
-			elf_object__unload(o);
-			c->stats.evictions++;
+			if (pass == 2) {
+				drop_kept(o);
+				c->stats.answers_dropped++;
+			} else if (o->loaded) {
+				elf_object__unload(o, true);
+				c->stats.evictions++;
+			}
 		}
 	}
 	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
-	if (before - c->stats.bytes >= TRIM_BYTES)
-		malloc_trim(0);
+	c->untrimmed += before - c->stats.bytes;
+	if (c->untrimmed >= TRIM_BYTES) {
+		uint64_t now = now_ns();
+
+		if (now - c->trimmed_ns >= TRIM_INTERVAL_NS) {
+			malloc_trim(0);
+			c->trimmed_ns = now;
+			c->untrimmed = 0;
+		}
+	}
 	limit_fds(c);
 }
 
@@ -2248,6 +2362,9 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	 * in memory. Of mapped ones, only pages a lookup touched are resident.
 	 */
 	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
+	if (o->cus)
+		return;
 	if (index_cus(o)) {
 		/* Out of memory: run on symbols alone. */
 		free(o->cus);
@@ -2332,7 +2449,7 @@ int symcache__pick_up_debug_files(struct symcache *c)
 		if (state != DBGFETCH_FOUND)
 			continue;
 		/* The next lookup loads it again, with the debug file: frames named anew. */
-		elf_object__unload(o);
+		elf_object__unload(o, false);
 		n++;
 	}
 	return n;
@@ -2405,7 +2522,12 @@ static int elf_object__load(struct elf_object *o)
 	/* Room first: the peak is then the budget, not the budget plus this object. */
 	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
 
-	if (main_symtab)
+	/* Symbols kept from the last load: only where their names are read is set again. */
+	if (o->syms && o->names_in_dbg && !dbg)
+		drop_index(o); /* the debug file is gone: read what is left anew */
+	if (o->syms)
+		o->names_fd = o->names_in_dbg ? o->dbg_fd : o->fd;
+	else if (main_symtab)
 		load_symbols(o, elf, o->fd, SHT_SYMTAB);
 	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
 		/* MiniDebugInfo keeps only what .dynsym lacks: both together. */
@@ -2431,6 +2553,7 @@ static int elf_object__load(struct elf_object *o)
 		load_dwarf(o, dbg, o->dbg_fd);
 
 	load_go(o, elf, o->fd);
+	o->names_in_dbg = o->syms && o->dbg_fd >= 0 && o->names_fd == o->dbg_fd;
 
 	/* Headers read with pread are not needed past loading. */
 	elf_end(elf);
@@ -2568,7 +2691,7 @@ static void refresh_idle(struct elf_object *o)
 		c->stats.idle_reopen_errors++;
 		return;
 	}
-	elf_object__unload(o);
+	elf_object__unload(o, true);
 	c->stats.idle_reloads++;
 }
 
@@ -2670,7 +2793,7 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 
 int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_t vaddr)
 {
-	if (!c || !o)
+	if (!c || !o || !o->maybe_go)
 		return 0;
 	o->last_used = now_ns();
 	if (o->idle_closed)

@@ -153,14 +153,15 @@ struct symcache_stats {
 	uint64_t go_hits;     /* resolved through a Go binary's .gopclntab (no DWARF for it) */
 	uint64_t misses;      /* nothing known about the address */
 	/* Memory, for self-telemetry: gauges (now) and counters. */
-	uint64_t objects_loaded; /* gauge: objects with symbols/DWARF in memory */
-	uint64_t bytes;		 /* gauge: bytes accounted to loaded objects */
-	uint64_t bytes_peak;	 /* highest value of bytes */
-	uint64_t fds;		 /* gauge: descriptors held */
-	uint64_t loads;		 /* object loads, re-loads after eviction included */
-	uint64_t evictions;	 /* objects unloaded to stay under max_bytes */
-	uint64_t load_errors;	 /* loads that failed (file gone or changed) */
-	uint64_t dwarf_skipped;	 /* loads that left out DWARF larger than max_bytes */
+	uint64_t objects_loaded;  /* gauge: objects with symbols/DWARF in memory */
+	uint64_t bytes;		  /* gauge: bytes accounted to loaded objects */
+	uint64_t bytes_peak;	  /* highest value of bytes */
+	uint64_t fds;		  /* gauge: descriptors held */
+	uint64_t loads;		  /* object loads, re-loads after eviction included */
+	uint64_t evictions;	  /* objects unloaded to stay under max_bytes */
+	uint64_t answers_dropped; /* unloaded objects' kept frames freed to stay under it */
+	uint64_t load_errors;	  /* loads that failed (file gone or changed) */
+	uint64_t dwarf_skipped;	  /* loads that left out DWARF larger than max_bytes */
 	/* MiniDebugInfo (.gnu_debugdata, exporter/symbols/minidebuginfo.h). */
 	uint64_t minidebuginfo;	       /* objects whose .gnu_debugdata was decoded (per decode) */
 	uint64_t minidebuginfo_errors; /* objects whose .gnu_debugdata is corrupt: .dynsym only */

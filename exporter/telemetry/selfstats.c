@@ -97,6 +97,22 @@ void selfstats__log(FILE *f, const struct selfstats *st)
 		u(b[SP_STAT_FILEID_SAMPLES]), u(st->frames_fileid), u(st->frames_fileid_unknown),
 		u(st->jit_named), u(st->jit_unnamed), u(st->debuginfod_requests),
 		u(st->debuginfod_files));
+	if (st->python) {
+		const struct pytab_stats *pt = &st->py_table;
+
+		fprintf(f,
+			"spanprof: info: stats python processes=%llu processes_now=%llu "
+			"walks=%llu",
+			u(pt->processes), u(pt->live), u(st->py_walks[0]));
+		for (unsigned int i = PY_STOP_NONE + 1; i < PY_STOP_COUNT; i++)
+			fprintf(f, " stop.%s=%llu", pytab__stop_name(i), u(st->py_walks[i]));
+		fprintf(f,
+			" samples.placed=%llu samples.cut=%llu samples.not_placed=%llu "
+			"samples.dropped=%llu frames.named=%llu frames.unnamed=%llu\n",
+			u(st->py_samples_placed), u(st->py_samples_cut), u(st->py_samples_unplaced),
+			u(st->py_samples_dropped), u(st->py_frames_named),
+			u(st->py_frames_unnamed));
+	}
 	fprintf(f,
 		"spanprof: info: stats processes seen=%llu tracked=%llu unwind=%llu "
 		"span_links=%llu\n",
@@ -467,6 +483,13 @@ static void b_int(struct builder *b, Metric *m, uint64_t v, const struct kv *att
 	b_point(b, m, 0, (int64_t)v, 0, attrs, n);
 }
 
+/* A metric of one point without attributes. */
+static void b_single(struct builder *b, const char *name, const char *unit, const char *desc,
+		     enum metric_kind kind, uint64_t v)
+{
+	b_int(b, b_metric(b, name, unit, desc, kind), v, NOATTR);
+}
+
 static void b_double(struct builder *b, Metric *m, double v, const struct kv *attrs, size_t n)
 {
 	b_point(b, m, 1, 0, v, attrs, n);
@@ -603,6 +626,69 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 	}
 }
 
+/* The CPython walk's counters (the python section of --stats-json, docs/stats-json.md). */
+static void encode_python(struct builder *b, const struct selfstats *st)
+{
+	const struct pytab_stats *pt = &st->py_table;
+	Metric *m;
+
+	if (!st->python)
+		return;
+	m = b_metric(b, "spanprof.python.processes", "{process}",
+		     "CPython processes: described to the BPF walk, or left without Python frames "
+		     "(reason)",
+		     COUNTER);
+	b_int(b, m, pt->processes, A(KS("outcome", "described")));
+	for (int i = 0; i < PYTAB_FAIL_COUNT; i++)
+		b_int(b, m, pt->failed[i],
+		      A(KS("outcome", "not_described"),
+			KS("reason", pytab__failure_name((enum pytab_failure)i))));
+
+	b_single(b, "spanprof.python.processes.tracked", "{process}",
+		 "CPython processes described to the BPF walk now", GAUGE, pt->live);
+	b_single(b, "spanprof.python.files_not_cpython", "{file}",
+		 "Mapped files that looked like CPython and are not", COUNTER, pt->files_inspected);
+
+	m = b_metric(b, "spanprof.python.walks", "{walk}",
+		     "Python stack walks in BPF, by why each ended (end = the outermost frame)",
+		     COUNTER);
+	for (unsigned int i = PY_STOP_NONE + 1; i < PY_STOP_COUNT; i++)
+		b_int(b, m, st->py_walks[i], A(KS("reason", pytab__stop_name(i))));
+
+	m = b_metric(b, "spanprof.python.samples", "{sample}",
+		     "Walked samples by what became of their Python frames (placed = in place of "
+		     "the interpreter loop's native frames; placed_cut = placed, the Python "
+		     "stack marked as cut)",
+		     COUNTER);
+	/* samples_placed counts the cut ones too: here each sample is in one series. */
+	b_int(b, m, st->py_samples_placed - st->py_samples_cut, A(KS("outcome", "placed")));
+	b_int(b, m, st->py_samples_cut, A(KS("outcome", "placed_cut")));
+	b_int(b, m, st->py_samples_unplaced, A(KS("outcome", "not_placed")));
+	b_int(b, m, st->py_samples_dropped, A(KS("outcome", "dropped")));
+	b_int(b, m, st->py_samples_no_process, A(KS("outcome", "process_not_described")));
+
+	m = b_metric(b, "spanprof.python.frames", "{frame}",
+		     "Python frames named, or not (stale = the code object was another by then)",
+		     COUNTER);
+	b_int(b, m, st->py_frames_named, A(KS("outcome", "named")));
+	b_int(b, m, st->py_frames_unnamed - st->py_frames_stale, A(KS("outcome", "unnamed")));
+	b_int(b, m, st->py_frames_stale, A(KS("outcome", "stale")));
+
+	m = b_metric(b, "spanprof.python.read_errors", "{read}",
+		     "Reads of process memory naming Python frames that failed, by reason",
+		     COUNTER);
+	for (int i = 0; i < PYPROC_ERR_COUNT; i++)
+		b_int(b, m, pt->name_errors[i],
+		      A(KS("reason", pyproc__error_name((enum pyproc_error)i))));
+
+	m = b_metric(b, "spanprof.python.code_objects", "{code_object}",
+		     "Code objects of Python frames: named from the cache, or read from the "
+		     "process",
+		     COUNTER);
+	b_int(b, m, pt->code_hits, A(KS("source", "cache")));
+	b_int(b, m, pt->code_misses, A(KS("source", "read")));
+}
+
 static void encode_symbols_and_processes(struct builder *b, const struct selfstats *st)
 {
 	Metric *m;
@@ -633,13 +719,11 @@ static void encode_symbols_and_processes(struct builder *b, const struct selfsta
 	b_int(b, m, st->debuginfod_requests, A(KS("outcome", "requested")));
 	b_int(b, m, st->debuginfod_files, A(KS("outcome", "used")));
 
-	m = b_metric(b, "spanprof.symbol_cache.memory", "By",
-		     "Symbol tables and DWARF of profiled binaries held in memory", GAUGE);
-	b_int(b, m, st->symcache_bytes, NOATTR);
-
-	m = b_metric(b, "spanprof.processes.seen", "{process}",
-		     "Distinct processes sampled since the agent started", COUNTER);
-	b_int(b, m, st->processes_seen, NOATTR);
+	b_single(b, "spanprof.symbol_cache.memory", "By",
+		 "Symbol tables and DWARF of profiled binaries held in memory", GAUGE,
+		 st->symcache_bytes);
+	b_single(b, "spanprof.processes.seen", "{process}",
+		 "Distinct processes sampled since the agent started", COUNTER, st->processes_seen);
 
 	m = b_metric(b, "spanprof.processes.tracked", "{process}",
 		     "Processes the agent holds state for, by table", GAUGE);
@@ -778,6 +862,7 @@ int selfstats__encode(const struct selfstats *st, const struct selfstats_resourc
 	scope.version = (char *)(scope_version ? scope_version : "");
 	encode_samples(&b, st);
 	encode_symbols_and_processes(&b, st);
+	encode_python(&b, st);
 	encode_maps(&b, st);
 	encode_export(&b, st);
 	encode_agent(&b, st);

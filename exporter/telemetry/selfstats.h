@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "otlp/otlp_export.h"
+#include "runtime/python/pytab.h"
 #include "sampler.h"
 
 /* Log levels of --log-level; self-telemetry lines are SELFSTATS_LOG_INFO. */
@@ -111,6 +112,18 @@ struct selfstats {
 
 	struct selfstats_export exports[SELFSTATS_MAX_EXPORTERS];
 	size_t nexports;
+
+	/*
+	 * CPython frames (runtime/python/, docs/python.md), when the walk is on (python set): the
+	 * BPF walks ([0] every walk, [PY_STOP_x] the walks that ended so), the table of
+	 * interpreters, and what became of the walked samples and frames (resolve_stats.py).
+	 */
+	int python;
+	uint64_t py_walks[PY_STOP_COUNT];
+	struct pytab_stats py_table;
+	uint64_t py_samples_placed, py_samples_cut, py_samples_unplaced, py_samples_dropped;
+	uint64_t py_samples_no_process;
+	uint64_t py_frames_named, py_frames_unnamed, py_frames_stale;
 
 	/* The agent process: getrusage() and /proc/self/statm. */
 	double cpu_user_s, cpu_system_s;
@@ -195,6 +208,7 @@ struct symcache;
 struct unwinder;
 struct spanlinks;
 struct resolve;
+struct pytab;
 
 /* What selfstats__collect() reads. Pointers may be NULL (that part is left out). */
 struct selfstats_sources {
@@ -205,6 +219,7 @@ struct selfstats_sources {
 	const struct symcache *syms;
 	const struct unwinder *unwinder;
 	const struct spanlinks *links;
+	const struct pytab *python; /* NULL: the Python walk is off */
 	struct otlp_exporter *profiles, *metrics;
 	/* record.c's own counters */
 	uint64_t samples, samples_oom, link_drops, encode_failures;

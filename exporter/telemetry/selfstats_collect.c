@@ -175,6 +175,24 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 		out->unwind_tables_refused = us.tables_full;
 		out->unwind_procs_refused = us.procs_full;
 	}
+	if (src->python) {
+		out->python = 1;
+		pytab__stats(src->python, &out->py_table);
+		if (src->sampler)
+			sampler__python_stats(src->sampler, out->py_walks, PY_STOP_COUNT);
+	}
+	if (src->python && src->resolve) {
+		const struct resolve_stats *rs = resolve__stats(src->resolve);
+
+		out->py_samples_placed = rs->py.merged;
+		out->py_samples_cut = rs->py.cut;
+		out->py_samples_unplaced = rs->py.unplaced;
+		out->py_samples_dropped = rs->py.dropped;
+		out->py_samples_no_process = rs->py.no_process;
+		out->py_frames_named = rs->py.frames_named;
+		out->py_frames_unnamed = rs->py.frames_unnamed;
+		out->py_frames_stale = rs->py.frames_stale;
+	}
 	if (src->links) {
 		struct spanlinks_stats ls;
 

@@ -260,6 +260,52 @@ static int expect_entry(const struct child *c, const struct exp_thread *e, size_
 	       (!strcmp(name, "start.<locals>.run") || !strcmp(caller, "start.<locals>.run"));
 }
 
+/* The thread state the search finds for thread @e (as the BPF walk does), or 0. */
+static __u64 search_tstate(struct child *c, const struct py_desc *d, const struct exp_thread *e)
+{
+	struct pywalk_cursor cur;
+	int i, r;
+
+	if (pywalk__tstate_begin(&c->pid, d, &cur))
+		return 0;
+	for (i = 0; i < PY_MAX_THREAD_STEPS; i++) {
+		r = pywalk__tstate_step(&c->pid, d, &cur, e->ident, (__u32)e->native);
+		if (r)
+			return r == 1 ? cur.tstate : 0;
+	}
+	return 0;
+}
+
+/*
+ * The check of a cached thread state (pywalk__tstate_check()): each thread's own state passes,
+ * for it alone; another thread's identity, an address inside the state, and none fail.
+ */
+static void check_tstate_cache(struct child *c, const struct py_desc *d)
+{
+	struct pywalk_buf b;
+	size_t i, k;
+
+	for (i = 0; i < c->n_threads; i++) {
+		const struct exp_thread *e = &c->threads[i];
+		__u64 t = search_tstate(c, d, e);
+
+		assert_true(t != 0);
+		assert_int_equal(
+		    pywalk__tstate_check(&c->pid, d, t, e->ident, (__u32)e->native, &b), 1);
+		for (k = 0; k < c->n_threads; k++) {
+			const struct exp_thread *o = &c->threads[k];
+
+			if (k != i)
+				assert_int_equal(pywalk__tstate_check(&c->pid, d, t, o->ident,
+								      (__u32)o->native, &b),
+						 0);
+		}
+		assert_int_equal(
+		    pywalk__tstate_check(&c->pid, d, t + 8, e->ident, (__u32)e->native, &b), 0);
+	}
+	assert_int_equal(pywalk__tstate_check(&c->pid, d, 0, 0, 0, &b), 0);
+}
+
 /*
  * The BPF walk (bpf/python_walk.h) as ordinary C: each thread found by its own identity
  * (thread pointer = pthread_t, or TID from 3.11), never another's, with the interpreter's
@@ -305,6 +351,7 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 	stop = pywalk__run(&c->pid, &d, 0x1234, 1, frames, PY_MAX_FRAMES, &n);
 	assert_int_equal(stop, PY_STOP_NO_TSTATE);
 	assert_int_equal(n, 0);
+	check_tstate_cache(c, &d);
 }
 
 /* Everything the child said, read back from outside. */

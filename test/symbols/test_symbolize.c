@@ -777,6 +777,7 @@ static void test_budget_reload(void **state)
 		      (unsigned long long)st.bytes_peak);
 	assert_true(st.evictions >= 64);
 	assert_int_equal(st.loads, st.objects_loaded + st.evictions);
+	assert_true(st.answers_dropped > 0); /* 12 KiB does not hold them all */
 	assert_true(st.objects_loaded >= 1 && st.objects_loaded < 3);
 	assert_true(st.bytes > 0 && st.bytes <= st.bytes_peak);
 	assert_int_equal(st.load_errors, 0);
@@ -786,6 +787,79 @@ static void test_budget_reload(void **state)
 	assert_int_equal(st.evictions, 0);
 	assert_int_equal(st.objects_loaded, 3);
 	symcache__free(ref);
+	symcache__free(c);
+}
+
+/*
+ * An object unloaded for room keeps the frames it answered: the same address is answered
+ * again, the same frames, without loading the object again (a hot loop seen by many
+ * processes, or again after a profile reset); a new address loads it. Under a budget too
+ * small for even the answers (test_budget_reload), they are freed (answers_dropped).
+ */
+static void test_budget_keeps_answers(void **state)
+{
+	const char *files[2] = {P("cprog-pie"), P("cxxprog")};
+	const char *funcs[2] = {"middle", "_ZN8outer_ns5inner6Worker3runEl"};
+	struct symcache *c, *one;
+	struct symcache_opts opts = {0};
+	struct elf_object *o[2];
+	uint64_t addr[2], size[2], most = 0, least = UINT64_MAX;
+	char want[2][4096], got[4096];
+	struct sym_frame f[16];
+	struct symcache_stats st;
+	int i, n;
+
+	for (i = 0; i < 2; i++) {
+		nm_symbol(files[i], funcs[i], false, &addr[i], &size[i]);
+		one = new_cache(NULL);
+		n = symcache__lookup(one, must_open(one, files[i]), addr[i] + 1, f, 16);
+		assert_true(n >= 1);
+		frames_str(want[i], sizeof(want[i]), f, n);
+		symcache__stats(one, &st);
+		most = st.bytes > most ? st.bytes : most;
+		least = st.bytes < least ? st.bytes : least;
+		symcache__free(one);
+	}
+	/*
+	 * Both loaded do not fit (one byte short); one loaded and what the other keeps over its
+	 * unload (answers, sorted symbols, CU ranges: a small part of a load) do.
+	 */
+	opts.max_bytes = most + least - 1;
+	c = symcache__new(&opts);
+	assert_non_null(c);
+	for (i = 0; i < 2; i++)
+		o[i] = must_open(c, files[i]);
+	for (int round = 0; round < 3; round++) {
+		for (i = 0; i < 2; i++) {
+			n = symcache__lookup(c, o[i], addr[i] + 1, f, 16);
+			frames_str(got, sizeof(got), f, n);
+			assert_string_equal(got, want[i]);
+		}
+	}
+	symcache__stats(c, &st);
+	print_message("budget %llu (loads %llu evictions %llu hits %llu dropped %llu bytes %llu)\n",
+		      (unsigned long long)opts.max_bytes, (unsigned long long)st.loads,
+		      (unsigned long long)st.evictions, (unsigned long long)st.cache_hits,
+		      (unsigned long long)st.answers_dropped, (unsigned long long)st.bytes);
+	assert_int_equal(st.loads, 2);
+	assert_int_equal(st.evictions, 1);
+	assert_int_equal(st.cache_hits, 4);
+	assert_int_equal(st.answers_dropped, 0);
+	assert_int_equal(st.objects_loaded, 1);
+	assert_true(st.bytes <= opts.max_bytes);
+	/* A new address of the unloaded object loads it again (and unloads the other). */
+	n = symcache__lookup(c, o[0], addr[0] + 2, f, 16);
+	assert_true(n >= 1);
+	assert_string_equal(f[n - 1].function, "middle");
+	symcache__stats(c, &st);
+	assert_int_equal(st.loads, 3);
+	assert_int_equal(st.evictions, 2);
+	/* The other's answer was kept over its unload too. */
+	n = symcache__lookup(c, o[1], addr[1] + 1, f, 16);
+	frames_str(got, sizeof(got), f, n);
+	assert_string_equal(got, want[1]);
+	symcache__stats(c, &st);
+	assert_int_equal(st.loads, 3);
 	symcache__free(c);
 }
 
@@ -989,7 +1063,11 @@ static void test_idle_fds(void **state)
 	assert_int_equal(n, 1);
 	assert_string_equal(f[0].function, "outer");
 	assert_null(f[0].file);
-	assert_int_equal(symcache__lookup(c, o, mid + 4, f, 16), 0); /* name never read */
+	/* Answered before the idle re-load: kept over that unload, the same frames. */
+	n = symcache__lookup(c, o, mid + 4, f, 16);
+	frames_str(got, sizeof(got), f, n);
+	assert_string_equal(got, want);
+	assert_int_equal(symcache__lookup(c, o, mid + 2, f, 16), 0); /* never answered */
 	symcache__stats(c, &st);
 	assert_int_equal(st.idle_reopen_errors, 1); /* counted once, not retried */
 	assert_int_equal(st.load_errors, 0);
@@ -1055,18 +1133,31 @@ static void test_idle_fds_inflated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_open_errors),	     cmocka_unit_test(test_garbled_never_crashes),
-	    cmocka_unit_test(test_cache_identity),   cmocka_unit_test(test_dwarf_pie),
-	    cmocka_unit_test(test_dwarf_compressed), cmocka_unit_test(test_dwarf_nopie),
-	    cmocka_unit_test(test_inline_chain),     cmocka_unit_test(test_cxx),
-	    cmocka_unit_test(test_cxx_scopes),	     cmocka_unit_test(test_shared_library),
-	    cmocka_unit_test(test_symtab_only),	     cmocka_unit_test(test_dynsym_only),
-	    cmocka_unit_test(test_debuglink),	     cmocka_unit_test(test_debuglink_orig_path),
-	    cmocka_unit_test(test_debuglink_crc),    cmocka_unit_test(test_build_id_tree),
-	    cmocka_unit_test(test_lookup_cache),     cmocka_unit_test(test_live_pie),
-	    cmocka_unit_test(test_live_nopie),	     cmocka_unit_test(test_live_shared_library),
-	    cmocka_unit_test(test_budget_reload),    cmocka_unit_test(test_fds),
-	    cmocka_unit_test(test_idle_fds),	     cmocka_unit_test(test_idle_fds_inflated),
+	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_garbled_never_crashes),
+	    cmocka_unit_test(test_cache_identity),
+	    cmocka_unit_test(test_dwarf_pie),
+	    cmocka_unit_test(test_dwarf_compressed),
+	    cmocka_unit_test(test_dwarf_nopie),
+	    cmocka_unit_test(test_inline_chain),
+	    cmocka_unit_test(test_cxx),
+	    cmocka_unit_test(test_cxx_scopes),
+	    cmocka_unit_test(test_shared_library),
+	    cmocka_unit_test(test_symtab_only),
+	    cmocka_unit_test(test_dynsym_only),
+	    cmocka_unit_test(test_debuglink),
+	    cmocka_unit_test(test_debuglink_orig_path),
+	    cmocka_unit_test(test_debuglink_crc),
+	    cmocka_unit_test(test_build_id_tree),
+	    cmocka_unit_test(test_lookup_cache),
+	    cmocka_unit_test(test_live_pie),
+	    cmocka_unit_test(test_live_nopie),
+	    cmocka_unit_test(test_live_shared_library),
+	    cmocka_unit_test(test_budget_reload),
+	    cmocka_unit_test(test_budget_keeps_answers),
+	    cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_idle_fds),
+	    cmocka_unit_test(test_idle_fds_inflated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,6 +88,24 @@ static void fill(struct selfstats *st, uint64_t base)
 	st->cpu_user_s = 1.25;
 	st->cpu_system_s = 0.5;
 	st->rss_bytes = 40 << 20;
+	st->python = 1;
+	for (int i = 0; i < PY_STOP_COUNT; i++)
+		st->py_walks[i] = 200 + i + base;
+	st->py_table.processes = 21 + base;
+	st->py_table.live = 20;
+	st->py_table.failed[PYTAB_FAIL_COUNT - 1] = 22 + base;
+	st->py_table.files_inspected = 23 + base;
+	st->py_table.name_errors[PYPROC_ERR_COUNT - 1] = 24 + base;
+	st->py_table.code_hits = 300 + base;
+	st->py_table.code_misses = 25 + base;
+	st->py_samples_placed = 190 + base;
+	st->py_samples_cut = 26;
+	st->py_samples_unplaced = 27 + base;
+	st->py_samples_dropped = 28 + base;
+	st->py_samples_no_process = 29 + base;
+	st->py_frames_named = 400 + base;
+	st->py_frames_unnamed = 31 + base;
+	st->py_frames_stale = 30;
 }
 
 static Request *encode(const struct selfstats *st, const struct selfstats_resource *res)
@@ -423,6 +441,57 @@ static void test_cumulative_sums_are_monotonic(void **state)
 	unpacked_free(rb);
 }
 
+/* The python section of --stats-json, as metrics: every counter in its own series. */
+static void test_python_counters(void **state)
+{
+	struct selfstats st;
+	Request *r;
+	const Metric *m;
+
+	fill(&st, 0);
+	r = encode(&st, NULL);
+	assert_int_equal(value(r, "spanprof.python.walks", "reason", "end", NULL, NULL),
+			 st.py_walks[PY_STOP_END]);
+	assert_int_equal(value(r, "spanprof.python.walks", "reason", "read_failed", NULL, NULL),
+			 st.py_walks[PY_STOP_READ_FAILED]);
+	assert_int_equal(value(r, "spanprof.python.walks", "reason", "depth", NULL, NULL),
+			 st.py_walks[PY_STOP_DEPTH]);
+	m = find_metric(r, "spanprof.python.walks");
+	assert_non_null(m);
+	assert_int_equal(m->sum->n_data_points, PY_STOP_COUNT - 1); /* every reason, no "none" */
+	assert_int_equal(value(r, "spanprof.python.processes", "outcome", "described", NULL, NULL),
+			 21);
+	assert_int_equal(value(r, "spanprof.python.processes", "outcome", "not_described", "reason",
+			       pytab__failure_name((enum pytab_failure)(PYTAB_FAIL_COUNT - 1))),
+			 22);
+	assert_int_equal(value(r, "spanprof.python.processes.tracked", NULL, NULL, NULL, NULL), 20);
+	assert_int_equal(value(r, "spanprof.python.files_not_cpython", NULL, NULL, NULL, NULL), 23);
+	/* Each sample in one series: placed ones cut are placed_cut only. */
+	assert_int_equal(value(r, "spanprof.python.samples", "outcome", "placed", NULL, NULL),
+			 190 - 26);
+	assert_int_equal(value(r, "spanprof.python.samples", "outcome", "placed_cut", NULL, NULL),
+			 26);
+	assert_int_equal(value(r, "spanprof.python.samples", "outcome", "not_placed", NULL, NULL),
+			 27);
+	assert_int_equal(value(r, "spanprof.python.samples", "outcome", "dropped", NULL, NULL), 28);
+	assert_int_equal(
+	    value(r, "spanprof.python.samples", "outcome", "process_not_described", NULL, NULL),
+	    29);
+	assert_int_equal(value(r, "spanprof.python.frames", "outcome", "named", NULL, NULL), 400);
+	assert_int_equal(value(r, "spanprof.python.frames", "outcome", "unnamed", NULL, NULL),
+			 31 - 30);
+	assert_int_equal(value(r, "spanprof.python.frames", "outcome", "stale", NULL, NULL), 30);
+	assert_int_equal(value(r, "spanprof.python.read_errors", "reason",
+			       pyproc__error_name((enum pyproc_error)(PYPROC_ERR_COUNT - 1)), NULL,
+			       NULL),
+			 24);
+	assert_int_equal(value(r, "spanprof.python.code_objects", "source", "cache", NULL, NULL),
+			 300);
+	assert_int_equal(value(r, "spanprof.python.code_objects", "source", "read", NULL, NULL),
+			 25);
+	unpacked_free(r);
+}
+
 static void test_features_off_leave_their_metrics_out(void **state)
 {
 	struct selfstats st;
@@ -432,11 +501,14 @@ static void test_features_off_leave_their_metrics_out(void **state)
 	fill(&st, 0);
 	st.cfi = 0;
 	st.span_links = 0;
+	st.python = 0;
 	st.nmaps = 0;
 	st.nexports = 0;
 	r = encode(&st, NULL);
 	assert_null(find_metric(r, "spanprof.unwind.stops"));
 	assert_null(find_metric(r, "spanprof.span_links.samples"));
+	assert_null(find_metric(r, "spanprof.python.walks"));
+	assert_null(find_metric(r, "spanprof.python.processes"));
 	assert_null(find_metric(r, "spanprof.bpf.map.entries"));
 	assert_null(find_metric(r, "spanprof.export.requests"));
 	assert_non_null(find_metric(r, "spanprof.samples"));
@@ -583,7 +655,17 @@ static void test_log_lines(void **state)
 		assert_memory_equal(l, "spanprof: info: stats ", 22);
 		lines++;
 	}
-	assert_int_equal(lines, 9);
+	assert_int_equal(lines, 10);
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want),
+			 "stats python processes=21 processes_now=20 walks=200 stop.end=%llu ",
+			 (unsigned long long)st.py_walks[PY_STOP_END]);
+		assert_non_null(strstr(text, want));
+		assert_non_null(strstr(text, " samples.placed=190 samples.cut=26 "));
+		assert_non_null(strstr(text, " frames.named=400 frames.unnamed=31\n"));
+	}
 	assert_non_null(strstr(text, " uptime_s=60.0 recorded=1000 "));
 	assert_non_null(strstr(text, " dropped.out_of_memory=3 "));
 	/* Ring buffer drops of every type recorded; the event types have their own keys. */
@@ -634,6 +716,7 @@ int main(void)
 	    cmocka_unit_test(test_every_metric_is_well_formed),
 	    cmocka_unit_test(test_values_land_in_the_right_series),
 	    cmocka_unit_test(test_cumulative_sums_are_monotonic),
+	    cmocka_unit_test(test_python_counters),
 	    cmocka_unit_test(test_features_off_leave_their_metrics_out),
 	    cmocka_unit_test(test_resource_in_request),
 	    cmocka_unit_test(test_resource_service_name_precedence),

@@ -53,7 +53,8 @@ static void frame_objects(struct pylayout *l, unsigned int minor)
 	 * Include/internal/pycore_interp.h. */
 	l->interp_next = 0;
 	l->interp_threads_head = 8;
-	/* struct _ts .next, .interp, .frame, .thread_id: Include/cpython/pystate.h. */
+	/* struct _ts .prev, .next, .interp, .frame, .thread_id: Include/cpython/pystate.h. */
+	l->tstate_prev = 0;
 	l->tstate_next = 8;
 	l->tstate_interp = 16;
 	l->tstate_frame = 24;
@@ -90,8 +91,9 @@ static void interpreter_frames(struct pylayout *l, unsigned int minor)
 	/* PyInterpreterState.next, .threads.head: Include/internal/pycore_interp.h. */
 	l->interp_next = 0;
 	l->interp_threads_head = v12 ? 72 : 16;
-	/* struct _ts .next, .interp, .cframe, .thread_id, .native_thread_id and
+	/* struct _ts .prev, .next, .interp, .cframe, .thread_id, .native_thread_id and
 	 * _PyCFrame.current_frame: Include/cpython/pystate.h. */
+	l->tstate_prev = 0;
 	l->tstate_next = 8;
 	l->tstate_interp = 16;
 	l->tstate_frame = 56;
@@ -148,6 +150,7 @@ enum {
 	DO_INTERP_NEXT = 64,
 	DO_INTERP_THREADS_HEAD = 72,
 	DO_TSTATE_SIZE = 152,
+	DO_TSTATE_PREV = 160,
 	DO_TSTATE_NEXT = 168,
 	DO_TSTATE_INTERP = 176,
 	DO_TSTATE_CURRENT_FRAME = 184,
@@ -226,6 +229,7 @@ int pylayout__from_debug_offsets(const void *buf, size_t len, struct pylayout *o
 		    &l->runtime_interpreters_head);
 	ok &= field(b, DO_INTERP_SIZE, DO_INTERP_NEXT, 8, &l->interp_next);
 	ok &= field(b, DO_INTERP_SIZE, DO_INTERP_THREADS_HEAD, 8, &l->interp_threads_head);
+	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_PREV, 8, &l->tstate_prev);
 	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_NEXT, 8, &l->tstate_next);
 	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_INTERP, 8, &l->tstate_interp);
 	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_CURRENT_FRAME, 8, &l->tstate_frame);

@@ -49,7 +49,7 @@ struct pylayout {
 	/* PyInterpreterState */
 	uint32_t interp_next, interp_threads_head;
 	/* PyThreadState */
-	uint32_t tstate_next, tstate_interp, tstate_thread_id,
+	uint32_t tstate_prev, tstate_next, tstate_interp, tstate_thread_id,
 	    tstate_native_thread_id;   /* 0: absent */
 	uint32_t tstate_frame;	       /* frame, cframe or current_frame */
 	uint32_t cframe_current_frame; /* CFRAME only */

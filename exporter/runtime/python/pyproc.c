@@ -836,7 +836,9 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	out->code_type = p->code_type;
 	ok &= set16(&out->interp_next, l->interp_next);
 	ok &= set16(&out->interp_threads_head, l->interp_threads_head);
+	ok &= set16(&out->tstate_prev, l->tstate_prev);
 	ok &= set16(&out->tstate_next, l->tstate_next);
+	ok &= set16(&out->tstate_interp, l->tstate_interp);
 	ok &= set16(&out->tstate_thread_id, l->tstate_thread_id);
 	ok &= set16(&out->tstate_native_thread_id, l->tstate_native_thread_id);
 	ok &= set16(&out->tstate_frame, l->tstate_frame);

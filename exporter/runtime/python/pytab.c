@@ -81,6 +81,21 @@ const char *pytab__failure_name(enum pytab_failure f)
 	return pyproc__lower_name(failure_names[f], lower[f], sizeof(lower[f]));
 }
 
+static const char *const stop_names[PY_STOP_COUNT] = {
+#define PY_STOP_NAME(n, d) [PY_STOP_##n] = #n,
+    PY_STOPS(PY_STOP_NAME)
+#undef PY_STOP_NAME
+};
+
+const char *pytab__stop_name(unsigned int stop)
+{
+	static char lower[PY_STOP_COUNT][24];
+
+	if (stop == PY_STOP_NONE || stop >= PY_STOP_COUNT)
+		return "?";
+	return pyproc__lower_name(stop_names[stop], lower[stop], sizeof(lower[stop]));
+}
+
 const char *pytab__failure_desc(enum pytab_failure f)
 {
 	return (unsigned int)f < PYTAB_FAIL_COUNT ? failure_descs[f] : "?";

@@ -42,6 +42,11 @@ enum pytab_failure {
 
 /* Short name ("unsupported", ...) and description of @f; "?" out of range. */
 const char *pytab__failure_name(enum pytab_failure f);
+/*
+ * Short name of why a BPF walk stopped (enum py_stop of bpf/python.h: "end", "read_failed",
+ * ...), as --stats-json and the self-metrics spell it; "?" for PY_STOP_NONE or out of range.
+ */
+const char *pytab__stop_name(unsigned int stop);
 const char *pytab__failure_desc(enum pytab_failure f);
 
 struct pytab_stats {
