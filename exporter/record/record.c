@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +78,20 @@ static uint64_t boot_to_unix_offset(void)
 		}
 	}
 	return off;
+}
+
+/*
+ * The kernel's symbols (/proc/kallsyms: a few hundred thousand lines), on a thread of their own
+ * while the main thread loads the BPF programs. Returns the table or NULL with *arg (int) the
+ * errno. The thread is created before the capabilities are dropped and ends before sampling's
+ * first sample is named.
+ */
+static void *load_ksyms(void *arg)
+{
+	struct ksyms *k = ksyms__load("/proc/kallsyms");
+
+	*(int *)arg = k ? 0 : errno;
+	return k;
 }
 
 /*
@@ -755,6 +770,8 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
+	pthread_t ksyms_thread;
+	int ksyms_loading = 0, ksyms_err = 0;
 	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
 	    last_stats, flush_end;
 	int rc = 1, dir_created = 0, n;
@@ -794,16 +811,13 @@ int record__run(const struct record_opts *o)
 	r.in.profile = profile__new();
 	if (!syms || !r.in.profile)
 		goto fail_nomem;
-	ksyms = ksyms__load("/proc/kallsyms");
-	if (!ksyms)
-		fprintf(stderr,
-			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
-			"stay addresses\n",
-			strerror(errno));
+	/* Read while the kernel verifies the BPF programs: nothing before sampling waits on it. */
+	ksyms_loading = !pthread_create(&ksyms_thread, NULL, load_ksyms, &ksyms_err);
+	if (!ksyms_loading)
+		ksyms = load_ksyms(&ksyms_err);
 	r.syms = syms;
-	r.ksyms_on = ksyms && ksyms__count(ksyms);
 	r.procs = proctab__new(syms);
-	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
+	r.in.resolve = r.procs ? resolve__new(r.procs, syms, NULL) : NULL;
 	if (r.in.resolve)
 		resolve__set_short_names(r.in.resolve, o->short_names);
 	if (!r.in.resolve || start_k8s(&r))
@@ -909,6 +923,16 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: capabilities: %d dropped, kept %s\n", n, left);
 	}
 
+	if (ksyms_loading) /* before the first sample is named */
+		pthread_join(ksyms_thread, (void **)&ksyms);
+	ksyms_loading = 0;
+	if (!ksyms)
+		fprintf(stderr,
+			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
+			"stay addresses\n",
+			strerror(ksyms_err));
+	r.ksyms_on = ksyms && ksyms__count(ksyms);
+	resolve__set_ksyms(r.in.resolve, ksyms);
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
 	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
 	    clock_ns(CLOCK_MONOTONIC);
@@ -1089,6 +1113,8 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
+	if (ksyms_loading) /* a start-up that failed before the join */
+		pthread_join(ksyms_thread, (void **)&ksyms);
 	deadline__free(r.deadline);  /* before the sampler it stops */
 	unwinder__free(r.unwinder);  /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.in.links); /* its map entries, before the sampler's maps */
