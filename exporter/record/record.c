@@ -1042,10 +1042,13 @@ int record__run(const struct record_opts *o)
 	}
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
-	r.user_drops += sampler__queue_lost(s); /* the queue had no memory for them */
-	if (getenv("SPANPROF_DEBUG"))
+	if (getenv("SPANPROF_DEBUG")) {
+		struct sampler_queue_stats qs;
+
+		sampler__queue_stats(s, &qs);
 		fprintf(stderr, "spanprof: debug: sample queue peak %.1f MiB\n",
-			sampler__queue_peak_bytes(s) / 1048576.0);
+			qs.peak_bytes / 1048576.0);
+	}
 	dbg_on = !finish_debuginfod(&r, syms, &dbg);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
