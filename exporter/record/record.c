@@ -958,8 +958,7 @@ int record__run(const struct record_opts *o)
 	r.ksyms_on = ksyms && ksyms__count(ksyms);
 	resolve__set_ksyms(r.in.resolve, ksyms);
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_trim = last_sweep = last_stats =
-	    clock_ns(CLOCK_MONOTONIC);
+	t0 = last_progress = last_trim = last_sweep = last_stats = clock_ns(CLOCK_MONOTONIC);
 	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
 	r.interval_ns = (uint64_t)(o->export_interval_s * 1e9);
 	r.interval_end_boot = clock_ns(CLOCK_BOOTTIME);

@@ -153,8 +153,8 @@ static const char *event_counts(struct recorder *r, char *buf, size_t size)
  * drain thread late, or the queue it empties the ring into full: the agent behind), in the
  * sample queue (no memory), in the agent (no memory).
  */
-static const char *drop_counts(uint64_t ring, const struct sampler_queue_stats *q,
-			       uint64_t oom, char *buf, size_t size)
+static const char *drop_counts(uint64_t ring, const struct sampler_queue_stats *q, uint64_t oom,
+			       char *buf, size_t size)
 {
 	uint64_t all = ring + q->lost + oom;
 	int len = snprintf(buf, size, "%llu dropped", u(all));
@@ -186,14 +186,12 @@ void report__progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64
 			 u(es.requests_sent), es.bytes_sent / 1024.0, u(es.retries), u(es.dropped),
 			 es.queued);
 	}
-	fprintf(
-	    stderr,
-	    "%sspanprof: %6.1fs  %8llu samples  %s  %llu processes  %llu in spans%s%s%s",
-	    tty ? "\r\033[K" : "", elapsed, u(r->samples),
-	    drop_counts(ringbuf_drops(r->opts, st), &qs, r->user_drops, drops, sizeof(drops)),
-	    u(proctab__stats(r->procs)->processes),
-	    u(st[SP_STAT_CTX_LINKED]), event_counts(r, events, sizeof(events)), export,
-	    tty && !final ? "" : "\n");
+	fprintf(stderr,
+		"%sspanprof: %6.1fs  %8llu samples  %s  %llu processes  %llu in spans%s%s%s",
+		tty ? "\r\033[K" : "", elapsed, u(r->samples),
+		drop_counts(ringbuf_drops(r->opts, st), &qs, r->user_drops, drops, sizeof(drops)),
+		u(proctab__stats(r->procs)->processes), u(st[SP_STAT_CTX_LINKED]),
+		event_counts(r, events, sizeof(events)), export, tty && !final ? "" : "\n");
 }
 
 /* --- the full accounting (--verbose): one line per stage, wording kept for scripts --- */
@@ -448,10 +446,10 @@ static void full_accounting(FILE *f, const struct report_data *d)
 		u(ringbuf_drops(d->opts, st) + d->user_drops + d->queue.lost),
 		u(ringbuf_drops(d->opts, st)), u(d->user_drops), u(d->queue.lost), u(d->queue.full),
 		d->queue.peak_bytes / 1048576.0, d->queue.max_bytes / 1048576.0,
-		u(st[SP_STAT_KSTACK_ERR]), u(st[SP_STAT_USTACK_ERR]),
-		u(rs->frames_unmapped), u(rs->frames_unsymbolized), u(rs->kernel_unsymbolized),
-		u(ps->maps_read_failed), u(ps->objects_failed), u(ps->pid_reused), u(ps->processes),
-		u(ps->processes_freed), d->procs_in_table);
+		u(st[SP_STAT_KSTACK_ERR]), u(st[SP_STAT_USTACK_ERR]), u(rs->frames_unmapped),
+		u(rs->frames_unsymbolized), u(rs->kernel_unsymbolized), u(ps->maps_read_failed),
+		u(ps->objects_failed), u(ps->pid_reused), u(ps->processes), u(ps->processes_freed),
+		d->procs_in_table);
 	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
 		if (d->opts->profile_types & (1u << t))
 			fprintf(
