@@ -77,8 +77,10 @@ struct fileid_loop {
  * The VMA holding @index, walking the maple tree as mtree_lookup_walk() does: in each node,
  * the first slot whose pivot is >= index, else the last one. Only under the mmap lock
  * (inside the bpf_find_vma() callback). Returns the vm_area_struct address, 0 if none.
+ * A global function: the verifier checks its nested loops once, not once per state of the
+ * bpf_loop callback that calls it (a quarter of on_cpu_sample's verification otherwise).
  */
-static __always_inline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
+__noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 {
 	__u64 pivots[SP_MT_PIVOTS];
 

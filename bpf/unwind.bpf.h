@@ -213,6 +213,20 @@ static __always_inline struct unwind_chunk *unwind_chunk(__u32 slot)
 }
 
 /*
+ * Index of the row covering tpc among ch->rows[lo..hi), or lo - 1 (unwind__find_row_range()). A
+ * global function: the verifier checks its steps once, with lo and hi unknown, instead of once
+ * per way the chunk search before it ended (each of those states walked the 25 steps again:
+ * half of on_cpu_sample's verification, seconds of start-up on a loaded machine).
+ */
+__noinline int unwind_chunk_find_global(const struct unwind_chunk *ch, __u32 lo, __u32 hi,
+					__u64 tpc)
+{
+	if (!ch)
+		return (int)lo - 1;
+	return unwind__find_row_range(ch->rows, lo, hi, tpc, UNWIND_CHUNK_ROWS);
+}
+
+/*
  * The row of table d covering tpc (a pc in the table's space). 1 and *out, 0 when no row covers
  * it (frame pointers), -1 when a chunk is missing.
  */
@@ -264,7 +278,7 @@ static __always_inline int unwind_lookup_row(const struct unwind_table_desc *d, 
 		if (hi > UNWIND_CHUNK_ROWS)
 			hi = UNWIND_CHUNK_ROWS;
 	}
-	idx = unwind__find_row_range(ch->rows, lo, hi, tpc, UNWIND_CHUNK_ROWS);
+	idx = unwind_chunk_find_global(ch, lo, hi, tpc);
 	if (idx < (int)lo)
 		return 0;
 	*out = ch->rows[idx & (UNWIND_CHUNK_ROWS - 1)];

@@ -366,3 +366,57 @@ def test_header_names_are_checked(spanprof):
                               "1", "--header", hdr], capture_output=True, text=True)
         assert res.returncode == 2, (hdr, res.stderr)
         assert "header" in res.stderr, res.stderr
+
+
+def test_export_interval_holds_with_the_cpus_saturated(spanprof, workload, procs, tmp_path, otelcol,
+                                                        otlpcheck):
+    """Every CPU busy with work started before the agent: the run still sends one request per
+    export interval, each holding the samples taken in it, and every sample reaches the Collector
+    (a main thread behind, reading maps or building tables, once merged the intervals into one).
+    The intervals are in sample time, so a late agent still counts them right."""
+    port = free_port()
+    out_file = tmp_path / "profiles.jsonl"
+    col = start_otelcol(procs, otelcol, port, out_file)
+    burners = [procs.start(workload("chain"), "600") for _ in range(os.cpu_count() or 2)]
+    interval, duration = 2, 10
+    stats = tmp_path / "stats.json"
+    agent = procs.start(spanprof, "record", "--endpoint", f"127.0.0.1:{port}",
+                        *[a for b in burners for a in ("--pid", str(b.pid))],
+                        "--duration", str(duration), "--export-interval", str(interval),
+                        "--frequency", "99", "--output-dir", tmp_path / "requests",
+                        "--stats-json", stats, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE, text=True)
+    seen = wait_sampling(agent)
+    _, err = agent.communicate(timeout=600)
+    err = "".join(seen) + err
+    assert agent.returncode == 0, err
+    nums = summary_numbers(read_stats(stats))
+    assert nums["sent"] == nums["recorded"] > 0 and nums["dropped"] == 0, err
+    time.sleep(0.5)
+    stop(col)
+
+    got = otlpcheck(out_file)
+    assert got["ok"], got["errors"][:5]
+    msgs = [m for i in got["inputs"] for m in i["messages"]]
+    # duration / interval intervals; one may hold no sample of a burner starved by the load.
+    expected = duration // interval
+    assert len(msgs) >= expected - 1, (len(msgs), err)
+    events, windows = 0, []
+    for m in msgs:
+        for rp in m["resource_profiles"]:
+            for sc in rp["scopes"]:
+                for p in sc["profiles"]:
+                    start, end = p["time_unix_nano"], p["time_unix_nano"] + p["duration_nano"]
+                    windows.append((start, end))
+                    # A sample's CPU may stamp it a few ms before another CPU's later one.
+                    for d in p["sample_details"]:
+                        for ts in d["timestamps"]:
+                            assert start - 50_000_000 <= ts <= end + 50_000_000, (ts, start, end)
+                    for st in p["stacks"]:
+                        events += st["events"]
+    assert events == nums["recorded"], "the Collector holds a different number of samples"
+    # Each request is its own interval: no two overlap, none is longer than the interval.
+    starts = sorted(set(windows))
+    for (s0, e0), (s1, _) in zip(starts, starts[1:]):
+        assert e0 <= s1, starts
+    assert all(e - s <= interval * 1_000_000_000 + 1_000_000 for s, e in starts), starts

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,6 +82,20 @@ static uint64_t boot_to_unix_offset(void)
 }
 
 /*
+ * The kernel's symbols (/proc/kallsyms: a few hundred thousand lines), on a thread of their own
+ * while the main thread loads the BPF programs. Returns the table or NULL with *arg (int) the
+ * errno. The thread is created before the capabilities are dropped and ends before sampling's
+ * first sample is named.
+ */
+static void *load_ksyms(void *arg)
+{
+	struct ksyms *k = ksyms__load("/proc/kallsyms");
+
+	*(int *)arg = k ? 0 : errno;
+	return k;
+}
+
+/*
  * The end of --duration, on the deadline thread: the main thread may be busy for seconds (the
  * first pass over every process of the host reads maps and builds CFI tables) before it looks
  * at the clock again. Sampling stops now; what the ring holds is still drained and kept.
@@ -92,11 +107,28 @@ static void on_deadline(void *ctx)
 	sampler__stop(r->sampler);
 }
 
+static void export_interval(struct recorder *r, uint64_t end_boot);
+
+/*
+ * Ends the export intervals that ended before @boot_ns (CLOCK_BOOTTIME): one request each that
+ * holds samples, none for an empty one.
+ */
+static void export_due(struct recorder *r, uint64_t boot_ns)
+{
+	while (r->exporter && boot_ns >= r->interval_end_boot) {
+		export_interval(r, r->interval_end_boot);
+		r->interval_end_boot += r->interval_ns;
+	}
+}
+
 static int on_sample(void *ctx, const struct sp_sample *s)
 {
 	struct recorder *r = ctx;
 	uint64_t count = 1, value = 0;
 	int type;
+
+	/* Taken after the interval's end: the interval goes first, however late this is. */
+	export_due(r, s->time_boot_ns);
 
 	if (s->type != PROFILE_CPU && s->type < PROFILE_NTYPES)
 		sampler__event_values(r->sampler, s, &count, &value);
@@ -419,6 +451,12 @@ static uint32_t ringbuf_size(const struct record_opts *o)
  */
 #define MALLOC_MMAP_THRESHOLD (128 << 10)
 #define TRIM_NS (2 * 1000000000ull)
+/*
+ * An export interval closes on the clock this long after its end when no later sample closed
+ * it: the drain thread moves samples to the queue every 10 ms, so those taken before the end
+ * are in by then (unless the agent is behind: then a later sample closes it).
+ */
+#define EXPORT_GRACE_NS (250 * 1000000ull)
 /* Entries of exited processes leave the process table this often (proctab__sweep()). */
 #define PROC_SWEEP_NS (5 * 1000000000ull)
 
@@ -710,10 +748,10 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 }
 
 /*
- * Ends the current export interval: encodes its samples into requests,
- * queues them, and starts a new interval with an empty profile.
+ * Ends the current export interval at @end_boot (CLOCK_BOOTTIME ns): encodes its samples into
+ * requests, queues them, and starts a new interval with an empty profile.
  */
-static void export_interval(struct recorder *r)
+static void export_interval(struct recorder *r, uint64_t end_boot)
 {
 	struct otlp_encode_opts eo = {
 	    .max_request_bytes = r->opts->max_request_bytes,
@@ -722,11 +760,13 @@ static void export_interval(struct recorder *r)
 	    .k8s_node_name = r->k8s_node,
 	};
 	struct profile_meta meta = {0};
-	uint64_t now_unix = clock_ns(CLOCK_REALTIME), now_mono = clock_ns(CLOCK_MONOTONIC);
+	uint64_t end_unix = end_boot + r->in.boot_to_unix_ns;
 	int err;
 
+	if (end_unix < r->in.interval_start_unix)
+		end_unix = r->in.interval_start_unix;
 	meta.start_unix_nano = r->in.interval_start_unix;
-	meta.duration_nano = now_mono - r->interval_start_mono;
+	meta.duration_nano = end_unix - r->in.interval_start_unix;
 	meta.frequency_hz = r->opts->frequency_hz;
 	meta.period_nano = 1000000000ull / r->opts->frequency_hz;
 	profile__set_meta(r->in.profile, &meta);
@@ -745,8 +785,7 @@ static void export_interval(struct recorder *r)
 	profile__reset(r->in.profile);
 	proctab__next_interval(r->procs);
 	resolve__profile_reset(r->in.resolve);
-	r->in.interval_start_unix = now_unix;
-	r->interval_start_mono = now_mono;
+	r->in.interval_start_unix = end_unix;
 }
 
 /*
@@ -790,7 +829,9 @@ int record__run(const struct record_opts *o)
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	uint32_t *tgids = NULL;
 	size_t ntgids = 0;
-	uint64_t t0, t_stop, last_progress, last_export, last_trim, last_sweep, start_unix,
+	pthread_t ksyms_thread;
+	int ksyms_loading = 0, ksyms_err = 0;
+	uint64_t t0, t_stop, t_stop_boot, last_progress, last_trim, last_sweep, start_unix,
 	    last_stats, flush_end;
 	int rc = 1, dir_created = 0, n;
 
@@ -829,16 +870,13 @@ int record__run(const struct record_opts *o)
 	r.in.profile = profile__new();
 	if (!syms || !r.in.profile)
 		goto fail_nomem;
-	ksyms = ksyms__load("/proc/kallsyms");
-	if (!ksyms)
-		fprintf(stderr,
-			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
-			"stay addresses\n",
-			strerror(errno));
+	/* Read while the kernel verifies the BPF programs: nothing before sampling waits on it. */
+	ksyms_loading = !pthread_create(&ksyms_thread, NULL, load_ksyms, &ksyms_err);
+	if (!ksyms_loading)
+		ksyms = load_ksyms(&ksyms_err);
 	r.syms = syms;
-	r.ksyms_on = ksyms && ksyms__count(ksyms);
 	r.procs = proctab__new(syms);
-	r.in.resolve = r.procs ? resolve__new(r.procs, syms, ksyms) : NULL;
+	r.in.resolve = r.procs ? resolve__new(r.procs, syms, NULL) : NULL;
 	if (r.in.resolve)
 		resolve__set_short_names(r.in.resolve, o->short_names);
 	if (!r.in.resolve || start_k8s(&r))
@@ -945,12 +983,24 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: capabilities: %d dropped, kept %s\n", n, left);
 	}
 
+	if (ksyms_loading) /* before the first sample is named */
+		pthread_join(ksyms_thread, (void **)&ksyms);
+	ksyms_loading = 0;
+	if (!ksyms)
+		fprintf(stderr,
+			"spanprof: warning: kernel symbols unavailable (%s): kernel frames "
+			"stay addresses\n",
+			strerror(ksyms_err));
+	r.ksyms_on = ksyms && ksyms__count(ksyms);
+	resolve__set_ksyms(r.in.resolve, ksyms);
 	malloc_trim(0); /* start-up: BTF, kernel symbols, the first CFI tables */
-	t0 = last_progress = last_export = last_trim = last_sweep = last_stats =
-	    clock_ns(CLOCK_MONOTONIC);
+	t0 = last_progress = last_trim = last_sweep = last_stats = clock_ns(CLOCK_MONOTONIC);
 	start_unix = r.start_unix = clock_ns(CLOCK_REALTIME);
-	r.interval_start_mono = t0;
-	r.in.interval_start_unix = start_unix;
+	r.interval_ns = (uint64_t)(o->export_interval_s * 1e9);
+	r.interval_end_boot = clock_ns(CLOCK_BOOTTIME);
+	/* In sample time, so that the intervals follow one another exactly. */
+	r.in.interval_start_unix = r.interval_end_boot + r.in.boot_to_unix_ns;
+	r.interval_end_boot += r.interval_ns;
 	/* After the capabilities are dropped: a thread keeps those it was created with. */
 	start_debuginfod(&r, syms);
 	if (o->duration_s > 0) {
@@ -1018,10 +1068,12 @@ int record__run(const struct record_opts *o)
 			v8tab__tick(r.v8);
 		if (r.targets) /* containers and pods started since, binaries replaced */
 			targets__tick(r.targets, now);
-		if (r.exporter && now - last_export >= (uint64_t)(o->export_interval_s * 1e9)) {
-			export_interval(&r);
-			last_export = now;
-		}
+		/*
+		 * No sample taken since has closed the interval (on_sample()): close it on the
+		 * clock, once the samples taken before its end have had time to reach the queue.
+		 */
+		if (r.exporter)
+			export_due(&r, clock_ns(CLOCK_BOOTTIME) - EXPORT_GRACE_NS);
 		if (now - last_sweep >= PROC_SWEEP_NS) {
 			/*
 			 * Samples of a process that is gone may still wait in the ring: drain
@@ -1054,12 +1106,17 @@ int record__run(const struct record_opts *o)
 		sampler__stop(s);
 		t_stop = clock_ns(CLOCK_MONOTONIC);
 	}
+	/* The stop in sample time: the deadline's may have been a while ago. */
+	t_stop_boot = clock_ns(CLOCK_BOOTTIME) - (clock_ns(CLOCK_MONOTONIC) - t_stop);
 	/* Samples taken before the stop may still wait in the ring: none is lost. */
 	sampler__drain(s);
-	r.user_drops += sampler__queue_lost(s); /* the queue had no memory for them */
-	if (getenv("SPANPROF_DEBUG"))
+	if (getenv("SPANPROF_DEBUG")) {
+		struct sampler_queue_stats qs;
+
+		sampler__queue_stats(s, &qs);
 		fprintf(stderr, "spanprof: debug: sample queue peak %.1f MiB\n",
-			sampler__queue_peak_bytes(s) / 1048576.0);
+			qs.peak_bytes / 1048576.0);
+	}
 	dbg_on = !finish_debuginfod(&r, syms, &dbg);
 	/* One flush deadline for both senders: SIGTERM -> exit within --flush-timeout. */
 	flush_end = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(o->flush_timeout_s * 1e9);
@@ -1067,7 +1124,8 @@ int record__run(const struct record_opts *o)
 		struct otlp_exporter_stats es;
 
 		/* The last, partial interval; then give the queue a bounded time to drain. */
-		export_interval(&r);
+		export_due(&r, t_stop_boot);
+		export_interval(&r, t_stop_boot);
 		otlp_exporter__stats(r.exporter, &es);
 		if (es.queued) /* even with --quiet: the one sign of life during a long stop */
 			fprintf(
@@ -1128,6 +1186,8 @@ cleanup_dir:
 	if (dir_created && o->output_dir)
 		rmdir(o->output_dir);
 cleanup:
+	if (ksyms_loading) /* a start-up that failed before the join */
+		pthread_join(ksyms_thread, (void **)&ksyms);
 	deadline__free(r.deadline);  /* before the sampler it stops */
 	unwinder__free(r.unwinder);  /* CFI unwinder: its chunks before the sampler's maps */
 	spanlinks__free(r.in.links); /* its map entries, before the sampler's maps */

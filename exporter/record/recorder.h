@@ -30,7 +30,13 @@ struct recorder {
 	struct ingest in; /* the sample path: resolve, model, span links */
 	const struct record_opts *opts;
 	struct otlp_exporter *exporter; /* NULL: local files only */
-	uint64_t interval_start_mono;
+	/*
+	 * The export interval, in sample time (CLOCK_BOOTTIME, as BPF stamps samples): it ends
+	 * at interval_end_boot, and a sample taken later closes it before it is added, so each
+	 * request holds the samples of its interval even when the main thread is late.
+	 */
+	uint64_t interval_end_boot;
+	uint64_t interval_ns;
 	uint64_t encode_failures;  /* intervals (or parts) that could not be encoded */
 	uint64_t interval_samples; /* samples added since the last export_interval() */
 	uint64_t interval_queued;  /* of those, handed to the exporter (queued or counted there) */

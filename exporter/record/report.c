@@ -65,8 +65,10 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 	out->user_drops = r->user_drops;
 	out->link_drops = r->in.link_drops;
 	memcpy(out->type_samples, r->type_samples, sizeof(out->type_samples));
-	if (s)
+	if (s) {
 		sampler__stats(s, out->bpf);
+		sampler__queue_stats(s, &out->queue);
+	}
 	out->procs = *proctab__stats(r->procs);
 	out->procs_in_table = proctab__count(r->procs);
 	out->resolve = *resolve__stats(r->in.resolve);
@@ -152,16 +154,35 @@ static const char *event_counts(struct recorder *r, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * "N dropped", then where they were lost when any were: in BPF to a full ring buffer (the
+ * drain thread late, or the queue it empties the ring into full: the agent behind), in the
+ * sample queue (no memory), in the agent (no memory).
+ */
+static const char *drop_counts(uint64_t ring, const struct sampler_queue_stats *q, uint64_t oom,
+			       char *buf, size_t size)
+{
+	uint64_t all = ring + q->lost + oom;
+	int len = snprintf(buf, size, "%llu dropped", u(all));
+
+	if (all && len >= 0 && (size_t)len < size)
+		snprintf(buf + len, size - len, " (ring buffer %llu%s, queue %llu, memory %llu)",
+			 u(ring), q->full ? " with the queue full" : "", u(q->lost), u(oom));
+	return buf;
+}
+
 void report__progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64_t now, int final)
 {
 	uint64_t st[SP_STAT_MAX] = {0};
-	char events[96];
+	struct sampler_queue_stats qs;
+	char events[96], drops[128];
 	double elapsed = (now - t0) / 1e9;
 	int tty = isatty(STDERR_FILENO);
 
 	char export[160] = "";
 
 	sampler__stats(s, st);
+	sampler__queue_stats(s, &qs);
 	if (r->exporter) {
 		struct otlp_exporter_stats es;
 
@@ -171,13 +192,12 @@ void report__progress(struct recorder *r, struct sampler *s, uint64_t t0, uint64
 			 u(es.requests_sent), es.bytes_sent / 1024.0, u(es.retries), u(es.dropped),
 			 es.queued);
 	}
-	fprintf(
-	    stderr,
-	    "%sspanprof: %6.1fs  %8llu samples  %llu dropped  %llu processes  %llu in spans%s%s%s",
-	    tty ? "\r\033[K" : "", elapsed, u(r->samples),
-	    u(ringbuf_drops(r->opts, st) + r->user_drops), u(proctab__stats(r->procs)->processes),
-	    u(st[SP_STAT_CTX_LINKED]), event_counts(r, events, sizeof(events)), export,
-	    tty && !final ? "" : "\n");
+	fprintf(stderr,
+		"%sspanprof: %6.1fs  %8llu samples  %s  %llu processes  %llu in spans%s%s%s",
+		tty ? "\r\033[K" : "", elapsed, u(r->samples),
+		drop_counts(ringbuf_drops(r->opts, st), &qs, r->user_drops, drops, sizeof(drops)),
+		u(proctab__stats(r->procs)->processes), u(st[SP_STAT_CTX_LINKED]),
+		event_counts(r, events, sizeof(events)), export, tty && !final ? "" : "\n");
 }
 
 /* --- the full accounting (--verbose): one line per stage, wording kept for scripts --- */
@@ -446,7 +466,7 @@ static void accounting_line(FILE *f, const struct report_data *d)
 	fprintf(f,
 		"spanprof: accounting: %llu samples taken by BPF = %llu recorded + %llu dropped "
 		"in the agent (out of memory); %llu more lost to a full ring buffer\n",
-		u(samples_taken(d->bpf)), u(d->samples), u(d->user_drops),
+		u(samples_taken(d->bpf)), u(d->samples), u(d->user_drops + d->queue.lost),
 		u(ringbuf_drops(d->opts, d->bpf)));
 }
 
@@ -457,17 +477,20 @@ static void full_accounting(FILE *f, const struct report_data *d)
 	const uint64_t *st = d->bpf;
 
 	fprintf(f,
-		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu); "
+		"spanprof: dropped %llu (ring buffer full %llu, agent out of memory %llu, sample "
+		"queue out of memory %llu); sample queue: full %llu times, peak %.1f of %.0f MiB; "
 		"stack read failures: kernel %llu, user %llu\n"
 		"spanprof: frames: %llu outside any mapping, %llu without a symbol, %llu kernel "
 		"without a symbol; %llu maps unreadable, %llu files unopenable, %llu maps reads "
 		"dropped (PID reused)\n"
 		"spanprof: processes: %llu seen, %llu exited and forgotten, %zu in the table\n",
-		u(ringbuf_drops(d->opts, st) + d->user_drops), u(ringbuf_drops(d->opts, st)),
-		u(d->user_drops), u(st[SP_STAT_KSTACK_ERR]), u(st[SP_STAT_USTACK_ERR]),
-		u(rs->frames_unmapped), u(rs->frames_unsymbolized), u(rs->kernel_unsymbolized),
-		u(ps->maps_read_failed), u(ps->objects_failed), u(ps->pid_reused), u(ps->processes),
-		u(ps->processes_freed), d->procs_in_table);
+		u(ringbuf_drops(d->opts, st) + d->user_drops + d->queue.lost),
+		u(ringbuf_drops(d->opts, st)), u(d->user_drops), u(d->queue.lost), u(d->queue.full),
+		d->queue.peak_bytes / 1048576.0, d->queue.max_bytes / 1048576.0,
+		u(st[SP_STAT_KSTACK_ERR]), u(st[SP_STAT_USTACK_ERR]), u(rs->frames_unmapped),
+		u(rs->frames_unsymbolized), u(rs->kernel_unsymbolized), u(ps->maps_read_failed),
+		u(ps->objects_failed), u(ps->pid_reused), u(ps->processes), u(ps->processes_freed),
+		d->procs_in_table);
 	for (uint32_t t = PROFILE_CPU + 1; t < PROFILE_NTYPES; t++)
 		if (d->opts->profile_types & (1u << t))
 			fprintf(
@@ -572,23 +595,34 @@ static void ringbuf_full_msg(const struct report_data *d, char *buf, size_t size
 {
 	uint64_t lost = ringbuf_drops(d->opts, d->bpf);
 
-	say(buf, size,
-	    "%.0f%% of samples lost (%llu): the ring buffer (%u MiB) was full; raise "
-	    "--ring-buffer-mb or lower --frequency",
-	    100 * share(lost, lost + samples_taken(d->bpf)), u(lost), d->ringbuf_bytes >> 20);
+	/* The drain thread found the queue full: the agent was behind, not the drain thread. */
+	if (d->queue.full)
+		say(buf, size,
+		    "%.0f%% of samples lost (%llu): the ring buffer (%u MiB) was full while the "
+		    "agent's sample queue (%.0f MiB) was full too (the agent was behind); lower "
+		    "--frequency or give the agent more CPU",
+		    100 * share(lost, lost + samples_taken(d->bpf)), u(lost),
+		    d->ringbuf_bytes >> 20, d->queue.max_bytes / 1048576.0);
+	else
+		say(buf, size,
+		    "%.0f%% of samples lost (%llu): the ring buffer (%u MiB) was full; raise "
+		    "--ring-buffer-mb or lower --frequency",
+		    100 * share(lost, lost + samples_taken(d->bpf)), u(lost),
+		    d->ringbuf_bytes >> 20);
 }
 
 static int out_of_memory(const struct report_data *d)
 {
-	return d->user_drops || d->link_drops;
+	return d->user_drops || d->link_drops || d->queue.lost;
 }
 
 static void out_of_memory_msg(const struct report_data *d, char *buf, size_t size)
 {
 	say(buf, size,
-	    "%llu samples lost and %llu kept without their span: the agent ran out of memory; "
-	    "give it more (its cgroup's memory.max) or lower --symbol-cache-mb",
-	    u(d->user_drops), u(d->link_drops));
+	    "%llu samples lost (%llu of them in the sample queue) and %llu kept without their "
+	    "span: the agent ran out of memory; give it more (its cgroup's memory.max) or lower "
+	    "--symbol-cache-mb",
+	    u(d->user_drops + d->queue.lost), u(d->queue.lost), u(d->link_drops));
 }
 
 /* The gRPC status most Export calls failed with, or NULL when none failed. */

@@ -73,6 +73,7 @@ struct report_data {
 
 	uint64_t samples;		       /* recorded into the profile, every type */
 	uint64_t user_drops;		       /* lost in the agent: out of memory */
+	struct sampler_queue_stats queue;      /* between the ring and the agent: its losses */
 	uint64_t link_drops;		       /* kept without their span: out of memory */
 	uint64_t type_samples[PROFILE_NTYPES]; /* recorded, per profile type */
 	uint64_t bpf[SP_STAT_MAX]; /* the BPF counters summed over CPUs (bpf/sampler.h) */

@@ -119,7 +119,10 @@ static struct json_object *samples_section(struct jb *b, const struct report_dat
 	put_u(b, s, "recorded", d->samples);
 	put_u(b, s, "taken", taken);
 	put_u(b, s, "lost_ring_buffer", lost);
-	put_u(b, s, "lost_out_of_memory", d->user_drops);
+	put_u(b, s, "lost_out_of_memory", d->user_drops + d->queue.lost);
+	put_u(b, s, "lost_queue", d->queue.lost);
+	put_u(b, s, "queue_full", d->queue.full);
+	put_u(b, s, "queue_peak_bytes", d->queue.peak_bytes);
 	put_u(b, s, "link_dropped", d->link_drops);
 	put_u(b, s, "idle", st[SP_STAT_IDLE]);
 	put_u(b, s, "filtered", st[SP_STAT_FILTERED]);

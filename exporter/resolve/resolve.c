@@ -64,6 +64,11 @@ struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struc
 	return r;
 }
 
+void resolve__set_ksyms(struct resolve *r, struct ksyms *ksyms)
+{
+	r->ksyms = ksyms;
+}
+
 void resolve__free(struct resolve *r)
 {
 	if (r) {

@@ -77,6 +77,9 @@ struct resolve_stats {
 
 /* NULL + errno (ENOMEM). */
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms);
+/* Names kernel PCs from @ksyms from now on (borrowed, may be NULL), e.g. once loaded on a thread.
+ */
+void resolve__set_ksyms(struct resolve *r, struct ksyms *ksyms);
 /* NULL is a no-op. */
 void resolve__free(struct resolve *r);
 /*

@@ -54,26 +54,34 @@ const char *kfeature__since(enum kfeature feat)
 	return feat < KFEAT_COUNT ? defs[feat].since : "?";
 }
 
-int kfeatures__tp_btf_nargs(const char *name)
+/* btf_trace_NAME's argument count in @btf, or -ENOENT. */
+static int tp_btf_nargs(const struct btf *btf, const char *name)
 {
 	const struct btf_type *t;
 	char tname[128];
-	struct btf *btf;
-	int id, n = -ENOENT;
+	int id;
 
-	btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return -errno;
 	snprintf(tname, sizeof(tname), "btf_trace_%s", name);
 	id = btf__find_by_name_kind(btf, tname, BTF_KIND_TYPEDEF);
-	if (id > 0) {
-		/* typedef void (*btf_trace_NAME)(void *, args...): typedef -> pointer -> proto. */
-		t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
-		if (t && btf_is_ptr(t))
-			t = btf__type_by_id(btf, t->type);
-		if (t && btf_is_func_proto(t) && btf_vlen(t) >= 1)
-			n = btf_vlen(t) - 1;
-	}
+	if (id <= 0)
+		return -ENOENT;
+	/* typedef void (*btf_trace_NAME)(void *, args...): typedef -> pointer -> proto. */
+	t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
+	if (t && btf_is_ptr(t))
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t) && btf_vlen(t) >= 1)
+		return btf_vlen(t) - 1;
+	return -ENOENT;
+}
+
+int kfeatures__tp_btf_nargs(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int n;
+
+	if (!btf)
+		return -errno;
+	n = tp_btf_nargs(btf, name);
 	btf__free(btf);
 	return n;
 }
@@ -100,22 +108,31 @@ static int has_member(const struct btf *btf, const struct btf_type *t, const cha
 	return 0;
 }
 
+/* 1 when struct @type of @btf has @member, 0 when not, -ENOENT without the struct. */
+static int btf_has_member(const struct btf *btf, const char *type, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+
+	return id > 0 ? has_member(btf, btf__type_by_id(btf, id), member, 0) : -ENOENT;
+}
+
 int kfeatures__btf_has_member(const char *type, const char *member)
 {
-	struct btf *btf;
-	int id, r = -ENOENT;
+	struct btf *btf = btf__load_vmlinux_btf();
+	int r;
 
-	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return -errno;
-	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
-	if (id > 0)
-		r = has_member(btf, btf__type_by_id(btf, id), member, 0);
+	r = btf_has_member(btf, type, member);
 	btf__free(btf);
 	return r;
 }
 
-static int8_t probe(const struct kfeature_def *d)
+/*
+ * @btf: the kernel's BTF, parsed once for every probe that reads it (a few MiB to parse: a tenth
+ * of a second, more on a loaded machine, before sampling can start); NULL when unreadable.
+ */
+static int8_t probe(const struct kfeature_def *d, const struct btf *btf)
 {
 	int r;
 
@@ -132,12 +149,16 @@ static int8_t probe(const struct kfeature_def *d)
 		r = libbpf_probe_bpf_helper(d->prog_type, d->id, NULL);
 		break;
 	case PROBE_TP_NARGS:
-		r = kfeatures__tp_btf_nargs(d->tp);
+		if (!btf)
+			return -1;
+		r = tp_btf_nargs(btf, d->tp);
 		if (r == -ENOENT)
 			return 0;
 		return r < 0 ? -1 : r >= d->id;
 	case PROBE_MEMBER:
-		r = kfeatures__btf_has_member(d->tp, d->member);
+		if (!btf)
+			return -1;
+		r = btf_has_member(btf, d->tp, d->member);
 		return r < 0 ? -1 : r;
 	default:
 		return -1;
@@ -147,8 +168,11 @@ static int8_t probe(const struct kfeature_def *d)
 
 int kfeatures__probe(struct kfeatures *f)
 {
+	struct btf *btf = btf__load_vmlinux_btf();
+
 	for (int i = 0; i < KFEAT_COUNT; i++)
-		f->have[i] = probe(&defs[i]);
+		f->have[i] = probe(&defs[i], btf);
+	btf__free(btf);
 	return 0;
 }
 

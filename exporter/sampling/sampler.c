@@ -46,6 +46,7 @@ struct sampler {
 	pthread_t drainer;
 	int drainer_on, drainer_stop, delivering, qlock_on;
 	uint64_t queue_lost; /* records the queue had no memory for */
+	uint64_t queue_full; /* ring_to_queue() calls that found no room for the ring */
 	size_t queue_max;
 	void *scratch; /* one struct sp_sample, rebuilt from the queue */
 	int ncpus;     /* possible CPUs */
@@ -159,6 +160,8 @@ static int ring_to_queue(struct sampler *s)
 	if (samplequeue__bytes(s->q) + s->rb_bytes + QUEUE_SLACK <= s->queue_max) {
 		ring_buffer__consume(s->rb);
 		done = 1;
+	} else {
+		s->queue_full++;
 	}
 	pthread_mutex_unlock(&s->qlock);
 	return done;
@@ -776,14 +779,14 @@ int sampler__drain(struct sampler *s)
 	return n + deliver_queue(s, 0);
 }
 
-uint64_t sampler__queue_lost(const struct sampler *s)
+void sampler__queue_stats(struct sampler *s, struct sampler_queue_stats *out)
 {
-	return s->queue_lost;
-}
-
-size_t sampler__queue_peak_bytes(const struct sampler *s)
-{
-	return s->q ? samplequeue__peak_bytes(s->q) : 0;
+	pthread_mutex_lock(&s->qlock);
+	out->lost = s->queue_lost;
+	out->full = s->queue_full;
+	out->peak_bytes = s->q ? samplequeue__peak_bytes(s->q) : 0;
+	out->max_bytes = s->queue_max;
+	pthread_mutex_unlock(&s->qlock);
 }
 
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX])

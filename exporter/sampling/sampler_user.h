@@ -114,11 +114,18 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__drain(struct sampler *s);
 /*
  * The sample ring is emptied by a thread of its own into a queue (sampling/samplequeue.h) that
- * sampler__poll() and sampler__drain() deliver from: records the queue had no memory for
- * (counted as dropped in the agent), and the most memory it held, in bytes.
+ * sampler__poll() and sampler__drain() deliver from. What became of it so far (safe to call
+ * while the drain thread runs).
  */
-uint64_t sampler__queue_lost(const struct sampler *s);
-size_t sampler__queue_peak_bytes(const struct sampler *s);
+struct sampler_queue_stats {
+	uint64_t lost;	   /* records the queue had no memory for: dropped in the agent */
+	uint64_t full;	   /* drain passes that left the ring to fill: the queue had no room for
+			    * it (the agent behind delivering); BPF counts what the ring then
+			    * loses as ring-buffer drops */
+	size_t peak_bytes; /* the most memory the queue held */
+	size_t max_bytes;  /* its bound */
+};
+void sampler__queue_stats(struct sampler *s, struct sampler_queue_stats *out);
 /* Sums the per-CPU counters into @out[SP_STAT_MAX]. 0 or -errno. */
 int sampler__stats(struct sampler *s, uint64_t out[SP_STAT_MAX]);
 /* Number of perf events (CPUs) attached (0 without the CPU profile type). */

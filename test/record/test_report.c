@@ -160,6 +160,14 @@ static void test_ringbuf_full(void **unused)
 	assert_string_equal(p->id, "ringbuf_full");
 	assert_contains(p->message, "24% of samples lost (120): the ring buffer (2 MiB) was full");
 	assert_contains(p->message, "raise --ring-buffer-mb");
+	/* The drain thread found the agent's queue full: the agent was behind, not the ring. */
+	data.queue.full = 3;
+	data.queue.max_bytes = 32u << 20;
+	p = only_problem(&data);
+	assert_string_equal(p->id, "ringbuf_full");
+	assert_contains(p->message, "the ring buffer (2 MiB) was full while the agent's sample "
+				    "queue (32 MiB) was full too (the agent was behind)");
+	data.queue.full = 0;
 	/* A loss under 1% is not worth a line. */
 	data.bpf[SP_STAT_DROP_RINGBUF] = 2;
 	assert_int_equal(report__problems(&data, (struct report_found[4]){0}, 4), 0);
@@ -175,6 +183,14 @@ static void test_out_of_memory(void **unused)
 	assert_string_equal(p->id, "out_of_memory");
 	assert_contains(p->message, "7 samples lost");
 	assert_contains(p->message, "the agent ran out of memory; give it more");
+	/* Records the sample queue had no memory for count too, and are named. */
+	data.queue.lost = 5;
+	p = only_problem(&data);
+	assert_string_equal(p->id, "out_of_memory");
+	assert_contains(p->message, "12 samples lost (5 of them in the sample queue)");
+	data.user_drops = 0;
+	p = only_problem(&data);
+	assert_string_equal(p->id, "out_of_memory");
 }
 
 static void test_no_symbols(void **unused)
@@ -419,6 +435,9 @@ static void test_json_schema(void **unused)
 	    "samples.taken",
 	    "samples.lost_ring_buffer",
 	    "samples.lost_out_of_memory",
+	    "samples.lost_queue",
+	    "samples.queue_full",
+	    "samples.queue_peak_bytes",
 	    "samples.link_dropped",
 	    "samples.idle",
 	    "samples.filtered",
