@@ -59,6 +59,7 @@ static __always_inline void stat_inc(__u32 which)
 #include "golabels.bpf.h"
 #include "fileid.bpf.h"
 #include "python.bpf.h"
+#include "prochooks.bpf.h"
 
 /*
  * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the

@@ -63,6 +63,7 @@ struct utable {
 struct uproc {
 	uint32_t pid;		/* hash key */
 	uint64_t start_boot_ns; /* of its last update (0: unknown) */
+	int from_table;		/* the process table read its maps (it was sampled) */
 	struct utable **tables; /* distinct tables referenced, one reference each */
 	size_t ntables;
 	UT_hash_handle hh;
@@ -94,7 +95,8 @@ struct pending {
 enum job_kind {
 	JOB_UPDATE, /* install maps (from the process table: a sample or a notified re-read) */
 	JOB_NEW,    /* a new process at its exec: read its maps (executable ones), load them */
-	JOB_RELOAD, /* re-read a process loaded at its exec and not sampled yet */
+	JOB_RELOAD, /* re-read a process loaded at its exec: the process table does not know it */
+	JOB_REREAD, /* re-read a new process once ld.so mapped its libraries */
 	JOB_REMOVE, /* the process exited: forget it, release its tables */
 };
 
@@ -130,8 +132,9 @@ struct unwinder {
 	struct job *jobs;	  /* by pid */
 	struct job *queue[NPRIO]; /* utlist DL lists */
 	struct pending *pending;
-	int refresh_prio;	   /* the priority of the maps hook calls o.refresh makes */
-	struct unwinder_stats pub; /* u->st as of the last job, for unwinder__stats() */
+	struct pending *new_pending; /* re-reads of new processes, by the builder itself */
+	int refresh_prio;	     /* the priority of the maps hook calls o.refresh makes */
+	struct unwinder_stats pub;   /* u->st as of the last job, for unwinder__stats() */
 
 	struct chunk *chunks; /* o.maps.max_chunks slots */
 	uint32_t *free_ids;   /* stack of free table ids */
@@ -841,8 +844,9 @@ static void job_free(struct job *j)
 
 /*
  * Queues @kind for @pid at @prio, replacing the job queued for it (the latest request is the
- * process's current state), except that a JOB_RELOAD never replaces another job (any of them
- * loads the process as well). Takes ownership of @maps' contents (NULL: none). qlock held.
+ * process's current state), except that a JOB_RELOAD or JOB_REREAD never replaces another job
+ * (any of them loads the process as well). Takes ownership of @maps' contents (NULL: none). qlock
+ * held.
  */
 static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint64_t start_boot_ns,
 		      struct procmaps *maps)
@@ -850,7 +854,7 @@ static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint
 	struct job *j;
 
 	HASH_FIND(hh, u->jobs, &pid, sizeof(pid), j);
-	if (j && kind == JOB_RELOAD) {
+	if (j && (kind == JOB_RELOAD || kind == JOB_REREAD)) {
 		if (prio < j->prio) {
 			DL_DELETE(u->queue[j->prio], j);
 			j->prio = prio;
@@ -908,6 +912,24 @@ static void schedule_refresh(struct unwinder *u, uint32_t pid, int prio)
 	pe->prio = prio;
 	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
 	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+}
+
+/* Asks the builder to re-read new process @pid REFRESH_DELAY_NS from now. qlock held. */
+static void schedule_new_reread(struct unwinder *u, uint32_t pid)
+{
+	struct pending *pe;
+
+	HASH_FIND(hh, u->new_pending, &pid, sizeof(pid), pe);
+	if (pe)
+		return;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return; /* the mmap notifications remain */
+	pe->pid = pid;
+	pe->prio = PRIO_NEW;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
+	HASH_ADD(hh, u->new_pending, pid, sizeof(pe->pid), pe);
+	pthread_cond_signal(&u->cond);
 }
 
 /* The executable mappings of @maps (those update_locked() reads), copied into @out. */
@@ -971,6 +993,11 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
 		if (pe) {
 			HASH_DEL(u->pending, pe);
+			free(pe);
+		}
+		HASH_FIND(hh, u->new_pending, &pid, sizeof(pid), pe);
+		if (pe) {
+			HASH_DEL(u->new_pending, pe);
 			free(pe);
 		}
 		queue_job(u, pid, JOB_REMOVE, PRIO_NEW, 0, NULL);
@@ -1045,6 +1072,8 @@ static void run_job(struct unwinder *u, struct job *j)
 		known = p != NULL;
 		update_locked(u, j->pid, j->start_boot_ns, &j->maps);
 		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p)
+			p->from_table = 1;
 		/*
 		 * BPF notifies mmaps only of processes that have an entry: a library mapped between
 		 * this maps read and the entry's first write (ld.so right after exec, while the
@@ -1070,15 +1099,29 @@ static void run_job(struct unwinder *u, struct job *j)
 				"started\n",
 				j->pid, (ts.tv_sec * 1e9 + ts.tv_nsec - j->start_boot_ns) / 1e6);
 		}
-		/* ld.so maps the libraries next: one re-read after, as for a first entry. */
+		/*
+		 * ld.so maps the libraries next: one re-read after, as for a first entry, by the
+		 * builder itself (the main thread may be busy: naming frames, exporting).
+		 */
 		pthread_mutex_lock(&u->qlock);
-		schedule_refresh(u, j->pid, PRIO_NEW);
+		schedule_new_reread(u, j->pid);
 		pthread_mutex_unlock(&u->qlock);
 		break;
 	case JOB_RELOAD:
 		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
 		if (p && p->start_boot_ns)
 			load_unsampled(u, p->pid, p->start_boot_ns);
+		break;
+	case JOB_REREAD:
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p && p->start_boot_ns && !p->from_table) {
+			load_unsampled(u, p->pid, p->start_boot_ns);
+		} else if (p) {
+			/* Sampled meanwhile: the process table's re-read, on the main thread. */
+			pthread_mutex_lock(&u->qlock);
+			schedule_refresh(u, p->pid, j->prio);
+			pthread_mutex_unlock(&u->qlock);
+		}
 		break;
 	case JOB_REMOVE:
 		remove_locked(u, j->pid);
@@ -1132,14 +1175,29 @@ static void *builder(void *arg)
 
 	pthread_mutex_lock(&u->qlock);
 	while (!u->stop) {
+		uint64_t now = util__mono_ns(), wait_ns = 1000000000ull;
+		struct pending *pe, *ptmp;
 		struct job *j = NULL;
 		struct timespec ts;
 
+		/* New processes' re-reads that are due become jobs of their own rank. */
+		HASH_ITER (hh, u->new_pending, pe, ptmp) {
+			if (pe->due_ns > now) {
+				if (pe->due_ns - now < wait_ns)
+					wait_ns = pe->due_ns - now;
+				continue;
+			}
+			HASH_DEL(u->new_pending, pe);
+			queue_job(u, pe->pid, JOB_REREAD, PRIO_NEW, 0, NULL);
+			free(pe);
+		}
 		for (int pr = 0; pr < NPRIO && !j; pr++)
 			j = u->queue[pr];
 		if (!j) {
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			ts.tv_nsec += wait_ns % 1000000000ull;
+			ts.tv_sec += wait_ns / 1000000000ull + ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
 			pthread_cond_timedwait(&u->cond, &u->qlock, &ts);
 			if (u->stop || u->queue[0] || u->queue[1] || u->queue[2])
 				continue;
@@ -1238,6 +1296,10 @@ void unwinder__free(struct unwinder *u)
 		;
 	HASH_ITER (hh, u->pending, pe, ptmp) {
 		HASH_DEL(u->pending, pe);
+		free(pe);
+	}
+	HASH_ITER (hh, u->new_pending, pe, ptmp) {
+		HASH_DEL(u->new_pending, pe);
 		free(pe);
 	}
 	for (uint32_t i = 0; u->chunks && i < u->o.maps.max_chunks; i++)
