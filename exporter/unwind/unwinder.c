@@ -24,6 +24,8 @@
 
 /* Notifications wait this long so that a burst (ld.so mapping a library) is one re-read. */
 #define REFRESH_DELAY_NS (20 * 1000 * 1000ull)
+/* A process this young is re-read by the builder at each code mapping it makes. */
+#define NEW_PROCESS_NS (2 * 1000 * 1000 * 1000ull)
 /* Processes whose exit notification was lost are looked for this often. */
 #define SWEEP_NS (5 * 1000 * 1000 * 1000ull)
 /*
@@ -93,11 +95,12 @@ struct pending {
  * last are the process's current ones). Queued by priority, first in first out within one.
  */
 enum job_kind {
-	JOB_UPDATE, /* install maps (from the process table: a sample or a notified re-read) */
-	JOB_NEW,    /* a new process at its exec: read its maps (executable ones), load them */
-	JOB_RELOAD, /* re-read a process loaded at its exec: the process table does not know it */
-	JOB_REREAD, /* re-read a new process once ld.so mapped its libraries */
-	JOB_REMOVE, /* the process exited: forget it, release its tables */
+	JOB_UPDATE,  /* install maps (from the process table: a sample or a notified re-read) */
+	JOB_NEW,     /* a new process at its exec: read its maps (executable ones), load them */
+	JOB_RELOAD,  /* re-read a process loaded at its exec: the process table does not know it */
+	JOB_REREAD,  /* re-read a new process once ld.so mapped its libraries */
+	JOB_MMAPPED, /* a process loaded at its exec mapped code: re-read it now, if unsampled */
+	JOB_REMOVE,  /* the process exited: forget it, release its tables */
 };
 
 enum job_prio {
@@ -844,9 +847,9 @@ static void job_free(struct job *j)
 
 /*
  * Queues @kind for @pid at @prio, replacing the job queued for it (the latest request is the
- * process's current state), except that a JOB_RELOAD or JOB_REREAD never replaces another job
- * (any of them loads the process as well). Takes ownership of @maps' contents (NULL: none). qlock
- * held.
+ * process's current state), except that a re-read (JOB_RELOAD, JOB_REREAD, JOB_MMAPPED) never
+ * replaces another job (any of them loads the process as well). Takes ownership of @maps' contents
+ * (NULL: none). qlock held.
  */
 static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint64_t start_boot_ns,
 		      struct procmaps *maps)
@@ -854,7 +857,7 @@ static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint
 	struct job *j;
 
 	HASH_FIND(hh, u->jobs, &pid, sizeof(pid), j);
-	if (j && (kind == JOB_RELOAD || kind == JOB_REREAD)) {
+	if (j && (kind == JOB_RELOAD || kind == JOB_REREAD || kind == JOB_MMAPPED)) {
 		if (prio < j->prio) {
 			DL_DELETE(u->queue[j->prio], j);
 			j->prio = prio;
@@ -1002,6 +1005,15 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 		}
 		queue_job(u, pid, JOB_REMOVE, PRIO_NEW, 0, NULL);
 	} else {
+		/*
+		 * A new process (not sampled yet, or started less than NEW_PROCESS_NS ago: ld.so
+		 * mapping its libraries) is re-read by the builder at once, not 20 ms later through
+		 * the main thread: its first complete stacks wait for libc's table. The
+		 * notification comes at the mmap's entry; the builder's re-read 20 ms after the
+		 * exec, and this one, cover a read that came first.
+		 */
+		if (e->kind == UNWIND_EVENT_MMAP)
+			queue_job(u, pid, JOB_MMAPPED, PRIO_NEW, 0, NULL);
 		schedule_refresh(u, pid, PRIO_OTHER);
 	}
 	pthread_mutex_unlock(&u->qlock);
@@ -1060,6 +1072,15 @@ void unwinder__tick(struct unwinder *u)
 
 /* --- the builder thread ---------------------------------------------------------------------- */
 
+/* Whether process @p started less than NEW_PROCESS_NS ago (ld.so may still be mapping). */
+static int young(const struct uproc *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec - p->start_boot_ns < NEW_PROCESS_NS;
+}
+
 /* Runs job @j (u->lock held). */
 static void run_job(struct unwinder *u, struct job *j)
 {
@@ -1112,11 +1133,17 @@ static void run_job(struct unwinder *u, struct job *j)
 		if (p && p->start_boot_ns)
 			load_unsampled(u, p->pid, p->start_boot_ns);
 		break;
+	case JOB_MMAPPED:
+		/* Older sampled processes (a JIT mapping code) wait for the notified re-read. */
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p && p->start_boot_ns && (!p->from_table || young(p)))
+			load_unsampled(u, p->pid, p->start_boot_ns);
+		break;
 	case JOB_REREAD:
 		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
-		if (p && p->start_boot_ns && !p->from_table) {
+		if (p && p->start_boot_ns)
 			load_unsampled(u, p->pid, p->start_boot_ns);
-		} else if (p) {
+		if (p && p->from_table) {
 			/* Sampled meanwhile: the process table's re-read, on the main thread. */
 			pthread_mutex_lock(&u->qlock);
 			schedule_refresh(u, p->pid, j->prio);
@@ -1149,7 +1176,8 @@ static void housekeeping(struct unwinder *u)
 	}
 }
 
-/* Publishes u->st for unwinder__stats(), keeping the queue's own counters (qlock held). */
+/* Publishes u->st for unwinder__stats(), keeping the queue's own counters (lock and qlock
+ * held). */
 static void publish(struct unwinder *u)
 {
 	struct unwinder_stats q = u->pub;
@@ -1213,11 +1241,13 @@ static void *builder(void *arg)
 		if (j)
 			run_job(u, j);
 		housekeeping(u);
+		pthread_mutex_lock(&u->qlock);
+		publish(u); /* u->st as the lock leaves it */
+		pthread_mutex_unlock(&u->qlock);
 		pthread_mutex_unlock(&u->lock);
 		if (j)
 			job_free(j);
 		pthread_mutex_lock(&u->qlock);
-		publish(u);
 	}
 	pthread_mutex_unlock(&u->qlock);
 	return NULL;
