@@ -175,22 +175,18 @@ struct unwind_walk {
 };
 
 /*
- * Sends a notification. @wake: wake the agent now (else it reads the notification at its next
- * poll, within 100 ms: a wakeup is an irq_work, which costs more than the rest of the hook).
+ * Sends a notification, waking the agent if the ring was empty. (Not waking it for some kinds
+ * would delay the next ones too: a record left unread keeps the ring from waking the agent
+ * again, and a new process's exec notification would wait for the agent's next poll.)
  */
-static __always_inline void unwind_notify_flags(__u32 pid, __u32 kind, __u64 addr, int wake)
+static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
 
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), wake ? 0 : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
 		stat_inc(SP_STAT_EVENT_DROP);
 	else
 		stat_inc(SP_STAT_EVENTS);
-}
-
-static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
-{
-	unwind_notify_flags(pid, kind, addr, 1);
 }
 
 /* What each bpf_loop iteration gets. */
@@ -625,13 +621,13 @@ static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, boo
 }
 
 /*
- * The last thread of a process exits: drop its entry; the agent releases its tables (at its
- * next poll: nothing waits for them). Part of the exit hook.
+ * The last thread of a process exits: drop its entry; the agent releases its tables. Part of
+ * the exit hook.
  */
 static __always_inline void unwind_on_exit(__u32 pid)
 {
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
-		unwind_notify_flags(pid, UNWIND_EVENT_EXIT, 0, 0);
+		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
 }
 
 /* PROT_EXEC of include/uapi/asm-generic/mman-common.h, READ_IMPLIES_EXEC of
