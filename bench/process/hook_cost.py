@@ -3,9 +3,10 @@
 
 A new process costs the agent's BPF programs that run on process events: the exec tracepoint
 (sched_process_exec), the exit tracepoint (sched_process_exit, once per thread) and the mmap
-syscall exit (every mmap(2) of every process; the ones of executable memory of a loaded process
-are looked at further). With kernel.bpf_stats_enabled=1 (restored to its previous value at the
-end), the script reads run_time_ns and run_cnt of every BPF program the agent holds except the
+syscall (every mmap(2) of every process; the ones of executable memory of a loaded process
+are looked at further). With BPF run-time statistics on (a BPF_ENABLE_STATS descriptor held for
+the run, which other tools' writes to kernel.bpf_stats_enabled do not turn off; else that sysctl,
+restored after), the script reads run_time_ns and run_cnt of every BPF program the agent holds except the
 sampler (on_cpu_sample) around two spawn windows, with `spanprof record` profiling the whole host
 (19 Hz: every new process is targeted, as by default):
 
@@ -25,6 +26,7 @@ Usage: python3 bench/process/hook_cost.py [--build DIR] [--baseline BIN] [--spaw
        make bench-hooks [BUILD=dir] [BENCH_HOOKS_ARGS="--baseline main/build/spanprof"]
 """
 import argparse
+import ctypes
 import os
 import shutil
 import signal
@@ -44,6 +46,16 @@ from benchproc import BenchError, spawn  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLER = "on_cpu_sample"
 LIBS = ["libm.so.6", "libz.so.1", "libelf.so.1", "libcrypto.so.3"]
+
+
+def enable_bpf_stats():
+    """An fd that keeps BPF run-time statistics on while it is open (bpf(BPF_ENABLE_STATS)): unlike
+    the kernel.bpf_stats_enabled sysctl, another tool switching that off meanwhile does not stop
+    them. None where the kernel lacks it (then the sysctl is used)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(8)  # union bpf_attr.enable_stats.type = BPF_STATS_RUN_TIME
+    fd = libc.syscall(321, 32, attr, 8)  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    return fd if fd >= 0 else None
 
 
 def log(msg):
@@ -135,6 +147,7 @@ def main():
         if not b.exists():
             raise BenchError(f"{b} missing")
     results = {}
+    stats_fd = enable_bpf_stats()
     prev = Path(ub.STATS_SYSCTL).read_text().strip()
     with tempfile.TemporaryDirectory(prefix="hook_cost-") as d:
         tmp = Path(d)
@@ -143,7 +156,8 @@ def main():
                        check=True)
         subprocess.run([spawner, "1", spawner, "--libs", *LIBS], check=True)
         try:
-            Path(ub.STATS_SYSCTL).write_text("1\n")
+            if stats_fd is None:
+                Path(ub.STATS_SYSCTL).write_text("1\n")
             for rnd in range(a.rounds):
                 order = agents if rnd % 2 == 0 else agents[::-1]
                 for tag, binary in order:
@@ -151,7 +165,10 @@ def main():
                     for wl, r in one_agent(binary, tmp, spawner, a.spawns).items():
                         results.setdefault((tag, wl), []).append(r)
         finally:
-            Path(ub.STATS_SYSCTL).write_text(prev + "\n")
+            if stats_fd is None:
+                Path(ub.STATS_SYSCTL).write_text(prev + "\n")
+            else:
+                os.close(stats_fd)
     print(f"hook_cost: BPF time of the process hooks per new process (whole host at 19 Hz, "
           f"{a.rounds} rounds, {a.spawns} /bin/true and {max(a.spawns // 3, 1)} 4-library "
           f"processes per round; kernel {os.uname().release}, {os.cpu_count()} CPUs)")
@@ -171,7 +188,8 @@ def main():
             b = med["baseline", wl]
             if b > 0:
                 print(f"  ratio agent/baseline {wl}: {med['agent', wl] / b:.2f}")
-    print(f"kernel.bpf_stats_enabled restored to {Path(ub.STATS_SYSCTL).read_text().strip()}")
+    if stats_fd is None:
+        print(f"kernel.bpf_stats_enabled restored to {Path(ub.STATS_SYSCTL).read_text().strip()}")
     return 0
 
 
