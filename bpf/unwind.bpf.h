@@ -175,19 +175,30 @@ struct unwind_walk {
 };
 
 /*
- * Sends a notification, waking the agent if the ring was empty. (Not waking it for some kinds
- * would delay the next ones too: a record left unread keeps the ring from waking the agent
- * again, and a new process's exec notification would wait for the agent's next poll.)
+ * Sends a notification. @wake: wake the agent at once, even with records left unread
+ * (BPF_RB_FORCE_WAKEUP: a plain wakeup happens only when the ring was empty), for what a new
+ * process's first complete stacks wait for; else it is read at the next wakeup or poll, within
+ * 100 ms (a wakeup is an irq_work, which costs more than the rest of the hook).
  */
-static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
+static __always_inline void unwind_notify_wake(__u32 pid, __u32 kind, __u64 addr, bool wake)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
 
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev),
+			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		stat_inc(SP_STAT_EVENT_DROP);
 	else
 		stat_inc(SP_STAT_EVENTS);
 }
+
+/* A notification that waits for the agent's next wakeup or poll (exits, mapping re-checks). */
+static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
+{
+	unwind_notify_wake(pid, kind, addr, false);
+}
+
+/* A process this young (ld.so mapping its libraries) has its mmaps notified at once. */
+#define UNWIND_YOUNG_NS (2 * 1000 * 1000 * 1000ull)
 
 /* What each bpf_loop iteration gets. */
 struct unwind_loop {
@@ -614,10 +625,10 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
 {
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
-		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
+		unwind_notify_wake(pid, UNWIND_EVENT_EXEC, 0, true);
 	else if (targeted)
-		unwind_notify(pid, UNWIND_EVENT_NEW,
-			      BPF_CORE_READ(p, group_leader, start_boottime));
+		unwind_notify_wake(pid, UNWIND_EVENT_NEW,
+				   BPF_CORE_READ(p, group_leader, start_boottime), true);
 }
 
 /*
@@ -648,6 +659,7 @@ SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 prot = ctx->args[2];
+	struct unwind_proc *proc;
 	__u32 pid;
 
 	if (!(prot & SP_PROT_EXEC) &&
@@ -655,9 +667,12 @@ int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 	     !(bpf_get_current_task_btf()->personality & SP_READ_IMPLIES_EXEC)))
 		return 0;
 	pid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (!proc)
 		return 0;
-	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
+	/* A new process's libraries: its first complete stacks wait for libc's table. */
+	unwind_notify_wake(pid, UNWIND_EVENT_MMAP, 0,
+			   bpf_ktime_get_boot_ns() - proc->start_boot_ns < UNWIND_YOUNG_NS);
 	return 0;
 }
 
