@@ -175,17 +175,15 @@ struct unwind_walk {
 };
 
 /*
- * Sends a notification. @wake: wake the agent at once, even with records left unread
- * (BPF_RB_FORCE_WAKEUP: a plain wakeup happens only when the ring was empty), for what a new
- * process's first complete stacks wait for; else it is read at the next wakeup or poll, within
- * 100 ms (a wakeup is an irq_work, which costs more than the rest of the hook).
+ * Sends a notification; @wake (BPF_RB_*) says whether it wakes the agent: a wakeup is an
+ * irq_work, which costs more than the rest of the hook (tens of us on a busy VM). Without one,
+ * the agent reads it at its next wakeup or poll, within 100 ms.
  */
-static __always_inline void unwind_notify_wake(__u32 pid, __u32 kind, __u64 addr, bool wake)
+static __always_inline void unwind_notify_wake(__u32 pid, __u32 kind, __u64 addr, __u64 wake)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
 
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev),
-			       wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), wake))
 		stat_inc(SP_STAT_EVENT_DROP);
 	else
 		stat_inc(SP_STAT_EVENTS);
@@ -194,7 +192,7 @@ static __always_inline void unwind_notify_wake(__u32 pid, __u32 kind, __u64 addr
 /* A notification that waits for the agent's next wakeup or poll (exits, mapping re-checks). */
 static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 {
-	unwind_notify_wake(pid, kind, addr, false);
+	unwind_notify_wake(pid, kind, addr, BPF_RB_NO_WAKEUP);
 }
 
 /* A process this young (ld.so mapping its libraries) has its mmaps notified at once. */
@@ -624,11 +622,13 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
  */
 static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
 {
+	/* At once, even with records left unread (a plain wakeup only wakes an empty ring). */
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
-		unwind_notify_wake(pid, UNWIND_EVENT_EXEC, 0, true);
+		unwind_notify_wake(pid, UNWIND_EVENT_EXEC, 0, BPF_RB_FORCE_WAKEUP);
 	else if (targeted)
 		unwind_notify_wake(pid, UNWIND_EVENT_NEW,
-				   BPF_CORE_READ(p, group_leader, start_boottime), true);
+				   BPF_CORE_READ(p, group_leader, start_boottime),
+				   BPF_RB_FORCE_WAKEUP);
 }
 
 /*
@@ -670,9 +670,13 @@ int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
 	if (!proc)
 		return 0;
-	/* A new process's libraries: its first complete stacks wait for libc's table. */
-	unwind_notify_wake(pid, UNWIND_EVENT_MMAP, 0,
-			   bpf_ktime_get_boot_ns() - proc->start_boot_ns < UNWIND_YOUNG_NS);
+	/*
+	 * A new process's libraries: its first complete stacks wait for libc's table. A plain
+	 * wakeup (when the ring was empty): its exec's forced one has just emptied it.
+	 */
+	unwind_notify_wake(
+	    pid, UNWIND_EVENT_MMAP, 0,
+	    bpf_ktime_get_boot_ns() - proc->start_boot_ns < UNWIND_YOUNG_NS ? 0 : BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
