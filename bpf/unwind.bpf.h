@@ -175,28 +175,19 @@ struct unwind_walk {
 };
 
 /*
- * Sends a notification; @wake (BPF_RB_*) says whether it wakes the agent: a wakeup is an
- * irq_work, which costs more than the rest of the hook (tens of us on a busy VM). Without one,
- * the agent reads it at its next wakeup or poll, within 100 ms.
+ * Sends a notification, waking the agent if the ring was empty. (Not waking it for some kinds
+ * would delay the next ones too: a record left unread keeps the ring from waking the agent
+ * again, and a new process's exec notification would wait for the agent's next poll.)
  */
-static __always_inline void unwind_notify_wake(__u32 pid, __u32 kind, __u64 addr, __u64 wake)
+static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
 
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), wake))
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
 		stat_inc(SP_STAT_EVENT_DROP);
 	else
 		stat_inc(SP_STAT_EVENTS);
 }
-
-/* A notification that waits for the agent's next wakeup or poll (exits, mapping re-checks). */
-static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
-{
-	unwind_notify_wake(pid, kind, addr, BPF_RB_NO_WAKEUP);
-}
-
-/* A process this young (ld.so mapping its libraries) has its mmaps notified at once. */
-#define UNWIND_YOUNG_NS (2 * 1000 * 1000 * 1000ull)
 
 /* What each bpf_loop iteration gets. */
 struct unwind_loop {
@@ -622,13 +613,11 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
  */
 static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
 {
-	/* At once, even with records left unread (a plain wakeup only wakes an empty ring). */
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
-		unwind_notify_wake(pid, UNWIND_EVENT_EXEC, 0, BPF_RB_FORCE_WAKEUP);
+		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
 	else if (targeted)
-		unwind_notify_wake(pid, UNWIND_EVENT_NEW,
-				   BPF_CORE_READ(p, group_leader, start_boottime),
-				   BPF_RB_FORCE_WAKEUP);
+		unwind_notify(pid, UNWIND_EVENT_NEW,
+			      BPF_CORE_READ(p, group_leader, start_boottime));
 }
 
 /*
@@ -659,7 +648,6 @@ SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 prot = ctx->args[2];
-	struct unwind_proc *proc;
 	__u32 pid;
 
 	if (!(prot & SP_PROT_EXEC) &&
@@ -667,16 +655,9 @@ int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 	     !(bpf_get_current_task_btf()->personality & SP_READ_IMPLIES_EXEC)))
 		return 0;
 	pid = bpf_get_current_pid_tgid() >> 32;
-	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (!proc)
+	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
 		return 0;
-	/*
-	 * A new process's libraries: its first complete stacks wait for libc's table. A plain
-	 * wakeup (when the ring was empty): its exec's forced one has just emptied it.
-	 */
-	unwind_notify_wake(
-	    pid, UNWIND_EVENT_MMAP, 0,
-	    bpf_ktime_get_boot_ns() - proc->start_boot_ns < UNWIND_YOUNG_NS ? 0 : BPF_RB_NO_WAKEUP);
+	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
 	return 0;
 }
 
