@@ -228,41 +228,40 @@ struct {
 	__type(value, __u8);
 } fileid_paths_sent SEC(".maps");
 
+/* Set by the agent when it wants the paths of executables (and file identities are on). */
+const volatile __u32 exec_paths_enabled = 0;
+
 /*
  * A process execs a file: send its absolute path with its identity, so that the agent can open
  * it even if every process running it is gone before one of their samples reaches the agent.
- * Process context: the new executable is mm->exe_file already.
+ * Process context: the new executable is mm->exe_file already. Part of the exec hook
+ * (bpf/prochooks.bpf.h), for targeted tasks only (the filters of bpf/filter.bpf.h, not
+ * counted as samples) while sampling.
  */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_fileid_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline void fileid_on_exec(struct task_struct *p, __u32 pid,
+					   struct linux_binprm *bprm)
 {
 	struct sp_exec_path *e;
 	struct sp_file_id id;
-	__u32 pid = p->tgid;
 	struct file *exe;
 	const char *path;
 	__u8 one = 1;
 	char first;
 
-	if (!sampling || !fileid_enabled)
-		return 0;
-	/* The targeting filters (bpf/filter.bpf.h) of the exec'ing task, not counted as samples. */
-	if (!sp_filter_targeted(pid))
-		return 0;
 	exe = BPF_CORE_READ(p, mm, exe_file);
 	if (!exe)
-		return 0;
+		return;
 	fileid_read(exe, &id);
 	if (!id.ino || bpf_map_lookup_elem(&fileid_paths_sent, &id))
-		return 0;
+		return;
 	/* The file exec ran (the interpreter of a script), as exec resolved its name. */
 	path = BPF_CORE_READ(bprm, interp);
 	if (bpf_probe_read_kernel(&first, 1, path) || first != '/')
-		return 0; /* relative to a directory the agent cannot know later */
+		return; /* relative to a directory the agent cannot know later */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		stat_inc(SP_STAT_FILEID_EXEC_DROP);
-		return 0;
+		return;
 	}
 	e->pid = pid;
 	e->pad = 0;
@@ -275,7 +274,6 @@ int BPF_PROG(on_fileid_exec, struct task_struct *p, pid_t old_pid, struct linux_
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&fileid_paths_sent, &id, &one, BPF_ANY);
 	stat_inc(SP_STAT_FILEID_EXECS);
-	return 0;
 }
 
 #endif /* SPANPROF_FILEID_BPF_H */

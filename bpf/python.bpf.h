@@ -227,25 +227,11 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 /*
  * A descriptor describes one image of one process: exec replaces it, and the last thread's exit
  * ends it. Dropped here at once, so that no sample walks another image with it before the agent
- * hears of the change (loaded with the walk only).
+ * hears of the change. Parts of the exec and exit hooks (bpf/prochooks.bpf.h).
  */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_py_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline void python_on_exec_or_exit(__u32 pid)
 {
-	__u32 pid = p->tgid;
-
 	bpf_map_delete_elem(&py_procs, &pid);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_py_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes.bpf.h */
-{
-	__u32 pid = p->tgid;
-
-	if (sp_exit_group_dead(ctx, p))
-		bpf_map_delete_elem(&py_procs, &pid);
-	return 0;
 }
 
 #endif /* SPANPROF_PYTHON_BPF_H */

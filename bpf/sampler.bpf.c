@@ -60,6 +60,7 @@ static __always_inline void stat_inc(__u32 which)
 #include "fileid.bpf.h"
 #include "python.bpf.h"
 #include "v8.bpf.h"
+#include "prochooks.bpf.h"
 
 /*
  * Event samples (CPU ticks and the event profiles of bpf/TYPE.bpf.h): sp_sample_begin() checks the

@@ -226,14 +226,13 @@ int BPF_KRETPROBE(on_ctx_return)
 	return 0;
 }
 
-/* A thread exits: forget its record pointer. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_ctx_thread_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes */
-{
-	__u32 tid = p->pid;
+/* Set by the agent when context uprobes are attached (ctx_threads is in use). */
+const volatile __u32 ctx_threads_enabled = 0;
 
+/* A thread exits: forget its record pointer. Part of the exit hook (bpf/prochooks.bpf.h). */
+static __always_inline void threadctx_on_thread_exit(__u32 tid)
+{
 	bpf_map_delete_elem(&ctx_threads, &tid);
-	return 0;
 }
 
 /* PR_SET_VMA of include/uapi/linux/prctl.h: names a mapping ("OTEL_CTX", OTEP 4719). */

@@ -184,6 +184,11 @@ struct unwind_walk {
 	__u32 ra_unmapped; /* a frame-pointer step's return address lay in no known mapping */
 };
 
+/*
+ * Sends a notification, waking the agent if the ring was empty. (Not waking it for some kinds
+ * would delay the next ones too: a record left unread keeps the ring from waking the agent
+ * again, and a new process's exec notification would wait for the agent's next poll.)
+ */
 static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
@@ -631,59 +636,58 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
  * exec replaces every mapping: forget the old ones now, and have the agent read the new ones.
  * A targeted process the agent has no entry for (a new program: its parent's fork had none)
  * is announced too, so that its tables are built from its exec on, not from its first sample.
+ * Part of the exec hook (bpf/prochooks.bpf.h); @targeted: sampling, and the targeting filters
+ * pass the exec'ing task.
  */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_unw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
 {
-	__u32 pid = p->tgid;
-
 	v8_forget(pid); /* its descriptor described the old image */
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
-	else if (sampling && sp_filter_targeted(pid))
+	else if (targeted)
 		unwind_notify(pid, UNWIND_EVENT_NEW,
 			      BPF_CORE_READ(p, group_leader, start_boottime));
-	return 0;
 }
 
-/* The last thread of a process exits: drop its entry; the agent releases its tables. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_unw_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixes.bpf.h */
+/*
+ * The last thread of a process exits: drop its entry; the agent releases its tables. Part of
+ * the exit hook.
+ */
+static __always_inline void unwind_on_exit(__u32 pid)
 {
-	__u32 pid = p->tgid;
-
-	if (!sp_exit_group_dead(ctx, p))
-		return 0;
 	v8_forget(pid);
 	if (!bpf_map_delete_elem(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
-	return 0;
 }
 
-/* VM_EXEC of include/linux/mm.h (a macro: not in BTF). */
-#define SP_VM_EXEC 0x4ull
+/* PROT_EXEC of include/uapi/asm-generic/mman-common.h, READ_IMPLIES_EXEC of
+ * include/uapi/linux/personality.h. */
+#define SP_PROT_READ 0x1ull
+#define SP_PROT_EXEC 0x4ull
+#define SP_READ_IMPLIES_EXEC 0x0400000u
 
-static long vma_flags(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+/*
+ * A known process maps code (dlopen, a new library): have the agent read its maps. At the
+ * syscall's entry, so that the mapping's protection is an argument: mappings that are not
+ * executable (most: data, heap, stacks, the read-only parts of libraries) cost one test, with
+ * no map lookup. The agent re-reads the maps 20 ms after the notification, when the mapping is
+ * long there (a failed mmap only costs a needless re-read). The protection a process under
+ * READ_IMPLIES_EXEC maps readable memory with is executable too.
+ */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 {
-	*(__u64 *)ctx = vma->vm_flags;
-	return 0;
-}
+	__u64 prot = ctx->args[2];
+	__u32 pid;
 
-/* A known process mapped code (dlopen, a new library): have the agent read its maps. */
-SEC("tracepoint/syscalls/sys_exit_mmap")
-int on_unw_mmap(struct trace_event_raw_sys_exit *ctx)
-{
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	__u64 addr = ctx->ret, flags = 0;
-
-	if (addr >= -4095ull) /* an error code */
+	if (!(prot & SP_PROT_EXEC) &&
+	    (!(prot & SP_PROT_READ) ||
+	     !(bpf_get_current_task_btf()->personality & SP_READ_IMPLIES_EXEC)))
 		return 0;
+	pid = bpf_get_current_pid_tgid() >> 32;
 	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
 		return 0;
-	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_flags, &flags, 0) ||
-	    !(flags & SP_VM_EXEC))
-		return 0;
-	unwind_notify(pid, UNWIND_EVENT_MMAP, addr);
+	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
 	return 0;
 }
 

@@ -7,7 +7,9 @@ unwinds it) burns CPU in slot_NNN() during the NNN-th 5 ms slot since it was lau
 complete stack of a run (root `_start`, through main and a slot function) in the agent's folded
 output tells when, after the launch, the agent first unwound it whole. Each run is a fresh copy
 of the binary (a file the agent has never seen: its tables must be built) started after the
-agent samples the whole host (`spanprof record --frequency HZ`).
+agent samples the whole host (`spanprof record --frequency HZ`), or with --targeted only the
+copies (`--exe` of each: no other process's tables or names to build, a quicker end on a busy
+machine).
 
 Conditions: quiet, and loaded (one compile loop per CPU, `gcc -O2 -c` of a benchmark source in a
 loop: both CPUs saturated and a process exec'd every few tens of ms). With --baseline BIN (for
@@ -17,6 +19,7 @@ stack and the share of the run's samples that were not complete; then the ratios
 and agent/baseline. Never fails on the figures; needs root.
 
 Usage: python3 bench/unwind/exec_first_stack.py [--build DIR] [--baseline BIN] [--runs N] [--hz HZ]
+                                               [--targeted]
        make bench-exec [BUILD=dir] [BENCH_EXEC_ARGS="--runs 9 --baseline other/spanprof"]
 """
 import argparse
@@ -70,25 +73,26 @@ def wait_sampling(agent):
             return
 
 
-def one_condition(spanprof, exe, tmp, tag, runs, hz):
-    """Runs @runs fresh copies under one agent: [(first complete ms or None, incomplete share)]."""
+def one_condition(spanprof, exe, tmp, tag, runs, hz, targeted):
+    """Runs @runs fresh copies under one agent: [(first complete ms or None, incomplete share)].
+    @targeted: the agent samples the copies only (--exe each), not the whole host."""
     out = tmp / f"out-{tag}"
-    agent = spawn([spanprof, "record", "--frequency", hz, "--output-dir", out],
+    names = [f"xc{tag[:6]}{i:02d}"[:15] for i in range(runs)]
+    for name in names:
+        shutil.copy(exe, tmp / name)
+    target = [a for name in names for a in ("--exe", tmp / name)] if targeted else []
+    agent = spawn([spanprof, "record", "--frequency", hz, "--output-dir", out, *target],
                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    names = []
     try:
         wait_sampling(agent)
         time.sleep(1)  # the agent's first pass over the host's processes
-        for i in range(runs):
-            name = f"xc{tag[:6]}{i:02d}"[:15]
-            copy = tmp / name
-            shutil.copy(exe, copy)
-            names.append(name)
+        for name in names:
             t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            subprocess.run([copy, str(t0), str(SLOTS)], check=True)
+            subprocess.run([tmp / name, str(t0), str(SLOTS)], check=True)
             time.sleep(0.2)
     finally:
-        stop(agent, signal.SIGINT, timeout=120)
+        # Whole host on a busy machine: naming every process's frames at the end takes long.
+        stop(agent, signal.SIGINT, timeout=120 if targeted else 600)
     res = []
     stacks = {}
     for line in (out / "profile.folded").read_text().splitlines():
@@ -132,6 +136,8 @@ def main():
     ap.add_argument("--baseline", help="another spanprof binary, measured the same way")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--hz", default="999")
+    ap.add_argument("--targeted", action="store_true",
+                    help="sample the program's copies only (--exe), not the whole host")
     a = ap.parse_args()
     if os.geteuid():
         raise BenchError("needs root")
@@ -150,12 +156,14 @@ def main():
                 for tag, binary in agents:
                     log(f"{tag}, {cond}: {a.runs} runs at {a.hz} Hz")
                     results[tag, cond] = summary(
-                        one_condition(binary, exe, tmp, f"{tag[0]}{cond}", a.runs, a.hz))
+                        one_condition(binary, exe, tmp, f"{tag[0]}{cond}", a.runs, a.hz,
+                                      a.targeted))
             finally:
                 for p in load:
                     stop(p, group=True)
     print(f"exec_first_stack: time from launch to the first complete stack of a new FP-less "
-          f"program ({a.runs} runs of {SLOTS * SLOT_MS} ms each, whole host at {a.hz} Hz, "
+          f"program ({a.runs} runs of {SLOTS * SLOT_MS} ms each, "
+          f"{'the copies only (--exe)' if a.targeted else 'whole host'} at {a.hz} Hz, "
           f"{os.cpu_count()} CPUs)")
     for (tag, cond), r in results.items():
         print(f"  {tag:8s} {cond:6s}  {fmt(*r)}")

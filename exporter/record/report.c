@@ -249,7 +249,8 @@ static void unwind_lines(FILE *f, const struct report_data *d)
 	    "(%.1f of %.0f MiB), %llu processes (%.1f MiB); %llu built in %.0f ms, %llu without "
 	    "CFI, %llu refused (full), %llu freed, %llu files unopenable, %llu processes "
 	    "refused, %llu mappings dropped; %llu notifications (%llu lost), %llu maps "
-	    "re-reads, %llu new processes read at exec\n",
+	    "re-reads, %llu new processes read at exec; builder thread: %llu jobs (waited "
+	    "%.0f ms in all, up to %llu queued at once, %llu not queued)\n",
 	    u(st[SP_STAT_UNW_CFI]), u(st[SP_STAT_UNW_FRAMES_CFI]), u(st[SP_STAT_UNW_FRAMES_FP]),
 	    u(st[SP_STAT_UNW_FP]), u(st[SP_STAT_UNW_STALE]), u(st[SP_STAT_UNW_NO_REGS]),
 	    u(st[SP_STAT_UNW_END]), u(st[SP_STAT_UNW_FP_END]), u(st[SP_STAT_UNW_NO_MAPPING]),
@@ -260,7 +261,8 @@ static void unwind_lines(FILE *f, const struct report_data *d)
 	    us->proc_bytes / 1048576.0, u(us->builds), us->build_ns / 1e6, u(us->no_cfi),
 	    u(us->tables_full), u(us->tables_freed), u(us->open_failed), u(us->procs_full),
 	    u(us->mappings_dropped), u(st[SP_STAT_EVENTS]), u(st[SP_STAT_EVENT_DROP]),
-	    u(us->refreshes), u(us->new_execs));
+	    u(us->refreshes), u(us->new_execs), u(us->jobs), us->queue_wait_ns / 1e6,
+	    u(us->queue_max), u(us->jobs_dropped));
 }
 
 static void targeting_lines(FILE *f, const struct report_data *d)

@@ -245,6 +245,10 @@ static struct json_object *unwind_section(struct jb *b, const struct report_data
 	put_u(b, s, "notifications_lost", st[SP_STAT_EVENT_DROP]);
 	put_u(b, s, "maps_rereads", us->refreshes);
 	put_u(b, s, "new_processes_read_at_exec", us->new_execs);
+	put_u(b, s, "builder_jobs", us->jobs);
+	put_d(b, s, "builder_wait_ms", us->queue_wait_ns / 1e6);
+	put_u(b, s, "builder_queue_max", us->queue_max);
+	put_u(b, s, "builder_jobs_dropped", us->jobs_dropped);
 	return s;
 }
 

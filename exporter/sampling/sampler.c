@@ -56,20 +56,19 @@ struct sampler {
 	sampler_cb cb;
 	void *ctx;
 	sampler_event_cb event_cb;
-	struct bpf_link *unw_links[3]; /* exec, exit, mmap */
-	struct bpf_link *py_links[2];  /* Python descriptors: exec, exit */
+	struct bpf_link *proc_links[2]; /* process hooks (bpf/prochooks.bpf.h): exec, exit */
+	struct bpf_link *unw_mmap_link;
 	struct sampler_unwind_maps unw;
 	int unwind;
 	int threadctx;
-	int python;		       /* the Python walk is loaded */
-	struct bpf_link *ctx_links[2]; /* thread exit, prctl */
+	int python; /* the Python walk is loaded */
+	struct bpf_link *ctx_prctl_link;
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
 	uint32_t types;				    /* profile types: 1 << SP_PROF_* */
 	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
 	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 	sampler_exec_path_cb exec_path_cb;	    /* file identities: executable paths */
-	struct bpf_link *exec_path_link;
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -92,36 +91,46 @@ static struct bpf_link *attach_tracepoint(struct bpf_program *prog)
 	return bpf_program__attach(prog);
 }
 
-static int attach_unwind_hooks(struct sampler *s)
+/*
+ * The exec and exit hooks (one program each, running the parts switched on: unwinder, executable
+ * paths, CPython descriptors, context threads). The unwinder and the context threads cannot do
+ * without them (an error); the other parts warn and go on.
+ */
+static int attach_proc_hooks(struct sampler *s)
 {
-	int err;
+	static const char *const tp[2] = {"sched_process_exec", "sched_process_exit"};
+	struct bpf_program *prog[2] = {s->skel->progs.on_proc_exec, s->skel->progs.on_proc_exit};
+	int need = s->unwind || s->uprobe_links;
 
-	s->unw_links[0] = bpf_program__attach(s->skel->progs.on_unw_exec);
-	if (!s->unw_links[0]) {
+	for (int i = 0; i < 2; i++) {
+		if (!bpf_program__autoload(prog[i]))
+			continue;
+		int err;
+
+		s->proc_links[i] = bpf_program__attach(prog[i]);
+		if (s->proc_links[i])
+			continue;
 		err = -errno;
-		fprintf(stderr,
-			"spanprof: attaching the exec hook (tp_btf/sched_process_exec) "
-			"failed: %s\n",
-			strerror(-err));
-		return err;
+		fprintf(stderr, "spanprof: %sattaching the process hook tp_btf/%s failed: %s%s\n",
+			need ? "" : "warning: ", tp[i], strerror(-err),
+			need ? ""
+			     : " (CPython descriptors stay until the agent's sweep; short-lived "
+			       "processes are named only from files a live process showed)");
+		if (need)
+			return err;
 	}
-	s->unw_links[1] = bpf_program__attach(s->skel->progs.on_unw_exit);
-	if (!s->unw_links[1]) {
-		err = -errno;
+	return 0;
+}
+
+static void attach_mmap_hook(struct sampler *s)
+{
+	s->unw_mmap_link = attach_tracepoint(s->skel->progs.on_unw_mmap);
+	if (!s->unw_mmap_link)
 		fprintf(stderr,
-			"spanprof: attaching the exit hook (tp_btf/sched_process_exit) "
-			"failed: %s\n",
-			strerror(-err));
-		return err;
-	}
-	s->unw_links[2] = attach_tracepoint(s->skel->progs.on_unw_mmap);
-	if (!s->unw_links[2])
-		fprintf(stderr,
-			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_exit_mmap: "
+			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_enter_mmap: "
 			"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
 			"is found when its first PC is sampled\n",
 			strerror(errno));
-	return 0;
 }
 
 /* One record of the sample ring, from the queue: to the recorder. */
@@ -453,8 +462,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (!(s->types & (1u << SP_PROF_CPU)))
 		bpf_program__set_autoload(s->skel->progs.on_cpu_sample, false);
 	s->exec_path_cb = opts->exec_path_cb;
-	if (!s->exec_path_cb || !s->skel->rodata->fileid_enabled)
-		bpf_program__set_autoload(s->skel->progs.on_fileid_exec, false);
+	s->skel->rodata->exec_paths_enabled = s->exec_path_cb && fileids;
 	if (s->unwind) {
 		s->unw.max_chunks = opts->unwind_max_chunks;
 		s->unw.max_tables = opts->unwind_max_tables ? opts->unwind_max_tables : 16384;
@@ -467,16 +475,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_map__set_max_entries(s->skel->maps.unwind_chunks, 1);
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
-		bpf_program__set_autoload(s->skel->progs.on_unw_exec, false);
-		bpf_program__set_autoload(s->skel->progs.on_unw_exit, false);
 		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
 	}
 
 	s->python = opts->python_max_procs > 0;
 	s->skel->rodata->python_enabled = s->python;
 	bpf_map__set_max_entries(s->skel->maps.py_procs, s->python ? opts->python_max_procs : 1);
-	bpf_program__set_autoload(s->skel->progs.on_py_exec, s->python);
-	bpf_program__set_autoload(s->skel->progs.on_py_exit, s->python);
 
 	s->threadctx = opts->threadctx;
 	s->skel->rodata->threadctx_enabled = opts->threadctx;
@@ -497,8 +501,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_map__set_max_entries(s->skel->maps.ctx_threads, 1);
 		bpf_program__set_autoload(s->skel->progs.on_ctx_enter, false);
 		bpf_program__set_autoload(s->skel->progs.on_ctx_return, false);
-		bpf_program__set_autoload(s->skel->progs.on_ctx_thread_exit, false);
 	} else {
+		s->skel->rodata->ctx_threads_enabled = 1;
 		s->max_uprobe_links = opts->ctx_uprobes * 2;
 		s->uprobe_links = calloc(s->max_uprobe_links, sizeof(*s->uprobe_links));
 		if (!s->uprobe_links) {
@@ -506,6 +510,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			goto cleanup;
 		}
 	}
+	/* The process hooks load when one of their parts is on (bpf/prochooks.bpf.h). */
+	bpf_program__set_autoload(s->skel->progs.on_proc_exec,
+				  s->unwind || s->python || s->skel->rodata->exec_paths_enabled);
+	bpf_program__set_autoload(s->skel->progs.on_proc_exit,
+				  s->unwind || s->python || s->skel->rodata->ctx_threads_enabled);
 
 	for (int t = 0; t < SP_PROF_NTYPES; t++) {
 		if (!event_types[t])
@@ -582,14 +591,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
 		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
 		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
-		err = attach_unwind_hooks(s);
-		if (err)
-			goto cleanup;
+		attach_mmap_hook(s);
 		if (s->threadctx) {
 			/* Like the mmap hook: without it, contexts published later are found by
 			 * the agent's periodic re-check. */
-			s->ctx_links[1] = attach_tracepoint(s->skel->progs.on_ctx_prctl);
-			if (!s->ctx_links[1])
+			s->ctx_prctl_link = attach_tracepoint(s->skel->progs.on_ctx_prctl);
+			if (!s->ctx_prctl_link)
 				fprintf(stderr,
 					"spanprof: warning: no prctl hook (tracepoint "
 					"syscalls/sys_enter_prctl: %s): process contexts published "
@@ -597,28 +604,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 					strerror(errno));
 		}
 	}
-	if (s->python) {
-		/* Without them a stale descriptor stays until the agent's sweep: warn, go on. */
-		s->py_links[0] = bpf_program__attach(s->skel->progs.on_py_exec);
-		s->py_links[1] =
-		    s->py_links[0] ? bpf_program__attach(s->skel->progs.on_py_exit) : NULL;
-		if (!s->py_links[1])
-			fprintf(stderr,
-				"spanprof: warning: Python exec/exit hooks (tp_btf/"
-				"sched_process_exec, sched_process_exit) not attached: %s\n",
-				strerror(errno));
-	}
-	if (s->uprobe_links) {
-		s->ctx_links[0] = bpf_program__attach(s->skel->progs.on_ctx_thread_exit);
-		if (!s->ctx_links[0]) {
-			err = -errno;
-			fprintf(stderr,
-				"spanprof: attaching the thread exit hook "
-				"(tp_btf/sched_process_exit) failed: %s\n",
-				strerror(-err));
-			goto cleanup;
-		}
-	}
+	err = attach_proc_hooks(s);
+	if (err)
+		goto cleanup;
 
 	for (int t = 0; t < SP_PROF_NTYPES; t++) {
 		if (!event_types[t] || !(s->types & (1u << t)))
@@ -664,16 +652,6 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		fprintf(stderr, "spanprof: no online CPU accepted a perf event\n");
 		goto cleanup;
 	}
-	/* File identities: without the hook, binaries no live process showed stay unnamed. */
-	if (bpf_program__autoload(s->skel->progs.on_fileid_exec)) {
-		s->exec_path_link = bpf_program__attach(s->skel->progs.on_fileid_exec);
-		if (!s->exec_path_link)
-			fprintf(stderr,
-				"spanprof: warning: no exec hook (tp_btf/sched_process_exec: %s): "
-				"short-lived processes are named only from files a live process "
-				"showed\n",
-				strerror(errno));
-	}
 	err = pthread_create(&s->drainer, NULL, drainer_main, s);
 	if (err) /* the main thread drains alone, as before */
 		fprintf(stderr,
@@ -712,15 +690,12 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	/* First: a tracepoint link's program is released a grace period after it goes. */
-	bpf_link__destroy(s->exec_path_link);
 	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
 		bpf_link__destroy(s->links[cpu]);
-	for (int i = 0; i < 3; i++)
-		bpf_link__destroy(s->unw_links[i]);
 	for (int i = 0; i < 2; i++)
-		bpf_link__destroy(s->ctx_links[i]);
-	for (int i = 0; i < 2; i++)
-		bpf_link__destroy(s->py_links[i]);
+		bpf_link__destroy(s->proc_links[i]);
+	bpf_link__destroy(s->unw_mmap_link);
+	bpf_link__destroy(s->ctx_prctl_link);
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);

@@ -4,6 +4,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
+#include <utlist.h>
 
 #include <bpf/bpf.h>
 
@@ -22,6 +24,8 @@
 
 /* Notifications wait this long so that a burst (ld.so mapping a library) is one re-read. */
 #define REFRESH_DELAY_NS (20 * 1000 * 1000ull)
+/* A process this young is re-read by the builder at each code mapping it makes. */
+#define NEW_PROCESS_NS (2 * 1000 * 1000 * 1000ull)
 /* Processes whose exit notification was lost are looked for this often. */
 #define SWEEP_NS (5 * 1000 * 1000 * 1000ull)
 /*
@@ -61,6 +65,7 @@ struct utable {
 struct uproc {
 	uint32_t pid;		/* hash key */
 	uint64_t start_boot_ns; /* of its last update (0: unknown) */
+	int from_table;		/* the process table read its maps (it was sampled) */
 	struct utable **tables; /* distinct tables referenced, one reference each */
 	size_t ntables;
 	UT_hash_handle hh;
@@ -77,21 +82,68 @@ struct chunk {
 	int big; /* part of a table larger than a chunk */
 };
 
+/* A notified re-read of a process's maps, due at due_ns. */
 struct pending {
 	uint32_t pid; /* hash key */
 	uint64_t due_ns;
-	uint64_t new_start_ns; /* a new process (UNWIND_EVENT_NEW): its start time; else 0 */
+	int prio; /* enum job_prio of the work it leads to */
+	UT_hash_handle hh;
+};
+
+/*
+ * Work for the builder thread, at most one per process (the latest request wins: the maps read
+ * last are the process's current ones). Queued by priority, first in first out within one.
+ */
+enum job_kind {
+	JOB_UPDATE,  /* install maps (from the process table: a sample or a notified re-read) */
+	JOB_NEW,     /* a new process at its exec: read its maps (executable ones), load them */
+	JOB_RELOAD,  /* re-read a process loaded at its exec: the process table does not know it */
+	JOB_REREAD,  /* re-read a new process once ld.so mapped its libraries */
+	JOB_MMAPPED, /* a process loaded at its exec mapped code: re-read it now, if unsampled */
+	JOB_REMOVE,  /* the process exited: forget it, release its tables */
+};
+
+enum job_prio {
+	PRIO_NEW,     /* a new process's own files, exits (cheap, they free rows) */
+	PRIO_SAMPLED, /* a process whose samples are arriving (its first maps read) */
+	PRIO_OTHER,   /* re-reads after mmap/exec notifications */
+	NPRIO,
+};
+
+struct job {
+	uint32_t pid; /* hash key */
+	int kind, prio;
+	uint64_t start_boot_ns;
+	uint64_t queued_ns;   /* when first queued (a replacement keeps it) */
+	struct procmaps maps; /* JOB_UPDATE: a copy of the executable mappings */
+	struct job *prev, *next;
 	UT_hash_handle hh;
 };
 
 struct unwinder {
 	struct unwinder_opts o;
+	/*
+	 * Two locks. qlock guards the queue side (jobs, queue, pending, pub, stop, refresh_prio),
+	 * which the agent's main thread uses and which never waits for a table build; lock guards
+	 * everything below it (tables, chunks, processes), held by the builder thread for one job
+	 * at a time and by the synchronous calls. Order: lock, then qlock.
+	 */
+	pthread_mutex_t qlock, lock;
+	pthread_cond_t cond; /* a job was queued, or stop */
+	pthread_t thread;
+	int thread_started, stop;
+	struct job *jobs;	  /* by pid */
+	struct job *queue[NPRIO]; /* utlist DL lists */
+	struct pending *pending;
+	struct pending *new_pending; /* re-reads of new processes, by the builder itself */
+	int refresh_prio;	     /* the priority of the maps hook calls o.refresh makes */
+	struct unwinder_stats pub;   /* u->st as of the last job, for unwinder__stats() */
+
 	struct chunk *chunks; /* o.maps.max_chunks slots */
 	uint32_t *free_ids;   /* stack of free table ids */
 	uint32_t nfree_ids;
 	struct utable *files;
 	struct uproc *procs;
-	struct pending *pending;
 	struct utable *idle_head, *idle_tail; /* loaded tables no process uses */
 	uint64_t idle_rows;
 	uint64_t free_gen; /* bumped when rows are freed */
@@ -623,8 +675,11 @@ static void proc_release(struct unwinder *u, struct utable **tables, size_t n)
 	free(tables);
 }
 
-int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
-			     const struct procmaps *maps)
+static void remove_locked(struct unwinder *u, uint32_t pid);
+
+/* unwinder__update_process() with u->lock held. */
+static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			 const struct procmaps *maps)
 {
 	struct unwind_proc *v = u->val;
 	struct utable **tables = NULL;
@@ -633,7 +688,7 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
 	int err = 0;
 
 	if (!maps || !maps->n) {
-		unwinder__remove_process(u, pid);
+		remove_locked(u, pid);
 		return 0;
 	}
 	memset(v, 0, sizeof(*v));
@@ -719,6 +774,17 @@ cleanup:
 	return err;
 }
 
+int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			     const struct procmaps *maps)
+{
+	int err;
+
+	pthread_mutex_lock(&u->lock);
+	err = update_locked(u, pid, start_boot_ns, maps);
+	pthread_mutex_unlock(&u->lock);
+	return err;
+}
+
 int unwinder__preload(struct unwinder *u, uint32_t pid)
 {
 	struct procmaps maps = {0};
@@ -730,13 +796,11 @@ int unwinder__preload(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
-static void schedule_refresh(struct unwinder *u, uint32_t pid);
-
 /*
  * (Re-)loads process (@pid, @start_boot_ns) from its maps without the process table: a new
  * process at its exec (nothing but its tables is needed before its first sample; the process
  * table reads the rest then), and its re-reads until then. A PID gone or reused meanwhile is
- * left alone. 0 or -errno.
+ * left alone. u->lock held. 0 or -errno.
  */
 static int load_unsampled(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns)
 {
@@ -747,49 +811,12 @@ static int load_unsampled(struct unwinder *u, uint32_t pid, uint64_t start_boot_
 	if (!err)
 		err = proclife__check(pid, start_boot_ns);
 	if (!err)
-		err = unwinder__update_process(u, pid, start_boot_ns, &maps);
+		err = update_locked(u, pid, start_boot_ns, &maps);
 	procmaps__clear(&maps);
 	return err;
 }
 
-/* Asks for a re-read of @pid's maps REFRESH_DELAY_NS from now (one per pid at a time). */
-static void schedule_refresh(struct unwinder *u, uint32_t pid)
-{
-	struct pending *pe;
-
-	HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
-	if (pe)
-		return; /* already due soon: one re-read covers both */
-	pe = calloc(1, sizeof(*pe));
-	if (!pe)
-		return; /* the unknown-PC re-read remains */
-	pe->pid = pid;
-	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
-	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
-}
-
-void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
-			 const struct procmaps *maps)
-{
-	struct unwinder *u = ctx;
-	struct uproc *p;
-	int known;
-
-	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
-	known = p != NULL;
-	unwinder__update_process(u, pid, start_boot_ns, maps);
-	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
-	/*
-	 * BPF notifies mmaps only of processes that have an entry: a library mapped between this
-	 * maps read and the entry's first write (ld.so right after exec, while the tables were
-	 * built) would stay unknown. One re-read after the first write closes that window.
-	 */
-	if (!known && p) {
-		schedule_refresh(u, pid);
-	}
-}
-
-void unwinder__remove_process(struct unwinder *u, uint32_t pid)
+static void remove_locked(struct unwinder *u, uint32_t pid)
 {
 	struct uproc *p;
 
@@ -803,6 +830,155 @@ void unwinder__remove_process(struct unwinder *u, uint32_t pid)
 	u->st.processes--;
 }
 
+void unwinder__remove_process(struct unwinder *u, uint32_t pid)
+{
+	pthread_mutex_lock(&u->lock);
+	remove_locked(u, pid);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* --- the builder's queue (u->qlock) ---------------------------------------------------------- */
+
+static void job_free(struct job *j)
+{
+	procmaps__clear(&j->maps);
+	free(j);
+}
+
+/*
+ * Queues @kind for @pid at @prio, replacing the job queued for it (the latest request is the
+ * process's current state), except that a re-read (JOB_RELOAD, JOB_REREAD, JOB_MMAPPED) never
+ * replaces another job (any of them loads the process as well). Takes ownership of @maps' contents
+ * (NULL: none). qlock held.
+ */
+static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint64_t start_boot_ns,
+		      struct procmaps *maps)
+{
+	struct job *j;
+
+	HASH_FIND(hh, u->jobs, &pid, sizeof(pid), j);
+	if (j && (kind == JOB_RELOAD || kind == JOB_REREAD || kind == JOB_MMAPPED)) {
+		if (prio < j->prio) {
+			DL_DELETE(u->queue[j->prio], j);
+			j->prio = prio;
+			DL_APPEND(u->queue[j->prio], j);
+		}
+		return;
+	}
+	if (j) {
+		DL_DELETE(u->queue[j->prio], j);
+		procmaps__clear(&j->maps);
+		if (j->prio < prio) /* keep the rank it had */
+			prio = j->prio;
+	} else {
+		j = calloc(1, sizeof(*j));
+		if (!j) {
+			u->pub.jobs_dropped++;
+			if (maps)
+				procmaps__clear(maps);
+			return; /* its first sample (or the fallback re-read) loads it */
+		}
+		j->pid = pid;
+		j->queued_ns = util__mono_ns();
+		HASH_ADD(hh, u->jobs, pid, sizeof(j->pid), j);
+		u->pub.queued++;
+	}
+	j->kind = kind;
+	j->prio = prio;
+	j->start_boot_ns = start_boot_ns;
+	if (maps) {
+		j->maps = *maps;
+		memset(maps, 0, sizeof(*maps));
+	}
+	DL_APPEND(u->queue[prio], j);
+	if (u->pub.queued > u->pub.queue_max)
+		u->pub.queue_max = u->pub.queued;
+	pthread_cond_signal(&u->cond);
+}
+
+/* Asks for a re-read of @pid's maps REFRESH_DELAY_NS from now (one per pid at a time). qlock
+ * held. */
+static void schedule_refresh(struct unwinder *u, uint32_t pid, int prio)
+{
+	struct pending *pe;
+
+	HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
+	if (pe) {
+		if (prio < pe->prio)
+			pe->prio = prio;
+		return; /* already due soon: one re-read covers both */
+	}
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return; /* the unknown-PC re-read remains */
+	pe->pid = pid;
+	pe->prio = prio;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
+	HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
+}
+
+/* Asks the builder to re-read new process @pid REFRESH_DELAY_NS from now. qlock held. */
+static void schedule_new_reread(struct unwinder *u, uint32_t pid)
+{
+	struct pending *pe;
+
+	HASH_FIND(hh, u->new_pending, &pid, sizeof(pid), pe);
+	if (pe)
+		return;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return; /* the mmap notifications remain */
+	pe->pid = pid;
+	pe->prio = PRIO_NEW;
+	pe->due_ns = util__mono_ns() + REFRESH_DELAY_NS;
+	HASH_ADD(hh, u->new_pending, pid, sizeof(pe->pid), pe);
+	pthread_cond_signal(&u->cond);
+}
+
+/* The executable mappings of @maps (those update_locked() reads), copied into @out. */
+static int copy_exec_maps(const struct procmaps *maps, struct procmaps *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!maps || !maps->n)
+		return 0;
+	out->maps = calloc(maps->n, sizeof(*out->maps));
+	if (!out->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+		struct procmap *c = &out->maps[out->n];
+
+		if (!(m->prot & PROT_EXEC))
+			continue;
+		*c = *m;
+		c->path = strdup(m->path);
+		if (!c->path) {
+			procmaps__clear(out);
+			return -ENOMEM;
+		}
+		out->n++;
+	}
+	return 0;
+}
+
+void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+			 const struct procmaps *maps)
+{
+	struct unwinder *u = ctx;
+	struct procmaps copy;
+
+	if (copy_exec_maps(maps, &copy)) {
+		pthread_mutex_lock(&u->qlock);
+		u->pub.jobs_dropped++;
+		pthread_mutex_unlock(&u->qlock);
+		return;
+	}
+	pthread_mutex_lock(&u->qlock);
+	/* No mapping at all (an unreadable maps file: the process is gone) removes it. */
+	queue_job(u, pid, copy.n ? JOB_UPDATE : JOB_REMOVE, u->refresh_prio, start_boot_ns, &copy);
+	pthread_mutex_unlock(&u->qlock);
+}
+
 /* --- notifications --------------------------------------------------------------------------- */
 
 void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
@@ -810,41 +986,50 @@ void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
 	struct pending *pe;
 	uint32_t pid = e->pid;
 
-	u->st.events++;
+	pthread_mutex_lock(&u->qlock);
+	u->pub.events++;
 	if (e->kind == UNWIND_EVENT_NEW) {
-		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
-		if (pe || !e->addr)
-			return; /* a re-read is due anyway */
-		pe = calloc(1, sizeof(*pe));
-		if (!pe)
-			return; /* its first sample will have it read */
 		/* At once: ld.so maps the libraries next, and the entry has them notified. */
-		pe->pid = pid;
-		pe->due_ns = util__mono_ns();
-		pe->new_start_ns = e->addr;
-		HASH_ADD(hh, u->pending, pid, sizeof(pe->pid), pe);
-		return;
-	}
-	if (e->kind == UNWIND_EVENT_EXIT) {
+		if (e->addr)
+			queue_job(u, pid, JOB_NEW, PRIO_NEW, e->addr, NULL);
+	} else if (e->kind == UNWIND_EVENT_EXIT) {
 		HASH_FIND(hh, u->pending, &pid, sizeof(pid), pe);
 		if (pe) {
 			HASH_DEL(u->pending, pe);
 			free(pe);
 		}
-		unwinder__remove_process(u, pid);
-		return;
+		HASH_FIND(hh, u->new_pending, &pid, sizeof(pid), pe);
+		if (pe) {
+			HASH_DEL(u->new_pending, pe);
+			free(pe);
+		}
+		queue_job(u, pid, JOB_REMOVE, PRIO_NEW, 0, NULL);
+	} else {
+		/*
+		 * A new process (not sampled yet, or started less than NEW_PROCESS_NS ago: ld.so
+		 * mapping its libraries) is re-read by the builder at once, not 20 ms later through
+		 * the main thread: its first complete stacks wait for libc's table. The
+		 * notification comes at the mmap's entry; the builder's re-read 20 ms after the
+		 * exec, and this one, cover a read that came first.
+		 */
+		if (e->kind == UNWIND_EVENT_MMAP)
+			queue_job(u, pid, JOB_MMAPPED, PRIO_NEW, 0, NULL);
+		schedule_refresh(u, pid, PRIO_OTHER);
 	}
-	schedule_refresh(u, pid);
+	pthread_mutex_unlock(&u->qlock);
 }
 
-int unwinder__next_due_ms(const struct unwinder *u)
+int unwinder__next_due_ms(const struct unwinder *u_)
 {
+	struct unwinder *u = (struct unwinder *)u_; /* the lock only */
 	uint64_t now = util__mono_ns(), best = UINT64_MAX;
 	const struct pending *pe, *tmp;
 
+	pthread_mutex_lock(&u->qlock);
 	HASH_ITER (hh, u->pending, pe, tmp)
 		if (pe->due_ns < best)
 			best = pe->due_ns;
+	pthread_mutex_unlock(&u->qlock);
 	if (best == UINT64_MAX)
 		return -1;
 	return best <= now ? 0 : (int)((best - now + 999999) / 1000000);
@@ -853,47 +1038,132 @@ int unwinder__next_due_ms(const struct unwinder *u)
 void unwinder__tick(struct unwinder *u)
 {
 	uint64_t now = util__mono_ns();
-	struct pending *pe, *tmp;
-	struct uproc *p, *ptmp;
-	char path[32];
+	struct pending *due = NULL, *pe, *tmp;
 
+	pthread_mutex_lock(&u->qlock);
 	HASH_ITER (hh, u->pending, pe, tmp) {
 		if (pe->due_ns > now)
 			continue;
 		HASH_DEL(u->pending, pe);
-		if (pe->new_start_ns) {
-			/* ld.so maps the libraries next: one re-read after, as for a first entry.
-			 */
-			int lerr = load_unsampled(u, pe->pid, pe->new_start_ns);
+		pe->hh.next = due; /* a plain list from here on */
+		due = pe;
+	}
+	pthread_mutex_unlock(&u->qlock);
+	for (pe = due; pe; pe = tmp) {
+		int err = -ESRCH;
 
-			if (!lerr) {
-				u->st.new_execs++;
-				if (getenv("SPANPROF_DEBUG")) {
-					struct timespec ts;
-
-					clock_gettime(CLOCK_BOOTTIME, &ts);
-					fprintf(
-					    stderr,
-					    "spanprof: debug: PID %u loaded at its exec, %.1f ms "
-					    "after it started\n",
-					    pe->pid,
-					    (ts.tv_sec * 1e9 + ts.tv_nsec - pe->new_start_ns) /
-						1e6);
-				}
-				schedule_refresh(u, pe->pid);
-			}
-		} else if (u->o.refresh) {
-			u->st.refreshes++;
-			if (u->o.refresh(u->o.ctx, pe->pid) == -ESRCH) {
-				/* Loaded at its exec, not sampled yet: the process table has none.
-				 */
-				HASH_FIND(hh, u->procs, &pe->pid, sizeof(pe->pid), p);
-				if (p && p->start_boot_ns)
-					load_unsampled(u, p->pid, p->start_boot_ns);
-			}
-		}
+		tmp = pe->hh.next;
+		pthread_mutex_lock(&u->qlock);
+		u->pub.refreshes++;
+		u->refresh_prio = pe->prio;
+		pthread_mutex_unlock(&u->qlock);
+		/* The process table re-reads the maps; its maps hook queues the update. */
+		if (u->o.refresh)
+			err = u->o.refresh(u->o.ctx, pe->pid);
+		pthread_mutex_lock(&u->qlock);
+		u->refresh_prio = PRIO_SAMPLED;
+		/* Loaded at its exec, not sampled yet: the process table has none. */
+		if (err == -ESRCH)
+			queue_job(u, pe->pid, JOB_RELOAD, pe->prio, 0, NULL);
+		pthread_mutex_unlock(&u->qlock);
 		free(pe);
 	}
+}
+
+/* --- the builder thread ---------------------------------------------------------------------- */
+
+/* Whether process @p started less than NEW_PROCESS_NS ago (ld.so may still be mapping). */
+static int young(const struct uproc *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec - p->start_boot_ns < NEW_PROCESS_NS;
+}
+
+/* Runs job @j (u->lock held). */
+static void run_job(struct unwinder *u, struct job *j)
+{
+	struct uproc *p;
+	int known;
+
+	switch (j->kind) {
+	case JOB_UPDATE:
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		known = p != NULL;
+		update_locked(u, j->pid, j->start_boot_ns, &j->maps);
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p)
+			p->from_table = 1;
+		/*
+		 * BPF notifies mmaps only of processes that have an entry: a library mapped between
+		 * this maps read and the entry's first write (ld.so right after exec, while the
+		 * tables were built) would stay unknown. One re-read after the first write closes
+		 * that window.
+		 */
+		if (!known && p) {
+			pthread_mutex_lock(&u->qlock);
+			schedule_refresh(u, j->pid, j->prio);
+			pthread_mutex_unlock(&u->qlock);
+		}
+		break;
+	case JOB_NEW:
+		if (load_unsampled(u, j->pid, j->start_boot_ns))
+			break;
+		u->st.new_execs++;
+		if (getenv("SPANPROF_DEBUG")) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_BOOTTIME, &ts);
+			fprintf(stderr,
+				"spanprof: debug: PID %u loaded at its exec, %.1f ms after it "
+				"started\n",
+				j->pid, (ts.tv_sec * 1e9 + ts.tv_nsec - j->start_boot_ns) / 1e6);
+		}
+		/*
+		 * ld.so maps the libraries next: one re-read after, as for a first entry, by the
+		 * builder itself (the main thread may be busy: naming frames, exporting).
+		 */
+		pthread_mutex_lock(&u->qlock);
+		schedule_new_reread(u, j->pid);
+		pthread_mutex_unlock(&u->qlock);
+		break;
+	case JOB_RELOAD:
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p && p->start_boot_ns)
+			load_unsampled(u, p->pid, p->start_boot_ns);
+		break;
+	case JOB_MMAPPED:
+		/* Older sampled processes (a JIT mapping code) wait for the notified re-read. */
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p && p->start_boot_ns && (!p->from_table || young(p)))
+			load_unsampled(u, p->pid, p->start_boot_ns);
+		break;
+	case JOB_REREAD:
+		HASH_FIND(hh, u->procs, &j->pid, sizeof(j->pid), p);
+		if (p && p->start_boot_ns)
+			load_unsampled(u, p->pid, p->start_boot_ns);
+		if (p && p->from_table) {
+			/* Sampled meanwhile: the process table's re-read, on the main thread. */
+			pthread_mutex_lock(&u->qlock);
+			schedule_refresh(u, p->pid, j->prio);
+			pthread_mutex_unlock(&u->qlock);
+		}
+		break;
+	case JOB_REMOVE:
+		remove_locked(u, j->pid);
+		break;
+	}
+}
+
+/* Idle tables past IDLE_NS, and every SWEEP_NS processes whose exit notification was lost
+ * (u->lock held). */
+static void housekeeping(struct unwinder *u)
+{
+	uint64_t now = util__mono_ns();
+	struct uproc *p, *ptmp;
+	char path[32];
+
 	while (u->idle_head && now - u->idle_head->idle_since >= IDLE_NS)
 		idle_evict_one(u);
 	if (now - u->last_sweep_ns < SWEEP_NS)
@@ -902,8 +1172,85 @@ void unwinder__tick(struct unwinder *u)
 	HASH_ITER (hh, u->procs, p, ptmp) {
 		snprintf(path, sizeof(path), "/proc/%u", p->pid);
 		if (access(path, F_OK) && errno == ENOENT)
-			unwinder__remove_process(u, p->pid);
+			remove_locked(u, p->pid);
 	}
+}
+
+/* Publishes u->st for unwinder__stats(), keeping the queue's own counters (lock and qlock
+ * held). */
+static void publish(struct unwinder *u)
+{
+	struct unwinder_stats q = u->pub;
+
+	u->pub = u->st;
+	u->pub.events = q.events;
+	u->pub.refreshes = q.refreshes;
+	u->pub.queued = q.queued;
+	u->pub.queue_max = q.queue_max;
+	u->pub.jobs_dropped = q.jobs_dropped;
+	u->pub.jobs = q.jobs;
+	u->pub.queue_wait_ns = q.queue_wait_ns;
+}
+
+/*
+ * The builder: takes the most urgent job (a new process's own files first, then processes
+ * whose samples are arriving, then notified re-reads), builds what it needs with u->lock held,
+ * and does the housekeeping at least once a second. The agent's main thread only queues.
+ */
+static void *builder(void *arg)
+{
+	struct unwinder *u = arg;
+
+	pthread_mutex_lock(&u->qlock);
+	while (!u->stop) {
+		uint64_t now = util__mono_ns(), wait_ns = 1000000000ull;
+		struct pending *pe, *ptmp;
+		struct job *j = NULL;
+		struct timespec ts;
+
+		/* New processes' re-reads that are due become jobs of their own rank. */
+		HASH_ITER (hh, u->new_pending, pe, ptmp) {
+			if (pe->due_ns > now) {
+				if (pe->due_ns - now < wait_ns)
+					wait_ns = pe->due_ns - now;
+				continue;
+			}
+			HASH_DEL(u->new_pending, pe);
+			queue_job(u, pe->pid, JOB_REREAD, PRIO_NEW, 0, NULL);
+			free(pe);
+		}
+		for (int pr = 0; pr < NPRIO && !j; pr++)
+			j = u->queue[pr];
+		if (!j) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += wait_ns % 1000000000ull;
+			ts.tv_sec += wait_ns / 1000000000ull + ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
+			pthread_cond_timedwait(&u->cond, &u->qlock, &ts);
+			if (u->stop || u->queue[0] || u->queue[1] || u->queue[2])
+				continue;
+		} else {
+			DL_DELETE(u->queue[j->prio], j);
+			HASH_DEL(u->jobs, j);
+			u->pub.queued--;
+			u->pub.jobs++;
+			u->pub.queue_wait_ns += util__mono_ns() - j->queued_ns;
+		}
+		pthread_mutex_unlock(&u->qlock);
+		pthread_mutex_lock(&u->lock);
+		if (j)
+			run_job(u, j);
+		housekeeping(u);
+		pthread_mutex_lock(&u->qlock);
+		publish(u); /* u->st as the lock leaves it */
+		pthread_mutex_unlock(&u->qlock);
+		pthread_mutex_unlock(&u->lock);
+		if (j)
+			job_free(j);
+		pthread_mutex_lock(&u->qlock);
+	}
+	pthread_mutex_unlock(&u->qlock);
+	return NULL;
 }
 
 /* --- lifecycle ------------------------------------------------------------------------------- */
@@ -911,6 +1258,7 @@ void unwinder__tick(struct unwinder *u)
 struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 {
 	struct unwinder *u;
+	int err;
 
 	if (!opts || opts->maps.chunks_fd < 0 || !opts->maps.max_chunks || !opts->maps.max_tables) {
 		errno = EINVAL;
@@ -922,7 +1270,11 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 		return NULL;
 	u->o = *opts;
 	u->vdso_fd = -1;
+	u->refresh_prio = PRIO_SAMPLED;
 	u->last_sweep_ns = util__mono_ns();
+	pthread_mutex_init(&u->qlock, NULL);
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
 	u->chunks = calloc(opts->maps.max_chunks, sizeof(*u->chunks));
 	u->free_ids = calloc(opts->maps.max_tables, sizeof(*u->free_ids));
 	u->val = calloc(1, sizeof(*u->val));
@@ -937,6 +1289,14 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	for (uint32_t i = 0; i < opts->maps.max_tables; i++)
 		u->free_ids[u->nfree_ids++] = opts->maps.max_tables - 1 - i;
 	u->st.max_bytes = (uint64_t)opts->maps.max_chunks * UNWIND_CHUNK_BYTES;
+	u->pub = u->st;
+	err = pthread_create(&u->thread, NULL, builder, u);
+	if (err) {
+		unwinder__free(u);
+		errno = err;
+		return NULL;
+	}
+	u->thread_started = 1;
 	return u;
 }
 
@@ -944,29 +1304,53 @@ void unwinder__free(struct unwinder *u)
 {
 	struct pending *pe, *ptmp;
 	struct uproc *p, *tmp;
+	struct job *j, *jtmp;
 
 	if (!u)
 		return;
+	if (u->thread_started) {
+		/* A build under way finishes first (at most the time of one table). */
+		pthread_mutex_lock(&u->qlock);
+		u->stop = 1;
+		pthread_cond_signal(&u->cond);
+		pthread_mutex_unlock(&u->qlock);
+		pthread_join(u->thread, NULL);
+	}
+	HASH_ITER (hh, u->jobs, j, jtmp) {
+		HASH_DEL(u->jobs, j);
+		job_free(j);
+	}
 	HASH_ITER (hh, u->procs, p, tmp)
-		unwinder__remove_process(u, p->pid);
+		remove_locked(u, p->pid);
 	while (!idle_evict_one(u))
 		;
 	HASH_ITER (hh, u->pending, pe, ptmp) {
 		HASH_DEL(u->pending, pe);
 		free(pe);
 	}
+	HASH_ITER (hh, u->new_pending, pe, ptmp) {
+		HASH_DEL(u->new_pending, pe);
+		free(pe);
+	}
 	for (uint32_t i = 0; u->chunks && i < u->o.maps.max_chunks; i++)
 		chunk_release(u, i);
 	if (u->vdso_fd >= 0)
 		close(u->vdso_fd);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	pthread_mutex_destroy(&u->qlock);
 	free(u->chunks);
 	free(u->free_ids);
 	free(u->val);
 	free(u);
 }
 
-void unwinder__stats(const struct unwinder *u, struct unwinder_stats *out)
+void unwinder__stats(const struct unwinder *u_, struct unwinder_stats *out)
 {
-	*out = u->st;
-	out->proc_bytes = u->st.processes * sizeof(struct unwind_proc);
+	struct unwinder *u = (struct unwinder *)u_; /* the lock only */
+
+	pthread_mutex_lock(&u->qlock);
+	*out = u->pub;
+	pthread_mutex_unlock(&u->qlock);
+	out->proc_bytes = out->processes * sizeof(struct unwind_proc);
 }

@@ -10,9 +10,17 @@
  * in 512 KiB chunks created on demand up to a byte limit; a file whose table does not fit is
  * walked with frame pointers (counted in tables_full).
  *
+ * Tables are built on a thread of the unwinder's own (the builder), never on the caller's:
+ * unwinder__maps_hook() and unwinder__note_event() only queue work, by priority (a new process's
+ * own files at its exec, then processes whose samples are arriving, then re-reads after mmap and
+ * exec notifications), at most one job per process (the latest maps win). Until a process's
+ * tables are in, its samples are walked as today for an unloaded process (the walker marks them
+ * "[truncated: not loaded yet]").
+ *
  * Ownership: the unwinder borrows the sampler's maps (sampler__unwind_maps()) and owns the chunk
- * maps it creates; free it before or after the sampler, but stop calling it once the sampler is
- * gone. Not thread-safe.
+ * maps it creates and its thread; free it before or after the sampler, but stop calling it once
+ * the sampler is gone. Calls come from one thread (the agent's main thread); the builder is the
+ * only other one.
  */
 #ifndef SPANPROF_UNWINDER_H
 #define SPANPROF_UNWINDER_H
@@ -60,6 +68,11 @@ struct unwinder_stats {
 	uint64_t refreshes;	   /* maps re-read: a notification, or a first entry's re-check */
 	uint64_t new_execs;	   /* new processes loaded at their exec, before any sample */
 	uint64_t build_ns;	   /* time spent building and loading tables */
+	uint64_t jobs;		   /* jobs the builder thread ran */
+	uint64_t queued;	   /* jobs waiting now */
+	uint64_t queue_max;	   /* most jobs waiting at once */
+	uint64_t queue_wait_ns;	   /* total time jobs waited before the builder took them */
+	uint64_t jobs_dropped;	   /* jobs not queued (out of memory: the first sample loads it) */
 };
 
 /* NULL + errno (ENOMEM, or EINVAL for unusable maps). */
@@ -68,7 +81,8 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts);
 void unwinder__free(struct unwinder *u);
 
 /*
- * Replaces the mapping list of process pid (started at start_boot_ns, the group leader's
+ * Replaces, at once (on the caller's thread, waiting for a build the builder has under way), the
+ * mapping list of process pid (started at start_boot_ns, the group leader's
  * CLOCK_BOOTTIME start, which the walker checks) with the executable mappings of maps, loading
  * the tables of files not loaded yet. Files are opened through /proc/PID/map_files/START-END, else
  * /proc/PID/root/PATH; the vDSO from this agent's own copy. maps with no entry (an unreadable
@@ -83,18 +97,22 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
  * it). For processes named on the command line, so that their first samples are walked by CFI.
  */
 int unwinder__preload(struct unwinder *u, uint32_t pid);
-/* Same as unwinder__update_process(), shaped as the process table's maps hook
- * (proctab__set_maps_hook()); ctx is the unwinder. */
+/* Queues unwinder__update_process() for the builder thread (with a copy of the executable
+ * mappings of maps), shaped as the process table's maps hook (proctab__set_maps_hook()); ctx is
+ * the unwinder. Never waits for a build. */
 void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 			 const struct procmaps *maps);
 /* Forgets process pid and releases its tables. Unknown pids are ignored. */
 void unwinder__remove_process(struct unwinder *u, uint32_t pid);
 
-/* Handles a notification from the walker (sampler_opts.event_cb). */
+/* Handles a notification from the walker (sampler_opts.event_cb): UNWIND_EVENT_NEW and
+ * UNWIND_EVENT_EXIT queue the load or the removal for the builder; mmap and exec ask for a
+ * re-read (unwinder__tick()). Never waits for a build. */
 void unwinder__note_event(struct unwinder *u, const struct unwind_event *e);
 /*
- * Re-reads the maps of processes notified at least 20 ms ago (bursts of mmaps coalesce) and,
- * every few seconds, forgets processes whose exit notification was lost. Call after each poll.
+ * Re-reads (through unwinder_opts.refresh) the maps of processes notified at least 20 ms ago
+ * (bursts of mmaps coalesce); the builder then loads them. Call after each poll. (The builder
+ * itself forgets, every few seconds, processes whose exit notification was lost.)
  */
 void unwinder__tick(struct unwinder *u);
 /* Milliseconds until the next notified re-read is due (0: now), or -1 when none is pending:
