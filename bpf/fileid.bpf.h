@@ -80,10 +80,25 @@ struct fileid_loop {
  * A global function: the verifier checks its nested loops once, not once per state of the
  * bpf_loop callback that calls it (a quarter of on_cpu_sample's verification otherwise).
  */
+/*
+ * The pivots of the node being searched: not on the stack, where the 6.1 verifier would add
+ * their 120 bytes to the 512-byte budget of its deepest call chain (on_cpu_sample, the
+ * bpf_find_vma() callback, the bpf_loop() callback, this function).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[SP_MT_PIVOTS]);
+} fileid_pivots SEC(".maps");
+
 __noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 {
-	__u64 pivots[SP_MT_PIVOTS];
+	__u32 zero = 0;
+	__u64 *pivots = bpf_map_lookup_elem(&fileid_pivots, &zero);
 
+	if (!pivots)
+		return 0;
 	for (int depth = 0; depth < SP_MT_MAX_DEPTH; depth++) {
 		__u32 type = SP_MT_TYPE(entry), npiv, off;
 		__u64 node = SP_MT_NODE(entry), piv_at, slot_at, next = 0;
@@ -101,7 +116,7 @@ __noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 		} else {
 			return 0; /* dense nodes: not in an mm */
 		}
-		if (bpf_probe_read_kernel(pivots, sizeof(pivots), (void *)piv_at))
+		if (bpf_probe_read_kernel(pivots, SP_MT_PIVOTS * sizeof(*pivots), (void *)piv_at))
 			return 0;
 		off = npiv;
 		for (__u32 i = 0; i < SP_MT_PIVOTS; i++) {

@@ -169,10 +169,15 @@ int BPF_PROG(on_offcpu_sys_exit, struct pt_regs *uregs, long ret)
 			if (len)
 				bpf_probe_read_kernel(s->kstack, len * sizeof(__u64), p->kstack);
 			s->kstack_len = len;
-			sp_sample_finish(ctx, task, s);
+			/*
+			 * The task again, not the variable: fewer values live across the call keep
+			 * this program's stack within the 6.1 verifier's 512-byte budget of its
+			 * deepest call chain (docs/kernels.md).
+			 */
+			sp_sample_finish(ctx, bpf_get_current_task_btf(), s);
 		}
 	}
-	bpf_task_storage_delete(&offcpu_pend, task);
+	bpf_task_storage_delete(&offcpu_pend, bpf_get_current_task_btf());
 	return 0;
 }
 
