@@ -848,7 +848,8 @@ static void job_free(struct job *j)
 /*
  * Queues @kind for @pid at @prio, replacing the job queued for it (the latest request is the
  * process's current state), except that a re-read (JOB_RELOAD, JOB_REREAD, JOB_MMAPPED) never
- * replaces another job (any of them loads the process as well). Takes ownership of @maps' contents
+ * replaces another job (any of them loads the process as well), nor does a JOB_UPDATE replace a
+ * JOB_NEW (which reads the maps when it runs). Takes ownership of @maps' contents
  * (NULL: none). qlock held.
  */
 static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint64_t start_boot_ns,
@@ -858,6 +859,20 @@ static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint
 
 	HASH_FIND(hh, u->jobs, &pid, sizeof(pid), j);
 	if (j && (kind == JOB_RELOAD || kind == JOB_REREAD || kind == JOB_MMAPPED)) {
+		if (prio < j->prio) {
+			DL_DELETE(u->queue[j->prio], j);
+			j->prio = prio;
+			DL_APPEND(u->queue[j->prio], j);
+		}
+		return;
+	}
+	if (j && j->kind == JOB_NEW && kind == JOB_UPDATE) {
+		/*
+		 * The exec's job reads the maps when it runs, so they are no older than these: it
+		 * stays, and the process counts as loaded at its exec.
+		 */
+		if (maps)
+			procmaps__clear(maps);
 		if (prio < j->prio) {
 			DL_DELETE(u->queue[j->prio], j);
 			j->prio = prio;
