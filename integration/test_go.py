@@ -356,3 +356,62 @@ def test_go_c_shared_library_named(spanprof, pprofcheck, procs, tmp_path, golib,
     print(f"{build}: {in_lib}/{total} samples in the library's chain, {exact} exact")
     assert in_lib >= 0.80 * total, (in_lib, total, res.stderr)
     assert exact >= 0.90 * in_lib, (exact, in_lib, res.stderr)
+
+
+GOLIB_SPAN = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")  # golib's fixed ids
+
+
+@pytest.mark.parametrize("build,when", [("stripped", "loaded"), ("symbols", "loaded"),
+                                        ("stripped", "late")])
+def test_go_c_shared_library_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, golib,
+                                               build, when):
+    """Goroutine labels set by Go code in a -buildmode=c-shared library that a C program
+    loaded (before the agent started, or after it samples: "late"): g's TLS offset comes from
+    the GOT slot the loader filled. The library's samples carry its span as their link and its
+    span_name; no sample carries another id or a link outside pprof.Do; nothing is linked when
+    the call sets no labels."""
+    for labelled in (True, False):
+        args = [golib["host"], golib[build], str(CPU_SECONDS)]
+        args += ["labelled"] if labelled else []
+        args += ["late"] if when == "late" else []
+        prog = procs.start(*args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert prog.stdout.readline().strip() == "ready"
+        out = tmp_path / f"out-{labelled}"
+        res = record_gated(spanprof, out, prog, "-p", prog.pid, "-F", FREQ, timeout=180)
+        assert prog.wait(timeout=60) == 0
+        prof = pprofcheck(out / "profile.pb.gz")
+        assert not prof["check_error"], prof["check_error"]
+        c = dict(in_lib=0, linked=0, other=0, named=0)
+        wrong = []
+        for s in prof["samples"]:
+            if s["num_labels"].get("pid") != [prog.pid] or s["values"][0] <= 0:
+                continue
+            n = s["values"][0]
+            lab = s.get("labels") or {}
+            link = (lab.get("trace_id", [None])[0], lab.get("span_id", [None])[0])
+            frames = [fn for loc in s["stack"] for fn in names(loc)]
+            in_lib = any(fn.startswith("main.lib") for fn in frames)
+            c["in_lib"] += n if in_lib else 0
+            if link == (None, None):
+                continue
+            # Labels are set inside pprof.Do only (the spin loop's getrusage calls too); a
+            # stack cut short (a signal handler's, asyncPreempt's) may not show that.
+            whole = not any(fn.startswith("[truncated") for fn in frames)
+            if link != GOLIB_SPAN or (whole and "runtime/pprof.Do" not in frames):
+                c["other"] += n
+                wrong.append((link, frames[:12]))
+            elif in_lib:
+                c["linked"] += n
+                c["named"] += n if lab.get("span_name") == ["golib"] else 0
+        gl = res.stats["span_links"]["go_labels"]
+        print(build, when, "labelled" if labelled else "unlabelled", c, gl)
+        assert c["in_lib"] >= CPU_SECONDS * FREQ // 2, (c, res.stderr)
+        assert c["other"] == 0, (c, wrong[:3])
+        if not labelled:
+            assert c["linked"] == 0, c
+            continue
+        # Late: the slot is read once the loader relocated it (looked at again every 0.5 s).
+        share = 0.90 if when == "loaded" else 0.70
+        assert c["linked"] >= share * c["in_lib"], (c, res.stderr)
+        assert c["named"] == c["linked"], c
+        assert gl["processes"] >= 1, gl

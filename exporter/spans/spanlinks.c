@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 
 #include "runtime/go/golabels.h"
 #include "spans/procctx.h"
+#include "process/procmaps.h"
 #include "process/procmeta.h"
 #include "profile/profile.h"
 #include "spans/spanlinks.h"
@@ -32,8 +34,11 @@ struct slproc {
 	uint32_t pid;
 	uint64_t start_boot_ns;
 	int has_loc;
-	int go_checked; /* golabels looked at for this image */
-	int has_go;	/* an entry in go_procs */
+	int go_checked;	   /* golabels settled for this image (found, or can't be read) */
+	int go_exe_not_go; /* its executable is not Go: its mapped libraries are looked at */
+	int has_go;	   /* an entry in go_procs */
+	uint32_t go_retries;
+	uint64_t go_retry_due_ns; /* a Go library's TLS slot not relocated yet: look then; 0 */
 	uint32_t retries;
 	uint64_t retry_due_ns; /* 0: none */
 	int has_ctx;
@@ -44,9 +49,21 @@ struct slproc {
 	const struct procmeta *merged_base;
 };
 
+/* A mapped file known not to hold Go code, by the identity /proc/PID/maps gives. */
+struct notgo {
+	UT_hash_handle hh;
+	struct notgo_key {
+		uint64_t ino;
+		uint32_t dev_major, dev_minor;
+	} key;
+};
+#define NOTGO_MAX 8192 /* then forgotten all at once (a file is looked at again: a stat) */
+
 struct spanlinks {
 	struct spanlinks_opts o;
 	struct slproc *procs;
+	struct notgo *notgo;
+	uint32_t nnotgo;
 	uint64_t last_sweep_ns;
 	struct spanlinks_stats st;
 	/* Scratch for one sample's attributes. */
@@ -104,6 +121,7 @@ static void go_clear(struct spanlinks *sl, struct slproc *p)
 	if (p->has_go && sl->o.go_procs_fd > 0)
 		bpf_map_delete_elem(sl->o.go_procs_fd, &p->pid);
 	p->has_go = 0;
+	p->go_retry_due_ns = 0;
 }
 
 static void proc_remove(struct spanlinks *sl, struct slproc *p)
@@ -115,6 +133,17 @@ static void proc_remove(struct spanlinks *sl, struct slproc *p)
 	free(p);
 }
 
+static void notgo_clear(struct spanlinks *sl)
+{
+	struct notgo *n, *tmp;
+
+	HASH_ITER (hh, sl->notgo, n, tmp) {
+		HASH_DEL(sl->notgo, n);
+		free(n);
+	}
+	sl->nnotgo = 0;
+}
+
 void spanlinks__free(struct spanlinks *sl)
 {
 	struct slproc *p, *tmp;
@@ -123,6 +152,7 @@ void spanlinks__free(struct spanlinks *sl)
 		return;
 	HASH_ITER (hh, sl->procs, p, tmp)
 		proc_remove(sl, p);
+	notgo_clear(sl);
 	free(sl);
 }
 
@@ -189,8 +219,104 @@ static void resolve_loc(struct spanlinks *sl, struct slproc *p)
 	p->has_loc = 1;
 }
 
+static struct notgo_key notgo_key(const struct procmap *m)
+{
+	struct notgo_key k;
+
+	memset(&k, 0, sizeof(k)); /* a hash key: no stray padding bytes */
+	k.ino = m->inode;
+	k.dev_major = m->dev_major;
+	k.dev_minor = m->dev_minor;
+	return k;
+}
+
+static void notgo_add(struct spanlinks *sl, const struct procmap *m)
+{
+	struct notgo *n;
+
+	if (sl->nnotgo >= NOTGO_MAX)
+		notgo_clear(sl);
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return;
+	n->key = notgo_key(m);
+	HASH_ADD(hh, sl->notgo, key, sizeof(n->key), n);
+	sl->nnotgo++;
+}
+
+/*
+ * Go code in a shared library the process maps (-buildmode=c-shared, loaded by a program in
+ * another language): the first executable file mapping holding Go code, checked once per
+ * file (files without Go remembered by their maps identity). 0 with *@gl and *@where, or the
+ * errors of golabels__resolve_fd() (-ENOENT: no Go library mapped).
+ */
+static int go_library(struct spanlinks *sl, uint32_t pid, const struct procmaps *maps,
+		      struct golabels_layout *gl, const struct procmap **where)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+		struct notgo_key k;
+		struct notgo *n;
+		int fd, err;
+
+		if (!(m->prot & PROT_EXEC) || !m->inode || m->path[0] != '/')
+			continue;
+		k = notgo_key(m);
+		HASH_FIND(hh, sl->notgo, &k, sizeof(k), n);
+		if (n)
+			continue;
+		fd = procmaps__open_file((int)pid, m, NULL, 0);
+		if (fd < 0)
+			continue; /* gone, or not ours to open: its labels stay unread */
+		err = golabels__resolve_fd(fd, (int)pid, gl);
+		close(fd);
+		if (err == -ENOENT) {
+			notgo_add(sl, m);
+			continue;
+		}
+		*where = m;
+		return err;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Where the process's Go runtime keeps g and its labels: its executable, else a Go library it
+ * maps; g's TLS offset read from the process when the code loads it from a GOT slot.
+ * 0, -EAGAIN (the slot is not relocated yet), or the errors of golabels__resolve_pid().
+ */
+static int go_layout(struct spanlinks *sl, struct slproc *p, const struct procmaps *maps,
+		     struct golabels_layout *gl)
+{
+	const struct procmap *m = NULL;
+	uint64_t slot;
+	int err = -ENOENT;
+
+	if (!p->go_exe_not_go) {
+		err = golabels__resolve_pid((int)p->pid, gl);
+		if (err == -ENOENT)
+			p->go_exe_not_go = 1;
+	}
+	if (err == -ENOENT && maps)
+		err = go_library(sl, p->pid, maps, gl, &m);
+	if (err || !gl->tls_got_vaddr)
+		return err;
+	/* The mapping of that file's code: found above, or the executable's. */
+	for (size_t i = 0; !m && maps && i < maps->n; i++)
+		if ((maps->maps[i].prot & PROT_EXEC) && maps->maps[i].inode == gl->ino)
+			m = &maps->maps[i];
+	if (!m)
+		return -EAGAIN;
+	err = procmaps__read_mem(
+	    (int)p->pid, m->start - m->offset - (uint64_t)gl->text_delta + gl->tls_got_vaddr, &slot,
+	    sizeof(slot));
+	if (err == -ESRCH)
+		return err;
+	return err ? -EAGAIN : golabels__tls_from_slot(gl, slot);
+}
+
 /* Goroutine labels: where the process's Go runtime keeps them, once per image. */
-static void resolve_go(struct spanlinks *sl, struct slproc *p)
+static void resolve_go(struct spanlinks *sl, struct slproc *p, const struct procmaps *maps)
 {
 	struct golabels_layout gl;
 	struct sp_go_loc bl = {0};
@@ -198,10 +324,15 @@ static void resolve_go(struct spanlinks *sl, struct slproc *p)
 
 	if (sl->o.go_procs_fd <= 0 || p->go_checked)
 		return;
-	err = golabels__resolve_pid((int)p->pid, &gl);
-	if (err == -ESRCH)
+	err = go_layout(sl, p, maps, &gl);
+	if (err == -ESRCH || err == -ENOENT)
+		return; /* gone; or no Go yet: a library may be loaded later (the next maps read) */
+	if (err == -EAGAIN) {
+		p->go_retry_due_ns = p->go_retries++ < MAX_RETRIES ? util__mono_ns() + RETRY_NS : 0;
 		return;
+	}
 	p->go_checked = 1;
+	p->go_retry_due_ns = 0;
 	if (err) {
 		if (err == -ENOTSUP)
 			sl->st.go_unsupported++;
@@ -218,6 +349,18 @@ static void resolve_go(struct spanlinks *sl, struct slproc *p)
 	}
 	p->has_go = 1;
 	sl->st.go_processes++;
+}
+
+/* resolve_go() again for a process whose Go library was not relocated when first seen. */
+static void retry_go(struct spanlinks *sl, struct slproc *p)
+{
+	struct procmaps maps = {0};
+
+	p->go_retry_due_ns = 0;
+	if (procmaps__read_filtered((int)p->pid, PROCMAPS_EXEC_ONLY, &maps))
+		return;
+	resolve_go(sl, p, &maps);
+	procmaps__clear(&maps);
 }
 
 static void read_ctx(struct spanlinks *sl, struct slproc *p)
@@ -248,7 +391,7 @@ void spanlinks__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 		return;
 	resolve_loc(sl, p);
 	read_ctx(sl, p);
-	resolve_go(sl, p);
+	resolve_go(sl, p, maps);
 }
 
 void spanlinks__note_event(struct spanlinks *sl, const struct unwind_event *e)
@@ -307,6 +450,8 @@ void spanlinks__tick(struct spanlinks *sl)
 		}
 		if (p->retry_due_ns && p->retry_due_ns <= now)
 			resolve_loc(sl, p);
+		if (p->go_retry_due_ns && p->go_retry_due_ns <= now)
+			retry_go(sl, p);
 		/* A writer may publish its process context after we first looked. */
 		if (p->has_loc && !p->has_ctx && now - p->ctx_checked_ns >= RECHECK_NS)
 			read_ctx(sl, p);

@@ -222,6 +222,102 @@ static void test_decode_tls(void **state)
 	assert_int_equal(golabels__decode_tls(abs_rax, 8, &off), -ENOTSUP); /* cut short */
 }
 
+static void test_decode_tls_got(void **state)
+{
+	/* MOVQ 0x10(%rip), %rcx; MOVQ %fs:(%rcx), %rax */
+	static const uint8_t got[] = {0x48, 0x8b, 0x0d, 0x10, 0x00, 0x00,
+				      0x00, 0x64, 0x48, 0x8b, 0x01};
+	/* MOVQ -0x20(%rip), %rdx; MOVQ %fs:(%rdx), %rax */
+	static const uint8_t got_rdx[] = {0x48, 0x8b, 0x15, 0xe0, 0xff, 0xff,
+					  0xff, 0x64, 0x48, 0x8b, 0x02};
+	/* ... %fs:(%rdx) after loading %rcx: not the same register */
+	static const uint8_t other_reg[] = {0x48, 0x8b, 0x0d, 0x10, 0x00, 0x00,
+					    0x00, 0x64, 0x48, 0x8b, 0x02};
+	/* MOVQ $-8, %rcx; ...: an immediate, not a slot */
+	static const uint8_t imm[] = {0x48, 0xc7, 0xc1, 0xf8, 0xff, 0xff,
+				      0xff, 0x64, 0x48, 0x8b, 0x01};
+	uint64_t slot = 0;
+
+	assert_int_equal(golabels__decode_tls_got(got, sizeof(got), 0x1000, &slot), 0);
+	assert_int_equal(slot, 0x1000 + 7 + 0x10);
+	assert_int_equal(golabels__decode_tls_got(got_rdx, sizeof(got_rdx), 0x1000, &slot), 0);
+	assert_int_equal(slot, 0x1000 + 7 - 0x20);
+	assert_int_equal(golabels__decode_tls_got(other_reg, sizeof(other_reg), 0, &slot),
+			 -ENOTSUP);
+	assert_int_equal(golabels__decode_tls_got(imm, sizeof(imm), 0, &slot), -ENOTSUP);
+	assert_int_equal(golabels__decode_tls_got(got, 10, 0, &slot), -ENOTSUP); /* cut short */
+}
+
+static void test_tls_from_slot(void **state)
+{
+	struct golabels_layout l = {.tls_got_vaddr = 0x1d0fb8};
+
+	assert_int_equal(golabels__tls_from_slot(&l, 0), -EAGAIN);  /* not relocated yet */
+	assert_int_equal(golabels__tls_from_slot(&l, 8), -ENOTSUP); /* above the thread pointer */
+	assert_int_equal(golabels__tls_from_slot(&l, (uint64_t)-12), -ENOTSUP); /* misaligned */
+	assert_int_equal(golabels__tls_from_slot(&l, (uint64_t) - (1ll << 30)), -ENOTSUP);
+	assert_int_equal(l.tls_g, 0);
+	assert_int_equal(golabels__tls_from_slot(&l, (uint64_t)-0x1a0), 0);
+	assert_int_equal(l.tls_g, -0x1a0);
+}
+
+/* The offset of the one R_X86_64_TPOFF64 relocation in @path's dynamic relocations, or 0. */
+static uint64_t tpoff64_slot(const char *path)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t found = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
+	Elf *elf;
+
+	assert_true(fd >= 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (gelf_getrela(d, (int)i, &r) &&
+			    GELF_R_TYPE(r.r_info) == R_X86_64_TPOFF64) {
+				found = r.r_offset;
+				n++;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return n == 1 ? found : 0;
+}
+
+/*
+ * A -buildmode=c-shared library loads g's TLS offset from a GOT slot that the loader fills:
+ * found at the address of the library's one R_X86_64_TPOFF64 relocation, with DWARF and
+ * stripped.
+ */
+static void test_c_shared_got_slot(void **state)
+{
+	const char *libs[] = {P("libgolib.so"), P("libgolib-stripped.so")};
+
+	for (size_t i = 0; i < 2; i++) {
+		struct golabels_layout l;
+		uint64_t slot = tpoff64_slot(libs[i]);
+
+		assert_int_equal(inspect(libs[i], &l), 0);
+		printf("  %s: %s, GOT slot 0x%llx (relocation at 0x%llx), dwarf %d\n", libs[i],
+		       l.version, (unsigned long long)l.tls_got_vaddr, (unsigned long long)slot,
+		       l.from_dwarf);
+		assert_int_not_equal(slot, 0);
+		assert_int_equal(l.tls_got_vaddr, slot);
+		assert_int_equal(l.tls_g, 0);
+		assert_int_equal(l.from_dwarf, i == 0);
+	}
+}
+
 struct seen {
 	char text[256];
 	int n;
@@ -275,6 +371,9 @@ int main(void)
 	    cmocka_unit_test(test_new_releases),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_decode_tls),
+	    cmocka_unit_test(test_decode_tls_got),
+	    cmocka_unit_test(test_tls_from_slot),
+	    cmocka_unit_test(test_c_shared_got_slot),
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_hex_id),
 	};

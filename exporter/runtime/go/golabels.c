@@ -78,6 +78,40 @@ int golabels__decode_tls(const uint8_t *c, size_t len, int64_t *off)
 	return -ENOTSUP;
 }
 
+int golabels__decode_tls_got(const uint8_t *c, size_t len, uint64_t vaddr, uint64_t *slot_vaddr)
+{
+	int32_t disp;
+	uint8_t r;
+
+	if (len < 11 || c[0] != 0x48 || c[1] != 0x8b || (c[2] & 0xc7) != 0x05)
+		return -ENOTSUP;
+	r = (c[2] >> 3) & 7;
+	/* rm 100 is a SIB byte and 101 RIP-relative: neither is "(%r)" */
+	if (r == 4 || r == 5 || c[7] != 0x64 || c[8] != 0x48 || c[9] != 0x8b || c[10] != r)
+		return -ENOTSUP;
+	memcpy(&disp, c + 3, 4);
+	*slot_vaddr = vaddr + 7 + (uint64_t)(int64_t)disp;
+	return 0;
+}
+
+/* A TLS offset of g: below the thread pointer, 8-byte aligned, in the static TLS blocks. */
+static bool sane_tls_offset(int64_t off, int64_t lowest)
+{
+	return off < 0 && off >= lowest && off % 8 == 0;
+}
+
+int golabels__tls_from_slot(struct golabels_layout *l, uint64_t v)
+{
+	/* dlopen()ed libraries take their initial-exec TLS from the surplus after the
+	 * executable's block, which may itself be large: a wider bound than for the code's. */
+	if (!v)
+		return -EAGAIN;
+	if (!sane_tls_offset((int64_t)v, -(1ll << 24)))
+		return -ENOTSUP;
+	l->tls_g = (int64_t)v;
+	return 0;
+}
+
 /* The file bytes at ELF virtual address @vaddr (@len of them inside one PT_LOAD), or NULL. */
 static const uint8_t *vaddr_bytes(Elf *elf, const void *image, size_t size, uint64_t vaddr,
 				  size_t len)
@@ -102,8 +136,32 @@ static const uint8_t *vaddr_bytes(Elf *elf, const void *image, size_t size, uint
 	return NULL;
 }
 
-static int tls_offset(Elf *elf, const void *image, size_t size, int64_t *off)
+/* The PT_LOAD holding @vaddr: its p_vaddr - p_offset into *@delta. 0 or -ENOENT. */
+static int segment_delta(Elf *elf, uint64_t vaddr, int64_t *delta)
 {
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+		    vaddr - ph.p_vaddr < ph.p_filesz) {
+			*delta = (int64_t)(ph.p_vaddr - ph.p_offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
+ * g's TLS offset into out->tls_g, or (a shared object) the GOT slot it is loaded from into
+ * out->tls_got_vaddr and out->text_delta. 0, -ENOENT (no .gopclntab), -ENOTSUP, -EINVAL.
+ */
+static int tls_offset(Elf *elf, const void *image, size_t size, struct golabels_layout *out)
+{
+	int64_t *off = &out->tls_g;
 	struct gopclntab *t = gopclntab__open(elf, image, size);
 	uint64_t entry = 0, end = 0;
 	const uint8_t *code;
@@ -125,10 +183,16 @@ static int tls_offset(Elf *elf, const void *image, size_t size, int64_t *off)
 
 		code = vaddr_bytes(elf, image, size, entry, len);
 		err = code ? golabels__decode_tls(code, len, off) : -EINVAL;
+		if (err == -ENOTSUP &&
+		    !golabels__decode_tls_got(code, len, entry, &out->tls_got_vaddr)) {
+			*off = 0;
+			err = segment_delta(elf, entry, &out->text_delta) ? -EINVAL : 0;
+			gopclntab__free(t);
+			return err;
+		}
 	}
 	gopclntab__free(t);
-	/* The slot lies below the thread pointer, 8-byte aligned, in the static TLS blocks. */
-	if (!err && (*off >= 0 || *off < -65536 || *off % 8))
+	if (!err && !sane_tls_offset(*off, -65536))
 		err = -ENOTSUP;
 	return err;
 }
@@ -234,7 +298,7 @@ int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_
 		out->unsupported = "labels are kept in a map before Go 1.24 (not read)";
 		return -ENOTSUP;
 	}
-	err = tls_offset(elf, image, size, &out->tls_g);
+	err = tls_offset(elf, image, size, out);
 	if (err == -ENOTSUP)
 		out->unsupported = "runtime.stackcheck's TLS access is not one of the known forms";
 	if (err)
@@ -352,38 +416,29 @@ static int inspect_fd(int fd, const struct stat *st, struct golabels_layout *out
 	return err;
 }
 
-int golabels__resolve_pid(int pid, struct golabels_layout *out)
+int golabels__resolve_fd(int fd, int pid, struct golabels_layout *out)
 {
-	char path[64];
 	struct stat st;
 	struct cached *c;
-	int fd, err;
+	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
+	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st))
+		return -errno;
 	for (unsigned i = 0; i < CACHE_FILES; i++) {
 		c = &cache[i];
 		if (c->used && c->dev == st.st_dev && c->ino == st.st_ino &&
 		    c->size == st.st_size && c->mtime.tv_sec == st.st_mtim.tv_sec &&
 		    c->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-			close(fd);
 			*out = c->layout;
 			return c->err;
 		}
 	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (!S_ISREG(st.st_mode))
 		return -ENOENT;
-	}
 	err = inspect_fd(fd, &st, out);
-	close(fd);
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
 	if (err == -ENOMEM)
 		return err; /* not cached: may work next time */
 	c = &cache[cache_next++ % CACHE_FILES];
@@ -397,5 +452,19 @@ int golabels__resolve_pid(int pid, struct golabels_layout *out)
 	if (err == -ENOTSUP && out->unsupported)
 		fprintf(stderr, "spanprof: Go: goroutine labels of pid %d (%s) are not read: %s\n",
 			pid, out->version, out->unsupported);
+	return err;
+}
+
+int golabels__resolve_pid(int pid, struct golabels_layout *out)
+{
+	char path[64];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = golabels__resolve_fd(fd, pid, out);
+	close(fd);
 	return err;
 }

@@ -31,9 +31,18 @@
 
 /* Where a Go program keeps its goroutine labels (handed to BPF as struct sp_go_loc). */
 struct golabels_layout {
-	int go_minor;			/* 26 for go1.26.x */
-	char version[32];		/* as the build info says it, e.g. "go1.26.8" */
-	int64_t tls_g;			/* g's address is at fsbase + tls_g (negative) */
+	int go_minor;	  /* 26 for go1.26.x */
+	char version[32]; /* as the build info says it, e.g. "go1.26.8" */
+	int64_t tls_g;	  /* g's address is at fsbase + tls_g (negative) */
+	/*
+	 * Nonzero when the code loads g's TLS offset from a GOT slot (a -buildmode=c-shared
+	 * library, whose TLS block the dynamic loader places): the ELF virtual address of that
+	 * slot, which the loader fills through an R_X86_64_TPOFF64 relocation. tls_g is then 0
+	 * until the caller reads the slot from the process (golabels__tls_from_slot()).
+	 */
+	uint64_t tls_got_vaddr;
+	int64_t text_delta; /* p_vaddr - p_offset of the segment of runtime.stackcheck */
+	uint64_t dev, ino;  /* the file's identity (golabels__resolve_*() fill them) */
 	uint32_t g_m, m_curg, g_labels; /* byte offsets */
 	int from_dwarf;			/* 1: offsets read from DWARF; 0: the version table */
 	const char *unsupported;	/* with -ENOTSUP: why, a static string */
@@ -61,6 +70,23 @@ int golabels__table_row(int go_minor, struct golabels_layout *out);
  * Returns 0 with *@off, or -ENOTSUP (another encoding: e.g. the offset loaded from a GOT slot).
  */
 int golabels__decode_tls(const uint8_t *code, size_t len, int64_t *off);
+
+/*
+ * The GOT slot form of runtime.stackcheck's TLS access, which the Go linker emits in shared
+ * objects (-buildmode=c-shared) for the initial-exec TLS model:
+ *   48 8b ModRM(mod 00, reg r, rm 101) disp32   MOVQ disp32(%rip), %r
+ *   64 48 8b ModRM(mod 00, rm r)                MOVQ %fs:(%r), %rax
+ * @vaddr is the ELF virtual address of @code. Returns 0 with *@slot_vaddr (the slot's virtual
+ * address: the end of the first instruction plus disp32), or -ENOTSUP.
+ */
+int golabels__decode_tls_got(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *slot_vaddr);
+
+/*
+ * g's TLS offset from the 8 bytes the loader wrote into the GOT slot of @l (read from the
+ * process at load bias + l->tls_got_vaddr) into l->tls_g. Returns 0, -EAGAIN (still 0: not
+ * relocated yet, look again later) or -ENOTSUP (not a thread-pointer offset: garbage).
+ */
+int golabels__tls_from_slot(struct golabels_layout *l, uint64_t slot_value);
 
 /*
  * Labels as BPF copies them into a sample (sp_sample.ctx with SP_SAMPLE_GO_LABELS): packed
@@ -91,6 +117,13 @@ int golabels__hex_id(const char *s, size_t slen, uint8_t *out, size_t n);
  * Not thread-safe.
  */
 int golabels__resolve_pid(int pid, struct golabels_layout *out);
+
+/*
+ * golabels__inspect() for an open file @fd (a file a process maps, opened by the caller, e.g.
+ * through /proc/PID/map_files), with the cache and the stderr line of golabels__resolve_pid().
+ * @pid only names the process in that line. Returns as golabels__resolve_pid().
+ */
+int golabels__resolve_fd(int fd, int pid, struct golabels_layout *out);
 
 /* Empties the cache of golabels__resolve_pid() (tests, shutdown). */
 void golabels__cache_clear(void);
