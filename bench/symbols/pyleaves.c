@@ -188,8 +188,9 @@ int main(int argc, char **argv)
 			seed = strtoull(optarg, NULL, 0) | 1;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-k lookups] [-t trim_every] [-b MiB,...] "
-					"[-s seed] [FILE...]\n",
+			fprintf(stderr,
+				"usage: %s [-k lookups] [-t trim_every] [-b MiB,...] "
+				"[-s seed] [FILE...]\n",
 				argv[0]);
 			return 2;
 		}
@@ -230,8 +231,9 @@ int main(int argc, char **argv)
 	       "cache hits | DWARF answers | peak accounted MiB | VmHWM MiB | RssAnon MiB at end | "
 	       "RssFile MiB at end | frames / lookup | "
 	       "answers checksum |\n");
-	printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-	       "--- |\n");
+	printf(
+	    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+	    "--- |\n");
 	fflush(stdout);
 	list = strdup(budgets);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

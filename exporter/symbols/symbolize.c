@@ -74,7 +74,12 @@ static __thread bool hash_oom;
 #define TRIM_BYTES (1u << 20)
 /* ... at most this often (ns): under a budget that thrashes, every load unloads megabytes. */
 #define TRIM_INTERVAL_NS 1000000000ull
-/* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
+/*
+ * Mapped sections shared by every unit (abbreviations, strings, range lists) are charged this
+ * fraction of their size: lookups touch a few of their pages. The DIEs and the line program of
+ * a unit are charged in full when a lookup first uses the unit (charge_unit()); location lists
+ * are never read. symcache__trim() drops the touched pages, so this bounds what is resident.
+ */
 #define MAPPED_DWARF_SHARE 4
 /*
  * What libdw keeps per line table row once a CU's line table is read (struct Dwarf_Line_s,
@@ -115,7 +120,12 @@ struct cu_info {
 	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
-	bool lines_charged; /* its line table (libdw keeps it until dwarf_end) is in the budget */
+	/*
+	 * In the budget since its first lookup: its line table (libdw keeps it until dwarf_end)
+	 * and, when the DWARF is mapped, its DIEs and its line program (charge_unit()).
+	 */
+	bool charged;
+	uint64_t unit_bytes; /* its DIEs' extent in .debug_info (index_cus()) */
 };
 
 struct cu_range {
@@ -198,6 +208,7 @@ struct elf_object {
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
+	bool dwarf_mapped; /* dwarf_elf is a mapping: its units are charged as lookups use them */
 	struct cu_info *cus;
 	size_t ncus;
 	struct cu_range *cu_ranges;
@@ -387,7 +398,7 @@ static void drop_dwarf(struct elf_object *o)
 		free(o->cus[i].funcs);
 		o->cus[i].funcs = NULL;
 		o->cus[i].nfuncs = 0;
-		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].lines_charged = false;
+		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].charged = false;
 	}
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
@@ -395,6 +406,7 @@ static void drop_dwarf(struct elf_object *o)
 		elf_end(o->dwarf_elf);
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
+	o->dwarf_mapped = false;
 	o->dwarf_fd = -1;
 	uncharge(o, &o->dwarf_bytes);
 }
@@ -649,7 +661,27 @@ static int elf_validate(Elf *elf, uint64_t size)
 }
 
 /* Bytes of the .debug_* sections libdw may map: charged in full while loaded. */
-static size_t debug_sections_size(Elf *elf)
+/*
+ * Whether mapped section @name (".debug_*") is charged when the DWARF is opened: not the DIEs
+ * and the line programs (charged per unit as lookups use them, charge_unit()), nor the
+ * location lists (no lookup reads them).
+ */
+static bool charged_at_open(const char *name)
+{
+	static const char *const later[] = {".debug_info", ".debug_line", ".debug_loc",
+					    ".debug_loclists"};
+
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+		if (!strcmp(name, later[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Bytes of @elf's .debug_* sections: all of them (@mapped false: libdw inflated them into
+ * memory), else those charged_at_open(), at MAPPED_DWARF_SHARE.
+ */
+static size_t debug_sections_size(Elf *elf, bool mapped)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -662,15 +694,21 @@ static size_t debug_sections_size(Elf *elf)
 		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(elf, stridx, shdr.sh_name);
-		if (name && !strncmp(name, ".debug_", 7))
+		if (!name || strncmp(name, ".debug_", 7))
+			continue;
+		if (!mapped)
 			n += shdr.sh_size;
+		else if (charged_at_open(name))
+			n += shdr.sh_size / MAPPED_DWARF_SHARE;
 	}
 	return n;
 }
 
 /*
- * What loading @elf may cost before anything is read: 16 bytes a symbol, and
- * DWARF sections in full (libdw inflates compressed ones: assume 3:1).
+ * What loading @elf may cost before anything is read: 16 bytes a symbol, and DWARF sections
+ * (libdw inflates compressed ones: assume 3:1). With @dwarf_only, the DWARF as a whole (mapped
+ * sections at MAPPED_DWARF_SHARE), which decides whether it is used at all; else what opening
+ * it charges (mapped sections: those charged_at_open(); units are charged as lookups use them).
  */
 static size_t load_estimate(Elf *elf, bool dwarf_only)
 {
@@ -691,9 +729,12 @@ static size_t load_estimate(Elf *elf, bool dwarf_only)
 			continue;
 		}
 		name = elf_strptr(elf, stridx, shdr.sh_name);
-		if (name && !strncmp(name, ".debug_", 7))
-			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size
-							    : shdr.sh_size / MAPPED_DWARF_SHARE;
+		if (!name || strncmp(name, ".debug_", 7))
+			continue;
+		if (shdr.sh_flags & SHF_COMPRESSED)
+			n += 3 * shdr.sh_size;
+		else if (dwarf_only || charged_at_open(name))
+			n += shdr.sh_size / MAPPED_DWARF_SHARE;
 	}
 	return n + syms;
 }
@@ -1560,7 +1601,30 @@ static int func_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Address ranges of every compile unit; .debug_aranges is not used because clang omits it. */
+/* Size of @elf's section @name, 0 when it has none. */
+static uint64_t section_size(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx;
+	const char *s;
+
+	if (elf_getshdrstrndx(elf, &stridx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		s = elf_strptr(elf, stridx, shdr.sh_name);
+		if (s && !strcmp(s, name))
+			return shdr.sh_size;
+	}
+	return 0;
+}
+
+/*
+ * Address ranges of every compile unit, and the extent of its DIEs (up to the next unit's, of
+ * any type); .debug_aranges is not used because clang omits it.
+ */
 static int index_cus(struct elf_object *o)
 {
 	Dwarf_CU *cu = NULL, *next;
@@ -1568,12 +1632,18 @@ static int index_cus(struct elf_object *o)
 	uint8_t unit_type;
 	Dwarf_Die cudie, subdie;
 	Dwarf_Addr base, lo, hi;
+	Dwarf_Off die_off;
 	ptrdiff_t off;
 	size_t cap_cus = 0, cap_ranges = 0;
+	uint64_t info_size = section_size(o->dwarf_elf, ".debug_info");
 	void *p;
 
 	while (dwarf_get_units(o->dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
 		cu = next;
+		die_off = dwarf_dieoffset(&cudie);
+		/* The unit before ends where this one's DIEs start (less this one's header). */
+		if (o->ncus && !o->cus[o->ncus - 1].unit_bytes && die_off > o->cus[o->ncus - 1].off)
+			o->cus[o->ncus - 1].unit_bytes = die_off - o->cus[o->ncus - 1].off;
 		if (unit_type != DW_UT_compile)
 			continue;
 		if (o->ncus == cap_cus) {
@@ -1585,7 +1655,7 @@ static int index_cus(struct elf_object *o)
 		}
 		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
 		o->cus[o->ncus].die = cudie;
-		o->cus[o->ncus].off = dwarf_dieoffset(&cudie);
+		o->cus[o->ncus].off = die_off;
 		o->cus[o->ncus].die_ok = true;
 		off = 0;
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
@@ -1602,6 +1672,8 @@ static int index_cus(struct elf_object *o)
 		}
 		o->ncus++;
 	}
+	if (o->ncus && !o->cus[o->ncus - 1].unit_bytes && info_size > o->cus[o->ncus - 1].off)
+		o->cus[o->ncus - 1].unit_bytes = info_size - o->cus[o->ncus - 1].off;
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
 	charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
@@ -1954,6 +2026,68 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 }
 
 /*
+ * Bytes of the line program of unit @cudie in mapped .debug_line (its unit_length field, DWARF
+ * 2-5, and the field itself), bounded by the section; 0 when it has none or it is unreadable.
+ */
+static uint64_t line_program_bytes(struct elf_object *o, Dwarf_Die *cudie)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word at;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	Elf_Data *d = NULL;
+	size_t stridx;
+	const char *name;
+	uint64_t len, field = 4;
+	uint32_t len32;
+	bool swap = (elf_getident(o->dwarf_elf, NULL)[EI_DATA] == ELFDATA2MSB) !=
+		    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+
+	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &at) ||
+	    elf_getshdrstrndx(o->dwarf_elf, &stridx))
+		return 0;
+	while (!d && (scn = elf_nextscn(o->dwarf_elf, scn))) {
+		name = gelf_getshdr(scn, &shdr) ? elf_strptr(o->dwarf_elf, stridx, shdr.sh_name)
+						: NULL;
+		if (name && !strcmp(name, ".debug_line"))
+			d = elf_rawdata(scn, NULL);
+	}
+	if (!d || !d->d_buf || d->d_size < 4 || at > d->d_size - 4)
+		return 0;
+	memcpy(&len32, (const char *)d->d_buf + at, 4);
+	len = swap ? __builtin_bswap32(len32) : len32;
+	if (len32 == 0xffffffffu) { /* 64-bit DWARF */
+		field = 12;
+		if (at > d->d_size - 12)
+			return 0;
+		memcpy(&len, (const char *)d->d_buf + at + 4, 8);
+		if (swap)
+			len = __builtin_bswap64(len);
+	}
+	return len > d->d_size - at - field ? d->d_size - at : len + field;
+}
+
+/*
+ * Charges @cu's part of the DWARF at its first lookup since the DWARF was opened: the line
+ * table libdw builds and keeps until dwarf_end() (read here), and, when the DWARF is mapped,
+ * the DIEs and the line program the lookups of the unit read (what they may page in).
+ */
+static void charge_unit(struct elf_object *o, struct cu_info *cu)
+{
+	Dwarf_Lines *lines;
+	Dwarf_Files *files;
+	size_t nlines = 0, nfiles = 0, n = 0;
+
+	cu->charged = true;
+	if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
+	    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
+		n = nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
+	if (o->dwarf_mapped)
+		n += cu->unit_bytes + line_program_bytes(o, &cu->die);
+	charge_dwarf(o, n);
+}
+
+/*
  * *@phys_linkage: the physical function's name came from a linkage name; *@phys_lo: the start
  * of its address range holding @pc (0 when no function is known).
  */
@@ -1984,17 +2118,9 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	} else {
 		n = 1;
 	}
-	if (!cu->lines_charged) {
-		Dwarf_Lines *lines;
-		Dwarf_Files *files;
-		size_t nlines = 0, nfiles = 0;
-
-		/* Read once and cached by libdw: charge it, or big CUs grow memory unseen. */
-		cu->lines_charged = true;
-		if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
-		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
-			charge_dwarf(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
-	}
+	/* Read once and cached by libdw: charge it, or big CUs grow memory unseen. */
+	if (!cu->charged)
+		charge_unit(o, cu);
 	line = dwarf_getsrc_die(&cu->die, pc);
 	if (line) {
 		out[0].file = dwarf_linesrc(line, NULL, NULL);
@@ -2359,9 +2485,11 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	}
 	/*
 	 * After dwarf_begin_elf(): inflated sections show their inflated size, all
-	 * in memory. Of mapped ones, only pages a lookup touched are resident.
+	 * in memory. Of mapped ones, only pages a lookup touched are resident: the
+	 * shared sections now, each unit's DIEs and line program at its first lookup.
 	 */
-	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
+	o->dwarf_mapped = mapped;
+	charge_dwarf(o, debug_sections_size(o->dwarf_elf, mapped));
 	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
 	if (o->cus)
 		return;
