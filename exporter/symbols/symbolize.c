@@ -90,6 +90,13 @@ static __thread bool hash_oom;
  */
 #define LINE_BYTES 80
 #define LINE_FILE_BYTES 64
+/*
+ * libdw's heap for a unit (elfutils 0.188, measured with mallinfo2()): its record once a lookup
+ * finds a unit past it by offset (1 KiB a unit, libpython's and libc's debug file alike), and
+ * the abbreviations read once a DIE of the unit is (0.6 KiB a unit in libc's, 3.6 in libpython's).
+ */
+#define UNIT_RECORD_BYTES 1024
+#define UNIT_ABBREV_BYTES 4096
 /* Approximate bytes of one uthash entry's bookkeeping, for the accounting. */
 #define ENTRY_OVERHEAD (sizeof(UT_hash_handle) + 2 * sizeof(void *))
 
@@ -111,9 +118,10 @@ struct sname {
 	char name[];
 };
 
+/* A range of a concrete DW_TAG_subprogram; kept over unloads, its DIE found again by offset. */
 struct func_range {
 	uint64_t lo, hi;
-	Dwarf_Die die; /* concrete DW_TAG_subprogram */
+	Dwarf_Off off;
 };
 
 /*
@@ -157,6 +165,7 @@ struct cu_info {
 	uint64_t unit_bytes;	  /* its DIEs' extent in .debug_info (index_cus()) */
 	struct unit_lines *lines; /* NULL until its first lookup, or when libdw's are used */
 	bool lines_read;	  /* read_unit_lines() was tried: lines, else libdw's */
+	size_t unit_no;		  /* its place among all units of .debug_info, from 0 */
 };
 
 struct cu_range {
@@ -239,12 +248,9 @@ struct elf_object {
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
-	bool dwarf_mapped; /* dwarf_elf is a mapping: its units are charged as lookups use them */
-	/*
-	 * Light part: heap libdw took to open the DWARF and walk every unit (its unit and
-	 * abbreviation records: 1-4 KiB a unit), measured at the walk, charged at every open.
-	 */
-	size_t libdw_heap;
+	bool dwarf_mapped;  /* dwarf_elf is a mapping: its units are charged as lookups use them */
+	size_t nunits;	    /* units of every type in .debug_info (index_cus()), kept with cus */
+	size_t units_found; /* units libdw has a record of in o->dwarf (charged) */
 	struct cu_info *cus;
 	size_t ncus;
 	struct cu_range *cu_ranges;
@@ -276,7 +282,7 @@ struct symcache {
 	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
 	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
 	uint64_t trimmed_ns;	/* CLOCK_MONOTONIC of the last malloc_trim() */
-	uint64_t untrimmed;	/* bytes unloaded since */
+	uint64_t untrimmed;	/* bytes unloaded (or freed by short-lived Dwarf handles) since */
 };
 
 static unsigned int default_max_fds(void)
@@ -429,13 +435,12 @@ static void drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
-	/* The CU ranges stay (drop_index()); what points into this Dwarf handle goes. */
-	for (i = 0; i < o->ncus; i++) {
-		free(o->cus[i].funcs);
-		o->cus[i].funcs = NULL;
-		o->cus[i].nfuncs = 0;
-		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].charged = false;
-	}
+	/*
+	 * The CU ranges, function ranges and lines stay (drop_index()); what points into this
+	 * Dwarf handle goes.
+	 */
+	for (i = 0; i < o->ncus; i++)
+		o->cus[i].die_ok = o->cus[i].charged = false;
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
@@ -443,6 +448,7 @@ static void drop_dwarf(struct elf_object *o)
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
 	o->dwarf_mapped = false;
+	o->units_found = 0;
 	o->dwarf_fd = -1;
 	uncharge(o, &o->dwarf_bytes);
 }
@@ -761,15 +767,15 @@ static size_t symbols_estimate(Elf *elf)
  * What @elf's DWARF may cost before anything is read. With @whole, all of it: compressed
  * sections at 3 times their size (libdw inflating them in memory), the others at
  * MAPPED_DWARF_SHARE; this decides whether it is used at all. Else what opening it charges
- * (load_dwarf()): the sections charged_at_open() at MAPPED_DWARF_SHARE of their size, inflated
- * size for compressed ones (their ELF compression header: inflated into a file and mapped), or,
- * with @in_memory (inflating into a file failed before), compressed sections in full.
+ * (load_dwarf()): the sections charged_at_open() at MAPPED_DWARF_SHARE of their size, compressed
+ * ones at 3 times theirs (inflated into a file and mapped; reading their compression header
+ * would read the whole section), or, with @in_memory (inflating into a file failed before),
+ * compressed sections in full.
  */
 static size_t dwarf_estimate(Elf *elf, bool whole, bool in_memory)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
-	GElf_Chdr chdr;
 	size_t stridx, n = 0;
 	uint64_t size;
 	const char *name;
@@ -787,9 +793,7 @@ static size_t dwarf_estimate(Elf *elf, bool whole, bool in_memory)
 							    : shdr.sh_size / MAPPED_DWARF_SHARE;
 			continue;
 		}
-		size = shdr.sh_size;
-		if (shdr.sh_flags & SHF_COMPRESSED)
-			size = gelf_getchdr(scn, &chdr) ? chdr.ch_size : 3 * shdr.sh_size;
+		size = shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size : shdr.sh_size;
 		if ((shdr.sh_flags & SHF_COMPRESSED) && in_memory)
 			n += size;
 		else if (charged_at_open(name))
@@ -1682,9 +1686,10 @@ static uint64_t section_size(Elf *elf, const char *name)
 
 /*
  * Address ranges of every compile unit, and the extent of its DIEs (up to the next unit's, of
- * any type); .debug_aranges is not used because clang omits it.
+ * any type), read through @dw (a handle on o->dwarf_elf); .debug_aranges is not used because
+ * clang omits it.
  */
-static int index_cus(struct elf_object *o)
+static int index_cus(struct elf_object *o, Dwarf *dw)
 {
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
@@ -1697,8 +1702,10 @@ static int index_cus(struct elf_object *o)
 	uint64_t info_size = section_size(o->dwarf_elf, ".debug_info");
 	void *p;
 
-	while (dwarf_get_units(o->dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+	o->nunits = 0;
+	while (dwarf_get_units(dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
 		cu = next;
+		o->nunits++;
 		die_off = dwarf_dieoffset(&cudie);
 		/* The unit before ends where this one's DIEs start (less this one's header). */
 		if (o->ncus && !o->cus[o->ncus - 1].unit_bytes && die_off > o->cus[o->ncus - 1].off)
@@ -1715,7 +1722,9 @@ static int index_cus(struct elf_object *o)
 		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
 		o->cus[o->ncus].die = cudie;
 		o->cus[o->ncus].off = die_off;
-		o->cus[o->ncus].die_ok = true;
+		o->cus[o->ncus].unit_no = o->nunits - 1;
+		/* A DIE of another handle than the object's is found again by offset. */
+		o->cus[o->ncus].die_ok = dw == o->dwarf;
 		off = 0;
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (lo >= hi)
@@ -1755,7 +1764,7 @@ static int add_func(struct cu_info *cu, size_t *cap, Dwarf_Die *die)
 				return -ENOMEM;
 			cu->funcs = p;
 		}
-		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die};
+		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, dwarf_dieoffset(die)};
 	}
 	return 0;
 }
@@ -1798,7 +1807,7 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
-			charge_dwarf(o, cap * sizeof(*cu->funcs));
+			charge_index(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
@@ -1840,6 +1849,11 @@ static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
 		if (!cu->die_ok && (!o->dwarf || !dwarf_offdie(o->dwarf, cu->off, &cu->die)))
 			return NULL;
 		cu->die_ok = true;
+		/* libdw found it reading every unit before it in turn: their records stay. */
+		if (cu->unit_no >= o->units_found) {
+			charge_dwarf(o, (cu->unit_no + 1 - o->units_found) * UNIT_RECORD_BYTES);
+			o->units_found = cu->unit_no + 1;
+		}
 		return cu;
 	}
 	return NULL;
@@ -2205,6 +2219,8 @@ static struct unit_lines *read_unit_lines(struct elf_object *o, struct cu_info *
 			r->file |= LINE_END_SEQUENCE;
 	}
 	charge_index(o, size);
+	/* libdw's table goes with the handle: give its pages back at the next make_room(). */
+	o->cache->untrimmed += nlines * LINE_BYTES;
 out:
 	dwarf_end(tmp);
 	/*
@@ -2237,10 +2253,10 @@ static const struct line_row *unit_lines__find(const struct unit_lines *ul, uint
 }
 
 /*
- * Charges @cu's part of the DWARF at its first lookup since the DWARF was opened: when the DWARF
- * is mapped, the DIEs the lookups of the unit read (what they may page in); and when the unit's
- * lines were not copied out (read_unit_lines()), the line table libdw builds and keeps until
- * dwarf_end() (read here) and the line program's pages.
+ * Charges @cu's part of the DWARF at its first lookup since the DWARF was opened: libdw's
+ * records of its abbreviations; when the DWARF is mapped, the DIEs the lookups of the unit read
+ * (what they may page in); and when the unit's lines were not copied out (read_unit_lines()), the
+ * line table libdw builds and keeps until dwarf_end() (read here) and the line program's pages.
  */
 static void charge_unit(struct elf_object *o, struct cu_info *cu)
 {
@@ -2249,9 +2265,10 @@ static void charge_unit(struct elf_object *o, struct cu_info *cu)
 	size_t nlines = 0, nfiles = 0, n = 0;
 
 	cu->charged = true;
+	n = UNIT_ABBREV_BYTES;
 	if (!cu->lines && dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
 	    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
-		n = nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
+		n += nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
 	if (o->dwarf_mapped)
 		n += cu->unit_bytes + (cu->lines ? 0 : line_program_bytes(o, &cu->die));
 	charge_dwarf(o, n);
@@ -2264,7 +2281,7 @@ static void charge_unit(struct elf_object *o, struct cu_info *cu)
 static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
 			bool *phys_linkage, uint64_t *phys_lo)
 {
-	Dwarf_Die chain[MAX_FRAMES];
+	Dwarf_Die chain[MAX_FRAMES], fdie;
 	struct cu_info *cu = find_cu(o, pc);
 	struct func_range *f;
 	Dwarf_Line *line;
@@ -2281,9 +2298,9 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	if (!cu->charged)
 		charge_unit(o, cu);
 	f = find_func(o, cu, pc);
-	if (f) {
+	if (f && dwarf_offdie(o->dwarf, f->off, &fdie)) {
 		*phys_lo = f->lo;
-		n = inline_chain(&f->die, pc, chain, max);
+		n = inline_chain(&fdie, pc, chain, max);
 		for (i = 0; i < n; i++) {
 			bool l = die_names(o, &chain[n - 1 - i], &cu->die, &out[i]);
 
@@ -2610,14 +2627,6 @@ static bool dwarf_strings_terminated(Elf *elf)
 	return true;
 }
 
-/* Bytes of heap in use (malloc's arenas and its mmapped blocks), every thread's. */
-static size_t heap_in_use(void)
-{
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
-}
-
 /*
  * Opens the DWARF of @fd (@hdr: its headers) for libdw and charges its
  * sections. Plain sections are mapped (only the pages used count). Compressed
@@ -2630,8 +2639,8 @@ static size_t heap_in_use(void)
 static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 {
 	bool mapped = !has_compressed_debug(hdr);
-	size_t heap0, heap1, index0;
 	struct stat st;
+	Dwarf *walk;
 	int err;
 
 	if (!mapped && o->inflated_fd < 0 && !o->inflate_failed) {
@@ -2664,7 +2673,6 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	} else {
 		o->dwarf_fd = fd;
 	}
-	heap0 = heap_in_use();
 	o->dwarf = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
 	if (o->dwarf && !dwarf_strings_terminated(o->dwarf_elf)) {
 		dwarf_end(o->dwarf); /* corrupt: names from the symbol table only */
@@ -2684,31 +2692,34 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	o->dwarf_mapped = mapped;
 	charge_dwarf(o, debug_sections_size(o->dwarf_elf, mapped));
 	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
-	if (o->cus) {
-		charge_dwarf(o, o->libdw_heap);
-		return;
+	if (!o->cus) {
+		/*
+		 * Walked in a handle of its own, ended at once: the walk reads every unit's
+		 * abbreviations (1-4 KiB a unit in libdw's memory until dwarf_end()), of which
+		 * lookups need their units' only.
+		 */
+		walk = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+		if (index_cus(o, walk ? walk : o->dwarf)) {
+			/* Out of memory: run on symbols alone. */
+			free(o->cus);
+			free(o->cu_ranges);
+			o->cus = NULL;
+			o->cu_ranges = NULL;
+			o->ncus = o->ncu_ranges = 0;
+		}
+		if (walk) {
+			dwarf_end(walk);
+			o->cache->untrimmed +=
+			    o->nunits * (UNIT_RECORD_BYTES + UNIT_ABBREV_BYTES / 2);
+		} else {
+			/* The object's own handle walked them all. */
+			o->units_found = o->nunits;
+			charge_dwarf(o, o->nunits * UNIT_RECORD_BYTES);
+		}
+		/* The index walk touched every unit header: not what lookups will need. */
+		if (mapped)
+			drop_mapped_pages(o);
 	}
-	index0 = o->index_bytes;
-	if (index_cus(o)) {
-		/* Out of memory: run on symbols alone. */
-		free(o->cus);
-		free(o->cu_ranges);
-		o->cus = NULL;
-		o->cu_ranges = NULL;
-		o->ncus = o->ncu_ranges = 0;
-	}
-	/*
-	 * libdw's records of every unit stay until dwarf_end(): uncharged, a libc debug file's
-	 * 4000 units took 3.5 MB unseen. Other threads' allocations meanwhile blur the figure.
-	 */
-	heap1 = heap_in_use();
-	o->libdw_heap = heap1 > heap0 + (o->index_bytes - index0)
-			    ? heap1 - heap0 - (o->index_bytes - index0)
-			    : 0;
-	charge_dwarf(o, o->libdw_heap);
-	/* The index walk touched every unit header: not what lookups will need. */
-	if (mapped)
-		drop_mapped_pages(o);
 }
 
 /*
