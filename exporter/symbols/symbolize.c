@@ -162,7 +162,8 @@ struct cu_info {
 	 * and, when the DWARF is mapped, its DIEs and its line program (charge_unit()).
 	 */
 	bool charged;
-	uint64_t unit_bytes;	  /* its DIEs' extent in .debug_info (index_cus()) */
+	bool pages_charged;  /* mapped: its DIEs' pages, since the DWARF was opened or trimmed */
+	uint64_t unit_bytes; /* its DIEs' extent in .debug_info (index_cus()) */
 	struct unit_lines *lines; /* NULL until its first lookup, or when libdw's are used */
 	bool lines_read;	  /* read_unit_lines() was tried: lines, else libdw's */
 	size_t unit_no;		  /* its place among all units of .debug_info, from 0 */
@@ -248,7 +249,15 @@ struct elf_object {
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
-	bool dwarf_mapped;  /* dwarf_elf is a mapping: its units are charged as lookups use them */
+	bool dwarf_mapped; /* dwarf_elf is a mapping: its units are charged as lookups use them */
+	/*
+	 * Of dwarf_bytes: the mapping's pages lookups may have touched since the DWARF was opened
+	 * or symcache__trim() dropped them (shared sections, units' DIEs), charged again as
+	 * lookups touch them after a trim.
+	 */
+	size_t page_bytes;
+	size_t shared_page_bytes; /* what the shared sections add to page_bytes */
+	bool shared_pages_charged;
 	size_t nunits;	    /* units of every type in .debug_info (index_cus()), kept with cus */
 	size_t units_found; /* units libdw has a record of in o->dwarf (charged) */
 	struct cu_info *cus;
@@ -376,6 +385,23 @@ static void uncharge(struct elf_object *o, size_t *part)
 	*part = 0;
 }
 
+/* charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
+static void charge_pages(struct elf_object *o, size_t n)
+{
+	charge_dwarf(o, n);
+	o->page_bytes += n;
+}
+
+/* The mapped DWARF's pages were dropped: takes their charge off until lookups touch them. */
+static void uncharge_pages(struct elf_object *o)
+{
+	o->dwarf_bytes -= o->page_bytes;
+	uncharge(o, &o->page_bytes);
+	o->shared_pages_charged = false;
+	for (size_t i = 0; i < o->ncus; i++)
+		o->cus[i].pages_charged = false;
+}
+
 static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
@@ -440,7 +466,7 @@ static void drop_dwarf(struct elf_object *o)
 	 * Dwarf handle goes.
 	 */
 	for (i = 0; i < o->ncus; i++)
-		o->cus[i].die_ok = o->cus[i].charged = false;
+		o->cus[i].die_ok = o->cus[i].charged = o->cus[i].pages_charged = false;
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
@@ -448,6 +474,8 @@ static void drop_dwarf(struct elf_object *o)
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
 	o->dwarf_mapped = false;
+	o->shared_pages_charged = false;
+	o->page_bytes = 0; /* in dwarf_bytes, uncharged below */
 	o->units_found = 0;
 	o->dwarf_fd = -1;
 	uncharge(o, &o->dwarf_bytes);
@@ -608,8 +636,10 @@ void symcache__trim(struct symcache *c)
 	struct elf_object *o;
 
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next) {
-		if (o->dwarf_elf && o->dwarf_fd < 0)
+		if (o->dwarf_elf && o->dwarf_fd < 0) {
 			drop_mapped_pages(o);
+			uncharge_pages(o);
+		}
 		if (o->go_map)
 			madvise(o->go_map, o->go_map_len, MADV_DONTNEED);
 	}
@@ -2254,9 +2284,11 @@ static const struct line_row *unit_lines__find(const struct unit_lines *ul, uint
 
 /*
  * Charges @cu's part of the DWARF at its first lookup since the DWARF was opened: libdw's
- * records of its abbreviations; when the DWARF is mapped, the DIEs the lookups of the unit read
- * (what they may page in); and when the unit's lines were not copied out (read_unit_lines()), the
- * line table libdw builds and keeps until dwarf_end() (read here) and the line program's pages.
+ * records of its abbreviations, and when the unit's lines were not copied out
+ * (read_unit_lines()), the line table libdw builds and keeps until dwarf_end() (read here).
+ * When the DWARF is mapped, also, at the first lookup since it was opened or symcache__trim()
+ * dropped its pages: the pages the lookups of the unit read (its DIEs, and the line program
+ * when libdw reads it here) and the shared sections' share.
  */
 static void charge_unit(struct elf_object *o, struct cu_info *cu)
 {
@@ -2264,14 +2296,24 @@ static void charge_unit(struct elf_object *o, struct cu_info *cu)
 	Dwarf_Files *files;
 	size_t nlines = 0, nfiles = 0, n = 0;
 
-	cu->charged = true;
-	n = UNIT_ABBREV_BYTES;
-	if (!cu->lines && dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
-	    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
-		n += nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
-	if (o->dwarf_mapped)
-		n += cu->unit_bytes + (cu->lines ? 0 : line_program_bytes(o, &cu->die));
-	charge_dwarf(o, n);
+	if (!cu->charged) {
+		cu->charged = true;
+		n = UNIT_ABBREV_BYTES;
+		if (!cu->lines && dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
+		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
+			n += nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
+		charge_dwarf(o, n);
+	}
+	if (!o->dwarf_mapped)
+		return;
+	if (!o->shared_pages_charged) {
+		o->shared_pages_charged = true;
+		charge_pages(o, o->shared_page_bytes);
+	}
+	if (!cu->pages_charged) {
+		cu->pages_charged = true;
+		charge_pages(o, cu->unit_bytes + (cu->lines ? 0 : line_program_bytes(o, &cu->die)));
+	}
 }
 
 /*
@@ -2295,7 +2337,7 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 		cu->lines = read_unit_lines(o, cu);
 	}
 	/* What libdw reads of the unit and keeps: charge it, or big CUs grow memory unseen. */
-	if (!cu->charged)
+	if (!cu->charged || (o->dwarf_mapped && (!cu->pages_charged || !o->shared_pages_charged)))
 		charge_unit(o, cu);
 	f = find_func(o, cu, pc);
 	if (f && dwarf_offdie(o->dwarf, f->off, &fdie)) {
@@ -2690,7 +2732,13 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	 * shared sections now, each unit's DIEs and line program at its first lookup.
 	 */
 	o->dwarf_mapped = mapped;
-	charge_dwarf(o, debug_sections_size(o->dwarf_elf, mapped));
+	if (mapped) {
+		o->shared_page_bytes = debug_sections_size(o->dwarf_elf, true);
+		o->shared_pages_charged = true;
+		charge_pages(o, o->shared_page_bytes);
+	} else {
+		charge_dwarf(o, debug_sections_size(o->dwarf_elf, false));
+	}
 	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
 	if (!o->cus) {
 		/*
