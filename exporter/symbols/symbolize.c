@@ -221,9 +221,11 @@ struct elf_object {
 	size_t bytes;	    /* accounted */
 	size_t dwarf_bytes; /* of bytes: DWARF sections, function indexes and line tables */
 	/*
-	 * Of bytes: the sorted symbols and the CU ranges (syms, cus, cu_ranges): kept over an
-	 * unload with keep_answers, so a re-load neither reads and sorts the symbol table nor
-	 * walks every CU again (most of a load's time), until drop_kept().
+	 * Of bytes: the sorted symbols, the CU ranges (syms, cus, cu_ranges) and, per unit
+	 * looked up, its function ranges and line table: kept over an unload with keep_answers,
+	 * so a re-load neither reads and sorts the symbol table, nor walks every CU, nor builds
+	 * a unit's function ranges or reads its line program again (most of a load's time),
+	 * until drop_kept().
 	 */
 	size_t index_bytes;
 	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
@@ -551,7 +553,8 @@ static bool addr_cache__own_strings(struct elf_object *o);
 /*
  * Frees the heavy part; the object can be loaded again from its light part. With
  * @keep_answers, the frames already answered stay (their strings copied out of the symbol
- * names, DWARF and Go table freed here), and so do the sorted symbols and CU ranges, still
+ * names, DWARF and Go table freed here), and so do the sorted symbols, CU ranges, function
+ * ranges and line tables, still
  * charged to the budget and on the LRU list: the same addresses are answered again without a
  * load, and a re-load for a new address skips the symbol sort and the CU walk (the file is the
  * same, so are its answers and indexes), until make_room() needs their bytes too
