@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procstatus.h"
 #include "symbols/symbolize.h"
 
 #define MAX_FILES 32
@@ -78,38 +79,12 @@ static int loop_range(const char *path, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* FNV-1a over @s (NULL hashes as empty) into *@h. */
 static void mix(uint64_t *h, const char *s)
 {
 	for (; s && *s; s++)
 		*h = (*h ^ (unsigned char)*s) * 0x100000001b3ull;
 	*h = (*h ^ 0xff) * 0x100000001b3ull;
-}
-
-static long status_kb(const char *key)
-{
-	char line[256];
-	size_t len = strlen(key);
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = atol(line + len + 1);
-			break;
-		}
-	fclose(f);
-	return v;
 }
 
 static void run(long mib, const struct target *tg, int n, int k, int trim_every, uint64_t seed)

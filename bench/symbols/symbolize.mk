@@ -5,7 +5,7 @@
 
 BENCH_SYMBOLIZE_ARGS ?=
 
-$(BUILD)/bench/symbolize_mem: bench/symbols/symbolize_mem.c $(LIBSPANPROF)
+$(BUILD)/bench/symbolize_mem: bench/symbols/symbolize_mem.c bench/symbols/procstatus.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@
@@ -21,7 +21,7 @@ bench: bench-symbolize
 #   make bench-pyleaves [BUILD=dir] [BENCH_PYLEAVES_ARGS="-k 3000 -b 12,32,0"]
 BENCH_PYLEAVES_ARGS ?=
 
-$(BUILD)/bench/pyleaves: bench/symbols/pyleaves.c $(LIBSPANPROF)
+$(BUILD)/bench/pyleaves: bench/symbols/pyleaves.c bench/symbols/procstatus.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@

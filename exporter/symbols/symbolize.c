@@ -1697,26 +1697,6 @@ static int func_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Size of @elf's section @name, 0 when it has none. */
-static uint64_t section_size(Elf *elf, const char *name)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr;
-	size_t stridx;
-	const char *s;
-
-	if (elf_getshdrstrndx(elf, &stridx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		s = elf_strptr(elf, stridx, shdr.sh_name);
-		if (s && !strcmp(s, name))
-			return shdr.sh_size;
-	}
-	return 0;
-}
-
 /*
  * Address ranges of every compile unit, and the extent of its DIEs (up to the next unit's, of
  * any type), read through @dw (a handle on o->dwarf_elf); .debug_aranges is not used because
@@ -1732,7 +1712,9 @@ static int index_cus(struct elf_object *o, Dwarf *dw)
 	Dwarf_Off die_off;
 	ptrdiff_t off;
 	size_t cap_cus = 0, cap_ranges = 0;
-	uint64_t info_size = section_size(o->dwarf_elf, ".debug_info");
+	GElf_Shdr info;
+	uint64_t info_size =
+	    elfcheck__section(o->dwarf_elf, ".debug_info", &info) ? info.sh_size : 0;
 	void *p;
 
 	o->nunits = 0;
@@ -2149,25 +2131,18 @@ static uint64_t line_program_bytes(struct elf_object *o, Dwarf_Die *cudie)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Word at;
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn;
 	GElf_Shdr shdr;
-	Elf_Data *d = NULL;
-	size_t stridx;
-	const char *name;
+	Elf_Data *d;
 	uint64_t len, field = 4;
 	uint32_t len32;
 	bool swap = (elf_getident(o->dwarf_elf, NULL)[EI_DATA] == ELFDATA2MSB) !=
 		    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
 
 	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &at) ||
-	    elf_getshdrstrndx(o->dwarf_elf, &stridx))
+	    !(scn = elfcheck__section(o->dwarf_elf, ".debug_line", &shdr)))
 		return 0;
-	while (!d && (scn = elf_nextscn(o->dwarf_elf, scn))) {
-		name = gelf_getshdr(scn, &shdr) ? elf_strptr(o->dwarf_elf, stridx, shdr.sh_name)
-						: NULL;
-		if (name && !strcmp(name, ".debug_line"))
-			d = elf_rawdata(scn, NULL);
-	}
+	d = elf_rawdata(scn, NULL);
 	if (!d || !d->d_buf || d->d_size < 4 || at > d->d_size - 4)
 		return 0;
 	memcpy(&len32, (const char *)d->d_buf + at, 4);
