@@ -2361,11 +2361,9 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
  * Unloads least recently used objects, never @keep, until @need more bytes fit
  * in the budget. Objects without DWARF go first: re-loading them reads a symbol
  * table, while DWARF costs an index walk and maybe decompressing its sections.
- * Unloaded objects keep the frames they answered and their indexes (a hot loop's addresses,
- * asked again by every process that maps the file and after every profile reset, then need no
- * load); those go in the order of use with the loaded objects (what an object unloaded long ago
- * kept goes before a loaded object in use: the binaries of short-lived processes kept the
- * interpreters in use unloading), and last, the kept parts of the objects unloaded here.
+ * Unloaded objects keep the frames they answered (a hot loop's addresses, asked again by
+ * every process that maps the file and after every profile reset, then need no load); those
+ * go last, least recently used first.
  */
 static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 {
@@ -2378,12 +2376,12 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 			prev = o->lru_prev;
 			if (o == keep || (!pass && o->dwarf))
 				continue;
-			if (o->loaded && pass < 2) {
-				elf_object__unload(o, true);
-				c->stats.evictions++;
-			} else if (!o->loaded && pass > 0) {
+			if (pass == 2) {
 				drop_kept(o);
 				c->stats.answers_dropped++;
+			} else if (o->loaded) {
+				elf_object__unload(o, true);
+				c->stats.evictions++;
 			}
 		}
 	}
