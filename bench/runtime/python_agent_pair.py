@@ -6,8 +6,9 @@ the load moves between windows by more than the difference of two builds. Here t
 spanprof binaries run at the same time (whole host, default rate, Python walk on), on the same
 --procs CPython processes of bench/workloads/pybusy.py (python_agent.py's workload), so they
 sample the same ticks of the same processes: over each window (after --settle seconds) the
-script reads each agent's CPU time (/proc/PID/stat) and the samples its sampler recorded (its
-BPF stats map), and prints CPU per 1000 samples of each and the ratio, per window and median.
+script reads each agent's CPU time (/proc/PID/stat), the samples its sampler recorded (its
+BPF stats map) and its peak RSS so far (VmHWM in /proc/PID/status), and prints CPU per 1000
+samples of each and the ratio, per window and median, and the peak RSS at the last window.
 Outputs are not needed (the agents are killed after the last window). Needs root and bpftool.
 
 Usage: python3 bench/runtime/python_agent_pair.py --baseline BINARY [--build DIR] [--procs 20]
@@ -32,6 +33,18 @@ from benchproc import CHILDREN, BenchError, spawn  # noqa: E402
 
 def log(msg):
     print(f"python_agent_pair: {msg}", file=sys.stderr, flush=True)
+
+
+def peak_rss_mb(pid):
+    """VmHWM of @pid in MB (nan when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 def main():
@@ -72,10 +85,12 @@ def main():
                 cpu = cur[k][0] - prev[k][0]
                 n = cur[k][1]["stats"].get(ub.ST_SAMPLES, 0) - prev[k][1]["stats"].get(
                     ub.ST_SAMPLES, 0)
-                row[k] = (cpu, n, 1e6 * cpu / n if n else float("nan"))
+                row[k] = (cpu, n, 1e6 * cpu / n if n else float("nan"),
+                          peak_rss_mb(agents[k].pid))
             rows.append(row)
             log(f"window {w + 1}: " + ", ".join(
-                f"{k} {v[0]:.2f} s CPU, {v[1]} samples, {v[2]:.0f} ms/1000" for k, v in row.items()))
+                f"{k} {v[0]:.2f} s CPU, {v[1]} samples, {v[2]:.0f} ms/1000, peak RSS {v[3]:.1f} MB"
+                for k, v in row.items()))
             prev = cur
     finally:
         for p in list(CHILDREN):
@@ -98,6 +113,8 @@ def main():
     print(f"\nall windows: spanprof {1e6 * tot['spanprof'][0] / max(tot['spanprof'][1], 1):.0f} "
           f"ms / 1000 samples, baseline {1e6 * tot['baseline'][0] / max(tot['baseline'][1], 1):.0f}"
           f"; median ratio x{statistics.median(ratios):.2f}")
+    print(f"peak RSS (VmHWM) at the last window: spanprof {rows[-1]['spanprof'][3]:.1f} MB, "
+          f"baseline {rows[-1]['baseline'][3]:.1f} MB")
     return 0
 
 

@@ -5,7 +5,7 @@
 
 BENCH_SYMBOLIZE_ARGS ?=
 
-$(BUILD)/bench/symbolize_mem: bench/symbols/symbolize_mem.c $(LIBSPANPROF)
+$(BUILD)/bench/symbolize_mem: bench/symbols/symbolize_mem.c bench/symbols/procstatus.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@
@@ -15,3 +15,19 @@ bench-symbolize: $(BUILD)/bench/symbolize_mem
 	$(Q)$(BUILD)/bench/symbolize_mem $(BENCH_SYMBOLIZE_ARGS)
 
 bench: bench-symbolize
+
+# The interpreter loops of many CPython versions (bench/symbols/pyleaves.c): CPU per lookup of a
+# new leaf address, loads, evictions, peak RSS and a checksum of the answers, per budget.
+#   make bench-pyleaves [BUILD=dir] [BENCH_PYLEAVES_ARGS="-k 3000 -b 12,32,0"]
+BENCH_PYLEAVES_ARGS ?=
+
+$(BUILD)/bench/pyleaves: bench/symbols/pyleaves.c bench/symbols/procstatus.h $(LIBSPANPROF)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -o $@
+
+.PHONY: bench-pyleaves
+bench-pyleaves: $(BUILD)/bench/pyleaves
+	$(Q)$(BUILD)/bench/pyleaves $(BENCH_PYLEAVES_ARGS)
+
+bench: bench-pyleaves

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procstatus.h"
 #include "symbols/symbolize.h"
 
 #define MAX_FILES 256
@@ -60,25 +61,6 @@ static int cand_cmp(const void *a, const void *b)
 	return x->size < y->size ? 1 : x->size > y->size ? -1 : strcmp(x->path, y->path);
 }
 
-/* kB of "@key:" in /proc/self/status. */
-static long status_kb(const char *key)
-{
-	char line[256];
-	size_t len = strlen(key);
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = atol(line + len + 1);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 /* Executable segments of @path: vaddr ranges to draw addresses from. */
 static size_t exec_ranges(const char *path, uint64_t *lo, uint64_t *hi, size_t max)
 {
@@ -101,14 +83,6 @@ static size_t exec_ranges(const char *path, uint64_t *lo, uint64_t *hi, size_t m
 		elf_end(elf);
 	close(fd);
 	return n;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 static double now(void)

@@ -74,14 +74,29 @@ static __thread bool hash_oom;
 #define TRIM_BYTES (1u << 20)
 /* ... at most this often (ns): under a budget that thrashes, every load unloads megabytes. */
 #define TRIM_INTERVAL_NS 1000000000ull
-/* Mapped DWARF is charged this fraction of its size: lookups touch a few CUs. */
+/*
+ * Mapped sections shared by every unit (abbreviations, strings, range lists) are charged this
+ * fraction of their size: lookups touch a few of their pages. The DIEs and the line program of
+ * a unit are charged in full when a lookup first uses the unit (charge_unit()); location lists
+ * are never read. symcache__trim() drops the touched pages, so this bounds what is resident.
+ */
 #define MAPPED_DWARF_SHARE 4
 /*
- * What libdw keeps per line table row once a CU's line table is read (struct Dwarf_Line_s,
- * 40-48 bytes in elfutils 0.188, in its memory blocks, until dwarf_end()), plus the file table.
+ * What libdw keeps per line table row once a CU's line table is read in the Dwarf handle of a
+ * loaded object (struct Dwarf_Line_s and its share of the array, in its memory blocks, until
+ * dwarf_end(): about 82 bytes a row with elfutils 0.188, measured with mallinfo2() on libpython's
+ * ceval.c units), plus the file table. Only when a unit's lines could not be copied out
+ * (read_unit_lines()).
  */
-#define LINE_BYTES 48
+#define LINE_BYTES 80
 #define LINE_FILE_BYTES 64
+/*
+ * libdw's heap for a unit (elfutils 0.188, measured with mallinfo2()): its record once a lookup
+ * finds a unit past it by offset (1 KiB a unit, libpython's and libc's debug file alike), and
+ * the abbreviations read once a DIE of the unit is (0.6 KiB a unit in libc's, 3.6 in libpython's).
+ */
+#define UNIT_RECORD_BYTES 1024
+#define UNIT_ABBREV_BYTES 4096
 /* Approximate bytes of one uthash entry's bookkeeping, for the accounting. */
 #define ENTRY_OVERHEAD (sizeof(UT_hash_handle) + 2 * sizeof(void *))
 
@@ -103,9 +118,36 @@ struct sname {
 	char name[];
 };
 
+/* A range of a concrete DW_TAG_subprogram; kept over unloads, its DIE found again by offset. */
 struct func_range {
 	uint64_t lo, hi;
-	Dwarf_Die die; /* concrete DW_TAG_subprogram */
+	Dwarf_Off off;
+};
+
+/*
+ * A row of a unit's line table as libdw orders it (dwarf_onesrcline()), 16 bytes instead of
+ * libdw's 80 or so (struct Dwarf_Line_s in its memory blocks, kept until dwarf_end()).
+ */
+struct line_row {
+	uint64_t addr;
+	int32_t line;
+	uint16_t column;
+	uint16_t
+	    file; /* index in unit_lines.files, LINE_NO_FILE; LINE_END_SEQUENCE set: ends one */
+};
+
+#define LINE_NO_FILE 0x7fffu
+#define LINE_END_SEQUENCE 0x8000u
+
+/*
+ * A unit's line table and file names, copied out of libdw (read_unit_lines()), one block.
+ * Kept with the CU ranges over unloads: a re-load answers lines without reading the line
+ * program again.
+ */
+struct unit_lines {
+	size_t nrows, nfiles;
+	struct line_row *rows;
+	const char **files; /* as dwarf_filesrc() names them; NULL when libdw has no name */
 };
 
 struct cu_info {
@@ -115,7 +157,16 @@ struct cu_info {
 	struct func_range *funcs; /* sorted by lo, built on first use */
 	size_t nfuncs;
 	bool indexed;
-	bool lines_charged; /* its line table (libdw keeps it until dwarf_end) is in the budget */
+	/*
+	 * In the budget since its first lookup: its line table (libdw keeps it until dwarf_end)
+	 * and, when the DWARF is mapped, its DIEs and its line program (charge_unit()).
+	 */
+	bool charged;
+	bool pages_charged;  /* mapped: its DIEs' pages, since the DWARF was opened or trimmed */
+	uint64_t unit_bytes; /* its DIEs' extent in .debug_info (index_cus()) */
+	struct unit_lines *lines; /* NULL until its first lookup, or when libdw's are used */
+	bool lines_read;	  /* read_unit_lines() was tried: lines, else libdw's */
+	size_t unit_no;		  /* its place among all units of .debug_info, from 0 */
 };
 
 struct cu_range {
@@ -170,9 +221,11 @@ struct elf_object {
 	size_t bytes;	    /* accounted */
 	size_t dwarf_bytes; /* of bytes: DWARF sections, function indexes and line tables */
 	/*
-	 * Of bytes: the sorted symbols and the CU ranges (syms, cus, cu_ranges): kept over an
-	 * unload with keep_answers, so a re-load neither reads and sorts the symbol table nor
-	 * walks every CU again (most of a load's time), until drop_kept().
+	 * Of bytes: the sorted symbols, the CU ranges (syms, cus, cu_ranges) and, per unit
+	 * looked up, its function ranges and line table: kept over an unload with keep_answers,
+	 * so a re-load neither reads and sorts the symbol table, nor walks every CU, nor builds
+	 * a unit's function ranges or reads its line program again (most of a load's time),
+	 * until drop_kept().
 	 */
 	size_t index_bytes;
 	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
@@ -198,6 +251,17 @@ struct elf_object {
 	struct scope_name *scope_names;
 	Elf *dwarf_elf; /* mapped, for libdw */
 	Dwarf *dwarf;
+	bool dwarf_mapped; /* dwarf_elf is a mapping: its units are charged as lookups use them */
+	/*
+	 * Of dwarf_bytes: the mapping's pages lookups may have touched since the DWARF was opened
+	 * or symcache__trim() dropped them (shared sections, units' DIEs), charged again as
+	 * lookups touch them after a trim.
+	 */
+	size_t page_bytes;
+	size_t shared_page_bytes; /* what the shared sections add to page_bytes */
+	bool shared_pages_charged;
+	size_t nunits;	    /* units of every type in .debug_info (index_cus()), kept with cus */
+	size_t units_found; /* units libdw has a record of in o->dwarf (charged) */
 	struct cu_info *cus;
 	size_t ncus;
 	struct cu_range *cu_ranges;
@@ -229,7 +293,7 @@ struct symcache {
 	struct dbgfetch *fetch; /* not owned; NULL: no debuginfod */
 	uint64_t fetch_gen;	/* dbgfetch__generation() at the last pick-up */
 	uint64_t trimmed_ns;	/* CLOCK_MONOTONIC of the last malloc_trim() */
-	uint64_t untrimmed;	/* bytes unloaded since */
+	uint64_t untrimmed;	/* bytes unloaded (or freed by short-lived Dwarf handles) since */
 };
 
 static unsigned int default_max_fds(void)
@@ -323,6 +387,23 @@ static void uncharge(struct elf_object *o, size_t *part)
 	*part = 0;
 }
 
+/* charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
+static void charge_pages(struct elf_object *o, size_t n)
+{
+	charge_dwarf(o, n);
+	o->page_bytes += n;
+}
+
+/* The mapped DWARF's pages were dropped: takes their charge off until lookups touch them. */
+static void uncharge_pages(struct elf_object *o)
+{
+	o->dwarf_bytes -= o->page_bytes;
+	uncharge(o, &o->page_bytes);
+	o->shared_pages_charged = false;
+	for (size_t i = 0; i < o->ncus; i++)
+		o->cus[i].pages_charged = false;
+}
+
 static void addr_cache__clear(struct elf_object *o)
 {
 	struct addr_entry *e, *tmp;
@@ -382,19 +463,22 @@ static void drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
-	/* The CU ranges stay (drop_index()); what points into this Dwarf handle goes. */
-	for (i = 0; i < o->ncus; i++) {
-		free(o->cus[i].funcs);
-		o->cus[i].funcs = NULL;
-		o->cus[i].nfuncs = 0;
-		o->cus[i].indexed = o->cus[i].die_ok = o->cus[i].lines_charged = false;
-	}
+	/*
+	 * The CU ranges, function ranges and lines stay (drop_index()); what points into this
+	 * Dwarf handle goes.
+	 */
+	for (i = 0; i < o->ncus; i++)
+		o->cus[i].die_ok = o->cus[i].charged = o->cus[i].pages_charged = false;
 	if (o->dwarf)
 		dwarf_end(o->dwarf);
 	if (o->dwarf_elf)
 		elf_end(o->dwarf_elf);
 	o->dwarf = NULL;
 	o->dwarf_elf = NULL;
+	o->dwarf_mapped = false;
+	o->shared_pages_charged = false;
+	o->page_bytes = 0; /* in dwarf_bytes, uncharged below */
+	o->units_found = 0;
 	o->dwarf_fd = -1;
 	uncharge(o, &o->dwarf_bytes);
 }
@@ -433,8 +517,10 @@ static void drop_answers(struct elf_object *o)
 /* Frees the sorted symbols and the CU ranges (and the CUs' function indexes). */
 static void drop_index(struct elf_object *o)
 {
-	for (size_t i = 0; i < o->ncus; i++)
+	for (size_t i = 0; i < o->ncus; i++) {
 		free(o->cus[i].funcs);
+		free(o->cus[i].lines);
+	}
 	free(o->cus);
 	free(o->cu_ranges);
 	o->cus = NULL;
@@ -467,7 +553,8 @@ static bool addr_cache__own_strings(struct elf_object *o);
 /*
  * Frees the heavy part; the object can be loaded again from its light part. With
  * @keep_answers, the frames already answered stay (their strings copied out of the symbol
- * names, DWARF and Go table freed here), and so do the sorted symbols and CU ranges, still
+ * names, DWARF and Go table freed here), and so do the sorted symbols, CU ranges, function
+ * ranges and line tables, still
  * charged to the budget and on the LRU list: the same addresses are answered again without a
  * load, and a re-load for a new address skips the symbol sort and the CU walk (the file is the
  * same, so are its answers and indexes), until make_room() needs their bytes too
@@ -552,8 +639,10 @@ void symcache__trim(struct symcache *c)
 	struct elf_object *o;
 
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next) {
-		if (o->dwarf_elf && o->dwarf_fd < 0)
+		if (o->dwarf_elf && o->dwarf_fd < 0) {
 			drop_mapped_pages(o);
+			uncharge_pages(o);
+		}
 		if (o->go_map)
 			madvise(o->go_map, o->go_map_len, MADV_DONTNEED);
 	}
@@ -649,7 +738,27 @@ static int elf_validate(Elf *elf, uint64_t size)
 }
 
 /* Bytes of the .debug_* sections libdw may map: charged in full while loaded. */
-static size_t debug_sections_size(Elf *elf)
+/*
+ * Whether mapped section @name (".debug_*") is charged when the DWARF is opened: not the DIEs
+ * and the line programs (charged per unit as lookups use them, charge_unit()), nor the
+ * location lists (no lookup reads them).
+ */
+static bool charged_at_open(const char *name)
+{
+	static const char *const later[] = {".debug_info", ".debug_line", ".debug_loc",
+					    ".debug_loclists"};
+
+	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+		if (!strcmp(name, later[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Bytes of @elf's .debug_* sections: all of them (@mapped false: libdw inflated them into
+ * memory), else those charged_at_open(), at MAPPED_DWARF_SHARE.
+ */
+static size_t debug_sections_size(Elf *elf, bool mapped)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -662,21 +771,46 @@ static size_t debug_sections_size(Elf *elf)
 		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(elf, stridx, shdr.sh_name);
-		if (name && !strncmp(name, ".debug_", 7))
+		if (!name || strncmp(name, ".debug_", 7))
+			continue;
+		if (!mapped)
 			n += shdr.sh_size;
+		else if (charged_at_open(name))
+			n += shdr.sh_size / MAPPED_DWARF_SHARE;
 	}
 	return n;
 }
 
-/*
- * What loading @elf may cost before anything is read: 16 bytes a symbol, and
- * DWARF sections in full (libdw inflates compressed ones: assume 3:1).
- */
-static size_t load_estimate(Elf *elf, bool dwarf_only)
+/* What a load charges for @elf's symbols: 16 bytes a function symbol of its larger table. */
+static size_t symbols_estimate(Elf *elf)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
-	size_t stridx, n = 0, syms = 0;
+	size_t syms = 0;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type != SHT_NOBITS &&
+		    (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM) && shdr.sh_entsize &&
+		    shdr.sh_size / shdr.sh_entsize * 16 > syms)
+			syms = shdr.sh_size / shdr.sh_entsize * 16;
+	return syms;
+}
+
+/*
+ * What @elf's DWARF may cost before anything is read. With @whole, all of it: compressed
+ * sections at 3 times their size (libdw inflating them in memory), the others at
+ * MAPPED_DWARF_SHARE; this decides whether it is used at all. Else what opening it charges
+ * (load_dwarf()): the sections charged_at_open() at MAPPED_DWARF_SHARE of their size, compressed
+ * ones at 3 times theirs (inflated into a file and mapped; reading their compression header
+ * would read the whole section), or, with @in_memory (inflating into a file failed before),
+ * compressed sections in full.
+ */
+static size_t dwarf_estimate(Elf *elf, bool whole, bool in_memory)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t stridx, n = 0;
+	uint64_t size;
 	const char *name;
 
 	if (elf_getshdrstrndx(elf, &stridx))
@@ -684,18 +818,21 @@ static size_t load_estimate(Elf *elf, bool dwarf_only)
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
 			continue;
-		if ((shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM) && shdr.sh_entsize &&
-		    !dwarf_only) {
-			if (shdr.sh_size / shdr.sh_entsize * 16 > syms)
-				syms = shdr.sh_size / shdr.sh_entsize * 16;
-			continue;
-		}
 		name = elf_strptr(elf, stridx, shdr.sh_name);
-		if (name && !strncmp(name, ".debug_", 7))
+		if (!name || strncmp(name, ".debug_", 7))
+			continue;
+		if (whole) {
 			n += shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size
 							    : shdr.sh_size / MAPPED_DWARF_SHARE;
+			continue;
+		}
+		size = shdr.sh_flags & SHF_COMPRESSED ? 3 * shdr.sh_size : shdr.sh_size;
+		if ((shdr.sh_flags & SHF_COMPRESSED) && in_memory)
+			n += size;
+		else if (charged_at_open(name))
+			n += size / MAPPED_DWARF_SHARE;
 	}
-	return n + syms;
+	return n;
 }
 
 static char *hex(const unsigned char *p, size_t n)
@@ -1560,20 +1697,34 @@ static int func_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Address ranges of every compile unit; .debug_aranges is not used because clang omits it. */
-static int index_cus(struct elf_object *o)
+/*
+ * Address ranges of every compile unit, and the extent of its DIEs (up to the next unit's, of
+ * any type), read through @dw (a handle on o->dwarf_elf); .debug_aranges is not used because
+ * clang omits it.
+ */
+static int index_cus(struct elf_object *o, Dwarf *dw)
 {
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
 	uint8_t unit_type;
 	Dwarf_Die cudie, subdie;
 	Dwarf_Addr base, lo, hi;
+	Dwarf_Off die_off;
 	ptrdiff_t off;
 	size_t cap_cus = 0, cap_ranges = 0;
+	GElf_Shdr info;
+	uint64_t info_size =
+	    elfcheck__section(o->dwarf_elf, ".debug_info", &info) ? info.sh_size : 0;
 	void *p;
 
-	while (dwarf_get_units(o->dwarf, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+	o->nunits = 0;
+	while (dwarf_get_units(dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
 		cu = next;
+		o->nunits++;
+		die_off = dwarf_dieoffset(&cudie);
+		/* The unit before ends where this one's DIEs start (less this one's header). */
+		if (o->ncus && !o->cus[o->ncus - 1].unit_bytes && die_off > o->cus[o->ncus - 1].off)
+			o->cus[o->ncus - 1].unit_bytes = die_off - o->cus[o->ncus - 1].off;
 		if (unit_type != DW_UT_compile)
 			continue;
 		if (o->ncus == cap_cus) {
@@ -1585,8 +1736,10 @@ static int index_cus(struct elf_object *o)
 		}
 		memset(&o->cus[o->ncus], 0, sizeof(o->cus[0]));
 		o->cus[o->ncus].die = cudie;
-		o->cus[o->ncus].off = dwarf_dieoffset(&cudie);
-		o->cus[o->ncus].die_ok = true;
+		o->cus[o->ncus].off = die_off;
+		o->cus[o->ncus].unit_no = o->nunits - 1;
+		/* A DIE of another handle than the object's is found again by offset. */
+		o->cus[o->ncus].die_ok = dw == o->dwarf;
 		off = 0;
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (lo >= hi)
@@ -1602,6 +1755,8 @@ static int index_cus(struct elf_object *o)
 		}
 		o->ncus++;
 	}
+	if (o->ncus && !o->cus[o->ncus - 1].unit_bytes && info_size > o->cus[o->ncus - 1].off)
+		o->cus[o->ncus - 1].unit_bytes = info_size - o->cus[o->ncus - 1].off;
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
 	charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
@@ -1624,7 +1779,7 @@ static int add_func(struct cu_info *cu, size_t *cap, Dwarf_Die *die)
 				return -ENOMEM;
 			cu->funcs = p;
 		}
-		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, *die};
+		cu->funcs[cu->nfuncs++] = (struct func_range){lo, hi, dwarf_dieoffset(die)};
 	}
 	return 0;
 }
@@ -1667,7 +1822,7 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
-			charge_dwarf(o, cap * sizeof(*cu->funcs));
+			charge_index(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
@@ -1709,6 +1864,11 @@ static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
 		if (!cu->die_ok && (!o->dwarf || !dwarf_offdie(o->dwarf, cu->off, &cu->die)))
 			return NULL;
 		cu->die_ok = true;
+		/* libdw found it reading every unit before it in turn: their records stay. */
+		if (cu->unit_no >= o->units_found) {
+			charge_dwarf(o, (cu->unit_no + 1 - o->units_found) * UNIT_RECORD_BYTES);
+			o->units_found = cu->unit_no + 1;
+		}
 		return cu;
 	}
 	return NULL;
@@ -1914,7 +2074,14 @@ static bool die_names(struct elf_object *o, Dwarf_Die *die, Dwarf_Die *cudie, st
 	return linkage != NULL;
 }
 
-static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
+/* The name of file @idx of a row or a call site (NULL: none), as dwarf_filesrc() gives it. */
+static const char *unit_lines__file(const struct unit_lines *ul, size_t idx)
+{
+	return idx < ul->nfiles ? ul->files[idx] : NULL;
+}
+
+/* @cu: the unit of the function @inl is in, whose copied file names (if any) name the file. */
+static void call_site(struct cu_info *cu, Dwarf_Die *inl, struct sym_frame *caller)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Word v;
@@ -1927,9 +2094,12 @@ static void call_site(Dwarf_Die *inl, struct sym_frame *caller)
 		caller->line = (int)v;
 	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_column, &attr), &v) == 0 && v <= INT_MAX)
 		caller->column = (int)v;
-	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
-	    dwarf_diecu(inl, &cudie, NULL, NULL) &&
-	    dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) != 0 ||
+	    !dwarf_diecu(inl, &cudie, NULL, NULL))
+		return;
+	if (cu->lines && dwarf_dieoffset(&cudie) == cu->off)
+		caller->file = unit_lines__file(cu->lines, v);
+	else if (dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
 		caller->file = dwarf_filesrc(files, v, NULL, NULL);
 }
 
@@ -1954,13 +2124,184 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 }
 
 /*
+ * Bytes of the line program of unit @cudie in mapped .debug_line (its unit_length field, DWARF
+ * 2-5, and the field itself), bounded by the section; 0 when it has none or it is unreadable.
+ */
+static uint64_t line_program_bytes(struct elf_object *o, Dwarf_Die *cudie)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word at;
+	Elf_Scn *scn;
+	GElf_Shdr shdr;
+	Elf_Data *d;
+	uint64_t len, field = 4;
+	uint32_t len32;
+	bool swap = (elf_getident(o->dwarf_elf, NULL)[EI_DATA] == ELFDATA2MSB) !=
+		    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+
+	if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &at) ||
+	    !(scn = elfcheck__section(o->dwarf_elf, ".debug_line", &shdr)))
+		return 0;
+	d = elf_rawdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 4 || at > d->d_size - 4)
+		return 0;
+	memcpy(&len32, (const char *)d->d_buf + at, 4);
+	len = swap ? __builtin_bswap32(len32) : len32;
+	if (len32 == 0xffffffffu) { /* 64-bit DWARF */
+		field = 12;
+		if (at > d->d_size - 12)
+			return 0;
+		memcpy(&len, (const char *)d->d_buf + at + 4, 8);
+		if (swap)
+			len = __builtin_bswap64(len);
+	}
+	return len > d->d_size - at - field ? d->d_size - at : len + field;
+}
+
+/*
+ * Copies the line table and file names of @cu out of libdw, read through a Dwarf handle of its
+ * own on the same ELF that is ended right after: libdw keeps a unit's line table (some 80 bytes
+ * a row; libpython's ceval.c has 14-24 thousand rows) until its handle ends, while the copy
+ * (16 bytes a row) is kept with the CU ranges and answers every later lookup of the unit, over
+ * unloads too. Charges the copy (index); the pages it read are dropped.
+ * NULL (nothing charged) when libdw cannot read the table or a value does not fit a row: the
+ * unit's lookups then use libdw's table in the object's own handle.
+ */
+static struct unit_lines *read_unit_lines(struct elf_object *o, struct cu_info *cu)
+{
+	Dwarf *tmp = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+	struct unit_lines *ul = NULL;
+	Dwarf_Lines *lines;
+	Dwarf_Files *files, *lf;
+	Dwarf_Die cudie;
+	size_t nlines, nfiles, i, idx, strbytes = 0, size;
+	char *str;
+
+	if (!tmp)
+		return NULL;
+	if (!dwarf_offdie(tmp, cu->off, &cudie) || dwarf_getsrclines(&cudie, &lines, &nlines) ||
+	    dwarf_getsrcfiles(&cudie, &files, &nfiles) || nfiles >= LINE_NO_FILE)
+		goto out;
+	for (i = 0; i < nfiles; i++) {
+		const char *name = dwarf_filesrc(files, i, NULL, NULL);
+
+		strbytes += name ? strlen(name) + 1 : 0;
+	}
+	size = sizeof(*ul) + nlines * sizeof(struct line_row) + nfiles * sizeof(char *) + strbytes;
+	ul = malloc(size);
+	if (!ul)
+		goto out;
+	ul->nrows = nlines;
+	ul->nfiles = nfiles;
+	ul->rows = (struct line_row *)(ul + 1);
+	ul->files = (const char **)(ul->rows + nlines);
+	str = (char *)(ul->files + nfiles);
+	for (i = 0; i < nfiles; i++) {
+		const char *name = dwarf_filesrc(files, i, NULL, NULL);
+
+		ul->files[i] = name ? memcpy(str, name, strlen(name) + 1) : NULL;
+		str += name ? strlen(name) + 1 : 0;
+	}
+	for (i = 0; i < nlines; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		struct line_row *r = &ul->rows[i];
+		Dwarf_Addr addr;
+		bool end;
+		int ln, col;
+
+		if (!l || dwarf_lineaddr(l, &addr) || dwarf_lineno(l, &ln) ||
+		    dwarf_linecol(l, &col) || dwarf_lineendsequence(l, &end) || col < 0 ||
+		    col > UINT16_MAX) {
+			free(ul);
+			ul = NULL;
+			goto out;
+		}
+		r->addr = addr;
+		r->line = ln;
+		r->column = (uint16_t)col;
+		/* dwarf_linesrc() names the row's file from the unit's table, as here. */
+		r->file = dwarf_line_file(l, &lf, &idx) == 0 && lf == files && idx < nfiles
+			      ? (uint16_t)idx
+			      : LINE_NO_FILE;
+		if (end)
+			r->file |= LINE_END_SEQUENCE;
+	}
+	charge_index(o, size);
+	/* libdw's table goes with the handle: give its pages back at the next make_room(). */
+	o->cache->untrimmed += nlines * LINE_BYTES;
+out:
+	dwarf_end(tmp);
+	/*
+	 * A new handle finds the unit by reading the headers (and DIEs) of the units before it:
+	 * pages no lookup needs (megabytes of libpython's). Once per unit over the object's life.
+	 */
+	if (o->dwarf_mapped)
+		drop_mapped_pages(o);
+	return ul;
+}
+
+/*
+ * The row that names @pc: the last one (in libdw's order, sorted by address) at or below @pc,
+ * unless it ends a sequence -- what dwarf_getsrc_die() answers from libdw's table. NULL: none.
+ */
+static const struct line_row *unit_lines__find(const struct unit_lines *ul, uint64_t pc)
+{
+	size_t lo = 0, hi = ul->nrows, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (ul->rows[mid].addr <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || (ul->rows[lo - 1].file & LINE_END_SEQUENCE))
+		return NULL;
+	return &ul->rows[lo - 1];
+}
+
+/*
+ * Charges @cu's part of the DWARF at its first lookup since the DWARF was opened: libdw's
+ * records of its abbreviations, and when the unit's lines were not copied out
+ * (read_unit_lines()), the line table libdw builds and keeps until dwarf_end() (read here).
+ * When the DWARF is mapped, also, at the first lookup since it was opened or symcache__trim()
+ * dropped its pages: the pages the lookups of the unit read (its DIEs, and the line program
+ * when libdw reads it here) and the shared sections' share.
+ */
+static void charge_unit(struct elf_object *o, struct cu_info *cu)
+{
+	Dwarf_Lines *lines;
+	Dwarf_Files *files;
+	size_t nlines = 0, nfiles = 0, n = 0;
+
+	if (!cu->charged) {
+		cu->charged = true;
+		n = UNIT_ABBREV_BYTES;
+		if (!cu->lines && dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
+		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
+			n += nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
+		charge_dwarf(o, n);
+	}
+	if (!o->dwarf_mapped)
+		return;
+	if (!o->shared_pages_charged) {
+		o->shared_pages_charged = true;
+		charge_pages(o, o->shared_page_bytes);
+	}
+	if (!cu->pages_charged) {
+		cu->pages_charged = true;
+		charge_pages(o, cu->unit_bytes + (cu->lines ? 0 : line_program_bytes(o, &cu->die)));
+	}
+}
+
+/*
  * *@phys_linkage: the physical function's name came from a linkage name; *@phys_lo: the start
  * of its address range holding @pc (0 when no function is known).
  */
 static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
 			bool *phys_linkage, uint64_t *phys_lo)
 {
-	Dwarf_Die chain[MAX_FRAMES];
+	Dwarf_Die chain[MAX_FRAMES], fdie;
 	struct cu_info *cu = find_cu(o, pc);
 	struct func_range *f;
 	Dwarf_Line *line;
@@ -1969,34 +2310,39 @@ static int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out
 	if (!cu)
 		return 0;
 	memset(out, 0, sizeof(*out) * max);
+	if (!cu->lines_read) {
+		cu->lines_read = true;
+		cu->lines = read_unit_lines(o, cu);
+	}
+	/* What libdw reads of the unit and keeps: charge it, or big CUs grow memory unseen. */
+	if (!cu->charged || (o->dwarf_mapped && (!cu->pages_charged || !o->shared_pages_charged)))
+		charge_unit(o, cu);
 	f = find_func(o, cu, pc);
-	if (f) {
+	if (f && dwarf_offdie(o->dwarf, f->off, &fdie)) {
 		*phys_lo = f->lo;
-		n = inline_chain(&f->die, pc, chain, max);
+		n = inline_chain(&fdie, pc, chain, max);
 		for (i = 0; i < n; i++) {
 			bool l = die_names(o, &chain[n - 1 - i], &cu->die, &out[i]);
 
 			if (i == n - 1)
 				*phys_linkage = l;
 			if (i > 0)
-				call_site(&chain[n - i], &out[i]);
+				call_site(cu, &chain[n - i], &out[i]);
 		}
 	} else {
 		n = 1;
 	}
-	if (!cu->lines_charged) {
-		Dwarf_Lines *lines;
-		Dwarf_Files *files;
-		size_t nlines = 0, nfiles = 0;
+	if (cu->lines) {
+		const struct line_row *r = unit_lines__find(cu->lines, pc);
 
-		/* Read once and cached by libdw: charge it, or big CUs grow memory unseen. */
-		cu->lines_charged = true;
-		if (dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
-		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
-			charge_dwarf(o, nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES);
-	}
-	line = dwarf_getsrc_die(&cu->die, pc);
-	if (line) {
+		if (r) {
+			out[0].file = unit_lines__file(cu->lines, r->file & ~LINE_END_SEQUENCE);
+			if (r->line > 0)
+				out[0].line = r->line;
+			if (r->column > 0)
+				out[0].column = r->column;
+		}
+	} else if ((line = dwarf_getsrc_die(&cu->die, pc))) {
 		out[0].file = dwarf_linesrc(line, NULL, NULL);
 		/* A corrupt line program can step the line below 1: libdw then answers < 0. */
 		if (dwarf_lineno(line, &ln) == 0 && ln > 0)
@@ -2314,6 +2660,7 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 {
 	bool mapped = !has_compressed_debug(hdr);
 	struct stat st;
+	Dwarf *walk;
 	int err;
 
 	if (!mapped && o->inflated_fd < 0 && !o->inflate_failed) {
@@ -2359,23 +2706,46 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	}
 	/*
 	 * After dwarf_begin_elf(): inflated sections show their inflated size, all
-	 * in memory. Of mapped ones, only pages a lookup touched are resident.
+	 * in memory. Of mapped ones, only pages a lookup touched are resident: the
+	 * shared sections now, each unit's DIEs and line program at its first lookup.
 	 */
-	charge_dwarf(o, debug_sections_size(o->dwarf_elf) / (mapped ? MAPPED_DWARF_SHARE : 1));
-	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
-	if (o->cus)
-		return;
-	if (index_cus(o)) {
-		/* Out of memory: run on symbols alone. */
-		free(o->cus);
-		free(o->cu_ranges);
-		o->cus = NULL;
-		o->cu_ranges = NULL;
-		o->ncus = o->ncu_ranges = 0;
+	o->dwarf_mapped = mapped;
+	if (mapped) {
+		o->shared_page_bytes = debug_sections_size(o->dwarf_elf, true);
+		o->shared_pages_charged = true;
+		charge_pages(o, o->shared_page_bytes);
+	} else {
+		charge_dwarf(o, debug_sections_size(o->dwarf_elf, false));
 	}
-	/* The index walk touched every unit header: not what lookups will need. */
-	if (mapped)
-		drop_mapped_pages(o);
+	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
+	if (!o->cus) {
+		/*
+		 * Walked in a handle of its own, ended at once: the walk reads every unit's
+		 * abbreviations (1-4 KiB a unit in libdw's memory until dwarf_end()), of which
+		 * lookups need their units' only.
+		 */
+		walk = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
+		if (index_cus(o, walk ? walk : o->dwarf)) {
+			/* Out of memory: run on symbols alone. */
+			free(o->cus);
+			free(o->cu_ranges);
+			o->cus = NULL;
+			o->cu_ranges = NULL;
+			o->ncus = o->ncu_ranges = 0;
+		}
+		if (walk) {
+			dwarf_end(walk);
+			o->cache->untrimmed +=
+			    o->nunits * (UNIT_RECORD_BYTES + UNIT_ABBREV_BYTES / 2);
+		} else {
+			/* The object's own handle walked them all. */
+			o->units_found = o->nunits;
+			charge_dwarf(o, o->nunits * UNIT_RECORD_BYTES);
+		}
+		/* The index walk touched every unit header: not what lookups will need. */
+		if (mapped)
+			drop_mapped_pages(o);
+	}
 }
 
 /*
@@ -2490,8 +2860,8 @@ static void load_go(struct elf_object *o, Elf *elf, int fd)
 static int elf_object__load(struct elf_object *o)
 {
 	struct symcache *c = o->cache;
-	Elf *elf = NULL, *dbg = NULL;
-	bool main_dwarf, main_symtab;
+	Elf *elf = NULL, *dbg = NULL, *dwarf_src;
+	bool main_dwarf, main_symtab, use_dwarf;
 	int err;
 
 	if (o->loaded)
@@ -2519,8 +2889,17 @@ static int elf_object__load(struct elf_object *o)
 	}
 	if (!main_dwarf && !dbg)
 		dbg = fetch_debug_file(o);
-	/* Room first: the peak is then the budget, not the budget plus this object. */
-	make_room(c, o, load_estimate(elf, false) + (dbg ? load_estimate(dbg, false) : 0));
+	dwarf_src = main_dwarf ? elf : dbg && elfcheck__has_data(dbg, ".debug_info") ? dbg : NULL;
+	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
+	use_dwarf = dwarf_src && dwarf_estimate(dwarf_src, true, false) <= c->max_bytes;
+	/*
+	 * Room first: the peak is then the budget, not the budget plus this object. Room for what
+	 * the load charges, not for DWARF it leaves out or maps: a libc debug file's compressed
+	 * DWARF counted in full emptied the cache at each of its loads.
+	 */
+	make_room(c, o,
+		  symbols_estimate(elf) + (dbg ? symbols_estimate(dbg) : 0) +
+		      (use_dwarf ? dwarf_estimate(dwarf_src, false, o->inflate_failed) : 0));
 
 	/* Symbols kept from the last load: only where their names are read is set again. */
 	if (o->syms && o->names_in_dbg && !dbg)
@@ -2541,16 +2920,10 @@ static int elf_object__load(struct elf_object *o)
 			elf_end(srcs[1].elf);
 	}
 
-	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
-	if (main_dwarf && load_estimate(elf, true) > c->max_bytes)
+	if (dwarf_src && !use_dwarf)
 		c->stats.dwarf_skipped++;
-	else if (main_dwarf)
-		load_dwarf(o, elf, o->fd);
-	else if (dbg && elfcheck__has_data(dbg, ".debug_info") &&
-		 load_estimate(dbg, true) > c->max_bytes)
-		c->stats.dwarf_skipped++;
-	else if (dbg && elfcheck__has_data(dbg, ".debug_info"))
-		load_dwarf(o, dbg, o->dbg_fd);
+	else if (use_dwarf)
+		load_dwarf(o, dwarf_src, dwarf_src == elf ? o->fd : o->dbg_fd);
 
 	load_go(o, elf, o->fd);
 	o->names_in_dbg = o->syms && o->dbg_fd >= 0 && o->names_fd == o->dbg_fd;

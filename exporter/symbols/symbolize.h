@@ -47,15 +47,18 @@ struct symcache_opts {
 	/* Extra root for debug files (tests); NULL: the host's /usr/lib/debug. */
 	const char *debug_dir;
 	/*
-	 * Memory budget of loaded objects (symbol arrays, names, DWARF indexes,
-	 * mapped DWARF sections, the line tables libdw keeps, address caches),
-	 * in bytes. Over it, the least
-	 * recently used objects are unloaded back to their light part (path,
-	 * build ID, segments, open descriptor) and re-loaded, with identical
-	 * results, on their next lookup. An object whose DWARF alone (inflated, or
-	 * a quarter of it when mapped) exceeds the budget is symbolized from its
-	 * symbol table only (stats.dwarf_skipped). 0: SYMCACHE_DEFAULT_MAX_BYTES;
-	 * SIZE_MAX: no limit.
+	 * Memory budget of loaded objects, in bytes: symbol arrays, names, CU and
+	 * function ranges, the units' line tables (copied out of libdw, 16 bytes a
+	 * row), libdw's records of the units lookups found, address caches, and the
+	 * pages of mapped DWARF lookups may have touched since symcache__trim()
+	 * last dropped them (a quarter of the sections every unit shares, the DIEs
+	 * of each unit used in full; inflated DWARF that cannot be mapped counts
+	 * whole). Over it, the least recently used objects are unloaded back to
+	 * their light part (path, build ID, segments, open descriptor) and
+	 * re-loaded, with identical results, on their next lookup. An object whose
+	 * DWARF alone (three times its compressed sections, or a quarter of its
+	 * plain ones) exceeds the budget is symbolized from its symbol table only
+	 * (stats.dwarf_skipped). 0: SYMCACHE_DEFAULT_MAX_BYTES; SIZE_MAX: no limit.
 	 */
 	size_t max_bytes;
 	/*

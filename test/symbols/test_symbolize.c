@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
 
 #include "process/procmaps.h"
 #include "symbols/symbolize.h"
@@ -790,6 +793,157 @@ static void test_budget_reload(void **state)
 	symcache__free(c);
 }
 
+/* The innermost frame's file:line:column of @a as libdw's own table gives it (@want: "-" none). */
+static void libdw_line(Dwarf *dw, uint64_t a, char *want, size_t len)
+{
+	Dwarf_Die cudie;
+	Dwarf_Attribute attr;
+	Dwarf_Line *line;
+	const char *file, *dir;
+	int ln = 0, col = 0;
+
+	snprintf(want, len, "-");
+	if (!dwarf_addrdie(dw, a, &cudie) || !(line = dwarf_getsrc_die(&cudie, a)))
+		return;
+	file = dwarf_linesrc(line, NULL, NULL);
+	dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr));
+	if (dwarf_lineno(line, &ln) || ln < 0)
+		ln = 0;
+	if (dwarf_linecol(line, &col) || col < 0)
+		col = 0;
+	snprintf(want, len, "%s%s%s:%d:%d", file && file[0] != '/' && dir ? dir : "",
+		 file && file[0] != '/' && dir ? "/" : "", file ? file : "(null)", ln, col);
+}
+
+/*
+ * Lines come from a copy of each unit's line table (16 bytes a row, kept over unloads), not
+ * from libdw's: at every row's address, one before and one after, in every unit of each file,
+ * the innermost frame's file:line:column must be what libdw's dwarf_getsrc_die() answers, from
+ * an unbounded cache and from one that unloads the objects as lookups alternate (12 KiB).
+ */
+static void test_lines_as_libdw(void **state)
+{
+	const char *files[][2] = {{P("cprog-pie"), P("cprog-pie")},
+				  {P("cxxprog"), P("cxxprog")},
+				  {P("libsym.so"), P("libsym.so")},
+				  {P("cprog-zdebug"), P("cprog-zdebug")},
+				  {P("cprog-split"), P("cprog-split.debug")}};
+	struct symcache_opts big = {.max_bytes = SIZE_MAX}, tiny = {.max_bytes = 12 << 10};
+	struct symcache *c[2] = {symcache__new(&big), symcache__new(&tiny)};
+	struct symcache_stats st;
+	struct sym_frame f[16];
+	uint64_t hsize0;
+	char want[PATH_MAX + 64], got[PATH_MAX + 64];
+	size_t checked = 0, nfiles = sizeof(files) / sizeof(files[0]);
+	struct elf_object *other;
+	uint64_t other_addr;
+
+	/* Between two lookups of a file, the bounded cache loads another (so unloads this one). */
+	other = must_open(c[1], P("cxxprog"));
+	nm_symbol(P("cxxprog"), "_ZN8outer_ns5inner6Worker3runEl", false, &other_addr, &hsize0);
+	for (size_t k = 0; k < nfiles; k++) {
+		int fd = open(files[k][1], O_RDONLY);
+		Dwarf *dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
+		struct elf_object *o[2] = {must_open(c[0], files[k][0]),
+					   must_open(c[1], files[k][0])};
+		Dwarf_Off off = 0, next;
+		size_t hsize;
+
+		assert_non_null(dw);
+		while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+			Dwarf_Die cudie;
+			Dwarf_Lines *lines;
+			size_t nlines;
+
+			if (dwarf_offdie(dw, off + hsize, &cudie) &&
+			    dwarf_getsrclines(&cudie, &lines, &nlines) == 0) {
+				for (size_t i = 0; i < nlines; i++) {
+					Dwarf_Addr base;
+
+					dwarf_lineaddr(dwarf_onesrcline(lines, i), &base);
+					for (uint64_t a = base ? base - 1 : 0; a <= base + 1; a++) {
+						libdw_line(dw, a, want, sizeof(want));
+						for (int j = 0; j < 2; j++) {
+							int n =
+							    symcache__lookup(c[j], o[j], a, f, 16);
+
+							snprintf(got, sizeof(got), "-");
+							if (n > 0 && f[0].line)
+								snprintf(got, sizeof(got),
+									 "%s:%d:%d", f[0].file,
+									 f[0].line, f[0].column);
+							if (strcmp(got, want))
+								fail_msg(
+								    "%s %#llx (%s): %s, libdw %s",
+								    files[k][0],
+								    (unsigned long long)a,
+								    j ? "12 KiB" : "unbounded", got,
+								    want);
+						}
+						if (o[1] != other)
+							symcache__lookup(c[1], other, other_addr, f,
+									 16);
+						checked++;
+					}
+				}
+			}
+			off = next;
+		}
+		dwarf_end(dw);
+		close(fd);
+	}
+	symcache__stats(c[1], &st);
+	print_message("%zu addresses; 12 KiB budget: loads %llu evictions %llu\n", checked,
+		      (unsigned long long)st.loads, (unsigned long long)st.evictions);
+	assert_true(checked > 100);
+	assert_true(st.evictions > checked / 2);
+	assert_int_equal(st.dwarf_skipped, 0);
+	symcache__free(c[0]);
+	symcache__free(c[1]);
+}
+
+/*
+ * The budget holds after every lookup: the bytes charged stay under it unless the object
+ * being looked up is the only one left loaded (it is never unloaded under its own caller),
+ * while lookups alternate between files whose DWARF does not fit together.
+ */
+static void test_budget_respected(void **state)
+{
+	const char *files[] = {P("cprog-pie"), P("cxxprog"), P("libsym.so"), P("cprog-zdebug"),
+			       P("cprog-split")};
+	struct symcache_opts opts = {.max_bytes = 40 << 10};
+	struct symcache *c = symcache__new(&opts);
+	struct elf_object *o[5];
+	struct sym_frame f[16];
+	struct symcache_stats st;
+	uint64_t lo[5], size[5];
+
+	assert_non_null(c);
+	for (int i = 0; i < 5; i++) {
+		o[i] = must_open(c, files[i]);
+		nm_symbol(i == 4 ? P("cprog-split.full") : files[i],
+			  i == 1   ? "_ZN8outer_ns5inner6Worker3runEl"
+			  : i == 2 ? "lib_work"
+				   : "middle",
+			  false, &lo[i], &size[i]);
+	}
+	for (int a = 0; a < 200; a++) {
+		int i = a % 5;
+
+		assert_true(symcache__lookup(c, o[i], lo[i] + (uint64_t)a % size[i], f, 16) > 0);
+		symcache__stats(c, &st);
+		if (st.bytes > opts.max_bytes && st.objects_loaded != 1)
+			fail_msg("lookup %d: %llu bytes charged, budget %zu, %llu objects loaded",
+				 a, (unsigned long long)st.bytes, opts.max_bytes,
+				 (unsigned long long)st.objects_loaded);
+	}
+	print_message("budget 40 KiB: loads %llu evictions %llu bytes_peak %llu\n",
+		      (unsigned long long)st.loads, (unsigned long long)st.evictions,
+		      (unsigned long long)st.bytes_peak);
+	assert_true(st.evictions > 0);
+	symcache__free(c);
+}
+
 /*
  * An object unloaded for room keeps the frames it answered: the same address is answered
  * again, the same frames, without loading the object again (a hot loop seen by many
@@ -1155,6 +1309,8 @@ int main(void)
 	    cmocka_unit_test(test_live_shared_library),
 	    cmocka_unit_test(test_budget_reload),
 	    cmocka_unit_test(test_budget_keeps_answers),
+	    cmocka_unit_test(test_lines_as_libdw),
+	    cmocka_unit_test(test_budget_respected),
 	    cmocka_unit_test(test_fds),
 	    cmocka_unit_test(test_idle_fds),
 	    cmocka_unit_test(test_idle_fds_inflated),
