@@ -41,6 +41,7 @@
 #include "spans/spanlinks.h"
 #include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
+#include "util/util.h"
 #include "sampling/targets.h"
 #include "sampling/tracefs.h"
 #include "unwind/unwinder.h"
@@ -835,6 +836,10 @@ int record__run(const struct record_opts *o)
 	    last_stats, flush_end;
 	int rc = 1, dir_created = 0, n;
 
+	/* The start-up timeline (--verbose) counts from here. */
+	FILE *slog = o->verbose ? stderr : NULL;
+	uint64_t launch = util__mono_ns();
+
 	tune_malloc();
 	/* From the start: a signal during start-up must end the run cleanly too. */
 	sigaction(SIGINT, &sa, NULL);
@@ -944,6 +949,9 @@ int record__run(const struct record_opts *o)
 	}
 	so.exec_path_cb = on_exec_path; /* file identities */
 	so.python_max_procs = o->no_python ? 0 : RECORD_PYTHON_MAX_PROCS;
+	sampler__startup_mark(slog, launch, "targets resolved, exporter set up");
+	so.startup_log = slog;
+	so.startup_t0_ns = launch;
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -964,16 +972,19 @@ int record__run(const struct record_opts *o)
 		}
 	}
 	start_unwinder(&r, s, tgids, ntgids);
+	sampler__startup_mark(slog, launch, "CFI unwinder started");
 	start_python(&r, s, tgids, ntgids);
 	start_v8(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
+	sampler__startup_mark(slog, launch, "Python, V8 and span links started");
 	if (stop_requested) {
 		fail("interrupted while starting: nothing was recorded");
 		rc = 128 + stop_requested;
 		goto cleanup_dir;
 	}
 	sampler__start(s);
+	sampler__startup_mark(slog, launch, "sampling on");
 	/* Everything that needs CAP_PERFMON and the like is loaded and attached: let it go. */
 	n = caps__drop_after_load();
 	if (getenv("SPANPROF_DEBUG")) {
@@ -983,8 +994,10 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: capabilities: %d dropped, kept %s\n", n, left);
 	}
 
-	if (ksyms_loading) /* before the first sample is named */
+	if (ksyms_loading) { /* before the first sample is named */
 		pthread_join(ksyms_thread, (void **)&ksyms);
+		sampler__startup_mark(slog, launch, "kernel symbols read");
+	}
 	ksyms_loading = 0;
 	if (!ksyms)
 		fprintf(stderr,
