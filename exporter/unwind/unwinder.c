@@ -101,6 +101,7 @@ enum job_kind {
 	JOB_REREAD,  /* re-read a new process once ld.so mapped its libraries */
 	JOB_MMAPPED, /* a process loaded at its exec mapped code: re-read it now, if unsampled */
 	JOB_REMOVE,  /* the process exited: forget it, release its tables */
+	JOB_PRELOAD, /* a process named on the command line, at start: read its maps, load them */
 };
 
 enum job_prio {
@@ -785,13 +786,14 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
 	return err;
 }
 
-int unwinder__preload(struct unwinder *u, uint32_t pid)
+/* A process named on the command line, by the builder (JOB_PRELOAD). u->lock held. */
+static int load_named(struct unwinder *u, uint32_t pid)
 {
 	struct procmaps maps = {0};
-	int err = procmaps__read(pid, &maps);
+	int err = procmaps__read_filtered(pid, PROCMAPS_EXEC_ONLY, &maps);
 
 	if (!err)
-		err = unwinder__update_process(u, pid, 0, &maps);
+		err = update_locked(u, pid, 0, &maps);
 	procmaps__clear(&maps);
 	return err;
 }
@@ -994,6 +996,14 @@ void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 	pthread_mutex_unlock(&u->qlock);
 }
 
+int unwinder__preload(struct unwinder *u, uint32_t pid)
+{
+	pthread_mutex_lock(&u->qlock);
+	queue_job(u, pid, JOB_PRELOAD, PRIO_NEW, 0, NULL);
+	pthread_mutex_unlock(&u->qlock);
+	return 0;
+}
+
 /* --- notifications --------------------------------------------------------------------------- */
 
 void unwinder__note_event(struct unwinder *u, const struct unwind_event *e)
@@ -1167,6 +1177,9 @@ static void run_job(struct unwinder *u, struct job *j)
 		break;
 	case JOB_REMOVE:
 		remove_locked(u, j->pid);
+		break;
+	case JOB_PRELOAD:
+		load_named(u, j->pid);
 		break;
 	}
 }
