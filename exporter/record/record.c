@@ -1035,6 +1035,8 @@ int record__run(const struct record_opts *o)
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
 	}
+	/* Sampling is on: what would have delayed it (the whole host's alloc scan) comes now. */
+	sampler__after_start(s);
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
