@@ -148,7 +148,7 @@ def test_very_short_lived_processes_named_with_agent_behind(spanprof, workload, 
     rec = procs.start("taskset", "-c", "0", "nice", "-n", "19", spanprof, "record",
                       "--output-dir", out, "--frequency", 999, "--verbose",
                       "--stats-json", tmp_path / "stats.json", stderr=subprocess.PIPE, text=True)
-    assert "sampling" in rec.stderr.readline()
+    wait_sampling(rec)  # --verbose: the start-up timeline comes first
     # Two loops of 200 processes each, 4 ms of CPU time apiece (plus loader start-up).
     loop = f"i=0; while [ $i -lt 200 ]; do {short} 0.004 cpu; i=$((i+1)); done"
     loops = [procs.start("taskset", "-c", "0", "sh", "-c", loop) for _ in range(2)]

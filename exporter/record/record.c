@@ -836,8 +836,8 @@ int record__run(const struct record_opts *o)
 	    last_stats, flush_end;
 	int rc = 1, dir_created = 0, n;
 
-	/* The start-up timeline (--verbose) counts from here. */
-	FILE *slog = o->verbose ? stderr : NULL;
+	/* The start-up timeline (--verbose, not --quiet) counts from here. */
+	FILE *slog = o->verbose && !o->quiet ? stderr : NULL;
 	uint64_t launch = util__mono_ns();
 
 	tune_malloc();
