@@ -315,15 +315,11 @@ def otlp_samples(path, tmp_path):
     res = subprocess.run([str(go_build("otlpcheck")), "-format", "proto-stream", "-compact",
                           str(raw)], capture_output=True, text=True)
     assert res.returncode in (0, 1), res.stderr
-    out = []
-    for i in json.loads(res.stdout)["inputs"]:
-        for m in i["messages"]:
-            for rp in m["resource_profiles"]:
-                for sc in rp["scopes"]:
-                    for p in sc["profiles"]:
-                        for d in p["sample_details"]:
-                            out.extend((ts, d["frames"]) for ts in d["timestamps"])
-    return sorted(out, key=lambda e: e[0])
+    doc = json.loads(res.stdout)
+    details = [d for i in doc["inputs"] for m in i["messages"] for rp in m["resource_profiles"]
+               for sc in rp["scopes"] for p in sc["profiles"] for d in p["sample_details"]]
+    return sorted(((ts, d["frames"]) for d in details for ts in d["timestamps"]),
+                  key=lambda e: e[0])
 
 
 def test_pid_samples_before_its_tables_are_marked_then_complete(spanprof, procs, tmp_path):
