@@ -226,6 +226,26 @@ def read_folded(path):
     return out
 
 
+NOT_LOADED = "[truncated: not loaded yet]"
+
+
+def loaded(stacks):
+    """(@stacks without those taken before the process's tables were in, how many those were).
+    A --pid run starts sampling before its targets' tables are built (on the builder thread,
+    exporter/unwind/unwinder.h unwinder__preload()): those first samples hold the leaf only
+    (and what the leaf's inlines name) under the "not loaded yet" marker, checked here."""
+    out, marked = [], 0
+    for f, c in stacks:
+        if NOT_LOADED in f:
+            assert f[1] == NOT_LOADED, f"the marker is not the root: {f}"
+            user = [x for x in f[2:] if not x.endswith("_[k]")]
+            assert len(user) <= 2, f"more than the leaf before the tables: {f}"
+            marked += c
+            continue
+        out.append((f, c))
+    return out, marked
+
+
 def bpf_prog_ids(pid):
     """Ids of the BPF programs a process holds open (its /proc/PID/fdinfo)."""
     import glob

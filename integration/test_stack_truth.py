@@ -14,9 +14,9 @@ import signal
 import subprocess
 import time
 
-from conftest import (WORKLOADS, go_build, read_folded, read_stats, stats_path,
-                      wait_sampling)
-from test_unwind import NOT_LOADED, build, from_main, loaded, ours, record_watched
+from conftest import (NOT_LOADED, WORKLOADS, go_build, loaded, read_folded, read_stats,
+                      stats_path, wait_sampling)
+from test_unwind import build, from_main, ours, record_watched
 
 DEPTH_MARKER = "[truncated: depth limit]"
 MAX_USTACK = 512  # SP_MAX_USTACK: frames the CFI walk records
