@@ -834,7 +834,7 @@ int record__run(const struct record_opts *o)
 	int ksyms_loading = 0, ksyms_err = 0;
 	uint64_t t0, t_stop, t_stop_boot, last_progress, last_trim, last_sweep, start_unix,
 	    last_stats, flush_end;
-	int rc = 1, dir_created = 0, n;
+	int rc = 1, dir_created = 0, n, tables_wait;
 
 	/* The start-up timeline (--verbose, not --quiet) counts from here. */
 	FILE *slog = o->verbose && !o->quiet ? stderr : NULL;
@@ -1037,6 +1037,16 @@ int record__run(const struct record_opts *o)
 	}
 	/* Sampling is on: what would have delayed it (the whole host's alloc scan) comes now. */
 	sampler__after_start(s);
+	/*
+	 * The --pid processes' tables are built while sampling runs (their samples before are
+	 * marked): one line says when they are in, for who wants whole stacks from the start.
+	 */
+	tables_wait = ntgids > 0 && !o->quiet;
+	if (tables_wait && !r.unwinder) {
+		fprintf(stderr, "spanprof: unwind tables of the targeted processes: none (CFI "
+				"unwinding off)\n");
+		tables_wait = 0;
+	}
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
@@ -1075,6 +1085,14 @@ int record__run(const struct record_opts *o)
 		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
 			unwinder__tick(r.unwinder);
+		if (tables_wait && !unwinder__preloads_pending(r.unwinder)) {
+			fprintf(
+			    stderr,
+			    "%sspanprof: unwind tables of the targeted processes loaded, %.2f s "
+			    "after sampling started\n",
+			    isatty(2) ? "\r\033[K" : "", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+			tables_wait = 0;
+		}
 		if (r.in.links)
 			spanlinks__tick(r.in.links);
 		if (r.python) /* exited CPython processes */

@@ -114,6 +114,7 @@ enum job_prio {
 struct job {
 	uint32_t pid; /* hash key */
 	int kind, prio;
+	int preload; /* queued as JOB_PRELOAD (a later request may have replaced the kind) */
 	uint64_t start_boot_ns;
 	uint64_t queued_ns;   /* when first queued (a replacement keeps it) */
 	struct procmaps maps; /* JOB_UPDATE: a copy of the executable mappings */
@@ -138,7 +139,8 @@ struct unwinder {
 	struct pending *pending;
 	struct pending *new_pending; /* re-reads of new processes, by the builder itself */
 	int refresh_prio;	     /* the priority of the maps hook calls o.refresh makes */
-	struct unwinder_stats pub;   /* u->st as of the last job, for unwinder__stats() */
+	int preloads;		   /* JOB_PRELOAD jobs not run yet (unwinder__preloads_pending()) */
+	struct unwinder_stats pub; /* u->st as of the last job, for unwinder__stats() */
 
 	struct chunk *chunks; /* o.maps.max_chunks slots */
 	uint32_t *free_ids;   /* stack of free table ids */
@@ -903,6 +905,10 @@ static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint
 	j->kind = kind;
 	j->prio = prio;
 	j->start_boot_ns = start_boot_ns;
+	if (kind == JOB_PRELOAD && !j->preload) {
+		j->preload = 1;
+		u->preloads++;
+	}
 	if (maps) {
 		j->maps = *maps;
 		memset(maps, 0, sizeof(*maps));
@@ -1002,6 +1008,17 @@ int unwinder__preload(struct unwinder *u, uint32_t pid)
 	queue_job(u, pid, JOB_PRELOAD, PRIO_NEW, 0, NULL);
 	pthread_mutex_unlock(&u->qlock);
 	return 0;
+}
+
+int unwinder__preloads_pending(const struct unwinder *u_)
+{
+	struct unwinder *u = (struct unwinder *)u_; /* the lock only */
+	int n;
+
+	pthread_mutex_lock(&u->qlock);
+	n = u->preloads;
+	pthread_mutex_unlock(&u->qlock);
+	return n;
 }
 
 /* --- notifications --------------------------------------------------------------------------- */
@@ -1273,9 +1290,11 @@ static void *builder(void *arg)
 		publish(u); /* u->st as the lock leaves it */
 		pthread_mutex_unlock(&u->qlock);
 		pthread_mutex_unlock(&u->lock);
+		pthread_mutex_lock(&u->qlock);
+		if (j && j->preload) /* or the request for the process that replaced it */
+			u->preloads--;
 		if (j)
 			job_free(j);
-		pthread_mutex_lock(&u->qlock);
 	}
 	pthread_mutex_unlock(&u->qlock);
 	return NULL;

@@ -100,6 +100,8 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
  * build; 0 (a job it has no memory for is counted as dropped: the first sample loads the process).
  */
 int unwinder__preload(struct unwinder *u, uint32_t pid);
+/* unwinder__preload() requests not run yet by the builder (0: their tables are in, or failed). */
+int unwinder__preloads_pending(const struct unwinder *u);
 /* Queues unwinder__update_process() for the builder thread (with a copy of the executable
  * mappings of maps), shaped as the process table's maps hook (proctab__set_maps_hook()); ctx is
  * the unwinder. Never waits for a build. */
