@@ -151,6 +151,8 @@ struct sp_go_loc {
 #define SP_GO_MAX_LABELS 16
 #define SP_GO_MAX_KEY 63
 #define SP_GO_MAX_VALUE 127
+/* Bytes of the per-CPU buffer the labels are packed in before the record (a power of two). */
+#define SP_GO_LABEL_BUF 1024
 
 /*
  * Record pointer captured by a --context-uprobe (map "ctx_threads", key: tid); it
@@ -364,10 +366,12 @@ static inline __u32 sp_ustack_slots(const struct sp_sample *s)
 	return (__u32)s->ustack_len + 2u * s->py_len + 3u * s->v8_len;
 }
 
-/* bpf/golabels.bpf.h copies an entry at ctx offsets up to 448 (masked with 511 for the
- * verifier): the longest entry fits ctx from there, and the record past 511. */
+/* bpf/golabels.bpf.h packs an entry at offsets up to 448 (masked with 511 for the verifier):
+ * the longest entry fits ctx from there, and the buffer past 511; the packed entries go into
+ * ctx in one copy whose length is masked with SP_GO_LABEL_BUF - 1, which stays in the record. */
 _Static_assert(448 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX &&
-		   511 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX + sizeof(struct sp_vmas),
+		   511 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_GO_LABEL_BUF &&
+		   SP_GO_LABEL_BUF <= SP_CTX_MAX + sizeof(struct sp_vmas),
 	       "goroutine label copy bounds");
 
 _Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +

@@ -174,14 +174,22 @@ def cpu_seconds(pid):
 
 
 def wait_sampling(agent):
-    """Reads a running agent's stderr up to its "spanprof: sampling" line (sampling has begun);
-    fails with what it printed if it exits first. Not for --quiet runs (no such line)."""
+    """Reads a running agent's stderr up to its "spanprof: sampling" line (sampling has begun),
+    and with --pid up to the line saying the targets' unwind tables are in (they are built
+    while sampling runs; the samples before are marked): a workload let go then is walked
+    whole from its first sample. Fails with what it printed if it exits first. Not for --quiet
+    runs (no such line)."""
+    args = [str(a) for a in agent.args]
+    want = ["spanprof: sampling"]
+    if "--pid" in args or "-p" in args:
+        want.append("spanprof: unwind tables of the targeted processes")
     seen = []
-    while not seen or "spanprof: sampling" not in seen[-1]:
-        seen.append(agent.stderr.readline())
-        if not seen[-1]:
-            raise AssertionError("spanprof exited before sampling:\n" + "".join(seen) +
-                                 agent.stderr.read())
+    for w in want:
+        while not seen or w not in seen[-1]:
+            seen.append(agent.stderr.readline())
+            if not seen[-1]:
+                raise AssertionError(f"spanprof exited before '{w}':\n" + "".join(seen) +
+                                     agent.stderr.read())
     return seen
 
 
@@ -224,6 +232,26 @@ def read_folded(path):
         stack, _, count = line.rpartition(" ")
         out.append((stack.split(";"), int(count)))
     return out
+
+
+NOT_LOADED = "[truncated: not loaded yet]"
+
+
+def loaded(stacks):
+    """(@stacks without those taken before the process's tables were in, how many those were).
+    A --pid run starts sampling before its targets' tables are built (on the builder thread,
+    exporter/unwind/unwinder.h unwinder__preload()): those first samples hold the leaf only
+    (and what the leaf's inlines name) under the "not loaded yet" marker, checked here."""
+    out, marked = [], 0
+    for f, c in stacks:
+        if NOT_LOADED in f:
+            assert f[1] == NOT_LOADED, f"the marker is not the root: {f}"
+            user = [x for x in f[2:] if not x.endswith("_[k]")]
+            assert len(user) <= 2, f"more than the leaf before the tables: {f}"
+            marked += c
+            continue
+        out.append((f, c))
+    return out, marked
 
 
 def bpf_prog_ids(pid):

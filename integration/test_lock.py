@@ -30,6 +30,9 @@ def lockfight(tmp_path_factory):
                       "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"])
 
 
+TABLES_LINE = "spanprof: unwind tables of the targeted processes"
+
+
 def run_profiled(spanprof, lockfight, mode, tmp_path, *extra):
     """Runs lockfight MODE under 'spanprof record --profile lock -p PID'; the threads start once
     the agent samples. Returns (workload stdout, agent stderr, output directory). Checks that no
@@ -56,8 +59,11 @@ def run_profiled(spanprof, lockfight, mode, tmp_path, *extra):
         def drain():
             for line in agent.stderr:
                 lines.append(line)
-                if "sampling" in line and not started.is_set():
+                if "sampling" in line and not ids:
                     ids.update(bpf_prog_ids(agent.pid))
+                # -p: the target's unwind tables are built while sampling runs; the workload
+                # goes once they are in (its stacks are then whole from the first sample).
+                if line.startswith(TABLES_LINE) and not started.is_set():
                     started.set()
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()

@@ -61,7 +61,9 @@ def run_profiled(procs, spanprof, binary, mode, seconds, outdir, *args, stderr_p
         sp = procs.start(spanprof, "record", "-p", wl.pid, "-d", "120", "-o", outdir,
                          "--stats-json", stats_path(outdir), *args, stderr=err)
     deadline = time.time() + 60
-    while "Ctrl-C to stop" not in stderr_path.read_text():
+    # -p: sampling starts before the target's unwind tables are built; the workload goes once
+    # they are in (its stacks are then whole from the first sample).
+    while "spanprof: unwind tables of the targeted processes" not in stderr_path.read_text():
         assert sp.poll() is None, stderr_path.read_text()
         assert time.time() < deadline, "spanprof did not start sampling within 60 s"
         time.sleep(0.05)

@@ -6,13 +6,16 @@ the real stack.
 Workloads are built -O2 -fomit-frame-pointer (test_unwind.py's flags); each test asserts the
 exact chain, or the exact marker where the chain can't be had.
 """
+import gzip
+import json
 import os
 import re
 import signal
 import subprocess
 import time
 
-from conftest import WORKLOADS, read_folded, read_stats, stats_path, wait_sampling
+from conftest import (NOT_LOADED, WORKLOADS, go_build, loaded, read_folded, read_stats,
+                      stats_path, wait_sampling)
 from test_unwind import build, from_main, ours, record_watched
 
 DEPTH_MARKER = "[truncated: depth limit]"
@@ -40,11 +43,13 @@ def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, t
     err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
                          on_start=lambda: cpu0.append(cpu_seconds(p.pid)))
     cpu = cpu_seconds(p.pid) - cpu0[0]
-    stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
+    # Sampling starts before the tables are built: the first samples are marked (loaded()).
+    stacks, marked = loaded(ours(read_folded(out / "profile.folded"), "unw_recurse"))
     total = sum(c for _, c in stacks)
     # 99 Hz of the workload's CPU time while sampled (and until the agent exited: an upper
     # bound); half of it, for timer slack on a loaded machine.
-    assert total >= max(20, cpu * 99 * 0.5), f"only {total} samples for {cpu:.2f} s\n{err}"
+    assert total + marked >= max(20, cpu * 99 * 0.5), \
+        f"only {total} + {marked} samples for {cpu:.2f} s\n{err}"
     for f, c in stacks:
         assert f[1] == DEPTH_MARKER, f"{c} samples without the marker: {f[:6]}"
         assert DEPTH_MARKER not in f[2:], f[:6]
@@ -65,8 +70,10 @@ def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, t
     # pprof: the marker is the last location (leaf first) of every sample, without mapping.
     prof = pprofcheck(out / "profile.pb.gz")
     mine = [s for s in prof["samples"] if "unw_recurse" in s["labels"].get("comm", [])]
-    assert sum(s["values"][0] for s in mine) == total
+    assert sum(s["values"][0] for s in mine) == total + marked
     for s in mine:
+        if [ln["function"] for ln in s["stack"][-1]["lines"]] == [NOT_LOADED]:
+            continue
         root = s["stack"][-1]
         assert [ln["function"] for ln in root["lines"]] == [DEPTH_MARKER], root
         assert root["mapping"] == "", root
@@ -298,3 +305,49 @@ def test_new_program_first_second_under_load(spanprof, procs, tmp_path):
     assert complete >= 0.5 * (complete + marked), f"{complete} complete, {marked} marked\n{err}"
     st = read_stats(stats_path(out))
     assert st["unwind"]["new_processes_read_at_exec"] >= 1, err
+
+
+def otlp_samples(path, tmp_path):
+    """(timestamp ns, frames leaf first) of every sample event of a run's profile.otlp.pb.gz
+    (length-prefixed requests), decoded by integration/otlpcheck (the Collector's pdata)."""
+    raw = tmp_path / "profile.otlp.pb"
+    raw.write_bytes(gzip.decompress(path.read_bytes()))
+    res = subprocess.run([str(go_build("otlpcheck")), "-format", "proto-stream", "-compact",
+                          str(raw)], capture_output=True, text=True)
+    assert res.returncode in (0, 1), res.stderr
+    doc = json.loads(res.stdout)
+    details = [d for i in doc["inputs"] for m in i["messages"] for rp in m["resource_profiles"]
+               for sc in rp["scopes"] for p in sc["profiles"] for d in p["sample_details"]]
+    return sorted(((ts, d["frames"]) for d in details for ts in d["timestamps"]),
+                  key=lambda e: e[0])
+
+
+def test_pid_samples_before_its_tables_are_marked_then_complete(spanprof, procs, tmp_path):
+    """--pid: sampling starts before the target's unwind tables are built (the builder thread
+    builds them meanwhile). The samples taken before hold the leaf only under "[truncated: not
+    loaded yet]"; from the first complete stack on, every sample is complete (the process is
+    single-threaded: its samples come one after the other), in sample-time order (OTLP)."""
+    binary = build(WORKLOADS / "unw_recurse.c", tmp_path / "unw_pid")
+    p = procs.start(binary, "60", "40")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 2, "--frequency", 999)
+    chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
+    events = [(ts, f) for ts, f in otlp_samples(out / "profile.otlp.pb.gz", tmp_path)
+              if any(x in f for x in ("leaf", "rec", "spin_start", "main"))]
+    assert len(events) >= 20, f"only {len(events)} samples\n{err}"
+    marked = complete = 0
+    for ts, f in events:
+        if NOT_LOADED in f:
+            # Leaf first: the marker is the root; before it the leaf (and its inlines).
+            assert f[-1] == NOT_LOADED, f
+            assert len([x for x in f[:-1] if not x.endswith("_[k]")]) <= 2, f
+            assert not complete, f"a marked sample after {complete} complete ones: {f}"
+            marked += 1
+            continue
+        user = [x for x in reversed(f) if not x.endswith("_[k]")]
+        m = from_main(user)
+        assert m is not None and m[:len(chain)] == chain, f"neither complete nor marked: {f}"
+        complete += 1
+    print(f"{marked} samples before the tables, then {complete} complete")
+    assert complete >= 0.5 * len(events), (marked, complete, err)

@@ -120,8 +120,10 @@ static const struct argp_option record_options[] = {
      0},
     {"quiet", OPT_QUIET, NULL, 0, "No progress line", 0},
     {"verbose", OPT_VERBOSE, NULL, 0,
-     "End the run with the full accounting (every counter, one line per stage) instead of the "
-     "short report (what was sampled, where it went, the problems to act on)",
+     "Print the start-up timeline (each step's time since launch, each BPF program's verified "
+     "instructions) and end the run with the full accounting (every counter, one line per "
+     "stage) instead of the short report (what was sampled, where it went, the problems to act "
+     "on)",
      0},
     {"stats-json", OPT_STATS_JSON, "FILE", 0,
      "At the end of the run, write every counter of the full accounting to FILE as JSON "

@@ -41,6 +41,7 @@
 #include "spans/spanlinks.h"
 #include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
+#include "util/util.h"
 #include "sampling/targets.h"
 #include "sampling/tracefs.h"
 #include "unwind/unwinder.h"
@@ -833,7 +834,11 @@ int record__run(const struct record_opts *o)
 	int ksyms_loading = 0, ksyms_err = 0;
 	uint64_t t0, t_stop, t_stop_boot, last_progress, last_trim, last_sweep, start_unix,
 	    last_stats, flush_end;
-	int rc = 1, dir_created = 0, n;
+	int rc = 1, dir_created = 0, n, tables_wait;
+
+	/* The start-up timeline (--verbose, not --quiet) counts from here. */
+	FILE *slog = o->verbose && !o->quiet ? stderr : NULL;
+	uint64_t launch = util__mono_ns();
 
 	tune_malloc();
 	/* From the start: a signal during start-up must end the run cleanly too. */
@@ -944,6 +949,9 @@ int record__run(const struct record_opts *o)
 	}
 	so.exec_path_cb = on_exec_path; /* file identities */
 	so.python_max_procs = o->no_python ? 0 : RECORD_PYTHON_MAX_PROCS;
+	sampler__startup_mark(slog, launch, "targets resolved, exporter set up");
+	so.startup_log = slog;
+	so.startup_t0_ns = launch;
 	s = sampler__new(&so);
 	if (!s) {
 		if (stop_requested) {
@@ -964,16 +972,19 @@ int record__run(const struct record_opts *o)
 		}
 	}
 	start_unwinder(&r, s, tgids, ntgids);
+	sampler__startup_mark(slog, launch, "CFI unwinder started");
 	start_python(&r, s, tgids, ntgids);
 	start_v8(&r, s, tgids, ntgids);
 	if (start_span_links(&r, s, tgids, ntgids))
 		goto cleanup_dir;
+	sampler__startup_mark(slog, launch, "Python, V8 and span links started");
 	if (stop_requested) {
 		fail("interrupted while starting: nothing was recorded");
 		rc = 128 + stop_requested;
 		goto cleanup_dir;
 	}
 	sampler__start(s);
+	sampler__startup_mark(slog, launch, "sampling on");
 	/* Everything that needs CAP_PERFMON and the like is loaded and attached: let it go. */
 	n = caps__drop_after_load();
 	if (getenv("SPANPROF_DEBUG")) {
@@ -983,8 +994,10 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: capabilities: %d dropped, kept %s\n", n, left);
 	}
 
-	if (ksyms_loading) /* before the first sample is named */
+	if (ksyms_loading) { /* before the first sample is named */
 		pthread_join(ksyms_thread, (void **)&ksyms);
+		sampler__startup_mark(slog, launch, "kernel symbols read");
+	}
 	ksyms_loading = 0;
 	if (!ksyms)
 		fprintf(stderr,
@@ -1021,6 +1034,18 @@ int record__run(const struct record_opts *o)
 					  : " until interrupted",
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
+	}
+	/* Sampling is on: what would have delayed it (the whole host's alloc scan) comes now. */
+	sampler__after_start(s);
+	/*
+	 * The --pid processes' tables are built while sampling runs (their samples before are
+	 * marked): one line says when they are in, for who wants whole stacks from the start.
+	 */
+	tables_wait = ntgids > 0 && !o->quiet;
+	if (tables_wait && !r.unwinder) {
+		fprintf(stderr, "spanprof: unwind tables of the targeted processes: none (CFI "
+				"unwinding off)\n");
+		tables_wait = 0;
 	}
 	while (!stop_requested) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -1060,6 +1085,14 @@ int record__run(const struct record_opts *o)
 		}
 		if (r.unwinder) /* CFI unwinder: notified re-reads */
 			unwinder__tick(r.unwinder);
+		if (tables_wait && !unwinder__preloads_pending(r.unwinder)) {
+			fprintf(
+			    stderr,
+			    "%sspanprof: unwind tables of the targeted processes loaded, %.2f s "
+			    "after sampling started\n",
+			    isatty(2) ? "\r\033[K" : "", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+			tables_wait = 0;
+		}
 		if (r.in.links)
 			spanlinks__tick(r.in.links);
 		if (r.python) /* exited CPython processes */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <sys/capability.h>
 
+#include "profile/profile.h"
 #include "sampler.skel.h"
 #include "sampling/sampler_events.h"
 #include "sampling/sampler_user.h"
@@ -69,6 +71,8 @@ struct sampler {
 	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
 	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 	sampler_exec_path_cb exec_path_cb;	    /* file identities: executable paths */
+	FILE *startup_log;			    /* opts.startup_log */
+	uint64_t startup_t0_ns;
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -280,6 +284,85 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+void sampler__startup_mark(FILE *f, uint64_t t0_ns, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!f)
+		return;
+	fprintf(f, "spanprof: start-up +%.3f s: ", (util__mono_ns() - t0_ns) / 1e9);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
+
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * The start-up timeline's line per loaded program, in load order: the instructions the verifier
+ * processed (bpf_prog_info.verified_insns, Linux 5.16) and its load time, from the kernel's
+ * CLOCK_BOOTTIME at the start of its load (bpf_prog_info.load_time, taken before the verifier
+ * runs) to the next program's, the last one's to @load_end_boot_ns (libbpf loads them one after
+ * the other). What comes before the first (@load_start_boot_ns on) is map creation and
+ * relocation.
+ */
+struct prog_load {
+	const char *name;
+	uint32_t insns;
+	uint64_t start;
+};
+
+static int prog_load_cmp(const void *a, const void *b)
+{
+	const struct prog_load *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void log_program_loads(const struct sampler *s, FILE *f, uint64_t t0_ns,
+			      uint64_t load_start_boot_ns, uint64_t load_end_boot_ns)
+{
+	struct prog_load pl[64];
+	struct bpf_program *prog;
+	uint64_t total = 0;
+	size_t n = 0;
+
+	bpf_object__for_each_program(prog, s->skel->obj)
+	{
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (n == sizeof(pl) / sizeof(pl[0]) || fd < 0 ||
+		    bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		pl[n].name = bpf_program__name(prog);
+		pl[n].insns = info.verified_insns;
+		pl[n++].start = info.load_time;
+		total += info.verified_insns;
+	}
+	qsort(pl, n, sizeof(pl[0]), prog_load_cmp);
+	if (n && pl[0].start > load_start_boot_ns)
+		sampler__startup_mark(f, t0_ns, "maps created, relocations done: %.3f s",
+				      (pl[0].start - load_start_boot_ns) / 1e9);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end = i + 1 < n ? pl[i + 1].start : load_end_boot_ns;
+
+		sampler__startup_mark(f, t0_ns, "program %s: %u instructions verified, %.3f s",
+				      pl[i].name, pl[i].insns,
+				      end > pl[i].start ? (end - pl[i].start) / 1e9 : 0.0);
+	}
+	sampler__startup_mark(f, t0_ns, "BPF object loaded: %llu instructions verified in all",
+			      (unsigned long long)total);
+}
+
 /* kernel.perf_event_max_stack: where bpf_get_stack()'s frame-pointer walk stops (127 if unread). */
 static __u32 fp_max_depth(void)
 {
@@ -406,6 +489,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	struct sampler *s;
 	uint32_t rb_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes : 4u << 20;
 	int err, cpu, fileids;
+	uint64_t load_start;
 	uint8_t one = 1;
 	char *log_buf = NULL;
 	size_t log_len = 0;
@@ -418,6 +502,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->qlock_on = 1;
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
+	s->startup_log = opts->startup_log;
+	s->startup_t0_ns = opts->startup_t0_ns;
 	s->event_cb = opts->event_cb;
 	s->types = opts->profile_types ? opts->profile_types : 1u << SP_PROF_CPU;
 	s->unwind = opts->unwind_max_chunks > 0;
@@ -430,9 +516,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 
 	/* File identities (bpf/fileid.bpf.h); SPANPROF_FILEIDS=0 turns them off, to measure. */
 	fileids = !getenv("SPANPROF_FILEIDS") || strcmp(getenv("SPANPROF_FILEIDS"), "0") != 0;
+	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns, "probing the kernel");
 	err = fit_to_kernel(s, opts, &fileids);
 	if (err)
 		goto cleanup;
+	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
+			      "kernel probed (BTF parsed); opening the BPF object");
 
 	s->skel = sampler_bpf__open();
 	if (!s->skel) {
@@ -527,6 +616,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	load_log = open_memstream(&log_buf, &log_len);
 	load_last_warning[0] = '\0';
 	libbpf_set_print(libbpf_quiet); /* a probe above may have reset it */
+	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
+			      "loading the BPF object (maps, then each program)");
+	load_start = boot_ns();
 	err = sampler_bpf__load(s->skel);
 	if (load_log) {
 		fclose(load_log);
@@ -551,6 +643,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	free(log_buf);
 	if (err)
 		goto cleanup;
+	if (opts->startup_log)
+		log_program_loads(s, opts->startup_log, opts->startup_t0_ns, load_start, boot_ns());
 	for (size_t i = 0; i < opts->npids; i++) {
 		err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.pid_filter), &opts->pids[i],
 					  &one, BPF_ANY);
@@ -607,6 +701,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	err = attach_proc_hooks(s);
 	if (err)
 		goto cleanup;
+	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
+			      "process and mmap hooks attached");
 
 	for (int t = 0; t < SP_PROF_NTYPES; t++) {
 		if (!event_types[t] || !(s->types & (1u << t)))
@@ -614,6 +710,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		err = event_types[t]->attach(s->skel, opts, &s->ev_state[t]);
 		if (err)
 			goto cleanup;
+		sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
+				      "--profile %s attached", profile__type_info(t)->name);
 	}
 
 	s->pfds = malloc(sizeof(*s->pfds) * s->ncpus);
@@ -660,8 +758,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			strerror(err));
 	s->drainer_on = !err;
 	err = 0;
-	if (!opts->start_disabled)
+	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
+			      "perf events attached on %d CPUs", s->nattached);
+	if (!opts->start_disabled) {
 		sampler__start(s);
+		sampler__after_start(s);
+	}
 	return s;
 
 cleanup:
@@ -674,6 +776,18 @@ void sampler__start(struct sampler *s)
 {
 	/* The perf events run from attach on; the program ignores them until this flag is set. */
 	s->skel->bss->sampling = 1;
+}
+
+void sampler__after_start(struct sampler *s)
+{
+	for (int t = 0; t < SP_PROF_NTYPES; t++) {
+		if (!event_types[t] || !event_types[t]->after_start || !s->ev_state[t])
+			continue;
+		event_types[t]->after_start(s->ev_state[t]);
+		sampler__startup_mark(s->startup_log, s->startup_t0_ns,
+				      "--profile %s: start-up work after sampling started done",
+				      profile__type_info(t)->name);
+	}
 }
 
 void sampler__stop(struct sampler *s)

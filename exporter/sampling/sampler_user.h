@@ -76,6 +76,13 @@ struct sampler_opts {
 	 * walk out (--no-python). The agent fills py_procs (runtime/python/pytab.h).
 	 */
 	uint32_t python_max_procs;
+	/*
+	 * Start-up timeline (--verbose): when not NULL, each step of sampler__new() (kernel probes,
+	 * BPF object open, load, each program's verification, attaches) is logged there by
+	 * sampler__startup_mark() against startup_t0_ns (CLOCK_MONOTONIC ns, the agent's launch).
+	 */
+	FILE *startup_log;
+	uint64_t startup_t0_ns;
 };
 
 /* The targeting maps (bpf/filter.h): -1 for a filter that is not loaded. */
@@ -187,8 +194,21 @@ int sampler__attach_ctx_uprobe(struct sampler *s, const char *binary, const char
 			       uint32_t mode);
 /* The targeting maps (owned by the sampler). */
 void sampler__filter_maps(const struct sampler *s, struct sampler_filter_maps *out);
+/*
+ * One line of the start-up timeline on @f (NULL: nothing): "spanprof: start-up +S.SSS s: WHAT",
+ * S the seconds since @t0_ns (CLOCK_MONOTONIC ns), WHAT from printf-style @fmt.
+ */
+void sampler__startup_mark(FILE *f, uint64_t t0_ns, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Starts sampling when the sampler was made with start_disabled. */
 void sampler__start(struct sampler *s);
+/*
+ * The start-up work of the event types that comes after sampling started (the whole host's alloc
+ * scan of every process's files: seconds on a busy host, which would otherwise delay sampling).
+ * Once, after sampler__start() (sampler__new() calls it itself unless start_disabled), on the
+ * thread that delivers the samples. Logged on opts.startup_log.
+ */
+void sampler__after_start(struct sampler *s);
 /*
  * Stops sampling before the final drain: the perf events are disabled and every program stops
  * taking samples of any type (the flag sampler__start() set). What the ring holds stays there

@@ -101,6 +101,7 @@ enum job_kind {
 	JOB_REREAD,  /* re-read a new process once ld.so mapped its libraries */
 	JOB_MMAPPED, /* a process loaded at its exec mapped code: re-read it now, if unsampled */
 	JOB_REMOVE,  /* the process exited: forget it, release its tables */
+	JOB_PRELOAD, /* a process named on the command line, at start: read its maps, load them */
 };
 
 enum job_prio {
@@ -113,6 +114,7 @@ enum job_prio {
 struct job {
 	uint32_t pid; /* hash key */
 	int kind, prio;
+	int preload; /* queued as JOB_PRELOAD (a later request may have replaced the kind) */
 	uint64_t start_boot_ns;
 	uint64_t queued_ns;   /* when first queued (a replacement keeps it) */
 	struct procmaps maps; /* JOB_UPDATE: a copy of the executable mappings */
@@ -137,7 +139,8 @@ struct unwinder {
 	struct pending *pending;
 	struct pending *new_pending; /* re-reads of new processes, by the builder itself */
 	int refresh_prio;	     /* the priority of the maps hook calls o.refresh makes */
-	struct unwinder_stats pub;   /* u->st as of the last job, for unwinder__stats() */
+	int preloads;		   /* JOB_PRELOAD jobs not run yet (unwinder__preloads_pending()) */
+	struct unwinder_stats pub; /* u->st as of the last job, for unwinder__stats() */
 
 	struct chunk *chunks; /* o.maps.max_chunks slots */
 	uint32_t *free_ids;   /* stack of free table ids */
@@ -785,13 +788,14 @@ int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_bo
 	return err;
 }
 
-int unwinder__preload(struct unwinder *u, uint32_t pid)
+/* A process named on the command line, by the builder (JOB_PRELOAD). u->lock held. */
+static int load_named(struct unwinder *u, uint32_t pid)
 {
 	struct procmaps maps = {0};
-	int err = procmaps__read(pid, &maps);
+	int err = procmaps__read_filtered(pid, PROCMAPS_EXEC_ONLY, &maps);
 
 	if (!err)
-		err = unwinder__update_process(u, pid, 0, &maps);
+		err = update_locked(u, pid, 0, &maps);
 	procmaps__clear(&maps);
 	return err;
 }
@@ -901,6 +905,10 @@ static void queue_job(struct unwinder *u, uint32_t pid, int kind, int prio, uint
 	j->kind = kind;
 	j->prio = prio;
 	j->start_boot_ns = start_boot_ns;
+	if (kind == JOB_PRELOAD && !j->preload) {
+		j->preload = 1;
+		u->preloads++;
+	}
 	if (maps) {
 		j->maps = *maps;
 		memset(maps, 0, sizeof(*maps));
@@ -992,6 +1000,25 @@ void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 	/* No mapping at all (an unreadable maps file: the process is gone) removes it. */
 	queue_job(u, pid, copy.n ? JOB_UPDATE : JOB_REMOVE, u->refresh_prio, start_boot_ns, &copy);
 	pthread_mutex_unlock(&u->qlock);
+}
+
+int unwinder__preload(struct unwinder *u, uint32_t pid)
+{
+	pthread_mutex_lock(&u->qlock);
+	queue_job(u, pid, JOB_PRELOAD, PRIO_NEW, 0, NULL);
+	pthread_mutex_unlock(&u->qlock);
+	return 0;
+}
+
+int unwinder__preloads_pending(const struct unwinder *u_)
+{
+	struct unwinder *u = (struct unwinder *)u_; /* the lock only */
+	int n;
+
+	pthread_mutex_lock(&u->qlock);
+	n = u->preloads;
+	pthread_mutex_unlock(&u->qlock);
+	return n;
 }
 
 /* --- notifications --------------------------------------------------------------------------- */
@@ -1168,6 +1195,9 @@ static void run_job(struct unwinder *u, struct job *j)
 	case JOB_REMOVE:
 		remove_locked(u, j->pid);
 		break;
+	case JOB_PRELOAD:
+		load_named(u, j->pid);
+		break;
 	}
 }
 
@@ -1260,9 +1290,11 @@ static void *builder(void *arg)
 		publish(u); /* u->st as the lock leaves it */
 		pthread_mutex_unlock(&u->qlock);
 		pthread_mutex_unlock(&u->lock);
+		pthread_mutex_lock(&u->qlock);
+		if (j && j->preload) /* or the request for the process that replaced it */
+			u->preloads--;
 		if (j)
 			job_free(j);
-		pthread_mutex_lock(&u->qlock);
 	}
 	pthread_mutex_unlock(&u->qlock);
 	return NULL;

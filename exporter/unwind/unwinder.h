@@ -92,11 +92,16 @@ void unwinder__free(struct unwinder *u);
 int unwinder__update_process(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
 			     const struct procmaps *maps);
 /*
- * Loads process pid from its current /proc/PID/maps before any sample of it arrived, with an
- * unknown start time (0, which the walker accepts until the first sample's maps read replaces
- * it). For processes named on the command line, so that their first samples are walked by CFI.
+ * Queues process pid for the builder thread, first among its jobs: it loads the tables of the
+ * process's current /proc/PID/maps with an unknown start time (0, which the walker accepts until
+ * the first sample's maps read replaces it). For processes named on the command line: sampling
+ * starts without waiting for their tables; samples taken before they are in are marked "not
+ * loaded yet" (the leaf only), as for any process the agent has not loaded. Never waits for a
+ * build; 0 (a job it has no memory for is counted as dropped: the first sample loads the process).
  */
 int unwinder__preload(struct unwinder *u, uint32_t pid);
+/* unwinder__preload() requests not run yet by the builder (0: their tables are in, or failed). */
+int unwinder__preloads_pending(const struct unwinder *u);
 /* Queues unwinder__update_process() for the builder thread (with a copy of the executable
  * mappings of maps), shaped as the process table's maps hook (proctab__set_maps_hook()); ctx is
  * the unwinder. Never waits for a build. */
