@@ -275,9 +275,8 @@ static void kick_notifications(struct sampler *s)
 {
 	uint64_t one = 1;
 
-	if (!s->unw_cons ||
-	    __atomic_load_n(s->unw_cons, __ATOMIC_ACQUIRE) ==
-		__atomic_load_n(s->unw_prod, __ATOMIC_ACQUIRE))
+	if (!s->unw_cons || __atomic_load_n(s->unw_cons, __ATOMIC_ACQUIRE) ==
+				__atomic_load_n(s->unw_prod, __ATOMIC_ACQUIRE))
 		return;
 	if (write(s->unw_kick, &one, sizeof(one)) < 0) {
 		/* EAGAIN only (the count is at its maximum): the main thread is woken already */
@@ -465,13 +464,13 @@ static int fit_to_kernel(struct sampler *s, const struct sampler_opts *opts, int
 		s->unwind = 0;
 	}
 	/*
-	 * The mmap hook as an fentry where the kernel allows it, not a syscall tracepoint: that puts
-	 * every task on the slow system-call path. SPANPROF_MMAP_HOOK=tracepoint keeps the
+	 * The mmap hook as an fentry where the kernel allows it, not a syscall tracepoint: that
+	 * puts every task on the slow system-call path. SPANPROF_MMAP_HOOK=tracepoint keeps the
 	 * tracepoint (to measure, or for a kernel whose fentry misbehaves).
 	 */
-	s->mmap_fentry = kf.have[KFEAT_MMAP_FENTRY] == 1 &&
-			 !(getenv("SPANPROF_MMAP_HOOK") &&
-			   !strcmp(getenv("SPANPROF_MMAP_HOOK"), "tracepoint"));
+	s->mmap_fentry =
+	    kf.have[KFEAT_MMAP_FENTRY] == 1 &&
+	    !(getenv("SPANPROF_MMAP_HOOK") && !strcmp(getenv("SPANPROF_MMAP_HOOK"), "tracepoint"));
 	f = kfeatures__first_missing(&kf, NEED_FILEIDS);
 	if (*fileids && f != KFEAT_COUNT) {
 		fprintf(stderr,
