@@ -286,7 +286,10 @@ static __always_inline void fileid_on_exec(struct task_struct *p, __u32 pid,
 	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name),
 				      BPF_CORE_READ(exe, f_path.dentry, d_name.name)) < 0)
 		e->name[0] = '\0';
-	bpf_ringbuf_submit(e, 0);
+	/* As a sample: the drain thread reads the ring every 10 ms; a wakeup only when filling. */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes
+				  ? BPF_RB_FORCE_WAKEUP
+				  : BPF_RB_NO_WAKEUP);
 	bpf_map_update_elem(&fileid_paths_sent, &id, &one, BPF_ANY);
 	stat_inc(SP_STAT_FILEID_EXECS);
 }

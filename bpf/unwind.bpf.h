@@ -162,7 +162,7 @@ struct {
 /* exec / mmap / exit of known processes, so the agent refreshes their mappings at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 10);
+	__uint(max_entries, 64 << 10); /* UNWIND_EVENTS_WAKEUP_BYTES below: a quarter of it */
 } unwind_events SEC(".maps");
 
 /* State of one walk (no pointers: a global function writes it). */
@@ -185,15 +185,23 @@ struct unwind_walk {
 };
 
 /*
- * Sends a notification, waking the agent if the ring was empty. (Not waking it for some kinds
- * would delay the next ones too: a record left unread keeps the ring from waking the agent
- * again, and a new process's exec notification would wait for the agent's next poll.)
+ * Fill of unwind_events from which a notification wakes the agent: a quarter of the ring. Below
+ * it none does: the agent's drain thread looks at the ring's fill every 10 ms and has the main
+ * thread read it (exporter/sampling/sampler.c), so a notification waits at most that long. A
+ * wakeup is an irq_work (a self-IPI, a VM exit in a guest) run inside the hook: it was most of
+ * a new process's hook time (docs/performance.md, "Process hooks").
  */
+#define UNWIND_EVENTS_WAKEUP_BYTES (16u << 10)
+
+/* Sends a notification; wakes the agent only when the ring is filling (a burst). */
 static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 {
 	struct unwind_event ev = {.pid = pid, .kind = kind, .addr = addr};
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), 0))
+	if (bpf_ringbuf_query(&unwind_events, BPF_RB_AVAIL_DATA) >= UNWIND_EVENTS_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&unwind_events, &ev, sizeof(ev), flags))
 		stat_inc(SP_STAT_EVENT_DROP);
 	else
 		stat_inc(SP_STAT_EVENTS);
@@ -668,16 +676,14 @@ static __always_inline void unwind_on_exit(__u32 pid)
 
 /*
  * A known process maps code (dlopen, a new library): have the agent read its maps. At the
- * syscall's entry, so that the mapping's protection is an argument: mappings that are not
+ * mmap's entry, so that the mapping's protection is an argument: mappings that are not
  * executable (most: data, heap, stacks, the read-only parts of libraries) cost one test, with
  * no map lookup. The agent re-reads the maps 20 ms after the notification, when the mapping is
  * long there (a failed mmap only costs a needless re-read). The protection a process under
- * READ_IMPLIES_EXEC maps readable memory with is executable too.
+ * READ_IMPLIES_EXEC maps readable memory with is executable too. @prot: mmap(2)'s.
  */
-SEC("tracepoint/syscalls/sys_enter_mmap")
-int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
+static __always_inline int unwind_on_mmap(__u64 prot)
 {
-	__u64 prot = ctx->args[2];
 	__u32 pid;
 
 	if (!(prot & SP_PROT_EXEC) &&
@@ -689,6 +695,28 @@ int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
 		return 0;
 	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
 	return 0;
+}
+
+/*
+ * The mmap hook, an fentry on the function the mmap(2) and mmap_pgoff(2) system calls run
+ * (mm/mmap.c; prot its third argument): it costs the processes that map something, and only
+ * them. The agent's choice where the kernel's BTF has the function and fentry attaches.
+ */
+SEC("fentry/ksys_mmap_pgoff")
+int BPF_PROG(on_mmap_fentry, unsigned long addr, unsigned long len, unsigned long prot)
+{
+	return unwind_on_mmap(prot);
+}
+
+/*
+ * The mmap hook's fallback: the syscall's entry tracepoint. Any syscall tracepoint in use puts
+ * every task of the host on the slow system-call path (each system call of each process pays
+ * for it), hence fentry first.
+ */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_unw_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	return unwind_on_mmap(ctx->args[2]);
 }
 
 #endif /* SPANPROF_UNWIND_BPF_H */

@@ -4,9 +4,11 @@ Every workload is compiled -O2 -fomit-frame-pointer, so frame-pointer walking br
 frame; each test wants at least 99% of the samples of the workload to unwind to main (or to the
 thread start routine) with exactly the expected frames.
 """
+import ctypes
 import glob
 import json
 import os
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -46,19 +48,23 @@ def from_main(frames):
     return frames[frames.index("main"):] if "main" in frames else None
 
 
-def record_watched(spanprof, outdir, *args, on_start=None, timeout=60):
+def record_watched(spanprof, outdir, *args, on_start=None, timeout=60, env=None, links=None):
     """record(), also checking that none of the agent's BPF programs outlives it. on_start runs
     once the agent says it samples (its startup takes seconds on a loaded machine). Its
-    --stats-json document: unwind_stats(outdir)."""
+    --stats-json document: unwind_stats(outdir). env: added to the agent's environment; links:
+    a list that gets the agent's BPF links then (bpf_links())."""
     cmd = [str(spanprof), "record", "--output-dir", str(outdir), "--stats-json",
            str(stats_path(outdir)), *map(str, args)]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **(env or {})))
     lines = []
     ids = set()
     for line in p.stderr:
         lines.append(line)
         if "sampling" in line and not ids:
             ids = bpf_prog_ids(p.pid)
+            if links is not None:
+                links.extend(bpf_links(p.pid))
             if on_start:
                 on_start()
     p.wait(timeout=timeout)
@@ -125,13 +131,67 @@ def test_shared_and_dlopened_library(spanprof, bins, procs, tmp_path):
     assert good / total >= 0.99, f"{good}/{total} complete\n{stacks[:5]}"
 
 
-def test_code_mapped_after_start_gets_tables(spanprof, bins, procs, tmp_path):
-    """dlopen after the agent started: the mmap hook has the table loaded at once."""
+def bpf_links(pid):
+    """The BPF links a process holds: one dict of its fdinfo fields each (link_type, prog_id,
+    tp_name for a tracepoint's), with the program's name as prog_name."""
+    links = []
+    for f in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            fields = dict(line.rstrip("\n").split(":\t", 1) for line in open(f) if ":\t" in line)
+        except OSError:
+            continue
+        if "link_type" in fields and "prog_id" in fields:
+            res = subprocess.run(["bpftool", "-j", "prog", "show", "id", fields["prog_id"]],
+                                 capture_output=True, text=True)
+            fields["prog_name"] = json.loads(res.stdout or "{}").get("name", "?")
+            links.append(fields)
+    return links
+
+
+def fentry_refused(func):
+    """Why this kernel takes no fentry program on @func (a string), or None when it loads one.
+    Asked of the kernel directly (bpf(BPF_PROG_LOAD) of "return 0" for the function's BTF id),
+    not of spanprof's own probe."""
+    dump = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                          capture_output=True, text=True).stdout
+    ids = [line.split("]")[0][1:] for line in dump.splitlines() if f"FUNC '{func}'" in line]
+    if not ids:
+        return f"{func} is not in the kernel's BTF"
+    insns = bytes.fromhex("b700000000000000" "9500000000000000")  # r0 = 0; exit
+    lic = ctypes.create_string_buffer(b"GPL")
+    ibuf = ctypes.create_string_buffer(insns, len(insns))
+    attr = ctypes.create_string_buffer(128)  # union bpf_attr, BPF_PROG_LOAD's fields
+    # prog_type BPF_PROG_TYPE_TRACING, insn_cnt, insns, license
+    struct.pack_into("IIQQ", attr, 0, 26, 2, ctypes.addressof(ibuf), ctypes.addressof(lic))
+    struct.pack_into("I", attr, 68, 24)  # expected_attach_type BPF_TRACE_FENTRY
+    struct.pack_into("I", attr, 108, int(ids[0]))  # attach_btf_id
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(321, 5, attr, 128)  # __NR_bpf (x86-64), BPF_PROG_LOAD
+    if fd < 0:
+        return f"the kernel refuses fentry programs on {func}: {os.strerror(ctypes.get_errno())}"
+    os.close(fd)
+    return None
+
+
+@pytest.mark.parametrize("hook", ["fentry", "tracepoint"])
+def test_code_mapped_after_start_gets_tables(spanprof, bins, procs, tmp_path, hook):
+    """dlopen after the agent started: the mmap hook has the table loaded at once, whether it
+    is the fentry on ksys_mmap_pgoff (where the kernel takes one) or the syscall tracepoint
+    (the fallback; SPANPROF_MMAP_HOOK=tracepoint chooses it)."""
+    if hook == "fentry" and (why := fentry_refused("ksys_mmap_pgoff")):
+        pytest.skip(why)
     trigger = tmp_path / "go"
     p = procs.start(bins["libs"], "60", trigger, bins["libb"])
     out = tmp_path / "out"
+    links = []
     err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
-                         on_start=lambda: (time.sleep(0.5), trigger.touch()))
+                         on_start=lambda: (time.sleep(0.5), trigger.touch()), links=links,
+                         env={"SPANPROF_MMAP_HOOK": hook})
+    mmap_links = [(ln["link_type"], ln["prog_name"], ln.get("tp_name")) for ln in links
+                  if "mmap" in ln["prog_name"]]
+    want = (("tracing", "on_mmap_fentry", None) if hook == "fentry"
+            else ("perf", "on_unw_mmap", "sys_enter_mmap"))
+    assert mmap_links == [want], (links, err)
     stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_libs"))
     in_lib = [(f, c) for f, c in stacks if "lb_spin" in f]
     good, total = fraction(in_lib, lambda f: (from_main(f) or [])[:4] ==

@@ -1,29 +1,38 @@
 #!/usr/bin/env python3
-"""bench/hook_cost: BPF time of spanprof's process hooks (exec, exit, mmap) per new process.
+"""bench/hook_cost: BPF time of the process hooks (exec, exit, mmap) per new process, spanprof's and
+the OpenTelemetry eBPF profiler's in the same invocation.
 
-A new process costs the agent's BPF programs that run on process events: the exec tracepoint
-(sched_process_exec), the exit tracepoint (sched_process_exit, once per thread) and the mmap
-syscall (every mmap(2) of every process; the ones of executable memory of a loaded process
-are looked at further). With BPF run-time statistics on (a BPF_ENABLE_STATS descriptor held for
-the run, which other tools' writes to kernel.bpf_stats_enabled do not turn off; else that sysctl,
-restored after), the script reads run_time_ns and run_cnt of every BPF program the agent holds except the
-sampler (on_cpu_sample) around two spawn windows, with `spanprof record` profiling the whole host
-(19 Hz: every new process is targeted, as by default):
+A new process costs an agent's BPF programs that run on process events. spanprof's: the exec
+tracepoint (sched_process_exec), the exit tracepoint (sched_process_exit, once per thread), the
+mmap hook (every mmap(2) of every process; the ones of executable memory of a loaded process
+are looked at further) and the prctl hook of the span links (every prctl(2)). The OpenTelemetry
+profiler's (--peer): sched_process_free (once per process) and sys_exit_prctl (every prctl(2));
+it has no exec or mmap hook (it learns of a process from its first sample). Both are counted
+alike: every BPF program the agent holds that is not a perf_event program (the samplers, and
+the OpenTelemetry profiler's tail-called unwinders, run per sample, not per process).
+
+With BPF run-time statistics on (a BPF_ENABLE_STATS descriptor held for the run, which other
+tools' writes to kernel.bpf_stats_enabled do not turn off; else that sysctl, restored after),
+the script reads run_time_ns and run_cnt of those programs around two spawn windows, the agent
+profiling the whole host at 19 Hz (every new process is targeted, as by default):
 
   * /bin/true      N fork+exec of /bin/true (ld.so maps libc);
   * 4 libraries    N/3 fork+exec of bench/workloads/spawnmany.c, which dlopens libm, libz,
                    libelf and libcrypto (more mmaps of executable code per process);
 
-and around an idle window (no spawning) of the same length before each, whose BPF time per
+and around an idle window (no spawning) of the same length after each, whose BPF time per
 second is taken off (the other processes of the machine run the same hooks). Prints, per agent
 and workload, the hook time per new process (median over the rounds; min..max), each program's
-ns per run and runs per new process, and with --baseline BIN (for example a build of main) the
-same for that agent, measured in turns in the same invocation, and the ratio agent/baseline.
+ns per run and runs per new process; with --baseline BIN (for example a build of main) the same
+for that spanprof binary, and with --peer BIN for the OpenTelemetry profiler (its receiver: the
+Go test collector, integration/testcollector, built here), each agent in turns in every round,
+and the ratios agent/baseline and agent/peer. A --peer that does not exist is said and left out.
 
 Needs root and bpftool. Never fails on the figures; exit status non-zero only if something
 failed to run.
-Usage: python3 bench/process/hook_cost.py [--build DIR] [--baseline BIN] [--spawns N] [--rounds R]
-       make bench-hooks [BUILD=dir] [BENCH_HOOKS_ARGS="--baseline main/build/spanprof"]
+Usage: python3 bench/process/hook_cost.py [--build DIR] [--baseline BIN] [--peer BIN]
+                                          [--spawns N] [--rounds R]
+       make bench-hooks [BUILD=dir] [BENCH_HOOKS_ARGS="--peer /tmp/otelprof/ebpf-profiler"]
 """
 import argparse
 import ctypes
@@ -44,7 +53,7 @@ import unwind_bpf as ub  # noqa: E402
 from benchproc import BenchError, spawn  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLER = "on_cpu_sample"
+SAMPLER_TYPE = "perf_event"  # the samplers: per sample, not per process
 LIBS = ["libm.so.6", "libz.so.1", "libelf.so.1", "libcrypto.so.3"]
 
 
@@ -62,20 +71,27 @@ def log(msg):
     print(f"hook_cost: {msg}", file=sys.stderr, flush=True)
 
 
-def hook_progs(pid, timeout=60):
-    """{prog id: name} of the agent's BPF programs but the sampler, once the sampler is loaded."""
+def hook_progs(pid, timeout=120):
+    """{prog id: name} of the agent's BPF programs but its samplers (perf_event programs), once a
+    sampler is loaded and the set has stopped growing for a second."""
     deadline = time.monotonic() + timeout
+    last = None
     while time.monotonic() < deadline:
-        progs = {}
+        progs, sampler = {}, False
         for pid_ in benchproc.prog_ids(pid):
             try:
-                progs[pid_] = ub.bpftool("prog", "show", "id", str(pid_)).get("name", "?")
+                p = ub.bpftool("prog", "show", "id", str(pid_))
             except BenchError:
                 continue
-        if SAMPLER in progs.values():
-            return {k: v for k, v in progs.items() if v != SAMPLER}
-        time.sleep(0.2)
-    raise BenchError(f"agent {pid} did not load {SAMPLER} within {timeout} s")
+            if p.get("type") == SAMPLER_TYPE:
+                sampler = True
+            else:
+                progs[pid_] = p.get("name", "?")
+        if sampler and progs and progs == last:
+            return progs
+        last = progs if sampler else None
+        time.sleep(1)
+    raise BenchError(f"agent {pid} loaded no sampler and hooks within {timeout} s")
 
 
 def snap(progs):
@@ -90,14 +106,25 @@ def delta(progs, a, b):
     return {i: (b[i][0] - a[i][0], b[i][1] - a[i][1]) for i in progs}, b["t"] - a["t"]
 
 
-def one_agent(spanprof, tmp, spawner, nspawn):
+def start_agent(kind, binary, tmp, collector):
+    """The agent profiling the whole host at 19 Hz: spanprof record, or the OpenTelemetry
+    profiler sending to the test collector at @collector (host:port)."""
+    err = open(tmp / "stderr", "w")
+    if kind == "peer":
+        return spawn([binary, "-collection-agent", collector, "-disable-tls",
+                      "-samples-per-second", "19"], stdout=err, stderr=subprocess.STDOUT)
+    return spawn([binary, "record", "--frequency", "19", "--quiet", "--output-dir", tmp / "out"],
+                 stdout=subprocess.DEVNULL, stderr=err)
+
+
+def one_agent(kind, binary, tmp, spawner, nspawn, collector):
     """One agent run: {workload: (ns per new process, {name: (ns/run, runs per process)})}."""
-    out = tmp / "out"
-    agent = spawn([spanprof, "record", "--frequency", "19", "--quiet", "--output-dir", out],
-                  stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
+    agent = start_agent(kind, binary, tmp, collector)
     res = {}
     try:
         progs = hook_progs(agent.pid)
+        if kind == "peer":  # its tracepoints are attached last
+            wait_log(tmp / "stderr", "Attached sched monitor", agent)
         time.sleep(3)  # the first pass over the host's processes
         work = {"/bin/true": (nspawn, ["/bin/true"]),
                 "4 libraries": (max(nspawn // 3, 1), [spawner, "--libs", *LIBS])}
@@ -122,17 +149,52 @@ def one_agent(spanprof, tmp, spawner, nspawn):
                     per[nm] = (busy[i][0] / busy[i][1], runs / n)
             res[name] = (total / n, per)
         if agent.poll() is not None:
-            raise BenchError(f"spanprof exited {agent.returncode}: "
+            raise BenchError(f"{binary} exited {agent.returncode}: "
                              + (tmp / "stderr").read_text()[-2000:])
     finally:
         benchproc.stop(agent, signal.SIGINT, timeout=30)  # the figures are in already
     return res
 
 
+def wait_log(path, text, proc, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise BenchError(f"no '{text}' from the agent: " + path.read_text()[-2000:])
+
+
+def start_collector(tmp):
+    """The OTLP receiver of the peer: integration/testcollector, built with go. Its process and
+    host:port."""
+    import socket
+    if not shutil.which("go"):
+        raise BenchError("--peer needs go (to build integration/testcollector, its receiver)")
+    exe = tmp / "testcollector"
+    subprocess.run(["go", "build", "-o", exe, "."], cwd=ROOT / "integration/testcollector",
+                   check=True)
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    p = spawn([exe, "-listen", f"127.0.0.1:{port}", "-out", tmp / "received.jsonl"],
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as so:
+            if so.connect_ex(("127.0.0.1", port)) == 0:
+                return p, f"127.0.0.1:{port}"
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise BenchError("the test collector did not listen")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--baseline", help="another spanprof binary, measured in turns")
+    ap.add_argument("--peer", help="the OpenTelemetry eBPF profiler's binary, measured in turns")
     ap.add_argument("--spawns", type=int, default=300, help="/bin/true processes per window")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
@@ -140,12 +202,16 @@ def main():
         raise BenchError("needs root")
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
-    agents = [("agent", Path(a.build) / "spanprof")]
+    agents = [("agent", "spanprof", Path(a.build) / "spanprof")]
     if a.baseline:
-        agents.append(("baseline", Path(a.baseline)))
-    for _, b in agents:
+        agents.append(("baseline", "spanprof", Path(a.baseline)))
+    for _, _, b in agents:
         if not b.exists():
             raise BenchError(f"{b} missing")
+    if a.peer and not Path(a.peer).exists():
+        log(f"peer {a.peer} missing: spanprof's figures alone")
+    elif a.peer:
+        agents.append(("peer", "peer", Path(a.peer)))
     results = {}
     stats_fd = enable_bpf_stats()
     prev = Path(ub.STATS_SYSCTL).read_text().strip()
@@ -155,16 +221,22 @@ def main():
         subprocess.run(["cc", "-O2", "-o", spawner, ROOT / "bench/workloads/spawnmany.c"],
                        check=True)
         subprocess.run([spawner, "1", spawner, "--libs", *LIBS], check=True)
+        collector = None
         try:
+            if any(k == "peer" for _, k, _ in agents):
+                collector, addr = start_collector(tmp)
             if stats_fd is None:
                 Path(ub.STATS_SYSCTL).write_text("1\n")
             for rnd in range(a.rounds):
                 order = agents if rnd % 2 == 0 else agents[::-1]
-                for tag, binary in order:
+                for tag, kind, binary in order:
                     log(f"round {rnd + 1}: {tag} ({binary})")
-                    for wl, r in one_agent(binary, tmp, spawner, a.spawns).items():
+                    for wl, r in one_agent(kind, binary, tmp, spawner, a.spawns,
+                                           collector and addr).items():
                         results.setdefault((tag, wl), []).append(r)
         finally:
+            if collector:
+                benchproc.stop(collector, signal.SIGTERM)
             if stats_fd is None:
                 Path(ub.STATS_SYSCTL).write_text(prev + "\n")
             else:
@@ -183,11 +255,11 @@ def main():
             vals = [r[1][n] for r in rs if n in r[1]]
             print(f"      {n:20s} {statistics.median(v[0] for v in vals):7.0f} ns/run  "
                   f"{statistics.median(v[1] for v in vals):6.2f} runs per new process")
-    if a.baseline:
+    for other, _, _ in agents[1:]:
         for wl in ("/bin/true", "4 libraries"):
-            b = med["baseline", wl]
+            b = med[other, wl]
             if b > 0:
-                print(f"  ratio agent/baseline {wl}: {med['agent', wl] / b:.2f}")
+                print(f"  ratio agent/{other} {wl}: {med['agent', wl] / b:.2f}")
     if stats_fd is None:
         print(f"kernel.bpf_stats_enabled restored to {Path(ub.STATS_SYSCTL).read_text().strip()}")
     return 0

@@ -4,20 +4,30 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "sampling/features.h"
 
 /* How each feature is probed, and the upstream version that brought it (kernel git history). */
-enum probe_kind { PROBE_BTF, PROBE_PROG, PROBE_MAP, PROBE_HELPER, PROBE_TP_NARGS, PROBE_MEMBER };
+enum probe_kind {
+	PROBE_BTF,
+	PROBE_PROG,
+	PROBE_MAP,
+	PROBE_HELPER,
+	PROBE_TP_NARGS,
+	PROBE_MEMBER,
+	PROBE_FENTRY, /* an fentry program on kernel function tp loads */
+};
 
 static const struct kfeature_def {
 	const char *name, *since;
 	enum probe_kind kind;
 	int prog_type;		 /* PROBE_PROG, PROBE_HELPER: the program type */
 	int id;			 /* map type, helper id, or the argument count (PROBE_TP_NARGS) */
-	const char *tp, *member; /* PROBE_TP_NARGS: tracepoint; PROBE_MEMBER: struct, member */
+	const char *tp, *member; /* PROBE_TP_NARGS: tracepoint; PROBE_MEMBER: struct, member;
+				    PROBE_FENTRY: function */
 } defs[KFEAT_COUNT] = {
     [KFEAT_BTF] = {"kernel BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF)", "5.4", PROBE_BTF},
     [KFEAT_PERF_EVENT_PROG] = {"perf_event BPF programs", "4.9", PROBE_PROG,
@@ -42,6 +52,8 @@ static const struct kfeature_def {
 				 PROBE_TP_NARGS, 0, 4, "sched_switch"},
     [KFEAT_MAPLE_TREE] = {"VMAs in a maple tree (mm_struct.mm_mt)", "6.1", PROBE_MEMBER, 0, 0,
 			  "mm_struct", "mm_mt"},
+    [KFEAT_MMAP_FENTRY] = {"fentry programs on ksys_mmap_pgoff() (the mmap hook)", "5.5",
+			   PROBE_FENTRY, 0, 0, "ksys_mmap_pgoff"},
 };
 
 const char *kfeature__name(enum kfeature feat)
@@ -129,6 +141,31 @@ int kfeatures__btf_has_member(const char *type, const char *member)
 }
 
 /*
+ * 1 when an fentry program on kernel function @func loads: the function is in @btf, and the
+ * kernel takes such programs (a kernel whose security policy refuses them says EPERM only at
+ * the load, which would fail the whole object). The program (return 0) is closed at once,
+ * never attached. 0 otherwise.
+ */
+static int fentry_loads(const struct btf *btf, const char *func)
+{
+	const struct bpf_insn ret0[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	int id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC), fd;
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
+
+	if (id <= 0)
+		return 0;
+	o.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2, &o);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/*
  * @btf: the kernel's BTF, parsed once for every probe that reads it (a few MiB to parse: a tenth
  * of a second, more on a loaded machine, before sampling can start); NULL when unreadable.
  */
@@ -160,6 +197,10 @@ static int8_t probe(const struct kfeature_def *d, const struct btf *btf)
 			return -1;
 		r = btf_has_member(btf, d->tp, d->member);
 		return r < 0 ? -1 : r;
+	case PROBE_FENTRY:
+		if (!btf)
+			return -1;
+		return fentry_loads(btf, d->tp);
 	default:
 		return -1;
 	}

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,6 +40,15 @@ struct sampler {
 	struct sampler_bpf *skel;
 	struct ring_buffer *rb;	    /* the sample ring: consumed under qlock, into q */
 	struct ring_buffer *rb_unw; /* the unwinder's notifications: the main thread's */
+	/*
+	 * Notifications wake nobody until their ring is a quarter full (bpf/unwind.bpf.h): the
+	 * drain thread compares the ring's positions every DRAIN_PERIOD_MS and, when it holds
+	 * records, counts unw_kick (an eventfd the main thread polls besides the ring). -1 / NULL
+	 * when absent (then the main thread reads the ring at each of its polls, <= 100 ms).
+	 */
+	int unw_kick;
+	const unsigned long *unw_cons, *unw_prod;
+	size_t unw_page;
 	size_t rb_bytes;
 	/*
 	 * The drain thread empties the sample ring into q every DRAIN_PERIOD_MS, however long the
@@ -60,6 +71,7 @@ struct sampler {
 	sampler_event_cb event_cb;
 	struct bpf_link *proc_links[2]; /* process hooks (bpf/prochooks.bpf.h): exec, exit */
 	struct bpf_link *unw_mmap_link;
+	int mmap_fentry; /* the mmap hook is tried as an fentry first (else the tracepoint) */
 	struct sampler_unwind_maps unw;
 	int unwind;
 	int threadctx;
@@ -128,13 +140,26 @@ static int attach_proc_hooks(struct sampler *s)
 
 static void attach_mmap_hook(struct sampler *s)
 {
-	s->unw_mmap_link = attach_tracepoint(s->skel->progs.on_unw_mmap);
+	const char *how = "fentry on ksys_mmap_pgoff";
+
+	if (s->mmap_fentry) {
+		s->unw_mmap_link = bpf_program__attach(s->skel->progs.on_mmap_fentry);
+		if (!s->unw_mmap_link && getenv("SPANPROF_DEBUG"))
+			fprintf(stderr, "spanprof: the mmap hook's fentry did not attach (%s)\n",
+				strerror(errno));
+	}
+	if (!s->unw_mmap_link) {
+		how = "tracepoint syscalls/sys_enter_mmap";
+		s->unw_mmap_link = attach_tracepoint(s->skel->progs.on_unw_mmap);
+	}
 	if (!s->unw_mmap_link)
 		fprintf(stderr,
 			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_enter_mmap: "
 			"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
 			"is found when its first PC is sampled\n",
 			strerror(errno));
+	else if (getenv("SPANPROF_DEBUG"))
+		fprintf(stderr, "spanprof: mmap hook: %s\n", how);
 }
 
 /* One record of the sample ring, from the queue: to the recorder. */
@@ -216,7 +241,54 @@ static int deliver_queue(struct sampler *s, uint64_t budget_ns)
 /* Per sampler__poll(): the main loop's other duties come back at least this often. */
 #define DELIVER_BUDGET_NS (200 * 1000000ull)
 
-/* The drain thread: nothing but moving records from the ring to the queue. */
+/*
+ * Maps the notification ring's two position pages read-only and opens the eventfd the drain
+ * thread counts: the layout of a BPF_MAP_TYPE_RINGBUF's mmap (kernel/bpf/ringbuf.c: the
+ * consumer position at offset 0, the producer position one page further, each an unsigned
+ * long). Without them the main thread reads the ring at each of its polls.
+ */
+static void watch_notifications(struct sampler *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.unwind_events);
+	void *cons, *prod;
+
+	s->unw_page = (size_t)sysconf(_SC_PAGESIZE);
+	cons = mmap(NULL, s->unw_page, PROT_READ, MAP_SHARED, fd, 0);
+	prod = mmap(NULL, s->unw_page, PROT_READ, MAP_SHARED, fd, (off_t)s->unw_page);
+	s->unw_kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (cons == MAP_FAILED || prod == MAP_FAILED || s->unw_kick < 0) {
+		fprintf(stderr,
+			"spanprof: warning: cannot watch the unwinder's notifications (%s): they "
+			"are read every 100 ms\n",
+			strerror(errno));
+		if (cons != MAP_FAILED)
+			munmap(cons, s->unw_page);
+		if (prod != MAP_FAILED)
+			munmap(prod, s->unw_page);
+		if (s->unw_kick >= 0)
+			close(s->unw_kick);
+		s->unw_kick = -1;
+		return;
+	}
+	s->unw_cons = cons;
+	s->unw_prod = prod;
+}
+
+/* The drain thread: notifications are waiting (the ring's positions differ): wake the main one. */
+static void kick_notifications(struct sampler *s)
+{
+	uint64_t one = 1;
+
+	if (!s->unw_cons || __atomic_load_n(s->unw_cons, __ATOMIC_ACQUIRE) ==
+				__atomic_load_n(s->unw_prod, __ATOMIC_ACQUIRE))
+		return;
+	if (write(s->unw_kick, &one, sizeof(one)) < 0) {
+		/* EAGAIN only (the count is at its maximum): the main thread is woken already */
+	}
+}
+
+/* The drain thread: moves records from the ring to the queue, wakes the main thread for
+ * notifications. */
 #define DRAIN_PERIOD_MS 10
 
 static void *drainer_main(void *arg)
@@ -233,6 +305,7 @@ static void *drainer_main(void *arg)
 	while (!__atomic_load_n(&s->drainer_stop, __ATOMIC_ACQUIRE)) {
 		poll(&pfd, 1, DRAIN_PERIOD_MS);
 		ring_to_queue(s);
+		kick_notifications(s);
 	}
 	return NULL;
 }
@@ -473,6 +546,14 @@ static int fit_to_kernel(struct sampler *s, const struct sampler_opts *opts, int
 			kfeature__name(f), kfeature__since(f));
 		s->unwind = 0;
 	}
+	/*
+	 * The mmap hook as an fentry where the kernel allows it, not a syscall tracepoint: that
+	 * puts every task on the slow system-call path. SPANPROF_MMAP_HOOK=tracepoint keeps the
+	 * tracepoint (to measure, or for a kernel whose fentry misbehaves).
+	 */
+	s->mmap_fentry =
+	    kf.have[KFEAT_MMAP_FENTRY] == 1 &&
+	    !(getenv("SPANPROF_MMAP_HOOK") && !strcmp(getenv("SPANPROF_MMAP_HOOK"), "tracepoint"));
 	f = kfeatures__first_missing(&kf, NEED_FILEIDS);
 	if (*fileids && f != KFEAT_COUNT) {
 		fprintf(stderr,
@@ -500,6 +581,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		return NULL;
 	pthread_mutex_init(&s->qlock, NULL);
 	s->qlock_on = 1;
+	s->unw_kick = -1;
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
 	s->startup_log = opts->startup_log;
@@ -566,6 +648,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
 		bpf_program__set_autoload(s->skel->progs.on_unw_mmap, false);
 	}
+	/* The tracepoint loads too: the fallback where the fentry does not attach. */
+	bpf_program__set_autoload(s->skel->progs.on_mmap_fentry, s->unwind && s->mmap_fentry);
 
 	s->python = opts->python_max_procs > 0;
 	s->skel->rodata->python_enabled = s->python;
@@ -682,6 +766,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 				strerror(-err));
 			goto cleanup;
 		}
+		watch_notifications(s);
 		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
 		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
 		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
@@ -825,6 +910,12 @@ void sampler__free(struct sampler *s)
 	}
 	ring_buffer__free(s->rb);
 	ring_buffer__free(s->rb_unw);
+	if (s->unw_cons) {
+		munmap((void *)s->unw_cons, s->unw_page);
+		munmap((void *)s->unw_prod, s->unw_page);
+	}
+	if (s->unw_kick >= 0)
+		close(s->unw_kick);
 	samplequeue__free(s->q);
 	samplequeue__free(s->qread);
 	free(s->scratch);
@@ -840,12 +931,20 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = 0;
 
-	if (s->rb_unw)
-		n = ring_buffer__poll(s->rb_unw, timeout_ms);
-	else if (timeout_ms > 0)
+	if (s->rb_unw) {
+		/* The ring wakes its epoll descriptor only when filling: the drain thread kicks. */
+		struct pollfd pfd[2] = {{.fd = ring_buffer__epoll_fd(s->rb_unw), .events = POLLIN},
+					{.fd = s->unw_kick, .events = POLLIN}};
+		uint64_t count;
+
+		poll(pfd, s->unw_kick >= 0 ? 2 : 1, timeout_ms);
+		if (s->unw_kick >= 0 && read(s->unw_kick, &count, sizeof(count)) < 0) {
+			/* EAGAIN: not kicked */
+		}
+		n = ring_buffer__consume(s->rb_unw);
+	} else if (timeout_ms > 0) {
 		poll(NULL, 0, timeout_ms);
-	if (n == -EINTR)
-		n = 0;
+	}
 	if (n < 0)
 		return n;
 	/* Samples wake nobody until the ring is a quarter full (ringbuf_wakeup_bytes). */
