@@ -79,24 +79,24 @@ static size_t eh_frame(unsigned char *out, uint64_t code, size_t *hdr_size)
 	uint64_t eh = code + ((sizeof(stub) + 7) & ~7ul);
 	struct buf w = {.n = 0};
 	static const unsigned char cie[] = {
-	    'z', 'R', 0, /* augmentation: a pointer encoding follows */
-	    1,		 /* code alignment factor */
-	    0x78,	 /* data alignment factor -8 */
-	    16,		 /* return address: DWARF register 16 */
-	    1, 0x1b,	 /* augmentation data: FDE pointers pcrel sdata4 */
-	    0x0c, 7, 8,	 /* DW_CFA_def_cfa rsp+8 */
-	    0x90, 1,	 /* DW_CFA_offset r16 at cfa-8 */
-	    0, 0,	 /* DW_CFA_nop padding */
+	    'z',  'R',	0, /* augmentation: a pointer encoding follows */
+	    1,		   /* code alignment factor */
+	    0x78,	   /* data alignment factor -8 */
+	    16,		   /* return address: DWARF register 16 */
+	    1,	  0x1b,	   /* augmentation data: FDE pointers pcrel sdata4 */
+	    0x0c, 7,	8, /* DW_CFA_def_cfa rsp+8 */
+	    0x90, 1,	   /* DW_CFA_offset r16 at cfa-8 */
+	    0,	  0,	   /* DW_CFA_nop padding */
 	};
 	static const unsigned char fde_insns[] = {
-	    0,		/* augmentation data length */
-	    0x41,	/* DW_CFA_advance_loc 1: after push %rbp */
-	    0x0e, 16,	/* DW_CFA_def_cfa_offset 16 */
-	    0x86, 2,	/* DW_CFA_offset r6 (rbp) at cfa-16 */
-	    0x45,	/* DW_CFA_advance_loc 5: after pop %rbp */
-	    0x0e, 8,	/* DW_CFA_def_cfa_offset 8 */
-	    0xc6,	/* DW_CFA_restore r6 */
-	    0, 0,	/* padding */
+	    0,	      /* augmentation data length */
+	    0x41,     /* DW_CFA_advance_loc 1: after push %rbp */
+	    0x0e, 16, /* DW_CFA_def_cfa_offset 16 */
+	    0x86, 2,  /* DW_CFA_offset r6 (rbp) at cfa-16 */
+	    0x45,     /* DW_CFA_advance_loc 5: after pop %rbp */
+	    0x0e, 8,  /* DW_CFA_def_cfa_offset 8 */
+	    0xc6,     /* DW_CFA_restore r6 */
+	    0,	  0,  /* padding */
 	};
 	uint32_t fde_at, ptr_at;
 
@@ -179,8 +179,8 @@ int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 3, start;
 	int with_unwind = !(argc > 2 && !strcmp(argv[2], "--no-unwind"));
-	unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				  -1, 0);
+	unsigned char *mem =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void (*code)(void (*)(void));
 	char line[16];
 

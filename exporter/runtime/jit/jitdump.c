@@ -82,13 +82,14 @@ static void forget_pending(struct jitdump *d)
 static void forget_unwind(struct jitdump *d)
 {
 	forget_pending(d);
+	if (d->nunw)
+		d->unw_gen++;
 	for (size_t i = 0; i < d->nunw; i++)
 		free(d->unw[i].eh_frame);
 	free(d->unw);
 	d->unw = NULL;
 	d->nunw = d->capunw = 0;
 	d->unw_bytes = 0;
-	d->unw_gen++;
 }
 
 /* Index of the first entry ending after @addr (entries are sorted and do not overlap). */
