@@ -279,6 +279,7 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	/* jitdump unwinding records and the JIT CFI tables built from them (docs/jit.md). */
 	put_u(b, unw, "records", j->unwind_records);
 	put_u(b, unw, "used", j->unwind_used);
+	put_u(b, skipped, "no_eh_frame", j->unwind_empty);
 	put_u(b, skipped, "bad_size", j->unwind_bad);
 	put_u(b, skipped, "no_code_load", j->unwind_unused);
 	put_u(b, skipped, "over_cap", j->unwind_full);

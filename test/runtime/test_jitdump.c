@@ -448,12 +448,15 @@ static void test_unwind_truncated_garbage(void **unused)
 	/* unwinding_size larger than the record: its sizes are not followed. */
 	unwinding(&w, "12345678", 8, 8, 4096);
 	load(&w, 0x1000, 0x10, "a");
-	/* eh_frame_hdr_size not below unwinding_size: no .eh_frame at all. */
-	unwinding(&w, "12345678", 8, 8, 8);
+	/* eh_frame_hdr_size above unwinding_size. */
+	unwinding(&w, "12345678", 8, 8, 4);
 	load(&w, 0x2000, 0x10, "b");
 	/* unwinding_size near 2^64: no wrap-around. */
 	unwinding(&w, "12345678", 8, 8, UINT64_MAX - 4);
 	load(&w, 0x3000, 0x10, "c");
+	/* An .eh_frame_hdr only (V8's record for code without CFI): nothing to attach. */
+	unwinding(&w, "", 0, 20, 0);
+	load(&w, 0x3800, 0x10, "c2");
 	/* Shorter than its three sizes. */
 	rec_header(&w, JIT_CODE_UNWINDING_INFO, 16 + 8);
 	put64(&w, 8);
@@ -477,8 +480,10 @@ static void test_unwind_truncated_garbage(void **unused)
 	assert_memory_equal(unwind_at(d, 0x5000)->eh_frame, "second..", 8);
 	assert_memory_equal(unwind_at(d, 0x6000)->eh_frame, "late....", 8);
 	assert_null(unwind_at(d, 0x1000));
-	assert_int_equal(jitdump__stats(d)->unwinding_infos, 7);
+	assert_int_equal(jitdump__stats(d)->unwinding_infos, 8);
 	assert_int_equal(jitdump__stats(d)->unwind_bad, 4);
+	assert_int_equal(jitdump__stats(d)->unwind_empty, 1);
+	assert_null(unwind_at(d, 0x3800));
 	assert_int_equal(jitdump__stats(d)->unwind_unused, 1);
 	assert_int_equal(jitdump__stats(d)->unwind_used, 2);
 	/* A record before a close has no code load either; names are unaffected. */

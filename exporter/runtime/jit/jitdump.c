@@ -336,8 +336,13 @@ static void take_unwind(struct jitdump *d, const unsigned char *b, size_t len)
 	}
 	usize = u64(b);
 	hsize = u64(b + 8);
-	if (usize > len - UNWIND_FIXED || hsize >= usize) {
+	if (usize > len - UNWIND_FIXED || hsize > usize) {
 		d->st.unwind_bad++;
+		return;
+	}
+	/* No .eh_frame: V8 writes such a record before code it has no CFI for. */
+	if (hsize == usize) {
+		d->st.unwind_empty++;
 		return;
 	}
 	esize = usize - hsize;

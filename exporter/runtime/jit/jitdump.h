@@ -66,7 +66,8 @@ struct jitdump_stats {
 	uint64_t bytes;	 /* bytes of records consumed */
 	/* JIT_CODE_UNWINDING_INFO records (unwinding_infos counts them all) by outcome: */
 	uint64_t unwind_used;	/* attached to the code load that followed */
-	uint64_t unwind_bad;	/* sizes that do not fit the record, or no .eh_frame */
+	uint64_t unwind_bad;	/* sizes that do not fit the record */
+	uint64_t unwind_empty;	/* an .eh_frame_hdr only (V8's for code without CFI) */
 	uint64_t unwind_unused; /* no code load followed (another record, close, reset) */
 	uint64_t unwind_full;	/* over the reader's cap of unwinding bytes */
 	uint64_t

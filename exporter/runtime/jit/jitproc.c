@@ -286,6 +286,7 @@ static void add_unwind_stats(struct jitproc *j, uint32_t i)
 	add_delta(&st->unwind_records, &seen->unwinding_infos, ds->unwinding_infos);
 	add_delta(&st->unwind_used, &seen->unwind_used, ds->unwind_used);
 	add_delta(&st->unwind_bad, &seen->unwind_bad, ds->unwind_bad);
+	add_delta(&st->unwind_empty, &seen->unwind_empty, ds->unwind_empty);
 	add_delta(&st->unwind_unused, &seen->unwind_unused, ds->unwind_unused);
 	add_delta(&st->unwind_full, &seen->unwind_full, ds->unwind_full);
 	add_delta(&st->unwind_dropped, &seen->unwind_dropped, ds->unwind_dropped);

@@ -59,6 +59,7 @@ struct jitproc_stats {
 	uint64_t unwind_records; /* read */
 	uint64_t unwind_used;	 /* attached to their code load */
 	uint64_t unwind_bad;	 /* skipped: sizes that do not fit the record */
+	uint64_t unwind_empty;	 /* skipped: no .eh_frame in it (the code has no CFI) */
 	uint64_t unwind_unused;	 /* skipped: no code load followed */
 	uint64_t unwind_full;	 /* skipped: over the cap of unwinding bytes per file */
 	uint64_t unwind_dropped; /* dropped since: their code was replaced */
