@@ -83,7 +83,7 @@ static inline void move(struct w *w, uint64_t from, uint64_t to, uint64_t size)
  * (0xee); @usize the unwinding_size field (0: the true one, ehsize + hdrsize).
  */
 static inline void unwinding(struct w *w, const char *eh, uint64_t ehsize, uint64_t hdrsize,
-		      uint64_t usize)
+			     uint64_t usize)
 {
 	uint64_t data = ehsize + hdrsize, pad = (8 - data % 8) % 8;
 
