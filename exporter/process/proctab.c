@@ -59,6 +59,8 @@ struct proctab {
 	struct proctab_stats stats;
 	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
 	void *maps_hook_ctx;
+	proctab_jit_cfi_hook jit_cfi_hook; /* JIT CFI for the unwinder (unwinder.h) */
+	void *jit_cfi_hook_ctx;
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
 	unsigned int jit_flags; /* jitproc__new() flags (proctab__set_jit_flags()) */
@@ -145,6 +147,20 @@ static int is_file_mapping(const struct procmap *m)
 	return m->path[0] == '/' && (m->prot & PROT_EXEC);
 }
 
+/* jitproc_cfi_hook of every process's jitproc: on to the unwinder with the process's maps. */
+static void jit_cfi(void *ctx, uint32_t pid, struct jitproc_cfi *cfi)
+{
+	struct proctab *t = ctx;
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc || !t->jit_cfi_hook) {
+		jitproc_cfi__free(cfi);
+		return;
+	}
+	t->jit_cfi_hook(t->jit_cfi_hook_ctx, pid, proc->start_boot_ns, &proc->maps, cfi);
+}
+
 /*
  * Readies @proc's JIT naming when @m is JIT code or a jitdump file. 1 when there is no ELF file
  * to open (anonymous memory, a jitdump); a memfd may hold an ELF file (0: opened as one, and
@@ -157,8 +173,11 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 
 	if (!dump && !jitproc__is_jit_mapping(m->path))
 		return 0;
-	if (!proc->jit)
+	if (!proc->jit) {
 		proc->jit = jitproc__new(proc->pid, proc->exe, t->jit_flags, &t->stats.jit);
+		if (proc->jit)
+			jitproc__set_cfi_hook(proc->jit, jit_cfi, t);
+	}
 	if (proc->jit && dump)
 		jitproc__saw_mapping(proc->jit, m->path);
 	return m->path[0] != '/' || dump;
@@ -557,6 +576,12 @@ void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx)
 {
 	t->maps_hook = fn;
 	t->maps_hook_ctx = ctx;
+}
+
+void proctab__set_jit_cfi_hook(struct proctab *t, proctab_jit_cfi_hook fn, void *ctx)
+{
+	t->jit_cfi_hook = fn;
+	t->jit_cfi_hook_ctx = ctx;
 }
 
 int proctab__refresh(struct proctab *t, uint32_t pid)

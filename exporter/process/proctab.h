@@ -151,6 +151,15 @@ typedef void (*proctab_maps_hook)(void *ctx, uint32_t pid, uint64_t start_boot_n
 void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx);
 /* Re-reads the maps of the latest process with @pid now (exec, mmap). 0 or -ESRCH if unknown. */
 int proctab__refresh(struct proctab *t, uint32_t pid);
+/*
+ * Called when a re-read of process @pid's jitdump files changed its JIT call frame information
+ * (runtime/jit/jitproc.h, jitproc_cfi_hook), with the process's start time and its executable
+ * mappings as last read (valid during the call); @cfi becomes the callee's (jitproc_cfi__free()).
+ */
+typedef void (*proctab_jit_cfi_hook)(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+				     const struct procmaps *maps, struct jitproc_cfi *cfi);
+/* Sets (or with NULL clears) the hook. */
+void proctab__set_jit_cfi_hook(struct proctab *t, proctab_jit_cfi_hook fn, void *ctx);
 /* --- end of CFI unwinder hooks --- */
 
 /*

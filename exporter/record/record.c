@@ -215,6 +215,18 @@ static void maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns, const st
 		sampler__maps_hook(r->sampler, pid, maps);
 }
 
+/* A process's JIT CFI changed (its jitdump unwinding records): the unwinder's, if CFI is on. */
+static void jit_cfi_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
+			 const struct procmaps *maps, struct jitproc_cfi *cfi)
+{
+	struct recorder *r = ctx;
+
+	if (r->unwinder)
+		unwinder__jit_cfi_hook(r->unwinder, pid, start_boot_ns, maps, cfi);
+	else
+		jitproc_cfi__free(cfi);
+}
+
 /* Before sampling starts, so that even the first samples of --pid processes get CFI. */
 static void start_unwinder(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
@@ -962,6 +974,7 @@ int record__run(const struct record_opts *o)
 	}
 	r.sampler = s;
 	proctab__set_maps_hook(r.procs, maps_hooks, &r);
+	proctab__set_jit_cfi_hook(r.procs, jit_cfi_hook, &r);
 	if (r.targets) {
 		struct sampler_filter_maps fm;
 
@@ -1189,6 +1202,7 @@ int record__run(const struct record_opts *o)
 		report__memory(syms);
 	/* Detach before the (possibly slow) writes: nothing stays attached longer than needed. */
 	proctab__set_maps_hook(r.procs, NULL, NULL); /* CFI unwinder, span links */
+	proctab__set_jit_cfi_hook(r.procs, NULL, NULL);
 	unwinder__free(r.unwinder);
 	r.unwinder = NULL;
 	spanlinks__free(r.in.links);

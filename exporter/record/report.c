@@ -334,6 +334,20 @@ static void jit_line(FILE *f, const struct report_data *d)
 		u(j->jitdumps), u(j->lines_bad), u(j->records_bad), u(j->replaced),
 		u(o[JITFILE_SYMLINK]), u(o[JITFILE_OWNER]), u(o[JITFILE_NOT_REGULAR]),
 		u(o[JITFILE_TOO_BIG]), u(j->hints), u(j->java_requests), u(j->java_failed));
+	if (!j->unwind_records)
+		return;
+	/* CFI of JIT code from jitdump unwinding records (docs/jit.md, "Unwinding"). */
+	fprintf(
+	    f,
+	    "spanprof: JIT unwinding records: %llu read, %llu used; skipped: %llu without "
+	    ".eh_frame, %llu bad sizes, %llu without a code load, %llu over the cap; %llu dropped "
+	    "(code replaced); %llu "
+	    "JIT CFI tables built (%llu FDEs, %llu FDEs skipped, %llu without rows, %llu refused "
+	    "(full)), %llu loaded now, %llu JIT mappings walked by them\n",
+	    u(j->unwind_records), u(j->unwind_used), u(j->unwind_empty), u(j->unwind_bad),
+	    u(j->unwind_unused), u(j->unwind_full), u(j->unwind_dropped), u(d->unwind.jit_builds),
+	    u(d->unwind.jit_fdes), u(d->unwind.jit_fdes_skipped), u(d->unwind.jit_empty),
+	    u(d->unwind.jit_full), u(d->unwind.jit_tables), u(d->unwind.jit_mappings));
 }
 
 static void export_lines(FILE *f, const struct report_data *d)

@@ -256,7 +256,8 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 {
 	const struct jitproc_stats *j = &d->procs.jit;
 	const uint64_t *o = j->open.by_reason;
-	struct json_object *s = obj(b), *refused = obj(b);
+	const struct unwinder_stats *us = &d->unwind;
+	struct json_object *s = obj(b), *refused = obj(b), *unw = obj(b), *skipped = obj(b);
 
 	put_u(b, s, "frames_named", j->frames_named);
 	put_u(b, s, "frames_unnamed", j->frames_unnamed);
@@ -275,6 +276,24 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "processes_hinted", j->hints);
 	put_u(b, s, "java_perfmap_requests", j->java_requests);
 	put_u(b, s, "java_perfmap_failed", j->java_failed);
+	/* jitdump unwinding records and the JIT CFI tables built from them (docs/jit.md). */
+	put_u(b, unw, "records", j->unwind_records);
+	put_u(b, unw, "used", j->unwind_used);
+	put_u(b, skipped, "no_eh_frame", j->unwind_empty);
+	put_u(b, skipped, "bad_size", j->unwind_bad);
+	put_u(b, skipped, "no_code_load", j->unwind_unused);
+	put_u(b, skipped, "over_cap", j->unwind_full);
+	put(b, unw, "skipped", skipped);
+	put_u(b, unw, "dropped_code_replaced", j->unwind_dropped);
+	put_u(b, unw, "updates", j->cfi_updates);
+	put_u(b, unw, "tables_built", us->jit_builds);
+	put_u(b, unw, "tables_loaded", us->jit_tables);
+	put_u(b, unw, "fdes", us->jit_fdes);
+	put_u(b, unw, "fdes_skipped", us->jit_fdes_skipped);
+	put_u(b, unw, "tables_without_rows", us->jit_empty);
+	put_u(b, unw, "tables_refused_full", us->jit_full);
+	put_u(b, unw, "mappings", us->jit_mappings);
+	put(b, s, "unwinding", unw);
 	return s;
 }
 

@@ -1128,6 +1128,32 @@ cleanup:
 	return err;
 }
 
+int cfi__build_eh_frames(const struct cfi_eh_frame *v, size_t n, const struct cfi_sink *sink)
+{
+	struct builder b = {0};
+	int err = 0;
+
+	b.exec = calloc(1, sizeof(*b.exec));
+	if (!b.exec)
+		return -ENOMEM;
+	b.st.source = CFI_SOURCE_EH_FRAME;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct section_ctx s = {
+		    .buf = v[i].buf, .size = v[i].size, .addr = v[i].addr, .eh = true};
+
+		/* Only the code this section describes: an FDE elsewhere is not this code's. */
+		b.exec[0] = (struct exec_range){v[i].code_start, v[i].code_end};
+		b.nexec = 1;
+		err = parse_section(&b, &s);
+	}
+	if (!err)
+		err = assemble(&b, sink);
+	free(b.rows);
+	free(b.fdes);
+	free(b.exec);
+	return err;
+}
+
 /* The sink of cfi__build_fd(): a table in one array. */
 static int table_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
 {

@@ -80,6 +80,27 @@ struct cfi_sink {
  */
 int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *sink);
 
+/*
+ * One .eh_frame held in memory, as a JIT hands it over (jitdump unwinding records,
+ * runtime/jit/jitdump.h): @buf, @size bytes, taken to lie at address @addr (the base of
+ * DW_EH_PE_pcrel), describing the code at [@code_start, @code_end) only.
+ */
+struct cfi_eh_frame {
+	const void *buf;
+	size_t size;
+	uint64_t addr;
+	uint64_t code_start, code_end;
+};
+
+/*
+ * The table of @n such sections as one (a JIT's code objects, each with its own .eh_frame): the
+ * rows go to @sink as for cfi__build_fd_stream(), relative to the base begin() gives (the first
+ * FDE's page when the code lies above 4 GiB). FDEs outside their own section's code range are
+ * dropped (skipped_outside_text), as are FDEs more than 4 GiB above the first one. Errors: -E2BIG
+ * (more than UNWIND_MAX_ROWS rows), -ENOMEM, the sink's; corrupt sections count as in cfi_stats.
+ */
+int cfi__build_eh_frames(const struct cfi_eh_frame *v, size_t n, const struct cfi_sink *sink);
+
 /* Rows sorted by pc, cfi_table__count() of them; valid until cfi_table__free(). */
 const struct unwind_row *cfi_table__rows(const struct cfi_table *t);
 uint32_t cfi_table__count(const struct cfi_table *t);

@@ -59,8 +59,13 @@ struct utable {
 	uint64_t idle_since;		      /* refs == 0 with rows: when the last user went */
 	struct utable *idle_prev, *idle_next; /* idle list, oldest first */
 	int idle;
+	int jit;		 /* a process's JIT CFI (key: JIT_KEY_DEV, pid, start, sequence) */
+	uint64_t jit_lo, jit_hi; /* jit: the span of the code it describes */
 	UT_hash_handle hh;
 };
+
+/* Device number of the synthetic files JIT CFI tables are keyed as (no real device has it). */
+#define JIT_KEY_DEV (UINT64_MAX - 1)
 
 struct uproc {
 	uint32_t pid;		/* hash key */
@@ -68,6 +73,15 @@ struct uproc {
 	int from_table;		/* the process table read its maps (it was sampled) */
 	struct utable **tables; /* distinct tables referenced, one reference each */
 	size_t ntables;
+	struct utable *jit; /* its JIT CFI table (also in tables), NULL: none */
+	UT_hash_handle hh;
+};
+
+/* A process's JIT CFI waiting for its next update on the builder (unwinder__jit_cfi_hook()). */
+struct jit_pending {
+	uint32_t pid; /* hash key */
+	uint64_t start_boot_ns;
+	struct jitproc_cfi *cfi;
 	UT_hash_handle hh;
 };
 
@@ -137,8 +151,10 @@ struct unwinder {
 	struct job *jobs;	  /* by pid */
 	struct job *queue[NPRIO]; /* utlist DL lists */
 	struct pending *pending;
-	struct pending *new_pending; /* re-reads of new processes, by the builder itself */
-	int refresh_prio;	     /* the priority of the maps hook calls o.refresh makes */
+	struct pending *new_pending;	 /* re-reads of new processes, by the builder itself */
+	struct jit_pending *jit_pending; /* JIT CFI for the next update of each process */
+	uint64_t jit_seq;		 /* (lock) the key of the next JIT table */
+	int refresh_prio;		 /* the priority of the maps hook calls o.refresh makes */
 	int preloads;		   /* JOB_PRELOAD jobs not run yet (unwinder__preloads_pending()) */
 	struct unwinder_stats pub; /* u->st as of the last job, for unwinder__stats() */
 
@@ -408,6 +424,8 @@ static void table_free(struct unwinder *u, struct utable *t)
 	idle_unlink(u, t);
 	if (t->id != UNWIND_TABLE_NONE)
 		u->st.tables_freed++;
+	if (t->id != UNWIND_TABLE_NONE && t->jit)
+		u->st.jit_tables--;
 	table_unload(u, t);
 	HASH_DEL(u->files, t);
 	free(t->segs);
@@ -430,6 +448,7 @@ struct load_ctx {
 	struct utable *t;
 	uint32_t done; /* rows written */
 	int allocated; /* t->first..+count reserved */
+	struct cfi_stats st;
 };
 
 static int load_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
@@ -437,7 +456,7 @@ static int load_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi
 	struct load_ctx *l = ctx;
 	int err;
 
-	(void)st;
+	l->st = *st;
 	if (!count)
 		return -ENODATA;
 	l->t->base = base;
@@ -477,26 +496,15 @@ static int load_write(void *ctx, const struct unwind_row *rows, uint32_t n)
 }
 
 /*
- * Builds the table of fd and loads its rows; failures leave t->id NONE and t->err set. The rows
- * are written into the chunks as they are assembled: no copy of the table stays in this process.
+ * The end of a build whose rows went to @l (error @err): publishes the table's descriptor, or
+ * frees its rows and sets t->err. Failures leave t->id NONE.
  */
-static void table_load(struct unwinder *u, struct utable *t, int fd)
+static void table_store(struct unwinder *u, struct utable *t, struct load_ctx *l, int err,
+			uint64_t t0)
 {
-	struct load_ctx l = {.u = u, .t = t};
-	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
 	struct unwind_table_desc d;
-	uint64_t t0 = util__mono_ns();
-	int err;
 
-	u->st.builds++;
-	t->count = 0;
-	if (!t->segs) {
-		err = read_exec_segs(fd, t);
-		if (err)
-			goto fail;
-	}
-	err = cfi__build_fd_stream(fd, NULL, &sink);
-	if (!err && l.done != t->count)
+	if (!err && l->done != t->count)
 		err = -EIO;
 	if (err)
 		goto fail;
@@ -512,20 +520,93 @@ static void table_load(struct unwinder *u, struct utable *t, int fd)
 	t->err = 0;
 	u->st.tables++;
 	u->st.row_bytes += (uint64_t)t->count * sizeof(struct unwind_row);
+	if (t->jit)
+		u->st.jit_tables++;
 	goto done;
 fail:
-	if (l.allocated)
+	if (l->allocated)
 		rows_free(u, t->first, t->count);
 	t->count = 0;
 	t->err = err;
 	if (err == -ENOSPC) {
 		t->full_gen = u->free_gen;
-		u->st.tables_full++;
+		if (t->jit)
+			u->st.jit_full++;
+		else
+			u->st.tables_full++;
+	} else if (t->jit) {
+		u->st.jit_empty++;
 	} else {
 		u->st.no_cfi++;
 	}
 done:
 	u->st.build_ns += util__mono_ns() - t0;
+}
+
+/*
+ * Builds the table of fd and loads its rows. The rows are written into the chunks as they are
+ * assembled: no copy of the table stays in this process.
+ */
+static void table_load(struct unwinder *u, struct utable *t, int fd)
+{
+	struct load_ctx l = {.u = u, .t = t};
+	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
+	uint64_t t0 = util__mono_ns();
+	int err = 0;
+
+	u->st.builds++;
+	t->count = 0;
+	if (!t->segs)
+		err = read_exec_segs(fd, t);
+	if (!err)
+		err = cfi__build_fd_stream(fd, NULL, &sink);
+	table_store(u, t, &l, err, t0);
+}
+
+/*
+ * The JIT CFI table of process @pid (started at @start_boot_ns) from @cfi: a new entry of the
+ * file table under a key no file has, built from every code load's .eh_frame (each FDE kept to
+ * its own code). NULL on ENOMEM; a table without rows has id NONE.
+ */
+static struct utable *jit_table_new(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+				    const struct jitproc_cfi *cfi)
+{
+	struct cfi_eh_frame *fr = calloc(cfi->n ? cfi->n : 1, sizeof(*fr));
+	struct utable *t = calloc(1, sizeof(*t));
+	struct load_ctx l = {.u = u, .t = t};
+	struct cfi_sink sink = {.begin = load_begin, .write = load_write, .ctx = &l};
+	uint64_t t0 = util__mono_ns();
+	int err;
+
+	if (!fr || !t) {
+		free(fr);
+		free(t);
+		return NULL;
+	}
+	t->key = (struct file_key){JIT_KEY_DEV, pid, start_boot_ns, ++u->jit_seq};
+	t->id = UNWIND_TABLE_NONE;
+	t->jit = 1;
+	t->jit_lo = UINT64_MAX;
+	for (size_t i = 0; i < cfi->n; i++) {
+		const struct jitdump_unwind *e = &cfi->v[i];
+
+		fr[i] = (struct cfi_eh_frame){e->eh_frame, e->eh_frame_size, e->eh_frame_addr,
+					      e->code_addr, e->code_addr + e->code_size};
+		if (e->code_addr < t->jit_lo)
+			t->jit_lo = e->code_addr;
+		if (e->code_addr + e->code_size > t->jit_hi)
+			t->jit_hi = e->code_addr + e->code_size;
+	}
+	HASH_ADD(hh, u->files, key, sizeof(t->key), t);
+	u->st.files++;
+	u->st.jit_builds++;
+	err = cfi__build_eh_frames(fr, cfi->n, &sink);
+	free(fr);
+	u->st.jit_fdes += l.st.fdes;
+	u->st.jit_fdes_skipped += l.st.skipped_bad_cie + l.st.skipped_bad_fde +
+				  l.st.skipped_outside_text + l.st.skipped_overlap;
+	table_store(u, t, &l, err, t0);
+	return t;
 }
 
 /* The table of the open file fd (identity key), built on first use. NULL on ENOMEM. */
@@ -556,7 +637,8 @@ static void table_put(struct unwinder *u, struct utable *t)
 {
 	if (--t->refs)
 		return;
-	if (t->id == UNWIND_TABLE_NONE || t->count > IDLE_MAX_ROWS) {
+	/* A process's JIT table is no other's: never kept idle. */
+	if (t->id == UNWIND_TABLE_NONE || t->count > IDLE_MAX_ROWS || t->jit) {
 		table_free(u, t);
 		return;
 	}
@@ -680,12 +762,47 @@ static void proc_release(struct unwinder *u, struct utable **tables, size_t n)
 
 static void remove_locked(struct unwinder *u, uint32_t pid);
 
+/*
+ * The JIT CFI table process @pid's update uses: built from CFI handed over since its last update
+ * (unwinder__jit_cfi_hook(); a reference-less new table), else the one it has. NULL: none.
+ * u->lock held.
+ */
+static struct utable *jit_table_of(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns)
+{
+	struct jit_pending *jp;
+	struct jitproc_cfi *cfi = NULL;
+	struct utable *t = NULL;
+	struct uproc *p;
+	uint64_t start = 0;
+
+	pthread_mutex_lock(&u->qlock);
+	HASH_FIND(hh, u->jit_pending, &pid, sizeof(pid), jp);
+	if (jp) {
+		HASH_DEL(u->jit_pending, jp);
+		cfi = jp->cfi;
+		start = jp->start_boot_ns;
+		free(jp);
+	}
+	pthread_mutex_unlock(&u->qlock);
+	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
+	/* Start time 0: loaded before its first sample (unwinder__preload()), any process. */
+	if (cfi && (!start_boot_ns || start == start_boot_ns)) {
+		if (cfi->n)
+			t = jit_table_new(u, pid, start, cfi);
+	} else if (!cfi && p && p->jit &&
+		   (!start_boot_ns || !p->start_boot_ns || p->start_boot_ns == start_boot_ns)) {
+		t = p->jit;
+	}
+	jitproc_cfi__free(cfi);
+	return t;
+}
+
 /* unwinder__update_process() with u->lock held. */
 static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
 			 const struct procmaps *maps)
 {
 	struct unwind_proc *v = u->val;
-	struct utable **tables = NULL;
+	struct utable **tables = NULL, *jt;
 	struct uproc *p;
 	size_t ntables = 0;
 	int err = 0;
@@ -693,6 +810,17 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 	if (!maps || !maps->n) {
 		remove_locked(u, pid);
 		return 0;
+	}
+	jt = jit_table_of(u, pid, start_boot_ns);
+	if (jt) {
+		err = ref_table(&tables, &ntables, jt);
+		if (err) {
+			if (!jt->refs) {
+				jt->refs = 1;
+				table_put(u, jt);
+			}
+			return err;
+		}
 	}
 	memset(v, 0, sizeof(*v));
 	v->start_boot_ns = start_boot_ns;
@@ -715,7 +843,15 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 		um->start = m->start;
 		um->end = m->end;
 		um->table = UNWIND_TABLE_NONE;
-		/* Anonymous code (JIT) has no table: frame pointers. */
+		/* JIT code: the process's JIT CFI table where it has one (its rows' gaps: frame
+		 * pointers); other anonymous code has no table: frame pointers. */
+		if (jt && jt->id != UNWIND_TABLE_NONE && jitproc__is_jit_mapping(m->path) &&
+		    m->start < jt->jit_hi && jt->jit_lo < m->end) {
+			um->table = jt->id;
+			um->bias = jt->base;
+			u->st.jit_mappings++;
+			continue;
+		}
 		fd = open_mapping(u, pid, m, &owned);
 		if (fd < 0) {
 			if (m->path[0] == '/')
@@ -771,6 +907,7 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 	proc_release(u, p->tables, p->ntables);
 	p->tables = tables;
 	p->ntables = ntables;
+	p->jit = jt;
 	return 0;
 cleanup:
 	proc_release(u, tables, ntables);
@@ -822,9 +959,18 @@ static int load_unsampled(struct unwinder *u, uint32_t pid, uint64_t start_boot_
 
 static void remove_locked(struct unwinder *u, uint32_t pid)
 {
+	struct jit_pending *jp;
 	struct uproc *p;
 
 	bpf_map_delete_elem(u->o.maps.procs_fd, &pid);
+	pthread_mutex_lock(&u->qlock);
+	HASH_FIND(hh, u->jit_pending, &pid, sizeof(pid), jp);
+	if (jp) {
+		HASH_DEL(u->jit_pending, jp);
+		jitproc_cfi__free(jp->cfi);
+		free(jp);
+	}
+	pthread_mutex_unlock(&u->qlock);
 	HASH_FIND(hh, u->procs, &pid, sizeof(pid), p);
 	if (!p)
 		return;
@@ -1019,6 +1165,31 @@ int unwinder__preloads_pending(const struct unwinder *u_)
 	n = u->preloads;
 	pthread_mutex_unlock(&u->qlock);
 	return n;
+}
+
+void unwinder__jit_cfi_hook(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			    const struct procmaps *maps, struct jitproc_cfi *cfi)
+{
+	struct jit_pending *jp;
+
+	pthread_mutex_lock(&u->qlock);
+	HASH_FIND(hh, u->jit_pending, &pid, sizeof(pid), jp);
+	if (!jp) {
+		jp = calloc(1, sizeof(*jp));
+		if (!jp) {
+			pthread_mutex_unlock(&u->qlock);
+			jitproc_cfi__free(cfi);
+			return; /* the next change tries again */
+		}
+		jp->pid = pid;
+		HASH_ADD(hh, u->jit_pending, pid, sizeof(jp->pid), jp);
+	}
+	jitproc_cfi__free(jp->cfi); /* the latest wins */
+	jp->cfi = cfi;
+	jp->start_boot_ns = start_boot_ns;
+	pthread_mutex_unlock(&u->qlock);
+	/* The update that uses it: with the maps the process table holds. */
+	unwinder__maps_hook(u, pid, start_boot_ns, maps);
 }
 
 /* --- notifications --------------------------------------------------------------------------- */
@@ -1349,6 +1520,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 
 void unwinder__free(struct unwinder *u)
 {
+	struct jit_pending *jp, *jptmp;
 	struct pending *pe, *ptmp;
 	struct uproc *p, *tmp;
 	struct job *j, *jtmp;
@@ -1378,6 +1550,11 @@ void unwinder__free(struct unwinder *u)
 	HASH_ITER (hh, u->new_pending, pe, ptmp) {
 		HASH_DEL(u->new_pending, pe);
 		free(pe);
+	}
+	HASH_ITER (hh, u->jit_pending, jp, jptmp) {
+		HASH_DEL(u->jit_pending, jp);
+		jitproc_cfi__free(jp->cfi);
+		free(jp);
 	}
 	for (uint32_t i = 0; u->chunks && i < u->o.maps.max_chunks; i++)
 		chunk_release(u, i);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "process/procmaps.h"
+#include "runtime/jit/jitproc.h"
 #include "sampling/sampler_user.h"
 
 struct unwinder;
@@ -73,6 +74,14 @@ struct unwinder_stats {
 	uint64_t queue_max;	   /* most jobs waiting at once */
 	uint64_t queue_wait_ns;	   /* total time jobs waited before the builder took them */
 	uint64_t jobs_dropped;	   /* jobs not queued (out of memory: the first sample loads it) */
+	/* JIT code's own CFI (jitdump unwinding records: unwinder__jit_cfi_hook()): */
+	uint64_t jit_tables;	   /* JIT CFI tables loaded now (one per process at most) */
+	uint64_t jit_builds;	   /* JIT CFI tables built */
+	uint64_t jit_fdes;	   /* FDEs turned into rows, over every build */
+	uint64_t jit_fdes_skipped; /* FDEs dropped: corrupt, unsupported, outside their code */
+	uint64_t jit_empty;	   /* builds that gave no row (nothing usable) */
+	uint64_t jit_full;	   /* JIT tables refused by the byte limit or the table count */
+	uint64_t jit_mappings;	   /* mapping list entries written with a JIT CFI table */
 };
 
 /* NULL + errno (ENOMEM, or EINVAL for unusable maps). */
@@ -107,6 +116,18 @@ int unwinder__preloads_pending(const struct unwinder *u);
  * the unwinder. Never waits for a build. */
 void unwinder__maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 			 const struct procmaps *maps);
+/*
+ * Process @pid's JIT call frame information changed (its jitdump unwinding records; shaped as
+ * proctab_jit_cfi_hook, process/proctab.h): takes @cfi (freed here or later), and queues, as
+ * unwinder__maps_hook() does with @maps, the process's update, whose anonymous executable
+ * mappings then walk with a table built from @cfi (a synthetic per-process "file": rows of every
+ * code load's .eh_frame, relative to its lowest code page), replacing the one built before.
+ * Where the table has no row (code without an unwinding record, gaps), frame pointers as before.
+ * Never waits for a build.
+ */
+void unwinder__jit_cfi_hook(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
+			    const struct procmaps *maps, struct jitproc_cfi *cfi);
+
 /* Forgets process pid and releases its tables. Unknown pids are ignored. */
 void unwinder__remove_process(struct unwinder *u, uint32_t pid);
 

@@ -2,7 +2,7 @@
 # proctab.c): a child's anonymous executable memory named from its perf map, rewritten maps,
 # the hint without a map, frame types. Runs without root.
 
-$(BUILD)/test/runtime/test_jitproc: test/runtime/test_jitproc.c exporter/runtime/jit/jitproc.h exporter/process/proctab.h \
+$(BUILD)/test/runtime/test_jitproc: test/runtime/test_jitproc.c exporter/runtime/jit/jitproc.h test/runtime/jitdump_writer.h exporter/process/proctab.h \
 		exporter/profile/profile.h test/testproc.h $(LIBSPANPROF)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

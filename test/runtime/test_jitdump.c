@@ -2,7 +2,8 @@
 /*
  * Unit tests of the jitdump reader (exporter/runtime/jit): files written here record by
  * record as tools/perf/Documentation/jitdump-specification.txt lays them out; truncated,
- * growing, garbage, code moved, code replaced, debug info (file:line), a file in the other byte
+ * growing, garbage, code moved, code replaced, debug info (file:line), unwinding records (their
+ * .eh_frame attached to the next code load, moved and dropped with it), a file in the other byte
  * order, and the caps. Runs without root.
  */
 #include <errno.h>
@@ -22,76 +23,20 @@
 #include "runtime/jit/jitfile.h"
 #include "runtime/jit/jitdump.h"
 
+#include "jitdump_writer.h"
+
 #define BIG (1ull << 40)
 
-/* A file being written, as a JIT writes it. */
-struct w {
-	unsigned char buf[1 << 16];
-	size_t n;
-};
-
-static void put(struct w *w, const void *p, size_t len)
+/* The unwinding entry of the code at @addr, or NULL. */
+static const struct jitdump_unwind *unwind_at(const struct jitdump *d, uint64_t addr)
 {
-	assert_true(w->n + len <= sizeof(w->buf));
-	memcpy(w->buf + w->n, p, len);
-	w->n += len;
-}
+	const struct jitdump_unwind *v;
+	size_t n = jitdump__unwind(d, &v);
 
-static void put32(struct w *w, uint32_t v)
-{
-	put(w, &v, 4);
-}
-
-static void put64(struct w *w, uint64_t v)
-{
-	put(w, &v, 8);
-}
-
-static void header(struct w *w, uint32_t magic)
-{
-	put32(w, magic);
-	put32(w, JITDUMP_VERSION);
-	put32(w, 40); /* header size */
-	put32(w, 62); /* EM_X86_64 */
-	put32(w, 0);
-	put32(w, 4242);
-	put64(w, 1);
-	put64(w, 0);
-}
-
-static void rec_header(struct w *w, uint32_t id, uint32_t total)
-{
-	put32(w, id);
-	put32(w, total);
-	put64(w, 2); /* timestamp */
-}
-
-static void load(struct w *w, uint64_t addr, uint64_t size, const char *name)
-{
-	size_t nl = strlen(name) + 1;
-
-	rec_header(w, JIT_CODE_LOAD, (uint32_t)(16 + 40 + nl + size));
-	put32(w, 4242);
-	put32(w, 4243);
-	put64(w, addr); /* vma */
-	put64(w, addr); /* code_addr */
-	put64(w, size);
-	put64(w, 7); /* code_index */
-	put(w, name, nl);
-	for (uint64_t i = 0; i < size; i++)
-		put(w, "\xc3", 1); /* the code */
-}
-
-static void move(struct w *w, uint64_t from, uint64_t to, uint64_t size)
-{
-	rec_header(w, JIT_CODE_MOVE, 16 + 48);
-	put32(w, 4242);
-	put32(w, 4243);
-	put64(w, to); /* vma */
-	put64(w, from);
-	put64(w, to);
-	put64(w, size);
-	put64(w, 7);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].code_addr == addr)
+			return &v[i];
+	return NULL;
 }
 
 struct row {
@@ -373,6 +318,150 @@ static void test_caps(void **unused)
 	jitdump__free(d);
 }
 
+static void test_unwind_attached(void **unused)
+{
+	struct jitdump *d = jitdump__new(1000, 1 << 20, BIG);
+	const struct jitdump_unwind *e, *v;
+	struct w w = {0};
+	uint64_t gen;
+
+	header(&w, JITDUMP_MAGIC);
+	unwinding(&w, "EHFRAME-A", 9, 12, 0);
+	load(&w, 0x7f0000001000, 0x13, "stub");
+	load(&w, 0x7f0000002000, 0x10, "no cfi"); /* no record before it: none of its own */
+	write_prefix(&w, w.n);
+	gen = jitdump__unwind_gen(d);
+	assert_int_equal(update(d), 0);
+	assert_true(jitdump__unwind_gen(d) != gen);
+	assert_int_equal(jitdump__unwind(d, &v), 1);
+	e = unwind_at(d, 0x7f0000001000);
+	assert_non_null(e);
+	assert_int_equal(e->code_size, 0x13);
+	/* perf's layout: the .eh_frame right after the code, 8-aligned. */
+	assert_int_equal(e->eh_frame_addr, 0x7f0000001018);
+	assert_int_equal(e->eh_frame_size, 9); /* the .eh_frame_hdr is not kept */
+	assert_memory_equal(e->eh_frame, "EHFRAME-A", 9);
+	assert_int_equal(jitdump__stats(d)->unwinding_infos, 1);
+	assert_int_equal(jitdump__stats(d)->unwind_used, 1);
+	assert_string_equal(name_at(d, 0x7f0000001004), "stub");
+	/* Nothing new: the same generation. */
+	gen = jitdump__unwind_gen(d);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__unwind_gen(d), gen);
+	jitdump__free(d);
+}
+
+static void test_unwind_truncated_garbage(void **unused)
+{
+	struct jitdump *d = jitdump__new(1000, 1 << 20, BIG);
+	const struct jitdump_unwind *v;
+	struct w w = {0};
+	size_t first;
+
+	header(&w, JITDUMP_MAGIC);
+	/* unwinding_size larger than the record: its sizes are not followed. */
+	unwinding(&w, "12345678", 8, 8, 4096);
+	load(&w, 0x1000, 0x10, "a");
+	/* eh_frame_hdr_size above unwinding_size. */
+	unwinding(&w, "12345678", 8, 8, 4);
+	load(&w, 0x2000, 0x10, "b");
+	/* unwinding_size near 2^64: no wrap-around. */
+	unwinding(&w, "12345678", 8, 8, UINT64_MAX - 4);
+	load(&w, 0x3000, 0x10, "c");
+	/* An .eh_frame_hdr only (V8's record for code without CFI): nothing to attach. */
+	unwinding(&w, "", 0, 20, 0);
+	load(&w, 0x3800, 0x10, "c2");
+	/* Shorter than its three sizes. */
+	rec_header(&w, JIT_CODE_UNWINDING_INFO, 16 + 8);
+	put64(&w, 8);
+	load(&w, 0x4000, 0x10, "d");
+	/* Two in a row: the first has no code load of its own. */
+	unwinding(&w, "first...", 8, 0, 0);
+	unwinding(&w, "second..", 8, 0, 0);
+	load(&w, 0x5000, 0x10, "e");
+	first = w.n;
+	/* One more, cut anywhere: taken only once whole, with its code load. */
+	unwinding(&w, "late....", 8, 4, 0);
+	load(&w, 0x6000, 0x10, "f");
+	for (size_t cut = first; cut < w.n; cut += 5) {
+		write_prefix(&w, cut);
+		assert_int_equal(update(d), 0);
+		assert_int_equal(jitdump__unwind(d, &v), 1);
+	}
+	write_prefix(&w, w.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__unwind(d, &v), 2);
+	assert_memory_equal(unwind_at(d, 0x5000)->eh_frame, "second..", 8);
+	assert_memory_equal(unwind_at(d, 0x6000)->eh_frame, "late....", 8);
+	assert_null(unwind_at(d, 0x1000));
+	assert_int_equal(jitdump__stats(d)->unwinding_infos, 8);
+	assert_int_equal(jitdump__stats(d)->unwind_bad, 4);
+	assert_int_equal(jitdump__stats(d)->unwind_empty, 1);
+	assert_null(unwind_at(d, 0x3800));
+	assert_int_equal(jitdump__stats(d)->unwind_unused, 1);
+	assert_int_equal(jitdump__stats(d)->unwind_used, 2);
+	/* A record before a close has no code load either; names are unaffected. */
+	unwinding(&w, "orphan..", 8, 0, 0);
+	rec_header(&w, JIT_CODE_CLOSE, 16);
+	write_prefix(&w, w.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__stats(d)->unwind_unused, 2);
+	assert_string_equal(name_at(d, 0x1000), "a");
+	/* Rewritten shorter: the CFI read before is forgotten with the rest. */
+	write_prefix(&w, first);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__unwind(d, &v), 1);
+	assert_non_null(unwind_at(d, 0x5000));
+	jitdump__free(d);
+}
+
+static void test_unwind_move_unload(void **unused)
+{
+	struct jitdump *d = jitdump__new(1000, 1 << 20, BIG);
+	const struct jitdump_unwind *e, *v;
+	struct w w = {0};
+
+	header(&w, JITDUMP_MAGIC);
+	unwinding(&w, "cfi of A", 8, 4, 0);
+	load(&w, 0x10000, 0x20, "A");
+	unwinding(&w, "cfi of B", 8, 4, 0);
+	load(&w, 0x20000, 0x20, "B");
+	unwinding(&w, "cfi of C", 8, 4, 0);
+	load(&w, 0x30000, 0x20, "C");
+	/* A moves: its CFI moves with it (the .eh_frame keeps its place after the code). */
+	move(&w, 0x10000, 0x50000, 0x20);
+	/* New code over part of B, without CFI: B's CFI is gone, not applied to the new code. */
+	load(&w, 0x20010, 0x8, "over B");
+	/* New code at C's place with CFI of its own: only the new CFI. */
+	unwinding(&w, "cfi of D", 8, 4, 0);
+	load(&w, 0x30000, 0x40, "D");
+	/* A move of code never loaded onto the moved A: A's CFI goes with its name. */
+	write_prefix(&w, w.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__unwind(d, &v), 2);
+	assert_null(unwind_at(d, 0x10000));
+	e = unwind_at(d, 0x50000);
+	assert_non_null(e);
+	assert_int_equal(e->eh_frame_addr, 0x50020);
+	assert_memory_equal(e->eh_frame, "cfi of A", 8);
+	assert_null(unwind_at(d, 0x20000));
+	assert_null(unwind_at(d, 0x20010));
+	e = unwind_at(d, 0x30000);
+	assert_non_null(e);
+	assert_int_equal(e->code_size, 0x40);
+	assert_memory_equal(e->eh_frame, "cfi of D", 8);
+	assert_int_equal(jitdump__stats(d)->unwind_dropped, 2);
+
+	move(&w, 0x90000, 0x50000, 0x20);
+	write_prefix(&w, w.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__unwind(d, &v), 1);
+	assert_null(unwind_at(d, 0x50000));
+	assert_null(name_at(d, 0x50000));
+	assert_int_equal(jitdump__stats(d)->unwind_dropped, 3);
+	jitdump__free(d);
+}
+
 static void test_is_path(void **unused)
 {
 	uint32_t pid = 0;
@@ -389,10 +478,16 @@ static void test_is_path(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_loads_and_debug),  cmocka_unit_test(test_growing_truncated),
-	    cmocka_unit_test(test_move_and_replace), cmocka_unit_test(test_close_unknown_bad),
-	    cmocka_unit_test(test_corrupt),	     cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_loads_and_debug),
+	    cmocka_unit_test(test_growing_truncated),
+	    cmocka_unit_test(test_move_and_replace),
+	    cmocka_unit_test(test_close_unknown_bad),
+	    cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_caps),
 	    cmocka_unit_test(test_is_path),
+	    cmocka_unit_test(test_unwind_attached),
+	    cmocka_unit_test(test_unwind_truncated_garbage),
+	    cmocka_unit_test(test_unwind_move_unload),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

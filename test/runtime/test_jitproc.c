@@ -3,7 +3,8 @@
  * Unit tests of the naming of JIT code in the process table (exporter/runtime/jit/jitproc.c
  * through proctab.c): a child maps anonymous executable memory and a perf map names it; the
  * map is then rewritten and the same address must never keep the old name, in the table or
- * in the profile's locations. A process without a map gets the hint once. Runs without root.
+ * in the profile's locations. A process without a map gets the hint once. The CFI of a
+ * jitdump's code loads is handed on (to the unwinder) when it changes. Runs without root.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +22,13 @@
 
 #include "profile/profile.h"
 #include "process/proctab.h"
+#include "runtime/jit/jitdump.h"
+#include "runtime/jit/jitproc.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
 
 #include "../testproc.h"
+#include "jitdump_writer.h"
 
 struct child {
 	pid_t pid;
@@ -171,12 +175,94 @@ static void test_frame_types(void **unused)
 	assert_false(frame_kind__is_jit(FRAME_KERNEL));
 }
 
+/* What the CFI hook was given. */
+struct cfi_seen {
+	int calls;
+	uint32_t pid;
+	struct jitproc_cfi *last;
+};
+
+static void cfi_hook(void *ctx, uint32_t pid, struct jitproc_cfi *cfi)
+{
+	struct cfi_seen *c = ctx;
+
+	c->calls++;
+	c->pid = pid;
+	jitproc_cfi__free(c->last);
+	c->last = cfi;
+}
+
+static void write_file(const char *path, const struct w *w)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(w->buf, 1, w->n, f), w->n);
+	fclose(f);
+}
+
+/*
+ * This process's own jitdump (read through /proc/PID/root like any other): the CFI of its code
+ * loads is handed to the hook when a re-read changed it, once, and again when code replaced it.
+ */
+static void test_cfi_handed_on_change(void **unused)
+{
+	struct jitproc_stats st = {0};
+	struct cfi_seen seen = {0};
+	char dir[] = "/tmp/spanprof-jitproc-XXXXXX", path[96];
+	struct jittab_sym s;
+	struct jitproc *j;
+	struct w w = {0};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, getpid());
+	header(&w, JITDUMP_MAGIC);
+	unwinding(&w, "EH-STUB1", 8, 4, 0);
+	load(&w, 0x7000, 0x10, "stub");
+	write_file(path, &w);
+	j = jitproc__new((uint32_t)getpid(), "/usr/bin/somejit", 0, &st);
+	assert_non_null(j);
+	jitproc__set_cfi_hook(j, cfi_hook, &seen);
+	assert_int_equal(jitproc__saw_mapping(j, path), 1);
+	assert_int_equal(jitproc__lookup(j, 0x7004, &s, NULL), 0);
+	assert_string_equal(s.name, "stub");
+	assert_int_equal(seen.calls, 1);
+	assert_int_equal(seen.pid, (uint32_t)getpid());
+	assert_int_equal(seen.last->n, 1);
+	assert_int_equal(seen.last->v[0].code_addr, 0x7000);
+	assert_int_equal(seen.last->v[0].eh_frame_addr, 0x7010);
+	assert_memory_equal(seen.last->v[0].eh_frame, "EH-STUB1", 8);
+	assert_int_equal(st.unwind_records, 1);
+	assert_int_equal(st.unwind_used, 1);
+	assert_int_equal(st.cfi_updates, 1);
+
+	/* New code over the stub, without CFI: the next re-read hands on an empty set. */
+	load(&w, 0x7000, 0x10, "newer");
+	write_file(path, &w);
+	usleep((JITPROC_REFRESH_NS + 10000000) / 1000);
+	assert_int_equal(jitproc__lookup(j, 0x7004, &s, NULL), 0);
+	assert_string_equal(s.name, "newer");
+	assert_int_equal(seen.calls, 2);
+	assert_int_equal(seen.last->n, 0);
+	assert_int_equal(st.unwind_dropped, 1);
+	/* Nothing changed since: no call. */
+	usleep((JITPROC_REFRESH_NS + 10000000) / 1000);
+	jitproc__lookup(j, 0x7004, &s, NULL);
+	assert_int_equal(seen.calls, 2);
+
+	jitproc__free(j);
+	jitproc_cfi__free(seen.last);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_named_then_rewritten),
 	    cmocka_unit_test(test_no_map_hint_once),
 	    cmocka_unit_test(test_frame_types),
+	    cmocka_unit_test(test_cfi_handed_on_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

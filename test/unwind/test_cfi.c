@@ -789,6 +789,127 @@ static void test_flipped_bytes(void **state)
 	assert_true(skipped > runs / 4);
 }
 
+/* --- .eh_frame sections in memory (JIT code: jitdump unwinding records) --------------------- */
+
+/* A sink keeping the rows and the base. */
+struct mem_sink {
+	struct unwind_row rows[64];
+	uint32_t n;
+	uint64_t base;
+	struct cfi_stats st;
+};
+
+static int mem_begin(void *ctx, uint32_t count, uint64_t base, const struct cfi_stats *st)
+{
+	struct mem_sink *m = ctx;
+
+	if (count > 64)
+		return -E2BIG;
+	m->base = base;
+	m->st = *st;
+	return 0;
+}
+
+static int mem_write(void *ctx, const struct unwind_row *rows, uint32_t n)
+{
+	struct mem_sink *m = ctx;
+
+	memcpy(m->rows + m->n, rows, n * sizeof(*rows));
+	m->n += n;
+	return 0;
+}
+
+/*
+ * One CIE (zR, FDE pointers pcrel sdata4, CFA rsp+8, RA at cfa-8) and one FDE for 7 bytes of
+ * code: push %rbp (CFA rsp+16, RBP at cfa-16) at +1, pop %rbp at +6; pc_begin at byte 32 is
+ * filled in by jit_eh_frame().
+ */
+static const uint8_t jit_eh_template[56] = {
+    20, 0,    0, 0,    0,    0,	 0,    0, 1,	'z',  'R', 0,	 1, 0x78, 16, 1, 0x1b, 0x0c, 7,
+    8,	0x90, 1, 0,    0,    24, 0,    0, 0,	28,   0,   0,	 0, 0,	  0,  0, 0,    7,    0,
+    0,	0,    0, 0x41, 0x0e, 16, 0x86, 2, 0x45, 0x0e, 8,   0xc6, 0, 0,	  0,  0, 0,    0,
+};
+
+/* The template for code at @code, the section taken to lie at @eh. */
+static void jit_eh_frame(uint8_t *out, uint64_t code, uint64_t eh)
+{
+	int32_t rel = (int32_t)(code - (eh + 32));
+
+	memcpy(out, jit_eh_template, sizeof(jit_eh_template));
+	memcpy(out + 32, &rel, 4);
+}
+
+static void test_eh_frames_in_memory(void **state)
+{
+	const uint64_t code = 0x7f1234560040, other = 0x7f1234570000;
+	uint8_t a[56], b[56], c[56];
+	struct cfi_eh_frame v[3] = {
+	    {a, sizeof(a), code + 8, code, code + 7},
+	    {b, sizeof(b), other + 8, other, other + 7},
+	    /* Its FDE describes code outside its own: dropped. */
+	    {c, sizeof(c), other + 0x1008, other + 0x1000, other + 0x1007},
+	};
+	struct mem_sink m = {0};
+	struct cfi_sink sink = {mem_begin, mem_write, &m};
+
+	(void)state;
+	jit_eh_frame(a, code, code + 8);
+	jit_eh_frame(b, other, other + 8);
+	jit_eh_frame(c, other + 0x2000, other + 0x1008);
+	assert_int_equal(cfi__build_eh_frames(v, 3, &sink), 0);
+	assert_int_equal(m.st.fdes, 2);
+	assert_int_equal(m.st.skipped_outside_text, 1);
+	/* Above 4 GiB: rows are relative to the first code's page. */
+	assert_int_equal(m.base, 0x7f1234560000);
+	assert_int_equal(m.n, 8);
+	for (int k = 0; k < 2; k++) {
+		const struct unwind_row *r = &m.rows[4 * k];
+		uint32_t at = (uint32_t)((k ? other : code) - m.base);
+
+		assert_int_equal(r[0].pc, at);
+		assert_int_equal(r[0].kind, UNWIND_KIND_CFA_RSP);
+		assert_int_equal(r[0].cfa_off, 8);
+		assert_int_equal(r[1].pc, at + 1);
+		assert_int_equal(r[1].cfa_off, 16);
+		assert_int_equal(r[1].rbp, -2);
+		assert_int_equal(r[2].pc, at + 6);
+		assert_int_equal(r[2].cfa_off, 8);
+		assert_int_equal(r[2].rbp, 0);
+		assert_int_equal(r[3].pc, at + 7);
+		assert_int_equal(r[3].kind, UNWIND_KIND_FP); /* no CFI after the code */
+	}
+}
+
+static void test_eh_frames_garbage(void **state)
+{
+	unsigned seed = 11;
+	uint8_t buf[56];
+	struct cfi_eh_frame v = {buf, sizeof(buf), 0x7f0000000008, 0x7f0000000000, 0x7f0000000007};
+
+	(void)state;
+	/* Truncated anywhere, then bytes flipped: rows or skips, never a crash. */
+	for (size_t len = 0; len < sizeof(buf); len++) {
+		struct mem_sink m = {0};
+		struct cfi_sink sink = {mem_begin, mem_write, &m};
+
+		jit_eh_frame(buf, 0x7f0000000000, 0x7f0000000008);
+		v.size = len;
+		cfi__build_eh_frames(&v, 1, &sink);
+		assert_true(m.st.fdes == 0 || len >= 52);
+	}
+	v.size = sizeof(buf);
+	for (int round = 0; round < 2000; round++) {
+		struct mem_sink m = {0};
+		struct cfi_sink sink = {mem_begin, mem_write, &m};
+
+		jit_eh_frame(buf, 0x7f0000000000, 0x7f0000000008);
+		for (int k = 0; k < 3; k++)
+			buf[rand_r(&seed) % sizeof(buf)] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+		cfi__build_eh_frames(&v, 1, &sink);
+		assert_true(m.n <= 64);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -807,6 +928,8 @@ int main(void)
 	    cmocka_unit_test(test_truncated_files),
 	    cmocka_unit_test(test_truncated_entry),
 	    cmocka_unit_test(test_flipped_bytes),
+	    cmocka_unit_test(test_eh_frames_in_memory),
+	    cmocka_unit_test(test_eh_frames_garbage),
 	};
 
 	return cmocka_run_group_tests_name("cfi", tests, NULL, NULL);

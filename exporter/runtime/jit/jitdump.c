@@ -14,6 +14,7 @@
 #define MOVE_FIXED 40u	  /* pid, tid, vma, old_code_addr, new_code_addr, code_size, index */
 #define DEBUG_FIXED 16u	  /* code_addr, nr_entry */
 #define DEBUG_ENTRY 16u	  /* code_addr, line, discrim; then the file name */
+#define UNWIND_FIXED 24u  /* unwinding_size, eh_frame_hdr_size, mapped_size */
 /* A record body read at most this far: a code load's name, a debug info's rows. */
 #define BODY_MAX (1u << 20)
 /* A file header longer than this is not one. */
@@ -33,6 +34,13 @@ struct jitdump {
 	struct jittab_line *rows;
 	uint32_t nrows;
 	char *names; /* the rows' file names */
+	/* The last unwinding record's .eh_frame, for the code load that follows it. */
+	uint8_t *pend;
+	uint32_t pend_size;
+	/* Call frame information of the code in place, sorted by code_addr, non-overlapping. */
+	struct jitdump_unwind *unw;
+	size_t nunw, capunw;
+	uint64_t unw_bytes, unw_gen;
 	struct jitdump_stats st;
 };
 
@@ -60,10 +68,98 @@ static void forget_debug(struct jitdump *d)
 	d->nrows = 0;
 }
 
+/* Drops the pending unwinding record (counted unused). */
+static void forget_pending(struct jitdump *d)
+{
+	if (!d->pend)
+		return;
+	free(d->pend);
+	d->pend = NULL;
+	d->pend_size = 0;
+	d->st.unwind_unused++;
+}
+
+static void forget_unwind(struct jitdump *d)
+{
+	forget_pending(d);
+	if (d->nunw)
+		d->unw_gen++;
+	for (size_t i = 0; i < d->nunw; i++)
+		free(d->unw[i].eh_frame);
+	free(d->unw);
+	d->unw = NULL;
+	d->nunw = d->capunw = 0;
+	d->unw_bytes = 0;
+}
+
+/* Index of the first entry ending after @addr (entries are sorted and do not overlap). */
+static size_t unwind_first_after(const struct jitdump *d, uint64_t addr)
+{
+	size_t lo = 0, hi = d->nunw;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->unw[mid].code_addr + d->unw[mid].code_size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Removes the entry at @i, handing its .eh_frame to the caller. */
+static struct jitdump_unwind unwind_take(struct jitdump *d, size_t i)
+{
+	struct jitdump_unwind e = d->unw[i];
+
+	memmove(&d->unw[i], &d->unw[i + 1], (d->nunw - i - 1) * sizeof(*d->unw));
+	d->nunw--;
+	d->unw_bytes -= e.eh_frame_size;
+	d->unw_gen++;
+	return e;
+}
+
+/* Code at [@start, @start + @size) was replaced or moved over: its CFI no longer applies. */
+static void unwind_drop_range(struct jitdump *d, uint64_t start, uint64_t size)
+{
+	size_t i = unwind_first_after(d, start);
+
+	while (i < d->nunw && d->unw[i].code_addr < start + size) {
+		struct jitdump_unwind e = unwind_take(d, i);
+
+		free(e.eh_frame);
+		d->st.unwind_dropped++;
+	}
+}
+
+/* Inserts @e (its range free: unwind_drop_range() first). 0 or -ENOMEM (@e not freed). */
+static int unwind_insert(struct jitdump *d, const struct jitdump_unwind *e)
+{
+	size_t i = unwind_first_after(d, e->code_addr);
+
+	if (d->nunw == d->capunw) {
+		size_t cap = d->capunw ? 2 * d->capunw : 16;
+		struct jitdump_unwind *v = realloc(d->unw, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->unw = v;
+		d->capunw = cap;
+	}
+	memmove(&d->unw[i + 1], &d->unw[i], (d->nunw - i) * sizeof(*d->unw));
+	d->unw[i] = *e;
+	d->nunw++;
+	d->unw_bytes += e->eh_frame_size;
+	d->unw_gen++;
+	return 0;
+}
+
 void jitdump__free(struct jitdump *d)
 {
 	if (!d)
 		return;
+	forget_unwind(d);
 	forget_debug(d);
 	jittab__free(d->tab);
 	free(d);
@@ -195,11 +291,93 @@ static int take_load(struct jitdump *d, const unsigned char *b, size_t len)
 	forget_debug(d);
 	d->debug_addr = 0;
 	if (err == -EINVAL) {
+		forget_pending(d);
 		d->st.bad_records++;
 		return 0;
 	}
-	if (!err)
-		d->st.loads++;
+	if (err) {
+		forget_pending(d);
+		return err;
+	}
+	d->st.loads++;
+	/* The code there before is gone, and its CFI with it; this code's own comes next. */
+	unwind_drop_range(d, code_addr, code_size);
+	if (d->pend) {
+		struct jitdump_unwind e = {
+		    .code_addr = code_addr,
+		    .code_size = code_size,
+		    .eh_frame_addr = code_addr + ((code_size + 7) & ~7ull),
+		    .eh_frame_size = d->pend_size,
+		    .eh_frame = d->pend,
+		};
+
+		if (unwind_insert(d, &e))
+			return -ENOMEM; /* d->pend still owns it */
+		d->pend = NULL;
+		d->pend_size = 0;
+		d->st.unwind_used++;
+	}
+	return 0;
+}
+
+/*
+ * JIT_CODE_UNWINDING_INFO: keeps its .eh_frame for the code load that follows. Sizes that do
+ * not fit the record (or the part of it read) are counted, never followed.
+ */
+static void take_unwind(struct jitdump *d, const unsigned char *b, size_t len)
+{
+	uint64_t usize, hsize, esize;
+
+	d->st.unwinding_infos++;
+	forget_pending(d); /* a second record before any code load: the first one is unused */
+	if (len < UNWIND_FIXED) {
+		d->st.unwind_bad++;
+		return;
+	}
+	usize = u64(b);
+	hsize = u64(b + 8);
+	if (usize > len - UNWIND_FIXED || hsize > usize) {
+		d->st.unwind_bad++;
+		return;
+	}
+	/* No .eh_frame: V8 writes such a record before code it has no CFI for. */
+	if (hsize == usize) {
+		d->st.unwind_empty++;
+		return;
+	}
+	esize = usize - hsize;
+	if (d->unw_bytes + esize > JITDUMP_MAX_UNWIND_BYTES) {
+		d->st.unwind_full++;
+		return;
+	}
+	d->pend = malloc(esize);
+	if (!d->pend) {
+		d->st.unwind_full++;
+		return;
+	}
+	memcpy(d->pend, b + UNWIND_FIXED, esize);
+	d->pend_size = (uint32_t)esize;
+}
+
+/* A code move: its CFI (if any) moves along; CFI of code at the new place is dropped. */
+static int unwind_move(struct jitdump *d, uint64_t old_addr, uint64_t new_addr, uint64_t size)
+{
+	size_t i = unwind_first_after(d, old_addr);
+	struct jitdump_unwind e;
+	int err;
+
+	if (i == d->nunw || d->unw[i].code_addr != old_addr) {
+		unwind_drop_range(d, new_addr, size);
+		return 0;
+	}
+	e = unwind_take(d, i);
+	unwind_drop_range(d, new_addr, size);
+	e.eh_frame_addr = e.eh_frame_addr - old_addr + new_addr;
+	e.code_addr = new_addr;
+	e.code_size = size;
+	err = unwind_insert(d, &e);
+	if (err)
+		free(e.eh_frame);
 	return err;
 }
 
@@ -227,6 +405,8 @@ static int take_move(struct jitdump *d, const unsigned char *b, size_t len)
 	if (err || s.start != old_addr) {
 		d->st.moves_unknown++;
 		/* Whatever was at the new address is gone all the same. */
+		if (size)
+			unwind_drop_range(d, new_addr, size);
 		err = size ? jittab__remove(d->tab, new_addr, size) : 0;
 		return err == -ENOMEM || err == -E2BIG ? err : 0;
 	}
@@ -257,8 +437,10 @@ static int take_move(struct jitdump *d, const unsigned char *b, size_t len)
 		d->st.bad_records++;
 		return 0;
 	}
-	if (!err)
+	if (!err) {
 		d->st.moves++;
+		err = unwind_move(d, old_addr, new_addr, size ? size : s.end - s.start);
+	}
 	return err;
 }
 
@@ -276,9 +458,10 @@ static int take_record(struct jitdump *d, uint32_t id, const unsigned char *b, s
 	case JIT_CODE_CLOSE:
 		d->closed = true;
 		d->st.closes++;
+		forget_pending(d);
 		return 0;
 	case JIT_CODE_UNWINDING_INFO:
-		d->st.unwinding_infos++;
+		take_unwind(d, b, len);
 		return 0;
 	default:
 		d->st.unknown_records++;
@@ -292,6 +475,7 @@ static void reset(struct jitdump *d, const struct stat *st)
 		d->st.resets++;
 	jittab__clear(d->tab);
 	forget_debug(d);
+	forget_unwind(d);
 	d->debug_addr = 0;
 	d->offset = 0;
 	d->header = d->closed = d->corrupt = d->full = false;
@@ -350,7 +534,8 @@ int jitdump__update(struct jitdump *d, int fd, const struct stat *st)
 		len = total - RECORD_HEADER;
 		if (len > BODY_MAX)
 			len = BODY_MAX;
-		if (id <= JIT_CODE_MOVE || id == JIT_CODE_DEBUG_INFO) {
+		if (id <= JIT_CODE_MOVE || id == JIT_CODE_DEBUG_INFO ||
+		    id == JIT_CODE_UNWINDING_INFO) {
 			if (!body)
 				body = malloc(BODY_MAX);
 			if (!body) {
@@ -410,6 +595,17 @@ int jitdump__is_path(const char *path, uint32_t *pid)
 		return 0;
 	*pid = (uint32_t)v;
 	return 1;
+}
+
+size_t jitdump__unwind(const struct jitdump *d, const struct jitdump_unwind **out)
+{
+	*out = d->unw;
+	return d->nunw;
+}
+
+uint64_t jitdump__unwind_gen(const struct jitdump *d)
+{
+	return d->unw_gen;
 }
 
 uint64_t jitdump__offset(const struct jitdump *d)

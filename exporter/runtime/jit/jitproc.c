@@ -19,6 +19,7 @@ struct jitsrc {
 	enum jitfile_reason last;
 	bool logged;
 	uint64_t bad_seen, replaced_seen; /* counters already added to the stats */
+	struct jitdump_stats unwind_seen; /* jitdump unwind_* counters already added */
 };
 
 struct jitproc {
@@ -38,6 +39,9 @@ struct jitproc {
 	struct jitsrc dump_src[JITPROC_MAX_DUMPS];
 	struct jitdump *dump[JITPROC_MAX_DUMPS];
 	uint32_t ndumps;
+	jitproc_cfi_hook cfi_hook;
+	void *cfi_ctx;
+	uint64_t cfi_gen; /* sum of the dumps' jitdump__unwind_gen() last handed on */
 };
 
 static enum frame_kind kind_of(const char *name)
@@ -209,6 +213,103 @@ static void ask_jvm(struct jitproc *j, FILE *log)
 		perfmap__forget(j->map);
 }
 
+void jitproc_cfi__free(struct jitproc_cfi *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].eh_frame);
+	free(c->v);
+	free(c);
+}
+
+void jitproc__set_cfi_hook(struct jitproc *j, jitproc_cfi_hook fn, void *ctx)
+{
+	j->cfi_hook = fn;
+	j->cfi_ctx = ctx;
+	j->cfi_gen = 0; /* what is held goes to the new hook at the next refresh */
+}
+
+static int cmp_unwind(const void *a, const void *b)
+{
+	const struct jitdump_unwind *x = a, *y = b;
+
+	return x->code_addr < y->code_addr ? -1 : x->code_addr > y->code_addr;
+}
+
+/* A copy of the CFI of every dump, sorted by code address. NULL on ENOMEM. */
+static struct jitproc_cfi *copy_cfi(const struct jitproc *j)
+{
+	struct jitproc_cfi *c = calloc(1, sizeof(*c));
+	size_t total = 0;
+
+	if (!c)
+		return NULL;
+	for (uint32_t i = 0; i < j->ndumps; i++) {
+		const struct jitdump_unwind *v;
+
+		total += jitdump__unwind(j->dump[i], &v);
+	}
+	c->v = calloc(total ? total : 1, sizeof(*c->v));
+	if (!c->v)
+		goto fail;
+	for (uint32_t i = 0; i < j->ndumps; i++) {
+		const struct jitdump_unwind *v;
+		size_t n = jitdump__unwind(j->dump[i], &v);
+
+		for (size_t k = 0; k < n; k++) {
+			struct jitdump_unwind *e = &c->v[c->n];
+
+			*e = v[k];
+			e->eh_frame = malloc(v[k].eh_frame_size);
+			if (!e->eh_frame)
+				goto fail;
+			memcpy(e->eh_frame, v[k].eh_frame, v[k].eh_frame_size);
+			c->bytes += v[k].eh_frame_size;
+			c->n++;
+		}
+	}
+	qsort(c->v, c->n, sizeof(*c->v), cmp_unwind);
+	return c;
+fail:
+	jitproc_cfi__free(c);
+	return NULL;
+}
+
+/* The unwind_* counters of dump @i, added to the stats once each. */
+static void add_unwind_stats(struct jitproc *j, uint32_t i)
+{
+	const struct jitdump_stats *ds = jitdump__stats(j->dump[i]);
+	struct jitdump_stats *seen = &j->dump_src[i].unwind_seen;
+	struct jitproc_stats *st = j->stats;
+
+	add_delta(&st->unwind_records, &seen->unwinding_infos, ds->unwinding_infos);
+	add_delta(&st->unwind_used, &seen->unwind_used, ds->unwind_used);
+	add_delta(&st->unwind_bad, &seen->unwind_bad, ds->unwind_bad);
+	add_delta(&st->unwind_empty, &seen->unwind_empty, ds->unwind_empty);
+	add_delta(&st->unwind_unused, &seen->unwind_unused, ds->unwind_unused);
+	add_delta(&st->unwind_full, &seen->unwind_full, ds->unwind_full);
+	add_delta(&st->unwind_dropped, &seen->unwind_dropped, ds->unwind_dropped);
+}
+
+/* Hands the CFI on when a re-read changed it. */
+static void check_cfi(struct jitproc *j)
+{
+	struct jitproc_cfi *c;
+	uint64_t gen = 0;
+
+	for (uint32_t i = 0; i < j->ndumps; i++)
+		gen += jitdump__unwind_gen(j->dump[i]);
+	if (!j->cfi_hook || gen == j->cfi_gen)
+		return;
+	c = copy_cfi(j);
+	if (!c)
+		return; /* tried again at the next refresh */
+	j->cfi_gen = gen;
+	j->stats->cfi_updates++;
+	j->cfi_hook(j->cfi_ctx, j->pid, c);
+}
+
 static void refresh(struct jitproc *j, FILE *log)
 {
 	struct stat st;
@@ -261,7 +362,9 @@ static void refresh(struct jitproc *j, FILE *log)
 			  ds->bad_records + ds->corrupt);
 		add_delta(&j->stats->replaced, &j->dump_src[i].replaced_seen,
 			  jittab__replaced(jitdump__table(j->dump[i])));
+		add_unwind_stats(j, i);
 	}
+	check_cfi(j);
 }
 
 /* Once per process: what would name its JIT frames. */

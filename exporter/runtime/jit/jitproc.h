@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "profile/profile.h"
+#include "runtime/jit/jitdump.h"
 #include "runtime/jit/jitfile.h"
 #include "runtime/jit/jittab.h"
 
@@ -54,6 +55,15 @@ struct jitproc_stats {
 	uint64_t java_requests;	 /* perf maps a JVM wrote on request (--java-perfmap) */
 	uint64_t java_failed;	 /* ... requests that failed (no attach socket, timeout, refused) */
 	struct jitfile_stats open; /* perf map and jitdump opens by outcome */
+	/* jitdump JIT_CODE_UNWINDING_INFO records (struct jitdump_stats unwind_*): */
+	uint64_t unwind_records; /* read */
+	uint64_t unwind_used;	 /* attached to their code load */
+	uint64_t unwind_bad;	 /* skipped: sizes that do not fit the record */
+	uint64_t unwind_empty;	 /* skipped: no .eh_frame in it (the code has no CFI) */
+	uint64_t unwind_unused;	 /* skipped: no code load followed */
+	uint64_t unwind_full;	 /* skipped: over the cap of unwinding bytes per file */
+	uint64_t unwind_dropped; /* dropped since: their code was replaced */
+	uint64_t cfi_updates;	 /* copies of a process's JIT CFI handed on (jitproc_cfi_hook) */
 	/* The first process told (the end-of-run report repeats it): 0 pid when none. */
 	struct {
 		uint32_t pid;
@@ -63,6 +73,28 @@ struct jitproc_stats {
 };
 
 struct jitproc;
+
+/*
+ * A copy of one process's JIT call frame information (the code loads of its jitdump files that
+ * had an unwinding record, runtime/jit/jitdump.h), for the CFI unwinder. Owned by whoever the
+ * hook gave it to; jitproc_cfi__free() releases it.
+ */
+struct jitproc_cfi {
+	size_t n;
+	struct jitdump_unwind *v; /* sorted by code_addr; each eh_frame owned by the copy */
+	uint64_t bytes;		  /* of .eh_frame in all */
+};
+
+/* NULL is a no-op. */
+void jitproc_cfi__free(struct jitproc_cfi *c);
+
+/*
+ * Called (on the thread doing lookups) when a re-read changed process @pid's JIT CFI, with a
+ * copy the callee owns (n == 0: none any more).
+ */
+typedef void (*jitproc_cfi_hook)(void *ctx, uint32_t pid, struct jitproc_cfi *cfi);
+/* Sets (NULL clears) the hook of @j. */
+void jitproc__set_cfi_hook(struct jitproc *j, jitproc_cfi_hook fn, void *ctx);
 
 /*
  * State for process @pid (host PID) whose executable is @exe (NULL: unknown; used to say which
