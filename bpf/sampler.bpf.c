@@ -109,7 +109,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 {
 	struct unwind_proc *uproc;
 	__u32 pid = s->pid; /* map keys on the stack: 6.1's verifier refuses ring buffer memory */
-	__u32 stop = 0, borrowed = 0, walked = 0;
+	__u32 stop = 0, borrowed = 0, walked = 0, released = 0;
 	__u64 wakeup = 0;
 	long n;
 
@@ -118,8 +118,9 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		n = 0;
 	} else {
 		n = -1;
-		uproc =
-		    unwind_enabled ? unwind_proc_of(task, pid, s->pstart_boot_ns, &borrowed) : NULL;
+		uproc = unwind_enabled
+			    ? unwind_proc_of(task, pid, s->pstart_boot_ns, &borrowed, &released)
+			    : NULL;
 		if (uproc)
 			n = unwind_user_stack(ctx, s, uproc, pid, borrowed, &stop);
 		else
@@ -135,7 +136,9 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			if (!n)
 				s->ustack_end = SP_USTACK_UNREADABLE;
 			else
-				s->ustack_end = uproc ? SP_USTACK_NO_REGS : SP_USTACK_NOT_LOADED;
+				s->ustack_end = uproc	   ? SP_USTACK_NO_REGS
+						: released ? SP_USTACK_VFORK_RELEASED
+							   : SP_USTACK_NOT_LOADED;
 		} else {
 			/* --unwind-max-mb 0: frame pointers, as asked, marked as unverified. */
 			__u64 ret = 0;

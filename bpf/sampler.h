@@ -226,7 +226,10 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	/* CFI unwinding off (--unwind-max-mb 0): a frame-pointer walk nothing checked */          \
 	X(SP_USTACK_FP_ONLY, "[unverified: frame pointers]")                                       \
 	/* a frame-pointer step found a "return address" that does not follow a call */            \
-	X(SP_USTACK_BAD_RA, "[truncated: unproven return address]")
+	X(SP_USTACK_BAD_RA, "[truncated: unproven return address]")                                \
+	/* a vfork child whose exec or exit released its parent, which now runs on the stack the   \
+	 * child's registers point into: the leaf only */                                          \
+	X(SP_USTACK_VFORK_RELEASED, "[truncated: vfork parent resumed]")
 
 #define SP_USTACK_END_ENUM(name, marker) name,
 enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };

@@ -535,14 +535,16 @@ static __noinline int unwind_leaf_only(struct sp_sample *s)
 
 /*
  * The mapping list for a sample of process @pid (group leader started at @start_boot_ns) of
- * @task, or NULL. A child sharing its parent's address space (vfork(), CLONE_VM without
- * CLONE_THREAD: posix_spawn's child until it execs) has no entry of its own yet, but its
- * mappings are its parent's by definition: it uses the parent's entry (*borrowed = 1: the agent
- * has no maps of the child to name its frames with, so the sample carries file identities). An
- * entry of an earlier process with the same PID is never used (counted: stale).
+ * @task, or NULL. A child sharing its parent's address space (vfork(), posix_spawn's
+ * CLONE_VM | CLONE_VFORK child) has no entry of its own yet, but while its parent waits for it
+ * its mappings are its parent's by definition: it uses the parent's entry (*borrowed = 1: the agent
+ * has no maps of the child to name its frames with, so the sample carries file identities);
+ * once the parent was released, none (*released = 1). An entry of an earlier process with the
+ * same PID is never used (counted: stale).
  */
 static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *task, __u32 pid,
-							  __u64 start_boot_ns, __u32 *borrowed)
+							  __u64 start_boot_ns, __u32 *borrowed,
+							  __u32 *released)
 {
 	struct unwind_proc *uproc = bpf_map_lookup_elem(&unwind_procs, &pid);
 	struct task_struct *parent;
@@ -552,6 +554,16 @@ static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *ta
 		parent = BPF_CORE_READ(task, real_parent);
 		if (!parent || BPF_CORE_READ(parent, mm) != BPF_CORE_READ(task, mm))
 			return NULL;
+		/*
+		 * Only while the parent waits: the child's exec or exit clears vfork_done as it
+		 * wakes the parent (kernel/fork.c, complete_vfork_done()), and from then on the
+		 * parent runs on the stack the child's saved registers still point into. A
+		 * CLONE_VM child without CLONE_VFORK never has it: not walked either.
+		 */
+		if (!BPF_CORE_READ(task, vfork_done)) {
+			*released = 1;
+			return NULL;
+		}
 		ppid = BPF_CORE_READ(parent, tgid);
 		start_boot_ns = BPF_CORE_READ(parent, group_leader, start_boottime);
 		uproc = bpf_map_lookup_elem(&unwind_procs, &ppid);
