@@ -198,7 +198,9 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	l.base = s->ustack_len;
 	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
 	w->d = *d;
-	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
+	/* The thread pointer identifies a thread state only before 3.11 (its native TID after). */
+	if (!w->d.has_native_thread_id)
+		w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	w->tid = tid;
 	/* The thread state of this thread's last sample, if still its own: no search. */
 	cached = bpf_map_lookup_elem(&py_threads, &tid);
