@@ -104,9 +104,8 @@ __noinline int python_tstate_cached_global(struct py_walk *w)
 	if (!w)
 		return 0;
 	b = python_scratch();
-	w->res = b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b,
-					  &w->frame)
-		   : 0;
+	w->res =
+	    b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b, &w->frame) : 0;
 	return 0;
 }
 

@@ -240,8 +240,8 @@ static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc
  * mapping), so that the frames out of it come without a read; before 3.11 (heap frame
  * objects), or a frame across a page end, just its fields. NULL when unreadable.
  */
-static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct py_desc *d,
-						       __u64 f, __u32 span, struct pywalk_buf *b,
+static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct py_desc *d, __u64 f,
+						       __u32 span, struct pywalk_buf *b,
 						       struct pywalk_memo *m)
 {
 	__u64 start = f, len = span, o = f - m->win_base;
@@ -338,9 +338,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 				  &filename) ||
 		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno,
 				  &line) ||
-		    (d->code_firsttraceable &&
-		     pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firsttraceable,
-				   &first)))
+		    (d->code_firsttraceable && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
+							     d->code_firsttraceable, &first)))
 			return -PY_STOP_READ_FAILED;
 		if (b->gen != m->gen)
 			return -PY_STOP_READ_FAILED;

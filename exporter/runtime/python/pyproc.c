@@ -519,8 +519,7 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.qualname = e->qualname_s;
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
-	e->info.fingerprint =
-	    pywalk__fingerprint(e->name, e->filename, (uint32_t)e->firstlineno);
+	e->info.fingerprint = pywalk__fingerprint(e->name, e->filename, (uint32_t)e->firstlineno);
 	return 0;
 }
 
