@@ -65,7 +65,7 @@ struct py_walk {
 	__u32 tid;
 	__s32 res; /* last step's answer */
 	struct py_frame out;
-	struct pywalk_memo m;
+	__u64 gen; /* pywalk__walk_begin()'s, 0 before the first frame */
 };
 
 struct py_loop {
@@ -120,9 +120,9 @@ __noinline int python_frame_global(struct py_walk *w)
 		w->res = -PY_STOP_READ_FAILED;
 		return 0;
 	}
-	if (!w->m.gen)
-		w->m.gen = ++b->gen; /* this walk's first frame */
-	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b, &w->m);
+	if (!w->gen)
+		w->gen = pywalk__walk_begin(b); /* this walk's first frame */
+	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b, w->gen);
 	return 0;
 }
 

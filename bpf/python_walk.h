@@ -108,30 +108,39 @@ static __always_inline int pywalk__tstate_step(void *rctx, const struct py_desc 
 #define PYWALK_WINDOW 4096
 
 /*
- * Where the steps copy what they read (in BPF: a per-CPU map value, shared by every program of
- * the CPU). @window holds the process's bytes [win_base, win_base + win_len) (struct
- * pywalk_memo); PYWALK_FRAME_SPAN bytes of slack after it, so that a frame's fields at any
- * offset of the window stay inside the buffer. @gen: bumped by each walk that starts; a walk
- * that finds another number after copying fields out was interrupted by a walk on the same CPU
- * (a CPU sample in NMI inside an off-CPU or lock sample) that overwrote the buffer meanwhile.
- */
-struct pywalk_buf {
-	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
-	__u8 code[PYWALK_CODE_SPAN];
-	__u64 gen;
-};
-
-/*
- * What one walk remembers from frame to frame (zeroed at its start): the window of frames read
- * last, and the code object checked last (its fingerprint and first traceable instruction), so
- * that a recursion or a loop of calls reads it once.
+ * What one walk remembers from frame to frame (zeroed at its start, with pywalk__walk_begin()):
+ * the window of frames read last, and the code object checked last (its fingerprint and first
+ * traceable instruction), so that a recursion or a loop of calls reads it once.
  */
 struct pywalk_memo {
-	__u64 win_base, code, gen;
+	__u64 win_base, code;
 	__u32 win_len, fp;
 	__s32 first;
 	__u32 pad;
 };
+
+/*
+ * Where the steps copy what they read and what a walk remembers (in BPF: a per-CPU map value,
+ * shared by every program of the CPU: off the BPF stack, whose 512 bytes the deepest call chain
+ * uses up on 6.1). @window holds the process's bytes [memo.win_base, memo.win_base +
+ * memo.win_len); PYWALK_FRAME_SPAN bytes of slack after it, so that a frame's fields at any
+ * offset of the window stay inside the buffer. @gen: bumped by each walk that starts; a walk
+ * that finds another number after using the buffer was interrupted by a walk on the same CPU
+ * (a CPU sample in NMI inside an off-CPU or lock sample) that overwrote it meanwhile.
+ */
+struct pywalk_buf {
+	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
+	__u8 code[PYWALK_CODE_SPAN];
+	struct pywalk_memo memo;
+	__u64 gen;
+};
+
+/* Starts a walk's use of @b: its memory cleared; returns the walk's generation. */
+static __always_inline __u64 pywalk__walk_begin(struct pywalk_buf *b)
+{
+	__builtin_memset(&b->memo, 0, sizeof(b->memo));
+	return ++b->gen;
+}
 
 static __always_inline __u32 pywalk__max(__u32 a, __u32 b)
 {
@@ -270,14 +279,14 @@ static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct 
  * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
  * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
  * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
- * -PY_STOP_BAD_CODE. @m: the walk's memory (zeroed, m->gen = ++b->gen, before its first frame).
+ * -PY_STOP_BAD_CODE. @gen: the walk's, from pywalk__walk_begin(@b) before its first frame.
  * Reads: the frame's window when the frame is not in the last one, the code object's fields
  * when it is not the last frame's code object; nothing else.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
-					      struct py_frame *out, struct pywalk_buf *b,
-					      struct pywalk_memo *m)
+					      struct py_frame *out, struct pywalk_buf *b, __u64 gen)
 {
+	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
 	__u64 name = 0, filename = 0, line = 0;
 	const __u8 *fb;
@@ -310,11 +319,9 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	} else {
 		entry = 1; /* 3.8-3.10: one loop call per frame */
 	}
-	if (b->gen != m->gen) {
-		/* Another walk on this CPU overwrote the buffer while the fields were copied. */
-		m->win_len = 0;
-		return -PY_STOP_READ_FAILED;
-	}
+	if (b->gen != gen)
+		return -PY_STOP_READ_FAILED; /* the buffer overwritten while the fields were copied
+					      */
 	if (d->interpreter_frames && d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
 		return 2;
 	if (!code)
@@ -341,8 +348,6 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		    (d->code_firsttraceable && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
 							     d->code_firsttraceable, &first)))
 			return -PY_STOP_READ_FAILED;
-		if (b->gen != m->gen)
-			return -PY_STOP_READ_FAILED;
 		first = (__u64)(__s64)(__s32)first;
 		fp = pywalk__fingerprint(name, filename, (__u32)line);
 		m->code = code;
@@ -364,6 +369,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		else if (d->instr_kind == PY_INSTR_LASTI_UNITS)
 			offset *= 2;
 	}
+	if (b->gen != gen)
+		return -PY_STOP_READ_FAILED; /* the memory of the walk overwritten meanwhile */
 	out->code = code;
 	out->offset = (__s32)offset;
 	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) | fp << PY_FRAME_FP_SHIFT;
@@ -382,8 +389,7 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 {
 	struct pywalk_cursor c;
 	static struct pywalk_buf b; /* 4 KiB and more: not on the stack */
-	struct pywalk_memo m = {0};
-	__u64 frame = 0;
+	__u64 frame = 0, gen;
 	int i, r;
 
 	*n = 0;
@@ -402,11 +408,11 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 	r = pywalk__first_frame(rctx, d, c.tstate, &frame);
 	if (r)
 		return -r;
-	m.gen = ++b.gen;
+	gen = pywalk__walk_begin(&b);
 	for (i = 0; i < PY_MAX_FRAME_STEPS; i++) {
 		if (*n >= max)
 			return frame ? PY_STOP_DEPTH : PY_STOP_END;
-		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b, &m);
+		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b, gen);
 		if (r < 0)
 			return -r;
 		if (r == 2 && *n > 0)
