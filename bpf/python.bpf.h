@@ -65,6 +65,7 @@ struct py_walk {
 	__u32 tid;
 	__s32 res; /* last step's answer */
 	struct py_frame out;
+	__u64 gen; /* pywalk__walk_begin()'s, 0 before the first frame */
 };
 
 struct py_loop {
@@ -92,7 +93,10 @@ static __always_inline struct pywalk_buf *python_scratch(void)
 	return bpf_map_lookup_elem(&py_scratch, &zero);
 }
 
-/* w->res = 1 when the thread state cached for w->tid (w->c.tstate) is still its own. */
+/*
+ * w->res = 1 when the thread state cached for w->tid (w->c.tstate) is still its own, its
+ * innermost frame in w->frame.
+ */
 __noinline int python_tstate_cached_global(struct py_walk *w)
 {
 	struct pywalk_buf *b;
@@ -100,7 +104,8 @@ __noinline int python_tstate_cached_global(struct py_walk *w)
 	if (!w)
 		return 0;
 	b = python_scratch();
-	w->res = b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b) : 0;
+	w->res =
+	    b ? pywalk__tstate_check(NULL, &w->d, w->c.tstate, w->fsbase, w->tid, b, &w->frame) : 0;
 	return 0;
 }
 
@@ -115,7 +120,9 @@ __noinline int python_frame_global(struct py_walk *w)
 		w->res = -PY_STOP_READ_FAILED;
 		return 0;
 	}
-	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b);
+	if (!w->gen)
+		w->gen = pywalk__walk_begin(b); /* this walk's first frame */
+	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b, w->gen);
 	return 0;
 }
 
@@ -179,7 +186,7 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	const struct py_desc *d;
 	__u32 pid = s->pid, tid = s->tid;
 	__u64 *cached;
-	int res = 1;
+	int res = 1, have_frame = 0;
 
 	if (!python_enabled)
 		return;
@@ -190,7 +197,9 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	l.base = s->ustack_len;
 	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
 	w->d = *d;
-	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
+	/* The thread pointer identifies a thread state only before 3.11 (its native TID after). */
+	if (!w->d.has_native_thread_id)
+		w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	w->tid = tid;
 	/* The thread state of this thread's last sample, if still its own: no search. */
 	cached = bpf_map_lookup_elem(&py_threads, &tid);
@@ -198,7 +207,7 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 		w->c.tstate = *cached;
 		python_tstate_cached_global(w);
 		if (w->res == 1)
-			res = 0;
+			res = 0, have_frame = 1;
 	}
 	if (res)
 		res = pywalk__tstate_begin(NULL, &w->d, &w->c);
@@ -210,7 +219,7 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 		if (!res)
 			bpf_map_update_elem(&py_threads, &tid, &w->c.tstate, BPF_ANY);
 	}
-	if (!res)
+	if (!res && !have_frame)
 		res = pywalk__first_frame(NULL, &w->d, w->c.tstate, &w->frame);
 	if (!res) {
 		/* One frame per iteration; skipped frames count too. */

@@ -20,9 +20,10 @@
  * PYWALK_READ_SPAN(rctx, dst, addr, len): the same for 1..len bytes (len bounded by the buffer).
  *
  * Cost: each read of the process is a helper call in BPF, the bulk of a frame's time. A frame
- * step reads the frame's fields in one read of the span that holds them, the code object's in
- * one more, then its name's hash: three reads a frame (a field past the span buffer, in a
- * layout not seen yet, is read alone).
+ * step reads the frame's fields from a window of the thread's data stack that holds many frames
+ * (3.11+; before, the frame's fields in one read), and the code object's in one more read unless
+ * the frame before had the same code object: from one read to two a frame, far fewer on deep
+ * 3.11+ stacks (a field past the span buffer, in a layout not seen yet, is read alone).
  */
 #ifndef SPANPROF_PYTHON_WALK_H
 #define SPANPROF_PYTHON_WALK_H
@@ -98,15 +99,48 @@ static __always_inline int pywalk__tstate_step(void *rctx, const struct py_desc 
 	return 0;
 }
 
-/* Bytes of a frame and of a code object read at once (powers of two, for the BPF masks). */
+/*
+ * Bytes of a frame's fields and of a code object's read at once, and of a frame window (the
+ * most of one page of the thread's data stack read in one go): powers of two, for the BPF masks.
+ */
 #define PYWALK_FRAME_SPAN 128
 #define PYWALK_CODE_SPAN 256
+#define PYWALK_WINDOW 4096
 
-/* Where a frame step copies the spans it reads (in BPF: a per-CPU map value). */
-struct pywalk_buf {
-	__u8 frame[PYWALK_FRAME_SPAN];
-	__u8 code[PYWALK_CODE_SPAN];
+/*
+ * What one walk remembers from frame to frame (zeroed at its start, with pywalk__walk_begin()):
+ * the window of frames read last, and the code object checked last (its fingerprint and first
+ * traceable instruction), so that a recursion or a loop of calls reads it once.
+ */
+struct pywalk_memo {
+	__u64 win_base, code;
+	__u32 win_len, fp;
+	__s32 first;
+	__u32 pad;
 };
+
+/*
+ * Where the steps copy what they read and what a walk remembers (in BPF: a per-CPU map value,
+ * shared by every program of the CPU: off the BPF stack, whose 512 bytes the deepest call chain
+ * uses up on 6.1). @window holds the process's bytes [memo.win_base, memo.win_base +
+ * memo.win_len); PYWALK_FRAME_SPAN bytes of slack after it, so that a frame's fields at any
+ * offset of the window stay inside the buffer. @gen: bumped by each walk that starts; a walk
+ * that finds another number after using the buffer was interrupted by a walk on the same CPU
+ * (a CPU sample in NMI inside an off-CPU or lock sample) that overwrote it meanwhile.
+ */
+struct pywalk_buf {
+	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
+	__u8 code[PYWALK_CODE_SPAN];
+	struct pywalk_memo memo;
+	__u64 gen;
+};
+
+/* Starts a walk's use of @b: its memory cleared; returns the walk's generation. */
+static __always_inline __u64 pywalk__walk_begin(struct pywalk_buf *b)
+{
+	__builtin_memset(&b->memo, 0, sizeof(b->memo));
+	return ++b->gen;
+}
 
 static __always_inline __u32 pywalk__max(__u32 a, __u32 b)
 {
@@ -145,47 +179,6 @@ static __always_inline int pywalk__field(void *rctx, const __u8 *buf, __u32 size
 	return PYWALK_READ_USER(rctx, v, base + off) ? -1 : 0;
 }
 
-/*
- * Whether @tstate, the thread state this thread had at an earlier sample, is still its own: 1
- * when it is in its interpreter's list of thread states (its neighbour points back at it, or,
- * alone, the interpreter's list starts with it) and its thread id is the sampled thread's
- * (@fsbase, or @tid from 3.11 on); else 0 (freed, or another thread's since: search again).
- * One read of the state's first bytes (@b->code as the buffer) and one of its neighbour's: a
- * freed state fails both, its list links being the allocator's by then.
- */
-static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc *d, __u64 tstate,
-						__u64 fsbase, __u32 tid, struct pywalk_buf *b)
-{
-	__u32 id_off = d->has_native_thread_id ? d->tstate_native_thread_id : d->tstate_thread_id;
-	__u64 id = 0, prev = 0, next = 0, interp = 0, back = 0;
-	__u32 span;
-
-	if (!tstate)
-		return 0;
-	span = pywalk__max(pywalk__max(d->tstate_prev, d->tstate_next),
-			   pywalk__max(d->tstate_interp, id_off)) +
-	       8;
-	if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, tstate, span) ||
-	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, id_off, &id))
-		return 0;
-	if (id != (d->has_native_thread_id ? (__u64)tid : fsbase))
-		return 0;
-	if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_prev, &prev) ||
-	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_next, &next) ||
-	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_interp, &interp))
-		return 0;
-	if (prev) {
-		if (PYWALK_READ_USER(rctx, &back, prev + d->tstate_next))
-			return 0;
-	} else if (next) {
-		if (PYWALK_READ_USER(rctx, &back, next + d->tstate_prev))
-			return 0;
-	} else if (!interp || PYWALK_READ_USER(rctx, &back, interp + d->interp_threads_head)) {
-		return 0;
-	}
-	return back == tstate;
-}
-
 /* The innermost frame of thread state @tstate into *@frame (0: no Python frame). */
 static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc *d, __u64 tstate,
 					       __u64 *frame)
@@ -199,18 +192,105 @@ static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc 
 }
 
 /*
+ * Whether @tstate, the thread state this thread had at an earlier sample, is still its own: 1
+ * when it is in its interpreter's list of thread states (its neighbour points back at it, or,
+ * alone, the interpreter's list starts with it) and its thread id is the sampled thread's
+ * (@fsbase, or @tid from 3.11 on), with its innermost frame in *@frame (0: none); else 0 (freed,
+ * or another thread's since: search again). One read of the state's first bytes (@b->code as
+ * the buffer, the frame pointer taken from it too) and one of its neighbour's: a freed state
+ * fails both, its list links being the allocator's by then; 3.11-3.12 one more, of the _PyCFrame.
+ */
+static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc *d, __u64 tstate,
+						__u64 fsbase, __u32 tid, struct pywalk_buf *b,
+						__u64 *frame)
+{
+	__u32 id_off = d->has_native_thread_id ? d->tstate_native_thread_id : d->tstate_thread_id;
+	__u64 id = 0, prev = 0, next = 0, interp = 0, back = 0;
+	__u32 span;
+
+	if (!tstate)
+		return 0;
+	span = pywalk__max(pywalk__max(pywalk__max(d->tstate_prev, d->tstate_next),
+				       pywalk__max(d->tstate_interp, id_off)),
+			   d->tstate_frame) +
+	       8;
+	if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, tstate, span) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, id_off, &id))
+		return 0;
+	if (id != (d->has_native_thread_id ? (__u64)tid : fsbase))
+		return 0;
+	if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_prev, &prev) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_next, &next) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_interp, &interp) ||
+	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, tstate, d->tstate_frame, frame))
+		return 0;
+	if (prev) {
+		if (PYWALK_READ_USER(rctx, &back, prev + d->tstate_next))
+			return 0;
+	} else if (next) {
+		if (PYWALK_READ_USER(rctx, &back, next + d->tstate_prev))
+			return 0;
+	} else if (!interp || PYWALK_READ_USER(rctx, &back, interp + d->interp_threads_head)) {
+		return 0;
+	}
+	if (back != tstate)
+		return 0;
+	if (d->tstate_frame_kind == PY_TSTATE_CFRAME && *frame &&
+	    PYWALK_READ_USER(rctx, frame, *frame + d->cframe_current_frame))
+		return 0;
+	return 1;
+}
+
+/*
+ * The frame at @f's fields (@span bytes) as a pointer into @b->window: from the window read
+ * last (@m) when they lie in it, else from a new one. 3.11+, where a thread's frames are
+ * contiguous in its data stack, callers below callees, the window runs from the start of @f's
+ * page up to its fields' end (the same page: memory the frame itself is in, never a neighbour
+ * mapping), so that the frames out of it come without a read; before 3.11 (heap frame
+ * objects), or a frame across a page end, just its fields. NULL when unreadable.
+ */
+static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct py_desc *d, __u64 f,
+						       __u32 span, struct pywalk_buf *b,
+						       struct pywalk_memo *m)
+{
+	__u64 start = f, len = span, o = f - m->win_base;
+
+	if (m->win_len && f >= m->win_base && o + span <= m->win_len)
+		return b->window + (o & (PYWALK_WINDOW - 1));
+	if (d->interpreter_frames && (f & (PYWALK_WINDOW - 1)) + span <= PYWALK_WINDOW) {
+		start = f & ~(__u64)(PYWALK_WINDOW - 1);
+		len = f - start + span;
+	}
+#ifdef __BPF__
+	asm volatile("" : "+r"(len));
+#endif
+	if (len < 8 || len > PYWALK_WINDOW)
+		return NULL;
+	m->win_len = 0;
+	if (PYWALK_READ_SPAN(rctx, b->window, start, len))
+		return NULL;
+	m->win_base = start;
+	m->win_len = (__u32)len;
+	return b->window + ((f - start) & (PYWALK_WINDOW - 1));
+}
+
+/*
  * One frame: from *@frame (moved to the next frame out) fills @out and returns 1; or returns 0
  * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
  * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
  * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
- * -PY_STOP_BAD_CODE.
+ * -PY_STOP_BAD_CODE. @gen: the walk's, from pywalk__walk_begin(@b) before its first frame.
+ * Reads: the frame's window when the frame is not in the last one, the code object's fields
+ * when it is not the last frame's code object; nothing else.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
-					      struct py_frame *out, struct pywalk_buf *b)
+					      struct py_frame *out, struct pywalk_buf *b, __u64 gen)
 {
+	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
-	__u64 name = 0, hash = 0, line = 0;
-	__u32 span;
+	__u64 name = 0, filename = 0, line = 0;
+	const __u8 *fb;
+	__u32 span, fp;
 	__s64 offset;
 
 	if (!f)
@@ -222,47 +302,66 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 						   ? pywalk__max(d->frame_owner, d->frame_is_entry)
 						   : 0)) +
 	       8;
-	if (pywalk__read_span(rctx, b->frame, PYWALK_FRAME_SPAN, f, span) ||
-	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_previous, frame) ||
-	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_code, &code) ||
-	    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_instr, &instr))
+	if (span > PYWALK_FRAME_SPAN)
+		return -PY_STOP_READ_FAILED;
+	fb = pywalk__frame_bytes(rctx, d, f, span, b, m);
+	if (!fb || pywalk__field(rctx, fb, PYWALK_FRAME_SPAN, f, d->frame_previous, frame) ||
+	    pywalk__field(rctx, fb, PYWALK_FRAME_SPAN, f, d->frame_code, &code) ||
+	    pywalk__field(rctx, fb, PYWALK_FRAME_SPAN, f, d->frame_instr, &instr))
 		return -PY_STOP_READ_FAILED;
 	if (d->interpreter_frames) {
-		if (pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_owner, &owner))
+		if (pywalk__field(rctx, fb, PYWALK_FRAME_SPAN, f, d->frame_owner, &owner))
 			return -PY_STOP_READ_FAILED;
 		owner &= 0xff;
-		if (d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
-			return 2;
 		if (d->frame_is_entry &&
-		    pywalk__field(rctx, b->frame, PYWALK_FRAME_SPAN, f, d->frame_is_entry, &entry))
+		    pywalk__field(rctx, fb, PYWALK_FRAME_SPAN, f, d->frame_is_entry, &entry))
 			return -PY_STOP_READ_FAILED;
 	} else {
 		entry = 1; /* 3.8-3.10: one loop call per frame */
 	}
-	/* The code object's fields in one read too (its type first: garbage is not read on). */
-	span = pywalk__max(pywalk__max(d->object_type, d->code_name),
-			   pywalk__max(d->code_firstlineno, d->code_firsttraceable)) +
-	       8;
-	if (!code || pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
-	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->object_type, &type))
+	if (b->gen != gen)
+		return -PY_STOP_READ_FAILED; /* the buffer overwritten while the fields were copied
+					      */
+	if (d->interpreter_frames && d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
+		return 2;
+	if (!code)
 		return -PY_STOP_BAD_CODE;
-	if (type != d->code_type)
-		return -PY_STOP_BAD_CODE;
-	if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_name, &name) ||
-	    PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash) ||
-	    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno, &line))
-		return -PY_STOP_READ_FAILED;
+	if (code == m->code) {
+		fp = m->fp;
+		first = (__u64)(__s64)m->first;
+	} else {
+		/* The code object's fields in one read (its type first: garbage is not read on). */
+		span = pywalk__max(pywalk__max(pywalk__max(d->object_type, d->code_name),
+					       pywalk__max(d->code_filename, d->code_firstlineno)),
+				   d->code_firsttraceable) +
+		       8;
+		if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
+		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->object_type, &type))
+			return -PY_STOP_BAD_CODE;
+		if (type != d->code_type)
+			return -PY_STOP_BAD_CODE;
+		if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_name, &name) ||
+		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_filename,
+				  &filename) ||
+		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno,
+				  &line) ||
+		    (d->code_firsttraceable && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
+							     d->code_firsttraceable, &first)))
+			return -PY_STOP_READ_FAILED;
+		first = (__u64)(__s64)(__s32)first;
+		fp = pywalk__fingerprint(name, filename, (__u32)line);
+		m->code = code;
+		m->fp = fp;
+		m->first = (__s32)first;
+	}
 	if (d->instr_kind == PY_INSTR_PTR) {
 		offset = (__s64)(instr - (code + d->code_adaptive));
 		if (offset < 0)
 			offset = -1; /* prev_instr starts one code unit before the first */
-		if (d->code_firsttraceable && owner != d->owner_generator) {
-			if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
-					  d->code_firsttraceable, &first))
-				return -PY_STOP_READ_FAILED;
-			if (offset < (__s64)(__s32)first * 2)
-				return 0;
-		}
+		/* _PyFrame_IsIncomplete(): not listed before its first traceable instruction. */
+		if (d->code_firsttraceable && owner != d->owner_generator &&
+		    offset < (__s64)first * 2)
+			return 0;
 	} else {
 		offset = (__s32)instr;
 		if (offset < 0)
@@ -270,10 +369,11 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		else if (d->instr_kind == PY_INSTR_LASTI_UNITS)
 			offset *= 2;
 	}
+	if (b->gen != gen)
+		return -PY_STOP_READ_FAILED; /* the memory of the walk overwritten meanwhile */
 	out->code = code;
 	out->offset = (__s32)offset;
-	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) | pywalk__fingerprint(hash, (__u32)line)
-								 << PY_FRAME_FP_SHIFT;
+	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) | fp << PY_FRAME_FP_SHIFT;
 	return 1;
 }
 
@@ -288,8 +388,8 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 			      struct py_frame *out, int max, int *n)
 {
 	struct pywalk_cursor c;
-	struct pywalk_buf b;
-	__u64 frame = 0;
+	static struct pywalk_buf b; /* 4 KiB and more: not on the stack */
+	__u64 frame = 0, gen;
 	int i, r;
 
 	*n = 0;
@@ -308,10 +408,11 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 	r = pywalk__first_frame(rctx, d, c.tstate, &frame);
 	if (r)
 		return -r;
+	gen = pywalk__walk_begin(&b);
 	for (i = 0; i < PY_MAX_FRAME_STEPS; i++) {
 		if (*n >= max)
 			return frame ? PY_STOP_DEPTH : PY_STOP_END;
-		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b);
+		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b, gen);
 		if (r < 0)
 			return -r;
 		if (r == 2 && *n > 0)

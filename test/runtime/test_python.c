@@ -278,11 +278,13 @@ static __u64 search_tstate(struct child *c, const struct py_desc *d, const struc
 
 /*
  * The check of a cached thread state (pywalk__tstate_check()): each thread's own state passes,
- * for it alone; another thread's identity, an address inside the state, and none fail.
+ * for it alone, with the innermost frame pywalk__first_frame() finds; another thread's
+ * identity, an address inside the state, and none fail.
  */
 static void check_tstate_cache(struct child *c, const struct py_desc *d)
 {
-	struct pywalk_buf b;
+	static struct pywalk_buf b; /* over 4 KiB */
+	__u64 frame, first;
 	size_t i, k;
 
 	for (i = 0; i < c->n_threads; i++) {
@@ -290,20 +292,24 @@ static void check_tstate_cache(struct child *c, const struct py_desc *d)
 		__u64 t = search_tstate(c, d, e);
 
 		assert_true(t != 0);
+		frame = 1;
 		assert_int_equal(
-		    pywalk__tstate_check(&c->pid, d, t, e->ident, (__u32)e->native, &b), 1);
+		    pywalk__tstate_check(&c->pid, d, t, e->ident, (__u32)e->native, &b, &frame), 1);
+		assert_int_equal(pywalk__first_frame(&c->pid, d, t, &first), 0);
+		assert_int_equal(frame, first);
 		for (k = 0; k < c->n_threads; k++) {
 			const struct exp_thread *o = &c->threads[k];
 
 			if (k != i)
 				assert_int_equal(pywalk__tstate_check(&c->pid, d, t, o->ident,
-								      (__u32)o->native, &b),
+								      (__u32)o->native, &b, &frame),
 						 0);
 		}
 		assert_int_equal(
-		    pywalk__tstate_check(&c->pid, d, t + 8, e->ident, (__u32)e->native, &b), 0);
+		    pywalk__tstate_check(&c->pid, d, t + 8, e->ident, (__u32)e->native, &b, &frame),
+		    0);
 	}
-	assert_int_equal(pywalk__tstate_check(&c->pid, d, 0, 0, 0, &b), 0);
+	assert_int_equal(pywalk__tstate_check(&c->pid, d, 0, 0, 0, &b, &frame), 0);
 }
 
 /*
