@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, WORKLOADS, read_stats, record, stats_path, wait_sampling
+from conftest import BUILD, ROOT, WORKLOADS, read_stats, stats_path, wait_sampling
 
 WRITER = ROOT / "writer"
 MEAN = 512 << 10  # the default --alloc-sample-bytes
@@ -206,29 +206,6 @@ def test_new_process_whole_host(spanprof, alloc_bins, pprofcheck, procs, tmp_pat
     res = subprocess.run([alloc_bins["sites"], "check"], capture_output=True, text=True,
                          check=True)
     assert res.stdout.strip() != "first-byte cc", res.stdout
-
-
-def test_whole_host_scan_after_sampling_starts(spanprof, alloc_bins, procs, tmp_path):
-    """Whole host: the files of the processes already running are probed once sampling has
-    started (a busy host's scan would delay it by seconds), the agent's own libc before. In the
-    start-up timeline (--verbose): the agent's own libc probed, the sampling line, then the
-    scan of every process (which read their files: more than the one probed before)."""
-    wl = procs.start(alloc_bins["sites"], "huge", stdout=subprocess.PIPE,
-                     stdin=subprocess.PIPE, text=True)
-    wait_line(wl, "ready")
-    out = tmp_path / "out"
-    res = record(spanprof, out, "--profile", "alloc", "--verbose", "--duration", 1)
-    lines = res.stderr.splitlines()
-    sampling = [i for i, l in enumerate(lines) if l.startswith("spanprof: sampling")]
-    scan = [i for i, l in enumerate(lines)
-            if "--profile alloc: start-up work after sampling started done" in l]
-    attached = [i for i, l in enumerate(lines) if "start-up" in l and "alloc attached" in l]
-    assert sampling and scan and attached, res.stderr
-    assert attached[0] < sampling[0] < scan[0], res.stderr
-    counters = res.stats["events"]["alloc"]
-    assert counters["files_checked"] > 1 and counters["files_probed"] >= 1, counters
-    wl.stdin.close()
-    assert wl.wait(timeout=60) != 0  # it never saw "go"
 
 
 def test_span_links(spanprof, alloc_bins, pprofcheck, procs, tmp_path):

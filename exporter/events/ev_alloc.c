@@ -5,13 +5,10 @@
  *
  * Uprobes on the allocator entry points (exporter/events/allocsyms.h) of every executable file
  * mapped by a profiled process, attached once per file (device + inode): for the whole file (every
- * process that maps it) when the whole host is profiled, for each process with --pid. Before
- * sampling starts, the --pid processes' files are probed, or on the whole host the file holding
- * the agent's own malloc (the host's common libc), so that a workload started once the agent
- * samples is profiled from its first allocation; the other processes' files (/proc) are read
- * once sampling has started (alloc_after_start()), which their count would delay by seconds on a
- * busy host. Later, each (re)read of a process's maps by the agent (its first sample, an mmap of
- * code, a dlopen) reaches alloc_maps_hook().
+ * process that maps it) when the whole host is profiled, for each process with --pid. At start
+ * the maps of the profiled processes (every process: /proc) are read, so the common libc is
+ * probed before any workload starts; later, each (re)read of a process's maps by the agent (its
+ * first sample, an mmap of code, a dlopen) reaches alloc_maps_hook().
  */
 #include <dirent.h>
 #include <errno.h>
@@ -224,25 +221,12 @@ static void check_pid(struct alloc_state *st, uint32_t pid)
 	procmaps__clear(&maps);
 }
 
-/* The file holding this agent's own malloc (whole host: the common libc), probed first. */
-static void check_own_allocator(struct alloc_state *st)
-{
-	uint64_t at = (uint64_t)(uintptr_t)&malloc;
-	uint32_t self = (uint32_t)getpid();
-	struct procmaps maps = {0};
-
-	if (procmaps__read_filtered((int)self, PROCMAPS_EXEC_ONLY, &maps))
-		return; /* the scan after start finds it */
-	for (size_t i = 0; i < maps.n; i++)
-		if (at >= maps.maps[i].start && at < maps.maps[i].end)
-			check_mapping(st, self, &maps.maps[i]);
-	procmaps__clear(&maps);
-}
-
 static int alloc_attach(struct sampler_bpf *skel, const struct sampler_opts *o, void **state)
 {
 	struct alloc_state *st = calloc(1, sizeof(*st));
 	uint32_t self = (uint32_t)getpid();
+	struct dirent *d;
+	DIR *dir;
 
 	*state = st;
 	if (!st)
@@ -261,27 +245,13 @@ static int alloc_attach(struct sampler_bpf *skel, const struct sampler_opts *o, 
 			check_pid(st, o->pids[i]);
 		return 0;
 	}
-	/* The whole host: the common libc now; every process's files once sampling started. */
-	check_own_allocator(st);
-	return 0;
-}
-
-static void alloc_after_start(void *state)
-{
-	struct alloc_state *st = state;
-	uint32_t self = (uint32_t)getpid();
-	struct dirent *d;
-	DIR *dir;
-
-	if (st->per_pid)
-		return;
+	/* The whole host: every process's files now, so that libc is probed before anything runs.
+	 */
 	dir = opendir("/proc");
 	if (!dir) {
-		fprintf(stderr,
-			"spanprof: warning: --profile alloc: cannot list /proc (%s): the files of "
-			"processes running before the agent are probed at their first sample\n",
+		fprintf(stderr, "spanprof: --profile alloc: cannot list /proc: %s\n",
 			strerror(errno));
-		return;
+		return -errno;
 	}
 	while ((d = readdir(dir))) {
 		char *end;
@@ -292,6 +262,7 @@ static void alloc_after_start(void *state)
 		check_pid(st, (uint32_t)pid);
 	}
 	closedir(dir);
+	return 0;
 }
 
 static void alloc_maps_hook(void *state, uint32_t pid, const struct procmaps *maps)
@@ -373,7 +344,6 @@ const struct sampler_event_type sampler_ev_alloc = {
     .type = SP_PROF_ALLOC,
     .configure = alloc_configure,
     .attach = alloc_attach,
-    .after_start = alloc_after_start,
     .maps_hook = alloc_maps_hook,
     .values = alloc_values,
     .summary = alloc_summary,

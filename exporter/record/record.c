@@ -1048,8 +1048,6 @@ int record__run(const struct record_opts *o)
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
 	}
-	/* Sampling is on: what would have delayed it (the whole host's alloc scan) comes now. */
-	sampler__after_start(s);
 	/*
 	 * The --pid processes' tables are built while sampling runs (their samples before are
 	 * marked): one line says when they are in, for who wants whole stacks from the start.

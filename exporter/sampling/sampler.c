@@ -83,8 +83,6 @@ struct sampler {
 	void *ev_state[SP_PROF_NTYPES];		    /* event types' own state */
 	uint32_t filter_exe_max, filter_cgroup_max; /* targeting maps; 0: filter not loaded */
 	sampler_exec_path_cb exec_path_cb;	    /* file identities: executable paths */
-	FILE *startup_log;			    /* opts.startup_log */
-	uint64_t startup_t0_ns;
 };
 
 static int handle_unwind_event(void *ctx, void *data, size_t size)
@@ -584,8 +582,6 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->unw_kick = -1;
 	s->cb = opts->cb;
 	s->ctx = opts->ctx;
-	s->startup_log = opts->startup_log;
-	s->startup_t0_ns = opts->startup_t0_ns;
 	s->event_cb = opts->event_cb;
 	s->types = opts->profile_types ? opts->profile_types : 1u << SP_PROF_CPU;
 	s->unwind = opts->unwind_max_chunks > 0;
@@ -845,10 +841,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	err = 0;
 	sampler__startup_mark(opts->startup_log, opts->startup_t0_ns,
 			      "perf events attached on %d CPUs", s->nattached);
-	if (!opts->start_disabled) {
+	if (!opts->start_disabled)
 		sampler__start(s);
-		sampler__after_start(s);
-	}
 	return s;
 
 cleanup:
@@ -861,18 +855,6 @@ void sampler__start(struct sampler *s)
 {
 	/* The perf events run from attach on; the program ignores them until this flag is set. */
 	s->skel->bss->sampling = 1;
-}
-
-void sampler__after_start(struct sampler *s)
-{
-	for (int t = 0; t < SP_PROF_NTYPES; t++) {
-		if (!event_types[t] || !event_types[t]->after_start || !s->ev_state[t])
-			continue;
-		event_types[t]->after_start(s->ev_state[t]);
-		sampler__startup_mark(s->startup_log, s->startup_t0_ns,
-				      "--profile %s: start-up work after sampling started done",
-				      profile__type_info(t)->name);
-	}
 }
 
 void sampler__stop(struct sampler *s)

@@ -35,11 +35,6 @@ struct sampler_event_type {
 	 * 0 or -errno (message on stderr naming what failed).
 	 */
 	int (*attach)(struct sampler_bpf *skel, const struct sampler_opts *o, void **state);
-	/*
-	 * Once sampling has started (sampler__after_start()): attach what may come after the first
-	 * samples and would delay them (the whole host's alloc scan of every process). May be NULL.
-	 */
-	void (*after_start)(void *state);
 	/* A process's mappings were (re)read: attach to new files it maps. May be NULL. */
 	void (*maps_hook)(void *state, uint32_t pid, const struct procmaps *maps);
 	/*

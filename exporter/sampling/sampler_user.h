@@ -203,13 +203,6 @@ void sampler__startup_mark(FILE *f, uint64_t t0_ns, const char *fmt, ...)
 /* Starts sampling when the sampler was made with start_disabled. */
 void sampler__start(struct sampler *s);
 /*
- * The start-up work of the event types that comes after sampling started (the whole host's alloc
- * scan of every process's files: seconds on a busy host, which would otherwise delay sampling).
- * Once, after sampler__start() (sampler__new() calls it itself unless start_disabled), on the
- * thread that delivers the samples. Logged on opts.startup_log.
- */
-void sampler__after_start(struct sampler *s);
-/*
  * Stops sampling before the final drain: the perf events are disabled and every program stops
  * taking samples of any type (the flag sampler__start() set). What the ring holds stays there
  * for sampler__drain(). Cheap and idempotent: may be called from a sample callback.
