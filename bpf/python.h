@@ -72,9 +72,11 @@ struct py_desc {
 	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
 	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
 	__u8 owner_generator, owner_cstack;
-	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_name, co_filename,
-	 * co_firstlineno. */
-	__u16 code_name, code_filename, code_firstlineno;
+	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_name, its str's cached
+	 * hash (PyASCIIObject.hash), co_firstlineno. Contents, not addresses: a code object freed
+	 * and reallocated at its address with its new name at the old name's address (functions
+	 * made and dropped at run time) differs by the name's hash. */
+	__u16 code_name, unicode_hash, code_firstlineno;
 	/* PyThreadState .prev and .interp: a cached thread state is checked to be in its list. */
 	__u16 tstate_prev, tstate_interp, pad;
 };
@@ -98,13 +100,10 @@ _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
 #define PY_FRAME_FP_SHIFT 8
 #define PY_FRAME_FP_MASK 0xffffffu
 
-/*
- * The fingerprint of a code object whose co_name is the str at @name, co_filename the str at
- * @filename (addresses in the process) and co_firstlineno @line.
- */
-static inline __u32 pywalk__fingerprint(__u64 name, __u64 filename, __u32 line)
+/* The fingerprint of a code object whose co_name's hash is @name_hash, co_firstlineno @line. */
+static inline __u32 pywalk__fingerprint(__u64 name_hash, __u32 line)
 {
-	__u64 h = (name ^ (filename << 29 | filename >> 35) ^ line) * 0x9e3779b97f4a7c15ull;
+	__u64 h = (name_hash ^ line) * 0x9e3779b97f4a7c15ull;
 
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;

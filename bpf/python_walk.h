@@ -288,7 +288,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 {
 	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
-	__u64 name = 0, filename = 0, line = 0;
+	__u64 name = 0, hash = 0, line = 0;
 	const __u8 *fb;
 	__u32 span, fp;
 	__s64 offset;
@@ -332,7 +332,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	} else {
 		/* The code object's fields in one read (its type first: garbage is not read on). */
 		span = pywalk__max(pywalk__max(pywalk__max(d->object_type, d->code_name),
-					       pywalk__max(d->code_filename, d->code_firstlineno)),
+					       d->code_firstlineno),
 				   d->code_firsttraceable) +
 		       8;
 		if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
@@ -341,15 +341,16 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		if (type != d->code_type)
 			return -PY_STOP_BAD_CODE;
 		if (pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_name, &name) ||
-		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_filename,
-				  &filename) ||
 		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno,
 				  &line) ||
 		    (d->code_firsttraceable && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
 							     d->code_firsttraceable, &first)))
 			return -PY_STOP_READ_FAILED;
+		/* The name's hash: what tells a reallocated code object (see py_desc). */
+		if (PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash))
+			return -PY_STOP_READ_FAILED;
 		first = (__u64)(__s64)(__s32)first;
-		fp = pywalk__fingerprint(name, filename, (__u32)line);
+		fp = pywalk__fingerprint(hash, (__u32)line);
 		m->code = code;
 		m->fp = fp;
 		m->first = (__s32)first;

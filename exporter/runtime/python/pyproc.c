@@ -23,7 +23,7 @@ struct code_entry {
 	uint64_t code; /* 0: free slot */
 	/* What the names were read from: checked again once per epoch. */
 	uint64_t type, name, qualname, filename, linetable;
-	uint64_t name_hash; /* co_name's cached hash: part of the identity a re-check compares */
+	uint64_t name_hash; /* co_name's cached hash: with firstlineno, the frame's fingerprint */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
 	struct pycode_info info;
@@ -519,7 +519,7 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.qualname = e->qualname_s;
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
-	e->info.fingerprint = pywalk__fingerprint(e->name, e->filename, (uint32_t)e->firstlineno);
+	e->info.fingerprint = pywalk__fingerprint(e->name_hash, (uint32_t)e->firstlineno);
 	return 0;
 }
 
@@ -852,7 +852,7 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->code_firsttraceable, l->code_firsttraceable);
 	ok &= set16(&out->code_adaptive, l->code_adaptive);
 	ok &= set16(&out->code_name, l->code_name);
-	ok &= set16(&out->code_filename, l->code_filename);
+	ok &= set16(&out->unicode_hash, unicode_hash(l));
 	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;

@@ -117,9 +117,8 @@ struct pycode_info {
 	const char *qualname; /* co_qualname (3.11+), else co_name; UTF-8 */
 	const char *filename; /* co_filename, UTF-8 */
 	int firstlineno;
-	/* pywalk__fingerprint() (bpf/python.h) of the co_name and co_filename references and
-	 * co_firstlineno as read: a frame whose PY_FRAME_FP bits differ was of another code
-	 * object. */
+	/* pywalk__fingerprint() (bpf/python.h) of co_name's hash and co_firstlineno as read: a
+	 * frame whose PY_FRAME_FP bits differ was of another code object. */
 	uint32_t fingerprint;
 };
 
