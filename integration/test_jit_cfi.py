@@ -66,6 +66,8 @@ def test_jitdump_cfi_crosses_the_stub(spanprof, tmp_path, workload):
     for frames, _ in ours:
         if not exact_chain(frames):
             user = user_frames(frames)
+            if not user:
+                continue  # kernel frames only (the process exiting): no user frame to check
             assert user[0].startswith(MARKER) and user[1:] in (CHAIN[1:], CHAIN[2:]), frames
     # 98% alone (297 of 303: the first samples, before the agent had read the process).
     assert good / total >= 0.90, line
@@ -83,7 +85,7 @@ def test_jitdump_without_cfi_stops_at_the_stub(spanprof, tmp_path, workload):
     for frames, _ in ours:
         user = user_frames(frames)
         assert "main" not in user, frames  # RBP is 0 there: nothing proves a caller
-        assert user[0].startswith(MARKER), frames
+        assert not user or user[0].startswith(MARKER), frames
     assert good / total >= 0.90, f"{good}/{total}"
     assert any("[truncated: no unwind info]" in f for f, _ in ours)
     unw = stats["jit"]["unwinding"]
