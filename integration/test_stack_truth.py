@@ -174,9 +174,14 @@ def test_new_program_without_frame_pointers_first_second(spanprof, procs, tmp_pa
     # 999 Hz of the workload's own CPU time; half of it, for timer slack on a loaded machine.
     assert complete + marked >= cpu * 999 * 0.5, f"{complete + marked} samples for {cpu:.2f} s"
     assert complete >= 0.5 * (complete + marked), f"{complete} complete, {marked} marked\n{err}"
+    # Before its own tables exist, the program's code keeps its leaf only (and what the leaf
+    # calls). Start-up in the dynamic loader (dl_main;setup_vdso;...) may be walked further:
+    # ld.so's tables are shared with every process that maps it, its frames are proven.
+    full = set(START + chain)
     for f, c in stacks:
-        if "[truncated: not loaded yet]" in f:
-            assert len(user_frames(f[2:])) <= 2, f"more than the leaf before the tables: {f}"
+        user = user_frames(f[2:])
+        if "[truncated: not loaded yet]" in f and any(x in full for x in user):
+            assert len(user) <= 2, f"more than the leaf before the tables: {f}"
 
 
 def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path):
