@@ -61,7 +61,10 @@ def build_tools(tmp, otlpcheck):
 
 
 def first_sample_ns(otlpcheck, otlp_gz, tmp):
-    """The earliest sample time (Unix ns) of a run's profile.otlp.pb.gz, or None."""
+    """The earliest sample time (Unix ns) of a run's profile.otlp.pb.gz, or None (no file: the
+    agent writes none when it recorded no sample, e.g. every CPU idle on a quiet machine)."""
+    if not otlp_gz.exists():
+        return None
     raw = tmp / "profile.otlp.pb"
     raw.write_bytes(gzip.decompress(otlp_gz.read_bytes()))
     res = subprocess.run([str(otlpcheck), "-format", "proto-stream", "-compact", str(raw)],
