@@ -3,8 +3,10 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 CHILDREN = []
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class BenchError(Exception):
@@ -36,6 +38,29 @@ def stop(p, sig=signal.SIGKILL, timeout=30, group=False):
         p.wait()
     if p in CHILDREN:
         CHILDREN.remove(p)
+
+
+def start_compile_load(tmp):
+    """One compile loop per CPU (`gcc -O2 -c` of a benchmark source, again and again: every CPU
+    saturated and a process exec'd every few tens of ms), writing its objects into @tmp; stopped
+    with the other children."""
+    src = ROOT / "bench/workloads/cpuburn.c"
+    return [spawn(["sh", "-c", f"while :; do gcc -O2 -c {src} -o {tmp}/load{i}.o; done"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for i in range(os.cpu_count() or 1)]
+
+
+def wait_sampling(agent):
+    """Reads the agent's stderr (a text pipe) up to its "spanprof: sampling" line; returns what it
+    printed until then. BenchError when it exits before."""
+    seen = []
+    while True:
+        line = agent.stderr.readline()
+        if not line:
+            raise BenchError("the agent exited before sampling:\n" + "".join(seen))
+        seen.append(line)
+        if line.startswith("spanprof: sampling"):
+            return "".join(seen)
 
 
 def prog_ids(pid):

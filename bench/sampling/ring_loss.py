@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
-from benchproc import BenchError, run_main, spawn, stop  # noqa: E402
+from benchproc import (BenchError, run_main, spawn, start_compile_load, stop,  # noqa: E402
+                       wait_sampling)
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 1.0  # % lost, the requirement (informative)
@@ -45,24 +46,6 @@ def build(tmp, name, flags=()):
     subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", *flags, "-o", exe,
                     ROOT / "bench/workloads" / f"{name}.c"], check=True)
     return exe
-
-
-def start_load(tmp):
-    src = ROOT / "bench/workloads/cpuburn.c"
-    return [spawn(["sh", "-c", f"while :; do gcc -O2 -c {src} -o {tmp}/load{i}.o; done"],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for i in range(os.cpu_count() or 1)]
-
-
-def wait_sampling(agent):
-    seen = []
-    while True:
-        line = agent.stderr.readline()
-        if not line:
-            raise BenchError("the agent exited before sampling:\n" + "".join(seen))
-        seen.append(line)
-        if line.startswith("spanprof: sampling"):
-            return "".join(seen)
 
 
 def losses(err, kind):
@@ -138,7 +121,7 @@ def main():
         tmp = Path(d)
         churn = build(tmp, "allocchurn")
         contend = build(tmp, "lockcontend", ["-pthread"])
-        load = start_load(tmp)
+        load = start_compile_load(tmp)
         try:
             time.sleep(2)
             for tag, binary in agents:

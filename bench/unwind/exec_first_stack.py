@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: benchproc
-from benchproc import BenchError, run_main, spawn, stop  # noqa: E402
+from benchproc import (BenchError, run_main, spawn, start_compile_load, stop,  # noqa: E402
+                       wait_sampling)
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOT_MS = 5
@@ -52,25 +53,6 @@ def build(tmp):
                     "-fno-optimize-sibling-calls", "-o", exe,
                     ROOT / "bench/workloads/execclock.c"], check=True)
     return exe
-
-
-def start_load(tmp):
-    """One compile loop per CPU."""
-    src = ROOT / "bench/workloads/cpuburn.c"
-    return [spawn(["sh", "-c", f"while :; do gcc -O2 -c {src} -o {tmp}/load{i}.o; done"],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for i in range(os.cpu_count() or 1)]
-
-
-def wait_sampling(agent):
-    seen = []
-    while True:
-        line = agent.stderr.readline()
-        if not line:
-            raise BenchError("the agent exited before sampling:\n" + "".join(seen))
-        seen.append(line)
-        if line.startswith("spanprof: sampling"):
-            return
 
 
 def one_condition(spanprof, exe, tmp, tag, runs, hz, targeted):
@@ -149,7 +131,7 @@ def main():
         tmp = Path(d)
         exe = build(tmp)
         for cond in ("quiet", "loaded"):
-            load = start_load(tmp) if cond == "loaded" else []
+            load = start_compile_load(tmp) if cond == "loaded" else []
             try:
                 if load:
                     time.sleep(2)
