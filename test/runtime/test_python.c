@@ -793,6 +793,29 @@ static void pytab_finds_interpreters(void **state)
 	assert_null(pytab__find(t, (uint32_t)pid, 0));
 	pytab__maps_hook(t, (uint32_t)pid, 0, NULL);
 	assert_non_null(pytab__find(t, (uint32_t)pid, 0));
+	/*
+	 * A second process of the same interpreter: described from the file as inspected for the
+	 * first (its own maps for the load bias, its own layout), as a fresh look at it finds it.
+	 */
+	sh = spawn((char *const[]){(char *)exe, "-c", "import time; time.sleep(30)", NULL});
+	pytab__maps_hook(t, (uint32_t)sh, 0, NULL);
+	{
+		struct pyproc *cached = pytab__find(t, (uint32_t)sh, 0), *fresh;
+		struct py_desc d1, d2;
+
+		assert_non_null(cached);
+		fresh = pyproc__new(sh, NULL, 0);
+		assert_non_null(fresh);
+		assert_string_equal(pyproc__path(cached), pyproc__path(fresh));
+		assert_int_equal(pyproc__bias(cached), pyproc__bias(fresh));
+		assert_int_equal(pyproc__desc(cached, &d1), 0);
+		assert_int_equal(pyproc__desc(fresh, &d2), 0);
+		assert_memory_equal(&d1, &d2, sizeof(d1));
+		pyproc__free(fresh);
+	}
+	pytab__stats(t, &st);
+	assert_int_equal(st.processes, 3);
+	reap(sh);
 	reap(pid);
 	old_exe = find_python(&old);
 	if (old_exe) {
