@@ -26,17 +26,25 @@ recorded sample (kernel.bpf_stats_enabled=1, restored after), then the ratios sp
 and Python on / off, from medians over the rounds.
 
 spanprof samples each CPU at RATE, py-spy each process at RATE: they record different numbers of
-samples, so the comparison that matters is CPU per sample. The machine may be shared: the load
-average is printed with the figures; nothing here fails on a figure. Needs root.
+samples, so the comparison that matters is CPU per sample. Two things tilt it against spanprof:
+its CPU covers every process of the host (other programs' samples, new binaries) but is divided
+by the workload's samples only (the "host samples" column divides by all it recorded), and its
+fixed costs (timers, the builder thread, process hooks) are spread over about ten times fewer
+samples than py-spy's. --spanprof-frequency HZ runs spanprof at HZ per CPU instead (e.g. 190 on 2
+CPUs: about py-spy's 20 x 19 samples a second) to compare at a like number of samples; the
+default keeps spanprof's default rate. The machine may be shared: the load average is printed
+with the figures; nothing here fails on a figure. Needs root.
 
 Usage: python3 bench/runtime/python_agent.py [--build DIR] [--procs 20] [--threads 3]
            [--seconds 10] [--rounds 3] [--rate HZ] [--nice 10] [--no-native]
-           [--no-python-off] [--baseline BINARY]
+           [--no-python-off] [--baseline BINARY] [--spanprof-frequency HZ]
+           [--spanprof-args "OPTIONS"]
        make bench-python-agent [BUILD=dir] [BENCH_PYTHON_AGENT_ARGS="--rounds 5"]
 """
 import argparse
 import glob
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -140,10 +148,15 @@ def ticks(pids):
     return total / CLK_TCK
 
 
-def run_spanprof(args, spanprof, tmp, python_on):
-    """One window of spanprof record on the whole host. Returns the figures."""
+def run_spanprof(args, spanprof, tmp, python_on, own=True):
+    """One window of spanprof record on the whole host (@own: this build, with --spanprof-args).
+    Returns the figures."""
     out = tmp / "out"
     extra = [] if python_on else ["--no-python"]
+    if args.spanprof_frequency:
+        extra += ["--frequency", args.spanprof_frequency]
+    if own:
+        extra += shlex.split(args.spanprof_args)
     with open(tmp / "stderr", "w") as err:
         agent = spawn([spanprof, "record", "--duration", 3600, "--quiet", "--output-dir", out,
                        "--stats-json", tmp / "stats.json", *extra],
@@ -269,6 +282,12 @@ def main():
     ap.add_argument("--no-native", action="store_true", help="skip py-spy --native")
     ap.add_argument("--no-python-off", action="store_true", help="skip spanprof --no-python")
     ap.add_argument("--baseline", help="another spanprof binary to run as 'spanprof baseline'")
+    ap.add_argument("--spanprof-args", default="",
+                    help="more options for 'spanprof' (not the baseline), e.g. "
+                    "\"--symbol-cache-mb 24\"")
+    ap.add_argument("--spanprof-frequency", type=int, default=0,
+                    help="spanprof's --frequency (Hz per CPU; default: its own default, "
+                    f"{DEFAULT_RATE})")
     ap.add_argument("--stop-timeout", type=float, default=300,
                     help="seconds a profiler gets to exit after SIGINT (spanprof: then killed, "
                     "its window figures kept)")
@@ -317,7 +336,7 @@ def main():
                     if kind == "sp":
                         r = run_spanprof(args, spanprof, tmp, flag)
                     elif kind == "base":
-                        r = run_spanprof(args, args.baseline, tmp, flag)
+                        r = run_spanprof(args, args.baseline, tmp, flag, own=False)
                     else:
                         r = run_pyspy(args, pyspy, tmp, work, flag)
                 finally:
@@ -340,7 +359,8 @@ def main():
           f"{' '.join(load0)} at start, {' '.join(load1)} at end (the workload adds "
           f"{args.procs} runnable processes)")
     print(f"{args.rounds} rounds of {args.seconds:g} s windows (after {args.settle:g} s settling), "
-          f"order rotated per round; spanprof at its default {DEFAULT_RATE} Hz per CPU on the "
+          f"order rotated per round; spanprof {args.spanprof_args or ''} at "
+          f"{args.spanprof_frequency or f'its default {DEFAULT_RATE}'} Hz per CPU on the "
           f"whole host, py-spy -r {args.rate} per process, {args.procs} instances; medians\n")
     hdr = ("| mode | CPU s, window | % of a core | CPU s, whole run | peak RSS MB | workload "
            "samples | with a Python frame | CPU ms / 1000 samples: window | whole run | BPF ns/run "

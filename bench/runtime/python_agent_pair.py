@@ -9,13 +9,17 @@ sample the same ticks of the same processes: over each window (after --settle se
 script reads each agent's CPU time (/proc/PID/stat), the samples its sampler recorded (its
 BPF stats map) and its peak RSS so far (VmHWM in /proc/PID/status), and prints CPU per 1000
 samples of each and the ratio, per window and median, and the peak RSS at the last window.
-Outputs are not needed (the agents are killed after the last window). Needs root and bpftool.
+Outputs are not needed (the agents are killed after the last window). --args / --baseline-args
+add options to one agent's command line (e.g. the same binary twice, one with
+"--symbol-cache-mb 24"). Needs root and bpftool.
 
 Usage: python3 bench/runtime/python_agent_pair.py --baseline BINARY [--build DIR] [--procs 20]
            [--threads 3] [--settle 20] [--seconds 20] [--windows 3] [--nice 10]
+           [--args "OPTIONS"] [--baseline-args "OPTIONS"]
 """
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -57,10 +61,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--nice", type=int, default=10)
+    ap.add_argument("--args", default="", help="more options for spanprof record (this build)")
+    ap.add_argument("--baseline-args", default="", help="more options for the baseline's")
     args = ap.parse_args()
     if os.geteuid():
         raise BenchError("needs root")
     bins = {"spanprof": str(Path(args.build).resolve() / "spanprof"), "baseline": args.baseline}
+    extra = {"spanprof": shlex.split(args.args), "baseline": shlex.split(args.baseline_args)}
     work, exes = pa.start_workloads(args)
     log(f"{args.procs} workload processes over {len(exes)} interpreters")
     agents, ids, rows = {}, {}, []
@@ -68,7 +75,7 @@ def main():
     try:
         for label, exe in bins.items():
             agents[label] = spawn([exe, "record", "--duration", 3600, "--quiet", "--output-dir",
-                                   f"/tmp/spanprof-pair-{os.getpid()}-{label}"],
+                                   f"/tmp/spanprof-pair-{os.getpid()}-{label}", *extra[label]],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for label, a in agents.items():
             ids[label] = ub.find_sampler(a.pid, timeout=300)
@@ -97,7 +104,8 @@ def main():
             benchproc.stop(p)
         subprocess.run(["rm", "-rf"] + [f"/tmp/spanprof-pair-{os.getpid()}-{k}" for k in bins])
     print(f"\ntwo spanprof builds side by side on {args.procs} CPU-busy CPython processes "
-          f"({len(exes)} interpreters), {time.strftime('%Y-%m-%d %H:%M %Z')}; load average "
+          f"({len(exes)} interpreters), {time.strftime('%Y-%m-%d %H:%M %Z')}; options: spanprof "
+          f"{args.args or '-'}, baseline {args.baseline_args or '-'}; load average "
           f"{' '.join(load0)} at start, {' '.join(open('/proc/loadavg').read().split()[:3])} at "
           f"end; {args.windows} windows of {args.seconds:g} s after {args.settle:g} s\n")
     print("| window | spanprof CPU s | samples | ms / 1000 samples | baseline CPU s | samples "

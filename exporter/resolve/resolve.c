@@ -8,7 +8,9 @@
 #include "profile/stackend.h"
 #include "resolve/objtally.h"
 #include "runtime/jit/jitproc.h"
+#include "runtime/python/pyelf.h"
 #include "runtime/python/pymerge.h"
+#include "runtime/python/pyproc.h"
 #include "runtime/python/pytab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
@@ -24,12 +26,29 @@
 /* User-stack locations resolve__user() gives at most: the PCs and a Go marker. */
 #define MAX_USER_LOCS (SP_MAX_USTACK + 1)
 
+/*
+ * A user location not named yet: a PC of the interpreter loop in a sample whose Python frames
+ * may take its place (py_merge()), named only if the merge keeps it.
+ */
+#define LOC_DEFERRED UINT32_MAX
+
 /* Scratch for merging one sample's Python frames (resolve__set_python()). */
 struct py_scratch {
 	struct py_frame py[MAX_PY_FRAMES];
 	bool is_loop[MAX_USER_LOCS];
 	struct pymerge_item items[MAX_USER_LOCS + MAX_PY_FRAMES + 1];
 	uint32_t native[MAX_USER_LOCS];
+	/* Per user location, where it is LOC_DEFERRED: its PC and whether it is a return address.
+	 */
+	uint64_t deferred_pc[MAX_USER_LOCS];
+	bool deferred_ret[MAX_USER_LOCS];
+};
+
+/* The sample being resolved while its interpreter-loop frames are deferred (see defer_loop). */
+struct py_defer {
+	struct pyproc *py; /* its interpreter; NULL: every PC is named at once */
+	struct proc *proc;
+	const struct sp_vmas *vmas; /* as proctab__note_vmas() returned them */
 };
 
 struct resolve {
@@ -41,9 +60,10 @@ struct resolve {
 	struct resolve_stats stats;
 	struct pytab *python;	/* NULL: Python frames ignored */
 	struct py_scratch *pys; /* allocated with the first Python sample */
-	struct objtally *objs;	/* user frames per file, named or not: the end-of-run report */
-	struct v8tab *v8;	/* NULL: V8 frames ignored */
-	uint32_t *v8locs;	/* scratch of v8_merge(), allocated with the first V8 sample */
+	struct py_defer defer;
+	struct objtally *objs; /* user frames per file, named or not: the end-of-run report */
+	struct v8tab *v8;      /* NULL: V8 frames ignored */
+	uint32_t *v8locs;      /* scratch of v8_merge(), allocated with the first V8 sample */
 };
 
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms)
@@ -214,12 +234,32 @@ static uint32_t model_mapping(struct resolve *r, struct profile *p, const struct
 }
 
 /*
+ * Whether user PC @pc (a return address when @is_return), in mapping @m at link-time address
+ * @vaddr of its file, is in the interpreter loop of @py: the mapping is of the file @py found
+ * CPython in (same path, and the address agrees with @py's load bias), and the address is in
+ * _PyEval_EvalFrameDefault as that file's symbol table bounds it (pyelf__in_loop()), the symbol
+ * the symbolizer would name it by.
+ */
+static bool in_loop(const struct pyproc *py, const struct proc_mapping *m, uint64_t pc,
+		    int is_return, uint64_t vaddr)
+{
+	const char *path = pyproc__path(py);
+
+	return m->obj && !m->jit && path && m->path && !strcmp(path, m->path) &&
+	       vaddr + pyproc__bias(py) == pc - (is_return ? 1 : 0) &&
+	       pyelf__in_loop(pyproc__elf(py), vaddr);
+}
+
+/*
  * The location of user PC @pc. For the sampled PC (@pending non-NULL, not a return address),
  * also sets *@pending when it is Go code without its frame set up yet (its caller is missing
- * from a frame-pointer walk).
+ * from a frame-pointer walk). LOC_DEFERRED, with nothing interned, for a PC of the interpreter
+ * loop not interned yet while r->defer says a merge may replace it (@defer): the frame is then
+ * counted as named in the objects' tally, and named by a later call without @defer if it stays.
  */
-static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
-			      int is_return, const struct sp_vmas *vmas, int *pending)
+static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct profile *p,
+				 uint64_t pc, int is_return, const struct sp_vmas *vmas,
+				 int *pending, bool defer)
 {
 	struct sym_frame frames[MAX_INLINE];
 	struct proc_mapping m;
@@ -252,14 +292,50 @@ static uint32_t user_location(struct resolve *r, struct proc *proc, struct profi
 	}
 	if (m.obj && !elf_object__file_offset_to_vaddr(
 			 m.obj, pc - m.start + m.file_offset - (is_return ? 1 : 0), &vaddr)) {
+		if (defer && r->defer.py && in_loop(r->defer.py, &m, pc, is_return, vaddr)) {
+			objtally__note(r->objs, m.obj, 1);
+			return LOC_DEFERRED;
+		}
 		n = symcache__lookup(r->syms, m.obj, vaddr, frames, MAX_INLINE);
 		if (n < 0)
 			n = 0;
 	}
 	if (!n)
 		r->stats.frames_unsymbolized++;
-	objtally__note(r->objs, m.obj, n > 0);
+	/* A deferred frame named now was counted (as named) when it was deferred. */
+	if (defer || !r->defer.py)
+		objtally__note(r->objs, m.obj, n > 0);
 	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n, r->short_names);
+}
+
+static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
+			      int is_return, const struct sp_vmas *vmas, int *pending)
+{
+	return user_location_as(r, proc, p, pc, is_return, vmas, pending, true);
+}
+
+/* Location @i of the current sample's user locations, named now if it was deferred. */
+static uint32_t named_user_location(struct resolve *r, struct profile *p, const uint32_t *locs,
+				    uint32_t i)
+{
+	if (locs[i] != LOC_DEFERRED)
+		return locs[i];
+	return user_location_as(r, r->defer.proc, p, r->pys->deferred_pc[i],
+				r->pys->deferred_ret[i], r->defer.vmas, NULL, false);
+}
+
+/* Names every deferred location of @locs (@n) in place, dropping one that cannot be interned. */
+static uint32_t name_deferred(struct resolve *r, struct profile *p, uint32_t *locs, uint32_t n)
+{
+	uint32_t out = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t loc = named_user_location(r, p, locs, i);
+
+		if (loc)
+			locs[out++] = loc;
+	}
+	return out;
 }
 
 /*
@@ -300,6 +376,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 	uint32_t out = 0;
 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
+	r->defer.vmas = vmas;
 	for (uint32_t i = 0, interrupted = 1, marked = 0; i < n; i++) {
 		int pending = 0;
 		uint32_t loc;
@@ -316,9 +393,13 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 				    interrupted && !marked && !(sample_flags & SP_SAMPLE_LEAF_CFI)
 					? &pending
 					: NULL);
+		if (loc == LOC_DEFERRED) {
+			r->pys->deferred_pc[out] = pcs[i];
+			r->pys->deferred_ret[out] = i > 0;
+		}
 		if (loc)
 			locs[out++] = loc;
-		interrupted = loc && is_async_preempt(p, loc);
+		interrupted = loc && loc != LOC_DEFERRED && is_async_preempt(p, loc);
 		/*
 		 * Go code sampled before its function set up its frame, walked by frame pointers
 		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,
@@ -518,7 +599,9 @@ static bool is_py_trampoline(struct profile *p, uint32_t loc)
 /*
  * Replaces, in the @n user locations @locs (leaf first, room for @cap) of sample @s, each
  * interpreter-loop frame by the Python frames it ran (runtime/python/pymerge.h). Returns the new
- * number of locations; @n unchanged when the sample has no Python frames to place.
+ * number of locations; @n unchanged when the sample has no Python frames to place. Locations
+ * deferred by resolve__user() (LOC_DEFERRED) are loop frames: those the merge keeps are named
+ * here, the others never are.
  */
 static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			 uint32_t uu, uint32_t *locs, uint32_t n, uint32_t cap)
@@ -529,19 +612,20 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 	struct pyproc *py;
 	int m;
 
+	/* Deferred frames only when the merge is to run (defer_loop()); named on every way out. */
 	if (!s->py_stop || n > MAX_USER_LOCS)
-		return n;
+		return name_deferred(r, p, locs, n);
 	if (!npy && (s->py_stop == PY_STOP_END || s->py_stop == PY_STOP_NO_TSTATE))
-		return n; /* a thread that runs no Python now */
+		return name_deferred(r, p, locs, n); /* a thread that runs no Python now */
 	py = pytab__find(r->python, s->pid, s->pstart_boot_ns);
 	if (!py) {
 		r->stats.py.no_process++;
-		return n;
+		return name_deferred(r, p, locs, n);
 	}
 	if (!x) {
 		x = r->pys = calloc(1, sizeof(*x));
 		if (!x)
-			return n;
+			return n; /* nothing was deferred: that needs the scratch */
 	}
 	room = uu < SP_MAX_USTACK ? (SP_MAX_USTACK - uu) / 2 : 0;
 	if (npy > room)
@@ -552,20 +636,20 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 		memcpy(&x->py[i], &s->ustack[uu + 2 * i], sizeof(x->py[i]));
 	for (i = 0; i < n; i++) {
 		x->native[i] = locs[i];
-		x->is_loop[i] = is_loop_location(p, locs[i]);
+		x->is_loop[i] = locs[i] == LOC_DEFERRED || is_loop_location(p, locs[i]);
 	}
 	m = pymerge__stack(x->is_loop, n, x->py, npy, s->py_stop,
 			   s->ustack_end != SP_USTACK_COMPLETE, x->items,
 			   sizeof(x->items) / sizeof(x->items[0]));
 	if (m < 0)
-		return n;
+		return name_deferred(r, p, locs, n);
 	hide = placed_any(x->items, m);
 	for (i = 0; i < (uint32_t)m; i++) {
 		const struct pymerge_item *it = &x->items[i];
 		uint32_t loc = 0;
 
 		if (it->kind == PYMERGE_NATIVE) {
-			loc = x->native[it->index];
+			loc = named_user_location(r, p, x->native, it->index);
 			/* -X perf trampolines: hidden where the Python frames are placed. */
 			if (hide && is_py_trampoline(p, loc))
 				continue;
@@ -742,6 +826,25 @@ static uint32_t v8_merge(struct resolve *r, struct profile *p, const struct sp_s
 	return out;
 }
 
+/*
+ * Whether sample @s of @proc (@uu user PCs) will go through py_merge() with Python frames to
+ * place: then r->defer names its interpreter, and resolve__user() leaves the interpreter loop's
+ * PCs unnamed (LOC_DEFERRED) until the merge says which stay. The loop's leaf PC is a new address
+ * at almost every sample of a busy interpreter: naming it (its DWARF inline chain and line) was
+ * most of the agent's symbol work on a host of Python processes, for a frame the Python frames
+ * replace.
+ */
+static void defer_loop(struct resolve *r, struct proc *proc, const struct sp_sample *s, uint32_t uu)
+{
+	r->defer.py = NULL;
+	if (!r->python || !s->py_stop || !s->py_len || uu + 1 > MAX_USER_LOCS)
+		return;
+	if (!r->pys && !(r->pys = calloc(1, sizeof(*r->pys))))
+		return;
+	r->defer.py = pytab__find(r->python, s->pid, s->pstart_boot_ns);
+	r->defer.proc = proc;
+}
+
 uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			 uint32_t *locs)
 {
@@ -759,10 +862,11 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	if (proc && r->v8 && proc__jit(proc) && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
 		jitproc__runtime_names(proc__jit(proc));
 	if (proc) {
-		uint32_t marker;
+		uint32_t marker, nu;
 
-		uint32_t nu = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas,
-					    s->flags, locs + n);
+		defer_loop(r, proc, s, uu);
+		nu = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
+				   locs + n);
 
 		/* Python frames in place of the interpreter loop's (runtime/python/). */
 		if (r->python && s->py_stop)
@@ -774,6 +878,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 				      RESOLVE_MAX_LOCATIONS - 1 - n);
 		else if (s->v8_len)
 			r->stats.v8.not_placed++;
+		r->defer.py = NULL;
 		n += nu;
 		/* A stack that does not end at an outermost frame says why (profile/stackend.h). */
 		marker = stackend__location(p, s->ustack_end);

@@ -31,6 +31,7 @@
 
 #include "process/procmaps.h"
 #include "profile/profile.h"
+#include "symbols/symbolize.h"
 #include "python.h"
 /* The BPF walk's steps, run here against the child's memory. */
 #define PYWALK_READ_USER(rctx, dst, addr) procmaps__read_mem(*(pid_t *)(rctx), (addr), (dst), 8)
@@ -361,6 +362,50 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 }
 
 /* Everything the child said, read back from outside. */
+/*
+ * The interpreter loop's bounds from the file's symbol tables (pyelf_info.loop), by which the
+ * resolver leaves a PC unnamed until the merge says its frame stays (resolve/resolve.c): every
+ * address inside them is one the symbolizer names _PyEval_EvalFrameDefault (or its .cold part),
+ * the name the merge otherwise goes by, and the main part is always found.
+ */
+static void check_loop_bounds(const struct pyproc *p, const char *python)
+{
+	const struct pyelf_info *info = pyproc__elf(p);
+	struct symcache_opts o = {.max_bytes = SIZE_MAX};
+	struct symcache *c = symcache__new(&o);
+	struct elf_object *obj;
+	struct sym_frame f[16];
+	unsigned int part, k, checked = 0;
+	int n;
+
+	assert_non_null(c);
+	obj = symcache__open(c, pyproc__path(p), NULL);
+	assert_non_null(obj);
+	if (!info->loop[0].size)
+		fail_msg("%s: no _PyEval_EvalFrameDefault bounds in %s", python, pyproc__path(p));
+	for (part = 0; part < PYELF_LOOP_PARTS; part++) {
+		uint64_t lo = info->loop[part].vaddr, size = info->loop[part].size;
+
+		for (k = 0; size && k <= 256; k++) {
+			uint64_t a = lo + (size - 1) * k / 256;
+
+			assert_true(pyelf__in_loop(info, a));
+			n = symcache__lookup(c, obj, a, f, 16);
+			if (n <= 0 || !pymerge__is_loop_symbol(f[n - 1].system_name))
+				fail_msg("%s: %#" PRIx64 " is in the loop's bounds, the symbolizer "
+					 "names it %s",
+					 pyproc__path(p), a,
+					 n > 0 ? f[n - 1].system_name : "nothing");
+			checked++;
+		}
+		if (size)
+			assert_false(pyelf__in_loop(info, lo + size) &&
+				     !(part == 0 && info->loop[1].size));
+	}
+	assert_true(checked >= 257);
+	symcache__free(c);
+}
+
 static void check_interpreter(void **state)
 {
 	struct interp *in = *state;
@@ -392,6 +437,7 @@ static void check_interpreter(void **state)
 	assert_int_equal(l->minor, (c.version >> 16) & 0xff);
 	if (in->minor >= 11)
 		assert_int_equal(l->version_hex, c.version);
+	check_loop_bounds(p, python);
 
 	assert_int_equal(pyproc__threads(p, &threads, &n), 0);
 	assert_int_equal(n, c.n_threads + 1); /* + the reporting thread */
@@ -747,6 +793,29 @@ static void pytab_finds_interpreters(void **state)
 	assert_null(pytab__find(t, (uint32_t)pid, 0));
 	pytab__maps_hook(t, (uint32_t)pid, 0, NULL);
 	assert_non_null(pytab__find(t, (uint32_t)pid, 0));
+	/*
+	 * A second process of the same interpreter: described from the file as inspected for the
+	 * first (its own maps for the load bias, its own layout), as a fresh look at it finds it.
+	 */
+	sh = spawn((char *const[]){(char *)exe, "-c", "import time; time.sleep(30)", NULL});
+	pytab__maps_hook(t, (uint32_t)sh, 0, NULL);
+	{
+		struct pyproc *cached = pytab__find(t, (uint32_t)sh, 0), *fresh;
+		struct py_desc d1, d2;
+
+		assert_non_null(cached);
+		fresh = pyproc__new(sh, NULL, 0);
+		assert_non_null(fresh);
+		assert_string_equal(pyproc__path(cached), pyproc__path(fresh));
+		assert_int_equal(pyproc__bias(cached), pyproc__bias(fresh));
+		assert_int_equal(pyproc__desc(cached, &d1), 0);
+		assert_int_equal(pyproc__desc(fresh, &d2), 0);
+		assert_memory_equal(&d1, &d2, sizeof(d1));
+		pyproc__free(fresh);
+	}
+	pytab__stats(t, &st);
+	assert_int_equal(st.processes, 3);
+	reap(sh);
 	reap(pid);
 	old_exe = find_python(&old);
 	if (old_exe) {

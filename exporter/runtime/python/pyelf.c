@@ -14,7 +14,7 @@ struct wanted {
 	bool found;
 };
 
-enum { W_RUNTIME, W_VERSION, W_CODE, W_UNICODE, W_BYTES, W_TSS, W_COUNT };
+enum { W_RUNTIME, W_VERSION, W_CODE, W_UNICODE, W_BYTES, W_TSS, W_LOOP, W_LOOP_COLD, W_COUNT };
 
 /* Fills the symbols of @w defined in symbol table section @scn (first definition wins). */
 static int scan_symbols(Elf *elf, Elf_Scn *scn, struct wanted *w)
@@ -76,9 +76,14 @@ int pyelf__version_from_name(const char *path, unsigned int *major, unsigned int
 int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 {
 	struct wanted w[W_COUNT] = {
-	    [W_RUNTIME] = {.name = "_PyRuntime"}, [W_VERSION] = {.name = "Py_Version"},
-	    [W_CODE] = {.name = "PyCode_Type"},	  [W_UNICODE] = {.name = "PyUnicode_Type"},
-	    [W_BYTES] = {.name = "PyBytes_Type"}, [W_TSS] = {.name = "_Py_tss_tstate"},
+	    [W_RUNTIME] = {.name = "_PyRuntime"},
+	    [W_VERSION] = {.name = "Py_Version"},
+	    [W_CODE] = {.name = "PyCode_Type"},
+	    [W_UNICODE] = {.name = "PyUnicode_Type"},
+	    [W_BYTES] = {.name = "PyBytes_Type"},
+	    [W_TSS] = {.name = "_Py_tss_tstate"},
+	    [W_LOOP] = {.name = "_PyEval_EvalFrameDefault"},
+	    [W_LOOP_COLD] = {.name = "_PyEval_EvalFrameDefault.cold"},
 	};
 	Elf_Scn *scn = NULL, *pyruntime = NULL;
 	unsigned int major, minor;
@@ -131,6 +136,15 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 	out->code_type_vaddr = w[W_CODE].sym.st_value;
 	out->unicode_type_vaddr = w[W_UNICODE].found ? w[W_UNICODE].sym.st_value : 0;
 	out->bytes_type_vaddr = w[W_BYTES].found ? w[W_BYTES].sym.st_value : 0;
+	for (i = 0; i < PYELF_LOOP_PARTS; i++) {
+		const GElf_Sym *ls = &w[W_LOOP + i].sym;
+
+		if (w[W_LOOP + i].found && GELF_ST_TYPE(ls->st_info) == STT_FUNC && ls->st_value &&
+		    ls->st_size) {
+			out->loop[i].vaddr = ls->st_value;
+			out->loop[i].size = ls->st_size;
+		}
+	}
 	if (w[W_TSS].found && GELF_ST_TYPE(w[W_TSS].sym.st_info) == STT_TLS) {
 		out->tss_tstate_offset = w[W_TSS].sym.st_value;
 		out->has_tss_tstate = 1;
@@ -149,6 +163,15 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 	out->major = out->version_hex >> 24;
 	out->minor = (out->version_hex >> 16) & 0xff;
 	return 0;
+}
+
+bool pyelf__in_loop(const struct pyelf_info *info, uint64_t vaddr)
+{
+	for (unsigned int i = 0; i < PYELF_LOOP_PARTS; i++)
+		if (info->loop[i].size && vaddr >= info->loop[i].vaddr &&
+		    vaddr - info->loop[i].vaddr < info->loop[i].size)
+			return true;
+	return false;
 }
 
 int pyelf__load_bias(const struct pyelf_info *info, uint64_t map_start, uint64_t file_offset,

@@ -13,6 +13,7 @@
 #define SPANPROF_RUNTIME_PYTHON_PYELF_H
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Where the version came from, most trusted first. */
@@ -23,6 +24,7 @@ enum pyelf_version_source {
 };
 
 #define PYELF_MAX_LOADS 8
+#define PYELF_LOOP_PARTS 2
 
 struct pyelf_info {
 	uint32_t version_hex; /* PY_VERSION_HEX (0x030b07f0); FILENAME: micro and release 0 */
@@ -37,6 +39,15 @@ struct pyelf_info {
 	 * block, valid when has_tss_tstate. */
 	uint64_t tss_tstate_offset;
 	int has_tss_tstate;
+	/*
+	 * The interpreter loop's code, whose native frames Python frames replace
+	 * (runtime/python/pymerge.h): the function symbol _PyEval_EvalFrameDefault and, when the
+	 * file's .symtab has it, its split-off "_PyEval_EvalFrameDefault.cold"; link-time
+	 * [vaddr, vaddr + size), size 0 when absent (then only the symbolizer's names tell).
+	 */
+	struct {
+		uint64_t vaddr, size;
+	} loop[PYELF_LOOP_PARTS];
 	/* PT_LOAD segments, to turn a mapping of the file into a load bias. */
 	struct {
 		uint64_t vaddr, offset, filesz;
@@ -54,6 +65,12 @@ struct pyelf_info {
  * its version in _Py_DebugOffsets); -EINVAL: corrupt ELF (never crashes).
  */
 int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out);
+
+/*
+ * Whether link-time address @vaddr is in the interpreter loop's code of @info (its loop[]
+ * ranges): a PC there is a frame of _PyEval_EvalFrameDefault, as the file's symbol table names it.
+ */
+bool pyelf__in_loop(const struct pyelf_info *info, uint64_t vaddr);
 
 /*
  * Major and minor from a CPython file name: the base name of @path is python3.X, python3.Xd /

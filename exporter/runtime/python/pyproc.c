@@ -128,26 +128,15 @@ static bool python_name(const char *path)
 	return strstr(base ? base + 1 : path, "python") != NULL;
 }
 
-/* Inspects the file of mapping @m; 0 when it is CPython (fills @p->elf, bias, path). */
-static int try_mapping(struct pyproc *p, const struct procmaps *maps, const struct procmap *m)
+/*
+ * The file of mapping @m, inspected as @p->elf: its load bias from the mapping of the file with
+ * the lowest offset among @maps, and its path. 0, -EINVAL (no PT_LOAD holds a mapping), -ENOMEM.
+ */
+static int place_file(struct pyproc *p, const struct procmaps *maps, const struct procmap *m)
 {
 	const struct procmap *first = NULL;
-	Elf *elf = NULL;
 	size_t i;
-	int fd, err;
 
-	fd = procmaps__open_file(p->pid, m, NULL, 0);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	err = pyelf__inspect(elf, m->path, &p->elf);
-	if (err && err != -ENOTSUP)
-		goto cleanup;
-	/* The load bias from the mapping of the file with the lowest offset. */
 	for (i = 0; i < maps->n; i++) {
 		const struct procmap *o = &maps->maps[i];
 
@@ -155,18 +144,36 @@ static int try_mapping(struct pyproc *p, const struct procmaps *maps, const stru
 		    o->dev_minor == m->dev_minor && (!first || o->offset < first->offset))
 			first = o;
 	}
-	if (pyelf__load_bias(&p->elf, first->start, first->offset, &p->bias)) {
-		err = -EINVAL;
-		goto cleanup;
-	}
+	if (!first || pyelf__load_bias(&p->elf, first->start, first->offset, &p->bias))
+		return -EINVAL;
 	p->path = strdup(m->path);
-	if (!p->path)
-		err = -ENOMEM;
-cleanup:
+	return p->path ? 0 : -ENOMEM;
+}
+
+int pyproc__inspect_file(pid_t pid, const struct procmap *m, struct pyelf_info *info)
+{
+	Elf *elf;
+	int fd, err;
+
+	fd = procmaps__open_file(pid, m, NULL, 0);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = elf ? pyelf__inspect(elf, m->path, info) : -EINVAL;
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return err;
+}
+
+/* Inspects the file of mapping @m; 0 when it is CPython (fills @p->elf, bias, path). */
+static int try_mapping(struct pyproc *p, const struct procmaps *maps, const struct procmap *m)
+{
+	int err = pyproc__inspect_file(p->pid, m, &p->elf);
+
+	if (err && err != -ENOTSUP)
+		return err;
+	return place_file(p, maps, m) ?: err;
 }
 
 /* Finds the interpreter's file among @maps: "python" names first, then the executable. */
@@ -240,7 +247,14 @@ static int load_layout(struct pyproc *p, char *why, size_t why_len)
 	return 0;
 }
 
-struct pyproc *pyproc__new(pid_t pid, char *why, size_t why_len)
+/*
+ * pyproc__new() and pyproc__new_in_file(): the interpreter in the file of @m (inspected into
+ * @info with result @inspected), or, @m NULL, the one find_interpreter() finds in @maps (NULL:
+ * read here).
+ */
+static struct pyproc *new_pyproc(pid_t pid, const struct procmaps *known, const struct procmap *m,
+				 const struct pyelf_info *info, int inspected, char *why,
+				 size_t why_len)
 {
 	struct procmaps maps = {0};
 	struct pyproc *p;
@@ -256,12 +270,22 @@ struct pyproc *pyproc__new(pid_t pid, char *why, size_t why_len)
 	}
 	p->pid = pid;
 	p->epoch = 1;
-	err = procmaps__read(pid, &maps);
-	if (err) {
-		err = err == -ENOENT ? -ESRCH : err;
-		goto cleanup;
+	if (!known) {
+		err = procmaps__read(pid, &maps);
+		if (err) {
+			err = err == -ENOENT ? -ESRCH : err;
+			goto cleanup;
+		}
+		known = &maps;
 	}
-	err = find_interpreter(p, &maps);
+	if (m) {
+		p->elf = *info;
+		err = inspected && inspected != -ENOTSUP ? inspected : place_file(p, known, m);
+		if (!err)
+			err = inspected;
+	} else {
+		err = find_interpreter(p, known);
+	}
 	if (err == -ENOTSUP && why)
 		snprintf(why, why_len,
 			 "%s: CPython of an unknown version (no Py_Version, no version in the "
@@ -283,6 +307,22 @@ cleanup:
 		return NULL;
 	}
 	return p;
+}
+
+struct pyproc *pyproc__new(pid_t pid, char *why, size_t why_len)
+{
+	return new_pyproc(pid, NULL, NULL, NULL, 0, why, why_len);
+}
+
+struct pyproc *pyproc__new_in_file(pid_t pid, const struct procmaps *maps, const struct procmap *m,
+				   const struct pyelf_info *info, int inspected, char *why,
+				   size_t why_len)
+{
+	if (!maps || !m || !info) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return new_pyproc(pid, maps, m, info, inspected, why, why_len);
 }
 
 static void entry_clear(struct code_entry *e)

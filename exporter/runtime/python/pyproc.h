@@ -65,6 +65,8 @@ struct pyproc_stats {
 };
 
 struct pyproc;
+struct procmap;
+struct procmaps;
 
 /*
  * Finds the CPython interpreter of process @pid: the files mapped whose base name holds
@@ -78,6 +80,25 @@ struct pyproc;
  * debug offsets: @why says so too), ENOMEM.
  */
 struct pyproc *pyproc__new(pid_t pid, char *why, size_t why_len);
+
+/*
+ * pyproc__new() for an interpreter file already inspected: the file of mapping @m of @maps
+ * (process @pid's mappings, read by the caller; the load bias comes from them), @info and
+ * @inspected what pyproc__inspect_file() gave for that file (0 or -ENOTSUP; kept per file by the
+ * caller, so that each process of the same interpreter neither re-reads its maps nor re-reads
+ * the file). The layout is still the process's own (3.13+: its _Py_DebugOffsets). Same returns,
+ * EINVAL also for a NULL argument.
+ */
+struct pyproc *pyproc__new_in_file(pid_t pid, const struct procmaps *maps, const struct procmap *m,
+				   const struct pyelf_info *info, int inspected, char *why,
+				   size_t why_len);
+
+/*
+ * Inspects the file of mapping @m of process @pid (opened through /proc/PID/map_files, else its
+ * path; pyelf__inspect()) into @info. Returns pyelf__inspect()'s result, or -ESRCH (gone), or
+ * the open's -errno.
+ */
+int pyproc__inspect_file(pid_t pid, const struct procmap *m, struct pyelf_info *info);
 void pyproc__free(struct pyproc *p);
 
 const struct pylayout *pyproc__layout(const struct pyproc *p);

@@ -36,6 +36,10 @@ struct file_entry {
 	struct file_key key;
 	enum file_verdict verdict;
 	int logged; /* the unsupported message was written for this file */
+	/* FILE_PYTHON: what pyproc__inspect_file() found (0 or -ENOTSUP), for every process of it.
+	 */
+	int inspected;
+	struct pyelf_info info;
 	UT_hash_handle hh;
 };
 
@@ -221,25 +225,24 @@ static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct 
 	struct file_key k = key_of(m);
 	struct file_entry *f = file_find(t, &k);
 	struct pyelf_info info;
-	Elf *elf = NULL;
-	int fd, err;
+	int err;
 
 	if (f)
 		return f->verdict;
-	fd = procmaps__open_file((int)pid, m, NULL, 0);
-	if (fd < 0)
-		return 0; /* unknown: not cached, looked at again next time */
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = elf ? pyelf__inspect(elf, m->path, &info) : -EINVAL;
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	err = pyproc__inspect_file((pid_t)pid, m, &info);
 	if (err == -ENOENT || err == -EINVAL) {
 		t->st.files_inspected++;
 		file_note(t, &k, FILE_NOT_PYTHON);
 		return FILE_NOT_PYTHON;
 	}
-	file_note(t, &k, FILE_PYTHON); /* 0 or ENOTSUP: CPython, maybe of an unknown version */
+	if (err && err != -ENOTSUP)
+		return 0; /* unknown (unopenable, gone): not cached, looked at again next time */
+	/* CPython, maybe of an unknown version: what was read serves every process of the file. */
+	f = file_note(t, &k, FILE_PYTHON);
+	if (f) {
+		f->inspected = err;
+		f->info = info;
+	}
 	return FILE_PYTHON;
 }
 
@@ -271,15 +274,24 @@ static enum pytab_failure failure_of(int err)
 	}
 }
 
-/* Attaches to the interpreter of @e's process, found in the file @k; counts the outcome. */
-static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k)
+/*
+ * Attaches to the interpreter of @e's process, found in the file @k of its mapping @m (of
+ * @maps); counts the outcome.
+ */
+static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k,
+		   const struct procmaps *maps, const struct procmap *m)
 {
-	struct file_entry *f;
+	struct file_entry *f = file_find(t, k);
 	char why[512];
 	int err = 0;
 
 	e->file = *k;
-	e->p = pyproc__new((pid_t)e->pid, why, sizeof(why));
+	/* The file as inspected once for every process of it; else read again (cache cleared). */
+	if (f && f->verdict == FILE_PYTHON)
+		e->p = pyproc__new_in_file((pid_t)e->pid, maps, m, &f->info, f->inspected, why,
+					   sizeof(why));
+	else
+		e->p = pyproc__new((pid_t)e->pid, why, sizeof(why));
 	if (!e->p)
 		err = -errno;
 	/* Every read above was of this process only if it still runs under its PID now. */
@@ -307,7 +319,6 @@ static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k)
 	t->st.failed[failure_of(err)]++;
 	if (err != -ENOTSUP || !why[0])
 		return;
-	f = file_find(t, k);
 	if (f && f->logged)
 		return;
 	if (f)
@@ -361,7 +372,7 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 	e->start_boot_ns = start_boot_ns;
 	HASH_ADD(hh, t->procs, pid, sizeof(e->pid), e);
 	k = key_of(found);
-	attach(t, e, &k);
+	attach(t, e, &k, maps, found);
 cleanup:
 	procmaps__clear(&own);
 }
