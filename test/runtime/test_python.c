@@ -471,6 +471,25 @@ static void check_interpreter(void **state)
 		}
 	}
 
+	/*
+	 * A freed code object: its fields are still in place, but the memory of its line table may
+	 * hold another function's table by now. Never named (it was, with that table's lines),
+	 * while the live object it was copied from is.
+	 */
+	assert_int_equal(write(c.in, "freed\n", 6), 6);
+	{
+		char buf[512], *s = buf;
+		uint64_t id, live;
+
+		assert_non_null(fgets(buf, sizeof(buf), c.out));
+		assert_string_equal(field(&s), "freed");
+		id = strtoull(field(&s), NULL, 10);
+		live = strtoull(field(&s), NULL, 10);
+		pyproc__new_epoch(p);
+		assert_int_equal(pyproc__code(p, live, &ci), 0);
+		assert_int_equal(pyproc__code(p, id, &ci), -EINVAL);
+	}
+
 	/* Garbage: not a code object (a thread state), unmapped memory. */
 	assert_int_equal(pyproc__code(p, threads[0].tstate, &ci), -EINVAL);
 	assert_true(st->errors[PYPROC_ERR_TYPE] > 0);
