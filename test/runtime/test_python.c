@@ -761,6 +761,31 @@ static void pytab_finds_interpreters(void **state)
 	pytab__stats(t, &st);
 	assert_int_equal(st.files_inspected, 1);
 	reap(sh);
+	fflush(log);
+	assert_null(strstr(log_buf, "not CPython")); /* a shell is no interpreter: not named */
+	/* A file named as an interpreter that is not CPython (PyPy's name): named once. */
+	{
+		char dir[] = "/tmp/spanprof-pypyXXXXXX", fake[64], cmd[160];
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(fake, sizeof(fake), "%s/pypy3-notcpython", dir);
+		snprintf(cmd, sizeof(cmd), "cp /bin/sleep %s", fake);
+		assert_int_equal(system(cmd), 0);
+		a = spawn((char *const[]){fake, "30", NULL});
+		b = spawn((char *const[]){fake, "30", NULL});
+		pytab__maps_hook(t, (uint32_t)a, 0, NULL);
+		pytab__maps_hook(t, (uint32_t)b, 0, NULL);
+		assert_null(pytab__find(t, (uint32_t)a, 0));
+		assert_null(pytab__find(t, (uint32_t)b, 0));
+		fflush(log);
+		assert_non_null(strstr(log_buf, "pypy3-notcpython is not CPython"));
+		assert_null(strstr(strstr(log_buf, "pypy3-notcpython is not") + 1,
+				   "pypy3-notcpython is not")); /* once */
+		reap(a);
+		reap(b);
+		unlink(fake);
+		rmdir(dir);
+	}
 	/* Exec: the entry goes, the next maps read looks again. */
 	pytab__exec(t, (uint32_t)pid);
 	assert_null(pytab__find(t, (uint32_t)pid, 0));
