@@ -35,7 +35,7 @@ enum file_verdict {
 struct file_entry {
 	struct file_key key;
 	enum file_verdict verdict;
-	int logged; /* the unsupported or not-CPython message was written for this file */
+	int logged; /* the unsupported message was written for this file */
 	UT_hash_handle hh;
 };
 
@@ -255,6 +255,7 @@ static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct 
  * A process in which no file is CPython, whose executable @exe is named as an interpreter
  * (PyPy, a Python-like binary): said once per file, so that a user does not wait for Python
  * frames. (pyenv's python3.X executable is not CPython either, but its libpython is.)
+ * Marks the file logged, as the unsupported message does.
  */
 static void not_cpython(struct pytab *t, const struct procmap *exe)
 {
