@@ -517,6 +517,25 @@ static void check_interpreter(void **state)
 		}
 	}
 
+	/*
+	 * A freed code object: its fields are still in place, but the memory of its line table may
+	 * hold another function's table by now. Never named (it was, with that table's lines),
+	 * while the live object it was copied from is.
+	 */
+	assert_int_equal(write(c.in, "freed\n", 6), 6);
+	{
+		char buf[512], *s = buf;
+		uint64_t id, live;
+
+		assert_non_null(fgets(buf, sizeof(buf), c.out));
+		assert_string_equal(field(&s), "freed");
+		id = strtoull(field(&s), NULL, 10);
+		live = strtoull(field(&s), NULL, 10);
+		pyproc__new_epoch(p);
+		assert_int_equal(pyproc__code(p, live, &ci), 0);
+		assert_int_equal(pyproc__code(p, id, &ci), -EINVAL);
+	}
+
 	/* Garbage: not a code object (a thread state), unmapped memory. */
 	assert_int_equal(pyproc__code(p, threads[0].tstate, &ci), -EINVAL);
 	assert_true(st->errors[PYPROC_ERR_TYPE] > 0);
@@ -788,6 +807,31 @@ static void pytab_finds_interpreters(void **state)
 	pytab__stats(t, &st);
 	assert_int_equal(st.files_inspected, 1);
 	reap(sh);
+	fflush(log);
+	assert_null(strstr(log_buf, "not CPython")); /* a shell is no interpreter: not named */
+	/* A file named as an interpreter that is not CPython (PyPy's name): named once. */
+	{
+		char dir[] = "/tmp/spanprof-pypyXXXXXX", fake[64], cmd[160];
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(fake, sizeof(fake), "%s/pypy3-notcpython", dir);
+		snprintf(cmd, sizeof(cmd), "cp /bin/sleep %s", fake);
+		assert_int_equal(system(cmd), 0);
+		a = spawn((char *const[]){fake, "30", NULL});
+		b = spawn((char *const[]){fake, "30", NULL});
+		pytab__maps_hook(t, (uint32_t)a, 0, NULL);
+		pytab__maps_hook(t, (uint32_t)b, 0, NULL);
+		assert_null(pytab__find(t, (uint32_t)a, 0));
+		assert_null(pytab__find(t, (uint32_t)b, 0));
+		fflush(log);
+		assert_non_null(strstr(log_buf, "pypy3-notcpython is not CPython"));
+		assert_null(strstr(strstr(log_buf, "pypy3-notcpython is not") + 1,
+				   "pypy3-notcpython is not")); /* once */
+		reap(a);
+		reap(b);
+		unlink(fake);
+		rmdir(dir);
+	}
 	/* Exec: the entry goes, the next maps read looks again. */
 	pytab__exec(t, (uint32_t)pid);
 	assert_null(pytab__find(t, (uint32_t)pid, 0));

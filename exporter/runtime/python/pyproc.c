@@ -24,6 +24,7 @@ struct code_entry {
 	/* What the names were read from: checked again once per epoch. */
 	uint64_t type, name, qualname, filename, linetable;
 	uint64_t name_hash; /* co_name's cached hash: with firstlineno, the frame's fingerprint */
+	uint64_t refcnt;    /* ob_refcnt as read (not part of the identity) */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
 	struct pycode_info info;
@@ -522,6 +523,7 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	err = rd(p, code, buf, l->code_read);
 	if (err)
 		return err;
+	e->refcnt = u64(buf, 0); /* PyObject_HEAD starts with ob_refcnt (GIL builds) */
 	e->type = u64(buf, l->object_type);
 	if (e->type != p->code_type)
 		return count(p, PYPROC_ERR_TYPE, -EINVAL);
@@ -532,6 +534,17 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
 	return rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
+}
+
+/*
+ * Whether @e was read from a live object. Freeing an object leaves its fields in place but
+ * for the first word, which the allocator takes for its free list (pymalloc: the next free
+ * block or NULL; glibc: the next chunk, and the type with its key): a count of 0 or one past
+ * 2^32 is no live object's (immortal ones, 3.12+, count 2^30 to 3 * 2^30).
+ */
+static bool alive(const struct code_entry *e)
+{
+	return e->refcnt && e->refcnt < (1ull << 32);
 }
 
 static bool same_identity(const struct code_entry *a, const struct code_entry *b)
@@ -642,10 +655,24 @@ static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 		entry_clear(e);
 		p->codes_n--;
 	}
+	/*
+	 * A freed code object keeps its fields, but the memory of its names and line table may hold
+	 * other objects by now (another function's line table read as this one's: wrong lines).
+	 * Named only while alive: before the reads and after them, unchanged.
+	 */
+	if (!alive(&fresh))
+		return count(p, PYPROC_ERR_TYPE, -EINVAL);
 	p->stats.code_misses++;
 	fresh.code = code;
 	fresh.epoch = p->epoch;
 	err = name_code(p, &fresh);
+	if (!err) {
+		struct code_entry again = {0};
+
+		err = read_code_identity(p, code, &again);
+		if (!err && (!alive(&again) || !same_identity(&fresh, &again)))
+			err = count(p, PYPROC_ERR_STALE, -ESTALE);
+	}
 	if (err) {
 		entry_clear(&fresh);
 		return err;

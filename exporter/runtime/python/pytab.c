@@ -211,6 +211,14 @@ static bool python_name(const char *path)
 	return strstr(base, "python") && !strstr(base, ".cpython-");
 }
 
+/* A name users give a Python interpreter: "python" (as above) or "pypy". */
+static bool interpreter_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return python_name(path) || strstr(base ? base + 1 : path, "pypy");
+}
+
 /* A file mapped by @pid that may be the interpreter: "python" in its name, or the executable. */
 static bool candidate(const struct procmaps *maps, size_t i)
 {
@@ -244,6 +252,26 @@ static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct 
 		f->info = info;
 	}
 	return FILE_PYTHON;
+}
+
+/*
+ * A process in which no file is CPython, whose executable @exe is named as an interpreter
+ * (PyPy, a Python-like binary): said once per file, so that a user does not wait for Python
+ * frames. (pyenv's python3.X executable is not CPython either, but its libpython is.)
+ * Marks the file logged, as the unsupported message does.
+ */
+static void not_cpython(struct pytab *t, const struct procmap *exe)
+{
+	struct file_key k = key_of(exe);
+	struct file_entry *f = file_find(t, &k);
+
+	if (!f || f->verdict != FILE_NOT_PYTHON || f->logged || !interpreter_name(exe->path))
+		return;
+	f->logged = 1;
+	fprintf(t->o.log,
+		"spanprof: python: %s is not CPython (no _PyRuntime and PyCode_Type); its "
+		"processes keep their native frames only\n",
+		exe->path);
 }
 
 static int describe(struct pytab *t, struct pyentry *e)
@@ -363,8 +391,11 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 	for (size_t i = 0; i < maps->n && !found; i++)
 		if (candidate(maps, i) && verdict_of(t, pid, &maps->maps[i]) == FILE_PYTHON)
 			found = &maps->maps[i];
-	if (!found)
+	if (!found) {
+		if (candidate(maps, 0))
+			not_cpython(t, &maps->maps[0]);
 		goto cleanup;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		goto cleanup;

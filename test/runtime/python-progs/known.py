@@ -154,6 +154,8 @@ def report():
     for cmd in sys.stdin:
         if cmd.strip() == "reuse":
             reuse()
+        if cmd.strip() == "freed":
+            freed()
     os._exit(0)  # stdin closed: the test is done
 
 
@@ -173,6 +175,20 @@ def reuse():
             return
         del co
     out("reused", 0)
+    sys.stdout.flush()
+
+
+def freed():
+    # A freed code object as pymalloc leaves it: every field in place but the first word,
+    # ob_refcnt, which holds the free list's next block. Made deterministic: a copy of a live
+    # code object (its names and line table stay alive) whose first word is a heap address.
+    import ctypes
+    co = lines_of.__code__
+    size = sys.getsizeof(co)
+    freed.buf = ctypes.create_string_buffer(ctypes.string_at(id(co), size), size)
+    addr = ctypes.addressof(freed.buf)
+    ctypes.memmove(addr, ctypes.byref(ctypes.c_uint64(id(freed) + 64)), 8)
+    out("freed", addr, id(co))
     sys.stdout.flush()
 
 
