@@ -194,6 +194,9 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	if (!d || (d->start_boot_ns && d->start_boot_ns != s->pstart_boot_ns))
 		return;
 	l.s = s;
+	/* A native walk cut at the depth limit: its root-most frames make room (python.h). */
+	if (s->ustack_end == SP_USTACK_DEPTH && s->ustack_len > SP_MAX_USTACK - 2 * PY_ROOM_FRAMES)
+		s->ustack_len = SP_MAX_USTACK - 2 * PY_ROOM_FRAMES;
 	l.base = s->ustack_len;
 	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
 	w->d = *d;

@@ -17,6 +17,15 @@
 /* Python frames recorded per sample; a deeper stack ends in PY_STOP_DEPTH (marked as cut). */
 #define PY_MAX_FRAMES 128
 /*
+ * Room kept for the Python frames (2 ustack slots each) when the native walk of a Python
+ * process was cut at its depth limit: its leaf-most SP_MAX_USTACK - 2 * PY_ROOM_FRAMES
+ * frames stay. Before 3.11 every Python call costs the native walk 3-4 interpreter frames, so
+ * a native stack 512 deep would otherwise leave no Python frame to place in its loop frames;
+ * 96 balances the two there (about 90 Python calls' worth of native frames and their 96 Python
+ * frames).
+ */
+#define PY_ROOM_FRAMES 96
+/*
  * Loop bounds of the walk: a frame list longer than this (entry and incomplete frames, which
  * are skipped, included) is cut as above; thread states searched for the sampled thread, over
  * all interpreters; interpreters of one process.

@@ -356,3 +356,49 @@ def test_same_python_stacks_as_py_spy(spanprof, pprofcheck, procs, tmp_path, exe
         assert total >= 20 and sum(spy_seqs[name].values()) >= 10, report
         assert matched >= 0.95 * total, report
     print(f"py-spy vs spanprof ({exe}): " + "; ".join(report))
+
+
+DEEP = WORKLOADS / "pydeep.py"
+DEEP_CALLS = 300
+DEEP_MIN_FRAMES = 64
+
+
+@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
+def test_deep_recursion_keeps_its_leaf_python_frames(spanprof, pprofcheck, procs, tmp_path, exe):
+    """300 Python calls deep (before 3.11 each costs the native walk 3-4 interpreter frames, more
+    than the 512 slots of a sample hold): every sample keeps the leaf-most Python frames, exactly
+    deep x k then spin at a line of its loop, and is marked as cut (the Python frame limit or the
+    native depth limit); at least 64 Python frames in 90% of them. Never a frame of another
+    function, never a stack that looks whole."""
+    prog = procs.start(exe, DEEP, DEEP_CALLS, SECONDS, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+    json.loads(prog.stdout.readline())
+    out = tmp_path / "out"
+    record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", FREQ, timeout=120)
+    cpu = json.loads(prog.stdout.readline())["cpu"]
+    prog.wait(timeout=30)
+    lines = {i + 1 for i, text in enumerate(DEEP.read_text().splitlines())
+             if "# leaf:spin" in text}
+    samples = [s for s in pprofcheck(out / "profile.pb.gz")["samples"] if s["values"][0] > 0]
+    total = count(samples)
+    assert total >= max(20, 0.5 * cpu * FREQ), f"{total} samples for {cpu:.2f} s of CPU"
+    deep_enough, problems = 0, []
+    for s in samples:
+        frames = frames_root_first(s)
+        py = [(f, line) for f, _, line, is_py in frames if is_py]
+        names = [f for f, _ in py]
+        marked = any(f.startswith("[truncated") or f.startswith("[python stack cut")
+                     for f, _, _, _ in frames)
+        shown = ";".join(f for f, _, _, _ in frames)
+        if not py:
+            continue  # a sample with no Python frame (not walked): nothing to check here
+        if names != ["pydeep.deep"] * (len(names) - 1) + ["pydeep.spin"] or \
+                py[-1][1] not in lines:
+            problems.append(f"not the leaf part of deep...spin: {shown}")
+        if not marked:
+            problems.append(f"a cut stack without a marker: {shown}")
+        if len(names) >= DEEP_MIN_FRAMES:
+            deep_enough += s["values"][0]
+    assert not problems, problems[:3]
+    assert deep_enough >= 0.9 * total, \
+        f"{deep_enough} of {total} samples show {DEEP_MIN_FRAMES}+ Python frames"

@@ -36,13 +36,16 @@ bench-python-agent: $(BUILD)/spanprof
 
 # The Python walk against the native CFI walk of the same depth (issue 14's target), measured
 # the same way in one invocation (bench/runtime/python_vs_cfi.py). Needs root and bpftool.
-#   make bench-python-cfi [BUILD=dir] [PY_BENCH_PYTHON=path] [BENCH_PYTHON_CFI_ARGS="--depths 10,50"]
+#   make bench-python-cfi [BUILD=dir] [PY_BENCH_PYTHON=path] [BASELINE=dir]
+#       [BENCH_PYTHON_CFI_ARGS="--depths 10,50"]
+# BASELINE: another build directory (e.g. main's) measured in the same rounds.
 
 BENCH_PYTHON_CFI_ARGS ?=
+BASELINE ?=
 
 .PHONY: bench-python-cfi
 bench: bench-python-cfi
 
 bench-python-cfi: $(BUILD)/spanprof
 	$(Q)python3 bench/runtime/python_vs_cfi.py --build $(BUILD) --python $(PY_BENCH_PYTHON) \
-		$(BENCH_PYTHON_CFI_ARGS)
+		$(if $(BASELINE),--baseline $(BASELINE)) $(BENCH_PYTHON_CFI_ARGS)
