@@ -307,8 +307,8 @@ static __always_inline void fileid_on_exec(struct task_struct *p, __u32 pid,
 	e->file = id;
 	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), path) < 0)
 		e->path[0] = '\0';
-	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name),
-				      exe->f_path.dentry->d_name.name) < 0)
+	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), exe->f_path.dentry->d_name.name) <
+	    0)
 		e->name[0] = '\0';
 	/* As a sample: the drain thread reads the ring every 10 ms; a wakeup only when filling. */
 	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes

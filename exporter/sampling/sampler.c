@@ -151,8 +151,8 @@ static struct bpf_link *attach_syscall_hook(const char *what, struct bpf_program
 	if (use_fentry) {
 		link = bpf_program__attach(fentry);
 		if (!link && getenv("SPANPROF_DEBUG"))
-			fprintf(stderr, "spanprof: the %s hook's fentry did not attach (%s)\n", what,
-				strerror(errno));
+			fprintf(stderr, "spanprof: the %s hook's fentry did not attach (%s)\n",
+				what, strerror(errno));
 	}
 	if (link) {
 		if (getenv("SPANPROF_DEBUG"))
@@ -786,10 +786,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
 		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
 		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
-		s->unw_mmap_link = attach_syscall_hook(
-		    "mmap", s->skel->progs.on_mmap_fentry, s->mmap_fentry, s->skel->progs.on_unw_mmap,
-		    "code mapped later is found when its first PC is sampled");
-		/* Without it, contexts published later are found by the agent's periodic re-check. */
+		s->unw_mmap_link =
+		    attach_syscall_hook("mmap", s->skel->progs.on_mmap_fentry, s->mmap_fentry,
+					s->skel->progs.on_unw_mmap,
+					"code mapped later is found when its first PC is sampled");
+		/* Without it, contexts published later are found by the periodic re-check. */
 		if (s->threadctx)
 			s->ctx_prctl_link = attach_syscall_hook(
 			    "prctl", s->skel->progs.on_ctx_prctl_fentry, s->prctl_fentry,
