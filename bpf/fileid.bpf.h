@@ -20,27 +20,50 @@ struct inode___old {
 	struct timespec64 i_mtime;
 } __attribute__((preserve_access_index));
 
+/*
+ * The body of fileid_read() and fileid_read_btf(): *id from file @f, each field read with
+ * LD(pointer, field) (LD2: through a second pointer).
+ */
+#define SP_FILEID_READ(f, id, LD, LD2)                                                             \
+	do {                                                                                       \
+		struct inode *inode = LD(f, f_inode);                                              \
+                                                                                                   \
+		(id)->ino = 0;                                                                     \
+		(id)->size = (id)->mtime_sec = 0;                                                  \
+		(id)->mtime_nsec = (id)->dev = 0;                                                  \
+		if (!inode)                                                                        \
+			break;                                                                     \
+		(id)->ino = LD(inode, i_ino);                                                      \
+		(id)->size = LD(inode, i_size);                                                    \
+		(id)->dev = LD2(inode, i_sb, s_dev);                                               \
+		if (bpf_core_field_exists(inode->i_mtime_sec)) {                                   \
+			(id)->mtime_sec = LD(inode, i_mtime_sec);                                  \
+			(id)->mtime_nsec = LD(inode, i_mtime_nsec);                                \
+		} else {                                                                           \
+			struct inode___old *old = (void *)inode;                                   \
+                                                                                                   \
+			(id)->mtime_sec = LD(old, i_mtime.tv_sec);                                 \
+			(id)->mtime_nsec = LD(old, i_mtime.tv_nsec);                               \
+		}                                                                                  \
+	} while (0)
+#define SP_LD_CORE(p, a) BPF_CORE_READ(p, a)
+#define SP_LD2_CORE(p, a, b) BPF_CORE_READ(p, a, b)
+#define SP_LD_BTF(p, a) ((p)->a)
+#define SP_LD2_BTF(p, a, b) ((p)->a->b)
+
+/* The identity of file @f, a kernel address the verifier knows as a number (helper reads). */
 static __always_inline void fileid_read(struct file *f, struct sp_file_id *id)
 {
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
+	SP_FILEID_READ(f, id, SP_LD_CORE, SP_LD2_CORE);
+}
 
-	id->ino = 0;
-	id->size = id->mtime_sec = 0;
-	id->mtime_nsec = id->dev = 0;
-	if (!inode)
-		return;
-	id->ino = BPF_CORE_READ(inode, i_ino);
-	id->size = BPF_CORE_READ(inode, i_size);
-	id->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	if (bpf_core_field_exists(inode->i_mtime_sec)) {
-		id->mtime_sec = BPF_CORE_READ(inode, i_mtime_sec);
-		id->mtime_nsec = BPF_CORE_READ(inode, i_mtime_nsec);
-	} else {
-		struct inode___old *old = (void *)inode;
-
-		id->mtime_sec = BPF_CORE_READ(old, i_mtime.tv_sec);
-		id->mtime_nsec = BPF_CORE_READ(old, i_mtime.tv_nsec);
-	}
+/*
+ * fileid_read() of @f, a BTF pointer (of a tp_btf argument or bpf_get_current_task_btf()):
+ * direct loads, which the verifier makes fault-safe, instead of a helper call per field.
+ */
+static __always_inline void fileid_read_btf(struct file *f, struct sp_file_id *id)
+{
+	SP_FILEID_READ(f, id, SP_LD_BTF, SP_LD2_BTF);
 }
 
 /* VM_EXEC of include/linux/mm.h (a macro: not in BTF). */
@@ -216,9 +239,9 @@ static __always_inline void fileid_sample(struct sp_sample *s, __u32 n)
 	if (!fileid_enabled || !n)
 		return;
 	/* Lockless (RCU): the agent also names PCs from the entries of earlier samples. */
-	exe = BPF_CORE_READ(task, mm, exe_file);
+	exe = task->mm->exe_file;
 	if (exe)
-		fileid_read(exe, &s->vmas.exe);
+		fileid_read_btf(exe, &s->vmas.exe);
 	/* Busy: the task was sampled inside mmap(2), munmap(2)... holding the lock for writing. */
 	if (bpf_find_vma(task, s->ustack[0], fileid_locked, &l, 0)) {
 		stat_inc(SP_STAT_FILEID_FAILED);
@@ -263,14 +286,15 @@ static __always_inline void fileid_on_exec(struct task_struct *p, __u32 pid,
 	__u8 one = 1;
 	char first;
 
-	exe = BPF_CORE_READ(p, mm, exe_file);
+	/* Direct loads: p and bprm are the tracepoint's BTF pointers. */
+	exe = p->mm->exe_file;
 	if (!exe)
 		return;
-	fileid_read(exe, &id);
+	fileid_read_btf(exe, &id);
 	if (!id.ino || bpf_map_lookup_elem(&fileid_paths_sent, &id))
 		return;
 	/* The file exec ran (the interpreter of a script), as exec resolved its name. */
-	path = BPF_CORE_READ(bprm, interp);
+	path = bprm->interp;
 	if (bpf_probe_read_kernel(&first, 1, path) || first != '/')
 		return; /* relative to a directory the agent cannot know later */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -283,8 +307,8 @@ static __always_inline void fileid_on_exec(struct task_struct *p, __u32 pid,
 	e->file = id;
 	if (bpf_probe_read_kernel_str(e->path, sizeof(e->path), path) < 0)
 		e->path[0] = '\0';
-	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name),
-				      BPF_CORE_READ(exe, f_path.dentry, d_name.name)) < 0)
+	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), exe->f_path.dentry->d_name.name) <
+	    0)
 		e->name[0] = '\0';
 	/* As a sample: the drain thread reads the ring every 10 ms; a wakeup only when filling. */
 	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes

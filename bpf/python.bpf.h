@@ -243,7 +243,7 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
  */
 static __always_inline void python_on_exec_or_exit(__u32 pid)
 {
-	bpf_map_delete_elem(&py_procs, &pid);
+	sp_map_forget(&py_procs, &pid);
 }
 
 #endif /* SPANPROF_PYTHON_BPF_H */

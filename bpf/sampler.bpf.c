@@ -53,6 +53,18 @@ static __always_inline void stat_inc(__u32 which)
 	stat_add(which, 1);
 }
 
+/*
+ * Deletes @key from hash map @map if it is there; 1 when it was. The process hooks forget
+ * entries that a new process or thread almost never has: a hash lookup is lock-free (RCU),
+ * where a delete takes the bucket's lock with interrupts off even when the key is absent. An
+ * entry added between the two is one the agent added after the event, as it could have been
+ * after a delete alone.
+ */
+static __always_inline int sp_map_forget(void *map, const void *key)
+{
+	return bpf_map_lookup_elem(map, key) && !bpf_map_delete_elem(map, key);
+}
+
 #include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"

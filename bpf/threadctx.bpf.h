@@ -232,20 +232,45 @@ const volatile __u32 ctx_threads_enabled = 0;
 /* A thread exits: forget its record pointer. Part of the exit hook (bpf/prochooks.bpf.h). */
 static __always_inline void threadctx_on_thread_exit(__u32 tid)
 {
-	bpf_map_delete_elem(&ctx_threads, &tid);
+	sp_map_forget(&ctx_threads, &tid);
 }
 
 /* PR_SET_VMA of include/uapi/linux/prctl.h: names a mapping ("OTEL_CTX", OTEP 4719). */
 #define SP_PR_SET_VMA 0x53564d41
 
-/* A process names a mapping: have the agent read its process context again. */
-SEC("tracepoint/syscalls/sys_enter_prctl")
-int on_ctx_prctl(struct trace_event_raw_sys_enter *ctx)
+/* A process names a mapping (@option: prctl(2)'s first): have the agent read its process
+ * context again. */
+static __always_inline int threadctx_on_prctl(__u64 option)
 {
-	if (ctx->args[0] != SP_PR_SET_VMA)
+	if (option != SP_PR_SET_VMA)
 		return 0;
 	unwind_notify(bpf_get_current_pid_tgid() >> 32, UNWIND_EVENT_NAME, 0);
 	return 0;
+}
+
+/*
+ * The prctl hook, an fentry on the prctl system call's entry (the architecture's wrapper,
+ * whose one argument is the registers of the call): it costs the processes that call prctl(2),
+ * and only them. The agent's choice where the kernel takes it (KFEAT_PRCTL_FENTRY).
+ */
+#if defined(__TARGET_ARCH_arm64)
+SEC("fentry/__arm64_sys_prctl")
+#else
+SEC("fentry/__x64_sys_prctl")
+#endif
+int BPF_PROG(on_ctx_prctl_fentry, struct pt_regs *regs)
+{
+	return threadctx_on_prctl(PT_REGS_PARM1_CORE_SYSCALL(regs));
+}
+
+/*
+ * The prctl hook's fallback: the syscall's entry tracepoint, which puts every task of the host
+ * on the slow system-call path.
+ */
+SEC("tracepoint/syscalls/sys_enter_prctl")
+int on_ctx_prctl(struct trace_event_raw_sys_enter *ctx)
+{
+	return threadctx_on_prctl(ctx->args[0]);
 }
 
 #endif /* SPANPROF_THREADCTX_BPF_H */

@@ -662,11 +662,10 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
 {
 	v8_forget(pid); /* its descriptor described the old image */
-	if (!bpf_map_delete_elem(&unwind_procs, &pid))
+	if (sp_map_forget(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
-	else if (targeted)
-		unwind_notify(pid, UNWIND_EVENT_NEW,
-			      BPF_CORE_READ(p, group_leader, start_boottime));
+	else if (targeted) /* direct loads: p is the tracepoint's BTF pointer */
+		unwind_notify(pid, UNWIND_EVENT_NEW, p->group_leader->start_boottime);
 }
 
 /*
@@ -676,7 +675,7 @@ static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, boo
 static __always_inline void unwind_on_exit(__u32 pid)
 {
 	v8_forget(pid);
-	if (!bpf_map_delete_elem(&unwind_procs, &pid))
+	if (sp_map_forget(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
 }
 

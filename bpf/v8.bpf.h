@@ -34,7 +34,7 @@ struct {
 /* exec replaced the image, or the process ended: its descriptor describes nothing now. */
 static __always_inline void v8_forget(__u32 pid)
 {
-	bpf_map_delete_elem(&v8_procs, &pid);
+	sp_map_forget(&v8_procs, &pid);
 }
 
 static __always_inline void v8_stat(__u32 which, __u64 n)

@@ -1,8 +1,10 @@
 """Shared fixtures for spanprof's integration tests (root, real BPF, real kernel)."""
+import ctypes
 import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -342,3 +344,28 @@ def summary_numbers(stats):
         out.update(bytes=e["bytes_sent"], sent=e["samples_sent"], retries=e["retries"],
                    failed=e["failed"], dropped=e["dropped"], dropped_samples=e["dropped_samples"])
     return out
+
+
+def fentry_refused(func):
+    """Why this kernel takes no fentry program on @func (a string), or None when it loads one.
+    Asked of the kernel directly (bpf(BPF_PROG_LOAD) of "return 0" for the function's BTF id),
+    not of spanprof's own probe."""
+    dump = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                          capture_output=True, text=True).stdout
+    ids = [line.split("]")[0][1:] for line in dump.splitlines() if f"FUNC '{func}'" in line]
+    if not ids:
+        return f"{func} is not in the kernel's BTF"
+    insns = bytes.fromhex("b700000000000000" "9500000000000000")  # r0 = 0; exit
+    lic = ctypes.create_string_buffer(b"GPL")
+    ibuf = ctypes.create_string_buffer(insns, len(insns))
+    attr = ctypes.create_string_buffer(128)  # union bpf_attr, BPF_PROG_LOAD's fields
+    # prog_type BPF_PROG_TYPE_TRACING, insn_cnt, insns, license
+    struct.pack_into("IIQQ", attr, 0, 26, 2, ctypes.addressof(ibuf), ctypes.addressof(lic))
+    struct.pack_into("I", attr, 68, 24)  # expected_attach_type BPF_TRACE_FENTRY
+    struct.pack_into("I", attr, 108, int(ids[0]))  # attach_btf_id
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(321, 5, attr, 128)  # __NR_bpf (x86-64), BPF_PROG_LOAD
+    if fd < 0:
+        return f"the kernel refuses fentry programs on {func}: {os.strerror(ctypes.get_errno())}"
+    os.close(fd)
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, ROOT, WORKLOADS, record, record_gated
+from conftest import BUILD, ROOT, WORKLOADS, fentry_refused, record, record_gated
 
 WRITER = ROOT / "writer"
 SERVER_FLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-pthread", f"-I{WRITER}"]
@@ -143,6 +143,38 @@ def test_samples_in_spans_carry_their_span(spanprof, spanservers, pprofcheck, pr
     # Attributes named through the process context's key map.
     assert c["attrs_ok"] == c["linked"], c
     assert res.stats["span_links"]["linked"] >= c["linked"], (res.stats["span_links"], c)
+
+
+@pytest.mark.parametrize("hook", ["fentry", "tracepoint"])
+def test_process_context_published_later_is_read(spanprof, spanservers, procs, tmp_path,
+                                                 monkeypatch, hook):
+    """A process context published (prctl PR_SET_VMA) after the agent first read the process is
+    read at once through the prctl hook, not at the re-check 30 s later, whether the hook is the
+    fentry on the prctl system call (where the kernel takes one) or the syscall tracepoint (the
+    fallback; SPANPROF_PRCTL_HOOK=tracepoint chooses it)."""
+    if hook == "fentry" and (why := fentry_refused("__x64_sys_prctl")):
+        pytest.skip(why)
+    binary, _, _ = spanservers["exe"]
+    log = tmp_path / "spans.log"
+    monkeypatch.setenv("SPANPROF_PRCTL_HOOK", hook)
+    monkeypatch.setenv("SPANPROF_DEBUG", "1")
+    with open(log, "w") as f:
+        # Spans from the gate on; the process context 1.5 s later.
+        srv = procs.start(binary, "5", "2", "-", "1.5", stdout=f, stdin=subprocess.PIPE,
+                          text=True)
+        deadline = time.time() + 10
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, srv, "-p", srv.pid, "-F", "97", "-d", "4")
+        srv.wait(timeout=30)
+    want = ("prctl hook: fentry on __x64_sys_prctl" if hook == "fentry"
+            else "prctl hook: tracepoint syscalls/sys_enter_prctl")
+    assert want in res.stderr, res.stderr[-3000:]
+    assert "published" in log.read_text().split(), "the server did not publish its context"
+    links = res.stats["span_links"]
+    assert links["processes_with_thread_context"] >= 1, links
+    assert links["processes_with_process_context"] == 1, (links, res.stderr[-3000:])
 
 
 def test_no_span_links_flag(spanprof, spanservers, pprofcheck, procs, tmp_path):

@@ -4,19 +4,17 @@ Every workload is compiled -O2 -fomit-frame-pointer, so frame-pointer walking br
 frame; each test wants at least 99% of the samples of the workload to unwind to main (or to the
 thread start routine) with exactly the expected frames.
 """
-import ctypes
 import glob
 import json
 import os
-import struct
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import (bpf_prog_ids, loaded, loaded_prog_ids, WORKLOADS, read_folded, read_stats,
-                      record, stats_path)
+from conftest import (bpf_prog_ids, fentry_refused, loaded, loaded_prog_ids, WORKLOADS,
+                      read_folded, read_stats, record, stats_path)
 
 NOFP = ["-O2", "-g", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"]
 
@@ -146,31 +144,6 @@ def bpf_links(pid):
             fields["prog_name"] = json.loads(res.stdout or "{}").get("name", "?")
             links.append(fields)
     return links
-
-
-def fentry_refused(func):
-    """Why this kernel takes no fentry program on @func (a string), or None when it loads one.
-    Asked of the kernel directly (bpf(BPF_PROG_LOAD) of "return 0" for the function's BTF id),
-    not of spanprof's own probe."""
-    dump = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
-                          capture_output=True, text=True).stdout
-    ids = [line.split("]")[0][1:] for line in dump.splitlines() if f"FUNC '{func}'" in line]
-    if not ids:
-        return f"{func} is not in the kernel's BTF"
-    insns = bytes.fromhex("b700000000000000" "9500000000000000")  # r0 = 0; exit
-    lic = ctypes.create_string_buffer(b"GPL")
-    ibuf = ctypes.create_string_buffer(insns, len(insns))
-    attr = ctypes.create_string_buffer(128)  # union bpf_attr, BPF_PROG_LOAD's fields
-    # prog_type BPF_PROG_TYPE_TRACING, insn_cnt, insns, license
-    struct.pack_into("IIQQ", attr, 0, 26, 2, ctypes.addressof(ibuf), ctypes.addressof(lic))
-    struct.pack_into("I", attr, 68, 24)  # expected_attach_type BPF_TRACE_FENTRY
-    struct.pack_into("I", attr, 108, int(ids[0]))  # attach_btf_id
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(321, 5, attr, 128)  # __NR_bpf (x86-64), BPF_PROG_LOAD
-    if fd < 0:
-        return f"the kernel refuses fentry programs on {func}: {os.strerror(ctypes.get_errno())}"
-    os.close(fd)
-    return None
 
 
 @pytest.mark.parametrize("hook", ["fentry", "tracepoint"])

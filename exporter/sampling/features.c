@@ -10,6 +10,13 @@
 
 #include "sampling/features.h"
 
+/* The prctl system call's entry: the architecture's wrapper (bpf/threadctx.bpf.h hooks it). */
+#if defined(__aarch64__)
+#define SP_SYS_PRCTL "__arm64_sys_prctl"
+#else
+#define SP_SYS_PRCTL "__x64_sys_prctl"
+#endif
+
 /* How each feature is probed, and the upstream version that brought it (kernel git history). */
 enum probe_kind {
 	PROBE_BTF,
@@ -54,6 +61,8 @@ static const struct kfeature_def {
 			  "mm_struct", "mm_mt"},
     [KFEAT_MMAP_FENTRY] = {"fentry programs on ksys_mmap_pgoff() (the mmap hook)", "5.5",
 			   PROBE_FENTRY, 0, 0, "ksys_mmap_pgoff"},
+    [KFEAT_PRCTL_FENTRY] = {"fentry programs on " SP_SYS_PRCTL "() (the prctl hook)", "5.5",
+			    PROBE_FENTRY, 0, 0, SP_SYS_PRCTL},
 };
 
 const char *kfeature__name(enum kfeature feat)

@@ -29,6 +29,7 @@ enum kfeature {
 	KFEAT_SWITCH_PREV_STATE, /* tp_btf/sched_switch's 4th argument, prev_state */
 	KFEAT_MAPLE_TREE,	 /* VMAs in a maple tree (mm_struct.mm_mt) */
 	KFEAT_MMAP_FENTRY,	 /* an fentry program on ksys_mmap_pgoff() loads: the mmap hook */
+	KFEAT_PRCTL_FENTRY,	 /* an fentry program on prctl(2)'s entry loads: the prctl hook */
 	KFEAT_COUNT
 };
 

@@ -71,7 +71,8 @@ struct sampler {
 	sampler_event_cb event_cb;
 	struct bpf_link *proc_links[2]; /* process hooks (bpf/prochooks.bpf.h): exec, exit */
 	struct bpf_link *unw_mmap_link;
-	int mmap_fentry; /* the mmap hook is tried as an fentry first (else the tracepoint) */
+	int mmap_fentry;  /* the mmap hook is tried as an fentry first (else the tracepoint) */
+	int prctl_fentry; /* the prctl hook likewise */
 	struct sampler_unwind_maps unw;
 	int unwind;
 	int threadctx;
@@ -136,28 +137,46 @@ static int attach_proc_hooks(struct sampler *s)
 	return 0;
 }
 
-static void attach_mmap_hook(struct sampler *s)
+/*
+ * Attaches a system-call hook (@what: "mmap", "prctl"): @fentry where @use_fentry (the kernel
+ * takes it), else @tp, the syscall's entry tracepoint syscalls/sys_enter_@what. The link, or
+ * NULL after a warning ending in @without (what is lost).
+ */
+static struct bpf_link *attach_syscall_hook(const char *what, struct bpf_program *fentry,
+					    int use_fentry, struct bpf_program *tp,
+					    const char *without)
 {
-	const char *how = "fentry on ksys_mmap_pgoff";
+	struct bpf_link *link = NULL;
 
-	if (s->mmap_fentry) {
-		s->unw_mmap_link = bpf_program__attach(s->skel->progs.on_mmap_fentry);
-		if (!s->unw_mmap_link && getenv("SPANPROF_DEBUG"))
-			fprintf(stderr, "spanprof: the mmap hook's fentry did not attach (%s)\n",
-				strerror(errno));
+	if (use_fentry) {
+		link = bpf_program__attach(fentry);
+		if (!link && getenv("SPANPROF_DEBUG"))
+			fprintf(stderr, "spanprof: the %s hook's fentry did not attach (%s)\n",
+				what, strerror(errno));
 	}
-	if (!s->unw_mmap_link) {
-		how = "tracepoint syscalls/sys_enter_mmap";
-		s->unw_mmap_link = attach_tracepoint(s->skel->progs.on_unw_mmap);
+	if (link) {
+		if (getenv("SPANPROF_DEBUG"))
+			fprintf(stderr, "spanprof: %s hook: fentry on %s\n", what,
+				bpf_program__section_name(fentry) + strlen("fentry/"));
+		return link;
 	}
-	if (!s->unw_mmap_link)
+	link = attach_tracepoint(tp);
+	if (!link)
 		fprintf(stderr,
-			"spanprof: warning: no mmap hook (tracepoint syscalls/sys_enter_mmap: "
-			"%s; is tracefs mounted at /sys/kernel/tracing?): code mapped later "
-			"is found when its first PC is sampled\n",
-			strerror(errno));
+			"spanprof: warning: no %s hook (tracepoint syscalls/sys_enter_%s: %s; is "
+			"tracefs mounted at /sys/kernel/tracing?): %s\n",
+			what, what, strerror(errno), without);
 	else if (getenv("SPANPROF_DEBUG"))
-		fprintf(stderr, "spanprof: mmap hook: %s\n", how);
+		fprintf(stderr, "spanprof: %s hook: tracepoint syscalls/sys_enter_%s\n", what,
+			what);
+	return link;
+}
+
+/* SPANPROF_<@what>_HOOK=tracepoint keeps a system-call hook on its tracepoint (to measure it, or
+ * for a kernel whose fentry misbehaves). */
+static int syscall_hook_fentry(const struct kfeatures *kf, enum kfeature f, const char *env)
+{
+	return kf->have[f] == 1 && !(getenv(env) && !strcmp(getenv(env), "tracepoint"));
 }
 
 /* One record of the sample ring, from the queue: to the recorder. */
@@ -545,13 +564,11 @@ static int fit_to_kernel(struct sampler *s, const struct sampler_opts *opts, int
 		s->unwind = 0;
 	}
 	/*
-	 * The mmap hook as an fentry where the kernel allows it, not a syscall tracepoint: that
-	 * puts every task on the slow system-call path. SPANPROF_MMAP_HOOK=tracepoint keeps the
-	 * tracepoint (to measure, or for a kernel whose fentry misbehaves).
+	 * The mmap and prctl hooks as fentry programs where the kernel allows it, not syscall
+	 * tracepoints: one of those puts every task on the slow system-call path.
 	 */
-	s->mmap_fentry =
-	    kf.have[KFEAT_MMAP_FENTRY] == 1 &&
-	    !(getenv("SPANPROF_MMAP_HOOK") && !strcmp(getenv("SPANPROF_MMAP_HOOK"), "tracepoint"));
+	s->mmap_fentry = syscall_hook_fentry(&kf, KFEAT_MMAP_FENTRY, "SPANPROF_MMAP_HOOK");
+	s->prctl_fentry = syscall_hook_fentry(&kf, KFEAT_PRCTL_FENTRY, "SPANPROF_PRCTL_HOOK");
 	f = kfeatures__first_missing(&kf, NEED_FILEIDS);
 	if (*fileids && f != KFEAT_COUNT) {
 		fprintf(stderr,
@@ -666,6 +683,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	}
 	if (!opts->threadctx || !s->unwind)
 		bpf_program__set_autoload(s->skel->progs.on_ctx_prctl, false);
+	/* As for the mmap hook, the tracepoint loads too. */
+	bpf_program__set_autoload(s->skel->progs.on_ctx_prctl_fentry,
+				  opts->threadctx && s->unwind && s->prctl_fentry);
 	if (!opts->threadctx || !opts->ctx_uprobes) {
 		bpf_map__set_max_entries(s->skel->maps.ctx_threads, 1);
 		bpf_program__set_autoload(s->skel->progs.on_ctx_enter, false);
@@ -766,18 +786,16 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		s->unw.chunks_fd = bpf_map__fd(s->skel->maps.unwind_chunks);
 		s->unw.tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
 		s->unw.procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
-		attach_mmap_hook(s);
-		if (s->threadctx) {
-			/* Like the mmap hook: without it, contexts published later are found by
-			 * the agent's periodic re-check. */
-			s->ctx_prctl_link = attach_tracepoint(s->skel->progs.on_ctx_prctl);
-			if (!s->ctx_prctl_link)
-				fprintf(stderr,
-					"spanprof: warning: no prctl hook (tracepoint "
-					"syscalls/sys_enter_prctl: %s): process contexts published "
-					"later are found within a minute\n",
-					strerror(errno));
-		}
+		s->unw_mmap_link =
+		    attach_syscall_hook("mmap", s->skel->progs.on_mmap_fentry, s->mmap_fentry,
+					s->skel->progs.on_unw_mmap,
+					"code mapped later is found when its first PC is sampled");
+		/* Without it, contexts published later are found by the periodic re-check. */
+		if (s->threadctx)
+			s->ctx_prctl_link = attach_syscall_hook(
+			    "prctl", s->skel->progs.on_ctx_prctl_fentry, s->prctl_fentry,
+			    s->skel->progs.on_ctx_prctl,
+			    "process contexts published later are found within a minute");
 	}
 	err = attach_proc_hooks(s);
 	if (err)

@@ -161,15 +161,17 @@ int main(int argc, char **argv)
 	static const char *const keys[] = {"http.route", "enduser.id"};
 	int nthreads = argc > 2 ? atoi(argv[2]) : 4;
 	double delay = argc > 3 ? atof(argv[3]) : 0;
+	/* PUBLISH_AFTER: the process context is published that many seconds into the work. */
+	double publish_after = argc > 4 ? atof(argv[4]) : -1;
 	pthread_t th[64];
 
 	if (argc < 2 || nthreads < 1 || nthreads > 64) {
-		fprintf(stderr, "usage: spanserver SECONDS [THREADS [DELAY]]\n");
+		fprintf(stderr, "usage: spanserver SECONDS [THREADS [DELAY [PUBLISH_AFTER]]]\n");
 		return 2;
 	}
 	seconds = atof(argv[1]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (spctx_process_publish(resource, keys, 2))
+	if (publish_after < 0 && spctx_process_publish(resource, keys, 2))
 		fprintf(stderr, "spanserver: process context not published\n");
 	printf("ready %d\n", getpid());
 	if (argc > 3 && !strcmp(argv[3], "-")) {
@@ -182,6 +184,15 @@ int main(int argc, char **argv)
 			  NULL);
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i * 5));
+	if (publish_after >= 0) {
+		nanosleep(&(struct timespec){(time_t)publish_after,
+					     (long)((publish_after - (time_t)publish_after) * 1e9)},
+			  NULL);
+		if (spctx_process_publish(resource, keys, 2))
+			fprintf(stderr, "spanserver: process context not published\n");
+		else
+			printf("published\n");
+	}
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	return 0;
