@@ -204,6 +204,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	 */
 	s->vmas.n = 0;
 	s->vmas.exe.ino = 0;
+	s->vmas.parent = borrowed;
 	if ((wakeup || borrowed || stop == SP_STAT_UNW_NO_MAPPING) && s->ustack_len)
 		fileid_sample(s, s->ustack_len);
 

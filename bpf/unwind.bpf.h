@@ -537,8 +537,9 @@ static __noinline int unwind_leaf_only(struct sp_sample *s)
  * The mapping list for a sample of process @pid (group leader started at @start_boot_ns) of
  * @task, or NULL. A child sharing its parent's address space (vfork(), posix_spawn's
  * CLONE_VM | CLONE_VFORK child) has no entry of its own yet, but while its parent waits for it
- * its mappings are its parent's by definition: it uses the parent's entry (*borrowed = 1: the agent
- * has no maps of the child to name its frames with, so the sample carries file identities);
+ * its mappings are its parent's by definition: it uses the parent's entry (*borrowed = the
+ * parent's PID, never 0: the agent has no maps of the child to name its frames with, so the
+ * sample carries file identities, and the parent's PID to learn unknown files from);
  * once the parent was released, none (*released = 1). An entry of an earlier process with the
  * same PID is never used (counted: stale).
  */
@@ -569,7 +570,7 @@ static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *ta
 		uproc = bpf_map_lookup_elem(&unwind_procs, &ppid);
 		if (!uproc)
 			return NULL;
-		*borrowed = 1;
+		*borrowed = ppid;
 	}
 	/* start 0: loaded before the first sample told the agent the start time. */
 	if (uproc->start_boot_ns && uproc->start_boot_ns != start_boot_ns) {

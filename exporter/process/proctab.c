@@ -64,6 +64,9 @@ struct proctab {
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
 	unsigned int jit_flags; /* jitproc__new() flags (proctab__set_jit_flags()) */
+	/* learn_from_parent(): the last parent whose maps held no file for a sample, and when */
+	uint32_t parent_futile_pid;
+	uint64_t parent_futile_ns;
 };
 
 struct proctab *proctab__new(struct symcache *syms)
@@ -410,27 +413,114 @@ static void fileid_mapping(const struct sp_vma *e, struct elf_object *obj, struc
 	out->jit = 0;
 }
 
+/*
+ * Whether maps entry @m (holding the PC that @own holds) is the mapping @own a sample recorded
+ * (fileid.h): the same file (the inode and device of vm_file, which /proc/PID/maps shows too;
+ * the kernel's device encoding, major << 20 | minor) at the same load address (start - file
+ * offset: a mapping split or merged since keeps it), or both the vDSO, or both anonymous.
+ */
+static int same_mapping(const struct procmap *m, const struct sp_vma *own)
+{
+	if (own->flags & SP_VMA_VDSO)
+		return !strcmp(m->path, "[vdso]");
+	if (!own->file.ino)
+		return !m->inode;
+	return m->inode == own->file.ino &&
+	       ((uint64_t)m->dev_major << 20 | m->dev_minor) == own->file.dev &&
+	       m->start - m->offset == own->start - own->offset;
+}
+
+/*
+ * The maps entry holding @pc, unless the sample's own record @own (NULL: none) of the mapping
+ * there says that it is not the one the sample saw: maps read after an exec (a vfork child's
+ * whose samples were taken in its parent's image, any process's samples resolved after its
+ * exec) describe another image, whose mapping at that address would name the frame wrongly.
+ */
+static const struct procmap *maps_find(const struct proc *proc, uint64_t pc,
+				       const struct sp_vma *own)
+{
+	const struct procmap *m = procmaps__find(&proc->maps, pc);
+
+	return m && own && !same_mapping(m, own) ? NULL : m;
+}
+
+/* Whether @proc's maps may be read again now: not read since a futile re-read, at most once
+ * every MAPS_REFRESH_NS. */
+static int may_reread(const struct proc *proc)
+{
+	return (proc->maps.n && !proc->futile_read_ns) ||
+	       util__mono_ns() - (proc->futile_read_ns > proc->maps_read_ns ? proc->futile_read_ns
+									    : proc->maps_read_ns) >
+		   MAPS_REFRESH_NS;
+}
+
+/*
+ * A vfork child's sample (walked with its parent's tables) recorded a file at @pc that no
+ * process has shown the agent yet: its parent, alive while the child borrows its memory, has it
+ * mapped (the child is mostly gone by now, and the parent's own samples may come later). Reads
+ * the parent's maps and opens the file mapped at @pc in the symbol cache, at most once per
+ * MAPS_REFRESH_NS for a parent where that found nothing. The file is used only if it has the
+ * identity the sample recorded (a PID reused meanwhile lends nothing). Its object, or NULL.
+ */
+static struct elf_object *learn_from_parent(struct proctab *t, const struct sp_vmas *vmas,
+					    const struct sp_vma *own, uint64_t pc)
+{
+	struct procmaps maps = {0};
+	const struct procmap *m;
+	char path[PATH_MAX];
+	struct elf_object *obj;
+
+	if (!vmas->parent || (t->parent_futile_pid == vmas->parent &&
+			      util__mono_ns() - t->parent_futile_ns < MAPS_REFRESH_NS))
+		return NULL;
+	procmaps__read_filtered(vmas->parent, PROCMAPS_EXEC_ONLY, &maps);
+	m = procmaps__find(&maps, pc);
+	if (m && is_file_mapping(m)) {
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", vmas->parent,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		if (!symcache__open(t->syms, path, m->path)) {
+			snprintf(path, sizeof(path), "/proc/%u/root%s", vmas->parent, m->path);
+			symcache__open(t->syms, path, m->path);
+		}
+	}
+	procmaps__clear(&maps);
+	obj = fileid_obj(t, own);
+	if (!obj) {
+		t->parent_futile_pid = vmas->parent;
+		t->parent_futile_ns = util__mono_ns();
+	}
+	t->stats.parent_maps_read++;
+	return obj;
+}
+
 int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const struct sp_vmas *vmas,
 		     struct proc_mapping *out)
 {
-	const struct procmap *m = procmaps__find(&proc->maps, pc);
-	const struct sp_vma *e = m ? NULL : fileid_entry(proc, vmas, pc);
-	struct elf_object *obj = fileid_obj(t, e);
+	/* What the sample recorded at its PC is the truth of its moment: tried first. */
+	const struct sp_vma *own = fileid__find(vmas, pc);
+	struct elf_object *obj = fileid_obj(t, own);
+	const struct procmap *m;
+	const struct sp_vma *e;
 	size_t i;
 
+	if (own && !obj)
+		obj = learn_from_parent(t, vmas, own, pc);
+	if (obj) {
+		fileid_mapping(own, obj, out);
+		return 0;
+	}
+	m = maps_find(proc, pc, own);
+	e = m ? NULL : own ? own : fileid_entry(proc, vmas, pc);
+	obj = own ? NULL : fileid_obj(t, e);
 	/* The sample says which file: no maps read needed (the process may be long gone). */
 	if (obj) {
 		fileid_mapping(e, obj, out);
 		return 0;
 	}
 	/* An entry without maps (its PID reused: -ESTALE) waits as after a futile re-read. */
-	if (!m &&
-	    ((proc->maps.n && !proc->futile_read_ns) ||
-	     util__mono_ns() - (proc->futile_read_ns > proc->maps_read_ns ? proc->futile_read_ns
-									  : proc->maps_read_ns) >
-		 MAPS_REFRESH_NS)) {
+	if (!m && may_reread(proc)) {
 		proc_read_maps(t, proc);
-		m = procmaps__find(&proc->maps, pc);
+		m = maps_find(proc, pc, own);
 		proc->futile_read_ns = m ? 0 : util__mono_ns();
 		/* Opening the maps' files may have taught the cache the recorded one. */
 		obj = !m ? fileid_obj(t, e) : NULL;

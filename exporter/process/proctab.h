@@ -37,7 +37,9 @@ struct proctab_stats {
 	uint64_t exe_fileid;	    /* processes whose executable came from the identity */
 	uint64_t exec_paths_opened; /* executable paths opened (proctab__exec_path()) */
 	uint64_t exec_paths_failed; /* ... that could not be opened, or held another file */
-	struct jitproc_stats jit;   /* JIT code named from perf maps and jitdump files */
+	uint64_t
+	    parent_maps_read;	  /* a vfork child's unknown file looked for in its parent's maps */
+	struct jitproc_stats jit; /* JIT code named from perf maps and jitdump files */
 };
 
 /* @syms is borrowed: the table opens the files of mappings in it. NULL + errno on ENOMEM. */

@@ -198,6 +198,7 @@ static struct json_object *fileid_section(struct jb *b, const struct report_data
 	put_u(b, s, "exec_paths_lost", st[SP_STAT_FILEID_EXEC_DROP]);
 	put_u(b, s, "exec_paths_opened", d->procs.exec_paths_opened);
 	put_u(b, s, "exec_paths_failed", d->procs.exec_paths_failed);
+	put_u(b, s, "parent_maps_read", d->procs.parent_maps_read);
 	return s;
 }
 

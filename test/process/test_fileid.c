@@ -195,8 +195,12 @@ static void test_names_gone_process(void **unused)
 	symcache__free(syms);
 }
 
-/* A process whose maps were read is named from them, whatever its samples carry. */
-static void test_maps_win(void **unused)
+/*
+ * A sample's own table is the truth of its moment; the maps read since may describe another
+ * image (an exec, a vfork child's samples taken in its parent's image): where they disagree
+ * with the table at a PC, they do not name it.
+ */
+static void test_sample_table_wins(void **unused)
 {
 	struct symcache *syms = symcache__new(NULL);
 	struct proctab *t = proctab__new(syms);
@@ -210,13 +214,31 @@ static void test_maps_win(void **unused)
 
 	own_vma(pc, &v.vma[0], &v.exe, path, sizeof(path));
 	v.n = 1;
-	v.vma[0].start += 0x1000; /* a table that disagrees with the maps */
-	v.vma[0].end += 0x1000;
 	me = proctab__get(t, getpid(), start_ns(getpid()));
 	assert_non_null(me);
+	/* The table and the maps agree: named. */
 	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, 0, &loc), 1);
 	assert_string_equal(loc_function(p, loc), "fileid_test_target");
-	assert_int_equal(resolve__stats(rv)->frames_fileid, 0);
+	/* No table entry at the PC: the maps name it. */
+	v.n = 0;
+	pc += 1;
+	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, 0, &loc), 1);
+	assert_string_equal(loc_function(p, loc), "fileid_test_target");
+	/* The sample saw another file there (the image before an exec): not named after this one.
+	 */
+	v.n = 1;
+	v.vma[0].file.ino += 1;
+	pc += 1;
+	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, 0, &loc), 1);
+	assert_null(loc_function(p, loc));
+	/* ... nor this file loaded elsewhere (another load address). */
+	v.vma[0].file.ino -= 1;
+	v.vma[0].start += 0x1000;
+	v.vma[0].end += 0x1000;
+	v.vma[0].offset += 0x2000;
+	pc = v.vma[0].start + 0x10;
+	assert_int_equal(resolve__user(rv, me, p, &pc, 1, &v, 0, &loc), 1);
+	assert_true(!loc_function(p, loc) || strcmp(loc_function(p, loc), "fileid_test_target"));
 	profile__free(p);
 	resolve__free(rv);
 	proctab__free(t);
@@ -300,7 +322,7 @@ int main(void)
 	    cmocka_unit_test(test_dev),
 	    cmocka_unit_test(test_find),
 	    cmocka_unit_test(test_names_gone_process),
-	    cmocka_unit_test(test_maps_win),
+	    cmocka_unit_test(test_sample_table_wins),
 	    cmocka_unit_test(test_exec_path),
 	};
 

@@ -461,6 +461,7 @@ static void test_json_schema(void **unused)
 	    "file_identities.samples",
 	    "file_identities.frames_named",
 	    "file_identities.exec_paths_failed",
+	    "file_identities.parent_maps_read",
 	    "unwind.cfi_enabled",
 	    "unwind.samples_cfi",
 	    "unwind.samples_fp",
