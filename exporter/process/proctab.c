@@ -415,9 +415,11 @@ static void fileid_mapping(const struct sp_vma *e, struct elf_object *obj, struc
 
 /*
  * Whether maps entry @m (holding the PC that @own holds) is the mapping @own a sample recorded
- * (fileid.h): the same file (the inode and device of vm_file, which /proc/PID/maps shows too;
- * the kernel's device encoding, major << 20 | minor) at the same load address (start - file
- * offset: a mapping split or merged since keeps it), or both the vDSO, or both anonymous.
+ * (fileid.h), both at the same load address (start - file offset: a mapping split or merged
+ * since keeps it): the same file, or both the vDSO, or both anonymous. The file is compared by
+ * inode where /proc/PID/maps shows the device the sample recorded (the kernel's encoding,
+ * major << 20 | minor); where it shows another (overlayfs shows its own inode for the file the
+ * VMA maps from a lower or upper layer; btrfs subvolumes), the load address has to do.
  */
 static int same_mapping(const struct procmap *m, const struct sp_vma *own)
 {
@@ -425,9 +427,10 @@ static int same_mapping(const struct procmap *m, const struct sp_vma *own)
 		return !strcmp(m->path, "[vdso]");
 	if (!own->file.ino)
 		return !m->inode;
-	return m->inode == own->file.ino &&
-	       ((uint64_t)m->dev_major << 20 | m->dev_minor) == own->file.dev &&
-	       m->start - m->offset == own->start - own->offset;
+	if (m->start - m->offset != own->start - own->offset)
+		return 0;
+	return ((uint64_t)m->dev_major << 20 | m->dev_minor) != own->file.dev ||
+	       m->inode == own->file.ino;
 }
 
 /*
