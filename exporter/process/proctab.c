@@ -187,6 +187,27 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 }
 
 /*
+ * Opens the file of process @pid's file mapping @m in the symbol cache: through
+ * /proc/PID/map_files (the very file mapped, deleted or in another mount namespace), else by
+ * its path under /proc/PID/root. The object, or NULL (errno set).
+ */
+static struct elf_object *open_mapping_file(struct proctab *t, uint32_t pid,
+					    const struct procmap *m)
+{
+	char path[PATH_MAX];
+	struct elf_object *obj;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	obj = symcache__open(t->syms, path, m->path);
+	if (!obj) {
+		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
+		obj = symcache__open(t->syms, path, m->path);
+	}
+	return obj;
+}
+
+/*
  * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
  * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
  * process's samples are never named with the newer one's mappings. The maps hook sees the
@@ -195,7 +216,6 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 static int proc_read_maps(struct proctab *t, struct proc *proc)
 {
 	struct procmaps fresh = {0};
-	char path[PATH_MAX];
 	int ret = 0;
 
 	proc->maps_read_ns = util__mono_ns();
@@ -231,13 +251,7 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 			continue;
 		if (!is_file_mapping(m))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", proc->pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		proc->ext[i].obj = symcache__open(t->syms, path, m->path);
-		if (!proc->ext[i].obj) {
-			snprintf(path, sizeof(path), "/proc/%u/root%s", proc->pid, m->path);
-			proc->ext[i].obj = symcache__open(t->syms, path, m->path);
-		}
+		proc->ext[i].obj = open_mapping_file(t, proc->pid, m);
 		if (!proc->ext[i].obj) {
 			t->stats.objects_failed++;
 			if (getenv("SPANPROF_DEBUG"))
@@ -470,7 +484,6 @@ static struct elf_object *learn_from_parent(struct proctab *t, const struct sp_v
 {
 	struct procmaps maps = {0};
 	const struct procmap *m;
-	char path[PATH_MAX];
 	struct elf_object *obj;
 
 	if (!vmas->parent || (t->parent_futile_pid == vmas->parent &&
@@ -478,14 +491,8 @@ static struct elf_object *learn_from_parent(struct proctab *t, const struct sp_v
 		return NULL;
 	procmaps__read_filtered(vmas->parent, PROCMAPS_EXEC_ONLY, &maps);
 	m = procmaps__find(&maps, pc);
-	if (m && is_file_mapping(m)) {
-		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", vmas->parent,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		if (!symcache__open(t->syms, path, m->path)) {
-			snprintf(path, sizeof(path), "/proc/%u/root%s", vmas->parent, m->path);
-			symcache__open(t->syms, path, m->path);
-		}
-	}
+	if (m && is_file_mapping(m))
+		open_mapping_file(t, vmas->parent, m);
 	procmaps__clear(&maps);
 	obj = fileid_obj(t, own);
 	if (!obj) {
