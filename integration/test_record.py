@@ -261,7 +261,7 @@ def test_deleted_executable_still_named(spanprof, workload, procs, tmp_path):
     exe = tmp_path / "vanishing"
     exe.write_bytes(workload("chain").read_bytes())
     exe.chmod(0o755)
-    p = procs.start(exe, "6")
+    p = procs.start(exe, "60")  # killed at the end; outlasts a slow start on a loaded machine
     time.sleep(0.3)
     exe.unlink()  # the running image now exists only through /proc/PID/map_files
     assert_chain_named(spanprof, p.pid, tmp_path / "out")
@@ -274,7 +274,7 @@ def test_binary_inside_chroot_is_named(spanprof, workload, procs, tmp_path):
     static = workload("chain", ("-static",))
     (root / "opt" / "chain-in-root").write_bytes(static.read_bytes())
     (root / "opt" / "chain-in-root").chmod(0o755)
-    p = procs.start("chroot", root, "/opt/chain-in-root", "6")
+    p = procs.start("chroot", root, "/opt/chain-in-root", "60")  # killed at the end
     time.sleep(0.3)
     assert_chain_named(spanprof, p.pid, tmp_path / "out")
 
