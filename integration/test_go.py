@@ -11,6 +11,7 @@ agent samples; the agent stops when it exits (--pid).
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -422,29 +423,13 @@ def golabelsmap_prog(workdir):
     """test/runtime/go-progs/golabelsmap (built with the machine's Go, DWARF uncompressed), in a
     copy whose DWARF says what a Go 1.18-1.23 build's says: runtime/pprof.labelMap of kind map
     (DW_AT_go_kind 21, where the newer labelMap struct has 25). The agent then walks the labels
-    as that map[string]string, which the program lays out itself (no toolchain before 1.24 is
-    at hand here: the reader is checked against Go's documented layout, not a real old build);
-    the other offsets stay the binary's own, from its DWARF."""
+    as that map[string]string, which the program lays out itself (built with the machine's Go
+    only: the reader is checked against Go's documented layout, not a real old build); the other
+    offsets stay the binary's own, from its DWARF."""
     built = go_build(workdir / "golabelsmap-built", "local", "-ldflags=-compressdwarf=false",
                      pkg="./golabelsmap")
-    data = bytearray(built.read_bytes())
-    info = re.search(r"\.debug_info\s+PROGBITS\s+[0-9a-f]+ ([0-9a-f]+)",
-                     subprocess.run(["readelf", "-SW", str(built)], capture_output=True,
-                                    text=True, check=True).stdout)
-    dump = subprocess.run(["readelf", "--debug-dump=info", str(built)], capture_output=True,
-                          text=True, check=True).stdout
-    # <1><off>: ... (DW_TAG_structure_type) / DW_AT_name : runtime/pprof.labelMap / byte_size /
-    # <off> Unknown AT value: 2900: 25 (the attribute's offset in .debug_info, one byte).
-    kind = re.search(r"\(DW_TAG_structure_type\)\n\s+<[0-9a-f]+>\s+DW_AT_name\s+: "
-                     r"runtime/pprof\.labelMap\n(?:\s+<[0-9a-f]+>\s+DW_AT_byte_size.*\n)?"
-                     r"\s+<([0-9a-f]+)>\s+Unknown AT value: 2900: 25\n", dump)
-    assert info and kind, "runtime/pprof.labelMap of kind struct not found in the DWARF"
-    at = int(info.group(1), 16) + int(kind.group(1), 16)
-    assert data[at] == 25, data[at]
-    data[at] = 21
     out = workdir / "golabelsmap"
-    out.write_bytes(bytes(data))
-    out.chmod(0o755)
+    subprocess.run([sys.executable, GO_PROGS / "labelmap_kind.py", built, out, "21"], check=True)
     return out
 
 
