@@ -208,8 +208,11 @@ def go_label_links(samples, spans):
             continue
         ep = spans.get(link)
         # Labels are set inside pprof.Do only: a linked sample is under it, in the span's
-        # endpoint or in Do's own code around the call, never in the other endpoint.
-        if ep is None or "runtime/pprof.Do" not in fns or in_ep not in ([ep], []):
+        # endpoint or in Do's own code around the call, never in the other endpoint. A stack
+        # cut short (a signal handler's: sigtramp, then an unproven return address) may not
+        # show Do.
+        whole = not any(fn.startswith("[truncated") for fn in fns)
+        if ep is None or (whole and "runtime/pprof.Do" not in fns) or in_ep not in ([ep], []):
             c["wrong"] += n
             wrong.append((link, ep, fns[:8]))
             continue
