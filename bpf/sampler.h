@@ -64,11 +64,12 @@ enum sp_stat {
 	SP_STAT_CTX_UPROBE,	   /* record pointer from --context-uprobe (counted in addition) */
 	/* Goroutine labels (bpf/golabels.bpf.h, docs/go.md): one per sample of a Go process with a
 	 * descriptor and no thread context. */
-	SP_STAT_GOL_READ,      /* labels copied into the sample */
-	SP_STAT_GOL_NONE,      /* no goroutine running (g0 only, a C thread) or no labels */
-	SP_STAT_GOL_BAD,       /* unreadable or inconsistent (curg.m != m, len > cap): dropped */
-	SP_STAT_GOL_TRUNCATED, /* labels left out (too many, too long): counted in addition */
-	SP_STAT_GOL_STALE,     /* descriptor of an earlier process with the same PID */
+	SP_STAT_GOL_READ,	 /* labels copied into the sample */
+	SP_STAT_GOL_NONE,	 /* no goroutine running (g0 only, a C thread) or no labels */
+	SP_STAT_GOL_BAD,	 /* unreadable or inconsistent (curg.m != m, len > cap): dropped */
+	SP_STAT_GOL_TRUNCATED,	 /* labels left out (too many, too long): counted in addition */
+	SP_STAT_GOL_STALE,	 /* descriptor of an earlier process with the same PID */
+	SP_STAT_GOL_MAP_SKIPPED, /* Go 1.18-1.23 labels map being grown or too big to walk */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */
@@ -137,16 +138,46 @@ struct sp_tls_loc {
 /*
  * Where a Go program keeps its goroutine labels (map "go_procs", key: tgid), computed by the
  * agent from the executable (exporter/runtime/go/golabels.h): g = *(fsbase + tls_g),
- * m = *(g + g_m), curg = *(m + m_curg), labels = *(curg + g_labels) -> a labelMap whose first
- * field is the slice of labels {ptr, len, cap} sorted by key, each label two Go strings
- * {ptr, len} (Go 1.24 and later).
+ * m = *(g + g_m), curg = *(m + m_curg), labels = *(curg + g_labels) -> a labelMap. Its form
+ * is @kind: SP_GO_LABELS_SLICE (Go 1.24 and later), a struct whose first field is the slice of
+ * labels {ptr, len, cap} sorted by key, each label two Go strings {ptr, len};
+ * SP_GO_LABELS_MAP (Go 1.18-1.23), a map[string]string: the labelMap is the map's pointer to
+ * its header, laid out as SP_GO_HMAP_* and SP_GO_BMAP_* say.
  */
 struct sp_go_loc {
 	__s64 tls_g;
 	__u32 g_m, m_curg, g_labels;
-	__u32 pad;
+	__u32 kind;	     /* SP_GO_LABELS_* */
 	__u64 start_boot_ns; /* group leader's start time: 0 matches any */
 };
+#define SP_GO_LABELS_SLICE 0
+#define SP_GO_LABELS_MAP 1
+
+/*
+ * A Go 1.18-1.23 map[string]string on amd64 (src/runtime/map.go of those releases, unchanged
+ * between them): the header (hmap) {count int; flags, B uint8; noverflow uint16; hash0 uint32;
+ * buckets, oldbuckets unsafe.Pointer; nevacuate uintptr; extra *mapextra}, and 2^B buckets
+ * (bmap) {tophash [8]uint8; keys [8]string; elems [8]string; overflow *bmap}, a string being
+ * {ptr, len}. tophash: 0 empty and nothing after it in the bucket or its overflow buckets
+ * (emptyRest), 1 empty (emptyOne), 2-4 evacuated (only in the old buckets of a map being
+ * grown), 5 and up a full cell (minTopHash).
+ */
+#define SP_GO_HMAP_COUNT 0
+#define SP_GO_HMAP_B 9
+#define SP_GO_HMAP_BUCKETS 16
+#define SP_GO_HMAP_OLDBUCKETS 24
+#define SP_GO_BMAP_CELLS 8
+#define SP_GO_BMAP_KEYS 8
+#define SP_GO_BMAP_ELEMS (SP_GO_BMAP_KEYS + SP_GO_BMAP_CELLS * 16)
+#define SP_GO_BMAP_OVERFLOW (SP_GO_BMAP_ELEMS + SP_GO_BMAP_CELLS * 16)
+#define SP_GO_BMAP_SIZE (SP_GO_BMAP_OVERFLOW + 8)
+#define SP_GO_TOPHASH_EMPTY_REST 0
+#define SP_GO_TOPHASH_EMPTY_ONE 1
+#define SP_GO_TOPHASH_MIN 5
+/* The most buckets walked (2^B; 16 labels need at most 4) and bucket visits, overflow ones
+ * included: a map past either is skipped, counted (SP_STAT_GOL_MAP_SKIPPED). */
+#define SP_GO_MAP_MAX_B 3
+#define SP_GO_MAP_MAX_VISITS 16
 /* Labels copied per sample, and the longest key and value copied (longer: left out, counted). */
 #define SP_GO_MAX_LABELS 16
 #define SP_GO_MAX_KEY 63

@@ -402,6 +402,7 @@ static struct json_object *links_section(struct jb *b, const struct report_data 
 	put_u(b, go, "ids_not_hex", d->links.go_bad_ids);
 	put_u(b, go, "none", st[SP_STAT_GOL_NONE]);
 	put_u(b, go, "dropped_inconsistent", st[SP_STAT_GOL_BAD]);
+	put_u(b, go, "maps_skipped", st[SP_STAT_GOL_MAP_SKIPPED]);
 	put_u(b, go, "stale", st[SP_STAT_GOL_STALE]);
 	put_u(b, go, "labels_left_out", st[SP_STAT_GOL_TRUNCATED]);
 	put_u(b, go, "processes", d->links.go_processes);

@@ -342,6 +342,7 @@ static void resolve_go(struct spanlinks *sl, struct slproc *p, const struct proc
 	bl.g_m = gl.g_m;
 	bl.m_curg = gl.m_curg;
 	bl.g_labels = gl.g_labels;
+	bl.kind = gl.labels_map ? SP_GO_LABELS_MAP : SP_GO_LABELS_SLICE;
 	bl.start_boot_ns = p->start_boot_ns;
 	if (bpf_map_update_elem(sl->o.go_procs_fd, &p->pid, &bl, BPF_ANY)) {
 		sl->st.resolve_errors++; /* map full: counted, the process goes without labels */

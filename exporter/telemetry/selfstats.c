@@ -622,6 +622,7 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 		b_int(b, m, s[SP_STAT_GOL_READ], A(KS("outcome", "read")));
 		b_int(b, m, s[SP_STAT_GOL_NONE], A(KS("outcome", "none")));
 		b_int(b, m, s[SP_STAT_GOL_BAD], A(KS("outcome", "bad")));
+		b_int(b, m, s[SP_STAT_GOL_MAP_SKIPPED], A(KS("outcome", "map_skipped")));
 		b_int(b, m, s[SP_STAT_GOL_STALE], A(KS("outcome", "stale")));
 	}
 }

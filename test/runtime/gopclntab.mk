@@ -73,13 +73,28 @@ $(GO_PROGS)/goprog-dwarf-go1.%: $(GO_SRCS)
 		$(GO) build -o $(abspath $@) ./goprog 2>/dev/null || \
 		echo "  (toolchain go1.$* not in the module cache: make go-toolchains)"
 
+# For test_golabels (test/runtime/golabels.mk): the labels test program with uncompressed
+# DWARF, and copies whose runtime/pprof.labelMap has the kind map (21: what Go 1.18-1.23
+# write) or one no release wrote (22, pointer).
+GO_LABELMAP := $(addprefix $(GO_PROGS)/golabelsmap-,dwarf kind21 kind22)
+
+$(GO_PROGS)/golabelsmap-dwarf: $(GO_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd test/runtime/go-progs && $(GO_ENV) $(GO) build -ldflags=-compressdwarf=false \
+		-o $(abspath $@) ./golabelsmap
+
+$(GO_PROGS)/golabelsmap-kind%: $(GO_PROGS)/golabelsmap-dwarf test/runtime/go-progs/labelmap_kind.py
+	$(call msg,PATCH,$@)
+	$(Q)python3 test/runtime/go-progs/labelmap_kind.py $< $@ $*
+
 .PHONY: go-toolchains
 go-toolchains:
 	$(Q)for v in $(GO_RELEASES); do GOTOOLCHAIN=$$v $(GO) version || exit 1; done
 
 # A phony target looks at the programs on every run (see test/symbolize.mk).
 .PHONY: go-progs
-go-progs: $(GO_PROG_FILES) $(GO_OTHER_FILES)
+go-progs: $(GO_PROG_FILES) $(GO_OTHER_FILES) $(GO_LABELMAP)
 
 $(BUILD)/test/runtime/test_gopclntab: test/runtime/test_gopclntab.c $(LIBSPANPROF) | go-progs sym-progs
 	$(call msg,LINK,$@)

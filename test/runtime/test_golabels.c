@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "runtime/go/golabels.h"
+#include "runtime/go/gopclntab.h"
 
 #define P(name) GOPROGS_DIR "/" name
 
@@ -107,8 +108,65 @@ static void test_dwarf_and_table_agree(void **state)
 }
 
 /*
- * Go programs of other releases installed on the machine (the table's rows are checked against
- * the DWARF of those that have it; releases before 1.24 keep labels in a map: not read).
+ * Whether runtime.newproc1 of the Go program @path does `newg.labels = mp.curg.labels` (a
+ * user goroutine inheriting its creator's labels) with @l's offsets: a load from
+ * m_curg(reg), then a store into g_labels(reg), in objdump's text. The code the release
+ * compiled is the layout's witness where the binary has no DWARF.
+ */
+static int newproc1_uses(const char *path, const struct golabels_layout *l)
+{
+	char cmd[4608], line[512], load[32], store[32];
+	uint64_t entry = 0, end = 0;
+	const char *name;
+	struct gopclntab *t;
+	struct stat st;
+	int fd, loaded = 0, stored = 0;
+	Elf *elf;
+	void *map;
+	FILE *f;
+	size_t i, n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	t = gopclntab__open(elf, map, (size_t)st.st_size);
+	assert_non_null(t);
+	n = gopclntab__nfuncs(t);
+	for (i = 0; i < n; i++)
+		if (!gopclntab__func(t, i, &entry, &end, &name) &&
+		    !strcmp(name, "runtime.newproc1"))
+			break;
+	gopclntab__free(t);
+	elf_end(elf);
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	assert_true(i < n);
+	snprintf(cmd, sizeof(cmd),
+		 "objdump -d --no-show-raw-insn --start-address=%#llx --stop-address=%#llx '%s'",
+		 (unsigned long long)entry, (unsigned long long)end, path);
+	snprintf(load, sizeof(load), " %#x(%%r", l->m_curg);
+	snprintf(store, sizeof(store), ",%#x(%%r", l->g_labels);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "mov"))
+			continue;
+		if (strstr(line, load))
+			loaded = 1;
+		else if (loaded && strstr(line, store))
+			stored = 1;
+	}
+	pclose(f);
+	return stored;
+}
+
+/*
+ * Go programs of other releases installed on the machine: the table's rows are checked against
+ * the DWARF of those that have it, and against runtime.newproc1's code of every one read;
+ * releases before 1.24 (1.23 here, stripped) keep labels in a map, read through the table.
  */
 static void test_other_versions(void **state)
 {
@@ -129,15 +187,10 @@ static void test_other_versions(void **state)
 			continue;
 		*colon = 0;
 		err = inspect(line, &l);
-		printf("  %s: %s: %d, dwarf %d, tls %lld, g.m %u, m.curg %u, g.labels %u%s%s\n",
+		printf("  %s: %s: %d, dwarf %d, tls %lld, g.m %u, m.curg %u, g.labels %u, %s%s%s\n",
 		       line, l.version, err, l.from_dwarf, (long long)l.tls_g, l.g_m, l.m_curg,
-		       l.g_labels, l.unsupported ? ": " : "", l.unsupported ? l.unsupported : "");
-		if (l.go_minor < 24) {
-			assert_int_equal(err, -ENOTSUP);
-			assert_non_null(strstr(l.unsupported, "map"));
-			checked++;
-			continue;
-		}
+		       l.g_labels, l.labels_map ? "map" : "slice", l.unsupported ? ": " : "",
+		       l.unsupported ? l.unsupported : "");
 		if (err == -ENOTSUP) { /* a release without a row, no DWARF: said why */
 			assert_false(l.from_dwarf);
 			assert_int_equal(golabels__table_row(l.go_minor, &row), -ENOENT);
@@ -146,16 +199,64 @@ static void test_other_versions(void **state)
 		}
 		assert_int_equal(err, 0);
 		assert_true(l.tls_g < 0);
-		if (l.from_dwarf && !golabels__table_row(l.go_minor, &row)) {
+		assert_int_equal(l.labels_map, l.go_minor < 24);
+		if (!golabels__table_row(l.go_minor, &row)) {
 			assert_int_equal(row.g_m, l.g_m);
 			assert_int_equal(row.m_curg, l.m_curg);
 			assert_int_equal(row.g_labels, l.g_labels);
 		}
+		assert_true(newproc1_uses(line, &l));
 		checked++;
 	}
 	pclose(f);
 	if (!checked)
 		skip(); /* no Go binary in /usr/bin, /usr/local/bin or /usr/sbin of this machine */
+}
+
+/* The rows: a map before 1.24, a slice since; releases not listed, none. */
+static void test_table_rows(void **state)
+{
+	static const struct {
+		int minor, err, map;
+		uint32_t g_labels;
+	} want[] = {{17, -ENOENT, 0, 0}, {18, 0, 1, 360}, {20, 0, 1, 360},    {21, 0, 1, 344},
+		    {22, 0, 1, 344},	 {23, 0, 1, 352}, {24, 0, 0, 352},    {25, -ENOENT, 0, 0},
+		    {26, 0, 0, 352},	 {27, 0, 0, 352}, {28, -ENOENT, 0, 0}};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct golabels_layout row = {0};
+
+		assert_int_equal(golabels__table_row(want[i].minor, &row), want[i].err);
+		if (want[i].err)
+			continue;
+		assert_int_equal(row.labels_map, want[i].map);
+		assert_int_equal(row.g_labels, want[i].g_labels);
+		assert_int_equal(row.g_m, 48);
+		assert_int_equal(row.m_curg, want[i].minor < 25 ? 192 : 184);
+	}
+}
+
+/*
+ * The form of the labels from the DWARF: runtime/pprof.labelMap of kind struct (25, the
+ * machine's Go) is a slice; the same binary whose labelMap says map (21, as Go 1.18-1.23 write
+ * it: test/runtime/go-progs/labelmap_kind.py) a map, with the same offsets; a kind no release
+ * wrote is refused.
+ */
+static void test_dwarf_labelmap_kind(void **state)
+{
+	struct golabels_layout s, m, odd;
+
+	assert_int_equal(inspect(P("golabelsmap-dwarf"), &s), 0);
+	assert_int_equal(s.from_dwarf, 1);
+	assert_int_equal(s.labels_map, 0);
+	assert_int_equal(inspect(P("golabelsmap-kind21"), &m), 0);
+	assert_int_equal(m.from_dwarf, 1);
+	assert_int_equal(m.labels_map, 1);
+	assert_int_equal(m.g_m, s.g_m);
+	assert_int_equal(m.m_curg, s.m_curg);
+	assert_int_equal(m.g_labels, s.g_labels);
+	assert_int_equal(inspect(P("golabelsmap-kind22"), &odd), -ENOTSUP);
+	assert_non_null(strstr(odd.unsupported, "neither a map nor a struct"));
 }
 
 /*
@@ -368,6 +469,8 @@ int main(void)
 	    cmocka_unit_test(test_version_from_buildinfo),
 	    cmocka_unit_test(test_dwarf_and_table_agree),
 	    cmocka_unit_test(test_other_versions),
+	    cmocka_unit_test(test_table_rows),
+	    cmocka_unit_test(test_dwarf_labelmap_kind),
 	    cmocka_unit_test(test_new_releases),
 	    cmocka_unit_test(test_not_go),
 	    cmocka_unit_test(test_decode_tls),

@@ -15,9 +15,16 @@
 
 #include "runtime/go/golabels.h"
 #include "runtime/go/gopclntab.h"
+#include "sampler.h"
 
-/* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go). */
+/* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go); the ones
+ * before keep a map[string]string. */
 #define FIRST_SLICE_MINOR 24
+/* Go's DWARF attribute for a type's kind (cmd/internal/dwarf: DW_AT_go_kind), and the kinds of
+ * internal/abi (reflect.Kind) that a labelMap has been. */
+#define DW_AT_GO_KIND 0x2900
+#define GO_KIND_MAP 21
+#define GO_KIND_STRUCT 25
 /* Bytes of runtime.stackcheck decoded: its TLS load is its first instruction or two. */
 #define STACKCHECK_BYTES 16
 
@@ -29,6 +36,20 @@ static const struct {
 	int minor;
 	uint32_t g_m, m_curg, g_labels;
 } version_table[] = {
+    /*
+     * Go 1.18-1.23, labels a map[string]string: g.m 48 and m.curg 192 in every one; g.labels
+     * 360 (1.18-1.20), 344 (1.21-1.22), 352 (1.23). From the OpenTelemetry eBPF profiler's
+     * interpreter/go/offsets.go (figures it took from those releases' DWARF; the fields are
+     * struct g and struct m of src/runtime/runtime2.go at go1.18 ... go1.23). test_golabels
+     * checks the 1.23 row against the code of the Go 1.23 programs installed on this machine
+     * kind: runtime.newproc1's `newg.labels = mp.curg.labels` loads 0xc0(m) and 0x160(g).
+     */
+    {18, 48, 192, 360},
+    {19, 48, 192, 360},
+    {20, 48, 192, 360},
+    {21, 48, 192, 344},
+    {22, 48, 192, 344},
+    {23, 48, 192, 352},
     /* OpenTelemetry eBPF profiler, interpreter/golabels/runtime_data.go (from Go 1.24's
      * DWARF: g.m 48, m.curg 192, g.labels 352); the same in the DWARF of docker 28 (go1.24.3)
      * on this machine kind, which test_golabels compares. */
@@ -51,6 +72,7 @@ int golabels__table_row(int go_minor, struct golabels_layout *out)
 		out->g_m = version_table[i].g_m;
 		out->m_curg = version_table[i].m_curg;
 		out->g_labels = version_table[i].g_labels;
+		out->labels_map = go_minor < FIRST_SLICE_MINOR;
 		return 0;
 	}
 	return -ENOENT;
@@ -222,60 +244,131 @@ static int64_t member_offset(Dwarf_Die *die, const char *name)
 	return -1;
 }
 
+/* DW_AT_go_kind of @die, or -1. */
+static int go_kind(Dwarf_Die *die)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word w;
+
+	if (!dwarf_attr(die, DW_AT_GO_KIND, &at) || dwarf_formudata(&at, &w))
+		return -1;
+	return (int)w;
+}
+
 /*
- * g.m, g.labels and m.curg from the DWARF of the runtime's compilation unit (Go's linker writes
- * one unit per package, the runtime's types in the "runtime" one). 0, -ENOENT (no DWARF or no
- * such types), -EINVAL (members missing).
+ * Whether the structure @die has its members @names at the byte offsets @want (@n of them):
+ * 1 yes, 0 no (a member elsewhere or missing).
+ */
+static int members_at(Dwarf_Die *die, const char *const *names, const int64_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (member_offset(die, names[i]) != want[i])
+			return 0;
+	return 1;
+}
+
+/* What dwarf_offsets() looks for in the runtime's compilation unit. */
+struct dwarf_found {
+	int64_t gm, gl, mc;
+	int g, m;
+	int labels_kind;	/* DW_AT_go_kind of runtime/pprof.labelMap, -1: not there */
+	int hash_ok, bucket_ok; /* -1: type not there; 0: other offsets; 1: SP_GO_* offsets */
+};
+
+/*
+ * One top-level DIE of the runtime's unit: struct runtime.g (members m, labels), runtime.m
+ * (curg), the labelMap of runtime/pprof (a typedef of kind map before Go 1.24, a structure of
+ * kind struct since), and the types Go's linker synthesizes for a map[string]string
+ * (hash<string,string>: runtime.hmap's members; bucket<string,string>: tophash, keys, values,
+ * overflow: cmd/link/internal/ld/dwarf.go, synthesizemaptypes, at go1.18 ... go1.23).
+ */
+static void dwarf_type(Dwarf_Die *die, struct dwarf_found *f)
+{
+	static const char *const hash_m[] = {"count", "B", "buckets", "oldbuckets"};
+	static const int64_t hash_at[] = {SP_GO_HMAP_COUNT, SP_GO_HMAP_B, SP_GO_HMAP_BUCKETS,
+					  SP_GO_HMAP_OLDBUCKETS};
+	static const char *const bucket_m[] = {"tophash", "keys", "values", "overflow"};
+	static const int64_t bucket_at[] = {0, SP_GO_BMAP_KEYS, SP_GO_BMAP_ELEMS,
+					    SP_GO_BMAP_OVERFLOW};
+	int tag = dwarf_tag(die), kind;
+	const char *n = dwarf_diename(die);
+
+	if (!n)
+		return;
+	if (!strcmp(n, "runtime/pprof.labelMap")) {
+		/* the typedef that names a structure has no kind of its own: the structure does */
+		if ((kind = go_kind(die)) >= 0)
+			f->labels_kind = kind;
+		return;
+	}
+	if (tag != DW_TAG_structure_type)
+		return;
+	if (!f->g && !strcmp(n, "runtime.g")) {
+		f->gm = member_offset(die, "m");
+		f->gl = member_offset(die, "labels");
+		f->g = 1;
+	} else if (!f->m && !strcmp(n, "runtime.m")) {
+		f->mc = member_offset(die, "curg");
+		f->m = 1;
+	} else if (!strcmp(n, "hash<string,string>")) {
+		f->hash_ok = members_at(die, hash_m, hash_at, 4);
+	} else if (!strcmp(n, "bucket<string,string>")) {
+		f->bucket_ok = members_at(die, bucket_m, bucket_at, 4);
+	}
+}
+
+/*
+ * g.m, g.labels and m.curg, and the form of the labels, from the DWARF of the runtime's
+ * compilation unit (Go's linker writes one unit per package, and puts every type in the
+ * "runtime" one). The form: the DW_AT_go_kind of runtime/pprof.labelMap (21, map: Go
+ * 1.18-1.23; 25, struct: 1.24 and later); where the program has no such type (runtime/pprof
+ * not linked), from the version. 0, -ENOENT (no DWARF or no such types), -EINVAL (members
+ * missing), -ENOTSUP (a labelMap of another kind, or a map[string]string laid out otherwise
+ * than what BPF walks: out->unsupported says so).
  */
 static int dwarf_offsets(Elf *elf, struct golabels_layout *out)
 {
 	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	Dwarf_Off off = 0, next;
 	size_t hsize;
-	int64_t gm = -1, gl = -1, mc = -1;
-	int found_g = 0, found_m = 0, err = -ENOENT;
+	struct dwarf_found f = {
+	    .gm = -1, .gl = -1, .mc = -1, .labels_kind = -1, .hash_ok = -1, .bucket_ok = -1};
 
 	if (!dw)
 		return -ENOENT;
-	while (!(found_g && found_m) &&
-	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+	/* several units are named "runtime" (one per part of the package the linker wrote) */
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu, die;
 		const char *cuname;
 
 		if (dwarf_offdie(dw, off + hsize, &cu) && (cuname = dwarf_diename(&cu)) &&
 		    !strcmp(cuname, "runtime") && dwarf_child(&cu, &die) == 0) {
-			do {
-				const char *n;
-
-				if (dwarf_tag(&die) != DW_TAG_structure_type)
-					continue;
-				n = dwarf_diename(&die);
-				if (!n)
-					continue;
-				if (!found_g && !strcmp(n, "runtime.g")) {
-					gm = member_offset(&die, "m");
-					gl = member_offset(&die, "labels");
-					found_g = 1;
-				} else if (!found_m && !strcmp(n, "runtime.m")) {
-					mc = member_offset(&die, "curg");
-					found_m = 1;
-				}
-			} while (!(found_g && found_m) && dwarf_siblingof(&die, &die) == 0);
+			do
+				dwarf_type(&die, &f);
+			while (dwarf_siblingof(&die, &die) == 0);
 		}
 		off = next;
 	}
-	if (found_g && found_m) {
-		err = -EINVAL;
-		if (gm >= 0 && gl >= 0 && mc >= 0) {
-			out->g_m = (uint32_t)gm;
-			out->g_labels = (uint32_t)gl;
-			out->m_curg = (uint32_t)mc;
-			out->from_dwarf = 1;
-			err = 0;
-		}
-	}
 	dwarf_end(dw);
-	return err;
+	if (!(f.g && f.m))
+		return -ENOENT;
+	if (f.gm < 0 || f.gl < 0 || f.mc < 0)
+		return -EINVAL;
+	out->g_m = (uint32_t)f.gm;
+	out->g_labels = (uint32_t)f.gl;
+	out->m_curg = (uint32_t)f.mc;
+	out->from_dwarf = 1;
+	out->labels_map =
+	    f.labels_kind < 0 ? out->go_minor < FIRST_SLICE_MINOR : f.labels_kind == GO_KIND_MAP;
+	if (f.labels_kind >= 0 && f.labels_kind != GO_KIND_MAP && f.labels_kind != GO_KIND_STRUCT) {
+		out->unsupported = "runtime/pprof.labelMap is neither a map nor a struct";
+		return -ENOTSUP;
+	}
+	if (out->labels_map && (!f.hash_ok || !f.bucket_ok)) {
+		out->unsupported = "the DWARF's map[string]string layout is not Go 1.18-1.23's";
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out)
@@ -294,20 +387,14 @@ int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_
 		return -ENOTSUP;
 	}
 	out->go_minor = gopclntab__go_minor(out->version);
-	if (out->go_minor < FIRST_SLICE_MINOR) {
-		out->unsupported = "labels are kept in a map before Go 1.24 (not read)";
-		return -ENOTSUP;
-	}
 	err = tls_offset(elf, image, size, out);
 	if (err == -ENOTSUP)
 		out->unsupported = "runtime.stackcheck's TLS access is not one of the known forms";
 	if (err)
 		return err;
 	err = dwarf_offsets(elf, out);
-	if (err == -EINVAL)
-		return -EINVAL;
-	if (!err)
-		return 0;
+	if (err != -ENOENT)
+		return err;
 	if (!golabels__table_row(out->go_minor, out))
 		return 0;
 	out->unsupported = "no DWARF in the binary and no offsets known for this Go version "

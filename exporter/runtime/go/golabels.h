@@ -15,7 +15,8 @@
  *   labels = *(curg + g_labels)      a *labelMap, NULL when the goroutine has none
  * Since Go 1.24 a labelMap starts with a slice of labels sorted by key: {ptr, len, cap}, each
  * label {key string, value string} (strings {ptr, len}): 32 bytes. Before 1.24 it is a
- * map[string]string, which is not read (golabels__inspect() says -ENOTSUP).
+ * map[string]string (a pointer to the map's header, src/runtime/map.go), whose buckets BPF
+ * walks (labels_map below).
  *
  * Offsets come from the binary's DWARF where present (struct runtime.g members m and labels,
  * struct runtime.m member curg), else from a table per Go version (see golabels.c, each figure
@@ -45,20 +46,28 @@ struct golabels_layout {
 	uint64_t dev, ino;  /* the file's identity (golabels__resolve_*() fill them) */
 	uint32_t g_m, m_curg, g_labels; /* byte offsets */
 	int from_dwarf;			/* 1: offsets read from DWARF; 0: the version table */
-	const char *unsupported;	/* with -ENOTSUP: why, a static string */
+	/*
+	 * 1: labels in a map[string]string (Go 1.18-1.23, walked by BPF in the layout of
+	 * src/runtime/map.go: bpf/sampler.h SP_GO_HMAP_*, SP_GO_BMAP_*); 0: a sorted slice
+	 * (Go 1.24 and later). From the kind of runtime/pprof.labelMap in the DWARF where it is
+	 * there, else from the version.
+	 */
+	int labels_map;
+	const char *unsupported; /* with -ENOTSUP: why, a static string */
 };
 
 /*
  * Everything BPF needs to read the labels of a Go program's running goroutine, from the file
- * alone. Returns 0, -ENOENT (not a Go program), -ENOTSUP (Go before 1.24, a version the table
- * does not know and no DWARF, a runtime.stackcheck whose TLS access is not one of the known
- * encodings, or not amd64), -EINVAL (corrupt file), -ENOMEM.
+ * alone. Returns 0, -ENOENT (not a Go program), -ENOTSUP (a version the table does not know
+ * and no DWARF, a DWARF map layout other than Go 1.18-1.23's, a runtime.stackcheck whose TLS
+ * access is not one of the known encodings, or not amd64), -EINVAL (corrupt file), -ENOMEM.
  */
 int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out);
 
 /*
- * The version table's offsets for Go 1.@go_minor into @out (g_m, m_curg, g_labels; nothing else
- * touched). Returns 0, or -ENOENT (a version the table does not know).
+ * The version table's offsets for Go 1.@go_minor into @out (g_m, m_curg, g_labels, and
+ * labels_map: 1 before 1.24; nothing else touched). Returns 0, or -ENOENT (a version the
+ * table does not know: 1.18-1.24, 1.26 and 1.27 are listed).
  */
 int golabels__table_row(int go_minor, struct golabels_layout *out);
 
