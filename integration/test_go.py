@@ -228,9 +228,41 @@ def test_go_goroutine_labels_link_spans(spanprof, pprofcheck, procs, tmp_path, g
     """Requests served under pprof.Do labels (span_id, trace_id, span_name): the samples of each
     request's CPU carry its span as their link, its span_name as an attribute; nothing outside
     a request is linked, no sample names a span it was not in."""
+    check_label_links(spanprof, pprofcheck, procs, tmp_path, golabels_prog[build], build)
+
+
+# Releases whose goroutine labels are a map[string]string (Go 1.18-1.23), built for real: the
+# ones of the 1.18-1.20 table row that the Go module proxy serves here (test/runtime/gopclntab.mk
+# fetches the same toolchains for the pclntab layouts).
+MAP_LABEL_RELEASES = ["go1.18.10", "go1.19.13"]
+
+
+@pytest.fixture(scope="session", params=MAP_LABEL_RELEASES)
+def map_golabels_prog(workdir, request):
+    """golabels_prog built by a release whose labels are a map (stripped: the agent's table row
+    for the release; with DWARF: the offsets and the map's form from the binary)."""
+    go_fetch(["go", "version"], f"the Go toolchain {request.param}",
+             env=dict(os.environ, GOTOOLCHAIN=request.param))
+    return {name: go_build(workdir / f"golabels-{name}-{request.param}", request.param, *flags,
+                           pkg="./golabels")
+            for name, flags in (("stripped", ["-ldflags=-s -w"]), ("dwarf", []))}
+
+
+@pytest.mark.parametrize("build", ["stripped", "dwarf"])
+def test_go_goroutine_labels_of_a_map_release_link_spans(spanprof, pprofcheck, procs, tmp_path,
+                                                         map_golabels_prog, build):
+    """The same service built by Go 1.18 and 1.19, whose pprof.Do keeps labels in a
+    map[string]string that BPF walks bucket by bucket (docs/go.md): the same links, names and
+    verdicts as the slice of Go 1.24+."""
+    check_label_links(spanprof, pprofcheck, procs, tmp_path, map_golabels_prog[build], build)
+
+
+def check_label_links(spanprof, pprofcheck, procs, tmp_path, binary, build):
+    """Profiles the golabels service @binary (@build names it in the output) and checks each
+    request's samples are linked to its own span, with its span_name, and nothing else is."""
     log = tmp_path / "spans.log"
     with open(log, "w") as f:
-        prog = procs.start(golabels_prog[build], str(CPU_SECONDS), "-", stdin=subprocess.PIPE,
+        prog = procs.start(binary, str(CPU_SECONDS), "-", stdin=subprocess.PIPE,
                            stdout=f, text=True)
         deadline = time.time() + 20
         while "ready" not in log.read_text() and time.time() < deadline:
