@@ -34,11 +34,15 @@ if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
 else
 	# Go modules and toolchains the tests build with, into the module cache (Go module proxy):
-	# the OpenTelemetry Go SDK of the Go end-to-end test (integration/test_go_sdk_e2e.py) and
-	# the second Go release of integration/test_go.py. The tests fetch them too when missing.
+	# the OpenTelemetry Go SDK of the Go end-to-end test (integration/test_go_sdk_e2e.py), the
+	# second Go release of integration/test_go.py, and the older releases whose layouts the
+	# pclntab unit test and the map-form goroutine labels test build with
+	# (test/runtime/gopclntab.mk GO_RELEASES). The integration tests fetch them too when missing.
 	root="$(cd "$(dirname "$0")/.." && pwd)"
 	(cd "$root/integration/workloads/gosdkapp" && GOTOOLCHAIN=local go mod download) ||
 		echo "spanprof: could not download the OpenTelemetry Go SDK modules (Go module proxy)" >&2
-	GOTOOLCHAIN=go1.27.3 go version >/dev/null ||
-		echo "spanprof: could not fetch the Go toolchain go1.27.3 (Go module proxy)" >&2
+	for v in go1.27.3 go1.17.13 go1.18.10 go1.19.13; do
+		GOTOOLCHAIN=$v go version >/dev/null ||
+			echo "spanprof: could not fetch the Go toolchain $v (Go module proxy)" >&2
+	done
 fi
