@@ -241,8 +241,9 @@ MAP_LABEL_RELEASES = ["go1.18.10", "go1.19.13"]
 def map_golabels_prog(workdir, request):
     """golabels_prog built by a release whose labels are a map (stripped: the agent's table row
     for the release; with DWARF: the offsets and the map's form from the binary)."""
+    # GOFLAGS set, as for the builds: `go env` may hold flags an older release does not know.
     go_fetch(["go", "version"], f"the Go toolchain {request.param}",
-             env=dict(os.environ, GOTOOLCHAIN=request.param))
+             env=dict(os.environ, GOTOOLCHAIN=request.param, GOFLAGS="-mod=mod"))
     return {name: go_build(workdir / f"golabels-{name}-{request.param}", request.param, *flags,
                            pkg="./golabels")
             for name, flags in (("stripped", ["-ldflags=-s -w"]), ("dwarf", []))}

@@ -42,7 +42,7 @@ else
 	(cd "$root/integration/workloads/gosdkapp" && GOTOOLCHAIN=local go mod download) ||
 		echo "spanprof: could not download the OpenTelemetry Go SDK modules (Go module proxy)" >&2
 	for v in go1.27.3 go1.17.13 go1.18.10 go1.19.13; do
-		GOTOOLCHAIN=$v go version >/dev/null ||
+		GOFLAGS=-mod=mod GOTOOLCHAIN=$v go version >/dev/null ||
 			echo "spanprof: could not fetch the Go toolchain $v (Go module proxy)" >&2
 	done
 fi

@@ -42,7 +42,9 @@ static const struct {
      * interpreter/go/offsets.go (figures it took from those releases' DWARF; the fields are
      * struct g and struct m of src/runtime/runtime2.go at go1.18 ... go1.23). test_golabels
      * checks the 1.23 row against the code of the Go 1.23 programs installed on this machine
-     * kind: runtime.newproc1's `newg.labels = mp.curg.labels` loads 0xc0(m) and 0x160(g).
+     * kind: runtime.newproc1's `newg.labels = mp.curg.labels` loads 0xc0(m) and 0x160(g);
+     * integration/test_go.py the 1.18-1.19 rows with stripped go1.18.10 and go1.19.13 builds
+     * (toolchains from the Go module proxy).
      */
     {18, 48, 192, 360},
     {19, 48, 192, 360},
@@ -54,6 +56,10 @@ static const struct {
      * DWARF: g.m 48, m.curg 192, g.labels 352); the same in the DWARF of docker 28 (go1.24.3)
      * on this machine kind, which test_golabels compares. */
     {24, 48, 192, 352},
+    /* Go 1.25 removed gobuf.ret (go.dev/cl/652276): g.sched and m.morebuf 8 bytes shorter, so
+     * m.curg 184 and g.labels 344. The OpenTelemetry eBPF profiler's interpreter/go/offsets.go
+     * has the same row (and the CL in its comments). No go1.25 build is checked here. */
+    {25, 48, 184, 344},
     /* go1.26.8's own DWARF (readelf --debug-dump=info: runtime.g members m 48, labels 352;
      * runtime.m member curg 184); test_golabels checks the row against a binary built here. */
     {26, 48, 184, 352},
@@ -177,43 +183,97 @@ static int segment_delta(Elf *elf, uint64_t vaddr, int64_t *delta)
 	return -ENOENT;
 }
 
+/* Whether @code[@i] starts a 64-bit MOV (@opcode) whose memory operand is base + @disp. */
+static bool mov_at(const uint8_t *code, size_t len, size_t i, uint8_t opcode, uint32_t disp)
+{
+	size_t at = i + 3; /* REX, opcode, ModRM */
+	uint8_t modrm, mod;
+	uint32_t d = 0;
+
+	if (len - i < 4 || (code[i] & 0xf8) != 0x48 || code[i + 1] != opcode)
+		return false;
+	modrm = code[i + 2];
+	mod = modrm >> 6;
+	if ((modrm & 7) == 4) /* a SIB byte */
+		at++;
+	if (mod == 1) {
+		if (at >= len || disp > 127)
+			return false;
+		return code[at] == disp;
+	}
+	if (mod != 2 || len - at < 4)
+		return false;
+	memcpy(&d, code + at, 4); /* little-endian, as the host (amd64) */
+	return d == disp;
+}
+
+bool golabels__code_confirms(const uint8_t *code, size_t len, uint32_t m_curg, uint32_t g_labels)
+{
+	bool curg = false, load = false, store = false;
+
+	for (size_t i = 0; i + 4 <= len && !(curg && load && store); i++) {
+		curg |= mov_at(code, len, i, 0x8b, m_curg);
+		load |= mov_at(code, len, i, 0x8b, g_labels);
+		store |= mov_at(code, len, i, 0x89, g_labels);
+	}
+	return curg && load && store;
+}
+
+/*
+ * The entry and bytes of the first function of the Go table named one of @names (@n), into
+ * *@entry and *@code / *@len. 0, -ENOENT (no .gopclntab), -ENOTSUP (a table not read),
+ * -ESRCH (no such function), -EINVAL (its code is not in the file).
+ */
+static int func_code(Elf *elf, const void *image, size_t size, const char *const *names, size_t n,
+		     uint64_t *entry, const uint8_t **code, size_t *len)
+{
+	struct gopclntab *t = gopclntab__open(elf, image, size);
+	uint64_t end = 0;
+	const char *name;
+	size_t i, nf, k;
+	int err = -ESRCH;
+
+	if (!t)
+		return errno == ENOENT ? -ENOENT : -ENOTSUP;
+	nf = gopclntab__nfuncs(t);
+	for (i = 0; i < nf && err == -ESRCH; i++) {
+		if (gopclntab__func(t, i, entry, &end, &name))
+			continue;
+		for (k = 0; k < n && strcmp(name, names[k]); k++)
+			;
+		if (k == n || end <= *entry)
+			continue;
+		*len = end - *entry;
+		*code = vaddr_bytes(elf, image, size, *entry, *len);
+		err = *code ? 0 : -EINVAL;
+	}
+	gopclntab__free(t);
+	return err;
+}
+
 /*
  * g's TLS offset into out->tls_g, or (a shared object) the GOT slot it is loaded from into
  * out->tls_got_vaddr and out->text_delta. 0, -ENOENT (no .gopclntab), -ENOTSUP, -EINVAL.
  */
 static int tls_offset(Elf *elf, const void *image, size_t size, struct golabels_layout *out)
 {
+	static const char *const names[] = {"runtime.stackcheck.abi0", "runtime.stackcheck"};
 	int64_t *off = &out->tls_g;
-	struct gopclntab *t = gopclntab__open(elf, image, size);
-	uint64_t entry = 0, end = 0;
-	const uint8_t *code;
-	const char *name;
-	int err = -ENOTSUP;
-	size_t i, n;
+	uint64_t entry = 0;
+	const uint8_t *code = NULL;
+	size_t len = 0;
+	int err = func_code(elf, image, size, names, 2, &entry, &code, &len);
 
-	if (!t)
-		return errno == ENOENT ? -ENOENT : -ENOTSUP;
-	n = gopclntab__nfuncs(t);
-	for (i = 0; i < n; i++) {
-		if (gopclntab__func(t, i, &entry, &end, &name))
-			continue;
-		if (!strcmp(name, "runtime.stackcheck.abi0") || !strcmp(name, "runtime.stackcheck"))
-			break;
+	if (err == -ESRCH)
+		err = -ENOTSUP; /* a Go table without runtime.stackcheck */
+	if (err)
+		return err;
+	len = len < STACKCHECK_BYTES ? len : STACKCHECK_BYTES;
+	err = golabels__decode_tls(code, len, off);
+	if (err == -ENOTSUP && !golabels__decode_tls_got(code, len, entry, &out->tls_got_vaddr)) {
+		*off = 0;
+		return segment_delta(elf, entry, &out->text_delta) ? -EINVAL : 0;
 	}
-	if (i < n && end > entry) {
-		size_t len = end - entry < STACKCHECK_BYTES ? end - entry : STACKCHECK_BYTES;
-
-		code = vaddr_bytes(elf, image, size, entry, len);
-		err = code ? golabels__decode_tls(code, len, off) : -EINVAL;
-		if (err == -ENOTSUP &&
-		    !golabels__decode_tls_got(code, len, entry, &out->tls_got_vaddr)) {
-			*off = 0;
-			err = segment_delta(elf, entry, &out->text_delta) ? -EINVAL : 0;
-			gopclntab__free(t);
-			return err;
-		}
-	}
-	gopclntab__free(t);
 	if (!err && !sane_tls_offset(*off, -65536))
 		err = -ENOTSUP;
 	return err;
@@ -371,6 +431,19 @@ static int dwarf_offsets(Elf *elf, struct golabels_layout *out)
 	return 0;
 }
 
+/* Whether the binary's runtime.newproc1 copies labels at @l's table offsets. */
+static bool newproc1_confirms(Elf *elf, const void *image, size_t size,
+			      const struct golabels_layout *l)
+{
+	static const char *const names[] = {"runtime.newproc1"};
+	const uint8_t *code;
+	uint64_t entry;
+	size_t len;
+
+	return !func_code(elf, image, size, names, 1, &entry, &code, &len) &&
+	       golabels__code_confirms(code, len, l->m_curg, l->g_labels);
+}
+
 int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_layout *out)
 {
 	GElf_Ehdr eh;
@@ -395,11 +468,20 @@ int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_
 	err = dwarf_offsets(elf, out);
 	if (err != -ENOENT)
 		return err;
-	if (!golabels__table_row(out->go_minor, out))
-		return 0;
-	out->unsupported = "no DWARF in the binary and no offsets known for this Go version "
-			   "(build without -ldflags=-w)";
-	return -ENOTSUP;
+	if (golabels__table_row(out->go_minor, out)) {
+		out->unsupported =
+		    "no DWARF in the binary and no offsets known for this Go version "
+		    "(build without -ldflags=-w)";
+		return -ENOTSUP;
+	}
+	if (!newproc1_confirms(elf, image, size, out)) {
+		out->unsupported =
+		    "no DWARF in the binary, and its runtime.newproc1 does not use the "
+		    "offsets known for its Go version (a pre-release build?): build "
+		    "without -ldflags=-w";
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 int golabels__parse(const uint8_t *buf, size_t len,

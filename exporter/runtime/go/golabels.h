@@ -28,6 +28,7 @@
 
 #include <gelf.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Where a Go program keeps its goroutine labels (handed to BPF as struct sp_go_loc). */
@@ -67,9 +68,23 @@ int golabels__inspect(Elf *elf, const void *image, size_t size, struct golabels_
 /*
  * The version table's offsets for Go 1.@go_minor into @out (g_m, m_curg, g_labels, and
  * labels_map: 1 before 1.24; nothing else touched). Returns 0, or -ENOENT (a version the
- * table does not know: 1.18-1.24, 1.26 and 1.27 are listed).
+ * table does not know: 1.18-1.27 are listed). golabels__inspect() uses a row only for a
+ * binary whose runtime.newproc1 confirms it (golabels__code_confirms(): a pre-release build
+ * may have another layout than its release).
  */
 int golabels__table_row(int go_minor, struct golabels_layout *out);
+
+/*
+ * Whether the amd64 code @code (@len bytes of runtime.newproc1) copies the creating goroutine's
+ * labels the way the offsets @m_curg and @g_labels say: newproc1's `newg.labels =
+ * mp.curg.labels` (src/runtime/proc.go) compiles to a load from @m_curg(m), a load from
+ * @g_labels(curg) and a store to @g_labels(newg), each a 64-bit MOV with a base register and a
+ * displacement (REX.W 8B /r load, REX.W 89 /r store; ModRM mod 01 disp8 or 10 disp32, with a
+ * SIB byte when r/m is 100; Intel SDM vol. 2, 2.1-2.2). The bytes are searched, not decoded
+ * instruction by instruction: a confirmation of known offsets, never a derivation of them.
+ * Returns true when all three are found.
+ */
+bool golabels__code_confirms(const uint8_t *code, size_t len, uint32_t m_curg, uint32_t g_labels);
 
 /*
  * The TLS offset of g from the first instructions of runtime.stackcheck (@code, @len bytes):
