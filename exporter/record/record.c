@@ -275,9 +275,19 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	return 0;
 }
 
+/* A CPython process running before the agent: its CFI tables first, as a --pid process's. */
+static void python_found(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+
+	if (r->unwinder)
+		unwinder__preload(r->unwinder, pid);
+}
+
 /*
  * CPython frames (docs/python.md): the table that describes CPython processes to the BPF walk
- * and names their frames; the --pid processes are looked at before sampling starts.
+ * and names their frames; the --pid processes, else every CPython process of the host, are
+ * looked at before sampling starts (so that their first samples carry Python frames).
  */
 static void start_python(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
@@ -295,6 +305,8 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 	resolve__set_python(r->in.resolve, r->python);
 	for (size_t i = 0; i < n; i++)
 		pytab__maps_hook(r->python, pids[i], 0, NULL);
+	if (!n)
+		pytab__scan(r->python, python_found, r);
 }
 
 /* Before the sampler whose map it writes to. */
