@@ -895,7 +895,10 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
 			strerror(errno));
 
-	syms = symcache__new(&(struct symcache_opts){.max_bytes = (size_t)o->symcache_mb << 20});
+	syms = symcache__new(&(struct symcache_opts){
+	    .max_bytes = (size_t)o->symcache_mb << 20,
+	    .max_bytes_bound = (size_t)o->symcache_max_mb << 20,
+	});
 	r.in.profile = profile__new();
 	if (!syms || !r.in.profile)
 		goto fail_nomem;
