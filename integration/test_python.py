@@ -16,7 +16,9 @@ agent samples. Checked on the agent's pprof output, sample by sample (pprof's ti
   - functions compiled at run time are never misnamed (churn_fK always calls churn_gK);
   - with --profile offcpu (one version): the sleeping and the waiting threads' off-CPU samples
     show their own chains.
-The expected counts are sized from each thread's CPU time. A second test runs py-spy (PyPI) on
+The expected counts are sized from each thread's CPU time. Processes started before the agent
+(one per version, no --pid) carry Python frames from the agent's first samples: the only ones
+without are leaf-only stacks taken before the interpreter's CFI table was in. A second test runs py-spy (PyPI) on
 the same process in the same run and prints the share of spanprof's samples whose Python
 function sequence py-spy saw too (target 95%). The agent's OTLP frame kind and the view's colour
 are checked by unit tests (test/profile, test/view).
@@ -444,10 +446,10 @@ def test_processes_started_before_the_agent_have_python_frames_from_its_first_sa
         cpu = {pid: cpu_seconds(pid) - cpu0[pid] for pid in workloads}
         agent.send_signal(signal.SIGINT)
         _, err = agent.communicate(timeout=120)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
+    except BaseException:  # never leave the agent running
+        agent.kill()
+        agent.wait()
+        raise
     assert agent.returncode == 0, "".join(seen) + err
     lines = {i + 1 for i, text in enumerate(DEEP.read_text().splitlines())
              if "# leaf:spin" in text}
