@@ -275,12 +275,16 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 	return 0;
 }
 
-/* A CPython process running before the agent: its CFI tables first, as a --pid process's. */
+/*
+ * A CPython process running before the agent: its CFI tables first, as a --pid process's, when
+ * every process is sampled (with --exe, --cgroup, ... it may be none of the targets: its first
+ * sample queues them then, and the scan's descriptor costs a map entry only).
+ */
 static void python_found(void *ctx, uint32_t pid)
 {
 	struct recorder *r = ctx;
 
-	if (r->unwinder)
+	if (r->unwinder && !r->targets)
 		unwinder__preload(r->unwinder, pid);
 }
 
