@@ -16,7 +16,9 @@ agent samples. Checked on the agent's pprof output, sample by sample (pprof's ti
   - functions compiled at run time are never misnamed (churn_fK always calls churn_gK);
   - with --profile offcpu (one version): the sleeping and the waiting threads' off-CPU samples
     show their own chains.
-The expected counts are sized from each thread's CPU time. A second test runs py-spy (PyPI) on
+The expected counts are sized from each thread's CPU time. Processes started before the agent
+(one per version, no --pid) carry Python frames from the agent's first samples: the only ones
+without are leaf-only stacks taken before the interpreter's CFI table was in. A second test runs py-spy (PyPI) on
 the same process in the same run and prints the share of spanprof's samples whose Python
 function sequence py-spy saw too (target 95%). The agent's OTLP frame kind and the view's colour
 are checked by unit tests (test/profile, test/view).
@@ -25,13 +27,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, record_gated, wait_sampling
+from conftest import WORKLOADS, cpu_seconds, record_gated, wait_sampling
 
 SECONDS = 3
 FREQ = 499
@@ -402,3 +405,79 @@ def test_deep_recursion_keeps_its_leaf_python_frames(spanprof, pprofcheck, procs
     assert not problems, problems[:3]
     assert deep_enough >= 0.9 * total, \
         f"{deep_enough} of {total} samples show {DEEP_MIN_FRAMES}+ Python frames"
+
+
+EARLY_SECONDS = 2
+LOOP = ("_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold")
+
+
+def test_processes_started_before_the_agent_have_python_frames_from_its_first_samples(
+        spanprof, pprofcheck, procs, tmp_path):
+    """Every installed CPython already burning CPU in Python when the agent starts (whole host, no --pid:
+    found by the agent's start-up scan, not by their first sample reaching it), sampled for the
+    agent's first 2 s. The only samples allowed without Python frames are those whose native
+    stack was cut before their tables were in ("[truncated: not loaded yet]") at a leaf outside
+    the interpreter loop, where no Python frame has a proven place: a sample in the loop must
+    show the Python frames it ran (before the scan, the first samples of each process, until one
+    reached the agent's main thread, had none), and they are pydeep's own, spin at a line of its
+    loop innermost. The expected count is sized from the workloads' CPU time while sampled."""
+    workloads = {}
+    for ident, exe in PYTHONS:
+        p = procs.start(exe, DEEP, 3, 600, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        text=True)
+        workloads[p.pid] = (ident, p)
+    for _, p in workloads.values():
+        json.loads(p.stdout.readline())
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    out = tmp_path / "out"
+    stats = tmp_path / "stats.json"
+    args = [str(spanprof), "record", "--output-dir", str(out), "--stats-json", str(stats),
+            "-F", str(FREQ)]  # the whole host: the scan queues their tables too
+    agent = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_sampling(agent)
+        cpu0 = {pid: cpu_seconds(pid) for pid in workloads}
+        # Ended by SIGINT rather than --duration: the CPU time counted is the sampled time's,
+        # not the time the agent then takes to write its outputs.
+        time.sleep(EARLY_SECONDS)
+        cpu = {pid: cpu_seconds(pid) - cpu0[pid] for pid in workloads}
+        agent.send_signal(signal.SIGINT)
+        _, err = agent.communicate(timeout=120)
+    except BaseException:  # never leave the agent running
+        agent.kill()
+        agent.wait()
+        raise
+    assert agent.returncode == 0, "".join(seen) + err
+    lines = {i + 1 for i, text in enumerate(DEEP.read_text().splitlines())
+             if "# leaf:spin" in text}
+    total, with_py, problems, report = {}, {}, [], []
+    for s in pprofcheck(out / "profile.pb.gz")["samples"]:
+        pid = (s["num_labels"].get("pid") or [0])[0]
+        if pid not in workloads or s["values"][0] <= 0:
+            continue
+        frames = frames_root_first(s)
+        shown = ";".join(f for f, _, _, _ in frames)
+        py = [(f, file, line) for f, file, line, is_py in frames if is_py]
+        total[pid] = total.get(pid, 0) + s["values"][0]
+        if py:
+            with_py[pid] = with_py.get(pid, 0) + s["values"][0]
+            if py[-1][0] != "pydeep.spin" or py[-1][2] not in lines or \
+                    any(Path(file).name != DEEP.name for _, file, _ in py):
+                problems.append(f"{workloads[pid][0]}: not pydeep's frames: {shown}")
+        elif any(f in LOOP for f, _, _, _ in frames) and \
+                not any(f.startswith("[python") for f, _, _, _ in frames):
+            problems.append(f"{workloads[pid][0]}: the interpreter loop without Python frames: "
+                            f"{shown}")
+        elif not frames or frames[0][0] != "[truncated: not loaded yet]":
+            problems.append(f"{workloads[pid][0]}: no Python frame in a whole stack: {shown}")
+    for pid, (ident, _) in workloads.items():
+        n = total.get(pid, 0)
+        report.append(f"{ident}: {with_py.get(pid, 0)}/{n} with Python frames "
+                      f"({cpu[pid]:.2f} s CPU)")
+        # A third of the ticks its CPU time is worth (a loaded machine, every version's
+        # tables being built: the agent's busiest seconds).
+        assert n >= max(10, 0.33 * cpu[pid] * FREQ), report
+        assert with_py.get(pid, 0) >= 1, report
+    print("; ".join(report))
+    assert not problems, "\n".join(problems[:10] + report)

@@ -49,3 +49,18 @@ bench: bench-python-cfi
 bench-python-cfi: $(BUILD)/spanprof
 	$(Q)python3 bench/runtime/python_vs_cfi.py --build $(BUILD) --python $(PY_BENCH_PYTHON) \
 		$(if $(BASELINE),--baseline $(BASELINE)) $(BENCH_PYTHON_CFI_ARGS)
+
+# Python frames in the agent's first seconds for CPython processes started before it
+# (bench/runtime/python_early.py): the share of the workload's stacks with a Python frame, against
+# BASELINE_BIN (another spanprof binary, e.g. main's) in the same rounds. Needs root.
+#   make bench-python-early [BUILD=dir] [BASELINE_BIN=path] [BENCH_PYTHON_EARLY_ARGS="--rounds 3"]
+
+BENCH_PYTHON_EARLY_ARGS ?=
+BASELINE_BIN ?=
+
+.PHONY: bench-python-early
+bench: bench-python-early
+
+bench-python-early: $(BUILD)/spanprof
+	$(Q)python3 bench/runtime/python_early.py --build $(BUILD) \
+		$(if $(BASELINE_BIN),--baseline $(BASELINE_BIN)) $(BENCH_PYTHON_EARLY_ARGS)

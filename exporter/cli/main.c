@@ -64,6 +64,7 @@ enum {
 	OPT_QUEUE,
 	OPT_FLUSH,
 	OPT_SYMCACHE,
+	OPT_SYMCACHE_MAX,
 	OPT_DEBUGINFOD,
 	OPT_DEBUGINFOD_CACHE,
 	OPT_UNWIND_MAX,
@@ -143,6 +144,10 @@ static const struct argp_option record_options[] = {
     {"symbol-cache-mb", OPT_SYMCACHE, "MIB", 0,
      "Memory for symbol tables and DWARF of profiled binaries; least recently used files are "
      "unloaded beyond it (default 12). Files unused for 30 s are closed",
+     0},
+    {"symbol-cache-max-mb", OPT_SYMCACHE_MAX, "MIB", 0,
+     "When files unloaded for room are needed again and again, --symbol-cache-mb grows by half "
+     "at a time up to this (default 32; at most --symbol-cache-mb: fixed)",
      0},
     {"debuginfod", OPT_DEBUGINFOD, "URLS", 0,
      "Fetch, in the background, the debug files of binaries that have none on this host from "
@@ -563,6 +568,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			    "--symbol-cache-mb wants a number of MiB from 4 to 1048576, not '%s'",
 			    arg);
 		break;
+	case OPT_SYMCACHE_MAX:
+		if (parse_u32(arg, 4, 1 << 20, &o->symcache_max_mb))
+			OPT_FAIL(state,
+				 "--symbol-cache-max-mb wants a number of MiB from 4 to 1048576, "
+				 "not '%s'",
+				 arg);
+		break;
 	case OPT_DEBUGINFOD:
 		o->debuginfod_urls = arg;
 		break;
@@ -826,6 +838,7 @@ static void record_defaults(struct record_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->frequency_hz = RECORD_DEFAULT_HZ;
 	o->symcache_mb = RECORD_DEFAULT_SYMCACHE_MB;
+	o->symcache_max_mb = RECORD_DEFAULT_SYMCACHE_MAX_MB;
 	o->debuginfod_cache_mb = RECORD_DEFAULT_DEBUGINFOD_CACHE_MB;
 	o->insecure = -1;
 	o->gzip = 1;

@@ -73,6 +73,7 @@ static const char *const known_keys[] = {
     "stats-json",
     "ring-buffer-mb",
     "symbol-cache-mb",
+    "symbol-cache-max-mb",
     "unwind-max-mb",
     "no-span-links",
     "no-python",
@@ -158,6 +159,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	}
 	fprintf(f, "symbol-cache-mb: %u", o->symcache_mb);
 	put_source(f, cfg, "symbol-cache-mb", NULL);
+	fprintf(f, "symbol-cache-max-mb: %u", o->symcache_max_mb);
+	put_source(f, cfg, "symbol-cache-max-mb", NULL);
 	if (o->debuginfod_urls)
 		put_str_opt(f, cfg, "debuginfod", o->debuginfod_urls, NULL, NULL);
 	else if (getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) {

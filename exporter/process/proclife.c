@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,4 +80,27 @@ int proclife__check(uint32_t pid, uint64_t start_boot_ns)
 	if (state == 'Z' || state == 'X' || state == 'x')
 		return -ESRCH;
 	return 0;
+}
+
+int proclife__each(int (*fn)(void *ctx, uint32_t pid), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (!ret && (de = readdir(d))) {
+		char *end;
+		unsigned long pid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtoul(de->d_name, &end, 10);
+		if (*end || pid > UINT32_MAX)
+			continue;
+		ret = fn(ctx, (uint32_t)pid);
+	}
+	closedir(d);
+	return ret;
 }

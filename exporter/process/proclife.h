@@ -34,4 +34,13 @@ uint64_t proclife__ticks(uint64_t start_boot_ns);
  */
 int proclife__check(uint32_t pid, uint64_t start_boot_ns);
 
+/*
+ * Calls @fn(@ctx, pid) for every process running now: each thread group's PID as /proc lists
+ * it (proc(5): one numeric directory per process; threads are not listed), this process's own
+ * included, in /proc's order. Stops early when @fn returns non-zero and returns that value;
+ * else 0, or -errno when /proc cannot be read. A process that exits meanwhile is still passed
+ * when /proc listed it: @fn's own reads fail then.
+ */
+int proclife__each(int (*fn)(void *ctx, uint32_t pid), void *ctx);
+
 #endif

@@ -276,8 +276,22 @@ static int start_span_links(struct recorder *r, struct sampler *s, const uint32_
 }
 
 /*
+ * A CPython process running before the agent: its CFI tables first, as a --pid process's, when
+ * every process is sampled (with --exe, --cgroup, ... it may be none of the targets: its first
+ * sample queues them then, and the scan's descriptor costs a map entry only).
+ */
+static void python_found(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+
+	if (r->unwinder && !r->targets)
+		unwinder__preload(r->unwinder, pid);
+}
+
+/*
  * CPython frames (docs/python.md): the table that describes CPython processes to the BPF walk
- * and names their frames; the --pid processes are looked at before sampling starts.
+ * and names their frames; the --pid processes, else every CPython process of the host, are
+ * looked at before sampling starts (so that their first samples carry Python frames).
  */
 static void start_python(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
@@ -295,6 +309,8 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 	resolve__set_python(r->in.resolve, r->python);
 	for (size_t i = 0; i < n; i++)
 		pytab__maps_hook(r->python, pids[i], 0, NULL);
+	if (!n)
+		pytab__scan(r->python, python_found, r);
 }
 
 /* Before the sampler whose map it writes to. */
@@ -883,7 +899,10 @@ int record__run(const struct record_opts *o)
 		fprintf(stderr, "spanprof: warning: setrlimit(RLIMIT_MEMLOCK): %s\n",
 			strerror(errno));
 
-	syms = symcache__new(&(struct symcache_opts){.max_bytes = (size_t)o->symcache_mb << 20});
+	syms = symcache__new(&(struct symcache_opts){
+	    .max_bytes = (size_t)o->symcache_mb << 20,
+	    .max_bytes_bound = (size_t)o->symcache_max_mb << 20,
+	});
 	r.in.profile = profile__new();
 	if (!syms || !r.in.profile)
 		goto fail_nomem;

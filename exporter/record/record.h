@@ -16,6 +16,8 @@
 #define RECORD_MAX_PIDS 4096
 #define RECORD_MAX_HEADERS 32
 #define RECORD_DEFAULT_SYMCACHE_MB 12
+/* What the symbol cache's budget may grow to when it thrashes (docs/performance.md). */
+#define RECORD_DEFAULT_SYMCACHE_MAX_MB 32
 #define RECORD_DEFAULT_DEBUGINFOD_CACHE_MB 1024
 #define RECORD_DEFAULT_UNWIND_MB 256
 #define RECORD_MAX_CTX_UPROBES 16
@@ -38,6 +40,8 @@ struct record_opts {
 	    *stats_json;      /* --stats-json FILE: every counter as JSON at the end; NULL: none */
 	uint32_t ringbuf_mb;  /* --ring-buffer-mb: sample ring buffer; 0: sized from HZ and CPUs */
 	uint32_t symcache_mb; /* symbolizer memory budget */
+	/* --symbol-cache-max-mb: what it may grow to (at least symcache_mb: fixed) */
+	uint32_t symcache_max_mb;
 	/* --debuginfod: servers (exporter/symbols/debuginfod.h); NULL: $DEBUGINFOD_URLS, "": off */
 	const char *debuginfod_urls;
 	uint32_t debuginfod_cache_mb; /* client cache bound; 0: the library's age-based cleaning */

@@ -953,13 +953,16 @@ void report__memory(struct symcache *syms)
 	struct mallinfo2 mi = mallinfo2();
 
 	symcache__stats(syms, &ss);
-	fprintf(stderr,
-		"spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, %llu loads, %llu "
-		"evictions, %llu lookups (%llu cached), %llu DWARF skipped, %llu descriptors "
-		"(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
-		"MiB (%.1f MiB free), mmapped %.1f MiB\n",
-		ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, u(ss.loads), u(ss.evictions),
-		u(ss.lookups), u(ss.cache_hits), u(ss.dwarf_skipped), u(ss.fds), u(ss.idle_closes),
-		u(ss.idle_reloads), u(ss.idle_reopen_errors), mi.arena / 1048576.0,
-		mi.fordblks / 1048576.0, mi.hblkhd / 1048576.0);
+	fprintf(
+	    stderr,
+	    "spanprof: memory: symbol cache %.1f MiB now, %.1f MiB peak, budget %.0f MiB (grown "
+	    "%llu times), %llu loads (%llu re-loads), %llu evictions, %llu lookups (%llu cached), "
+	    "%llu DWARF skipped, %llu descriptors "
+	    "(%llu idle closes, %llu re-read, %llu gone); malloc: heap %.1f "
+	    "MiB (%.1f MiB free), mmapped %.1f MiB\n",
+	    ss.bytes / 1048576.0, ss.bytes_peak / 1048576.0, ss.budget / 1048576.0,
+	    u(ss.budget_grown), u(ss.loads), u(ss.reloads), u(ss.evictions), u(ss.lookups),
+	    u(ss.cache_hits), u(ss.dwarf_skipped), u(ss.fds), u(ss.idle_closes), u(ss.idle_reloads),
+	    u(ss.idle_reopen_errors), mi.arena / 1048576.0, mi.fordblks / 1048576.0,
+	    mi.hblkhd / 1048576.0);
 }

@@ -543,6 +543,9 @@ static struct json_object *symbols_section(struct jb *b, const struct report_dat
 	put_u(b, s, "misses", ss->misses);
 	put_u(b, s, "loads", ss->loads);
 	put_u(b, s, "evictions", ss->evictions);
+	put_u(b, s, "reloads", ss->reloads);
+	put_u(b, s, "budget", ss->budget);
+	put_u(b, s, "budget_grown", ss->budget_grown);
 	put_u(b, s, "answers_dropped", ss->answers_dropped);
 	put_u(b, s, "load_errors", ss->load_errors);
 	put_u(b, s, "dwarf_skipped", ss->dwarf_skipped);

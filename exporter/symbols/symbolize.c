@@ -213,6 +213,7 @@ struct elf_object {
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool maybe_go;	     /* gopclntab__maybe() of its headers: Go's table may be in it */
 	bool loaded;
+	bool evicted;	    /* unloaded for room since its last load */
 	bool load_failed;   /* file gone: lookups answer nothing */
 	uint64_t last_used; /* CLOCK_MONOTONIC ns of the last open or lookup */
 	bool idle_closed;   /* loaded, but descriptors and DWARF released for idleness */
@@ -283,7 +284,9 @@ struct obj_key {
 
 struct symcache {
 	char *debug_dir;
-	size_t max_bytes;
+	size_t max_bytes;      /* the budget now */
+	size_t bound;	       /* what it may grow to (symcache_opts.max_bytes_bound) */
+	uint64_t trim_reloads; /* stats.reloads at the last symcache__trim() */
 	unsigned int max_fds;
 	uint64_t idle_ns; /* objects unused this long release their descriptors */
 	struct elf_object *objects;
@@ -319,6 +322,9 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
 	if (!c)
 		return NULL;
 	c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : SYMCACHE_DEFAULT_MAX_BYTES;
+	c->bound =
+	    opts && opts->max_bytes_bound > c->max_bytes ? opts->max_bytes_bound : c->max_bytes;
+	c->stats.budget = c->max_bytes;
 	c->max_fds = opts && opts->max_fds ? opts->max_fds : default_max_fds();
 	c->idle_ns =
 	    (opts && opts->idle_s ? opts->idle_s : SYMCACHE_DEFAULT_IDLE_S) * 1000000000ull;
@@ -634,6 +640,20 @@ void symcache__free(struct symcache *c)
 	free(c);
 }
 
+/* Grows the budget, up to its bound, when objects unloaded for room were needed again. */
+static void grow_if_thrashing(struct symcache *c)
+{
+	uint64_t reloads = c->stats.reloads - c->trim_reloads;
+	size_t step = c->max_bytes / 2 > (1u << 20) ? c->max_bytes / 2 : (1u << 20);
+
+	c->trim_reloads = c->stats.reloads;
+	if (reloads < SYMCACHE_THRASH_RELOADS || c->max_bytes >= c->bound)
+		return;
+	c->max_bytes = c->bound - c->max_bytes > step ? c->max_bytes + step : c->bound;
+	c->stats.budget = c->max_bytes;
+	c->stats.budget_grown++;
+}
+
 void symcache__trim(struct symcache *c)
 {
 	struct elf_object *o;
@@ -649,6 +669,7 @@ void symcache__trim(struct symcache *c)
 	if (c) {
 		symcache__pick_up_debug_files(c);
 		symcache__close_idle(c, now_ns());
+		grow_if_thrashing(c);
 	}
 }
 
@@ -2381,6 +2402,7 @@ static void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 				c->stats.answers_dropped++;
 			} else if (o->loaded) {
 				elf_object__unload(o, true);
+				o->evicted = true;
 				c->stats.evictions++;
 			}
 		}
@@ -2876,6 +2898,9 @@ static int elf_object__load(struct elf_object *o)
 	o->loaded = true;
 	c->stats.objects_loaded++;
 	c->stats.loads++;
+	if (o->evicted)
+		c->stats.reloads++;
+	o->evicted = false;
 	lru_touch(o);
 
 	main_dwarf = elfcheck__has_data(elf, ".debug_info");

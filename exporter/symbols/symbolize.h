@@ -62,6 +62,16 @@ struct symcache_opts {
 	 */
 	size_t max_bytes;
 	/*
+	 * Bound of the budget's growth, in bytes. The working set may not fit max_bytes (seven
+	 * CPython interpreters' DWARF on one host: about 14 MB): objects unloaded for room are then
+	 * needed again at once, and each re-load costs more than its memory saves. So at each
+	 * symcache__trim(), when SYMCACHE_THRASH_RELOADS or more objects unloaded for room were
+	 * loaded again since the previous one (stats.reloads), the budget grows by half (at least
+	 * 1 MiB) up to this bound (stats.budget, stats.budget_grown); it never shrinks. 0 or at
+	 * most max_bytes: the budget stays max_bytes.
+	 */
+	size_t max_bytes_bound;
+	/*
 	 * Descriptors kept open for re-loading (an object whose process exited can
 	 * be re-opened only through it). Over it, unloaded objects close theirs
 	 * and re-open by path, checking device, inode, size and mtime.
@@ -78,6 +88,8 @@ struct symcache_opts {
 };
 
 #define SYMCACHE_DEFAULT_MAX_BYTES (12u << 20)
+/* Re-loads of objects unloaded for room, between two trims, that grow the budget (see above). */
+#define SYMCACHE_THRASH_RELOADS 8
 /* Idle time before an object's descriptors close: a few export intervals (5 s in the soak). */
 #define SYMCACHE_DEFAULT_IDLE_S 30
 
@@ -161,7 +173,10 @@ struct symcache_stats {
 	uint64_t bytes_peak;	  /* highest value of bytes */
 	uint64_t fds;		  /* gauge: descriptors held */
 	uint64_t loads;		  /* object loads, re-loads after eviction included */
-	uint64_t evictions;	  /* objects unloaded to stay under max_bytes */
+	uint64_t evictions;	  /* objects unloaded to stay under the budget */
+	uint64_t reloads;	  /* of loads: objects unloaded for room, loaded again */
+	uint64_t budget;	  /* gauge: the budget now (max_bytes, grown) */
+	uint64_t budget_grown;	  /* times it grew (opts.max_bytes_bound) */
 	uint64_t answers_dropped; /* unloaded objects' kept frames freed to stay under it */
 	uint64_t load_errors;	  /* loads that failed (file gone or changed) */
 	uint64_t dwarf_skipped;	  /* loads that left out DWARF larger than max_bytes */
@@ -182,8 +197,9 @@ void symcache__stats(const struct symcache *c, struct symcache_stats *out);
  * Drops from this process's memory the pages of mapped (uncompressed) DWARF that lookups have
  * touched; later lookups read them again from the page cache, with identical results. The
  * mappings are read-only, so no data is lost. Then closes idle objects' descriptors
- * (symcache__close_idle() at the current time). Call now and then (the agent: every 2 s) to
- * keep the resident size to what recent lookups used. NULL is a no-op.
+ * (symcache__close_idle() at the current time), and grows the budget if the cache thrashed
+ * since the last call (symcache_opts.max_bytes_bound). Call now and then (the agent: every
+ * 2 s) to keep the resident size to what recent lookups used. NULL is a no-op.
  */
 void symcache__trim(struct symcache *c);
 /*

@@ -945,6 +945,69 @@ static void test_budget_respected(void **state)
 }
 
 /*
+ * A budget too small for the objects looked up in turn thrashes (each lookup re-loads an object
+ * unloaded for room): at the next trim it grows, by half or 1 MiB, up to its bound and no
+ * further, and the re-loads stop once all fit. With no bound it stays as set, re-loading.
+ */
+static void test_budget_grows_when_thrashing(void **state)
+{
+	const char *files[] = {P("cprog-pie"), P("cxxprog"), P("libsym.so"), P("cprog-zdebug"),
+			       P("cprog-split")};
+	const size_t bounds[] = {0, 40 << 10, 8 << 20};
+	uint64_t lo[5], size[5];
+
+	for (int i = 0; i < 5; i++)
+		nm_symbol(i == 4 ? P("cprog-split.full") : files[i],
+			  i == 1   ? "_ZN8outer_ns5inner6Worker3runEl"
+			  : i == 2 ? "lib_work"
+				   : "middle",
+			  false, &lo[i], &size[i]);
+	for (size_t b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++) {
+		struct symcache_opts opts = {.max_bytes = 40 << 10, .max_bytes_bound = bounds[b]};
+		struct symcache *c = symcache__new(&opts);
+		struct elf_object *o[5];
+		struct sym_frame f[16];
+		struct symcache_stats st;
+		uint64_t reloads_late = 0, at;
+
+		assert_non_null(c);
+		for (int i = 0; i < 5; i++)
+			o[i] = must_open(c, files[i]);
+		for (int a = 0; a < 400; a++) {
+			int i = a % 5;
+
+			/* A new address each time: the kept answers do not spare the load. */
+			assert_true(
+			    symcache__lookup(c, o[i], lo[i] + (uint64_t)a % size[i], f, 16) > 0);
+			if (a % 50 == 49)
+				symcache__trim(c);
+			if (a == 199) {
+				symcache__stats(c, &st);
+				at = st.reloads;
+			}
+		}
+		symcache__stats(c, &st);
+		reloads_late = st.reloads - at;
+		print_message("bound %zu: budget %llu, grown %llu, reloads %llu (%llu in the last "
+			      "200 lookups), evictions %llu\n",
+			      bounds[b], (unsigned long long)st.budget,
+			      (unsigned long long)st.budget_grown, (unsigned long long)st.reloads,
+			      (unsigned long long)reloads_late, (unsigned long long)st.evictions);
+		if (bounds[b] <= opts.max_bytes) {
+			assert_int_equal(st.budget, opts.max_bytes);
+			assert_int_equal(st.budget_grown, 0);
+			assert_true(reloads_late >= SYMCACHE_THRASH_RELOADS);
+		} else {
+			assert_true(st.budget_grown >= 1);
+			assert_true(st.budget > opts.max_bytes && st.budget <= bounds[b]);
+			assert_true(st.bytes_peak <= st.budget);
+			assert_int_equal(reloads_late, 0);
+		}
+		symcache__free(c);
+	}
+}
+
+/*
  * An object unloaded for room keeps the frames it answered: the same address is answered
  * again, the same frames, without loading the object again (a hot loop seen by many
  * processes, or again after a profile reset); a new address loads it. Under a budget too
@@ -1311,6 +1374,7 @@ int main(void)
 	    cmocka_unit_test(test_budget_keeps_answers),
 	    cmocka_unit_test(test_lines_as_libdw),
 	    cmocka_unit_test(test_budget_respected),
+	    cmocka_unit_test(test_budget_grows_when_thrashing),
 	    cmocka_unit_test(test_fds),
 	    cmocka_unit_test(test_idle_fds),
 	    cmocka_unit_test(test_idle_fds_inflated),

@@ -408,6 +408,46 @@ cleanup:
 	procmaps__clear(&own);
 }
 
+struct scan {
+	struct pytab *t;
+	void (*found)(void *ctx, uint32_t pid);
+	void *ctx;
+	uint32_t self;
+	size_t described;
+};
+
+static int scan_process(void *arg, uint32_t pid)
+{
+	struct scan *c = arg;
+	struct procmaps maps = {0};
+	struct pyentry *e = NULL;
+	bool named = false;
+
+	if (pid == c->self || procmaps__read_filtered((int)pid, PROCMAPS_EXEC_ONLY, &maps))
+		return 0;
+	for (size_t i = 0; i < maps.n && !named; i++)
+		named = maps.maps[i].inode && python_name(maps.maps[i].path);
+	if (named) {
+		pytab__maps_hook(c->t, pid, 0, &maps);
+		HASH_FIND(hh, c->t->procs, &pid, sizeof(pid), e);
+	}
+	procmaps__clear(&maps);
+	if (!e || !e->described)
+		return 0;
+	c->described++;
+	if (c->found)
+		c->found(c->ctx, pid);
+	return 0;
+}
+
+size_t pytab__scan(struct pytab *t, void (*found)(void *ctx, uint32_t pid), void *ctx)
+{
+	struct scan c = {.t = t, .found = found, .ctx = ctx, .self = (uint32_t)getpid()};
+
+	proclife__each(scan_process, &c);
+	return c.described;
+}
+
 void pytab__exec(struct pytab *t, uint32_t pid)
 {
 	struct pyentry *e;

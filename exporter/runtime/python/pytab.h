@@ -80,6 +80,20 @@ void pytab__free(struct pytab *t);
 void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 		      const struct procmaps *maps);
 
+/*
+ * Processes running before sampling starts (whole host or targeting options; --pid processes go
+ * through pytab__maps_hook() with no maps): reads the executable mappings of every process of
+ * the host (proclife__each()) and, for those that map a file named like an interpreter
+ * ("python" in its name, not an extension module's "*.cpython-*"), finds the interpreter as
+ * pytab__maps_hook() does, with start time 0 ("any": the first sample's maps read sets it).
+ * So their first samples carry Python frames, instead of the ones taken before their first
+ * sample reached the agent's main thread going without. A process whose interpreter is in a
+ * file named otherwise is found at its first sample, as before. Calls @found(@ctx, pid) for
+ * each process described (e.g. to queue its CFI tables first); @found may be NULL. Returns the
+ * processes described; failures are counted as at any maps read.
+ */
+size_t pytab__scan(struct pytab *t, void (*found)(void *ctx, uint32_t pid), void *ctx);
+
 /* Process @pid exec'd: its entry goes (the next maps read looks again). */
 void pytab__exec(struct pytab *t, uint32_t pid);
 
