@@ -340,6 +340,32 @@ def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
     assert f"/tmp/perf-{pid}.map not read" in err, err
 
 
+def test_perf_map_rewritten_in_place_never_stale(spanprof, tmp_path, workload):
+    """integration/workloads/jit_rewrite.c: its JIT stub named alpha_stub while it calls
+    alpha_burn, then the same stub at the same address renamed beta_stub by a map rewritten in
+    place (same inode, longer, lines of the same length) while it calls beta_burn. The agent
+    read the first map; it must not go on naming the stub alpha_stub from it (it did: every
+    beta_burn sample under alpha_stub, the new file taken as the old one's continuation)."""
+    exe = workload("jit_rewrite")
+    _, ours, _, cpu_s, _ = run(spanprof, tmp_path, [], cmd=[str(exe), "2"], seconds=2)
+    under = {}
+    for frames, count in ours:
+        user = [f for f in frames[1:] if not f.endswith("_[k]")]
+        for burn in ("alpha_burn", "beta_burn"):
+            if burn in user and user.index(burn) > 0:
+                key = (burn, user[user.index(burn) - 1])
+                under[key] = under.get(key, 0) + count
+    print(f"rewritten map: {under}")
+    assert under.get(("beta_burn", "beta_stub_[j]"), 0) >= 0.5 * 0.5 * cpu_s * FREQ, under
+    assert under.get(("alpha_burn", "alpha_stub_[j]"), 0) >= 0.5 * 0.5 * cpu_s * FREQ, under
+    # Names are given when a sample is resolved, from the map as read at most 100 ms before
+    # (JITPROC_REFRESH_NS): the samples around the rewrite (taken before it and resolved after,
+    # or the other way) may have the other name; a quarter second's worth at most (1 here).
+    window = 0.25 * FREQ
+    assert under.get(("beta_burn", "alpha_stub_[j]"), 0) <= window, under
+    assert under.get(("alpha_burn", "beta_stub_[j]"), 0) <= window, under
+
+
 # --- Java (HotSpot) ---------------------------------------------------------------------------
 
 def jdks():
