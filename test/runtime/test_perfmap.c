@@ -458,10 +458,13 @@ static void test_status(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse),     cmocka_unit_test(test_garbage),
-	    cmocka_unit_test(test_rewritten), cmocka_unit_test(test_growing),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_rewritten),
+	    cmocka_unit_test(test_growing),
 	    cmocka_unit_test(test_rewritten_in_place),
-	    cmocka_unit_test(test_caps),      cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_status),
 	};
 

@@ -43,9 +43,9 @@ void perfmap__free(struct perfmap *m);
  * complete lines only (a partial last line is read again next time). Another file than last
  * time (device, inode), a shorter one, or one whose bytes already read changed (compared where
  * copies are kept: its first and last 4 KiB before the offset, and 64 bytes at 8 KiB, 16 KiB,
- * ... 128 MiB; a writer that rewrote it in place from the start) starts over. 0; -E2BIG once a cap is reached (the map
- * then answers no lookup: a line it could not take may have replaced a range it holds); -EIO
- * (read error; what was read is kept); -ENOMEM.
+ * ... 128 MiB; a writer that rewrote it in place from the start) starts over. 0; -E2BIG once a cap
+ * is reached (the map then answers no lookup: a line it could not take may have replaced a range it
+ * holds); -EIO (read error; what was read is kept); -ENOMEM.
  */
 int perfmap__update(struct perfmap *m, int fd, const struct stat *st);
 /*
