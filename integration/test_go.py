@@ -140,19 +140,26 @@ def test_frameless_go_leaf_caller_marked(spanprof, pprofcheck, procs, tmp_path, 
     assert marked / total >= 0.90, (marked, total, res.stderr)
 
 
-@pytest.fixture(scope="session")
-def goprog_full(workdir, toolchain):
-    out = go_build(workdir / f"goprog-full-{toolchain}", toolchain)
+@pytest.fixture(scope="session", params=["internal", "external"])
+def goprog_full(workdir, toolchain, request):
+    """With DWARF; linked by Go's linker, or by gcc (-linkmode=external, as every cgo program
+    is): then the crt files' .eh_frame comes along, and Go's functions are only in the
+    .debug_frame."""
+    out = go_build(workdir / f"goprog-full-{toolchain}-{request.param}", toolchain,
+                   f"-ldflags=-linkmode={request.param}")
     sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True,
                               check=True).stdout
     assert ".debug_frame" in sections  # CFI for every Go function: the agent walks by it
+    assert (".eh_frame " in sections) == (request.param == "external")
     return out
 
 
 def test_frameless_go_leaf_with_cfi(spanprof, pprofcheck, procs, tmp_path, goprog_full):
     """With DWARF the binary has .debug_frame, the agent walks its stacks by CFI, which finds
     the caller of a frameless function: the exact chain, and no "caller unknown" marker where
-    the walk left the leaf by a CFI row (SP_SAMPLE_LEAF_CFI)."""
+    the walk left the leaf by a CFI row (SP_SAMPLE_LEAF_CFI). Linked externally, the binary has
+    an .eh_frame too (gcc's crt files): the agent read that one alone, and every stack had the
+    marker in place of main.middleFlat."""
     samples, res = profile_run(spanprof, pprofcheck, procs, tmp_path, goprog_full, "frameless")
     total = sum(s["values"][0] for s in samples)
     assert total >= CPU_SECONDS * FREQ // 2, (total, res.stderr)

@@ -153,7 +153,11 @@ def run(spanprof, tmp_path, node_args, env_extra=None, seconds=4, before_go=None
             if p and p.poll() is None:
                 p.send_signal(signal.SIGINT if p is perf else signal.SIGKILL)
                 p.wait()
-        Path(f"/tmp/perf-{work.pid}.map").unlink(missing_ok=True)
+        planted = Path(f"/tmp/perf-{work.pid}.map")
+        if planted.is_dir() and not planted.is_symlink():
+            planted.rmdir()
+        else:
+            planted.unlink(missing_ok=True)
     err = "".join(seen) + err
     assert agent.returncode == 0, err
     ours = read_folded(out / "profile.folded")
@@ -338,6 +342,49 @@ def test_hostile_perf_map_refused(spanprof, tmp_path, planted):
     assert refused[counted] == 1, refused
     assert not any("SECRET" in fr for f, _ in ours for fr in f), "a refused map was read"
     assert f"/tmp/perf-{pid}.map not read" in err, err
+
+
+def test_refused_perf_map_hint_says_refused(spanprof, tmp_path):
+    """A directory planted as the map (a FIFO is refused the same way, but blocks `perf record`
+    for good in its open()): refused as not a regular file, and with V8's reader off the
+    once-per-process hint says the map was refused, not that there is none (it said "no
+    /tmp/perf-N.map" and "start node with --perf-basic-prof", which the process may well have
+    done)."""
+    def plant(pid):
+        os.mkdir(f"/tmp/perf-{pid}.map")
+    err, ours, _, _, pid = run(spanprof, tmp_path, NO_INLINING, seconds=2, before_go=plant,
+                               agent_args=["--no-v8"])
+    assert jit_stats(tmp_path)["files_refused"]["not_regular"] == 1, jit_stats(tmp_path)
+    hints = [ln for ln in err.splitlines() if f"PID {pid} (node): JIT code without names" in ln]
+    assert hints == [f"spanprof: PID {pid} (node): JIT code without names (/tmp/perf-{pid}.map "
+                     "refused: not a regular file; no jitdump)"], err
+    assert "--perf-basic-prof" not in err.split("files refused")[-1], err
+
+
+def test_perf_map_rewritten_in_place_never_stale(spanprof, tmp_path, workload):
+    """integration/workloads/jit_rewrite.c: its JIT stub named alpha_stub while it calls
+    alpha_burn, then the same stub at the same address renamed beta_stub by a map rewritten in
+    place (same inode, longer, lines of the same length) while it calls beta_burn. The agent
+    read the first map; it must not go on naming the stub alpha_stub from it (it did: every
+    beta_burn sample under alpha_stub, the new file taken as the old one's continuation)."""
+    exe = workload("jit_rewrite")
+    _, ours, _, cpu_s, _ = run(spanprof, tmp_path, [], cmd=[str(exe), "2"], seconds=2)
+    under = {}
+    for frames, count in ours:
+        user = [f for f in frames[1:] if not f.endswith("_[k]")]
+        for burn in ("alpha_burn", "beta_burn"):
+            if burn in user and user.index(burn) > 0:
+                key = (burn, user[user.index(burn) - 1])
+                under[key] = under.get(key, 0) + count
+    print(f"rewritten map: {under}")
+    assert under.get(("beta_burn", "beta_stub_[j]"), 0) >= 0.5 * 0.5 * cpu_s * FREQ, under
+    assert under.get(("alpha_burn", "alpha_stub_[j]"), 0) >= 0.5 * 0.5 * cpu_s * FREQ, under
+    # Names are given when a sample is resolved, from the map as read at most 100 ms before
+    # (JITPROC_REFRESH_NS): the samples around the rewrite (taken before it and resolved after,
+    # or the other way) may have the other name; a quarter second's worth at most (1 here).
+    window = 0.25 * FREQ
+    assert under.get(("beta_burn", "alpha_stub_[j]"), 0) <= window, under
+    assert under.get(("alpha_burn", "beta_stub_[j]"), 0) <= window, under
 
 
 # --- Java (HotSpot) ---------------------------------------------------------------------------

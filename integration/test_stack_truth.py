@@ -192,7 +192,9 @@ def test_uretprobe_on_a_function_burning_cpu_below_it(spanprof, procs, tmp_path)
     chain = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
     builds = {
         "cfi": [],
-        "fp": ["-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+        # -g0: no .debug_frame either (the agent reads it besides the crt files' .eh_frame).
+        "fp": ["-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+               "-g0"],
     }
     for name, flags in builds.items():
         binary = build(WORKLOADS / "unw_recurse.c", tmp_path / f"unw_ret_{name}", *flags)

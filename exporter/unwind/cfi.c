@@ -849,6 +849,9 @@ static int cmp_fde(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->end != y->end)
 		return x->end < y->end ? -1 : 1;
+	/* The same range twice (.eh_frame and .debug_frame): the one parsed first. */
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
 	return 0;
 }
 
@@ -1112,6 +1115,21 @@ int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *
 	err = parse_section(&b, &s);
 	if (err)
 		goto cleanup;
+	/*
+	 * Both: .eh_frame covers what a C compiler built, .debug_frame the rest (a cgo program:
+	 * gcc's code and crt files in .eh_frame, Go's own functions only in .debug_frame). Where
+	 * they overlap the .eh_frame FDE wins (parsed first: cmp_fde()).
+	 */
+	if (s.eh && (d = section_data(elf, shstrndx, ".debug_frame", &sh, &bad))) {
+		s.eh = false;
+		s.buf = d->d_buf;
+		s.size = d->d_size;
+		s.addr = sh.sh_addr;
+		b.st.debug_frame_too = true;
+		err = parse_section(&b, &s);
+		if (err)
+			goto cleanup;
+	}
 	/* The section (read into memory, or inflated) is not needed to assemble: free it first. */
 	elf_end(dbg);
 	elf_end(elf);

@@ -15,6 +15,7 @@
 #ifndef SPANPROF_CFI_H
 #define SPANPROF_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,13 +45,16 @@ struct cfi_stats {
 	uint64_t unsupported_rows; /* rows emitted as UNWIND_KIND_UNSUPPORTED */
 	uint64_t plt_rows;	   /* rows using the PLT CFA expression */
 	uint64_t signal_fdes;	   /* FDEs of signal trampolines (CIE augmentation 'S') */
+	bool debug_frame_too;	   /* source .eh_frame, and the file's .debug_frame read as well */
 };
 
 struct cfi_table;
 
 /*
- * Builds the table of the ELF file at path. debug_path (may be NULL) names a separate debug file
- * whose .debug_frame is used when the file has neither .eh_frame nor .debug_frame.
+ * Builds the table of the ELF file at path: from its .eh_frame and its .debug_frame (both when
+ * it has both: a cgo program's Go functions are only in .debug_frame; an .eh_frame FDE wins
+ * over a .debug_frame one for the same code). debug_path (may be NULL) names a separate debug
+ * file whose .debug_frame is used when the file has neither .eh_frame nor .debug_frame.
  * On success *out owns a new table (possibly with zero rows when every FDE was skipped).
  * Returns 0, or -ENOENT/-EACCES (open), -ENOEXEC (not a 64-bit x86-64 ELF file, or unreadable
  * section headers), -ENODATA (no CFI section), -EBADMSG (CFI section unreadable), -E2BIG (more

@@ -189,6 +189,40 @@ static void test_growing_truncated(void **unused)
 	jitdump__free(d);
 }
 
+/*
+ * Started again in place by a new writer (the same inode truncated, its own header: another
+ * timestamp), as long as what was read or longer: read anew, never the old names.
+ */
+static void test_restarted_in_place(void **unused)
+{
+	struct jitdump *d = jitdump__new(1000, 1 << 20, BIG);
+	struct w w = {0}, w2 = {0};
+	uint64_t ts = 7;
+
+	header(&w, JITDUMP_MAGIC);
+	load(&w, 0x1000, 0x20, "alpha");
+	write_prefix(&w, w.n);
+	assert_int_equal(update(d), 0);
+	assert_string_equal(name_at(d, 0x1000), "alpha");
+
+	header(&w2, JITDUMP_MAGIC);
+	memcpy(w2.buf + 24, &ts, sizeof(ts)); /* the header's timestamp */
+	load(&w2, 0x1000, 0x20, "gamma");
+	load(&w2, 0x2000, 0x20, "other");
+	write_prefix(&w2, w2.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__stats(d)->resets, 1);
+	assert_string_equal(name_at(d, 0x1000), "gamma");
+	assert_string_equal(name_at(d, 0x2000), "other");
+	/* Appended to: nothing read again. */
+	load(&w2, 0x3000, 0x20, "three");
+	write_prefix(&w2, w2.n);
+	assert_int_equal(update(d), 0);
+	assert_int_equal(jitdump__stats(d)->resets, 1);
+	assert_int_equal(jitdump__stats(d)->loads, 4);
+	jitdump__free(d);
+}
+
 static void test_move_and_replace(void **unused)
 {
 	static const struct row rows[] = {{0x1000, 5, "/app/m.js"}};
@@ -480,6 +514,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_loads_and_debug),
 	    cmocka_unit_test(test_growing_truncated),
+	    cmocka_unit_test(test_restarted_in_place),
 	    cmocka_unit_test(test_move_and_replace),
 	    cmocka_unit_test(test_close_unknown_bad),
 	    cmocka_unit_test(test_corrupt),

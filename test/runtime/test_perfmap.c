@@ -240,6 +240,75 @@ static void test_growing(void **unused)
 	perfmap__free(m);
 }
 
+/* Reads the file anew into @m (test/runtime/ root, /tmp/perf-42.map). */
+static void update_42(struct perfmap *m)
+{
+	enum jitfile_reason why;
+	struct stat st;
+	int fd = jitfile__open(root, "/tmp/perf-42.map", getuid(), getuid(), BIG, &st, &why, NULL);
+
+	assert_true(fd >= 0);
+	assert_int_equal(perfmap__update(m, fd, &st), 0);
+	close(fd);
+}
+
+/*
+ * Rewritten in place (the same inode, truncated and written again: HotSpot at each
+ * Compiler.perfmap, a JIT recompiling where old code was) with another name at the same
+ * address, as long or longer than what was read: never the old name.
+ */
+static void test_rewritten_in_place(void **unused)
+{
+	struct perfmap *m = perfmap__new(10000, 1 << 20, BIG);
+	char *big;
+	size_t len = 0;
+
+	write_file("/tmp/perf-42.map", "1000 10 alpha\n2000 10 other\n", "w");
+	update_42(m);
+	assert_string_equal(name_at(m, 0x1000), "alpha");
+	/* Same length, same lines but one name: the first line differs. */
+	write_file("/tmp/perf-42.map", "1000 10 gamma\n2000 10 other\n", "w");
+	update_42(m);
+	assert_string_equal(name_at(m, 0x1000), "gamma");
+	assert_int_equal(perfmap__stats(m)->resets, 1);
+	/* Longer: what was read is read again, not taken as the start of the file. */
+	write_file("/tmp/perf-42.map", "1000 10 delta\n2000 10 other\n3000 10 three\n", "w");
+	update_42(m);
+	assert_string_equal(name_at(m, 0x1000), "delta");
+	assert_string_equal(name_at(m, 0x3000), "three");
+	assert_int_equal(perfmap__stats(m)->resets, 2);
+	/* Appended to: nothing read again. */
+	write_file("/tmp/perf-42.map", "4000 10 four\n", "a");
+	update_42(m);
+	assert_string_equal(name_at(m, 0x4000), "four");
+	assert_int_equal(perfmap__stats(m)->resets, 2);
+	assert_int_equal(perfmap__stats(m)->lines, 2 + 2 + 3 + 1);
+
+	/* A big map whose middle changed (a window at 8 KiB), head and tail kept. */
+	big = malloc(1 << 16);
+	assert_non_null(big);
+	for (int i = 0; len < 40000; i++)
+		len += (size_t)sprintf(big + len, "%x 10 f%05d\n", 0x100000 + 0x10 * i, i);
+	write_file("/tmp/perf-42.map", big, "w");
+	update_42(m);
+	assert_int_equal(perfmap__stats(m)->resets, 3);
+	{
+		/* The line starting after 8 KiB, inside the window kept there. */
+		char *p = memchr(big + 8192, '\n', 100) + 1;
+		char *name = strchr(strchr(p, ' ') + 1, ' ') + 1;
+		uint64_t addr = strtoull(p, NULL, 16);
+
+		assert_true(name_at(m, addr)[0] == 'f');
+		name[0] = 'g';
+		write_file("/tmp/perf-42.map", big, "w");
+		update_42(m);
+		assert_int_equal(perfmap__stats(m)->resets, 4);
+		assert_true(name_at(m, addr)[0] == 'g');
+	}
+	free(big);
+	perfmap__free(m);
+}
+
 static void test_caps(void **unused)
 {
 	struct perfmap *m = perfmap__new(4, 1 << 20, BIG);
@@ -389,9 +458,13 @@ static void test_status(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse),     cmocka_unit_test(test_garbage),
-	    cmocka_unit_test(test_rewritten), cmocka_unit_test(test_growing),
-	    cmocka_unit_test(test_caps),      cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_rewritten),
+	    cmocka_unit_test(test_growing),
+	    cmocka_unit_test(test_rewritten_in_place),
+	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_status),
 	};
 

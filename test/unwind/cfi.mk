@@ -11,7 +11,7 @@ CFI_OBJCOPY ?= objcopy
 
 CFI_PROG_FILES := $(addprefix $(CFI_PROGS)/, \
 	cprog-O0 cprog-O2-nofp cprog-nopie cprog-static-pie cxxprog libcfi.so \
-	cprog-debugframe cprog-split cprog-split.debug)
+	cprog-debugframe cprog-mixed cprog-split cprog-split.debug)
 
 $(CFI_PROGS)/cprog-O0: test/unwind/cfi-progs/cprog.c
 	$(call msg,CC,$@)
@@ -49,6 +49,13 @@ $(CFI_PROGS)/cprog-debugframe: test/unwind/cfi-progs/cprog.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CFI_CC) -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@.full
 	$(Q)$(CFI_OBJCOPY) --remove-section .eh_frame --remove-section .eh_frame_hdr $@.full $@
+
+# Both: the crt files' .eh_frame (_start...), the program's functions only in .debug_frame (as
+# in a cgo program: gcc's code in .eh_frame, Go's in .debug_frame).
+$(CFI_PROGS)/cprog-mixed: test/unwind/cfi-progs/cprog.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CFI_CC) -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@
 
 # .debug_frame only in a separate debug file, with compressed sections (SHF_COMPRESSED).
 $(CFI_PROGS)/cprog-split $(CFI_PROGS)/cprog-split.debug &: $(CFI_PROGS)/cprog-debugframe

@@ -505,6 +505,28 @@ static void test_debug_frame_only(void **state)
 	compare_prog("cprog-debugframe", ".debug_frame", CFI_SOURCE_DEBUG_FRAME, &res);
 }
 
+/*
+ * .eh_frame and .debug_frame in one file, for different code: both read (before, .eh_frame
+ * alone: every function of the program had no CFI, as the Go functions of a cgo program).
+ */
+static void test_eh_frame_and_debug_frame(void **state)
+{
+	struct cfi_table *t = NULL;
+	struct cmp_result res;
+
+	compare_prog("cprog-mixed", ".debug_frame", CFI_SOURCE_EH_FRAME, &res);
+	assert_true(res.fdes > 0);
+	compare_prog("cprog-mixed", ".eh_frame", CFI_SOURCE_EH_FRAME, &res);
+	assert_true(res.fdes > 0);
+	assert_int_equal(cfi__build(CFI_PROGS_DIR "/cprog-mixed", NULL, &t), 0);
+	assert_true(cfi_table__stats(t)->debug_frame_too);
+	cfi_table__free(t);
+	/* One section alone: nothing else is said to be read. */
+	assert_int_equal(cfi__build(CFI_PROGS_DIR "/cprog-O0", NULL, &t), 0);
+	assert_false(cfi_table__stats(t)->debug_frame_too);
+	cfi_table__free(t);
+}
+
 static void test_separate_debug_file(void **state)
 {
 	struct cfi_table *t = NULL;
@@ -921,6 +943,7 @@ int main(void)
 	    cmocka_unit_test(test_cxxprog),
 	    cmocka_unit_test(test_shared_lib),
 	    cmocka_unit_test(test_debug_frame_only),
+	    cmocka_unit_test(test_eh_frame_and_debug_frame),
 	    cmocka_unit_test(test_separate_debug_file),
 	    cmocka_unit_test(test_libc),
 	    cmocka_unit_test(test_build_fd),

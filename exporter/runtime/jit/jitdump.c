@@ -29,6 +29,8 @@ struct jitdump {
 	ino_t ino;
 	uint64_t max_file_bytes;
 	bool header, closed, corrupt, full;
+	/* The file header read (its timestamp tells a writer that started the file again). */
+	unsigned char hdr[FILE_HEADER];
 	/* The last debug info, for the code load at its address that follows it. */
 	uint64_t debug_addr;
 	struct jittab_line *rows;
@@ -218,7 +220,23 @@ static int read_header(struct jitdump *d, int fd, uint64_t size)
 		return -EBADMSG;
 	d->header = true;
 	d->offset = total;
+	memcpy(d->hdr, h, sizeof(h));
 	return 0;
+}
+
+/*
+ * 1 when the file still starts with the header read: a writer that truncated it and started
+ * again (same inode, as long as what was read or longer) wrote its own header (another
+ * timestamp, pid), and what was read of the old file must go. 0 when not, -EIO.
+ */
+static int same_header(const struct jitdump *d, int fd)
+{
+	unsigned char h[FILE_HEADER];
+	int err = read_at(fd, h, sizeof(h), 0);
+
+	if (err == -EIO)
+		return err;
+	return !err && !memcmp(h, d->hdr, sizeof(h));
 }
 
 /* JIT_CODE_DEBUG_INFO: keeps its rows for the code load at its address. */
@@ -489,8 +507,15 @@ int jitdump__update(struct jitdump *d, int fd, const struct stat *st)
 	unsigned char rh[RECORD_HEADER], *body = NULL;
 	int err = 0, cerr;
 
-	if (d->dev != st->st_dev || d->ino != st->st_ino || size < d->offset)
+	if (d->dev != st->st_dev || d->ino != st->st_ino || size < d->offset) {
 		reset(d, st);
+	} else if (d->header) {
+		cerr = same_header(d, fd);
+		if (cerr < 0)
+			return cerr;
+		if (!cerr)
+			reset(d, st);
+	}
 	if (d->corrupt)
 		return -EBADMSG;
 	if (d->full)

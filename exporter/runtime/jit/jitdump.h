@@ -89,7 +89,8 @@ void jitdump__free(struct jitdump *d);
 /*
  * Reads the records the file open on @fd (whose fstat(2) is @st) holds beyond what earlier
  * calls read: complete records only (one still being written is read next time). Another file
- * than last time (device, inode) or a shorter one starts over. 0; -EBADMSG (the file is not a
+ * than last time (device, inode), a shorter one, or one whose header changed (a writer that
+ * truncated it and started again: its own timestamp) starts over. 0; -EBADMSG (the file is not a
  * jitdump this reader can follow, or became corrupt: what was read before stays); -E2BIG once
  * a cap is reached (no lookup is answered then, as jittab.h says); -EIO; -ENOMEM.
  */

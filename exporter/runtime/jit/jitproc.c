@@ -393,16 +393,28 @@ static void hint(struct jitproc *j, FILE *log)
 		what = "have the runtime write /tmp/perf-PID.map or a jitdump file";
 		break;
 	}
+	if (j->map_src.last != JITFILE_OK && j->map_src.last != JITFILE_MISSING &&
+	    j->map_src.last != JITFILE_ERROR)
+		what = "its perf map was refused (said when it was met)";
 	if (!j->stats->first_hint.pid) {
 		j->stats->first_hint.pid = j->pid;
 		snprintf(j->stats->first_hint.comm, sizeof(j->stats->first_hint.comm), "%s",
 			 j->comm);
 		j->stats->first_hint.what = what;
 	}
-	fprintf(log,
-		"spanprof: PID %u (%s): JIT code without names (no /tmp/perf-%u.map, no "
-		"jitdump): %s\n",
-		j->pid, j->comm, j->nspid ? j->nspid : j->pid, what);
+	if (j->map_src.last != JITFILE_OK && j->map_src.last != JITFILE_MISSING &&
+	    j->map_src.last != JITFILE_ERROR)
+		/* There is a map, refused (said above): not "no map". */
+		fprintf(log,
+			"spanprof: PID %u (%s): JIT code without names (/tmp/perf-%u.map refused: "
+			"%s; no jitdump)\n",
+			j->pid, j->comm, j->nspid ? j->nspid : j->pid,
+			jitfile__reason_name(j->map_src.last));
+	else
+		fprintf(log,
+			"spanprof: PID %u (%s): JIT code without names (no /tmp/perf-%u.map, no "
+			"jitdump): %s\n",
+			j->pid, j->comm, j->nspid ? j->nspid : j->pid, what);
 }
 
 /* The files' answer for @pc: 0, -ENOENT, -E2BIG (a file over its cap). */

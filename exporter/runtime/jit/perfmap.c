@@ -10,6 +10,18 @@
 /* Bytes read per pread(2). */
 #define CHUNK (64 * 1024)
 
+/*
+ * Copies of bytes taken, compared with the file before each update (the file rewritten in
+ * place, same inode and as long or longer, must not keep what was read of the old one): the
+ * first CHECK_HEAD bytes, the last CHECK_TAIL bytes before the offset, and CHECK_NWIN windows
+ * of CHECK_WIN bytes at 8 KiB, 16 KiB, ... 128 MiB.
+ */
+#define CHECK_HEAD 4096
+#define CHECK_TAIL 4096
+#define CHECK_WIN 64
+#define CHECK_NWIN 15
+#define CHECK_WIN0 8192
+
 struct perfmap {
 	struct jittab *tab;
 	uint64_t offset; /* bytes consumed: complete lines */
@@ -19,7 +31,82 @@ struct perfmap {
 	bool skipping; /* inside a line longer than PERFMAP_MAX_LINE */
 	bool full;
 	struct perfmap_stats st;
+	char head[CHECK_HEAD], tail[CHECK_TAIL], win[CHECK_NWIN][CHECK_WIN];
 };
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t win_pos(int k)
+{
+	return (uint64_t)CHECK_WIN0 << k;
+}
+
+/* Keeps the check copies of the file's bytes [@at, @at + @len) (@buf), just taken. */
+static void note_taken(struct perfmap *m, const char *buf, size_t len, uint64_t at)
+{
+	uint64_t end = at + len, keep, before;
+
+	if (!len)
+		return;
+	if (at < CHECK_HEAD)
+		memcpy(m->head + at, buf, min_u64(end, CHECK_HEAD) - at);
+	for (int k = 0; k < CHECK_NWIN; k++) {
+		uint64_t p = win_pos(k), lo, hi;
+
+		if (p >= end || p + CHECK_WIN <= at)
+			continue;
+		lo = p > at ? p : at;
+		hi = min_u64(p + CHECK_WIN, end);
+		memcpy(m->win[k] + (lo - p), buf + (lo - at), hi - lo);
+	}
+	/* tail[] held the min(at, CHECK_TAIL) bytes before @at; now those before @end. */
+	if (len >= CHECK_TAIL) {
+		memcpy(m->tail, buf + len - CHECK_TAIL, CHECK_TAIL);
+		return;
+	}
+	before = min_u64(at, CHECK_TAIL);
+	keep = min_u64(at, CHECK_TAIL - len);
+	memmove(m->tail, m->tail + (before - keep), keep);
+	memcpy(m->tail + keep, buf, len);
+}
+
+/* 1 when the file holds @want (@len bytes) at @at, 0 when not (or shorter), -EIO. */
+static int holds(int fd, const char *want, uint64_t len, uint64_t at)
+{
+	char buf[CHECK_HEAD > CHECK_TAIL ? CHECK_HEAD : CHECK_TAIL];
+	uint64_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)(at + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -EIO;
+		if (!n)
+			return 0;
+		got += (uint64_t)n;
+	}
+	return !memcmp(buf, want, len);
+}
+
+/* 1 when the bytes taken so far are still the file's where copies were kept, 0, -EIO. */
+static int unchanged(const struct perfmap *m, int fd)
+{
+	uint64_t off = m->offset, n = min_u64(off, CHECK_HEAD);
+	int ok = holds(fd, m->head, n, 0);
+
+	if (ok == 1) {
+		n = min_u64(off, CHECK_TAIL);
+		ok = holds(fd, m->tail, n, off - n);
+	}
+	for (int k = 0; ok == 1 && k < CHECK_NWIN && win_pos(k) + CHECK_WIN <= off; k++)
+		ok = holds(fd, m->win[k], CHECK_WIN, win_pos(k));
+	return ok;
+}
 
 struct perfmap *perfmap__new(uint32_t max_entries, uint64_t max_bytes, uint64_t max_file_bytes)
 {
@@ -135,6 +222,7 @@ int perfmap__feed(struct perfmap *m, const char *buf, size_t len, size_t *consum
 	if (m->full)
 		return -E2BIG;
 	err = take_lines(m, buf, len, consumed);
+	note_taken(m, buf, *consumed, m->offset);
 	m->offset += *consumed;
 	m->st.bytes += *consumed;
 	if (err && err != -E2BIG)
@@ -147,9 +235,14 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 	char *buf;
 	size_t consumed;
 	ssize_t n;
-	int err = 0;
+	int err = 0, same = 0;
 
-	if (m->dev != st->st_dev || m->ino != st->st_ino || (uint64_t)st->st_size < m->offset) {
+	if (m->dev == st->st_dev && m->ino == st->st_ino && (uint64_t)st->st_size >= m->offset) {
+		same = m->offset ? unchanged(m, fd) : 1;
+		if (same < 0)
+			return -EIO; /* what was read is kept; tried again next time */
+	}
+	if (!same) {
 		if (m->offset || m->ino)
 			m->st.resets++;
 		jittab__clear(m->tab);
@@ -180,6 +273,7 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 		if (!n)
 			break;
 		err = take_lines(m, buf, (size_t)n, &consumed);
+		note_taken(m, buf, consumed, m->offset);
 		m->offset += consumed;
 		m->st.bytes += consumed;
 		if (err || !consumed)

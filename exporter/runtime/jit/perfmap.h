@@ -23,7 +23,7 @@ struct perfmap;
 struct perfmap_stats {
 	uint64_t lines;	    /* lines taken */
 	uint64_t bad_lines; /* malformed, size 0, wrapping, or longer than PERFMAP_MAX_LINE */
-	uint64_t resets;    /* the file was replaced or truncated: everything read forgotten */
+	uint64_t resets;    /* the file was replaced, truncated or rewritten: all read forgotten */
 	uint64_t bytes;	    /* bytes read */
 };
 
@@ -41,9 +41,11 @@ void perfmap__free(struct perfmap *m);
 /*
  * Reads what the file open on @fd (whose fstat(2) is @st) holds beyond what earlier calls read:
  * complete lines only (a partial last line is read again next time). Another file than last
- * time (device, inode) or a shorter one starts over. 0; -E2BIG once a cap is reached (the map
- * then answers no lookup: a line it could not take may have replaced a range it holds); -EIO
- * (read error; what was read is kept); -ENOMEM.
+ * time (device, inode), a shorter one, or one whose bytes already read changed (compared where
+ * copies are kept: its first and last 4 KiB before the offset, and 64 bytes at 8 KiB, 16 KiB,
+ * ... 128 MiB; a writer that rewrote it in place from the start) starts over. 0; -E2BIG once a cap
+ * is reached (the map then answers no lookup: a line it could not take may have replaced a range it
+ * holds); -EIO (read error; what was read is kept); -ENOMEM.
  */
 int perfmap__update(struct perfmap *m, int fd, const struct stat *st);
 /*
