@@ -348,6 +348,38 @@ static __always_inline int unwind__step(struct unwind_regs *r, const struct unwi
 			return UNWIND_STEP_OK;
 		}
 		/*
+		 * The sampled instruction of a function without CFI may be one where its frame does
+		 * not exist (RBP still its caller's: a frame-pointer step would skip the caller).
+		 * Its code says where the return address is: at a push %rbp (55) or a ret (c3) at
+		 * RSP; at the mov %rsp,%rbp (48 89 e5) that follows the push, at RSP + 8, with the
+		 * caller's RBP at RSP. The address must follow a call, as below.
+		 */
+		if (r->exact && !UNWIND_READ_CODE(rctx, &code, r->pc)) {
+			at = 0;
+			if (UNWIND_CODE_BYTE(code, 0) == 0x55 || UNWIND_CODE_BYTE(code, 0) == 0xc3)
+				at = r->sp;
+			else if ((code & 0xffffff) == 0xe58948) {
+				if (UNWIND_READ_USER(rctx, &sbp, 8, r->sp))
+					return UNWIND_STEP_READ_FAILED;
+				if (sbp != r->bp || r->bp_unknown)
+					return UNWIND_STEP_BAD_CFA;
+				at = r->sp + 8;
+			}
+			if (at) {
+				if (UNWIND_READ_USER(rctx, &ra, 8, at))
+					return UNWIND_STEP_READ_FAILED;
+				ra = UNWIND_FIX_RA(rctx, ra, at);
+				if (!ra || UNWIND_READ_CODE(rctx, &code, ra - 8) ||
+				    !unwind__after_call(code))
+					return UNWIND_STEP_BAD_RA;
+				r->sp = at + 8;
+				r->pc = ra;
+				r->exact = 0;
+				r->di_known = 0;
+				return UNWIND_STEP_OK;
+			}
+		}
+		/*
 		 * Frame pointers: [RBP] is the caller's RBP, [RBP + 8] the return address. Nothing
 		 * says RBP is a frame pointer in code without CFI, so the step is taken only when
 		 * it looks like one: an aligned frame above RSP, inside the stack, holding an

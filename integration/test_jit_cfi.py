@@ -171,16 +171,13 @@ def test_cpython_perf_jit_trampolines_crossed_by_cfi(spanprof, tmp_path):
     assert stats["unwind"]["frames_fp"] <= 0.3 * total, stats["unwind"]
 
 
-@pytest.mark.xfail(strict=True, reason="known defect (try15): a frame-pointer step from a JIT "
-                   "leaf at its entry or return (RBP still its caller's) skips the caller; "
-                   "bpf/unwind_walk.h takes it without looking at the leaf's code")
 def test_jit_leaf_outside_its_frame_keeps_its_caller(spanprof, tmp_path, workload):
     """integration/workloads/jit_leaf.c: main -> caller_fn -> leaf_stub, a 10-byte JIT stub
     sampled mostly at its push %rbp, mov %rsp,%rbp and ret, where RBP is still caller_fn's. A
     stack with leaf_stub right under main (caller_fn lost) is a wrong stack; it was every one
-    of them (595 of 595 at 199 Hz). The step is provable from the leaf's code (push %rbp or ret
-    at the PC: the return address at RSP; after a push %rbp: at RSP + 8), else the stack must
-    stop under a marker."""
+    of them (595 of 595 at 199 Hz) before the walk read the leaf's code. The step is provable
+    from it (push %rbp or ret at the PC: the return address at RSP; after a push %rbp: at
+    RSP + 8), else the stack must stop under a marker."""
     exe = workload("jit_leaf")
     _, ours, _, cpu_s, _ = run(spanprof, tmp_path, [], cmd=[str(exe), "3"], seconds=3)
     right = wrong = 0

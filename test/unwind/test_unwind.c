@@ -328,6 +328,56 @@ static void test_step_fp_checks(void **state)
 }
 
 /*
+ * The sampled instruction of code without CFI at its push %rbp, its mov %rsp,%rbp or its ret:
+ * RBP is still the caller's, so the return address is read where the code says (RSP, RSP + 8),
+ * never through RBP (which would skip the caller). Elsewhere in the function, frame pointers.
+ */
+static void test_step_fp_leaf_outside_its_frame(void **state)
+{
+	struct unwind_row row = {.kind = UNWIND_KIND_FP};
+	struct fake_stack st = fake();
+	struct unwind_regs r;
+
+	(void)state;
+	memset(stk, 0, sizeof(stk));
+	/* The leaf's code at CB + 0x30: push %rbp; mov %rsp,%rbp; nop; pop %rbp; ret. */
+	memcpy(code + 0x30, "\x55\x48\x89\xe5\x90\x5d\xc3", 7);
+	stk[0] = CB + 0x10; /* at the push (and the ret): the return address, into the caller */
+	stk[4] = SB + 96;   /* the caller's frame: its caller's rbp, return address */
+	stk[5] = CB + 0x20;
+	r = (struct unwind_regs){.pc = CB + 0x30, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10); /* the caller, not its caller (CB + 0x20) */
+	assert_int_equal(r.sp, SB + 8);
+	assert_int_equal(r.bp, SB + 32); /* still the caller's frame */
+	r = (struct unwind_regs){.pc = CB + 0x36, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	/* At the mov, after the push: the caller's RBP at RSP, the return address above it. */
+	stk[0] = SB + 32;
+	stk[1] = CB + 0x10;
+	r = (struct unwind_regs){.pc = CB + 0x31, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x10);
+	assert_int_equal(r.sp, SB + 16);
+	/* A mov %rsp,%rbp without the push before it: nothing proves the slot. */
+	stk[0] = 0x1234;
+	r = (struct unwind_regs){.pc = CB + 0x31, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_CFA);
+	/* A "return address" at RSP that follows no call: refused, not taken. */
+	stk[0] = CB + 0x30;
+	r = (struct unwind_regs){.pc = CB + 0x30, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_BAD_RA);
+	/* Inside the frame (the nop), and for a return address (not exact): frame pointers. */
+	r = (struct unwind_regs){.pc = CB + 0x34, .sp = SB, .bp = SB + 32, .exact = 1};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20);
+	r = (struct unwind_regs){.pc = CB + 0x30, .sp = SB, .bp = SB + 32};
+	assert_int_equal(unwind__step(&r, &row, &psabi_sig, &st), UNWIND_STEP_OK);
+	assert_int_equal(r.pc, CB + 0x20);
+}
+
+/*
  * A return address into CPython's perf trampoline (python -X perf): no CFI, no frame pointer,
  * yet its frame is known: the caller's return address at RSP + 8, RBP kept as it was.
  */
@@ -781,6 +831,7 @@ int main(void)
 	    cmocka_unit_test(test_step_cfa_rbp_and_plt),
 	    cmocka_unit_test(test_step_fp_end_and_errors),
 	    cmocka_unit_test(test_step_fp_checks),
+	    cmocka_unit_test(test_step_fp_leaf_outside_its_frame),
 	    cmocka_unit_test(test_step_py_trampoline),
 	    cmocka_unit_test(test_after_call),
 	    cmocka_unit_test(test_step_fp_hotspot_return_entry),
