@@ -12,7 +12,8 @@
 /*
  * exec: the unwinder's entry of the process is stale (or, for a targeted process it has none
  * of, its tables are to be built now), the executable's path is wanted, the CPython descriptor
- * is stale.
+ * is stale. The per-process maps are looked up only for a process whose proc_known bit the
+ * agent set (bpf/sampler.h): most execs are of new programs, with no entry.
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
@@ -20,12 +21,14 @@ int BPF_PROG(on_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	__u32 pid = p->tgid;
 	/* The targeting filters of the exec'ing task (not counted as samples), while sampling. */
 	bool targeted = sampling && sp_filter_targeted(pid);
+	/* A new program (its parent's fork had no entries): none to forget. */
+	bool known = (unwind_enabled || python_enabled) && sp_proc_known_take(pid);
 
 	if (unwind_enabled)
-		unwind_on_exec(p, pid, targeted);
+		unwind_on_exec(p, pid, targeted, known);
 	if (exec_paths_enabled && targeted)
 		fileid_on_exec(p, pid, bprm);
-	if (python_enabled)
+	if (python_enabled && known)
 		python_on_exec_or_exit(pid);
 	return 0;
 }
@@ -38,7 +41,8 @@ int BPF_PROG(on_proc_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixe
 
 	if (ctx_threads_enabled)
 		threadctx_on_thread_exit(p->pid);
-	if (!(unwind_enabled || python_enabled) || !sp_exit_group_dead(ctx, p))
+	if (!(unwind_enabled || python_enabled) || !sp_exit_group_dead(ctx, p) ||
+	    !sp_proc_known_take(pid))
 		return 0;
 	if (unwind_enabled)
 		unwind_on_exit(pid);

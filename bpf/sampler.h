@@ -25,6 +25,19 @@
 #define SP_MAX_USTACK 512
 #define SP_COMM_LEN 16
 
+/*
+ * The processes the agent may hold per-process entries of (unwind_procs, py_procs, v8_procs):
+ * one bit per thread group id in the BPF array proc_known (bit pid % 64 of word pid / 64),
+ * which the agent maps. The agent sets a process's bit before and after it writes an entry
+ * (sp_proc_known_set()); the exec and exit hooks clear it and look those maps up only when it
+ * was set: a new process, which has no entry, costs them one load of a word that its
+ * neighbours in PID order share instead of a hash lookup (a cache miss) per map.
+ * SP_PID_MAX_LIMIT: the kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h), above
+ * any pid_max; a PID beyond it has no bit, and the hooks look its entries up.
+ */
+#define SP_PID_MAX_LIMIT (4u << 20)
+#define SP_PROC_KNOWN_WORDS (SP_PID_MAX_LIMIT / 64)
+
 /* Per-CPU counters in the "stats" map, indexed by these values. */
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,  /* samples handed to user space */
@@ -380,5 +393,20 @@ _Static_assert(448 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX &&
 _Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +
 					       SP_CTX_MAX + sizeof(struct sp_vmas),
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
+
+#ifndef __BPF__
+/*
+ * Marks @pid in the agent's mapping of proc_known (@known: SP_PROC_KNOWN_WORDS words, or NULL
+ * where no BPF maps exist: nothing to mark). Called before and after each write of a
+ * per-process entry: a hook that cleared the bit between the two saw the old state, as it
+ * would have looked the entry up before the write; the second call leaves the bit set for
+ * the entry written. Atomic: the hooks clear other PIDs' bits of the same word meanwhile.
+ */
+static inline void sp_proc_known_set(__u64 *known, __u32 pid)
+{
+	if (known && pid < SP_PID_MAX_LIMIT)
+		__atomic_fetch_or(&known[pid / 64], 1ull << (pid % 64), __ATOMIC_SEQ_CST);
+}
+#endif
 
 #endif /* SPANPROF_SAMPLER_H */

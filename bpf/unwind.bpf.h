@@ -658,12 +658,14 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
  * A targeted process the agent has no entry for (a new program: its parent's fork had none)
  * is announced too, so that its tables are built from its exec on, not from its first sample.
  * Part of the exec hook (bpf/prochooks.bpf.h); @targeted: sampling, and the targeting filters
- * pass the exec'ing task.
+ * pass the exec'ing task; @known: its proc_known bit was set (else it has no entries).
  */
-static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
+static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted,
+					   bool known)
 {
-	v8_forget(pid); /* its descriptor described the old image */
-	if (sp_map_forget(&unwind_procs, &pid))
+	if (known)
+		v8_forget(pid); /* its descriptor described the old image */
+	if (known && sp_map_forget(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
 	else if (targeted) /* direct loads: p is the tracepoint's BTF pointer */
 		unwind_notify(pid, UNWIND_EVENT_NEW, p->group_leader->start_boottime);
@@ -703,7 +705,7 @@ static __always_inline int unwind_on_mmap(__u64 prot)
 	     !(bpf_get_current_task_btf()->personality & SP_READ_IMPLIES_EXEC)))
 		return 0;
 	pid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+	if (!sp_proc_known(pid) || !bpf_map_lookup_elem(&unwind_procs, &pid))
 		return 0;
 	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
 	return 0;

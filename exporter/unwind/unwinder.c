@@ -883,8 +883,11 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 			um->table = t->id;
 		}
 	}
-	if (bpf_map_update_elem(u->o.maps.procs_fd, &pid, v, BPF_ANY)) {
-		err = -errno;
+	/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
+	sp_proc_known_set(u->o.maps.proc_known, pid);
+	err = bpf_map_update_elem(u->o.maps.procs_fd, &pid, v, BPF_ANY) ? -errno : 0;
+	sp_proc_known_set(u->o.maps.proc_known, pid);
+	if (err) {
 		if (err == -E2BIG || err == -ENOMEM)
 			u->st.procs_full++;
 		goto cleanup;

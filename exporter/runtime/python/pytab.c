@@ -13,6 +13,7 @@
 #include "process/procmaps.h"
 #include "runtime/python/pyelf.h"
 #include "runtime/python/pytab.h"
+#include "sampler.h"
 #include "util/util.h"
 
 /* File verdicts kept (identity -> CPython or not); past this the cache starts over. */
@@ -280,9 +281,17 @@ static int describe(struct pytab *t, struct pyentry *e)
 
 	if (!e->p || pyproc__desc(e->p, &d))
 		return -EINVAL;
+	int err = 0;
+
 	d.start_boot_ns = e->start_boot_ns;
-	if (t->o.procs_fd >= 0 && bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY))
-		return -errno;
+	if (t->o.procs_fd >= 0) {
+		/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
+		sp_proc_known_set(t->o.proc_known, e->pid);
+		err = bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY) ? -errno : 0;
+		sp_proc_known_set(t->o.proc_known, e->pid);
+	}
+	if (err)
+		return err;
 	e->described = 1;
 	return 0;
 }
