@@ -65,7 +65,7 @@ static __always_inline int sp_map_forget(void *map, const void *key)
 	return bpf_map_lookup_elem(map, key) && !bpf_map_delete_elem(map, key);
 }
 
-/* One bit per thread group id: the agent may hold entries of it (bpf/sampler.h). */
+/* One bit per thread group id and map: the agent may hold its entry (bpf/sampler.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SP_PROC_KNOWN_WORDS);
@@ -75,12 +75,12 @@ struct {
 } proc_known SEC(".maps");
 
 /*
- * 1 when the agent may hold per-process entries of @pid (its bit is set; a PID beyond the
- * bitmap: always), leaving the bit alone. An array lookup: inlined by the verifier.
+ * 1 when the agent may hold @pid's entry of @map (its bit is set; a PID beyond the bitmap:
+ * always), leaving the bit alone. An array lookup: inlined by the verifier.
  */
-static __always_inline bool sp_proc_known(__u32 pid)
+static __always_inline bool sp_proc_known(__u32 pid, enum sp_proc_known_map map)
 {
-	__u32 w = pid / 64;
+	__u32 w = SP_PROC_KNOWN_WORD(pid, map);
 	__u64 *v = bpf_map_lookup_elem(&proc_known, &w);
 
 	return !v || (*v & (1ull << (pid % 64)));
@@ -88,12 +88,12 @@ static __always_inline bool sp_proc_known(__u32 pid)
 
 /*
  * sp_proc_known(), clearing the bit (atomically: the agent sets other bits of the word): for
- * the exec and exit hooks, which then forget the entries. The agent sets the bit again when it
+ * the exec and exit hooks, which then forget the entry. The agent sets the bit again when it
  * writes the new image's entries. A fetching atomic: ordered before the lookups that follow.
  */
-static __always_inline bool sp_proc_known_take(__u32 pid)
+static __always_inline bool sp_proc_known_take(__u32 pid, enum sp_proc_known_map map)
 {
-	__u32 w = pid / 64;
+	__u32 w = SP_PROC_KNOWN_WORD(pid, map);
 	__u64 bit = 1ull << (pid % 64), *v = bpf_map_lookup_elem(&proc_known, &w);
 
 	if (!v)

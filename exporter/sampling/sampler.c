@@ -766,8 +766,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		 * Without it the walkers' entries would have no bits and the hooks would forget
 		 * none of them: stop here.
 		 */
-		void *known = mmap(NULL, SP_PROC_KNOWN_WORDS * sizeof(__u64), PROT_READ | PROT_WRITE,
-				   MAP_SHARED, bpf_map__fd(s->skel->maps.proc_known), 0);
+		void *known =
+		    mmap(NULL, SP_PROC_KNOWN_WORDS * sizeof(__u64), PROT_READ | PROT_WRITE,
+			 MAP_SHARED, bpf_map__fd(s->skel->maps.proc_known), 0);
 
 		if (known == MAP_FAILED) {
 			err = -errno;

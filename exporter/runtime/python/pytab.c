@@ -286,9 +286,9 @@ static int describe(struct pytab *t, struct pyentry *e)
 	d.start_boot_ns = e->start_boot_ns;
 	if (t->o.procs_fd >= 0) {
 		/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
-		sp_proc_known_set(t->o.proc_known, e->pid);
+		sp_proc_known_set(t->o.proc_known, e->pid, SP_PROC_KNOWN_PYTHON);
 		err = bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY) ? -errno : 0;
-		sp_proc_known_set(t->o.proc_known, e->pid);
+		sp_proc_known_set(t->o.proc_known, e->pid, SP_PROC_KNOWN_PYTHON);
 	}
 	if (err)
 		return err;

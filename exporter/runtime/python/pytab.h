@@ -62,7 +62,7 @@ struct pytab_opts {
 	int procs_fd; /* py_procs (tgid -> struct py_desc); -1: none (the table only names) */
 	/* The sampler's bitmap the procs_fd writes mark (sampler__proc_known()); NULL: none. */
 	__u64 *proc_known;
-	FILE *log;    /* the once-per-file messages; NULL: stderr */
+	FILE *log; /* the once-per-file messages; NULL: stderr */
 };
 
 struct pytab;
