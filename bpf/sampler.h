@@ -10,6 +10,8 @@
 #ifdef __BPF__
 /* vmlinux.h provides __u8.. __u64 */
 #else
+#include <bpf/bpf.h> /* sp_proc_entry_write() */
+#include <errno.h>
 #include <linux/types.h>
 #endif
 
@@ -415,6 +417,21 @@ static inline void sp_proc_known_set(__u64 *known, __u32 pid, enum sp_proc_known
 	if (known && pid < SP_PID_MAX_LIMIT)
 		__atomic_fetch_or(&known[SP_PROC_KNOWN_WORD(pid, map)], 1ull << (pid % 64),
 				  __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Writes @pid's entry @value into per-process map @fd (one of enum sp_proc_known_map: @map),
+ * marked in @known before and after (sp_proc_known_set()). 0 or -errno of the map update.
+ */
+static inline int sp_proc_entry_write(__u64 *known, enum sp_proc_known_map map, int fd,
+				      __u32 pid, const void *value)
+{
+	int err;
+
+	sp_proc_known_set(known, pid, map);
+	err = bpf_map_update_elem(fd, &pid, value, BPF_ANY) ? -errno : 0;
+	sp_proc_known_set(known, pid, map);
+	return err;
 }
 #endif
 

@@ -317,7 +317,7 @@ static void start_v8(struct recorder *r, struct sampler *s, const uint32_t *pids
 
 	if (fd < 0)
 		return;
-	r->v8 = v8tab__new(fd, fd < 0 ? NULL : sampler__proc_known(s));
+	r->v8 = v8tab__new(fd, sampler__proc_known(s));
 	if (!r->v8) {
 		fprintf(stderr, "spanprof: warning: no JavaScript frames (%s)\n", strerror(errno));
 		return;

@@ -883,10 +883,9 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 			um->table = t->id;
 		}
 	}
-	/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
-	sp_proc_known_set(u->o.maps.proc_known, pid, SP_PROC_KNOWN_UNWIND);
-	err = bpf_map_update_elem(u->o.maps.procs_fd, &pid, v, BPF_ANY) ? -errno : 0;
-	sp_proc_known_set(u->o.maps.proc_known, pid, SP_PROC_KNOWN_UNWIND);
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	err = sp_proc_entry_write(u->o.maps.proc_known, SP_PROC_KNOWN_UNWIND, u->o.maps.procs_fd,
+				  pid, v);
 	if (err) {
 		if (err == -E2BIG || err == -ENOMEM)
 			u->st.procs_full++;

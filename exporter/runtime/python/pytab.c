@@ -278,18 +278,15 @@ static void not_cpython(struct pytab *t, const struct procmap *exe)
 static int describe(struct pytab *t, struct pyentry *e)
 {
 	struct py_desc d;
+	int err = 0;
 
 	if (!e->p || pyproc__desc(e->p, &d))
 		return -EINVAL;
-	int err = 0;
-
 	d.start_boot_ns = e->start_boot_ns;
-	if (t->o.procs_fd >= 0) {
-		/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
-		sp_proc_known_set(t->o.proc_known, e->pid, SP_PROC_KNOWN_PYTHON);
-		err = bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY) ? -errno : 0;
-		sp_proc_known_set(t->o.proc_known, e->pid, SP_PROC_KNOWN_PYTHON);
-	}
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	if (t->o.procs_fd >= 0)
+		err = sp_proc_entry_write(t->o.proc_known, SP_PROC_KNOWN_PYTHON, t->o.procs_fd,
+					  e->pid, &d);
 	if (err)
 		return err;
 	e->described = 1;

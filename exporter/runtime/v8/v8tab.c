@@ -185,12 +185,10 @@ static int describe(struct v8tab *t, struct v8entry *e)
 	int err = 0;
 
 	e->desc.start_boot_ns = e->start_boot_ns;
-	if (t->procs_fd >= 0) {
-		/* Before and after: the exec and exit hooks forget only marked PIDs' entries. */
-		sp_proc_known_set(t->proc_known, e->pid, SP_PROC_KNOWN_V8);
-		err = bpf_map_update_elem(t->procs_fd, &e->pid, &e->desc, BPF_ANY) ? -errno : 0;
-		sp_proc_known_set(t->proc_known, e->pid, SP_PROC_KNOWN_V8);
-	}
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	if (t->procs_fd >= 0)
+		err = sp_proc_entry_write(t->proc_known, SP_PROC_KNOWN_V8, t->procs_fd, e->pid,
+					  &e->desc);
 	if (err)
 		return err;
 	e->described = 1;
