@@ -423,8 +423,8 @@ static inline void sp_proc_known_set(__u64 *known, __u32 pid, enum sp_proc_known
  * Writes @pid's entry @value into per-process map @fd (one of enum sp_proc_known_map: @map),
  * marked in @known before and after (sp_proc_known_set()). 0 or -errno of the map update.
  */
-static inline int sp_proc_entry_write(__u64 *known, enum sp_proc_known_map map, int fd,
-				      __u32 pid, const void *value)
+static inline int sp_proc_entry_write(__u64 *known, enum sp_proc_known_map map, int fd, __u32 pid,
+				      const void *value)
 {
 	int err;
 
