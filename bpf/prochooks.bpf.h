@@ -12,7 +12,8 @@
 /*
  * exec: the unwinder's entry of the process is stale (or, for a targeted process it has none
  * of, its tables are to be built now), the executable's path is wanted, the CPython descriptor
- * is stale.
+ * is stale. Each per-process map is looked up only where the agent set the process's bit of
+ * it in proc_known (bpf/sampler.h): most execs are of new programs, with no entry.
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
@@ -21,11 +22,15 @@ int BPF_PROG(on_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 	/* The targeting filters of the exec'ing task (not counted as samples), while sampling. */
 	bool targeted = sampling && sp_filter_targeted(pid);
 
-	if (unwind_enabled)
-		unwind_on_exec(p, pid, targeted);
+	/* A new program (its parent's fork had no entries) has no bit set: nothing to forget. */
+	if (unwind_enabled) {
+		if (sp_proc_known_take(pid, SP_PROC_KNOWN_V8))
+			v8_forget(pid); /* its descriptor described the old image */
+		unwind_on_exec(p, pid, targeted, sp_proc_known_take(pid, SP_PROC_KNOWN_UNWIND));
+	}
 	if (exec_paths_enabled && targeted)
 		fileid_on_exec(p, pid, bprm);
-	if (python_enabled)
+	if (python_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_PYTHON))
 		python_on_exec_or_exit(pid);
 	return 0;
 }
@@ -40,9 +45,12 @@ int BPF_PROG(on_proc_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixe
 		threadctx_on_thread_exit(p->pid);
 	if (!(unwind_enabled || python_enabled) || !sp_exit_group_dead(ctx, p))
 		return 0;
-	if (unwind_enabled)
+	/* The maps of the process's set bits only (new processes often exit before any). */
+	if (unwind_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_V8))
+		v8_forget(pid);
+	if (unwind_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_UNWIND))
 		unwind_on_exit(pid);
-	if (python_enabled)
+	if (python_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_PYTHON))
 		python_on_exec_or_exit(pid);
 	return 0;
 }

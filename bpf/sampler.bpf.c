@@ -65,6 +65,44 @@ static __always_inline int sp_map_forget(void *map, const void *key)
 	return bpf_map_lookup_elem(map, key) && !bpf_map_delete_elem(map, key);
 }
 
+/* One bit per thread group id and map: the agent may hold its entry (bpf/sampler.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_PROC_KNOWN_WORDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} proc_known SEC(".maps");
+
+/*
+ * 1 when the agent may hold @pid's entry of @map (its bit is set; a PID beyond the bitmap:
+ * always), leaving the bit alone. An array lookup: inlined by the verifier.
+ */
+static __always_inline bool sp_proc_known(__u32 pid, enum sp_proc_known_map map)
+{
+	__u32 w = SP_PROC_KNOWN_WORD(pid, map);
+	__u64 *v = bpf_map_lookup_elem(&proc_known, &w);
+
+	return !v || (*v & (1ull << (pid % 64)));
+}
+
+/*
+ * sp_proc_known(), clearing the bit (atomically: the agent sets other bits of the word): for
+ * the exec and exit hooks, which then forget the entry. The agent sets the bit again when it
+ * writes the new image's entries. A fetching atomic: ordered before the lookups that follow.
+ */
+static __always_inline bool sp_proc_known_take(__u32 pid, enum sp_proc_known_map map)
+{
+	__u32 w = SP_PROC_KNOWN_WORD(pid, map);
+	__u64 bit = 1ull << (pid % 64), *v = bpf_map_lookup_elem(&proc_known, &w);
+
+	if (!v)
+		return true;
+	if (!(*v & bit))
+		return false;
+	return (__sync_fetch_and_and(v, ~bit) & bit) != 0;
+}
+
 #include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"

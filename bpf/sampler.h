@@ -10,6 +10,8 @@
 #ifdef __BPF__
 /* vmlinux.h provides __u8.. __u64 */
 #else
+#include <bpf/bpf.h> /* sp_proc_entry_write() */
+#include <errno.h>
 #include <linux/types.h>
 #endif
 
@@ -24,6 +26,27 @@
  */
 #define SP_MAX_USTACK 512
 #define SP_COMM_LEN 16
+
+/*
+ * The processes the agent may hold per-process entries of, one bit per thread group id and
+ * map (enum sp_proc_known_map) in the BPF array proc_known, which the agent maps: bit pid % 64
+ * of word SP_PROC_KNOWN_WORD(pid, map) (the words of one PID's maps adjacent: one cache line).
+ * The agent sets a bit before and after it writes an entry (sp_proc_known_set()); the exec and
+ * exit hooks clear it and look the map up only when it was set: a new process, which has no
+ * entry, costs them a load of words that its neighbours in PID order share instead of a hash
+ * lookup (a cache miss) per map. SP_PID_MAX_LIMIT: the kernel's PID_MAX_LIMIT on 64-bit
+ * (include/linux/threads.h), above any pid_max; a PID beyond it has no bit, and the hooks look
+ * its entries up.
+ */
+enum sp_proc_known_map {
+	SP_PROC_KNOWN_UNWIND = 0, /* unwind_procs (exporter/unwind/unwinder.c) */
+	SP_PROC_KNOWN_PYTHON = 1, /* py_procs (exporter/runtime/python/pytab.c) */
+	SP_PROC_KNOWN_V8 = 2,	  /* v8_procs (exporter/runtime/v8/v8tab.c) */
+	SP_PROC_KNOWN_MAPS = 3,
+};
+#define SP_PID_MAX_LIMIT (4u << 20)
+#define SP_PROC_KNOWN_WORDS (SP_PID_MAX_LIMIT / 64 * SP_PROC_KNOWN_MAPS)
+#define SP_PROC_KNOWN_WORD(pid, map) ((pid) / 64 * SP_PROC_KNOWN_MAPS + (map))
 
 /* Per-CPU counters in the "stats" map, indexed by these values. */
 enum sp_stat {
@@ -411,5 +434,36 @@ _Static_assert(448 + 2 + SP_GO_MAX_KEY + SP_GO_MAX_VALUE <= SP_CTX_MAX &&
 _Static_assert(sizeof(struct sp_sample) == 88 + 8 * (SP_MAX_KSTACK + SP_MAX_USTACK) + 8 +
 					       SP_CTX_MAX + sizeof(struct sp_vmas),
 	       "sp_sample layout is shared with BPF: keep it packed and stable");
+
+#ifndef __BPF__
+/*
+ * Marks @pid's entry of @map in the agent's mapping of proc_known (@known: SP_PROC_KNOWN_WORDS
+ * words, or NULL where no BPF maps exist: nothing to mark). Called before and after each write
+ * of a per-process entry: a hook that cleared the bit between the two saw the old state, as it
+ * would have looked the entry up before the write; the second call leaves the bit set for the
+ * entry written. Atomic: the hooks clear other PIDs' bits of the same word meanwhile.
+ */
+static inline void sp_proc_known_set(__u64 *known, __u32 pid, enum sp_proc_known_map map)
+{
+	if (known && pid < SP_PID_MAX_LIMIT)
+		__atomic_fetch_or(&known[SP_PROC_KNOWN_WORD(pid, map)], 1ull << (pid % 64),
+				  __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Writes @pid's entry @value into per-process map @fd (one of enum sp_proc_known_map: @map),
+ * marked in @known before and after (sp_proc_known_set()). 0 or -errno of the map update.
+ */
+static inline int sp_proc_entry_write(__u64 *known, enum sp_proc_known_map map, int fd, __u32 pid,
+				      const void *value)
+{
+	int err;
+
+	sp_proc_known_set(known, pid, map);
+	err = bpf_map_update_elem(fd, &pid, value, BPF_ANY) ? -errno : 0;
+	sp_proc_known_set(known, pid, map);
+	return err;
+}
+#endif
 
 #endif /* SPANPROF_SAMPLER_H */

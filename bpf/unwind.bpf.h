@@ -113,9 +113,6 @@ static __always_inline __u64 unwind_fix_ra(struct unwind_window *win, __u64 ra, 
 #define UNWIND_READ_CODE(rctx, dst, addr) bpf_probe_read_user((dst), 8, (const void *)(addr))
 #include "unwind_walk.h"
 
-/* bpf/v8.bpf.h (included after this file): drops a process's V8 descriptor. */
-static __always_inline void v8_forget(__u32 pid);
-
 /* Set before load: 0 turns the CFI walker off (every stack by frame pointers). */
 const volatile __u32 unwind_enabled = 0;
 /*
@@ -658,12 +655,13 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
  * A targeted process the agent has no entry for (a new program: its parent's fork had none)
  * is announced too, so that its tables are built from its exec on, not from its first sample.
  * Part of the exec hook (bpf/prochooks.bpf.h); @targeted: sampling, and the targeting filters
- * pass the exec'ing task.
+ * pass the exec'ing task; @known: its unwind_procs bit in proc_known was set (else it has no
+ * entry).
  */
-static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted)
+static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, bool targeted,
+					   bool known)
 {
-	v8_forget(pid); /* its descriptor described the old image */
-	if (sp_map_forget(&unwind_procs, &pid))
+	if (known && sp_map_forget(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXEC, 0);
 	else if (targeted) /* direct loads: p is the tracepoint's BTF pointer */
 		unwind_notify(pid, UNWIND_EVENT_NEW, p->group_leader->start_boottime);
@@ -675,7 +673,6 @@ static __always_inline void unwind_on_exec(struct task_struct *p, __u32 pid, boo
  */
 static __always_inline void unwind_on_exit(__u32 pid)
 {
-	v8_forget(pid);
 	if (sp_map_forget(&unwind_procs, &pid))
 		unwind_notify(pid, UNWIND_EVENT_EXIT, 0);
 }
@@ -703,7 +700,7 @@ static __always_inline int unwind_on_mmap(__u64 prot)
 	     !(bpf_get_current_task_btf()->personality & SP_READ_IMPLIES_EXEC)))
 		return 0;
 	pid = bpf_get_current_pid_tgid() >> 32;
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
+	if (!sp_proc_known(pid, SP_PROC_KNOWN_UNWIND) || !bpf_map_lookup_elem(&unwind_procs, &pid))
 		return 0;
 	unwind_notify(pid, UNWIND_EVENT_MMAP, 0);
 	return 0;

@@ -8,8 +8,8 @@
  * (struct v8_frame, bpf/v8.h), in the room of sp_sample.ustack after the native and Python frames
  * (v8_len). Reads only: the agent validates and names each record.
  *
- * Included by sampler.bpf.c before unwind.bpf.h, whose exec and exit hooks drop a process's
- * descriptor (v8_forget()).
+ * Included by sampler.bpf.c before prochooks.bpf.h, whose exec and exit hooks drop a process's
+ * descriptor (v8_forget()) where the agent marked it in proc_known (bpf/sampler.h).
  */
 #ifndef SPANPROF_V8_BPF_H
 #define SPANPROF_V8_BPF_H

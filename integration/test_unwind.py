@@ -46,9 +46,11 @@ def from_main(frames):
     return frames[frames.index("main"):] if "main" in frames else None
 
 
-def record_watched(spanprof, outdir, *args, on_start=None, timeout=60, env=None, links=None):
+def record_watched(spanprof, outdir, *args, on_start=None, timeout=60, env=None, links=None,
+                   ready="sampling"):
     """record(), also checking that none of the agent's BPF programs outlives it. on_start runs
-    once the agent says it samples (its startup takes seconds on a loaded machine). Its
+    once the agent says it samples (its startup takes seconds on a loaded machine), or at its
+    first line holding @ready. Its
     --stats-json document: unwind_stats(outdir). env: added to the agent's environment; links:
     a list that gets the agent's BPF links then (bpf_links())."""
     cmd = [str(spanprof), "record", "--output-dir", str(outdir), "--stats-json",
@@ -59,7 +61,7 @@ def record_watched(spanprof, outdir, *args, on_start=None, timeout=60, env=None,
     ids = set()
     for line in p.stderr:
         lines.append(line)
-        if "sampling" in line and not ids:
+        if ready in line and not ids:
             ids = bpf_prog_ids(p.pid)
             if links is not None:
                 links.extend(bpf_links(p.pid))
@@ -181,8 +183,10 @@ def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
     p = procs.start("sh", "-c", f"while [ ! -e {trigger} ]; do sleep 0.02; done; "
                     f"exec {bins['recurse']} 60 40")
     out = tmp_path / "out"
+    # The exec once the shell's tables are in: the exec hook must find its entry.
     err = record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99,
-                         on_start=lambda: (time.sleep(0.5), trigger.touch()))
+                         on_start=trigger.touch,
+                         ready="unwind tables of the targeted processes loaded")
     stacks = ours(read_folded(out / "profile.folded"), "unw_recurse")
     want = ["main", "spin_start"] + ["rec"] * 40 + ["leaf"]
     good, total = fraction(stacks, lambda f: (from_main(f) or [])[:len(want)] == want)
@@ -192,6 +196,9 @@ def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
     assert good / total >= 0.95, f"{good}/{total} complete\n{[f[:8] for f, _ in stacks[:3]]}"
     u = unwind_stats(out)
     assert u["notifications"] >= 1 and u["maps_rereads"] >= 1, (u, err)
+    # Seen by the exec hook as the exec of a loaded process (its proc_known bit set by the
+    # unwinder's write: entry dropped, EXEC notification), not announced as a new program.
+    assert u["new_processes_read_at_exec"] == 0, (u, err)
 
 
 def test_signal_handler_unwinds_into_interrupted_code(spanprof, bins, procs, tmp_path):

@@ -301,6 +301,7 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 	if (sampler__python_maps(s, &pm))
 		return;
 	po.procs_fd = pm.procs_fd;
+	po.proc_known = pm.proc_known;
 	r->python = pytab__new(&po);
 	if (!r->python) {
 		fprintf(stderr, "spanprof: warning: no Python frames (%s)\n", strerror(errno));
@@ -332,7 +333,7 @@ static void start_v8(struct recorder *r, struct sampler *s, const uint32_t *pids
 
 	if (fd < 0)
 		return;
-	r->v8 = v8tab__new(fd);
+	r->v8 = v8tab__new(fd, sampler__proc_known(s));
 	if (!r->v8) {
 		fprintf(stderr, "spanprof: warning: no JavaScript frames (%s)\n", strerror(errno));
 		return;

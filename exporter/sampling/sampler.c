@@ -74,6 +74,8 @@ struct sampler {
 	int mmap_fentry;  /* the mmap hook is tried as an fentry first (else the tracepoint) */
 	int prctl_fentry; /* the prctl hook likewise */
 	struct sampler_unwind_maps unw;
+	/* proc_known (bpf/sampler.h), mapped: SP_PROC_KNOWN_WORDS words; NULL if not created. */
+	__u64 *proc_known;
 	int unwind;
 	int threadctx;
 	int python; /* the Python walk is loaded */
@@ -667,6 +669,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->python = opts->python_max_procs > 0;
 	s->skel->rodata->python_enabled = s->python;
 	bpf_map__set_max_entries(s->skel->maps.py_procs, s->python ? opts->python_max_procs : 1);
+	/* Only the per-process maps of the walkers have bits (one word: every PID looks up). */
+	if (!s->unwind && !s->python)
+		bpf_map__set_max_entries(s->skel->maps.proc_known, 1);
 
 	s->threadctx = opts->threadctx;
 	s->skel->rodata->threadctx_enabled = opts->threadctx;
@@ -756,6 +761,24 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		}
 	}
 
+	if (s->unwind || s->python) {
+		/*
+		 * Without it the walkers' entries would have no bits and the hooks would forget
+		 * none of them: stop here.
+		 */
+		void *known =
+		    mmap(NULL, SP_PROC_KNOWN_WORDS * sizeof(__u64), PROT_READ | PROT_WRITE,
+			 MAP_SHARED, bpf_map__fd(s->skel->maps.proc_known), 0);
+
+		if (known == MAP_FAILED) {
+			err = -errno;
+			fprintf(stderr, "spanprof: cannot map the BPF map proc_known: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+		s->proc_known = known;
+		s->unw.proc_known = known;
+	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
 	if (!s->rb) {
 		err = -errno;
@@ -916,6 +939,8 @@ void sampler__free(struct sampler *s)
 	}
 	if (s->unw_kick >= 0)
 		close(s->unw_kick);
+	if (s->proc_known)
+		munmap(s->proc_known, SP_PROC_KNOWN_WORDS * sizeof(__u64));
 	samplequeue__free(s->q);
 	samplequeue__free(s->qread);
 	free(s->scratch);
@@ -1010,6 +1035,7 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
 		return -ENOTSUP;
 	out->procs_fd = bpf_map__fd(s->skel->maps.py_procs);
 	out->stats_fd = bpf_map__fd(s->skel->maps.py_stats);
+	out->proc_known = s->proc_known;
 	return 0;
 }
 
@@ -1043,6 +1069,11 @@ int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n)
 int sampler__v8_procs_fd(const struct sampler *s)
 {
 	return s->unwind ? bpf_map__fd(s->skel->maps.v8_procs) : -ENOTSUP;
+}
+
+__u64 *sampler__proc_known(const struct sampler *s)
+{
+	return s->proc_known;
 }
 
 int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n)

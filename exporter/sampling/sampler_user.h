@@ -105,6 +105,8 @@ struct sampler_unwind_maps {
 	int tables_fd; /* BPF_MAP_TYPE_ARRAY: table id -> struct unwind_table_desc */
 	int procs_fd;  /* BPF_MAP_TYPE_HASH: tgid -> struct unwind_proc */
 	uint32_t max_chunks, max_tables, max_procs;
+	/* proc_known, mapped (bpf/sampler.h): sp_proc_known_set() around each procs_fd write. */
+	__u64 *proc_known;
 };
 
 /*
@@ -165,6 +167,7 @@ int sampler__unwind_maps(const struct sampler *s, struct sampler_unwind_maps *ou
 struct sampler_python_maps {
 	int procs_fd;
 	int stats_fd;
+	__u64 *proc_known; /* as sampler_unwind_maps.proc_known, for procs_fd */
 };
 
 /* The Python walk's maps: 0, or -ENOTSUP when the walk is not loaded. */
@@ -180,6 +183,12 @@ int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n);
  * (runtime/v8/v8tab.h), loaded with the CFI walk: its fd, or -ENOTSUP (unwinding off).
  */
 int sampler__v8_procs_fd(const struct sampler *s);
+/*
+ * The proc_known bitmap (bpf/sampler.h), mapped: SP_PROC_KNOWN_WORDS words the writers of
+ * per-process entries mark (sp_proc_known_set()), owned by the sampler; NULL when neither
+ * walker is loaded.
+ */
+__u64 *sampler__proc_known(const struct sampler *s);
 /* The first @n V8 counters (enum v8_stat, bpf/v8.h) summed over the CPUs. 0, -ENOTSUP, -ENOMEM. */
 int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */

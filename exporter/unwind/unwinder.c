@@ -883,8 +883,10 @@ static int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_n
 			um->table = t->id;
 		}
 	}
-	if (bpf_map_update_elem(u->o.maps.procs_fd, &pid, v, BPF_ANY)) {
-		err = -errno;
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	err = sp_proc_entry_write(u->o.maps.proc_known, SP_PROC_KNOWN_UNWIND, u->o.maps.procs_fd,
+				  pid, v);
+	if (err) {
 		if (err == -E2BIG || err == -ENOMEM)
 			u->st.procs_full++;
 		goto cleanup;

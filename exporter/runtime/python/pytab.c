@@ -13,6 +13,7 @@
 #include "process/procmaps.h"
 #include "runtime/python/pyelf.h"
 #include "runtime/python/pytab.h"
+#include "sampler.h"
 #include "util/util.h"
 
 /* File verdicts kept (identity -> CPython or not); past this the cache starts over. */
@@ -277,12 +278,17 @@ static void not_cpython(struct pytab *t, const struct procmap *exe)
 static int describe(struct pytab *t, struct pyentry *e)
 {
 	struct py_desc d;
+	int err = 0;
 
 	if (!e->p || pyproc__desc(e->p, &d))
 		return -EINVAL;
 	d.start_boot_ns = e->start_boot_ns;
-	if (t->o.procs_fd >= 0 && bpf_map_update_elem(t->o.procs_fd, &e->pid, &d, BPF_ANY))
-		return -errno;
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	if (t->o.procs_fd >= 0)
+		err = sp_proc_entry_write(t->o.proc_known, SP_PROC_KNOWN_PYTHON, t->o.procs_fd,
+					  e->pid, &d);
+	if (err)
+		return err;
 	e->described = 1;
 	return 0;
 }

@@ -60,7 +60,9 @@ struct pytab_stats {
 
 struct pytab_opts {
 	int procs_fd; /* py_procs (tgid -> struct py_desc); -1: none (the table only names) */
-	FILE *log;    /* the once-per-file messages; NULL: stderr */
+	/* The sampler's bitmap the procs_fd writes mark (sampler__proc_known()); NULL: none. */
+	__u64 *proc_known;
+	FILE *log; /* the once-per-file messages; NULL: stderr */
 };
 
 struct pytab;

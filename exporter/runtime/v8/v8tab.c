@@ -12,6 +12,7 @@
 #include "process/proclife.h"
 #include "process/procmaps.h"
 #include "runtime/v8/v8tab.h"
+#include "sampler.h"
 #include "util/util.h"
 
 /* Files remembered (identity -> layout or not V8); past this the cache starts over. */
@@ -43,6 +44,7 @@ struct v8entry {
 
 struct v8tab {
 	int procs_fd;
+	__u64 *proc_known;
 	struct v8entry *procs;
 	struct v8file *files;
 	size_t nfiles;
@@ -51,13 +53,14 @@ struct v8tab {
 	struct v8proc_stats freed; /* naming counters of the entries freed */
 };
 
-struct v8tab *v8tab__new(int procs_fd)
+struct v8tab *v8tab__new(int procs_fd, __u64 *proc_known)
 {
 	struct v8tab *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->procs_fd = procs_fd;
+	t->proc_known = proc_known;
 	t->last_sweep_ns = util__mono_ns();
 	elf_version(EV_CURRENT);
 	return t;
@@ -179,9 +182,15 @@ static struct v8file *file_of(struct v8tab *t, uint32_t pid, const struct procma
 
 static int describe(struct v8tab *t, struct v8entry *e)
 {
+	int err = 0;
+
 	e->desc.start_boot_ns = e->start_boot_ns;
-	if (t->procs_fd >= 0 && bpf_map_update_elem(t->procs_fd, &e->pid, &e->desc, BPF_ANY))
-		return -errno;
+	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
+	if (t->procs_fd >= 0)
+		err = sp_proc_entry_write(t->proc_known, SP_PROC_KNOWN_V8, t->procs_fd, e->pid,
+					  &e->desc);
+	if (err)
+		return err;
 	e->described = 1;
 	return 0;
 }

@@ -29,8 +29,11 @@ struct v8tab_stats {
 
 struct v8tab;
 
-/* @procs_fd: the v8_procs map (-1: none, the table only names). NULL + errno (ENOMEM). */
-struct v8tab *v8tab__new(int procs_fd);
+/*
+ * @procs_fd: the v8_procs map (-1: none, the table only names); @proc_known: the sampler's
+ * bitmap its writes mark (sampler__proc_known(); NULL with procs_fd -1). NULL + errno (ENOMEM).
+ */
+struct v8tab *v8tab__new(int procs_fd, __u64 *proc_known);
 /* Deletes the descriptors it wrote; NULL is a no-op. */
 void v8tab__free(struct v8tab *t);
 
