@@ -122,10 +122,14 @@ def check_truthful(stacks, chain):
         if user and is_marker(user[0]):
             assert user[1:], f"a marker without the leaf: {f}"
             rest = [x for x in user[1:] if x not in CLOCK]
-            # The frames kept are those of the real stack, contiguous, ending at the leaf.
+            # The frames kept are those of the real stack, contiguous, ending at the sampled
+            # function: the chain's leaf, or where the program was on its way there (its
+            # _start's first instructions, before main).
             full = START + chain
             if any(x in full for x in rest):
-                assert rest == full[len(full) - len(rest):], f"not a part of the chain: {f}"
+                assert any(rest == full[k:k + len(rest)] for k in range(len(full))) and \
+                    (rest[-1] == full[-1] or rest == full[:len(rest)]), \
+                    f"not a part of the chain: {f}"
             marked += c
             continue
         assert user and user[0] == "_start", f"neither complete nor marked: {f}"
