@@ -81,13 +81,16 @@ struct py_desc {
 	__u16 object_type, code_firsttraceable, code_adaptive; /* 0: field absent */
 	__u8 tstate_frame_kind, instr_kind, interpreter_frames, has_native_thread_id;
 	__u8 owner_generator, owner_cstack;
-	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_name, its str's cached
-	 * hash (PyASCIIObject.hash), co_firstlineno. Contents, not addresses: a code object freed
-	 * and reallocated at its address with its new name at the old name's address (functions
-	 * made and dropped at run time) differs by the name's hash. */
+	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_firstlineno and either
+	 * co_version (code_version, 0: not used for this version) when it is not 0, or else
+	 * co_name's str's cached hash (PyASCIIObject.hash). Contents, not addresses: a code object
+	 * freed and reallocated at its address with its new name at the old name's address
+	 * (functions made and dropped at run time) differs by its version, else by the name's
+	 * hash (pywalk__code_key()). */
 	__u16 code_name, unicode_hash, code_firstlineno;
 	/* PyThreadState .prev and .interp: a cached thread state is checked to be in its list. */
-	__u16 tstate_prev, tstate_interp, pad;
+	__u16 tstate_prev, tstate_interp;
+	__u16 code_version; /* PyCodeObject.co_version (3.12), 0: absent or not trusted */
 };
 
 _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
@@ -101,15 +104,28 @@ _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
 #define PY_FRAME_ENTRY 1u
 /*
  * Bits PY_FRAME_FP_SHIFT.. of the flags: a fingerprint of the code object as the walk saw it,
- * from its contents, not its address (pywalk__fingerprint() of the hash of its co_name and its
- * co_firstlineno). The agent names a frame only when the code object it reads at that address has
- * the same fingerprint: one freed and its address taken by another function between the sample
- * and the read is refused, not misnamed.
+ * from its contents, not its address (pywalk__fingerprint() of its co_version, else the hash of
+ * its co_name, and its co_firstlineno). The agent names a frame only when the code object it reads
+ * at that address has the same fingerprint: one freed and its address taken by another function
+ * between the sample and the read is refused, not misnamed.
  */
 #define PY_FRAME_FP_SHIFT 8
 #define PY_FRAME_FP_MASK 0xffffffu
 
-/* The fingerprint of a code object whose co_name's hash is @name_hash, co_firstlineno @line. */
+/*
+ * What tells one code object from another made later at the same address, besides its
+ * co_firstlineno: its co_version @version when that is known and not 0 (3.12: every code
+ * object made takes the next number of one process-wide counter, which stops at 0 when it
+ * runs out, Objects/codeobject.c init_code()), else its co_name's hash @name_hash (one read
+ * more, of another object). The version's key has bit 63 set so that the two kinds differ.
+ */
+static inline __u64 pywalk__code_key(__u32 version, __u64 name_hash)
+{
+	return version ? (1ull << 63) | version : name_hash;
+}
+
+/* The fingerprint of a code object whose key (pywalk__code_key()) is @name_hash, co_firstlineno
+ * @line. */
 static inline __u32 pywalk__fingerprint(__u64 name_hash, __u32 line)
 {
 	__u64 h = (name_hash ^ line) * 0x9e3779b97f4a7c15ull;

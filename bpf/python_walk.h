@@ -21,8 +21,9 @@
  *
  * Cost: each read of the process is a helper call in BPF, the bulk of a frame's time. A frame
  * step reads the frame's fields from a window of the thread's data stack that holds many frames
- * (3.11+; before, the frame's fields in one read), and the code object's in one more read unless
- * the frame before had the same code object: from one read to two a frame, far fewer on deep
+ * (3.11+; before, the frame's fields in one read), and the code object's in one more read (and
+ * its name's hash in another, but on 3.12) unless the frame before had the same code object:
+ * from one read to three a frame, far fewer on deep
  * 3.11+ stacks (a field past the span buffer, in a layout not seen yet, is read alone).
  */
 #ifndef SPANPROF_PYTHON_WALK_H
@@ -281,14 +282,15 @@ static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct 
  * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
  * -PY_STOP_BAD_CODE. @gen: the walk's, from pywalk__walk_begin(@b) before its first frame.
  * Reads: the frame's window when the frame is not in the last one, the code object's fields
- * when it is not the last frame's code object; nothing else.
+ * when it is not the last frame's code object, and then its name's hash unless the code
+ * object has a version (3.12); nothing else.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
 					      struct py_frame *out, struct pywalk_buf *b, __u64 gen)
 {
 	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
-	__u64 name = 0, hash = 0, line = 0;
+	__u64 name = 0, hash = 0, line = 0, version = 0;
 	const __u8 *fb;
 	__u32 span, fp;
 	__s64 offset;
@@ -332,7 +334,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	} else {
 		/* The code object's fields in one read (its type first: garbage is not read on). */
 		span = pywalk__max(pywalk__max(pywalk__max(d->object_type, d->code_name),
-					       d->code_firstlineno),
+					       pywalk__max(d->code_firstlineno, d->code_version)),
 				   d->code_firsttraceable) +
 		       8;
 		if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
@@ -344,13 +346,16 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_firstlineno,
 				  &line) ||
 		    (d->code_firsttraceable && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
-							     d->code_firsttraceable, &first)))
+							     d->code_firsttraceable, &first)) ||
+		    (d->code_version && pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code,
+						      d->code_version, &version)))
 			return -PY_STOP_READ_FAILED;
-		/* The name's hash: what tells a reallocated code object (see py_desc). */
-		if (PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash))
+		/* What tells a reallocated code object (see py_desc): its version, in the span
+		 * read, else its name's hash, one read more. */
+		if (!(__u32)version && PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash))
 			return -PY_STOP_READ_FAILED;
 		first = (__u64)(__s64)(__s32)first;
-		fp = pywalk__fingerprint(hash, (__u32)line);
+		fp = pywalk__fingerprint(pywalk__code_key((__u32)version, hash), (__u32)line);
 		m->code = code;
 		m->fp = fp;
 		m->first = (__s32)first;

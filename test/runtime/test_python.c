@@ -419,6 +419,7 @@ static void check_interpreter(void **state)
 	char why[256];
 	size_t n, i, j;
 	uint64_t misses;
+	uint32_t versions[64];
 	int line;
 
 	if (!python) {
@@ -472,6 +473,21 @@ static void check_interpreter(void **state)
 		assert_int_equal(pyproc__code(p, c.codes[i].id, &ci), 0);
 		assert_string_equal(ci->qualname, c.codes[i].qualname);
 		assert_string_equal(ci->filename, c.codes[i].filename);
+		versions[i] = ci->version;
+	}
+	/* co_version, where the fingerprint uses it (3.12): one number per code object, never 0
+	 * for these (the counter runs out after 2^32 code objects); none elsewhere. */
+	for (i = 0; i < c.n_codes; i++) {
+		if (!l->code_version) {
+			assert_int_equal(versions[i], 0);
+			continue;
+		}
+		if (!versions[i])
+			fail_msg("%s: code %s: co_version 0", python, c.codes[i].qualname);
+		for (j = 0; j < i; j++)
+			if (versions[j] == versions[i])
+				fail_msg("%s: %s and %s: both co_version %u", python,
+					 c.codes[j].qualname, c.codes[i].qualname, versions[i]);
 	}
 	for (i = 0; i < c.n_lines; i++) {
 		line = pyproc__line(p, c.lines[i].code, c.lines[i].offset);

@@ -19,7 +19,7 @@ static void set_read_sizes(struct pylayout *l)
 	t = MAX3(l->code_filename, l->code_name, l->code_qualname);
 	t = MAX3(t, l->code_linetable, l->code_firstlineno);
 	t = MAX3(t, l->code_firsttraceable, l->object_type);
-	l->code_read = t + 8;
+	l->code_read = (l->code_version > t ? l->code_version : t) + 8;
 }
 
 /* What every 3.x up to 3.12 shares: PyObject and PyBytesObject (Include/object.h,
@@ -117,6 +117,9 @@ static void interpreter_frames(struct pylayout *l, unsigned int minor)
 	l->code_qualname = 128;
 	l->code_linetable = 136;
 	l->code_firsttraceable = v12 ? 176 : 168;
+	/* 3.12's co_version, from the counter _Py_next_func_version (Include/internal/
+	 * pycore_code.h; Objects/codeobject.c init_code()); 3.11 has none. */
+	l->code_version = v12 ? 92 : 0;
 	l->code_adaptive = v12 ? 192 : 184;
 	/* 3.12 removed wstr (PEP 623): PyASCIIObject 40, PyCompactUnicodeObject 56 bytes. */
 	l->unicode_ascii_size = v12 ? 40 : 48;

@@ -62,6 +62,9 @@ struct pylayout {
 	uint32_t code_linetable, code_firstlineno;
 	uint32_t code_adaptive;	      /* co_code_adaptive, 3.11+ (0: absent) */
 	uint32_t code_firsttraceable; /* _co_firsttraceable, 3.11-3.12 (0: unknown) */
+	/* co_version, where each code object made takes the next number of one process-wide
+	 * counter (3.12; 0: not used, 3.13's counters are per interpreter) */
+	uint32_t code_version;
 	/* PyObject, PyUnicodeObject (PEP 393 compact forms), PyBytesObject */
 	uint32_t object_type; /* ob_type */
 	uint32_t unicode_length, unicode_state;

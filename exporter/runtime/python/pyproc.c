@@ -23,7 +23,9 @@ struct code_entry {
 	uint64_t code; /* 0: free slot */
 	/* What the names were read from: checked again once per epoch. */
 	uint64_t type, name, qualname, filename, linetable;
-	uint64_t name_hash; /* co_name's cached hash: with firstlineno, the frame's fingerprint */
+	uint64_t name_hash; /* co_name's cached hash */
+	uint32_t version;   /* co_version (0: none); with one of these and firstlineno, the
+			     * frame's fingerprint (pywalk__code_key()) */
 	uint64_t refcnt;    /* ob_refcnt as read (not part of the identity) */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
@@ -533,6 +535,7 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->linetable = u64(buf, l->code_linetable);
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
+	e->version = l->code_version ? (uint32_t)i32(buf, l->code_version) : 0;
 	return rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
 }
 
@@ -550,9 +553,9 @@ static bool alive(const struct code_entry *e)
 static bool same_identity(const struct code_entry *a, const struct code_entry *b)
 {
 	return a->type == b->type && a->name == b->name && a->name_hash == b->name_hash &&
-	       a->qualname == b->qualname && a->filename == b->filename &&
-	       a->linetable == b->linetable && a->firstlineno == b->firstlineno &&
-	       a->firsttraceable == b->firsttraceable;
+	       a->version == b->version && a->qualname == b->qualname &&
+	       a->filename == b->filename && a->linetable == b->linetable &&
+	       a->firstlineno == b->firstlineno && a->firsttraceable == b->firsttraceable;
 }
 
 /* Names @e (identity already read) from the process. */
@@ -572,7 +575,9 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.qualname = e->qualname_s;
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
-	e->info.fingerprint = pywalk__fingerprint(e->name_hash, (uint32_t)e->firstlineno);
+	e->info.version = e->version;
+	e->info.fingerprint = pywalk__fingerprint(pywalk__code_key(e->version, e->name_hash),
+						  (uint32_t)e->firstlineno);
 	return 0;
 }
 
@@ -921,6 +926,7 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->code_name, l->code_name);
 	ok &= set16(&out->unicode_hash, unicode_hash(l));
 	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
+	ok &= set16(&out->code_version, l->code_version);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
 	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES
