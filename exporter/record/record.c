@@ -290,8 +290,8 @@ static void python_found(void *ctx, uint32_t pid)
 
 /*
  * CPython frames (docs/python.md): the table that describes CPython processes to the BPF walk
- * and names their frames; the --pid processes, else every CPython process of the host, are
- * looked at before sampling starts (so that their first samples carry Python frames).
+ * and names their frames; the --pid processes are looked at before sampling starts (so that
+ * their first samples carry Python frames), the host's others by scan_python() once it runs.
  */
 static void start_python(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
@@ -310,7 +310,16 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 	resolve__set_python(r->in.resolve, r->python);
 	for (size_t i = 0; i < n; i++)
 		pytab__maps_hook(r->python, pids[i], 0, NULL);
-	if (!n)
+}
+
+/*
+ * Without --pid, the CPython processes already running, found by a /proc scan right after
+ * sampling starts (as the unwinder's scan: start-up does not wait for the host's processes),
+ * so that they get Python frames before their first sample reaches the agent.
+ */
+static void scan_python(struct recorder *r, size_t npids)
+{
+	if (r->python && !npids)
 		pytab__scan(r->python, python_found, r);
 }
 
@@ -1068,6 +1077,7 @@ int record__run(const struct record_opts *o)
 			o->endpoint ? ", exporting OTLP profiles to " : "",
 			o->endpoint ? o->endpoint : "");
 	}
+	scan_python(&r, ntgids);
 	/*
 	 * The --pid processes' tables are built while sampling runs (their samples before are
 	 * marked): one line says when they are in, for who wants whole stacks from the start.
