@@ -264,6 +264,7 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "frames_unnamed", j->frames_unnamed);
 	put_u(b, s, "frames_runtime", j->frames_runtime);
 	put_u(b, s, "frames_over_cap", j->frames_full);
+	put_u(b, s, "frames_replaced_since_sample", j->frames_stale);
 	put_u(b, s, "perf_maps", j->perfmaps);
 	put_u(b, s, "jitdumps", j->jitdumps);
 	put_u(b, s, "lines_skipped", j->lines_bad);

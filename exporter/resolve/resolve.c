@@ -64,6 +64,9 @@ struct resolve {
 	struct objtally *objs; /* user frames per file, named or not: the end-of-run report */
 	struct v8tab *v8;      /* NULL: V8 frames ignored */
 	uint32_t *v8locs;      /* scratch of v8_merge(), allocated with the first V8 sample */
+	/* The sample being named (CLOCK_BOOTTIME; UINT64_MAX outside resolve__sample()): JIT
+	 * code announced after it, over other code, does not name it (jitproc__lookup()). */
+	uint64_t sample_boot_ns;
 };
 
 struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struct ksyms *ksyms)
@@ -78,6 +81,7 @@ struct resolve *resolve__new(struct proctab *procs, struct symcache *syms, struc
 		return NULL;
 	}
 	r->procs = procs;
+	r->sample_boot_ns = UINT64_MAX;
 	r->syms = syms;
 	r->ksyms = ksyms;
 	r->gen = 1;
@@ -194,15 +198,15 @@ static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t addr
  * is keyed by the code range too (profile__intern_location_version()), so an address that later
  * holds other code never keeps the old name.
  */
-static uint32_t jit_location(struct jitproc *jit, struct profile *p, uint32_t mapping, uint64_t pc,
-			     int is_return)
+static uint32_t jit_location(struct resolve *r, struct jitproc *jit, struct profile *p,
+			     uint32_t mapping, uint64_t pc, int is_return)
 {
 	enum frame_kind kind = jitproc__kind(jit);
 	struct profile_line line;
 	struct profile_function f;
 	struct jittab_sym s;
 
-	if (jitproc__lookup(jit, pc - (is_return ? 1 : 0), &s, stderr))
+	if (jitproc__lookup(jit, pc - (is_return ? 1 : 0), r->sample_boot_ns, &s, stderr))
 		return profile__intern_location(p, mapping, pc, kind, NULL, 0);
 	f.name = profile__intern_string(p, s.name);
 	f.system_name = f.name;
@@ -279,7 +283,7 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 		r->stats.frames_fileid++;
 	mapping = model_mapping(r, p, &m);
 	if (m.jit)
-		return jit_location(proc__jit(proc), p, mapping, pc, is_return);
+		return jit_location(r, proc__jit(proc), p, mapping, pc, is_return);
 	if (pending && m.obj &&
 	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);
@@ -851,6 +855,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	uint32_t n = 0, ku = s->kstack_len, uu = s->ustack_len;
 	struct proc *proc = NULL;
 
+	r->sample_boot_ns = s->time_boot_ns;
 	if (ku > SP_MAX_KSTACK)
 		ku = SP_MAX_KSTACK;
 	if (uu > SP_MAX_USTACK)
@@ -885,6 +890,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		if (marker)
 			locs[n++] = marker;
 	}
+	r->sample_boot_ns = UINT64_MAX;
 	return n;
 }
 

@@ -18,6 +18,15 @@ static inline uint64_t util__mono_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* CLOCK_BOOTTIME now, in nanoseconds: the clock of BPF's bpf_ktime_get_boot_ns() (sample times). */
+static inline uint64_t util__boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 /* Value of the hex digit @c (0-9, a-f, A-F), or -1 when @c is not one. */
 static inline int util__hexval(int c)
 {

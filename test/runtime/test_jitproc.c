@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "process/proctab.h"
 #include "runtime/jit/jitdump.h"
 #include "runtime/jit/jitproc.h"
+#include "util/util.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
 
@@ -213,6 +215,7 @@ static void test_cfi_handed_on_change(void **unused)
 	struct jittab_sym s;
 	struct jitproc *j;
 	struct w w = {0};
+	uint64_t before;
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, getpid());
@@ -224,7 +227,7 @@ static void test_cfi_handed_on_change(void **unused)
 	assert_non_null(j);
 	jitproc__set_cfi_hook(j, cfi_hook, &seen);
 	assert_int_equal(jitproc__saw_mapping(j, path), 1);
-	assert_int_equal(jitproc__lookup(j, 0x7004, &s, NULL), 0);
+	assert_int_equal(jitproc__lookup(j, 0x7004, UINT64_MAX, &s, NULL), 0);
 	assert_string_equal(s.name, "stub");
 	assert_int_equal(seen.calls, 1);
 	assert_int_equal(seen.pid, (uint32_t)getpid());
@@ -239,15 +242,19 @@ static void test_cfi_handed_on_change(void **unused)
 	/* New code over the stub, without CFI: the next re-read hands on an empty set. */
 	load(&w, 0x7000, 0x10, "newer");
 	write_file(path, &w);
+	before = util__boot_ns();
 	usleep((JITPROC_REFRESH_NS + 10000000) / 1000);
-	assert_int_equal(jitproc__lookup(j, 0x7004, &s, NULL), 0);
+	assert_int_equal(jitproc__lookup(j, 0x7004, UINT64_MAX, &s, NULL), 0);
 	assert_string_equal(s.name, "newer");
+	/* A sample taken before that read may have run the stub: not named "newer". */
+	assert_int_equal(jitproc__lookup(j, 0x7004, before, &s, NULL), -ESTALE);
+	assert_int_equal(st.frames_stale, 1);
 	assert_int_equal(seen.calls, 2);
 	assert_int_equal(seen.last->n, 0);
 	assert_int_equal(st.unwind_dropped, 1);
 	/* Nothing changed since: no call. */
 	usleep((JITPROC_REFRESH_NS + 10000000) / 1000);
-	jitproc__lookup(j, 0x7004, &s, NULL);
+	jitproc__lookup(j, 0x7004, UINT64_MAX, &s, NULL);
 	assert_int_equal(seen.calls, 2);
 
 	jitproc__free(j);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "runtime/jit/jitfile.h"
 #include "runtime/jit/jittab.h"
 #include "runtime/jit/perfmap.h"
+#include "util/util.h"
 
 #define BIG (1ull << 40)
 
@@ -309,6 +311,54 @@ static void test_rewritten_in_place(void **unused)
 	perfmap__free(m);
 }
 
+/* The time from which the name at @addr is proven (jittab.h). */
+static uint64_t since_at(const struct perfmap *m, uint64_t addr)
+{
+	struct jittab_sym s;
+
+	assert_int_equal(perfmap__lookup(m, addr, &s), 0);
+	return s.since_boot_ns;
+}
+
+/*
+ * A name is proven only for samples taken after the read that found it where it replaced
+ * other code: a rewritten map's changed line, a line appended over a range held, everything
+ * after the map was forgotten. Code announced where none was, and the lines a rewrite keeps
+ * as they were, name any sample.
+ */
+static void test_replaced_names_proven_from_their_read(void **unused)
+{
+	struct perfmap *m = perfmap__new(10000, 1 << 20, BIG);
+	uint64_t t0, t1, t2;
+
+	write_file("/tmp/perf-42.map", "1000 10 alpha\n2000 10 other\n", "w");
+	update_42(m);
+	assert_int_equal(since_at(m, 0x1000), 0);
+	assert_int_equal(since_at(m, 0x2000), 0);
+	t0 = util__boot_ns();
+	write_file("/tmp/perf-42.map", "1000 10 gamma\n2000 10 other\n3000 10 three\n", "w");
+	update_42(m);
+	assert_string_equal(name_at(m, 0x1000), "gamma");
+	assert_true(since_at(m, 0x1000) >= t0);	  /* alpha may have run there before */
+	assert_int_equal(since_at(m, 0x2000), 0); /* the same line again */
+	assert_int_equal(since_at(m, 0x3000), 0); /* fresh code */
+	t1 = util__boot_ns();
+	write_file("/tmp/perf-42.map", "2008 10 newer\n", "a"); /* over other's range */
+	update_42(m);
+	assert_string_equal(name_at(m, 0x2008), "newer");
+	assert_true(since_at(m, 0x2008) >= t1);
+	assert_null(name_at(m, 0x2000)); /* other is gone in whole */
+	assert_true(since_at(m, 0x1000) < t1);
+	t2 = util__boot_ns();
+	perfmap__forget(m); /* read again from the start: the same lines keep their time */
+	update_42(m);
+	assert_int_equal(since_at(m, 0x3000), 0);
+	assert_true(since_at(m, 0x1000) < t1);
+	/* Read again, "other" then "newer" over it, in one read: which ran is not known. */
+	assert_true(since_at(m, 0x2008) >= t2);
+	perfmap__free(m);
+}
+
 static void test_caps(void **unused)
 {
 	struct perfmap *m = perfmap__new(4, 1 << 20, BIG);
@@ -463,6 +513,7 @@ int main(void)
 	    cmocka_unit_test(test_rewritten),
 	    cmocka_unit_test(test_growing),
 	    cmocka_unit_test(test_rewritten_in_place),
+	    cmocka_unit_test(test_replaced_names_proven_from_their_read),
 	    cmocka_unit_test(test_caps),
 	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_status),

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/jit/jitproc.h"
@@ -18,6 +19,12 @@ struct jitsrc {
 	char *path; /* as the process sees it */
 	enum jitfile_reason last;
 	bool logged;
+	/* What the last read saw of the file (files_unchanged()): identity, size, change time. */
+	bool statted;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
 	uint64_t bad_seen, replaced_seen; /* counters already added to the stats */
 	struct jitdump_stats unwind_seen; /* jitdump unwind_* counters already added */
 };
@@ -33,6 +40,9 @@ struct jitproc {
 	enum frame_kind kind;
 	char comm[32];
 	uint64_t read_ns; /* CLOCK_MONOTONIC of the last refresh */
+	/* CLOCK_BOOTTIME up to which the tables hold what the files said: the start of the last
+	 * read, or of a later check that found them unchanged (files_unchanged()). */
+	uint64_t read_boot_ns;
 	struct jitproc_stats *stats;
 	struct jitsrc map_src;
 	struct perfmap *map;
@@ -310,27 +320,51 @@ static void check_cfi(struct jitproc *j)
 	j->cfi_hook(j->cfi_ctx, j->pid, c);
 }
 
-static void refresh(struct jitproc *j, FILE *log)
+/* Remembers what the read of @src saw (@st), for files_unchanged(). */
+static void note_stat(struct jitsrc *src, const struct stat *st)
+{
+	src->statted = true;
+	src->dev = st->st_dev;
+	src->ino = st->st_ino;
+	src->size = st->st_size;
+	src->mtim = st->st_mtim;
+}
+
+/* Whether @src's file is as its last read saw it (a stat through the process's root). */
+static bool src_unchanged(const struct jitproc *j, const struct jitsrc *src)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!src->statted)
+		return true; /* never read: it names nothing */
+	if ((size_t)snprintf(path, sizeof(path), "/proc/%u/root%s", j->pid, src->path) >=
+		sizeof(path) ||
+	    fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW))
+		return false;
+	return st.st_dev == src->dev && st.st_ino == src->ino && st.st_size == src->size &&
+	       st.st_mtim.tv_sec == src->mtim.tv_sec && st.st_mtim.tv_nsec == src->mtim.tv_nsec;
+}
+
+/* Whether every file read so far is as its last read saw it: nothing written since. */
+static bool files_unchanged(const struct jitproc *j)
+{
+	if (j->map && !src_unchanged(j, &j->map_src))
+		return false;
+	for (uint32_t i = 0; i < j->ndumps; i++)
+		if (!src_unchanged(j, &j->dump_src[i]))
+			return false;
+	return true;
+}
+
+/* Reads what the files gained (or, rewritten, hold now) into the tables. */
+static void read_files(struct jitproc *j, FILE *log)
 {
 	struct stat st;
 	int fd;
 
 	j->read_ns = util__mono_ns();
-	if (!j->ids_read) {
-		j->ids_read = true;
-		j->ids_failed = jitfile__proc_ids((int)j->pid, &j->nspid, &j->euid, &j->fsuid) != 0;
-		if (!j->ids_failed) {
-			char path[64];
-
-			snprintf(path, sizeof(path), "/tmp/perf-%u.map", j->nspid);
-			j->map_src.path = strdup(path);
-			j->ids_failed = !j->map_src.path;
-		}
-	}
-	if (j->ids_failed)
-		return;
-	if (j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP))
-		ask_jvm(j, log);
+	j->read_boot_ns = util__boot_ns();
 	fd = open_src(j, &j->map_src, &st, log);
 	if (fd >= 0) {
 		if (!j->map) {
@@ -341,6 +375,7 @@ static void refresh(struct jitproc *j, FILE *log)
 		}
 		if (j->map) {
 			perfmap__update(j->map, fd, &st);
+			note_stat(&j->map_src, &st);
 			add_delta(&j->stats->lines_bad, &j->map_src.bad_seen,
 				  perfmap__stats(j->map)->bad_lines);
 			add_delta(&j->stats->replaced, &j->map_src.replaced_seen,
@@ -357,6 +392,7 @@ static void refresh(struct jitproc *j, FILE *log)
 		if (!jitdump__offset(j->dump[i]))
 			j->stats->jitdumps++;
 		jitdump__update(j->dump[i], fd, &st);
+		note_stat(&j->dump_src[i], &st);
 		close(fd);
 		add_delta(&j->stats->records_bad, &j->dump_src[i].bad_seen,
 			  ds->bad_records + ds->corrupt);
@@ -365,6 +401,27 @@ static void refresh(struct jitproc *j, FILE *log)
 		add_unwind_stats(j, i);
 	}
 	check_cfi(j);
+}
+
+static void refresh(struct jitproc *j, FILE *log)
+{
+	j->read_ns = util__mono_ns();
+	if (!j->ids_read) {
+		j->ids_read = true;
+		j->ids_failed = jitfile__proc_ids((int)j->pid, &j->nspid, &j->euid, &j->fsuid) != 0;
+		if (!j->ids_failed) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "/tmp/perf-%u.map", j->nspid);
+			j->map_src.path = strdup(path);
+			j->ids_failed = !j->map_src.path;
+		}
+	}
+	if (j->ids_failed)
+		return;
+	if (j->kind == FRAME_JVM && (j->flags & JITPROC_JAVA_PERFMAP))
+		ask_jvm(j, log);
+	read_files(j, log);
 }
 
 /* Once per process: what would name its JIT frames. */
@@ -445,12 +502,27 @@ void jitproc__runtime_names(struct jitproc *j)
 	j->runtime_names = true;
 }
 
-int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log)
+int jitproc__lookup(struct jitproc *j, uint64_t pc, uint64_t at_boot_ns, struct jittab_sym *out,
+		    FILE *log)
 {
 	int err;
 
-	if (util__mono_ns() - j->read_ns > JITPROC_REFRESH_NS)
+	if (util__mono_ns() - j->read_ns > JITPROC_REFRESH_NS) {
 		refresh(j, log);
+	} else if (at_boot_ns != UINT64_MAX && at_boot_ns > j->read_boot_ns) {
+		/*
+		 * A sample newer than the last read: the files may have been rewritten since, with
+		 * other code at this address. Unchanged up to a moment after the sample, the
+		 * tables hold for it; else read them again (what changed then is proven only for
+		 * later samples: jittab.h).
+		 */
+		uint64_t now = util__boot_ns();
+
+		if (files_unchanged(j))
+			j->read_boot_ns = now;
+		else
+			read_files(j, log);
+	}
 	err = find(j, pc, out);
 	/*
 	 * A JVM's map is a snapshot: code compiled since is in none. Ask for a new one now (at most
@@ -461,6 +533,11 @@ int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE
 		j->missed = true;
 		refresh(j, log);
 		err = find(j, pc, out);
+	}
+	if (!err && out->since_boot_ns > at_boot_ns) {
+		j->stats->frames_unnamed++;
+		j->stats->frames_stale++;
+		return -ESTALE;
 	}
 	if (!err) {
 		j->stats->frames_named++;

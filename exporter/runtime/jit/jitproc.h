@@ -46,6 +46,8 @@ struct jitproc_stats {
 	uint64_t frames_runtime; /* ... of processes whose runtime's own reader names them instead
 				  * (jitproc__runtime_names()): not in frames_unnamed, no hint */
 	uint64_t frames_full;	 /* ... because a map reached its cap */
+	uint64_t frames_stale;	 /* ... because code announced since the sample replaced the
+				  * code that was at its address (the name is not proven) */
 	uint64_t perfmaps;	 /* processes whose perf map was read */
 	uint64_t jitdumps;	 /* jitdump files read */
 	uint64_t lines_bad;	 /* perf-map lines skipped */
@@ -119,12 +121,16 @@ void jitproc__free(struct jitproc *j);
 int jitproc__saw_mapping(struct jitproc *j, const char *path);
 
 /*
- * The JIT code holding @pc: 0 and *@out (valid until the next call), or -ENOENT (nothing names
- * it; counted, and once per process a hint goes to @log, NULL: none), -E2BIG (a file reached
- * its cap). out->id differs between any two ranges ever named (jittab.h): a caller caching
- * names by address keys them with it too, since the same address may later hold other code.
+ * The JIT code holding @pc in a sample taken at @at_boot_ns (CLOCK_BOOTTIME; UINT64_MAX: now):
+ * 0 and *@out (valid until the next call), or -ENOENT (nothing names it; counted, and once per
+ * process a hint goes to @log, NULL: none), -E2BIG (a file reached its cap), -ESTALE (the code
+ * named there was announced, replacing other code, after the sample: which of the two ran is
+ * not known; counted as frames_stale). out->id differs between any two ranges ever named
+ * (jittab.h): a caller caching names by address keys them with it too, since the same address
+ * may later hold other code.
  */
-int jitproc__lookup(struct jitproc *j, uint64_t pc, struct jittab_sym *out, FILE *log);
+int jitproc__lookup(struct jitproc *j, uint64_t pc, uint64_t at_boot_ns, struct jittab_sym *out,
+		    FILE *log);
 
 /*
  * The runtime's own structures name this process's JIT frames (V8: runtime/v8/): a lookup that

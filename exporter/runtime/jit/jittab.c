@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/jit/jittab.h"
+#include "util/util.h"
 
 #define NO_FILE UINT32_MAX
 
@@ -15,6 +16,8 @@ struct ent {
 	uint32_t first_line; /* index in lines */
 	uint32_t nlines;
 	bool tomb; /* a removal: kills what it overlaps, then goes */
+	/* CLOCK_BOOTTIME ns from which the name is proven (jittab_sym.since_boot_ns). */
+	uint64_t since;
 };
 
 struct row {
@@ -34,6 +37,11 @@ struct jittab {
 	uint64_t max_bytes;
 	bool full;
 	uint64_t replaced;
+	/* jittab__clear()'s time: what was held before is forgotten, so ranges added since are
+	 * proven only from then on. */
+	uint64_t floor;
+	uint64_t written_by; /* jittab__written_by(), 0: none */
+	bool used;	     /* a range was ever staged: a clear forgets something */
 };
 
 /* Ids order every range of the agent: a later one wins. */
@@ -114,6 +122,8 @@ static int stage(struct jittab *t, uint64_t start, uint64_t size, bool tomb, str
 	e->start = start;
 	e->end = start + size;
 	e->tomb = tomb;
+	e->since = t->floor;
+	t->used = true;
 	e->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
 	*out = e;
 	return 0;
@@ -292,6 +302,31 @@ static int commit_disjoint(struct jittab *t)
 	return 1;
 }
 
+/*
+ * @newer replaces @older (they overlap): samples taken before this commit (@now) may have run
+ * @older's code there, so @newer's name is proven only from @now on, unless it is the same
+ * code announced again (same range, same name: a rewritten map's unchanged entries), which
+ * keeps what @older had. Removals neither have names nor pass them on.
+ */
+static void replaced_by(const struct jittab *t, struct ent *newer, const struct ent *older,
+			uint64_t now)
+{
+	uint64_t since = now;
+
+	if (newer->tomb || older->tomb)
+		return;
+	if (newer->start == older->start && newer->end == older->end &&
+	    !strcmp(t->pool + newer->name, t->pool + older->name))
+		since = older->since;
+	if (since > newer->since)
+		newer->since = since;
+}
+
+void jittab__written_by(struct jittab *t, uint64_t boot_ns)
+{
+	t->written_by = boot_ns;
+}
+
 int jittab__commit(struct jittab *t)
 {
 	struct heap newest = {0}, oldest = {0};
@@ -301,6 +336,7 @@ int jittab__commit(struct jittab *t)
 	bool *dead = NULL;
 	size_t n = t->nents, out = 0, nrows = 0, npool = 0, live_rows = 0, live_pool = 0;
 	int err = -ENOMEM;
+	uint64_t now;
 
 	if (n == t->ncommitted)
 		return t->full ? -E2BIG : 0;
@@ -311,6 +347,10 @@ int jittab__commit(struct jittab *t)
 		return err < 0 ? err : t->full ? -E2BIG : 0;
 	}
 	err = -ENOMEM;
+	now = util__boot_ns();
+	if (t->written_by && t->written_by < now)
+		now = t->written_by;
+	t->written_by = 0;
 	es = malloc(n * sizeof(*es));
 	dead = calloc(n, sizeof(*dead));
 	newest.v = malloc(n * sizeof(*newest.v));
@@ -328,14 +368,18 @@ int jittab__commit(struct jittab *t)
 	for (uint32_t i = 0; i < n; i++) {
 		while (newest.n && es[newest.v[0]].end <= es[i].start)
 			heap_pop(&newest, es);
-		if (newest.n && es[newest.v[0]].id > es[i].id)
+		if (newest.n && es[newest.v[0]].id > es[i].id) {
 			dead[i] = true;
+			replaced_by(t, &es[newest.v[0]], &es[i], now);
+		}
 		while (oldest.n && es[oldest.v[0]].id < es[i].id) {
 			uint32_t j = oldest.v[0];
 
 			heap_pop(&oldest, es);
-			if (es[j].end > es[i].start)
+			if (es[j].end > es[i].start) {
 				dead[j] = true;
+				replaced_by(t, &es[i], &es[j], now);
+			}
 		}
 		heap_push(&newest, es, i);
 		heap_push(&oldest, es, i);
@@ -417,6 +461,8 @@ cleanup:
 
 void jittab__clear(struct jittab *t)
 {
+	if (t->used) /* the first read of a file forgets nothing */
+		t->floor = util__boot_ns();
 	t->nents = t->ncommitted = 0;
 	t->nrows = 0;
 	t->npool = 0;
@@ -445,6 +491,7 @@ int jittab__lookup(const struct jittab *t, uint64_t addr, struct jittab_sym *out
 	out->start = e->start;
 	out->end = e->end;
 	out->id = e->id;
+	out->since_boot_ns = e->since;
 	out->name = t->pool + e->name;
 	out->file = NULL;
 	out->line = 0;

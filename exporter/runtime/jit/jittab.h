@@ -5,7 +5,10 @@
  *
  * A JIT reuses memory: a range announced later replaces every earlier range it overlaps, in
  * whole (the older code object is gone; its remaining bytes are not its code any more), so an
- * address is never given the name of code that was there before. Additions are staged and
+ * address is never given the name of code that was there before. Nor of code that came after:
+ * a range that replaced another at its commit is proven only for samples taken from that
+ * commit on (jittab_sym.since_boot_ns; the same range and name announced again keeps its
+ * time), and so is every range added after jittab__clear(). Additions are staged and
  * take effect at jittab__commit(). Memory is bounded: past the entry or byte cap the table
  * stops accepting (jittab__full()), and since the ranges it could not take may replace ones it
  * holds, a full table answers no lookup at all rather than possibly stale names.
@@ -32,6 +35,12 @@ struct jittab_sym {
 	const char *name;
 	const char *file; /* from the line table, NULL if none */
 	uint32_t line;	  /* 0 if none */
+	/*
+	 * CLOCK_BOOTTIME ns from which the name is proven: 0 for code announced where none was
+	 * held, else the commit (or clear) after which the announcement was read. A sample taken
+	 * before may have run the code that was there before: not named by this range.
+	 */
+	uint64_t since_boot_ns;
 };
 
 /* Caps: at most @max_entries ranges and @max_bytes of names, line rows and file names. */
@@ -50,9 +59,17 @@ int jittab__add(struct jittab *t, uint64_t start, uint64_t size, const char *nam
 /* Stages the removal of every range overlapping [@start, @start + @size) (code moved away or
  * freed). 0, -EINVAL, -ENOMEM. */
 int jittab__remove(struct jittab *t, uint64_t start, uint64_t size);
+/*
+ * Says that what is staged was all written by @boot_ns (CLOCK_BOOTTIME; from the file's change
+ * time): a range the next commit finds replacing another is then proven from @boot_ns on
+ * rather than from the commit's own time (the default), if earlier. Cleared by the commit.
+ */
+void jittab__written_by(struct jittab *t, uint64_t boot_ns);
+
 /* Applies what was staged, in the order staged. 0, -E2BIG (full), -ENOMEM (nothing applied). */
 int jittab__commit(struct jittab *t);
-/* Forgets every range (the file was replaced or truncated); the caps stay, full is cleared. */
+/* Forgets every range (the file was replaced or truncated); the caps stay, full is cleared;
+ * ranges added from now on are proven only from now on (jittab_sym.since_boot_ns). */
 void jittab__clear(struct jittab *t);
 
 /* The range holding @addr: 0 and *@out, -ENOENT (none), -E2BIG (the table is full). */

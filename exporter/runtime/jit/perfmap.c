@@ -3,12 +3,18 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/jit/perfmap.h"
+#include "util/util.h"
 
 /* Bytes read per pread(2). */
 #define CHUNK (64 * 1024)
+/* A file's change time lags the write by up to a tick of the kernel's coarse clock (HZ 100:
+ * 10 ms); a name that replaced another is proven from that much after it (written_by()). */
+#define PERFMAP_MTIME_SLACK_NS (20 * 1000 * 1000ull)
 
 /*
  * Copies of bytes taken, compared with the file before each update (the file rewritten in
@@ -30,6 +36,7 @@ struct perfmap {
 	uint64_t max_file_bytes;
 	bool skipping; /* inside a line longer than PERFMAP_MAX_LINE */
 	bool full;
+	bool restart; /* perfmap__forget(): the next update reads the file from its start */
 	struct perfmap_stats st;
 	char head[CHECK_HEAD], tail[CHECK_TAIL], win[CHECK_NWIN][CHECK_WIN];
 };
@@ -230,8 +237,27 @@ int perfmap__feed(struct perfmap *m, const char *buf, size_t len, size_t *consum
 	return commit(m) ?: err;
 }
 
+/*
+ * When the file @st describes was last written, as CLOCK_BOOTTIME: its change time, which file
+ * systems take from a coarse clock up to a tick behind the write (PERFMAP_MTIME_SLACK_NS
+ * covers it), converted from CLOCK_REALTIME now.
+ */
+static uint64_t written_by(const struct stat *st)
+{
+	struct timespec real;
+	uint64_t boot = util__boot_ns(), real_ns, mtime;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	real_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec;
+	mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+	if (mtime > real_ns || real_ns - mtime > boot)
+		return boot; /* a time in the future or before boot: not a clue */
+	return boot - (real_ns - mtime) + PERFMAP_MTIME_SLACK_NS;
+}
+
 int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 {
+	struct stat after;
 	char *buf;
 	size_t consumed;
 	ssize_t n;
@@ -242,10 +268,21 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 		if (same < 0)
 			return -EIO; /* what was read is kept; tried again next time */
 	}
+	if (m->restart)
+		same = 0;
+	m->restart = false;
 	if (!same) {
 		if (m->offset || m->ino)
 			m->st.resets++;
-		jittab__clear(m->tab);
+		/*
+		 * Rewritten (HotSpot's jcmd Compiler.perfmap) or replaced: what it says now
+		 * replaces all that was held at the commit below, so that the ranges it announces
+		 * again keep their time and those it changes are proven only from now on
+		 * (jittab.h). A table that cannot stage that is forgotten instead (its ranges then
+		 * all count from now).
+		 */
+		if (m->full || jittab__remove(m->tab, 0, UINT64_MAX))
+			jittab__clear(m->tab);
 		m->offset = 0;
 		m->skipping = false;
 		m->full = false;
@@ -282,15 +319,17 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st)
 	free(buf);
 	if (err && err != -E2BIG && err != -EIO)
 		return err;
+	/*
+	 * What was read was written by the file's last change, as it is after the read (@st was
+	 * taken before it; a line written meanwhile may be among those read). Unknown: now.
+	 */
+	jittab__written_by(m->tab, fstat(fd, &after) ? util__boot_ns() : written_by(&after));
 	return commit(m) ?: err;
 }
 
 void perfmap__forget(struct perfmap *m)
 {
-	jittab__clear(m->tab);
-	m->offset = 0;
-	m->skipping = false;
-	m->full = false;
+	m->restart = true;
 }
 
 int perfmap__lookup(const struct perfmap *m, uint64_t addr, struct jittab_sym *out)

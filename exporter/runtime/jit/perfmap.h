@@ -56,9 +56,9 @@ int perfmap__update(struct perfmap *m, int fd, const struct stat *st);
 int perfmap__feed(struct perfmap *m, const char *buf, size_t len, size_t *consumed);
 
 /*
- * Forgets everything read: the next update reads the file from its start. For a map its
- * writer rewrote in place (HotSpot's Compiler.perfmap truncates the same file), which the
- * file's identity and size alone cannot tell.
+ * The next update reads the file from its start, and what it says then replaces all that was
+ * held (the lines it repeats keep their time, jittab.h). For a map its writer rewrote in place
+ * (HotSpot's Compiler.perfmap truncates the same file), asked for by the agent.
  */
 void perfmap__forget(struct perfmap *m);
 
