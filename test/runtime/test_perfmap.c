@@ -359,6 +359,34 @@ static void test_replaced_names_proven_from_their_read(void **unused)
 	perfmap__free(m);
 }
 
+/*
+ * The table under both readers (jittab.h): code removed (a jitdump move or unload record) and
+ * later other code announced at its address: that code did not run there before, so it names
+ * samples only from its own commit on; code announced where nothing ever was names any sample.
+ */
+static void test_code_after_a_removal_proven_from_its_commit(void **unused)
+{
+	struct jittab *t = jittab__new(100, 1 << 20);
+	struct jittab_sym s;
+	uint64_t t0;
+
+	assert_int_equal(jittab__add(t, 0x1000, 0x10, "old", 3, NULL, 0), 0);
+	assert_int_equal(jittab__commit(t), 0);
+	assert_int_equal(jittab__remove(t, 0x1000, 0x10), 0);
+	assert_int_equal(jittab__commit(t), 0);
+	assert_int_equal(jittab__lookup(t, 0x1004, &s), -ENOENT);
+	t0 = util__boot_ns();
+	assert_int_equal(jittab__add(t, 0x1008, 0x10, "new", 3, NULL, 0), 0);
+	assert_int_equal(jittab__add(t, 0x5000, 0x10, "fresh", 5, NULL, 0), 0);
+	assert_int_equal(jittab__commit(t), 0);
+	assert_int_equal(jittab__lookup(t, 0x1010, &s), 0);
+	assert_string_equal(s.name, "new");
+	assert_true(s.since_boot_ns >= t0);
+	assert_int_equal(jittab__lookup(t, 0x5000, &s), 0);
+	assert_int_equal(s.since_boot_ns, 0);
+	jittab__free(t);
+}
+
 static void test_caps(void **unused)
 {
 	struct perfmap *m = perfmap__new(4, 1 << 20, BIG);
@@ -514,6 +542,7 @@ int main(void)
 	    cmocka_unit_test(test_growing),
 	    cmocka_unit_test(test_rewritten_in_place),
 	    cmocka_unit_test(test_replaced_names_proven_from_their_read),
+	    cmocka_unit_test(test_code_after_a_removal_proven_from_its_commit),
 	    cmocka_unit_test(test_caps),
 	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_status),

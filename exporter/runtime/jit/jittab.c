@@ -8,6 +8,8 @@
 #include "util/util.h"
 
 #define NO_FILE UINT32_MAX
+/* Ranges removed (code moved away or freed) remembered for the ranges later announced there. */
+#define GRAVES 256
 
 struct ent {
 	uint64_t start, end;
@@ -15,7 +17,8 @@ struct ent {
 	uint32_t name;	     /* pool offset */
 	uint32_t first_line; /* index in lines */
 	uint32_t nlines;
-	bool tomb; /* a removal: kills what it overlaps, then goes */
+	bool tomb;   /* a removal: kills what it overlaps, then goes */
+	bool staged; /* not committed yet */
 	/* CLOCK_BOOTTIME ns from which the name is proven (jittab_sym.since_boot_ns). */
 	uint64_t since;
 };
@@ -42,6 +45,17 @@ struct jittab {
 	uint64_t floor;
 	uint64_t written_by; /* jittab__written_by(), 0: none */
 	bool used;	     /* a range was ever staged: a clear forgets something */
+	/*
+	 * Held ranges a removal killed, with the commit's time (a ring of GRAVES): code announced
+	 * there later did not run there before, so it is proven only from its own commit on. One
+	 * pushed out of the ring raises the floor instead (every later range counts from then).
+	 */
+	struct grave {
+		uint64_t start, end, when;
+		uint64_t commit; /* the commit that removed it */
+	} graves[GRAVES];
+	uint32_t ngraves, next_grave;
+	uint64_t commits; /* commits that staged something, this one included */
 };
 
 /* Ids order every range of the agent: a later one wins. */
@@ -122,6 +136,7 @@ static int stage(struct jittab *t, uint64_t start, uint64_t size, bool tomb, str
 	e->start = start;
 	e->end = start + size;
 	e->tomb = tomb;
+	e->staged = true;
 	e->since = t->floor;
 	t->used = true;
 	e->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
@@ -262,7 +277,28 @@ static int by_start_id(const void *a, const void *b)
  * overlaps another range, staged or held. Then the staged ranges are sorted and merged into the
  * held ones (strings and rows stay where they are). 1 done, 0 not that case, -ENOMEM.
  */
-static int commit_disjoint(struct jittab *t)
+/*
+ * A staged range @e surviving the commit at @now: new code where removed code was is proven
+ * from @now on, and nothing before the floor.
+ */
+static void settle(const struct jittab *t, struct ent *e, uint64_t now)
+{
+	if (!e->staged)
+		return;
+	/*
+	 * Not this commit's own removals (its ranges over them were weighed by replaced_by()), nor
+	 * those before the time a range announced again inherited (the code was there after).
+	 */
+	for (uint32_t g = 0; g < t->ngraves; g++)
+		if (t->graves[g].commit != t->commits && t->graves[g].when > e->since &&
+		    t->graves[g].start < e->end && e->start < t->graves[g].end && e->since < now)
+			e->since = now;
+	if (e->since < t->floor)
+		e->since = t->floor;
+	e->staged = false;
+}
+
+static int commit_disjoint(struct jittab *t, uint64_t now)
 {
 	size_t n = t->ncommitted, k = t->nents - n, i, j, o;
 	struct ent *staged = t->ents + n, *merged;
@@ -293,6 +329,8 @@ static int commit_disjoint(struct jittab *t)
 	merged = malloc((n + k) * sizeof(*merged));
 	if (!merged)
 		return -ENOMEM;
+	for (i = 0; i < k; i++)
+		settle(t, &staged[i], now);
 	for (i = 0, j = 0, o = 0; i < n || j < k;)
 		merged[o++] = j == k || (i < n && t->ents[i].start < staged[j].start) ? t->ents[i++]
 										      : staged[j++];
@@ -308,11 +346,21 @@ static int commit_disjoint(struct jittab *t)
  * code announced again (same range, same name: a rewritten map's unchanged entries), which
  * keeps what @older had. Removals neither have names nor pass them on.
  */
-static void replaced_by(const struct jittab *t, struct ent *newer, const struct ent *older,
-			uint64_t now)
+static void replaced_by(struct jittab *t, struct ent *newer, const struct ent *older, uint64_t now)
 {
 	uint64_t since = now;
 
+	if (newer->tomb && !older->tomb && !older->staged) {
+		struct grave *g = &t->graves[t->next_grave];
+
+		if (t->ngraves == GRAVES && g->when > t->floor)
+			t->floor = g->when; /* forgotten: what comes later counts from then */
+		*g = (struct grave){older->start, older->end, now, t->commits};
+		t->next_grave = (t->next_grave + 1) % GRAVES;
+		if (t->ngraves < GRAVES)
+			t->ngraves++;
+		return;
+	}
 	if (newer->tomb || older->tomb)
 		return;
 	if (newer->start == older->start && newer->end == older->end &&
@@ -340,17 +388,18 @@ int jittab__commit(struct jittab *t)
 
 	if (n == t->ncommitted)
 		return t->full ? -E2BIG : 0;
-	err = commit_disjoint(t);
+	now = util__boot_ns();
+	if (t->written_by && t->written_by < now)
+		now = t->written_by;
+	t->written_by = 0;
+	t->commits++;
+	err = commit_disjoint(t, now);
 	if (err) {
 		if (err > 0 && (t->ncommitted > t->max_entries || used_bytes(t) > t->max_bytes))
 			t->full = true;
 		return err < 0 ? err : t->full ? -E2BIG : 0;
 	}
 	err = -ENOMEM;
-	now = util__boot_ns();
-	if (t->written_by && t->written_by < now)
-		now = t->written_by;
-	t->written_by = 0;
 	es = malloc(n * sizeof(*es));
 	dead = calloc(n, sizeof(*dead));
 	newest.v = malloc(n * sizeof(*newest.v));
@@ -409,6 +458,7 @@ int jittab__commit(struct jittab *t)
 				t->replaced++;
 			continue;
 		}
+		settle(t, e, now);
 		len = strlen(t->pool + e->name) + 1;
 		memcpy(pool + npool, t->pool + e->name, len);
 		e->name = (uint32_t)npool;
