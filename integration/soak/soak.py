@@ -59,7 +59,7 @@ EXPECTED_LINES = [
     r"^spanprof: sent \d+ samples to ",                        # summary: where they went
     r"^spanprof: (frames|user stacks|unwind tables|span links|accounting|memory|processes): ",
     r"^spanprof: file identities \(processes not loaded yet\): ",  # summary
-    r"^spanprof: (python|JIT code|Go labels): ",                # summary, by runtime
+    r"^spanprof: (python|JIT code|JIT unwinding records|Go labels|Go|v8): ",  # summary, by runtime
     r"^spanprof: debug: sample queue peak ",
     r"^spanprof: info: stats ",                                 # self-telemetry counters
     r"^spanprof: dropped \d+ \(ring buffer full",
