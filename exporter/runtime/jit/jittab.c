@@ -273,11 +273,6 @@ static int by_start_id(const void *a, const void *b)
 }
 
 /*
- * The common case, a runtime appending code at fresh addresses: no staged range is a removal or
- * overlaps another range, staged or held. Then the staged ranges are sorted and merged into the
- * held ones (strings and rows stay where they are). 1 done, 0 not that case, -ENOMEM.
- */
-/*
  * A staged range @e surviving the commit at @now: new code where removed code was is proven
  * from @now on, and nothing before the floor.
  */
@@ -298,6 +293,11 @@ static void settle(const struct jittab *t, struct ent *e, uint64_t now)
 	e->staged = false;
 }
 
+/*
+ * The common case, a runtime appending code at fresh addresses: no staged range is a removal or
+ * overlaps another range, staged or held. Then the staged ranges are sorted and merged into the
+ * held ones (strings and rows stay where they are). 1 done, 0 not that case, -ENOMEM.
+ */
 static int commit_disjoint(struct jittab *t, uint64_t now)
 {
 	size_t n = t->ncommitted, k = t->nents - n, i, j, o;
