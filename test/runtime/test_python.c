@@ -666,6 +666,44 @@ static void debug_offsets_garbage(void **state)
 	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
 }
 
+/*
+ * A process's own _Py_DebugOffsets (3.13) with every field inside its declared structure, but
+ * a str's state beyond the header the agent reads strings with: refused (a process named
+ * python could make the agent read 2000 bytes into 64), as is an offset that wraps around.
+ */
+static void debug_offsets_beyond_the_headers(void **state)
+{
+	static const size_t sizes[] = {24, 48, 152, 224, 272, 352, 512, 536};
+	uint8_t b[PYLAYOUT_DEBUG_OFFSETS_SIZE] = {0};
+	struct pylayout l;
+	uint64_t v;
+
+	(void)state;
+	memcpy(b, "xdebugpy", 8);
+	v = 0x030d00f0;
+	memcpy(b + 8, &v, 8);
+	/* Every field at offset 16 of a structure of 4096 bytes; str: 40 bytes of ASCII header. */
+	for (size_t at = 24; at + 8 <= sizeof(b); at += 8) {
+		v = 16;
+		memcpy(b + at, &v, 8);
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		v = 4096;
+		memcpy(b + sizes[i], &v, 8);
+	}
+	v = 40;
+	memcpy(b + 560, &v, 8); /* unicode asciiobject_size */
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), 0);
+	v = 2000; /* unicode state: inside its 4096 bytes, beyond the 64 read */
+	memcpy(b + 544, &v, 8);
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
+	v = 16;
+	memcpy(b + 544, &v, 8);
+	v = UINT64_MAX - 3; /* bytes ob_size: wraps around with its width */
+	memcpy(b + 520, &v, 8);
+	assert_int_equal(pylayout__from_debug_offsets(b, sizeof(b), &l), -EINVAL);
+}
+
 /* Line tables cut short or malformed: an error, never a read past the end. */
 static void linetable_garbage(void **state)
 {
@@ -919,6 +957,7 @@ int main(void)
 	    cmocka_unit_test(layouts),
 	    cmocka_unit_test(merge),
 	    cmocka_unit_test(debug_offsets_garbage),
+	    cmocka_unit_test(debug_offsets_beyond_the_headers),
 	    cmocka_unit_test(linetable_garbage),
 	    cmocka_unit_test(not_python),
 	    cmocka_unit_test(pytab_finds_interpreters),

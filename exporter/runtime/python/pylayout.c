@@ -197,7 +197,7 @@ static bool field(const uint8_t *b, size_t size_at, size_t at, size_t width, uin
 {
 	uint64_t size = u64_at(b, size_at), off = u64_at(b, at);
 
-	if (size > (1u << 20) || off + width > size)
+	if (size > (1u << 20) || off > size || width > size - off)
 		return false;
 	*out = (uint32_t)off;
 	return true;
@@ -255,6 +255,9 @@ int pylayout__from_debug_offsets(const void *buf, size_t len, struct pylayout *o
 	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_STATE, 4, &l->unicode_state);
 	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_LENGTH, 8, &l->unicode_length);
 	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_ASCII_SIZE, 0, &l->unicode_ascii_size);
+	/* pyproc.c reads a str's and a bytes' header (and an object's type) into 64 bytes. */
+	ok &= l->unicode_state + 4 <= 64 && l->unicode_length + 8 <= 64 &&
+	      l->bytes_size + 8 <= 64 && l->object_type + 8 <= 64;
 	if (!ok)
 		return -EINVAL;
 	l->frame_owner = owner;
