@@ -83,17 +83,21 @@ struct py_desc {
 	__u8 owner_generator, owner_cstack;
 	/* What a frame's fingerprint is made of (PY_FRAME_FP_SHIFT): co_firstlineno and either
 	 * co_version (code_version, 0: not used for this version) when it is not 0, or else
-	 * co_name's str's cached hash (PyASCIIObject.hash). Contents, not addresses: a code object
-	 * freed and reallocated at its address with its new name at the old name's address
-	 * (functions made and dropped at run time) differs by its version, else by the name's
-	 * hash (pywalk__code_key()). */
+	 * co_name's str's cached hash (PyASCIIObject.hash) and co_filename's contents (below).
+	 * Contents, not addresses: a code object freed and reallocated at its address with its
+	 * new name and file at the old ones' addresses (functions made and dropped at run time,
+	 * modules imported one after the other) differs by its version, else by the name's hash
+	 * or the file (pywalk__code_key()). */
 	__u16 code_name, unicode_hash, code_firstlineno;
 	/* PyThreadState .prev and .interp: a cached thread state is checked to be in its list. */
 	__u16 tstate_prev, tstate_interp;
 	__u16 code_version; /* PyCodeObject.co_version (3.12), 0: absent or not trusted */
+	/* Without a version, the fingerprint also keys co_filename's contents (pywalk__str_key():
+	 * PyASCIIObject.length and the characters after the ASCII header). */
+	__u16 code_filename, unicode_length, unicode_data;
 };
 
-_Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 80, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
@@ -105,7 +109,8 @@ _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
 /*
  * Bits PY_FRAME_FP_SHIFT.. of the flags: a fingerprint of the code object as the walk saw it,
  * from its contents, not its address (pywalk__fingerprint() of its co_version, else the hash of
- * its co_name, and its co_firstlineno). The agent names a frame only when the code object it reads
+ * its co_name and its co_filename's contents, and its co_firstlineno). The agent names a frame
+ * only when the code object it reads
  * at that address has the same fingerprint: one freed and its address taken by another function
  * between the sample and the read is refused, not misnamed.
  */
@@ -116,12 +121,84 @@ _Static_assert(sizeof(struct py_desc) == 72, "py_desc is shared with BPF");
  * What tells one code object from another made later at the same address, besides its
  * co_firstlineno: its co_version @version when that is known and not 0 (3.12: every code
  * object made takes the next number of one process-wide counter, which stops at 0 when it
- * runs out, Objects/codeobject.c init_code()), else its co_name's hash @name_hash (one read
- * more, of another object). The version's key has bit 63 set so that the two kinds differ.
+ * runs out, Objects/codeobject.c init_code()), else its co_name's hash @name_hash and the key
+ * of its co_filename's contents @file_key (pywalk__str_key(): two reads more, of other
+ * objects; without the file, two modules' `<module>` at line 1, or two files' `handler` at the
+ * same line, made one after the other at one address, would pass for each other). The
+ * version's key has bit 63 set so that the two kinds differ.
  */
-static inline __u64 pywalk__code_key(__u32 version, __u64 name_hash)
+static inline __u64 pywalk__code_key(__u32 version, __u64 name_hash, __u64 file_key)
 {
-	return version ? (1ull << 63) | version : name_hash;
+	return version ? (1ull << 63) | version
+		       : (name_hash ^ (file_key * 0xff51afd7ed558ccdull)) & ~(1ull << 63);
+}
+
+/* Hides @x's known range from the compiler, so that a bound check or mask after it stays in
+ * the code the verifier sees (BPF only). */
+#ifdef __BPF__
+#define PYWALK_OPAQUE(x) asm volatile("" : "+r"(x))
+#else
+#define PYWALK_OPAQUE(x) ((void)0)
+#endif
+
+/* Bytes of a str read for its key: at most this many, and never past the end of its page. */
+#define PYWALK_STR_SPAN 256
+
+/* How many bytes at @addr the key of the str there is made from (pywalk__str_key()). */
+static inline __u32 pywalk__str_span(__u64 addr)
+{
+	__u32 room = 4096 - (__u32)(addr & 4095);
+
+	return room < PYWALK_STR_SPAN ? room : PYWALK_STR_SPAN;
+}
+
+/*
+ * The key of a str's contents from @buf, its first @n bytes (pywalk__str_span() of its address,
+ * at most PYWALK_STR_SPAN): its length (8 bytes at @length_off) and the bytes from @data_off
+ * (PyASCIIObject's size: an ASCII str's characters) to the end of its characters or of @buf,
+ * whichever comes first. Fields that change in a live str (its count, cached hash, state bits,
+ * 3.8-3.11 wstr) are left out; a non-ASCII str's bytes there include caches that may be filled
+ * later: its frames may then be refused, never misnamed. Shared by the BPF walk and the agent,
+ * which must agree bit for bit.
+ */
+static inline __u64 pywalk__str_key(const __u8 *buf, __u32 n, __u32 length_off, __u32 data_off)
+{
+	__u64 h = 0xcbf29ce484222325ull, len = 0, w, end;
+	__u32 i;
+
+	if (n > PYWALK_STR_SPAN || length_off > PYWALK_STR_SPAN - 8 || length_off + 8 > n ||
+	    data_off > n)
+		return 0;
+	PYWALK_OPAQUE(length_off);
+	__builtin_memcpy(&len, buf + (length_off & (PYWALK_STR_SPAN - 1)), 8);
+	end = (__u64)data_off + len;
+	if (end > n || len > n)
+		end = n;
+	h = (h ^ len) * 0x100000001b3ull;
+	for (i = 0; i < PYWALK_STR_SPAN / 8; i++) {
+		__u64 at = (__u64)data_off + 8 * i, o;
+
+		if (at >= end)
+			break;
+		w = 0;
+		if (at + 8 <= end) {
+			o = at;
+			PYWALK_OPAQUE(o);
+			__builtin_memcpy(&w, buf + (o & (PYWALK_STR_SPAN - 1)), 8);
+		} else {
+			/* The last word's characters only (little-endian: the low bytes). */
+			__u64 k;
+
+			for (k = 0; k < 7 && at + k < end; k++) {
+				o = at + k;
+				PYWALK_OPAQUE(o);
+				w |= (__u64)buf[o & (PYWALK_STR_SPAN - 1)] << (8 * k);
+			}
+		}
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 32;
+	}
+	return h;
 }
 
 /* The fingerprint of a code object whose key (pywalk__code_key()) is @name_hash, co_firstlineno

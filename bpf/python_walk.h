@@ -20,11 +20,11 @@
  * PYWALK_READ_SPAN(rctx, dst, addr, len): the same for 1..len bytes (len bounded by the buffer).
  *
  * Cost: each read of the process is a helper call in BPF, the bulk of a frame's time. A frame
- * step reads the frame's fields from a window of the thread's data stack that holds many frames
- * (3.11+; before, the frame's fields in one read), and the code object's in one more read (and
- * its name's hash in another, but on 3.12) unless the frame before had the same code object:
- * from one read to three a frame, far fewer on deep
- * 3.11+ stacks (a field past the span buffer, in a layout not seen yet, is read alone).
+ * step reads the frame's fields from a window of the page the frame is in, that holds many
+ * frames (3.11+: the thread's data stack; before, heap frame objects often side by side), and
+ * the code object's in one more read (and its name's hash in another, but on 3.12) unless the
+ * frame before had the same code object: from one read to three a frame, far fewer on deep
+ * stacks (a field past the span buffer, in a layout not seen yet, is read alone).
  */
 #ifndef SPANPROF_PYTHON_WALK_H
 #define SPANPROF_PYTHON_WALK_H
@@ -118,6 +118,7 @@ struct pywalk_memo {
 	__u32 win_len, fp;
 	__s32 first;
 	__u32 pad;
+	__u64 file, file_key; /* the co_filename str keyed last, and its key */
 };
 
 /*
@@ -132,6 +133,7 @@ struct pywalk_memo {
 struct pywalk_buf {
 	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
 	__u8 code[PYWALK_CODE_SPAN];
+	__u8 str[PYWALK_STR_SPAN]; /* a co_filename str's first bytes (pywalk__str_key()) */
 	struct pywalk_memo memo;
 	__u64 gen;
 };
@@ -244,11 +246,13 @@ static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc
 
 /*
  * The frame at @f's fields (@span bytes) as a pointer into @b->window: from the window read
- * last (@m) when they lie in it, else from a new one. 3.11+, where a thread's frames are
- * contiguous in its data stack, callers below callees, the window runs from the start of @f's
- * page up to its fields' end (the same page: memory the frame itself is in, never a neighbour
- * mapping), so that the frames out of it come without a read; before 3.11 (heap frame
- * objects), or a frame across a page end, just its fields. NULL when unreadable.
+ * last (@m) when they lie in it, else from a new one, within @f's page (memory the frame
+ * itself is in, never a neighbour mapping), so that the frames out of it come without a read.
+ * 3.11+, where a thread's frames are contiguous in its data stack, callers below callees: from
+ * the start of the page up to @f's fields' end. Before 3.11, frames are heap objects, of one
+ * size per code object, that the allocator (pymalloc's pools of a page, or malloc) often puts
+ * side by side: the whole page. A frame across a page end: just its fields. NULL when
+ * unreadable.
  */
 static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct py_desc *d, __u64 f,
 						       __u32 span, struct pywalk_buf *b,
@@ -258,9 +262,10 @@ static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct 
 
 	if (m->win_len && f >= m->win_base && o + span <= m->win_len)
 		return b->window + (o & (PYWALK_WINDOW - 1));
-	if (d->interpreter_frames && (f & (PYWALK_WINDOW - 1)) + span <= PYWALK_WINDOW) {
+	if ((f & (PYWALK_WINDOW - 1)) + span <= PYWALK_WINDOW) {
 		start = f & ~(__u64)(PYWALK_WINDOW - 1);
-		len = f - start + span;
+		/* 3.11+: the callers lie below; before, anywhere in the heap (often the page). */
+		len = d->interpreter_frames ? f - start + span : PYWALK_WINDOW;
 	}
 #ifdef __BPF__
 	asm volatile("" : "+r"(len));
@@ -290,7 +295,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 {
 	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
-	__u64 name = 0, hash = 0, line = 0, version = 0;
+	__u64 name = 0, hash = 0, line = 0, version = 0, file = 0, file_key = 0;
 	const __u8 *fb;
 	__u32 span, fp;
 	__s64 offset;
@@ -335,7 +340,7 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		/* The code object's fields in one read (its type first: garbage is not read on). */
 		span = pywalk__max(pywalk__max(pywalk__max(d->object_type, d->code_name),
 					       pywalk__max(d->code_firstlineno, d->code_version)),
-				   d->code_firsttraceable) +
+				   pywalk__max(d->code_firsttraceable, d->code_filename)) +
 		       8;
 		if (pywalk__read_span(rctx, b->code, PYWALK_CODE_SPAN, code, span) ||
 		    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->object_type, &type))
@@ -351,11 +356,34 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 						      d->code_version, &version)))
 			return -PY_STOP_READ_FAILED;
 		/* What tells a reallocated code object (see py_desc): its version, in the span
-		 * read, else its name's hash, one read more. */
-		if (!(__u32)version && PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash))
-			return -PY_STOP_READ_FAILED;
+		 * read, else its name's hash and its file's key, a read each (the file's once
+		 * per walk while the frames stay in one file). */
+		if (!(__u32)version) {
+			__u32 n;
+
+			if (PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash) ||
+			    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_filename,
+					  &file))
+				return -PY_STOP_READ_FAILED;
+			if (file && file == m->file) {
+				file_key = m->file_key;
+			} else {
+				n = pywalk__str_span(file);
+#ifdef __BPF__
+				asm volatile("" : "+r"(n));
+#endif
+				if (n < 8 || n > PYWALK_STR_SPAN ||
+				    PYWALK_READ_SPAN(rctx, b->str, file, n))
+					return -PY_STOP_READ_FAILED;
+				file_key =
+				    pywalk__str_key(b->str, n, d->unicode_length, d->unicode_data);
+				m->file = file;
+				m->file_key = file_key;
+			}
+		}
 		first = (__u64)(__s64)(__s32)first;
-		fp = pywalk__fingerprint(pywalk__code_key((__u32)version, hash), (__u32)line);
+		fp = pywalk__fingerprint(pywalk__code_key((__u32)version, hash, file_key),
+					 (__u32)line);
 		m->code = code;
 		m->fp = fp;
 		m->first = (__s32)first;

@@ -416,6 +416,44 @@ def test_deep_recursion_keeps_its_leaf_python_frames(spanprof, pprofcheck, procs
         f"{deep_enough} of {total} samples show {DEEP_MIN_FRAMES}+ Python frames"
 
 
+SAMENAME = WORKLOADS / "pysamename.py"
+
+
+@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
+def test_a_freed_code_object_never_lends_its_name_to_the_next_at_its_address(
+        spanprof, pprofcheck, procs, tmp_path, exe):
+    """Two threads compile and drop, again and again, a function `handler` at line 1 of two
+    files whose paths differ by one character (workloads/pysamename.py): one thread's code
+    object is often made where the other's was, with the same name, first line and size. No
+    sample of either thread names a handler of the other's file, or a line outside its own
+    handler's body (the def line included: a call not started yet). Frames the agent cannot
+    prove stay unnamed; enough are named for the check to mean something."""
+    prog = procs.start(exe, SAMENAME, SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    json.loads(prog.stdout.readline())
+    out = tmp_path / "out"
+    record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", FREQ, timeout=120)
+    json.loads(prog.stdout.readline())
+    prog.wait(timeout=30)
+    own = {"pysamename.run_first": ("spanprof-code-a.py", {1, 2, 3, 4, 5}),
+           "pysamename.run_second": ("spanprof-code-b.py", {1, 7, 8, 9, 10})}
+    named, problems = {root: 0 for root in own}, []
+    for s in pprofcheck(out / "profile.pb.gz")["samples"]:
+        frames = frames_root_first(s)
+        names = [f for f, _, _, _ in frames]
+        for root, (path, lines) in own.items():
+            if root not in names:
+                continue
+            for f, file, line, is_py in frames[names.index(root) + 1:]:
+                if not is_py or not f.endswith("handler"):
+                    continue
+                named[root] += s["values"][0]
+                if not file.endswith(path) or line not in lines:
+                    problems.append(f"{root}: {f} {file}:{line} in {';'.join(names)}")
+    assert not problems, problems[:3]
+    assert all(n >= 10 for n in named.values()), f"named handler samples per thread: {named}"
+
+
 EARLY_SECONDS = 2
 LOOP = ("_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold")
 

@@ -24,6 +24,7 @@ struct code_entry {
 	/* What the names were read from: checked again once per epoch. */
 	uint64_t type, name, qualname, filename, linetable;
 	uint64_t name_hash; /* co_name's cached hash */
+	uint64_t file_key;  /* pywalk__str_key() of co_filename (0: the version is used) */
 	uint32_t version;   /* co_version (0: none); with one of these and firstlineno, the
 			     * frame's fingerprint (pywalk__code_key()) */
 	uint64_t refcnt;    /* ob_refcnt as read (not part of the identity) */
@@ -429,6 +430,12 @@ static char *read_str(struct pyproc *p, uint64_t addr, int *err)
 	uint8_t *raw = NULL;
 	char *s = NULL, *o;
 
+	/* The layout was checked to fit (pylayout.c); checked again before a read into @hdr. */
+	if (l->unicode_state + 4 > sizeof(hdr) || l->unicode_length + 8 > sizeof(hdr) ||
+	    l->object_type + 8 > sizeof(hdr)) {
+		*err = -EINVAL;
+		return NULL;
+	}
 	*err = rd(p, addr, hdr, l->unicode_state + 4);
 	if (*err)
 		return NULL;
@@ -478,6 +485,10 @@ static uint8_t *read_bytes(struct pyproc *p, uint64_t addr, size_t *len, int *er
 	uint8_t hdr[64], *b;
 	int64_t n;
 
+	if (l->bytes_size + 8 > sizeof(hdr) || l->object_type + 8 > sizeof(hdr)) {
+		*err = -EINVAL;
+		return NULL;
+	}
 	*err = rd(p, addr, hdr, l->bytes_size + 8);
 	if (*err)
 		return NULL;
@@ -536,7 +547,20 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
 	e->version = l->code_version ? (uint32_t)i32(buf, l->code_version) : 0;
-	return rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
+	err = rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
+	if (err || e->version)
+		return err;
+	/* Without a version, the file's contents too, read as the BPF walk reads them. */
+	{
+		uint8_t str[PYWALK_STR_SPAN];
+		uint32_t n = pywalk__str_span(e->filename);
+
+		err = rd(p, e->filename, str, n);
+		if (err)
+			return err;
+		e->file_key = pywalk__str_key(str, n, l->unicode_length, l->unicode_ascii_size);
+	}
+	return 0;
 }
 
 /*
@@ -553,9 +577,10 @@ static bool alive(const struct code_entry *e)
 static bool same_identity(const struct code_entry *a, const struct code_entry *b)
 {
 	return a->type == b->type && a->name == b->name && a->name_hash == b->name_hash &&
-	       a->version == b->version && a->qualname == b->qualname &&
-	       a->filename == b->filename && a->linetable == b->linetable &&
-	       a->firstlineno == b->firstlineno && a->firsttraceable == b->firsttraceable;
+	       a->file_key == b->file_key && a->version == b->version &&
+	       a->qualname == b->qualname && a->filename == b->filename &&
+	       a->linetable == b->linetable && a->firstlineno == b->firstlineno &&
+	       a->firsttraceable == b->firsttraceable;
 }
 
 /* Names @e (identity already read) from the process. */
@@ -576,8 +601,8 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.filename = e->filename_s;
 	e->info.firstlineno = e->firstlineno;
 	e->info.version = e->version;
-	e->info.fingerprint = pywalk__fingerprint(pywalk__code_key(e->version, e->name_hash),
-						  (uint32_t)e->firstlineno);
+	e->info.fingerprint = pywalk__fingerprint(
+	    pywalk__code_key(e->version, e->name_hash, e->file_key), (uint32_t)e->firstlineno);
 	return 0;
 }
 
@@ -927,6 +952,9 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->unicode_hash, unicode_hash(l));
 	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
 	ok &= set16(&out->code_version, l->code_version);
+	ok &= set16(&out->code_filename, l->code_filename);
+	ok &= set16(&out->unicode_length, l->unicode_length);
+	ok &= set16(&out->unicode_data, l->unicode_ascii_size);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
 	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES

@@ -139,8 +139,8 @@ struct pycode_info {
 	const char *filename; /* co_filename, UTF-8 */
 	int firstlineno;
 	/* pywalk__fingerprint() (bpf/python.h) of co_version (3.12, when not 0) or else
-	 * co_name's hash, and co_firstlineno, as read: a frame whose PY_FRAME_FP bits differ was
-	 * of another code object. */
+	 * co_name's hash and co_filename's contents, and co_firstlineno, as read: a frame whose
+	 * PY_FRAME_FP bits differ was of another code object. */
 	uint32_t fingerprint;
 	uint32_t version; /* co_version as read (0: none, or not used for this version) */
 };
