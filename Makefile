@@ -27,6 +27,8 @@ CFLAGS     += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOUR
 	      -DSPANPROF_VERSION='"$(VERSION)"' -I$(GEN) -I$(BUILD) -Iexporter -Ibpf
 LDLIBS     += -lyaml -lcap -lbpf -ldw -lelf -liberty -lprotobuf-c -lgrpc -lgpr -lcrypto -lz -llzma -ldebuginfod -lpthread -lm -ljson-c -lmicrohttpd
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(BUILD) -Ibpf
+# BPF_EXTRA: more flags for bench builds (e.g. -DSP_WALK_TIMING, bench/runtime/walk_time.py).
+BPF_CFLAGS += $(BPF_EXTRA)
 
 # --- generated code -------------------------------------------------------------------------
 $(BUILD)/vmlinux.h:

@@ -103,6 +103,53 @@ static __always_inline bool sp_proc_known_take(__u32 pid, enum sp_proc_known_map
 	return (__sync_fetch_and_and(v, ~bit) & bit) != 0;
 }
 
+/*
+ * Bench builds only (make BPF_EXTRA=-DSP_WALK_TIMING; bench/runtime/walk_time.py): the time of
+ * each walk of a user stack, whole (its map lookups, reads and steps), from bpf_ktime_get_ns()
+ * around it, per kind (enum sp_walk_kind) and per CPU: walks, their ns and frames summed, and
+ * a histogram of SP_WALK_BUCKET_NS-wide buckets (the last one: everything longer). Walks that
+ * produced no frame are not counted. Without the flag none of it is compiled.
+ */
+enum sp_walk_kind { SP_WALK_NATIVE, SP_WALK_PYTHON, SP_WALK_KINDS };
+#ifdef SP_WALK_TIMING
+#define SP_WALK_BUCKETS 256
+#define SP_WALK_BUCKET_NS 50
+struct sp_walk_time {
+	__u64 walks, ns, frames;
+	__u64 hist[SP_WALK_BUCKETS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_WALK_KINDS);
+	__type(key, __u32);
+	__type(value, struct sp_walk_time);
+} walk_time SEC(".maps");
+
+static __always_inline __u64 sp_walk_clock(void)
+{
+	return bpf_ktime_get_ns();
+}
+
+static __always_inline void sp_walk_done(__u32 kind, __u64 t0, __u64 frames)
+{
+	__u64 dt = bpf_ktime_get_ns() - t0, b = dt / SP_WALK_BUCKET_NS;
+	struct sp_walk_time *v = bpf_map_lookup_elem(&walk_time, &kind);
+
+	if (!v || !frames)
+		return;
+	v->walks++;
+	v->ns += dt;
+	v->frames += frames;
+	if (b >= SP_WALK_BUCKETS)
+		b = SP_WALK_BUCKETS - 1;
+	v->hist[b & (SP_WALK_BUCKETS - 1)]++; /* a power of two: the mask bounds it */
+}
+#else
+#define sp_walk_clock() 0ull
+#define sp_walk_done(kind, t0, frames) ((void)(t0))
+#endif
+
 #include "filter.bpf.h"
 #include "unwind.bpf.h"
 #include "threadctx.bpf.h"
@@ -167,6 +214,8 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		s->flags |= SP_SAMPLE_KERNEL_THREAD;
 		n = 0;
 	} else {
+		__u64 t0 = sp_walk_clock();
+
 		n = -1;
 		uproc = unwind_enabled
 			    ? unwind_proc_of(task, pid, s->pstart_boot_ns, &borrowed, &released)
@@ -176,6 +225,7 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		else
 			wakeup = BPF_RB_FORCE_WAKEUP;
 		if (n >= 0) {
+			sp_walk_done(SP_WALK_NATIVE, t0, n);
 			walked = 1;
 			n *= sizeof(__u64);
 			s->ustack_end = sp_ustack_end_of_stat(stop);
@@ -251,7 +301,12 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 		threadctx_sample(task, s);
 		if (!s->ctx_len)
 			golabels_sample(task, s);
-		python_sample(task, s);
+		{
+			__u64 t0 = sp_walk_clock();
+
+			python_sample(task, s);
+			sp_walk_done(SP_WALK_PYTHON, t0, s->py_len);
+		}
 		if (walked) {
 			__u32 zero = 0;
 			struct unwind_window *win = bpf_map_lookup_elem(&unwind_scratch, &zero);

@@ -64,3 +64,18 @@ bench: bench-python-early
 bench-python-early: $(BUILD)/spanprof
 	$(Q)python3 bench/runtime/python_early.py --build $(BUILD) \
 		$(if $(BASELINE_BIN),--baseline $(BASELINE_BIN)) $(BENCH_PYTHON_EARLY_ARGS)
+
+# The Python walk and the native CFI walk of the same depth, each timed whole inside the BPF
+# program (bench/runtime/walk_time.py): a build with -DSP_WALK_TIMING in $(BUILD)-walktime
+# (the agent's own build is left as it is). Needs root and bpftool.
+#   make bench-walk-time [BUILD=dir] [PY_BENCH_PYTHON=path] [BENCH_WALK_TIME_ARGS="--rounds 3"]
+
+BENCH_WALK_TIME_ARGS ?=
+
+.PHONY: bench-walk-time
+bench: bench-walk-time
+
+bench-walk-time:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-walktime BPF_EXTRA=-DSP_WALK_TIMING all
+	$(Q)python3 bench/runtime/walk_time.py --build $(BUILD)-walktime --python $(PY_BENCH_PYTHON) \
+		$(BENCH_WALK_TIME_ARGS)
