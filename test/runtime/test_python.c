@@ -789,6 +789,11 @@ static void merge(void **state)
 	merge_case("nLn", "", PY_STOP_NO_TSTATE, false, "nLn|u");
 	/* Native stack cut: the outer groups go with their missing loop frames. */
 	merge_case("nLnL", "PpPP", PY_STOP_END, true, "nPnpP");
+	/* Both cut, the native stack first (-X perf's deep recursion): the same. */
+	merge_case("nLnL", "PpPPp", PY_STOP_DEPTH, true, "nPnpP");
+	merge_case("nLnL", "PpPP", PY_STOP_DEPTH, true, "nPnpP");
+	/* The Python walk cut alone, more groups than loop calls: not placed. */
+	merge_case("nLnL", "PpPPp", PY_STOP_DEPTH, false, "nLnL|u");
 	/* Python frames cut inside a group: that group's inner frames, the marker, then native. */
 	merge_case("nLnLnLn", "pPpp", PY_STOP_DEPTH, false, "npPnpp|6nLn");
 	/* Cut exactly at a group's end: the marker before the next loop frame. */

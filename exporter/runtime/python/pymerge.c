@@ -56,6 +56,15 @@ int pymerge__stack(const bool *is_loop, size_t n_native, const struct py_frame *
 	open_group = n_py && !(py[n_py - 1].flags & PY_FRAME_ENTRY);
 	if (py_stop == PY_STOP_NONE || (!loops && !n_py && !early))
 		return native_only(n_native, 0, &o); /* not walked, or no Python at all */
+	if (early && native_cut && groups + open_group > loops) {
+		/*
+		 * Both walks were cut, the native one nearer the leaf (with -X perf, 3.12+, each
+		 * Python call costs the native stack several frames): every loop call kept has its
+		 * group; the Python frames past the native cut go with it (its marker says so).
+		 */
+		early = false;
+		open_group = false;
+	}
 	if (!early && !open_group && (groups == loops || (native_cut && groups > loops)))
 		full = loops;
 	else if (early && groups + open_group <= loops)
