@@ -878,6 +878,24 @@ static void pytab_finds_interpreters(void **state)
 		assert_int_equal(system(cmd), 0);
 		a = spawn((char *const[]){fake, "30", NULL});
 		b = spawn((char *const[]){fake, "30", NULL});
+		/* Maps as read right after exec (the executable and the loader only): libpython
+		 * may come next, nothing is said yet. */
+		{
+			struct procmaps all = {0}, early = {0};
+
+			assert_int_equal(procmaps__read_filtered(a, PROCMAPS_EXEC_ONLY, &all), 0);
+			early.maps = calloc(all.n, sizeof(*early.maps));
+			assert_non_null(early.maps);
+			for (size_t i = 0; i < all.n; i++)
+				if (i == 0 || strstr(all.maps[i].path, "/ld-linux"))
+					early.maps[early.n++] = all.maps[i];
+			assert_int_equal(early.n, 2);
+			pytab__maps_hook(t, (uint32_t)a, 0, &early);
+			fflush(log);
+			assert_null(log_buf ? strstr(log_buf, "pypy3-notcpython is not") : NULL);
+			free(early.maps); /* its paths are all's */
+			procmaps__clear(&all);
+		}
 		pytab__maps_hook(t, (uint32_t)a, 0, NULL);
 		pytab__maps_hook(t, (uint32_t)b, 0, NULL);
 		assert_null(pytab__find(t, (uint32_t)a, 0));

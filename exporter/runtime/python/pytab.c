@@ -255,18 +255,51 @@ static enum file_verdict verdict_of(struct pytab *t, uint32_t pid, const struct 
 	return FILE_PYTHON;
 }
 
+/* The dynamic loader's file (glibc's ld-linux*, musl's ld-musl*, ld.so). */
+static bool loader_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7) ||
+	       !strncmp(base, "ld.so", 5);
+}
+
 /*
- * A process in which no file is CPython, whose executable @exe is named as an interpreter
+ * Whether @maps were read while the dynamic loader had not mapped the libraries yet (right
+ * after exec): it is mapped, and no file but it and the executable is.
+ */
+static bool libraries_not_mapped_yet(const struct procmaps *maps)
+{
+	bool loader = false;
+
+	for (size_t i = 1; i < maps->n; i++) {
+		const struct procmap *m = &maps->maps[i];
+
+		if (!m->inode || m->path[0] != '/' || m->inode == maps->maps[0].inode)
+			continue;
+		if (!loader_name(m->path))
+			return false;
+		loader = true;
+	}
+	return loader;
+}
+
+/*
+ * A process in which no file is CPython, whose executable @maps[0] is named as an interpreter
  * (PyPy, a Python-like binary): said once per file, so that a user does not wait for Python
- * frames. (pyenv's python3.X executable is not CPython either, but its libpython is.)
+ * frames. (pyenv's python3.X executable is not CPython either, but its libpython is: not said
+ * from maps read before the loader mapped the libraries, where libpython is not yet.)
  * Marks the file logged, as the unsupported message does.
  */
-static void not_cpython(struct pytab *t, const struct procmap *exe)
+static void not_cpython(struct pytab *t, const struct procmaps *maps)
 {
+	const struct procmap *exe = &maps->maps[0];
 	struct file_key k = key_of(exe);
 	struct file_entry *f = file_find(t, &k);
 
-	if (!f || f->verdict != FILE_NOT_PYTHON || f->logged || !interpreter_name(exe->path))
+	if (!f || f->verdict != FILE_NOT_PYTHON || f->logged || !interpreter_name(exe->path) ||
+	    libraries_not_mapped_yet(maps))
 		return;
 	f->logged = 1;
 	fprintf(t->o.log,
@@ -399,7 +432,7 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 			found = &maps->maps[i];
 	if (!found) {
 		if (candidate(maps, 0))
-			not_cpython(t, &maps->maps[0]);
+			not_cpython(t, maps);
 		goto cleanup;
 	}
 	e = calloc(1, sizeof(*e));
