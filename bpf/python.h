@@ -93,11 +93,12 @@ struct py_desc {
 	__u16 tstate_prev, tstate_interp;
 	__u16 code_version; /* PyCodeObject.co_version (3.12), 0: absent or not trusted */
 	/* Without a version, the fingerprint also keys co_filename's contents (pywalk__str_key():
-	 * PyASCIIObject.length and the characters after the ASCII header). */
-	__u16 code_filename, unicode_length, unicode_data;
+	 * a str's length and state, and PyASCIIObject's and PyCompactUnicodeObject's sizes). */
+	__u16 code_filename, unicode_length, unicode_state, unicode_ascii_size,
+	    unicode_compact_size;
 };
 
-_Static_assert(sizeof(struct py_desc) == 80, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 88, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
@@ -141,64 +142,88 @@ static inline __u64 pywalk__code_key(__u32 version, __u64 name_hash, __u64 file_
 #define PYWALK_OPAQUE(x) ((void)0)
 #endif
 
-/* Bytes of a str read for its key: at most this many, and never past the end of its page. */
-#define PYWALK_STR_SPAN 256
+/*
+ * A file name's str is keyed whole (pywalk__str_key()): its characters take at most
+ * PYWALK_STR_MAX bytes (longer ones are not keyed: the agent refuses their frames), read into
+ * a buffer of PYWALK_STR_BUF bytes (8 more of slack after it for the last word).
+ */
+#define PYWALK_STR_BUF 512
+#define PYWALK_STR_MAX 448
+/* The key of a str that cannot be keyed (not compact, too long): the agent refuses those. */
+#define PYWALK_STR_UNKEYED 1ull
 
-/* How many bytes at @addr the key of the str there is made from (pywalk__str_key()). */
-static inline __u32 pywalk__str_span(__u64 addr)
+/*
+ * How many bytes at @addr the walk reads first for the str there: to the end of its page, at
+ * most PYWALK_STR_BUF, at least @min (a str is never smaller than its ASCII header and NUL).
+ */
+static inline __u32 pywalk__str_span(__u64 addr, __u32 min)
 {
 	__u32 room = 4096 - (__u32)(addr & 4095);
 
-	return room < PYWALK_STR_SPAN ? room : PYWALK_STR_SPAN;
+	room = room < PYWALK_STR_BUF ? room : PYWALK_STR_BUF;
+	return room < min ? min : room;
 }
 
 /*
- * The key of a str's contents from @buf, its first @n bytes (pywalk__str_span() of its address,
- * at most PYWALK_STR_SPAN): its length (8 bytes at @length_off) and the bytes from @data_off
- * (PyASCIIObject's size: an ASCII str's characters) to the end of its characters or of @buf,
- * whichever comes first. Fields that change in a live str (its count, cached hash, state bits,
- * 3.8-3.11 wstr) are left out; a non-ASCII str's bytes there include caches that may be filled
- * later: its frames may then be refused, never misnamed. Shared by the BPF walk and the agent,
- * which must agree bit for bit.
+ * Where a str's characters are (PEP 393, Include/cpython/unicodeobject.h, 3.3 through 3.13:
+ * state bits interned:2, kind:3, compact:1, ascii:1): *@data_off bytes from its start
+ * (@ascii_size, PyASCIIObject's size, for an ASCII str, else @compact_size,
+ * PyCompactUnicodeObject's), *@nbytes of them (@length characters of kind 1, 2 or 4 bytes).
+ * 0, or -1 for a str not keyed: not compact, a kind that is no kind, more than PYWALK_STR_MAX
+ * bytes.
  */
-static inline __u64 pywalk__str_key(const __u8 *buf, __u32 n, __u32 length_off, __u32 data_off)
+static inline int pywalk__str_layout(__u64 length, __u32 state, __u32 ascii_size,
+				     __u32 compact_size, __u32 *data_off, __u32 *nbytes)
 {
-	__u64 h = 0xcbf29ce484222325ull, len = 0, w, end;
+	__u32 kind = (state >> 2) & 7;
+
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return -1;
+	if ((state >> 6) & 1) {
+		if (kind != 1)
+			return -1;
+		*data_off = ascii_size;
+	} else {
+		*data_off = compact_size;
+	}
+	if (length > PYWALK_STR_MAX || length * kind > PYWALK_STR_MAX)
+		return -1;
+	*nbytes = (__u32)length * kind;
+	return 0;
+}
+
+/*
+ * The key of a str's contents: its @length, its kind and ASCII bits (of @state), and its
+ * @nbytes bytes of characters (pywalk__str_layout()), at @at in @buf (@at + @nbytes <=
+ * PYWALK_STR_BUF; the buffer has 8 bytes of slack after it). Only what never changes in a live
+ * str (not its count, cached hash, interned bits or caches). Shared by the BPF walk and the
+ * agent, which must agree bit for bit.
+ */
+static inline __u64 pywalk__str_key(const __u8 *buf, __u32 at, __u32 nbytes, __u64 length,
+				    __u32 state)
+{
+	__u64 h = 0xcbf29ce484222325ull, w, end = (__u64)at + nbytes, o;
 	__u32 i;
 
-	if (n > PYWALK_STR_SPAN || length_off > PYWALK_STR_SPAN - 8 || length_off + 8 > n ||
-	    data_off > n)
-		return 0;
-	PYWALK_OPAQUE(length_off);
-	__builtin_memcpy(&len, buf + (length_off & (PYWALK_STR_SPAN - 1)), 8);
-	end = (__u64)data_off + len;
-	if (end > n || len > n)
-		end = n;
-	h = (h ^ len) * 0x100000001b3ull;
-	for (i = 0; i < PYWALK_STR_SPAN / 8; i++) {
-		__u64 at = (__u64)data_off + 8 * i, o;
+	if (end > PYWALK_STR_BUF)
+		return PYWALK_STR_UNKEYED;
+	h = (h ^ length) * 0x100000001b3ull;
+	h = (h ^ ((state >> 2) & 0x1f)) * 0x100000001b3ull;
+	for (i = 0; i < PYWALK_STR_BUF / 8; i++) {
+		__u64 pos = (__u64)at + 8 * i;
 
-		if (at >= end)
+		if (pos >= end)
 			break;
-		w = 0;
-		if (at + 8 <= end) {
-			o = at;
-			PYWALK_OPAQUE(o);
-			__builtin_memcpy(&w, buf + (o & (PYWALK_STR_SPAN - 1)), 8);
-		} else {
-			/* The last word's characters only (little-endian: the low bytes). */
-			__u64 k;
-
-			for (k = 0; k < 7 && at + k < end; k++) {
-				o = at + k;
-				PYWALK_OPAQUE(o);
-				w |= (__u64)buf[o & (PYWALK_STR_SPAN - 1)] << (8 * k);
-			}
-		}
+		o = pos;
+		PYWALK_OPAQUE(o);
+		__builtin_memcpy(&w, buf + (o & (PYWALK_STR_BUF - 1)), 8);
+		/* The last word's characters only (little-endian: the low bytes). */
+		if (end - pos < 8)
+			w &= (1ull << (8 * (end - pos))) - 1;
 		h = (h ^ w) * 0x100000001b3ull;
 		h ^= h >> 32;
 	}
-	return h;
+	return h == PYWALK_STR_UNKEYED ? h + 1 : h;
 }
 
 /* The fingerprint of a code object whose key (pywalk__code_key()) is @name_hash, co_firstlineno

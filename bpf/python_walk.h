@@ -133,7 +133,7 @@ struct pywalk_memo {
 struct pywalk_buf {
 	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
 	__u8 code[PYWALK_CODE_SPAN];
-	__u8 str[PYWALK_STR_SPAN]; /* a co_filename str's first bytes (pywalk__str_key()) */
+	__u8 str[PYWALK_STR_BUF]; /* a co_filename str's bytes (pywalk__file_key()) */
 	struct pywalk_memo memo;
 	__u64 gen;
 };
@@ -281,6 +281,49 @@ static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct 
 }
 
 /*
+ * The key of the str at @file (a code object's co_filename: pywalk__str_key()) into *@key:
+ * PYWALK_STR_UNKEYED for one not keyed (the agent refuses those frames). Reads the str from
+ * its start to the end of its page (at most PYWALK_STR_BUF bytes), then, if its characters
+ * go on past that, them alone (the object's own memory). 0, or -1 when unreadable.
+ */
+static __always_inline int pywalk__file_key(void *rctx, const struct py_desc *d, __u64 file,
+					    struct pywalk_buf *b, __u64 *key)
+{
+	__u64 n = pywalk__str_span(file, (__u32)d->unicode_ascii_size + 1), length = 0;
+	__u32 data_off = 0, nbytes = 0, sf = d->unicode_state, lf = d->unicode_length, state = 0;
+
+	PYWALK_OPAQUE(n);
+	if (n < 8 || n > PYWALK_STR_BUF || PYWALK_READ_SPAN(rctx, b->str, file, n))
+		return -1;
+	if (lf + 8 > n || sf + 4 > n)
+		return -1;
+	PYWALK_OPAQUE(lf);
+	PYWALK_OPAQUE(sf);
+	__builtin_memcpy(&length, b->str + (lf & (PYWALK_STR_BUF - 1)), 8);
+	__builtin_memcpy(&state, b->str + (sf & (PYWALK_STR_BUF - 1)), 4);
+	if (pywalk__str_layout(length, state, d->unicode_ascii_size, d->unicode_compact_size,
+			       &data_off, &nbytes)) {
+		*key = PYWALK_STR_UNKEYED;
+		return 0;
+	}
+	if ((__u64)data_off + nbytes <= n) {
+		*key = pywalk__str_key(b->str, data_off, nbytes, length, state);
+		return 0;
+	}
+	{
+		/* 64 bits: the bound checked on the very register the helper gets. */
+		__u64 len = nbytes;
+
+		PYWALK_OPAQUE(len);
+		if (len < 1 || len > PYWALK_STR_MAX ||
+		    PYWALK_READ_SPAN(rctx, b->str, file + data_off, len))
+			return -1;
+	}
+	*key = pywalk__str_key(b->str, 0, nbytes, length, state);
+	return 0;
+}
+
+/*
  * One frame: from *@frame (moved to the next frame out) fills @out and returns 1; or returns 0
  * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
  * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
@@ -359,8 +402,6 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		 * read, else its name's hash and its file's key, a read each (the file's once
 		 * per walk while the frames stay in one file). */
 		if (!(__u32)version) {
-			__u32 n;
-
 			if (PYWALK_READ_USER(rctx, &hash, name + d->unicode_hash) ||
 			    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_filename,
 					  &file))
@@ -368,15 +409,8 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 			if (file && file == m->file) {
 				file_key = m->file_key;
 			} else {
-				n = pywalk__str_span(file);
-#ifdef __BPF__
-				asm volatile("" : "+r"(n));
-#endif
-				if (n < 8 || n > PYWALK_STR_SPAN ||
-				    PYWALK_READ_SPAN(rctx, b->str, file, n))
+				if (pywalk__file_key(rctx, d, file, b, &file_key))
 					return -PY_STOP_READ_FAILED;
-				file_key =
-				    pywalk__str_key(b->str, n, d->unicode_length, d->unicode_data);
 				m->file = file;
 				m->file_key = file_key;
 			}

@@ -419,17 +419,19 @@ def test_deep_recursion_keeps_its_leaf_python_frames(spanprof, pprofcheck, procs
 SAMENAME = WORKLOADS / "pysamename.py"
 
 
+@pytest.mark.parametrize("paths", ["ascii", "latin"])
 @pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
 def test_a_freed_code_object_never_lends_its_name_to_the_next_at_its_address(
-        spanprof, pprofcheck, procs, tmp_path, exe):
+        spanprof, pprofcheck, procs, tmp_path, exe, paths):
     """Two threads compile and drop, again and again, a function `handler` at line 1 of two
-    files whose paths differ by one character (workloads/pysamename.py): one thread's code
-    object is often made where the other's was, with the same name, first line and size. No
-    sample of either thread names a handler of the other's file, or a line outside its own
-    handler's body (the def line included: a call not started yet). Frames the agent cannot
-    prove stay unnamed; enough are named for the check to mean something."""
-    prog = procs.start(exe, SAMENAME, SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                       text=True)
+    files whose paths differ by one character at their end (workloads/pysamename.py: short
+    ASCII paths, or non-ASCII ones of 300 characters): one thread's code object is often made
+    where the other's was, with the same name, first line and size. No sample of either thread
+    names a handler of the other's file, or a line outside its own handler's body (the def line
+    included: a call not started yet). Frames the agent cannot prove stay unnamed; enough are
+    named for the check to mean something."""
+    prog = procs.start(exe, SAMENAME, SECONDS, paths, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
     json.loads(prog.stdout.readline())
     out = tmp_path / "out"
     record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", FREQ, timeout=120)

@@ -12,7 +12,7 @@ import time
 def spin(seconds):
     sys.stdout.write(json.dumps({"pid": os.getpid(), "depth": DEPTH}) + "\n")
     sys.stdout.flush()
-    sys.stdin.readline()
+    os.read(0, 64)  # the gate ("go"): a C call, where readline() runs Python frames of codecs
     t0 = time.process_time()
     x = 0
     while time.process_time() - t0 < seconds:  # leaf:spin

@@ -6,15 +6,22 @@
 # first line and the same size. The truth: run_first only ever runs the first file's handler,
 # run_second only the second's.
 # Prints {"pid"} once both threads run, waits for a line on stdin, runs SECONDS of wall time,
-# then prints {"cpu": seconds of CPU time of the process}. Usage: python pysamename.py SECONDS
+# then prints {"cpu": seconds of CPU time of the process}.
+# Usage: python pysamename.py SECONDS [ascii|latin]
 import json
 import os
 import sys
 import threading
 import time
 
-FIRST = "/nonexistent/spanprof-code-a.py"
-SECOND = "/nonexistent/spanprof-code-b.py"
+# argv[2] "ascii": short ASCII paths; "latin": non-ASCII paths of 300 characters (a
+# PyCompactUnicodeObject, more than 256 bytes) that differ only at their end.
+if sys.argv[2:] == ["latin"]:
+    DIR = "/nonexistent/spanprof-\u00e9t\u00e9/" + "d" * 260
+else:
+    DIR = "/nonexistent"
+FIRST = DIR + "/spanprof-code-a.py"
+SECOND = DIR + "/spanprof-code-b.py"
 SRC_FIRST = "def handler(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n"
 SRC_SECOND = "def handler(n):\n\n\n\n\n\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n"
 GO = threading.Event()

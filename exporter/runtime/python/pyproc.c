@@ -550,15 +550,27 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	err = rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
 	if (err || e->version)
 		return err;
-	/* Without a version, the file's contents too, read as the BPF walk reads them. */
+	/* Without a version, the file's contents too, keyed as the BPF walk keys them. */
 	{
-		uint8_t str[PYWALK_STR_SPAN];
-		uint32_t n = pywalk__str_span(e->filename);
+		uint8_t hdr[64], str[PYWALK_STR_BUF + 8] = {0};
+		uint32_t state, data_off, nbytes;
+		uint64_t length;
 
-		err = rd(p, e->filename, str, n);
+		if (l->unicode_state + 4 > sizeof(hdr) || l->unicode_length + 8 > sizeof(hdr))
+			return -EINVAL;
+		err = rd(p, e->filename, hdr, l->unicode_state + 4);
 		if (err)
 			return err;
-		e->file_key = pywalk__str_key(str, n, l->unicode_length, l->unicode_ascii_size);
+		memcpy(&length, hdr + l->unicode_length, sizeof(length));
+		memcpy(&state, hdr + l->unicode_state, sizeof(state));
+		/* One the walk cannot key: its frames are refused (they could be another's). */
+		if (pywalk__str_layout(length, state, l->unicode_ascii_size,
+				       l->unicode_compact_size, &data_off, &nbytes))
+			return count(p, PYPROC_ERR_STRING, -EINVAL);
+		err = nbytes ? rd(p, e->filename + data_off, str, nbytes) : 0;
+		if (err)
+			return err;
+		e->file_key = pywalk__str_key(str, 0, nbytes, length, state);
 	}
 	return 0;
 }
@@ -954,7 +966,9 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->code_version, l->code_version);
 	ok &= set16(&out->code_filename, l->code_filename);
 	ok &= set16(&out->unicode_length, l->unicode_length);
-	ok &= set16(&out->unicode_data, l->unicode_ascii_size);
+	ok &= set16(&out->unicode_state, l->unicode_state);
+	ok &= set16(&out->unicode_ascii_size, l->unicode_ascii_size);
+	ok &= set16(&out->unicode_compact_size, l->unicode_compact_size);
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
 	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES
