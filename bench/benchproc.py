@@ -81,6 +81,19 @@ def prog_ids(pid):
     return ids
 
 
+def take_option(name):
+    """The value of option @name in sys.argv ("" when absent), both removed from sys.argv."""
+    argv = sys.argv[1:]
+    if name not in argv:
+        return ""
+    i = argv.index(name)
+    if i + 1 >= len(argv):
+        raise BenchError(f"{name} needs a value")
+    value = argv[i + 1]
+    del sys.argv[i + 1:i + 3]
+    return value
+
+
 def run_main(main, log, stop_child=stop):
     """Runs a benchmark's main(): exit with its status, 1 on BenchError, and every child
     stopped with stop_child at the end."""

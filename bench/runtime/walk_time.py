@@ -58,19 +58,6 @@ def log(msg):
     print(f"walk_time: {msg}", file=sys.stderr, flush=True)
 
 
-def take_option(name):
-    """The value of option @name in sys.argv ("" when absent), both removed from sys.argv."""
-    argv = sys.argv[1:]
-    if name not in argv:
-        return ""
-    i = argv.index(name)
-    if i + 1 >= len(argv):
-        raise BenchError(f"{name} needs a value")
-    value = argv[i + 1]
-    del sys.argv[i + 1:i + 3]
-    return value
-
-
 def walk_map(prog_id):
     """Id of the walk_time map the sampler program @prog_id uses."""
     for mid in ub.bpftool("prog", "show", "id", str(prog_id)).get("map_ids", []):
@@ -160,8 +147,8 @@ def pool(runs, kind):
 
 
 def main():
-    python = take_option("--python") or os.environ.get("PY_BENCH_PYTHON", "") or sys.executable
-    baseline = take_option("--baseline")
+    python = benchproc.take_option("--python") or os.environ.get("PY_BENCH_PYTHON", "") or sys.executable
+    baseline = benchproc.take_option("--baseline")
     args, build, spanprof = ub.bench_args(__doc__, seconds=5.0, rounds=3, depths="10,50")
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
