@@ -94,11 +94,11 @@ struct py_desc {
 	__u16 code_version; /* PyCodeObject.co_version (3.12), 0: absent or not trusted */
 	/* Without a version, the fingerprint also keys co_filename's contents (pywalk__str_key():
 	 * a str's length and state, and PyASCIIObject's and PyCompactUnicodeObject's sizes). */
-	__u16 code_filename, unicode_length, unicode_state, unicode_ascii_size,
-	    unicode_compact_size;
+	__u16 code_filename, unicode_length, unicode_state;
+	__u8 unicode_ascii_size, unicode_compact_size;
 };
 
-_Static_assert(sizeof(struct py_desc) == 88, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 80, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs

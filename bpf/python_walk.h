@@ -134,6 +134,9 @@ struct pywalk_buf {
 	__u8 window[PYWALK_WINDOW + PYWALK_FRAME_SPAN];
 	__u8 code[PYWALK_CODE_SPAN];
 	__u8 str[PYWALK_STR_BUF]; /* a co_filename str's bytes (pywalk__file_key()) */
+	/* pywalk__file_key()'s working values (here, not on the BPF stack: 6.1's 512 bytes). */
+	__u64 str_length;
+	__u32 str_state, str_data_off, str_nbytes, str_pad;
 	struct pywalk_memo memo;
 	__u64 gen;
 };
@@ -289,8 +292,8 @@ static __always_inline const __u8 *pywalk__frame_bytes(void *rctx, const struct 
 static __always_inline int pywalk__file_key(void *rctx, const struct py_desc *d, __u64 file,
 					    struct pywalk_buf *b, __u64 *key)
 {
-	__u64 n = pywalk__str_span(file, (__u32)d->unicode_ascii_size + 1), length = 0;
-	__u32 data_off = 0, nbytes = 0, sf = d->unicode_state, lf = d->unicode_length, state = 0;
+	__u64 n = pywalk__str_span(file, (__u32)d->unicode_ascii_size + 1);
+	__u32 sf = d->unicode_state, lf = d->unicode_length;
 
 	PYWALK_OPAQUE(n);
 	if (n < 8 || n > PYWALK_STR_BUF || PYWALK_READ_SPAN(rctx, b->str, file, n))
@@ -299,27 +302,28 @@ static __always_inline int pywalk__file_key(void *rctx, const struct py_desc *d,
 		return -1;
 	PYWALK_OPAQUE(lf);
 	PYWALK_OPAQUE(sf);
-	__builtin_memcpy(&length, b->str + (lf & (PYWALK_STR_BUF - 1)), 8);
-	__builtin_memcpy(&state, b->str + (sf & (PYWALK_STR_BUF - 1)), 4);
-	if (pywalk__str_layout(length, state, d->unicode_ascii_size, d->unicode_compact_size,
-			       &data_off, &nbytes)) {
+	__builtin_memcpy(&b->str_length, b->str + (lf & (PYWALK_STR_BUF - 1)), 8);
+	__builtin_memcpy(&b->str_state, b->str + (sf & (PYWALK_STR_BUF - 1)), 4);
+	if (pywalk__str_layout(b->str_length, b->str_state, d->unicode_ascii_size,
+			       d->unicode_compact_size, &b->str_data_off, &b->str_nbytes)) {
 		*key = PYWALK_STR_UNKEYED;
 		return 0;
 	}
-	if ((__u64)data_off + nbytes <= n) {
-		*key = pywalk__str_key(b->str, data_off, nbytes, length, state);
+	if ((__u64)b->str_data_off + b->str_nbytes <= n) {
+		*key = pywalk__str_key(b->str, b->str_data_off, b->str_nbytes, b->str_length,
+				       b->str_state);
 		return 0;
 	}
 	{
 		/* 64 bits: the bound checked on the very register the helper gets. */
-		__u64 len = nbytes;
+		__u64 len = b->str_nbytes;
 
 		PYWALK_OPAQUE(len);
 		if (len < 1 || len > PYWALK_STR_MAX ||
-		    PYWALK_READ_SPAN(rctx, b->str, file + data_off, len))
+		    PYWALK_READ_SPAN(rctx, b->str, file + b->str_data_off, len))
 			return -1;
 	}
-	*key = pywalk__str_key(b->str, 0, nbytes, length, state);
+	*key = pywalk__str_key(b->str, 0, b->str_nbytes, b->str_length, b->str_state);
 	return 0;
 }
 
@@ -406,14 +410,13 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 			    pywalk__field(rctx, b->code, PYWALK_CODE_SPAN, code, d->code_filename,
 					  &file))
 				return -PY_STOP_READ_FAILED;
-			if (file && file == m->file) {
-				file_key = m->file_key;
-			} else {
-				if (pywalk__file_key(rctx, d, file, b, &file_key))
+			if (!file || file != m->file) {
+				m->file = 0;
+				if (pywalk__file_key(rctx, d, file, b, &m->file_key))
 					return -PY_STOP_READ_FAILED;
 				m->file = file;
-				m->file_key = file_key;
 			}
+			file_key = m->file_key;
 		}
 		first = (__u64)(__s64)(__s32)first;
 		fp = pywalk__fingerprint(pywalk__code_key((__u32)version, hash, file_key),

@@ -967,8 +967,9 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->code_filename, l->code_filename);
 	ok &= set16(&out->unicode_length, l->unicode_length);
 	ok &= set16(&out->unicode_state, l->unicode_state);
-	ok &= set16(&out->unicode_ascii_size, l->unicode_ascii_size);
-	ok &= set16(&out->unicode_compact_size, l->unicode_compact_size);
+	out->unicode_ascii_size = (__u8)l->unicode_ascii_size;
+	out->unicode_compact_size = (__u8)l->unicode_compact_size;
+	ok &= l->unicode_ascii_size <= 0xff && l->unicode_compact_size <= 0xff;
 	out->tstate_frame_kind =
 	    l->tstate_frame_kind == PYLAYOUT_TSTATE_CFRAME ? PY_TSTATE_CFRAME : PY_TSTATE_FRAME;
 	out->instr_kind = l->instr_kind == PYLAYOUT_LASTI_BYTES	  ? PY_INSTR_LASTI_BYTES
