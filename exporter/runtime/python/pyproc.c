@@ -417,34 +417,49 @@ static size_t put_utf8(char *o, uint32_t c)
 }
 
 /*
+ * The header of the str at @addr (PyASCIIObject, Include/cpython/unicodeobject.h): its type
+ * (ob_type), length in characters and state bits. 0, or a negative errno.
+ */
+static int read_str_header(struct pyproc *p, uint64_t addr, uint64_t *type, int64_t *length,
+			   uint32_t *state)
+{
+	const struct pylayout *l = &p->layout;
+	uint8_t hdr[64];
+	int err;
+
+	/* The layout was checked to fit (pylayout.c); checked again before a read into @hdr. */
+	if (l->unicode_state + 4 > sizeof(hdr) || l->unicode_length + 8 > sizeof(hdr) ||
+	    l->object_type + 8 > sizeof(hdr))
+		return -EINVAL;
+	err = rd(p, addr, hdr, l->unicode_state + 4);
+	if (err)
+		return err;
+	*type = u64(hdr, l->object_type);
+	memcpy(length, hdr + l->unicode_length, sizeof(*length));
+	memcpy(state, hdr + l->unicode_state, sizeof(*state));
+	return 0;
+}
+
+/*
  * A str object (PEP 393 compact form; Include/cpython/unicodeobject.h: state bits interned:2,
  * kind:3, compact:1, ascii:1) as a new UTF-8 string, or NULL with *@err set.
  */
 static char *read_str(struct pyproc *p, uint64_t addr, int *err)
 {
 	const struct pylayout *l = &p->layout;
-	uint8_t hdr[64];
 	uint32_t state, kind, i;
-	uint64_t data;
+	uint64_t data, type;
 	int64_t len;
 	uint8_t *raw = NULL;
 	char *s = NULL, *o;
 
-	/* The layout was checked to fit (pylayout.c); checked again before a read into @hdr. */
-	if (l->unicode_state + 4 > sizeof(hdr) || l->unicode_length + 8 > sizeof(hdr) ||
-	    l->object_type + 8 > sizeof(hdr)) {
-		*err = -EINVAL;
-		return NULL;
-	}
-	*err = rd(p, addr, hdr, l->unicode_state + 4);
+	*err = read_str_header(p, addr, &type, &len, &state);
 	if (*err)
 		return NULL;
-	if (p->unicode_type && u64(hdr, l->object_type) != p->unicode_type) {
+	if (p->unicode_type && type != p->unicode_type) {
 		*err = count(p, PYPROC_ERR_TYPE, -EINVAL);
 		return NULL;
 	}
-	memcpy(&len, hdr + l->unicode_length, sizeof(len));
-	memcpy(&state, hdr + l->unicode_state, sizeof(state));
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || len < 0 ||
 	    len > MAX_STRING || (((state >> 6) & 1) && kind != 1)) {
@@ -552,25 +567,22 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 		return err;
 	/* Without a version, the file's contents too, keyed as the BPF walk keys them. */
 	{
-		uint8_t hdr[64], str[PYWALK_STR_BUF + 8] = {0};
+		uint8_t str[PYWALK_STR_BUF + 8] = {0};
 		uint32_t state, data_off, nbytes;
-		uint64_t length;
+		uint64_t type;
+		int64_t length;
 
-		if (l->unicode_state + 4 > sizeof(hdr) || l->unicode_length + 8 > sizeof(hdr))
-			return -EINVAL;
-		err = rd(p, e->filename, hdr, l->unicode_state + 4);
+		err = read_str_header(p, e->filename, &type, &length, &state);
 		if (err)
 			return err;
-		memcpy(&length, hdr + l->unicode_length, sizeof(length));
-		memcpy(&state, hdr + l->unicode_state, sizeof(state));
 		/* One the walk cannot key: its frames are refused (they could be another's). */
-		if (pywalk__str_layout(length, state, l->unicode_ascii_size,
+		if (pywalk__str_layout((uint64_t)length, state, l->unicode_ascii_size,
 				       l->unicode_compact_size, &data_off, &nbytes))
 			return count(p, PYPROC_ERR_STRING, -EINVAL);
 		err = nbytes ? rd(p, e->filename + data_off, str, nbytes) : 0;
 		if (err)
 			return err;
-		e->file_key = pywalk__str_key(str, 0, nbytes, length, state);
+		e->file_key = pywalk__str_key(str, 0, nbytes, (uint64_t)length, state);
 	}
 	return 0;
 }
