@@ -84,6 +84,8 @@ static __always_inline void fileid_read_btf(struct file *f, struct sp_file_id *i
 #define SP_MT_ARANGE_64 3
 #define SP_MT_MAX_DEPTH 8
 #define SP_MT_PIVOTS 15
+/* fileid_mt_lookup() could not tell: the tree is not as this code expects, or a read failed. */
+#define SP_MT_FAILED 1ull
 
 /* What the callbacks get. */
 struct fileid_loop {
@@ -94,12 +96,15 @@ struct fileid_loop {
 	__u32 used; /* entries filled */
 	__u32 full; /* mappings holding a PC left out: table full */
 	__u32 bad;  /* maple tree walks that failed */
+	/* the outermost PC (a return address) lies in no executable VMA: proven under the lock */
+	__u32 last_not_code;
 };
 
 /*
  * The VMA holding @index, walking the maple tree as mtree_lookup_walk() does: in each node,
  * the first slot whose pivot is >= index, else the last one. Only under the mmap lock
- * (inside the bpf_find_vma() callback). Returns the vm_area_struct address, 0 if none.
+ * (inside the bpf_find_vma() callback). Returns the vm_area_struct address, 0 when the leaf's
+ * slot is empty (no VMA holds @index), SP_MT_FAILED when the walk could not tell.
  * A global function: the verifier checks its nested loops once, not once per state of the
  * bpf_loop callback that calls it (a quarter of on_cpu_sample's verification otherwise).
  */
@@ -121,13 +126,13 @@ __noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 	__u64 *pivots = bpf_map_lookup_elem(&fileid_pivots, &zero);
 
 	if (!pivots)
-		return 0;
+		return SP_MT_FAILED;
 	for (int depth = 0; depth < SP_MT_MAX_DEPTH; depth++) {
 		__u32 type = SP_MT_TYPE(entry), npiv, off;
 		__u64 node = SP_MT_NODE(entry), piv_at, slot_at, next = 0;
 
 		if (depth == 0 ? !SP_MT_IS_ROOT_NODE(entry) : node < 4096)
-			return 0;
+			return SP_MT_FAILED;
 		if (type == SP_MT_ARANGE_64) {
 			npiv = 9;
 			piv_at = node + bpf_core_field_offset(struct maple_arange_64, pivot);
@@ -137,10 +142,10 @@ __noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 			piv_at = node + bpf_core_field_offset(struct maple_range_64, pivot);
 			slot_at = node + bpf_core_field_offset(struct maple_range_64, slot);
 		} else {
-			return 0; /* dense nodes: not in an mm */
+			return SP_MT_FAILED; /* dense nodes: not in an mm */
 		}
 		if (bpf_probe_read_kernel(pivots, SP_MT_PIVOTS * sizeof(*pivots), (void *)piv_at))
-			return 0;
+			return SP_MT_FAILED;
 		off = npiv;
 		for (__u32 i = 0; i < SP_MT_PIVOTS; i++) {
 			if (i < npiv && pivots[i] >= index) {
@@ -149,12 +154,12 @@ __noinline __u64 fileid_mt_lookup(__u64 entry, __u64 index)
 			}
 		}
 		if (bpf_probe_read_kernel(&next, sizeof(next), (void *)(slot_at + off * 8)))
-			return 0;
+			return SP_MT_FAILED;
 		if (type == SP_MT_LEAF_64)
 			return next;
 		entry = next;
 	}
-	return 0;
+	return SP_MT_FAILED;
 }
 
 static long fileid_frame(__u32 i, void *ctx)
@@ -180,8 +185,9 @@ static long fileid_frame(__u32 i, void *ctx)
 			return 0;
 	}
 	vma = (struct vm_area_struct *)fileid_mt_lookup(l->root, pc);
-	if (!vma)
-		return 0; /* in no VMA: a frame-pointer walk that read a non-pointer */
+	/* In no VMA (a frame-pointer walk that read a non-pointer), or the tree walk failed. */
+	if (!vma || (__u64)vma == SP_MT_FAILED)
+		return 0;
 	start = BPF_CORE_READ(vma, vm_start);
 	end = BPF_CORE_READ(vma, vm_end);
 	/* Not the VMA of the PC: the tree is not laid out as this code expects. Give up. */
@@ -210,6 +216,31 @@ static long fileid_frame(__u32 i, void *ctx)
 	return 0;
 }
 
+/*
+ * Sets l->last_not_code when the outermost PC, the return address at which a CFI walk stopped
+ * because no mapping the agent knows holds it, lies in no executable VMA of the mm either: no
+ * call returns there, so it is no frame (a walk led astray, as when libgcc has rewritten a
+ * frame's return address while installing an exception handler). Under the mmap lock. The
+ * instruction looked up is the one before the return address, as the walk's own lookup does.
+ */
+static __always_inline void fileid_check_last(struct fileid_loop *l)
+{
+	__u64 pc = l->s->ustack[(l->n - 1) & (SP_MAX_USTACK - 1)] - 1;
+	struct vm_area_struct *vma = (struct vm_area_struct *)fileid_mt_lookup(l->root, pc);
+
+	if ((__u64)vma == SP_MT_FAILED)
+		return;
+	if (vma) {
+		if (pc < BPF_CORE_READ(vma, vm_start) || pc >= BPF_CORE_READ(vma, vm_end)) {
+			l->bad++;
+			return;
+		}
+		if (BPF_CORE_READ(vma, vm_flags) & SP_FILEID_VM_EXEC)
+			return;
+	}
+	l->last_not_code = 1;
+}
+
 /* bpf_find_vma() callback, the mmap lock held: one lookup per distinct mapping of the PCs. */
 static long fileid_locked(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
@@ -218,6 +249,8 @@ static long fileid_locked(struct task_struct *task, struct vm_area_struct *vma, 
 	l->root = (__u64)BPF_CORE_READ(vma, vm_mm, mm_mt.ma_root);
 	l->vdso = (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso);
 	bpf_loop(l->n, fileid_frame, l, 0);
+	if (l->n > 1 && l->s->ustack_end == SP_USTACK_NO_MAPPING)
+		fileid_check_last(l);
 	return 0;
 }
 
@@ -251,6 +284,11 @@ static __always_inline void fileid_sample(struct sp_sample *s, __u32 n)
 		stat_add(SP_STAT_FILEID_FAILED, l.bad);
 	if (l.full)
 		stat_add(SP_STAT_FILEID_FULL, l.full);
+	if (l.last_not_code) {
+		s->ustack_len = l.n - 1;
+		s->ustack_end = SP_USTACK_NOT_CODE;
+		stat_inc(SP_STAT_FILEID_NOT_CODE);
+	}
 	if (!l.used)
 		return;
 	s->vmas.n = l.used;

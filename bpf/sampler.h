@@ -131,6 +131,10 @@ enum sp_stat {
 	SP_STAT_FILEID_FULL,	  /* mappings holding a PC left out: table full (SP_MAX_VMAS) */
 	SP_STAT_FILEID_EXECS,	  /* executable paths sent (struct sp_exec_path) */
 	SP_STAT_FILEID_EXEC_DROP, /* executable paths lost: ring buffer full */
+	/* CFI walks stopped at an unknown mapping whose last return address lies in no executable
+	 * VMA (looked up under the mmap lock): that PC dropped, the stack ends SP_USTACK_NOT_CODE
+	 */
+	SP_STAT_FILEID_NOT_CODE,
 	SP_STAT_MAX,
 };
 
@@ -283,7 +287,11 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	X(SP_USTACK_BAD_RA, "[truncated: unproven return address]")                                \
 	/* a vfork child whose exec or exit released its parent, which now runs on the stack the   \
 	 * child's registers point into: the leaf only */                                          \
-	X(SP_USTACK_VFORK_RELEASED, "[truncated: vfork parent resumed]")
+	X(SP_USTACK_VFORK_RELEASED, "[truncated: vfork parent resumed]")                           \
+	/* the walk's last return address lies in no executable VMA of the process at the sample's \
+	 * instant (a walk led astray): no call returns there, so that PC is dropped, not shown as \
+	 * an "[unknown]" frame (bpf/fileid.bpf.h) */                                              \
+	X(SP_USTACK_NOT_CODE, "[truncated: return address outside code]")
 
 #define SP_USTACK_END_ENUM(name, marker) name,
 enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };

@@ -223,6 +223,9 @@ def test_signal_handler_unwinds_into_interrupted_code(spanprof, bins, procs, tmp
     assert good / total >= 0.99, f"{good}/{total} complete\n{stacks[:5]}"
 
 
+NOT_CODE = "[truncated: return address outside code]"
+
+
 def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
     p = procs.start(bins["cxx"], "60")
     time.sleep(0.2)
@@ -234,12 +237,16 @@ def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
 
     def installing(f):
         # Known limit (docs/unwinding.md): while libgcc installs the landing pad
-        # (uw_install_context, __builtin_eh_return) it has already overwritten its frame's saved
-        # return address with the handler in cxx_outer, and the stack adjustment is only in a
-        # register: no CFI describes that instant, so such walks end right after cxx_outer.
-        return "main" not in f and any(a == "cxx_outer(int)" and b == "_Unwind_RaiseException"
-                                       for a, b in zip(f, f[1:]))
+        # (uw_install_context) it has already overwritten its frame's saved return address with
+        # the handler frame's, in cxx_outer: such walks go astray. Their last return address lies
+        # outside code (dropped), and so does the caller read above _Unwind_RaiseException.
+        return "main" not in f and f[1:3] == [NOT_CODE, "_Unwind_RaiseException"]
 
+    # Never the rewritten adjacency: cxx_outer does not call _Unwind_RaiseException.
+    wrong = [(f, c) for f, c in stacks
+             if any(a == "cxx_outer(int)" and b == "_Unwind_RaiseException" for a, b in zip(f, f[1:]))
+             or "[unknown]" in f]
+    assert not wrong, wrong[:3]
     inst = sum(c for f, c in stacks if installing(f))
     rest = [(f, c) for f, c in stacks if not installing(f)]
     def full(f):
@@ -252,7 +259,10 @@ def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
     in_runtime = sum(c for f, c in stacks if "_Unwind_RaiseException" in f)
     # Enough samples for the shares below to mean something, whatever the machine's load.
     assert total >= 50 and in_runtime >= 0.3 * total, f"{total} samples, {in_runtime} unwinding"
-    assert inst <= 0.02 * (total + inst), f"{inst} of {total + inst} samples installing a handler"
+    # libgcc spends about 2% of this workload's CPU time there (1.0-2.5% in six 6 s runs): a
+    # bound at the mean failed one CI run in two. 6% is 5 standard deviations above it at
+    # 300 samples, and still catches walks that go wrong elsewhere on the exception path.
+    assert inst <= 0.06 * (total + inst), f"{inst} of {total + inst} samples installing a handler"
     assert good / total >= 0.99, f"{good}/{total} complete\n{rest[:5]}"
 
 

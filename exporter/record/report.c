@@ -308,13 +308,14 @@ static void fileid_line(FILE *f, const struct report_data *d)
 		"them (%llu mappings, %llu lookups failed, %llu frames beyond the table); %llu "
 		"frames named from them, %llu frames unnamed (file unknown), %llu executables "
 		"named; executable paths: %llu sent, %llu lost (ring buffer full), %llu opened, "
-		"%llu unopenable or replaced\n",
+		"%llu unopenable or replaced; %llu walks' last return address outside code "
+		"(dropped)\n",
 		u(st[SP_STAT_FILEID_SAMPLES]), u(st[SP_STAT_FILEID_VMAS]),
 		u(st[SP_STAT_FILEID_FAILED]), u(st[SP_STAT_FILEID_FULL]),
 		u(d->resolve.frames_fileid), u(d->resolve.frames_fileid_unknown),
 		u(d->procs.exe_fileid), u(st[SP_STAT_FILEID_EXECS]),
 		u(st[SP_STAT_FILEID_EXEC_DROP]), u(d->procs.exec_paths_opened),
-		u(d->procs.exec_paths_failed));
+		u(d->procs.exec_paths_failed), u(st[SP_STAT_FILEID_NOT_CODE]));
 }
 
 /* JIT code named from perf maps and jitdump files (runtime/jit/jitproc.h); silent without JIT. */
@@ -525,6 +526,12 @@ static void full_accounting(FILE *f, const struct report_data *d)
 			"spanprof: Go: %llu samples in Go code without its frame yet: caller shown "
 			"as unknown\n",
 			u(rs->go_callers_missing));
+	/* docs/unwinding.md, known limits: libgcc rewrites a frame while installing a handler. */
+	if (rs->eh_install_cut)
+		fprintf(f,
+			"spanprof: %llu samples in libgcc installing an exception handler: its "
+			"rewritten caller dropped\n",
+			u(rs->eh_install_cut));
 	fileid_line(f, d);
 	jit_line(f, d);
 	python_lines(f, d);

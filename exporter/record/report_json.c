@@ -153,6 +153,7 @@ static struct json_object *frames_section(struct jb *b, const struct report_data
 	put_u(b, s, "unsymbolized", rs->frames_unsymbolized);
 	put_u(b, s, "kernel_unsymbolized", rs->kernel_unsymbolized);
 	put_u(b, s, "go_callers_missing", rs->go_callers_missing);
+	put_u(b, s, "exception_install_callers_dropped", rs->eh_install_cut);
 	for (size_t i = 0; files && i < d->nfiles; i++) {
 		struct json_object *f = obj(b);
 
@@ -198,6 +199,7 @@ static struct json_object *fileid_section(struct jb *b, const struct report_data
 	put_u(b, s, "exec_paths_lost", st[SP_STAT_FILEID_EXEC_DROP]);
 	put_u(b, s, "exec_paths_opened", d->procs.exec_paths_opened);
 	put_u(b, s, "exec_paths_failed", d->procs.exec_paths_failed);
+	put_u(b, s, "return_addresses_not_code", st[SP_STAT_FILEID_NOT_CODE]);
 	put_u(b, s, "parent_maps_read", d->procs.parent_maps_read);
 	return s;
 }

@@ -358,6 +358,31 @@ static bool is_async_preempt(struct profile *p, uint32_t loc)
 		   "runtime.asyncPreempt");
 }
 
+/*
+ * Whether @loc is a libgcc unwinder entry point that installs a handler's context itself
+ * (unwind.inc: uw_install_context() in _Unwind_RaiseException, _Unwind_Resume,
+ * _Unwind_Resume_or_Rethrow, _Unwind_ForcedUnwind). Before it returns to the handler it copies
+ * the handler frame's registers into its own frame's save slots, return address included
+ * (uw_install_context_1()), so a walk taken then finds the handler's function as its caller,
+ * with the frames between left out, and goes astray from there.
+ */
+static bool eh_installing(struct profile *p, uint32_t loc)
+{
+	static const char *const entries[] = {"_Unwind_RaiseException", "_Unwind_Resume",
+					      "_Unwind_Resume_or_Rethrow", "_Unwind_ForcedUnwind"};
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_line *lines = profile__location_lines(p, loc);
+	const char *name;
+
+	if (!l || l->kind != FRAME_NATIVE || !l->nlines)
+		return false;
+	name = profile__string(p, profile__function(p, lines[l->nlines - 1].function)->name);
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (!strcmp(name, entries[i]))
+			return true;
+	return false;
+}
+
 /* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
 static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
 {
@@ -884,6 +909,16 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		else if (s->v8_len)
 			r->stats.v8.not_placed++;
 		r->defer.py = NULL;
+		/*
+		 * A walk that went astray (its last return address outside code) right above an
+		 * unwinder installing a handler: the caller it found there is the handler's
+		 * function, read from the rewritten return address. Unproven: dropped.
+		 */
+		if (s->ustack_end == SP_USTACK_NOT_CODE && nu >= 2 &&
+		    eh_installing(p, locs[n + nu - 2])) {
+			nu--;
+			r->stats.eh_install_cut++;
+		}
 		n += nu;
 		/* A stack that does not end at an outermost frame says why (profile/stackend.h). */
 		marker = stackend__location(p, s->ustack_end);
