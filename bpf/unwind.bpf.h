@@ -432,6 +432,26 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 				found = 0;
 			w->last_found = -1; /* w->row is not the row of last_tpc */
 		}
+		if (i > 0 && !w->r.exact && found && w->row.kind == UNWIND_KIND_FP) {
+			/*
+			 * The byte before this "return address" lies in no FDE while the address
+			 * begins one: no call of code with CFI returns here. It was pushed, as
+			 * makecontext() pushes __start_context for the function a coroutine runs
+			 * when it returns: the frame is the code at the address itself, walked with
+			 * its own first row, named there. A frame-pointer step instead would take
+			 * the RBP the context was made with, and another stack's callers.
+			 */
+			found = unwind_find_row_global(w, tpc + 1);
+			if (found < 0) {
+				w->stop = SP_STAT_UNW_NO_TABLE;
+				return 1;
+			}
+			if (found && w->row.kind != UNWIND_KIND_FP && w->row.pc == tpc + 1)
+				w->out = pc + 1;
+			else
+				found = 0;
+			w->last_found = -1; /* w->row is not the row of last_tpc */
+		}
 	}
 	win->fp_of[i & (SP_MAX_USTACK - 1)] =
 	    (!found || w->row.kind == UNWIND_KIND_FP) && !w->r.bp_unknown ? w->r.bp : 0;

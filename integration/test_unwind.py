@@ -89,6 +89,7 @@ def bins(tmp_path_factory):
         "signal": build(w / "unw_signal.c", d / "unw_signal"),
         "threads": build(w / "unw_threads.c", d / "unw_threads", "-pthread"),
         "cxx": build(w / "unw_cxx.cpp", d / "unw_cxx", cxx=True),
+        "ucontext": build(w / "unw_ucontext.c", d / "unw_ucontext", "-fno-omit-frame-pointer"),
         "liba": build(w / "unw_liba.c", d / "libunwa.so", "-fPIC", "-shared"),
         "libb": build(w / "unw_libb.c", d / "libunwb.so", "-fPIC", "-shared"),
     }
@@ -264,6 +265,31 @@ def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
     # 300 samples, and still catches walks that go wrong elsewhere on the exception path.
     assert inst <= 0.06 * (total + inst), f"{inst} of {total + inst} samples installing a handler"
     assert good / total >= 0.99, f"{good}/{total} complete\n{rest[:5]}"
+
+
+def test_coroutine_stack_ends_at_its_start_context(spanprof, bins, procs, tmp_path):
+    p = procs.start(bins["ucontext"], "60")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", 4, "--frequency", 99)
+    stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_ucontext"))
+    co = ["co_body", "co_inner"]
+    main = ["main", "m_loop"]
+
+    def user(f):
+        return [x for x in f[1:] if not x.endswith("_[k]")]
+
+    # The coroutine's frames never sit on main's: no stack has both (the previous build glued
+    # _start..main onto co_body: makecontext's pushed __start_context walked by frame pointers).
+    mixed = [(f, c) for f, c in stacks if "co_body" in f and any(x in f for x in main)]
+    assert not mixed, mixed[:3]
+    # A coroutine stack is whole: __start_context (its outermost frame: uc_link NULL, the return
+    # address above it is 0), co_body, co_inner.
+    coro = [(user(f), c) for f, c in stacks if "co_spin" in f or "co_inner" in f]
+    whole = sum(c for u, c in coro if u[:3] == ["__start_context"] + co)
+    total = sum(c for _, c in coro)
+    assert total >= 30, f"{total} samples in the coroutine"
+    assert whole >= 0.95 * total, f"{whole}/{total} whole\n{coro[:5]}"
 
 
 def test_eight_threads(spanprof, bins, procs, tmp_path):
