@@ -1374,6 +1374,11 @@ struct lsym {
 	uint32_t size;
 	uint32_t name;
 	int pref; /* lower wins among symbols at one address */
+	/*
+	 * A symbol of size 0 (hand-written code such as crti's _init): the end of its section, so
+	 * that it never names the next section's code (.plt after .init); 0 when unknown.
+	 */
+	uint64_t section_end;
 };
 
 static int lsym_cmp(const void *a, const void *b)
@@ -1393,6 +1398,18 @@ struct symtab_src {
 	int fd;
 	GElf_Word type;
 };
+
+/* The end of section @shndx of @elf when it holds @value, else 0 (unknown). */
+static uint64_t section_end(Elf *elf, uint16_t shndx, uint64_t value)
+{
+	Elf_Scn *scn = shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || value < sh.sh_addr ||
+	    value - sh.sh_addr >= sh.sh_size)
+		return 0;
+	return sh.sh_addr + sh.sh_size;
+}
 
 /*
  * Appends the function symbols of @src to *@tmp (*@out used, *@cap allocated), with @name_bit
@@ -1477,6 +1494,7 @@ static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, bool
 				continue;
 			(*tmp)[*out].addr = value;
 			(*tmp)[*out].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			(*tmp)[*out].section_end = size ? 0 : section_end(elf, shndx, value);
 			(*tmp)[*out].name = name | name_bit;
 			/* At one address prefer global names over weak over local ones. */
 			(*tmp)[*out].pref = GELF_ST_BIND(info) == STB_GLOBAL ? 0
@@ -1538,9 +1556,13 @@ static int load_symbol_tables(struct elf_object *o, const struct symtab_src *src
 	/* One symbol per address (aliases), compacted in place to 16 bytes each. */
 	for (i = 0, n = 0; i < out; i++) {
 		struct csym s = {tmp[i].addr, tmp[i].size, tmp[i].name};
+		uint64_t bound = tmp[i].section_end - tmp[i].addr;
 
 		if (n && ((struct csym *)tmp)[n - 1].addr == s.addr)
 			continue;
+		/* Sizeless: up to the next symbol (find_symbol()), and never past its section. */
+		if (!s.size && tmp[i].section_end)
+			s.size = bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound;
 		memcpy((struct csym *)tmp + n++, &s, sizeof(s));
 	}
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));

@@ -510,6 +510,42 @@ static void test_symtab_only(void **state)
 	symcache__free(c);
 }
 
+/*
+ * A symbol without a size (crti's _init, hand-written code) names the addresses up to the next
+ * symbol, but never those of the next section: the PLT after .init is not _init's.
+ */
+static void test_sizeless_symbol_ends_with_its_section(void **state)
+{
+	struct symcache *c = new_cache(NULL);
+	struct elf_object *o = must_open(c, P("cprog-nodebug"));
+	char *out =
+	    run("readelf -SW '%s' | sed -n 's/.*\\] \\.init  *PROGBITS  *\\([0-9a-f]*\\) [0-9a-f]* "
+		"\\([0-9a-f]*\\) .*/\\1 \\2/p'",
+		P("cprog-nodebug"));
+	unsigned long long init_addr = 0, init_size = 0;
+	struct sym_frame f[8];
+
+	assert_int_equal(sscanf(out, "%llx %llx", &init_addr, &init_size), 2);
+	free(out);
+	out = run("nm --defined-only '%s' | grep -c ' _init$'", P("cprog-nodebug"));
+	assert_int_equal(atoi(out), 1);
+	free(out);
+	/* _init is sizeless (nm -S prints no size for it): otherwise this tests nothing. */
+	out = run("nm -S --defined-only '%s' | grep ' _init$' | wc -w", P("cprog-nodebug"));
+	assert_int_equal(atoi(out), 3);
+	free(out);
+	assert_int_equal(symcache__lookup(c, o, init_addr, f, 8), 1);
+	assert_string_equal(f[0].function, "_init");
+	assert_int_equal(symcache__lookup(c, o, init_addr + init_size - 1, f, 8), 1);
+	assert_string_equal(f[0].function, "_init");
+	/* The first byte after .init (padding, then the PLT): not _init's. */
+	if (symcache__lookup(c, o, init_addr + init_size, f, 8) == 1)
+		assert_string_not_equal(f[0].function, "_init");
+	if (symcache__lookup(c, o, (init_addr + init_size + 15) / 16 * 16 + 16, f, 8) == 1)
+		assert_string_not_equal(f[0].function, "_init");
+	symcache__free(c);
+}
+
 static void test_dynsym_only(void **state)
 {
 	struct symcache *c = new_cache(NULL);
@@ -1361,6 +1397,7 @@ int main(void)
 	    cmocka_unit_test(test_cxx_scopes),
 	    cmocka_unit_test(test_shared_library),
 	    cmocka_unit_test(test_symtab_only),
+	    cmocka_unit_test(test_sizeless_symbol_ends_with_its_section),
 	    cmocka_unit_test(test_dynsym_only),
 	    cmocka_unit_test(test_debuglink),
 	    cmocka_unit_test(test_debuglink_orig_path),
