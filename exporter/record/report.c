@@ -529,8 +529,8 @@ static void full_accounting(FILE *f, const struct report_data *d)
 	/* docs/unwinding.md, known limits: libgcc rewrites a frame while installing a handler. */
 	if (rs->eh_install_cut)
 		fprintf(f,
-			"spanprof: %llu samples in libgcc installing an exception handler: its "
-			"rewritten caller dropped\n",
+			"spanprof: %llu stacks cut above libgcc installing an exception handler "
+			"(a caller not proven by its call instruction)\n",
 			u(rs->eh_install_cut));
 	fileid_line(f, d);
 	jit_line(f, d);

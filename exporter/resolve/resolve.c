@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "process/proctab.h"
 #include "profile/stackend.h"
 #include "resolve/objtally.h"
@@ -51,6 +53,24 @@ struct py_defer {
 	const struct sp_vmas *vmas; /* as proctab__note_vmas() returned them */
 };
 
+/* What symcache__call_target() said of one return address (caller_proven()). */
+struct call_seen {
+	struct {
+		const struct elf_object *obj;
+		uint64_t vaddr;
+	} key;
+	int got;	  /* symcache__call_target()'s answer */
+	char called[256]; /* its name when got is 1 */
+	uint64_t target;  /* its address, when a function of the same file */
+	/* The last callee asked of: whether the function called may tail-call it. */
+	char tail_callee[256];
+	bool tail_ok;
+	UT_hash_handle hh;
+};
+
+/* Return addresses remembered at most: a few call sites of libgcc's entries per program. */
+#define CALLS_SEEN_MAX 4096
+
 struct resolve {
 	struct proctab *procs;
 	struct symcache *syms;
@@ -58,6 +78,10 @@ struct resolve {
 	uint32_t gen; /* bumped by resolve__profile_reset(): cached mapping indices are stale */
 	int short_names;
 	struct resolve_stats stats;
+	/* resolve__user(): the user PCs kept when it cut the stack at an unproven caller; else 0 */
+	uint32_t user_cut;
+	struct call_seen *calls; /* eh_caller_proven()'s answers, by file and return address */
+	uint32_t ncalls;
 	struct pytab *python;	/* NULL: Python frames ignored */
 	struct py_scratch *pys; /* allocated with the first Python sample */
 	struct py_defer defer;
@@ -96,6 +120,12 @@ void resolve__set_ksyms(struct resolve *r, struct ksyms *ksyms)
 void resolve__free(struct resolve *r)
 {
 	if (r) {
+		struct call_seen *e, *tmp;
+
+		HASH_ITER (hh, r->calls, e, tmp) {
+			HASH_DEL(r->calls, e);
+			free(e);
+		}
 		free(r->pys);
 		free(r->v8locs);
 		objtally__free(r->objs);
@@ -383,6 +413,89 @@ static bool eh_installing(struct profile *p, uint32_t loc)
 	return false;
 }
 
+/*
+ * Whether @called, a function a call instruction names (a dynamic symbol's name, or a symbol's),
+ * is the function @frame names (a symbol table's name): a symbol version ("@@GLIBC_2.34") is
+ * not part of either, and the part GCC splits off a function (".cold") is the function.
+ */
+static bool same_function(const char *called, const char *frame)
+{
+	size_t n, m;
+
+	if (!frame)
+		return false;
+	n = strcspn(called, "@");
+	m = strcspn(frame, "@");
+	if (m > n && !strncmp(frame + n, ".cold", 5))
+		m = n; /* f.cold, f.cold.0 */
+	return n == m && !strncmp(called, frame, n);
+}
+
+/*
+ * Whether user PC @ra, the return address found for the caller of location @callee, may be a
+ * return from a call of @callee's function, as the call instruction before it says
+ * (symcache__call_target(): a direct call, or one through a PLT entry or a GOT slot, names the
+ * function called). @strict: only such a call of that very function will do (the caller of a
+ * libgcc entry that may be installing a handler, eh_installing(): its callers call it by name,
+ * while a return address libgcc rewrote follows the call of another function, the handler
+ * frame's callee). Otherwise only a call naming another function refutes it (a call through a
+ * register proves nothing). A function called that may jump to @callee's (a tail call,
+ * symcache__jumps_to()) proves it too.
+ * Unreadable code proves nothing either way: the caller is kept, as any CFI-walked one.
+ */
+static bool caller_proven(struct resolve *r, struct proc *proc, struct profile *p, uint32_t callee,
+			  uint64_t ra, const struct sp_vmas *vmas, bool strict)
+{
+	const struct profile_location *l = profile__location(p, callee);
+	const struct profile_line *lines = profile__location_lines(p, callee);
+	struct call_seen key = {0}, *e;
+	const char *name;
+	bool same;
+	struct proc_mapping m;
+	uint64_t vaddr;
+
+	if (proctab__mapping(r->procs, proc, ra, vmas, &m) || !m.obj ||
+	    elf_object__file_offset_to_vaddr(m.obj, ra - m.start + m.file_offset, &vaddr))
+		return true;
+	key.key.obj = m.obj;
+	key.key.vaddr = vaddr;
+	HASH_FIND(hh, r->calls, &key.key, sizeof(key.key), e);
+	if (!e) {
+		if (r->ncalls >= CALLS_SEEN_MAX) {
+			struct call_seen *x, *tmp;
+
+			HASH_ITER (hh, r->calls, x, tmp) {
+				HASH_DEL(r->calls, x);
+				free(x);
+			}
+			r->ncalls = 0;
+		}
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return true;
+		e->key = key.key;
+		e->got = symcache__call_target(r->syms, m.obj, vaddr, e->called, sizeof(e->called),
+					       &e->target);
+		HASH_ADD(hh, r->calls, key, sizeof(e->key), e);
+		r->ncalls++;
+	}
+	if (e->got < 0 || !l || !l->nlines)
+		return true;
+	name = profile__string(p, profile__function(p, lines[l->nlines - 1].function)->system_name);
+	if (!name)
+		return !strict;
+	same = e->got == 1 && same_function(e->called, name);
+	if (!same && e->got == 1 && e->target) {
+		/* The function called may end in a jump to the callee (a tail call). */
+		if (strcmp(e->tail_callee, name)) {
+			snprintf(e->tail_callee, sizeof(e->tail_callee), "%s", name);
+			e->tail_ok = symcache__jumps_to(r->syms, m.obj, e->target, name) == 1;
+		}
+		same = e->tail_ok;
+	}
+	return same || (!strict && e->got != 1);
+}
+
 /* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
 static uint32_t missing_caller_location(struct profile *p, uint64_t pc)
 {
@@ -406,13 +519,26 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
 	r->defer.vmas = vmas;
-	for (uint32_t i = 0, interrupted = 1, marked = 0; i < n; i++) {
+	r->user_cut = 0;
+	for (uint32_t i = 0, interrupted = 1, marked = 0, eh = 0, above_eh = 0; i < n; i++) {
 		int pending = 0;
 		uint32_t loc;
 
 		/* A zero return address is where the frame-pointer chain ends. */
 		if (!pcs[i])
 			break;
+		/*
+		 * Above a libgcc entry that may be installing a handler, its frame's saved return
+		 * address and registers may already be the handler's: its caller only when its
+		 * return address follows a call of that entry, and each caller above only when no
+		 * call of another function precedes its return address (else cut here).
+		 */
+		if (above_eh && out && locs[out - 1] != LOC_DEFERRED &&
+		    !caller_proven(r, proc, p, locs[out - 1], pcs[i], vmas, eh)) {
+			r->user_cut = i;
+			r->stats.eh_install_cut++;
+			break;
+		}
 		/*
 		 * The sampled PC, or the one runtime.asyncPreempt interrupted (its frame was
 		 * injected as a call there), may be Go code without its frame yet, unless a CFI row
@@ -429,6 +555,8 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		if (loc)
 			locs[out++] = loc;
 		interrupted = loc && loc != LOC_DEFERRED && is_async_preempt(p, loc);
+		eh = loc && loc != LOC_DEFERRED && eh_installing(p, loc);
+		above_eh |= eh;
 		/*
 		 * Go code sampled before its function set up its frame, walked by frame pointers
 		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,
@@ -897,6 +1025,8 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		defer_loop(r, proc, s, uu);
 		nu = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
 				   locs + n);
+		if (r->user_cut)
+			uu = r->user_cut; /* the native frames kept: the stack is cut there */
 
 		/* Python frames in place of the interpreter loop's (runtime/python/). */
 		if (r->python && s->py_stop)
@@ -909,19 +1039,9 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		else if (s->v8_len)
 			r->stats.v8.not_placed++;
 		r->defer.py = NULL;
-		/*
-		 * A walk that went astray (its last return address outside code) right above an
-		 * unwinder installing a handler: the caller it found there is the handler's
-		 * function, read from the rewritten return address. Unproven: dropped.
-		 */
-		if (s->ustack_end == SP_USTACK_NOT_CODE && nu >= 2 &&
-		    eh_installing(p, locs[n + nu - 2])) {
-			nu--;
-			r->stats.eh_install_cut++;
-		}
 		n += nu;
 		/* A stack that does not end at an outermost frame says why (profile/stackend.h). */
-		marker = stackend__location(p, s->ustack_end);
+		marker = stackend__location(p, r->user_cut ? SP_USTACK_BAD_RA : s->ustack_end);
 		if (marker)
 			locs[n++] = marker;
 	}

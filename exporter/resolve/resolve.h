@@ -47,8 +47,8 @@ struct resolve_stats {
 	uint64_t frames_fileid;		/* user PCs named through the sample's file identities */
 	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
 	uint64_t go_callers_missing;	/* samples in Go code without its frame yet: marker added */
-	/* walks led astray from a libgcc unwinder entry that was installing an exception handler:
-	 * the caller read from its rewritten return address dropped (eh_installing()) */
+	/* stacks cut above a libgcc unwinder entry that may be installing an exception handler: a
+	 * caller whose return address follows no call of the frame below it (caller_proven()) */
 	uint64_t eh_install_cut;
 	/* CPython (runtime/python/): samples the BPF walk gave Python frames, and what became of
 	 * them. */

@@ -1212,6 +1212,217 @@ static int reopen(struct elf_object *o)
 	return -ENOENT;
 }
 
+static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr);
+static uint64_t segment_end(const struct elf_object *o, uint64_t vaddr);
+
+/* Frames of an inline chain symcache__call_target() asks for: the physical function is last. */
+#define CALL_TARGET_FRAMES 16
+
+/* Reads @len bytes of @o at file virtual address @vaddr (within one PT_LOAD's file part). */
+static int read_vaddr(struct elf_object *o, uint64_t vaddr, void *buf, size_t len)
+{
+	for (size_t i = 0; i < o->nloads; i++) {
+		const GElf_Phdr *p = &o->loads[i];
+
+		if (vaddr < p->p_vaddr || vaddr - p->p_vaddr > p->p_filesz ||
+		    p->p_filesz - (vaddr - p->p_vaddr) < len)
+			continue;
+		if (o->fd < 0 && reopen(o))
+			return -ENOENT;
+		return pread(o->fd, buf, len, (off_t)(p->p_offset + (vaddr - p->p_vaddr))) ==
+			       (ssize_t)len
+			   ? 0
+			   : -EIO;
+	}
+	return -ENOENT;
+}
+
+/*
+ * What GOT slot @got (a file virtual address) of @o holds, by its relocation: the dynamic symbol
+ * it is relocated against (R_X86_64_JUMP_SLOT in .rela.plt, R_X86_64_GLOB_DAT in .rela.dyn),
+ * copied into @name (@len bytes); or, R_X86_64_RELATIVE, an address of @o itself, into *@local
+ * (0 otherwise). 1 when one was found, 0 when no relocation names the slot, or -errno.
+ */
+static int got_slot(struct elf_object *o, uint64_t got, char *name, size_t len, uint64_t *local)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh, symsh;
+	int err = 0, found = 0;
+	Elf *elf;
+
+	*local = 0;
+	if (o->fd < 0 && reopen(o))
+		return -ENOENT;
+	elf = elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
+	if (!elf)
+		return err ? err : -EIO;
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		Elf_Scn *symscn;
+		Elf_Data *rel, *syms;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		symscn = elf_getscn(elf, sh.sh_link);
+		if (!symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM)
+			continue;
+		rel = elf_getdata(scn, NULL);
+		syms = elf_getdata(symscn, NULL);
+		if (!rel || !syms)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *s;
+
+			if (!gelf_getrela(rel, (int)i, &r) || r.r_offset != got)
+				continue;
+			if (GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE && r.r_addend > 0) {
+				*local = (uint64_t)r.r_addend;
+				found = 1;
+				break;
+			}
+			if (!GELF_R_SYM(r.r_info) ||
+			    !gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
+				break;
+			s = elf_strptr(elf, symsh.sh_link, sym.st_name);
+			if (s && *s) {
+				snprintf(name, len, "%s", s);
+				found = 1;
+			}
+			break;
+		}
+	}
+	elf_end(elf);
+	return found;
+}
+
+/*
+ * The name of what a call or jump to @target of @o reaches: through a PLT entry ([ENDBR64] [BND]
+ * JMP *disp32(%rip)), the symbol its GOT slot is relocated against; else the symbol holding
+ * @target (its system name). 1 with @name set, 0 when nothing names it, or -errno.
+ */
+static int target_name(struct symcache *c, struct elf_object *o, uint64_t target, char *name,
+		       size_t len)
+{
+	struct sym_frame f[CALL_TARGET_FRAMES];
+	unsigned char stub[12];
+	uint64_t local;
+	size_t k = 0;
+	int32_t rel;
+	int n;
+
+	if (!read_vaddr(o, target, stub, sizeof(stub))) {
+		if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
+			k = 4;
+		if (stub[k] == 0xf2)
+			k++;
+		if (stub[k] == 0xff && stub[k + 1] == 0x25) {
+			memcpy(&rel, stub + k + 2, sizeof(rel));
+			n = got_slot(o, target + k + 6 + (uint64_t)(int64_t)rel, name, len, &local);
+			if (n != 1 || !local)
+				return n;
+			target = local;
+		}
+	}
+	n = symcache__lookup(c, o, target, f, CALL_TARGET_FRAMES);
+	if (n <= 0 || !f[n - 1].system_name)
+		return n < 0 ? n : 0;
+	snprintf(name, len, "%s", f[n - 1].system_name);
+	return 1;
+}
+
+int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vaddr, char *name,
+			  size_t len, uint64_t *target)
+{
+	unsigned char insn[6], stub[6];
+	uint64_t t;
+	int32_t rel;
+	int err;
+
+	*target = 0;
+	if (vaddr < sizeof(insn) || !len)
+		return -EINVAL;
+	err = read_vaddr(o, vaddr - sizeof(insn), insn, sizeof(insn));
+	if (err)
+		return err;
+	/* CALL *disp32(%rip) through a GOT slot (-fno-plt, Rust): the slot's symbol or address. */
+	if (insn[0] == 0xff && insn[1] == 0x15) {
+		memcpy(&rel, insn + 2, sizeof(rel));
+		err = got_slot(o, vaddr + (uint64_t)(int64_t)rel, name, len, &t);
+		if (err != 1 || !t)
+			return err;
+		*target = t;
+		return target_name(c, o, t, name, len);
+	}
+	if (insn[1] != 0xe8)
+		return 0; /* an indirect call through a register or memory, or none */
+	memcpy(&rel, insn + 2, sizeof(rel));
+	t = vaddr + (uint64_t)(int64_t)rel;
+	/* A function of @o itself, not a PLT entry ([ENDBR64] [BND] JMP *disp32(%rip)). */
+	if (!read_vaddr(o, t, stub, sizeof(stub)) && !(stub[0] == 0xff && stub[1] == 0x25) &&
+	    !(stub[0] == 0xf2 && stub[1] == 0xff) && !(stub[0] == 0xf3 && stub[1] == 0x0f))
+		*target = t;
+	return target_name(c, o, t, name, len);
+}
+
+/* @a and @b name one symbol, symbol versions ("@@GCC_3.0") aside. */
+static bool same_symbol(const char *a, const char *b)
+{
+	size_t n = strcspn(a, "@");
+
+	return n == strcspn(b, "@") && !strncmp(a, b, n);
+}
+
+/* Bytes of a function symcache__jumps_to() reads at most. */
+#define JUMPS_SCAN_MAX 4096
+
+int symcache__jumps_to(struct symcache *c, struct elf_object *o, uint64_t func, const char *callee)
+{
+	struct sym_frame f[CALL_TARGET_FRAMES];
+	unsigned char *code;
+	const struct csym *s;
+	char name[256];
+	uint64_t end;
+	size_t len;
+	int32_t rel;
+	int found = 0;
+
+	if (symcache__lookup(c, o, func, f, CALL_TARGET_FRAMES) <= 0 || !o->loaded)
+		return 0;
+	s = find_symbol(o, func);
+	if (!s || s->addr != func)
+		return 0;
+	end = s->size			   ? s->addr + s->size
+	      : s + 1 < o->syms + o->nsyms ? s[1].addr
+					   : segment_end(o, s->addr);
+	len = end - func < JUMPS_SCAN_MAX ? (size_t)(end - func) : JUMPS_SCAN_MAX;
+	if (len < 5 || !(code = malloc(len)))
+		return 0;
+	if (read_vaddr(o, func, code, len)) {
+		free(code);
+		return 0;
+	}
+	for (size_t i = 0; i + 5 <= len && !found; i++) {
+		if (code[i] == 0xe9) {
+			memcpy(&rel, code + i + 1, sizeof(rel));
+			found = target_name(c, o, func + i + 5 + (uint64_t)(int64_t)rel, name,
+					    sizeof(name)) == 1 &&
+				same_symbol(name, callee);
+		} else if (code[i] == 0xff && i + 6 <= len && code[i + 1] == 0x25) {
+			memcpy(&rel, code + i + 2, sizeof(rel));
+			uint64_t local;
+
+			found = got_slot(o, func + i + 6 + (uint64_t)(int64_t)rel, name,
+					 sizeof(name), &local) == 1 &&
+				!local && same_symbol(name, callee);
+		}
+	}
+	free(code);
+	return found;
+}
+
 /* --- separate debug files ------------------------------------------------------------------ */
 
 static int file_crc32(const char *path, uint32_t *crc)

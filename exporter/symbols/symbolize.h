@@ -123,6 +123,30 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 		     struct sym_frame *out, int max);
 
 /*
+ * The function that the call instruction ending right before @vaddr of @o calls (@vaddr: a
+ * return address, as a file virtual address; x86-64). A direct call, "E8 rel32", names its
+ * target: through a PLT entry ([ENDBR64] [BND] "FF 25" JMP *disp32(%rip), as .plt, .plt.sec and
+ * .plt.got hold them), the dynamic symbol its GOT slot is relocated against (.rela.plt,
+ * .rela.dyn); else the symbol holding the target (its system name). A call through a GOT slot,
+ * "FF 15" CALL *disp32(%rip) (-fno-plt, Rust), names the slot's symbol, or, for a slot relocated
+ * R_X86_64_RELATIVE, the function of @o it holds. The name is copied into
+ * @name (@len bytes), and *@target is the target's address when it is code of @o itself
+ * (a direct call, not through a PLT entry; else 0). Returns 1; 0 when no such call ends there (a
+ * call through a register or other memory, no call) or nothing names its target; -ENOENT or -EIO
+ * when the bytes cannot be read from the file.
+ */
+int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vaddr, char *name,
+			  size_t len, uint64_t *target);
+
+/*
+ * Whether the function starting at @func of @o (a symbol's address) may tail-call @callee (a
+ * symbol name, versions aside): a JMP rel32 to it (or to its PLT entry) or a JMP *disp32(%rip)
+ * through its GOT slot lies in the function's first 4 KiB. Byte patterns, not a disassembly: a
+ * match proves the jump may be there, not that it ran. 1 or 0 (0 too when unreadable).
+ */
+int symcache__jumps_to(struct symcache *c, struct elf_object *o, uint64_t func, const char *callee);
+
+/*
  * Whether @vaddr of @o is Go code whose function has not set up its frame pointer there
  * (gopclntab__frame_pending(): frameless, or in its prologue/epilogue), so a frame-pointer walk
  * starting at it skipped the function's caller. 1 or 0; 0 too for anything that is not Go

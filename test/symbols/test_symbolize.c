@@ -510,6 +510,58 @@ static void test_symtab_only(void **state)
 	symcache__free(c);
 }
 
+/* The address of the instruction after the first one of @file that objdump shows matching @re. */
+static uint64_t after_insn(const char *file, const char *re)
+{
+	char *out = run("objdump -d --no-show-raw-insn '%s' | grep -A1 -m1 -E '%s' | tail -1 | "
+			"cut -d: -f1",
+			file, re);
+	uint64_t a = strtoull(out, NULL, 16);
+
+	free(out);
+	assert_true(a != 0);
+	return a;
+}
+
+/* Call targets: through .plt (JUMP_SLOT), .plt.got (GLOB_DAT), directly, and indirect calls. */
+static void test_call_target(void **state)
+{
+	struct symcache *c = new_cache(NULL);
+	const char *file = P("cprog-nodebug");
+	struct elf_object *o = must_open(c, file);
+	uint64_t target, addr, size;
+	char name[64];
+
+	assert_int_equal(symcache__call_target(c, o, after_insn(file, "call .*<strcmp@plt>"), name,
+					       sizeof(name), &target),
+			 1);
+	assert_string_equal(name, "strcmp");
+	assert_int_equal(target, 0); /* a PLT entry: the function is elsewhere */
+	assert_int_equal(symcache__call_target(c, o, after_insn(file, "call .*<outer>"), name,
+					       sizeof(name), &target),
+			 1);
+	assert_string_equal(name, "outer");
+	nm_symbol(file, "outer", false, &addr, &size);
+	assert_int_equal(target, addr);
+	assert_int_equal(symcache__call_target(c, o,
+					       after_insn(file, "call .*<__cxa_finalize@plt>"),
+					       name, sizeof(name), &target),
+			 1);
+	assert_string_equal(name, "__cxa_finalize");
+	/* Through a GOT slot (call *disp32(%rip)): the slot's symbol. */
+	assert_int_equal(symcache__call_target(c, o, after_insn(file, "call +\\*0x.*%rip"), name,
+					       sizeof(name), &target),
+			 1);
+	assert_string_equal(name, "__libc_start_main");
+	/* Through a register: nothing named. */
+	assert_int_equal(symcache__call_target(c, o, after_insn(file, "call +\\*%"), name,
+					       sizeof(name), &target),
+			 0);
+	/* Outside the file's segments: unreadable. */
+	assert_true(symcache__call_target(c, o, 1ull << 40, name, sizeof(name), &target) < 0);
+	symcache__free(c);
+}
+
 /*
  * A symbol without a size (crti's _init, hand-written code) names the addresses up to the next
  * symbol, but never those of the next section: the PLT after .init is not _init's.
@@ -1398,6 +1450,7 @@ int main(void)
 	    cmocka_unit_test(test_shared_library),
 	    cmocka_unit_test(test_symtab_only),
 	    cmocka_unit_test(test_sizeless_symbol_ends_with_its_section),
+	    cmocka_unit_test(test_call_target),
 	    cmocka_unit_test(test_dynsym_only),
 	    cmocka_unit_test(test_debuglink),
 	    cmocka_unit_test(test_debuglink_orig_path),
