@@ -80,6 +80,16 @@ def record_watched(spanprof, outdir, *args, on_start=None, timeout=60, env=None,
     return err
 
 
+def profile_of(spanprof, procs, tmp_path, binary, comm, seconds, hz):
+    """Starts @binary (60 s) and records it by PID for @seconds at @hz: the folded stacks of
+    @comm once loaded (loaded(ours(...)))."""
+    p = procs.start(binary, "60")
+    time.sleep(0.2)
+    out = tmp_path / "out"
+    record_watched(spanprof, out, "--pid", p.pid, "--duration", seconds, "--frequency", hz)
+    return loaded(ours(read_folded(out / "profile.folded"), comm))
+
+
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
     d = tmp_path_factory.mktemp("unw")
@@ -205,11 +215,7 @@ def test_exec_after_start_gets_tables(spanprof, bins, procs, tmp_path):
 
 
 def test_signal_handler_unwinds_into_interrupted_code(spanprof, bins, procs, tmp_path):
-    p = procs.start(bins["signal"], "60")
-    time.sleep(0.2)
-    out = tmp_path / "out"
-    record_watched(spanprof, out, "--pid", p.pid, "--duration", 3, "--frequency", 99)
-    stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_signal"))
+    stacks, _ = profile_of(spanprof, procs, tmp_path, bins["signal"], "unw_signal", 3, 99)
     handler = ["main", "spin_outer", "__restore_rt", "on_tick", "handler_work"]
 
     def full(f):
@@ -231,12 +237,8 @@ UNPROVEN = "[truncated: unproven return address]"
 
 
 def test_cxx_exception_path(spanprof, bins, procs, tmp_path):
-    p = procs.start(bins["cxx"], "60")
-    time.sleep(0.2)
-    out = tmp_path / "out"
     # 6 s: on a loaded machine the workload gets a third of a CPU (98 samples in 3 s once).
-    record_watched(spanprof, out, "--pid", p.pid, "--duration", 6, "--frequency", 99)
-    stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_cxx"))
+    stacks, _ = profile_of(spanprof, procs, tmp_path, bins["cxx"], "unw_cxx", 6, 99)
     want = ["main", "cxx_loop(double)", "cxx_outer(int)"]
 
     def installing(f):
@@ -284,11 +286,7 @@ PATHS_OWN = {f for e in PATHS_EDGES for f in e}
 
 
 def test_exception_paths_never_show_a_call_that_cannot_happen(spanprof, bins, procs, tmp_path):
-    p = procs.start(bins["cxx_paths"], "60")
-    time.sleep(0.2)
-    out = tmp_path / "out"
-    record_watched(spanprof, out, "--pid", p.pid, "--duration", 6, "--frequency", 199)
-    stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_cxx_paths"))
+    stacks, _ = profile_of(spanprof, procs, tmp_path, bins["cxx_paths"], "unw_cxx_paths", 6, 199)
     wrong, cut, total = [], 0, 0
     for f, c in stacks:
         # "p_guarded(int, int) [clone .cold]" -> "p_guarded"; "Guard::~Guard()" -> "Guard::~Guard".
@@ -316,11 +314,7 @@ def test_exception_paths_never_show_a_call_that_cannot_happen(spanprof, bins, pr
 
 
 def test_coroutine_stack_ends_at_its_start_context(spanprof, bins, procs, tmp_path):
-    p = procs.start(bins["ucontext"], "60")
-    time.sleep(0.2)
-    out = tmp_path / "out"
-    record_watched(spanprof, out, "--pid", p.pid, "--duration", 4, "--frequency", 99)
-    stacks, _ = loaded(ours(read_folded(out / "profile.folded"), "unw_ucontext"))
+    stacks, _ = profile_of(spanprof, procs, tmp_path, bins["ucontext"], "unw_ucontext", 4, 99)
     co = ["co_body", "co_inner"]
     main = ["main", "m_loop"]
 
