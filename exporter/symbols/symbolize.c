@@ -1270,8 +1270,9 @@ static int got_slot(struct elf_object *o, uint64_t got, char *name, size_t len, 
 		syms = elf_getdata(symscn, NULL);
 		if (!rel || !syms)
 			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
+		/* What the section's data holds, whatever a corrupt sh_size says. */
+		n = rel->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && i <= INT_MAX; i++) {
 			GElf_Rela r;
 			GElf_Sym sym;
 			const char *s;

@@ -260,6 +260,16 @@ static void test_garbled_never_crashes(void **state)
 			assert_true(symcache__lookup(c, o, a, f, 8) >= 0);
 		for (a = addr; a < addr + size; a++)
 			assert_true(symcache__lookup(c, o, a, f, 8) >= 0);
+		/* Call targets and tail-call scans read code and relocations: any answer, no crash.
+		 */
+		for (a = 0x1000; a < 0x1400; a++) {
+			char name[64];
+			uint64_t target;
+
+			assert_true(symcache__call_target(c, o, a, name, sizeof(name), &target) <=
+				    1);
+			assert_true(symcache__jumps_to(c, o, a, "puts") <= 1);
+		}
 	}
 	symcache__free(c);
 }
