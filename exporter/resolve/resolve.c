@@ -406,7 +406,9 @@ static bool eh_installing(struct profile *p, uint32_t loc)
 
 	if (!l || l->kind != FRAME_NATIVE || !l->nlines)
 		return false;
-	name = profile__string(p, profile__function(p, lines[l->nlines - 1].function)->name);
+	name = profile__string(p, profile__function(p, lines[l->nlines - 1].function)->system_name);
+	if (!name || strncmp(name, "_Unwind_", 8)) /* every frame of every sample comes here */
+		return false;
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
 		if (!strcmp(name, entries[i]))
 			return true;
