@@ -62,9 +62,7 @@ struct call_seen {
 	int got;	  /* symcache__call_target()'s answer */
 	char called[256]; /* its name when got is 1 */
 	uint64_t target;  /* its address, when a function of the same file */
-	/* The last callee asked of: whether the function called may tail-call it. */
-	char tail_callee[256];
-	bool tail_ok;
+	int jumps_out;	  /* symcache__jumps_out() of target; -1: not asked yet */
 	UT_hash_handle hh;
 };
 
@@ -434,31 +432,29 @@ static bool same_function(const char *called, const char *frame)
 }
 
 /*
- * Whether user PC @ra, the return address found for the caller of location @callee, may be a
- * return from a call of @callee's function, as the call instruction before it says
- * (symcache__call_target(): a direct call, or one through a PLT entry or a GOT slot, names the
- * function called). @strict: only such a call of that very function will do (the caller of a
- * libgcc entry that may be installing a handler, eh_installing(): its callers call it by name,
- * while a return address libgcc rewrote follows the call of another function, the handler
- * frame's callee). Otherwise only a call naming another function refutes it (a call through a
- * register proves nothing). A function called that may jump to @callee's (a tail call,
- * symcache__jumps_to()) proves it too.
- * Unreadable code proves nothing either way: the caller is kept, as any CFI-walked one.
+ * Whether user PC @ra, the return address found for the caller of the frame at user PC
+ * @callee_pc (location @callee), is refuted as a return from a call that led to that frame:
+ * the instruction before it is a direct call (symcache__call_target()) of a function of the
+ * same file that is neither the frame's function (by address: aliases such as C1/C2
+ * constructors; or by name, its ".cold" part too) nor one that may leave itself by a jump, as
+ * a tail call does (symcache__jumps_out()). With @entry (the frame is a libgcc entry, whose
+ * callers call it by name), a call through a PLT entry or GOT slot naming another function
+ * refutes it too. A call through a register, of a function nothing names, or code that cannot
+ * be read refutes nothing: such a caller is kept, as any CFI-walked one.
  */
-static bool caller_proven(struct resolve *r, struct proc *proc, struct profile *p, uint32_t callee,
-			  uint64_t ra, const struct sp_vmas *vmas, bool strict)
+static bool caller_refuted(struct resolve *r, struct proc *proc, struct profile *p, uint32_t callee,
+			   uint64_t callee_pc, uint64_t ra, const struct sp_vmas *vmas, bool entry)
 {
 	const struct profile_location *l = profile__location(p, callee);
 	const struct profile_line *lines = profile__location_lines(p, callee);
 	struct call_seen key = {0}, *e;
+	struct proc_mapping m, cm;
+	uint64_t vaddr, cvaddr, start;
 	const char *name;
-	bool same;
-	struct proc_mapping m;
-	uint64_t vaddr;
 
-	if (proctab__mapping(r->procs, proc, ra, vmas, &m) || !m.obj ||
+	if (!l || !l->nlines || proctab__mapping(r->procs, proc, ra, vmas, &m) || !m.obj ||
 	    elf_object__file_offset_to_vaddr(m.obj, ra - m.start + m.file_offset, &vaddr))
-		return true;
+		return false;
 	key.key.obj = m.obj;
 	key.key.vaddr = vaddr;
 	HASH_FIND(hh, r->calls, &key.key, sizeof(key.key), e);
@@ -474,28 +470,31 @@ static bool caller_proven(struct resolve *r, struct proc *proc, struct profile *
 		}
 		e = calloc(1, sizeof(*e));
 		if (!e)
-			return true;
+			return false;
 		e->key = key.key;
 		e->got = symcache__call_target(r->syms, m.obj, vaddr, e->called, sizeof(e->called),
 					       &e->target);
+		e->jumps_out = -1;
 		HASH_ADD(hh, r->calls, key, sizeof(e->key), e);
 		r->ncalls++;
 	}
-	if (e->got < 0 || !l || !l->nlines)
-		return true;
+	if (e->got != 1)
+		return false;
 	name = profile__string(p, profile__function(p, lines[l->nlines - 1].function)->system_name);
-	if (!name)
-		return !strict;
-	same = e->got == 1 && same_function(e->called, name);
-	if (!same && e->got == 1 && e->target) {
-		/* The function called may end in a jump to the callee (a tail call). */
-		if (strcmp(e->tail_callee, name)) {
-			snprintf(e->tail_callee, sizeof(e->tail_callee), "%s", name);
-			e->tail_ok = symcache__jumps_to(r->syms, m.obj, e->target, name) == 1;
-		}
-		same = e->tail_ok;
-	}
-	return same || (!strict && e->got != 1);
+	if (name && same_function(e->called, name))
+		return false;
+	/* Through a PLT entry or GOT slot, to another file: no code of it here to look at. */
+	if (!e->target)
+		return entry;
+	/* The frame's own function, under another name at the same address. */
+	if (!proctab__mapping(r->procs, proc, callee_pc, vmas, &cm) && cm.obj == m.obj &&
+	    !elf_object__file_offset_to_vaddr(m.obj, callee_pc - cm.start + cm.file_offset,
+					      &cvaddr) &&
+	    !symcache__function_start(r->syms, m.obj, cvaddr, &start) && start == e->target)
+		return false;
+	if (e->jumps_out < 0)
+		e->jumps_out = symcache__jumps_out(r->syms, m.obj, e->target);
+	return !e->jumps_out;
 }
 
 /* The marker standing for the caller a frame-pointer walk could not see (key: no mapping). */
@@ -522,7 +521,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
 	r->defer.vmas = vmas;
 	r->user_cut = 0;
-	for (uint32_t i = 0, interrupted = 1, marked = 0, eh = 0, above_eh = 0; i < n; i++) {
+	for (uint32_t i = 0, interrupted = 1, marked = 0, above_eh = 0; i < n; i++) {
 		int pending = 0;
 		uint32_t loc;
 
@@ -531,12 +530,12 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 			break;
 		/*
 		 * Above a libgcc entry that may be installing a handler, its frame's saved return
-		 * address and registers may already be the handler's: its caller only when its
-		 * return address follows a call of that entry, and each caller above only when no
-		 * call of another function precedes its return address (else cut here).
+		 * address and registers may already be the handler's: a caller whose return
+		 * address follows a call of another function is not the frame's (cut here).
 		 */
 		if (above_eh && out && locs[out - 1] != LOC_DEFERRED &&
-		    !caller_proven(r, proc, p, locs[out - 1], pcs[i], vmas, eh)) {
+		    caller_refuted(r, proc, p, locs[out - 1], pcs[i - 1] - (i > 1), pcs[i], vmas,
+				   eh_installing(p, locs[out - 1]))) {
 			r->user_cut = i;
 			r->stats.eh_install_cut++;
 			break;
@@ -557,8 +556,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		if (loc)
 			locs[out++] = loc;
 		interrupted = loc && loc != LOC_DEFERRED && is_async_preempt(p, loc);
-		eh = loc && loc != LOC_DEFERRED && eh_installing(p, loc);
-		above_eh |= eh;
+		above_eh |= loc && loc != LOC_DEFERRED && eh_installing(p, loc);
 		/*
 		 * Go code sampled before its function set up its frame, walked by frame pointers
 		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,

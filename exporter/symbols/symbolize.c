@@ -1214,6 +1214,7 @@ static int reopen(struct elf_object *o)
 
 static const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr);
 static uint64_t segment_end(const struct elf_object *o, uint64_t vaddr);
+static const struct sname *sym_name(struct elf_object *o, const struct csym *s);
 
 /* Frames of an inline chain symcache__call_target() asks for: the physical function is last. */
 #define CALL_TARGET_FRAMES 16
@@ -1368,60 +1369,135 @@ int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vad
 	return target_name(c, o, t, name, len);
 }
 
-/* @a and @b name one symbol, symbol versions ("@@GCC_3.0") aside. */
-static bool same_symbol(const char *a, const char *b)
-{
-	size_t n = strcspn(a, "@");
-
-	return n == strcspn(b, "@") && !strncmp(a, b, n);
-}
-
-/* Bytes of a function symcache__jumps_to() reads at most. */
+/* Bytes of a function symcache__jumps_out() reads at most. */
 #define JUMPS_SCAN_MAX 4096
 
-int symcache__jumps_to(struct symcache *c, struct elf_object *o, uint64_t func, const char *callee)
+/* The symbol of @o holding @vaddr and its end, or NULL. @o must be loaded. */
+static const struct csym *symbol_extent(const struct elf_object *o, uint64_t vaddr, uint64_t *end)
+{
+	const struct csym *s = find_symbol(o, vaddr);
+
+	if (s)
+		*end = s->size			    ? s->addr + s->size
+		       : s + 1 < o->syms + o->nsyms ? s[1].addr
+						    : segment_end(o, s->addr);
+	return s;
+}
+
+int symcache__function_start(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+			     uint64_t *start)
 {
 	struct sym_frame f[CALL_TARGET_FRAMES];
-	unsigned char *code;
 	const struct csym *s;
-	char name[256];
+	uint64_t end;
+
+	if (symcache__lookup(c, o, vaddr, f, CALL_TARGET_FRAMES) < 0 || !o->loaded)
+		return -ENOENT;
+	s = symbol_extent(o, vaddr, &end);
+	if (!s)
+		return -ENOENT;
+	*start = s->addr;
+	return 0;
+}
+
+/* Whether @target of @o begins a PLT entry: [ENDBR64] [BND] JMP *disp32(%rip). */
+static bool is_plt_entry(struct elf_object *o, uint64_t target)
+{
+	unsigned char stub[7];
+	size_t k = 0;
+
+	if (read_vaddr(o, target, stub, sizeof(stub)))
+		return false;
+	if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
+		k = 4;
+	if (stub[k] == 0xf2)
+		k++;
+	return k <= 5 && stub[k] == 0xff && stub[k + 1] == 0x25;
+}
+
+/*
+ * Whether a jump from the function @name of @o (@start, @end) to @target goes to another
+ * function: not inside this one nor into its own split-off part ("name.cold"), and to the very
+ * start of a function symbol or of a PLT entry (bytes that only look like a jump almost never
+ * point there).
+ */
+static bool leaves(struct symcache *c, struct elf_object *o, const char *name, uint64_t start,
+		   uint64_t end, uint64_t target)
+{
+	char to[256];
+	size_t n = strlen(name);
+	uint64_t fs;
+
+	if (target >= start && target < end)
+		return false;
+	if (is_plt_entry(o, target))
+		return true;
+	if (symcache__function_start(c, o, target, &fs) || fs != target)
+		return false;
+	return !(target_name(c, o, target, to, sizeof(to)) == 1 && !strncmp(to, name, n) &&
+		 !strncmp(to + n, ".cold", 5));
+}
+
+int symcache__jumps_out(struct symcache *c, struct elf_object *o, uint64_t func)
+{
+	struct sym_frame f[CALL_TARGET_FRAMES];
+	const struct csym *s;
+	const struct sname *sn;
+	unsigned char *code;
 	uint64_t end;
 	size_t len;
 	int32_t rel;
-	int found = 0;
+	int out = 1; /* unreadable or unknown: it may */
 
 	if (symcache__lookup(c, o, func, f, CALL_TARGET_FRAMES) <= 0 || !o->loaded)
-		return 0;
-	s = find_symbol(o, func);
-	if (!s || s->addr != func)
-		return 0;
-	end = s->size			   ? s->addr + s->size
-	      : s + 1 < o->syms + o->nsyms ? s[1].addr
-					   : segment_end(o, s->addr);
+		return 1;
+	s = symbol_extent(o, func, &end);
+	sn = s && s->addr == func ? sym_name(o, s) : NULL;
+	if (!sn)
+		return 1;
 	len = end - func < JUMPS_SCAN_MAX ? (size_t)(end - func) : JUMPS_SCAN_MAX;
-	if (len < 5 || !(code = malloc(len)))
-		return 0;
-	if (read_vaddr(o, func, code, len)) {
-		free(code);
-		return 0;
-	}
-	for (size_t i = 0; i + 5 <= len && !found; i++) {
-		if (code[i] == 0xe9) {
-			memcpy(&rel, code + i + 1, sizeof(rel));
-			found = target_name(c, o, func + i + 5 + (uint64_t)(int64_t)rel, name,
-					    sizeof(name)) == 1 &&
-				same_symbol(name, callee);
-		} else if (code[i] == 0xff && i + 6 <= len && code[i + 1] == 0x25) {
-			memcpy(&rel, code + i + 2, sizeof(rel));
-			uint64_t local;
+	if (len < 2 || end - func > JUMPS_SCAN_MAX || !(code = malloc(len)))
+		return 1;
+	if (!read_vaddr(o, func, code, len)) {
+		out = 0;
+		/*
+		 * Byte patterns, each checked against where it leads: JMP and Jcc (rel32, rel8) to
+		 * the very start of another function or a PLT entry, and JMP through a GOT slot.
+		 * A jump through a register (a switch table, or a tail call through a function
+		 * pointer) is not counted.
+		 */
+		for (size_t i = 0; i + 2 <= len && !out; i++) {
+			uint64_t next;
 
-			found = got_slot(o, func + i + 6 + (uint64_t)(int64_t)rel, name,
-					 sizeof(name), &local) == 1 &&
-				!local && same_symbol(name, callee);
+			if (code[i] == 0xff && code[i + 1] == 0x25 && i + 6 <= len) {
+				uint64_t local;
+				char to[256];
+
+				/* JMP *disp32(%rip): through a GOT slot a relocation fills. */
+				memcpy(&rel, code + i + 2, sizeof(rel));
+				out = got_slot(o, func + i + 6 + (uint64_t)(int64_t)rel, to,
+					       sizeof(to), &local) == 1;
+			} else if (code[i] == 0xe9 && i + 5 <= len) {
+				memcpy(&rel, code + i + 1, sizeof(rel));
+				next = func + i + 5;
+				out = leaves(c, o, sn->name, func, end,
+					     next + (uint64_t)(int64_t)rel);
+			} else if (code[i] == 0x0f && i + 6 <= len &&
+				   (code[i + 1] & 0xf0) == 0x80) {
+				memcpy(&rel, code + i + 2, sizeof(rel));
+				next = func + i + 6;
+				out = leaves(c, o, sn->name, func, end,
+					     next + (uint64_t)(int64_t)rel);
+			} else if (code[i] == 0xeb || (code[i] & 0xf0) == 0x70) {
+				/* JMP, Jcc rel8: the assembler shortens a jump to a neighbour. */
+				next = func + i + 2;
+				out = leaves(c, o, sn->name, func, end,
+					     next + (uint64_t)(int64_t)(int8_t)code[i + 1]);
+			}
 		}
 	}
 	free(code);
-	return found;
+	return out;
 }
 
 /* --- separate debug files ------------------------------------------------------------------ */

@@ -139,12 +139,21 @@ int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vad
 			  size_t len, uint64_t *target);
 
 /*
- * Whether the function starting at @func of @o (a symbol's address) may tail-call @callee (a
- * symbol name, versions aside): a JMP rel32 to it (or to its PLT entry) or a JMP *disp32(%rip)
- * through its GOT slot lies in the function's first 4 KiB. Byte patterns, not a disassembly: a
- * match proves the jump may be there, not that it ran. 1 or 0 (0 too when unreadable).
+ * The start of the function symbol of @o holding @vaddr (a file virtual address) into *@start.
+ * 0, or -ENOENT (no symbol holds it). Loads the object if no lookup did yet.
  */
-int symcache__jumps_to(struct symcache *c, struct elf_object *o, uint64_t func, const char *callee);
+int symcache__function_start(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+			     uint64_t *start);
+
+/*
+ * Whether the function starting at @func of @o (a symbol's address) may leave itself by a jump,
+ * as a tail call does: a JMP or Jcc (rel32, rel8) to the start of another function (not its own
+ * ".cold" part) or of a PLT entry, or a JMP through a GOT slot a relocation fills. Byte patterns,
+ * not a disassembly: 1 also when a pattern matched by chance, and when the code cannot be read or
+ * the function is over 4 KiB; 0 when none of those jumps is there. A jump through a register (a
+ * tail call through a function pointer) is not seen.
+ */
+int symcache__jumps_out(struct symcache *c, struct elf_object *o, uint64_t func);
 
 /*
  * Whether @vaddr of @o is Go code whose function has not set up its frame pointer there

@@ -268,7 +268,7 @@ static void test_garbled_never_crashes(void **state)
 
 			assert_true(symcache__call_target(c, o, a, name, sizeof(name), &target) <=
 				    1);
-			assert_true(symcache__jumps_to(c, o, a, "puts") <= 1);
+			assert_true(symcache__jumps_out(c, o, a) <= 1);
 		}
 	}
 	symcache__free(c);
@@ -569,6 +569,21 @@ static void test_call_target(void **state)
 			 0);
 	/* Outside the file's segments: unreadable. */
 	assert_true(symcache__call_target(c, o, 1ull << 40, name, sizeof(name), &target) < 0);
+
+	/* outer calls middle and returns: no jump out of it. */
+	nm_symbol(file, "outer", false, &addr, &size);
+	assert_int_equal(symcache__jumps_out(c, o, addr), 0);
+	assert_int_equal(symcache__function_start(c, o, addr + size - 1, &target), 0);
+	assert_int_equal(target, addr);
+	/* crtstuff's frame_dummy (sizeless) is a tail call: JMP rel32 to register_tm_clones. */
+	{
+		char *out = run("nm --defined-only '%s' | sed -n 's/ t frame_dummy$//p'", file);
+
+		addr = strtoull(out, NULL, 16);
+		free(out);
+		assert_true(addr != 0);
+		assert_int_equal(symcache__jumps_out(c, o, addr), 1);
+	}
 	symcache__free(c);
 }
 
