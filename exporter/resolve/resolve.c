@@ -53,7 +53,7 @@ struct py_defer {
 	const struct sp_vmas *vmas; /* as proctab__note_vmas() returned them */
 };
 
-/* What symcache__call_target() said of one return address (caller_proven()). */
+/* What symcache__call_target() said of one return address (caller_refuted()). */
 struct call_seen {
 	struct {
 		const struct elf_object *obj;
@@ -78,7 +78,7 @@ struct resolve {
 	struct resolve_stats stats;
 	/* resolve__user(): the user PCs kept when it cut the stack at an unproven caller; else 0 */
 	uint32_t user_cut;
-	struct call_seen *calls; /* eh_caller_proven()'s answers, by file and return address */
+	struct call_seen *calls; /* caller_refuted()'s answers, by file and return address */
 	uint32_t ncalls;
 	struct pytab *python;	/* NULL: Python frames ignored */
 	struct py_scratch *pys; /* allocated with the first Python sample */
@@ -796,7 +796,7 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 		x->is_loop[i] = locs[i] == LOC_DEFERRED || is_loop_location(p, locs[i]);
 	}
 	m = pymerge__stack(x->is_loop, n, x->py, npy, s->py_stop,
-			   s->ustack_end != SP_USTACK_COMPLETE, x->items,
+			   s->ustack_end != SP_USTACK_COMPLETE || r->user_cut, x->items,
 			   sizeof(x->items) / sizeof(x->items[0]));
 	if (m < 0)
 		return name_deferred(r, p, locs, n);
@@ -1025,8 +1025,6 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		defer_loop(r, proc, s, uu);
 		nu = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags,
 				   locs + n);
-		if (r->user_cut)
-			uu = r->user_cut; /* the native frames kept: the stack is cut there */
 
 		/* Python frames in place of the interpreter loop's (runtime/python/). */
 		if (r->python && s->py_stop)
