@@ -1426,14 +1426,15 @@ static bool leaves(struct symcache *c, struct elf_object *o, const char *name, u
 {
 	char to[256];
 	size_t n = strlen(name);
-	uint64_t fs;
+
+	const struct csym *t;
 
 	if (target >= start && target < end)
 		return false;
-	if (is_plt_entry(o, target))
-		return true;
-	if (symcache__function_start(c, o, target, &fs) || fs != target)
-		return false;
+	/* @o is loaded (symcache__jumps_out()): its symbols are looked at, not the lookup cache. */
+	t = find_symbol(o, target);
+	if (!t || t->addr != target)
+		return is_plt_entry(o, target);
 	return !(target_name(c, o, target, to, sizeof(to)) == 1 && !strncmp(to, name, n) &&
 		 !strncmp(to + n, ".cold", 5));
 }
