@@ -69,6 +69,17 @@ struct call_seen {
 /* Return addresses remembered at most: a few call sites of libgcc's entries per program. */
 #define CALLS_SEEN_MAX 4096
 
+/* Forgets every caller_refuted() answer. */
+static void calls_clear(struct call_seen **calls)
+{
+	struct call_seen *e, *tmp;
+
+	HASH_ITER (hh, *calls, e, tmp) {
+		HASH_DEL(*calls, e);
+		free(e);
+	}
+}
+
 struct resolve {
 	struct proctab *procs;
 	struct symcache *syms;
@@ -118,12 +129,7 @@ void resolve__set_ksyms(struct resolve *r, struct ksyms *ksyms)
 void resolve__free(struct resolve *r)
 {
 	if (r) {
-		struct call_seen *e, *tmp;
-
-		HASH_ITER (hh, r->calls, e, tmp) {
-			HASH_DEL(r->calls, e);
-			free(e);
-		}
+		calls_clear(&r->calls);
 		free(r->pys);
 		free(r->v8locs);
 		objtally__free(r->objs);
@@ -460,12 +466,7 @@ static bool caller_refuted(struct resolve *r, struct proc *proc, struct profile 
 	HASH_FIND(hh, r->calls, &key.key, sizeof(key.key), e);
 	if (!e) {
 		if (r->ncalls >= CALLS_SEEN_MAX) {
-			struct call_seen *x, *tmp;
-
-			HASH_ITER (hh, r->calls, x, tmp) {
-				HASH_DEL(r->calls, x);
-				free(x);
-			}
+			calls_clear(&r->calls);
 			r->ncalls = 0;
 		}
 		e = calloc(1, sizeof(*e));
@@ -521,7 +522,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
 	r->defer.vmas = vmas;
 	r->user_cut = 0;
-	for (uint32_t i = 0, interrupted = 1, marked = 0, above_eh = 0; i < n; i++) {
+	for (uint32_t i = 0, interrupted = 1, marked = 0, above_eh = 0, eh = 0; i < n; i++) {
 		int pending = 0;
 		uint32_t loc;
 
@@ -535,7 +536,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		 */
 		if (above_eh && out && locs[out - 1] != LOC_DEFERRED &&
 		    caller_refuted(r, proc, p, locs[out - 1], pcs[i - 1] - (i > 1), pcs[i], vmas,
-				   eh_installing(p, locs[out - 1]))) {
+				   eh)) {
 			r->user_cut = i;
 			r->stats.eh_install_cut++;
 			break;
@@ -556,7 +557,9 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		if (loc)
 			locs[out++] = loc;
 		interrupted = loc && loc != LOC_DEFERRED && is_async_preempt(p, loc);
-		above_eh |= loc && loc != LOC_DEFERRED && eh_installing(p, loc);
+		if (loc) /* eh: whether locs[out - 1] is such an entry */
+			eh = loc != LOC_DEFERRED && eh_installing(p, loc);
+		above_eh |= eh;
 		/*
 		 * Go code sampled before its function set up its frame, walked by frame pointers
 		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,

@@ -1301,6 +1301,29 @@ static int got_slot(struct elf_object *o, uint64_t got, char *name, size_t len, 
 }
 
 /*
+ * Whether @target of @o begins a PLT entry, [ENDBR64] [BND] JMP *disp32(%rip) (as .plt, .plt.sec
+ * and .plt.got hold them), and then the GOT slot it jumps through into *@slot.
+ */
+static bool plt_entry_slot(struct elf_object *o, uint64_t target, uint64_t *slot)
+{
+	unsigned char stub[12];
+	size_t k = 0;
+	int32_t rel;
+
+	if (read_vaddr(o, target, stub, sizeof(stub)))
+		return false;
+	if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
+		k = 4;
+	if (stub[k] == 0xf2)
+		k++;
+	if (stub[k] != 0xff || stub[k + 1] != 0x25)
+		return false;
+	memcpy(&rel, stub + k + 2, sizeof(rel));
+	*slot = target + k + 6 + (uint64_t)(int64_t)rel;
+	return true;
+}
+
+/*
  * The name of what a call or jump to @target of @o reaches: through a PLT entry ([ENDBR64] [BND]
  * JMP *disp32(%rip)), the symbol its GOT slot is relocated against; else the symbol holding
  * @target (its system name). 1 with @name set, 0 when nothing names it, or -errno.
@@ -1309,24 +1332,14 @@ static int target_name(struct symcache *c, struct elf_object *o, uint64_t target
 		       size_t len)
 {
 	struct sym_frame f[CALL_TARGET_FRAMES];
-	unsigned char stub[12];
-	uint64_t local;
-	size_t k = 0;
-	int32_t rel;
+	uint64_t slot, local;
 	int n;
 
-	if (!read_vaddr(o, target, stub, sizeof(stub))) {
-		if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
-			k = 4;
-		if (stub[k] == 0xf2)
-			k++;
-		if (stub[k] == 0xff && stub[k + 1] == 0x25) {
-			memcpy(&rel, stub + k + 2, sizeof(rel));
-			n = got_slot(o, target + k + 6 + (uint64_t)(int64_t)rel, name, len, &local);
-			if (n != 1 || !local)
-				return n;
-			target = local;
-		}
+	if (plt_entry_slot(o, target, &slot)) {
+		n = got_slot(o, slot, name, len, &local);
+		if (n != 1 || !local)
+			return n;
+		target = local;
 	}
 	n = symcache__lookup(c, o, target, f, CALL_TARGET_FRAMES);
 	if (n <= 0 || !f[n - 1].system_name)
@@ -1338,8 +1351,8 @@ static int target_name(struct symcache *c, struct elf_object *o, uint64_t target
 int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vaddr, char *name,
 			  size_t len, uint64_t *target)
 {
-	unsigned char insn[6], stub[6];
-	uint64_t t;
+	unsigned char insn[6];
+	uint64_t t, slot;
 	int32_t rel;
 	int err;
 
@@ -1362,9 +1375,9 @@ int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vad
 		return 0; /* an indirect call through a register or memory, or none */
 	memcpy(&rel, insn + 2, sizeof(rel));
 	t = vaddr + (uint64_t)(int64_t)rel;
-	/* A function of @o itself, not a PLT entry ([ENDBR64] [BND] JMP *disp32(%rip)). */
-	if (!read_vaddr(o, t, stub, sizeof(stub)) && !(stub[0] == 0xff && stub[1] == 0x25) &&
-	    !(stub[0] == 0xf2 && stub[1] == 0xff) && !(stub[0] == 0xf3 && stub[1] == 0x0f))
+	/* A function of @o itself, not a PLT entry (whose ENDBR64 a CET function starts with too).
+	 */
+	if (!plt_entry_slot(o, t, &slot))
 		*target = t;
 	return target_name(c, o, t, name, len);
 }
@@ -1400,21 +1413,6 @@ int symcache__function_start(struct symcache *c, struct elf_object *o, uint64_t 
 	return 0;
 }
 
-/* Whether @target of @o begins a PLT entry: [ENDBR64] [BND] JMP *disp32(%rip). */
-static bool is_plt_entry(struct elf_object *o, uint64_t target)
-{
-	unsigned char stub[7];
-	size_t k = 0;
-
-	if (read_vaddr(o, target, stub, sizeof(stub)))
-		return false;
-	if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
-		k = 4;
-	if (stub[k] == 0xf2)
-		k++;
-	return k <= 5 && stub[k] == 0xff && stub[k + 1] == 0x25;
-}
-
 /*
  * Whether a jump from the function @name of @o (@start, @end) to @target goes to another
  * function: not inside this one nor into its own split-off part ("name.cold"), and to the very
@@ -1426,15 +1424,15 @@ static bool leaves(struct symcache *c, struct elf_object *o, const char *name, u
 {
 	char to[256];
 	size_t n = strlen(name);
-
 	const struct csym *t;
+	uint64_t slot;
 
 	if (target >= start && target < end)
 		return false;
 	/* @o is loaded (symcache__jumps_out()): its symbols are looked at, not the lookup cache. */
 	t = find_symbol(o, target);
 	if (!t || t->addr != target)
-		return is_plt_entry(o, target);
+		return plt_entry_slot(o, target, &slot);
 	return !(target_name(c, o, target, to, sizeof(to)) == 1 && !strncmp(to, name, n) &&
 		 !strncmp(to + n, ".cold", 5));
 }
