@@ -697,7 +697,7 @@ static uint32_t py_location(struct resolve *r, struct pyproc *py, struct profile
 		return named_location(p, 0, FRAME_CPYTHON, PY_UNNAMED_NAME);
 	}
 	/* Freed and its address reused between the sample and this read: not that frame's name. */
-	if (ci->fingerprint != (f->flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK)) {
+	if (!pycode__fingerprint_matches(ci, f->flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK)) {
 		r->stats.py.frames_unnamed++;
 		r->stats.py.frames_stale++;
 		return named_location(p, 0, FRAME_CPYTHON, PY_UNNAMED_NAME);

@@ -7,7 +7,9 @@
 # run_second only the second's.
 # Prints {"pid"} once both threads run, waits for a line on stdin, runs SECONDS of wall time,
 # then prints {"cpu": seconds of CPU time of the process}.
-# Usage: python pysamename.py SECONDS [ascii|latin]
+# With "subinterp" third, a second interpreter is made as the run starts (3.12+): 3.13 numbers
+# code objects per interpreter, so the agent must stop keying frames by their versions.
+# Usage: python pysamename.py SECONDS [ascii|latin] [subinterp]
 import json
 import os
 import sys
@@ -16,7 +18,7 @@ import time
 
 # argv[2] "ascii": short ASCII paths; "latin": non-ASCII paths of 300 characters (a
 # PyCompactUnicodeObject, more than 256 bytes) that differ only at their end.
-if sys.argv[2:] == ["latin"]:
+if sys.argv[2:3] == ["latin"]:
     DIR = "/nonexistent/spanprof-\u00e9t\u00e9/" + "d" * 260
 else:
     DIR = "/nonexistent"
@@ -51,6 +53,13 @@ sys.stdout.write(json.dumps({"pid": os.getpid()}) + "\n")
 sys.stdout.flush()
 sys.stdin.readline()
 GO.set()
+if sys.argv[3:4] == ["subinterp"]:
+    try:
+        import _interpreters as subinterpreters
+    except ImportError:
+        import _xxsubinterpreters as subinterpreters
+    KEEP = subinterpreters.create()
+    subinterpreters.run_string(KEEP, "def f():\n    return 1\nf()\n")
 time.sleep(float(sys.argv[1]))
 STOP.set()
 for t in threads:

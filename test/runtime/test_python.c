@@ -323,6 +323,7 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 	struct py_frame frames[PY_MAX_FRAMES];
 	struct py_desc d;
 	size_t i, j;
+	uint32_t fp;
 	int n, stop;
 
 	assert_int_equal(pyproc__desc(p, &d), 0);
@@ -340,10 +341,15 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 
 			assert_int_equal(frames[j].code, e->frames[j].code);
 			assert_int_equal(frames[j].offset, e->frames[j].lasti);
-			/* The fingerprint the agent checks names against: the same code object. */
+			/* The fingerprint the agent checks names against: the same code object,
+			 * keyed by its version where the descriptor has versions, else by its
+			 * contents, and accepted. */
 			assert_int_equal(pyproc__code(p, frames[j].code, &ci), 0);
-			assert_int_equal(frames[j].flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK,
-					 ci->fingerprint);
+			fp = frames[j].flags >> PY_FRAME_FP_SHIFT & PY_FRAME_FP_MASK;
+			assert_int_equal(fp, d.code_version && ci->version
+						 ? ci->fingerprint
+						 : ci->content_fingerprint);
+			assert_true(pycode__fingerprint_matches(ci, fp));
 			if (!!(frames[j].flags & PY_FRAME_ENTRY) != entry)
 				fail_msg("thread %zu frame %zu (%s): entry flag %u, expected %d", i,
 					 j, ec->qualname, frames[j].flags, entry);
@@ -558,6 +564,63 @@ static void check_interpreter(void **state)
 	assert_int_equal(pyproc__code(p, 0x1000, &ci), -EFAULT);
 	assert_true(st->errors[PYPROC_ERR_READ] > 0);
 	check_bpf_walk(p, &c);
+
+	/*
+	 * The cache growing: a name asked for, then its line, as the resolver does, keeps its
+	 * pycode_info where it was (a hit never moves the entries; growing did once, under the
+	 * pointer the resolver held).
+	 */
+	assert_int_equal(write(c.in, "many\n", 5), 5);
+	{
+		static char buf[65536];
+		char *s = buf, *id;
+		const struct pycode_info *again;
+		size_t grown = 0;
+
+		assert_non_null(fgets(buf, sizeof(buf), c.out));
+		assert_string_equal(field(&s), "many");
+		pyproc__new_epoch(p);
+		while (*(id = field(&s))) {
+			uint64_t code = strtoull(id, NULL, 10);
+
+			assert_int_equal(pyproc__code(p, code, &ci), 0);
+			assert_true(pyproc__line(p, code, 0) > 0);
+			assert_int_equal(pyproc__code(p, code, &again), 0);
+			assert_ptr_equal(ci, again);
+			assert_memory_equal(ci->qualname, "many_", 5);
+			grown++;
+		}
+		assert_int_equal(grown, 600);
+	}
+
+	/*
+	 * A second interpreter. 3.13 numbers code objects per interpreter: from then on a version
+	 * no longer tells one from another, the descriptor drops it and the walk keys contents
+	 * (which still name every frame). 3.12's one counter per process: versions still hold.
+	 */
+	assert_int_equal(write(c.in, "subinterp\n", 10), 10);
+	{
+		char buf[512], *s = buf;
+		int made;
+		struct py_desc d;
+
+		assert_non_null(fgets(buf, sizeof(buf), c.out));
+		assert_string_equal(field(&s), "subinterp");
+		made = atoi(field(&s));
+		pyproc__new_epoch(p);
+		for (i = 0; i < c.n_codes; i++) {
+			assert_int_equal(pyproc__code(p, c.codes[i].id, &ci), 0);
+			assert_int_equal(ci->version_unique,
+					 ci->version && !(made && l->runtime_interpreters_next_id));
+		}
+		assert_int_equal(pyproc__desc_changed(p), made && l->runtime_interpreters_next_id);
+		assert_int_equal(pyproc__desc(p, &d), 0);
+		assert_int_equal(d.code_version,
+				 made && l->runtime_interpreters_next_id ? 0 : l->code_version);
+		if (!made && l->minor >= 12)
+			fail_msg("%s: no subinterpreter module", python);
+		check_bpf_walk(p, &c);
+	}
 	print_message("%s: CPython %x, %zu threads, %zu frames, %zu code objects and %zu "
 		      "instruction lines as the interpreter reports them\n",
 		      python, l->version_hex, n, count_frames(&c), c.n_codes, c.n_lines);

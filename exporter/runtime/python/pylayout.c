@@ -270,6 +270,18 @@ int pylayout__from_debug_offsets(const void *buf, size_t len, struct pylayout *o
 	/* enum _frameowner: Include/internal/pycore_frame.h at v3.13.0. */
 	l->owner_generator = 1;
 	l->owner_cstack = 3;
+	/*
+	 * Not in _Py_DebugOffsets, so from the v3.13.0 headers, for 3.13 alone: co_version
+	 * (Include/cpython/code.h, _PyCode_DEF: after co_framesize, 4 bytes), numbered from the
+	 * interpreter's own counter (Objects/codeobject.c init_code(): func_state.next_version);
+	 * and next_id, 16 bytes after interpreters.head (Include/internal/pycore_runtime.h:
+	 * struct pyinterpreters {PyMutex mutex; head; main; int64_t next_id}).
+	 */
+	if (u64_at(b, DO_CODE_SIZE) >= 96 && l->runtime_interpreters_head % 8 == 0 &&
+	    u64_at(b, DO_RUNTIME_SIZE) >= (uint64_t)l->runtime_interpreters_head + 24) {
+		l->code_version = 92;
+		l->runtime_interpreters_next_id = l->runtime_interpreters_head + 16;
+	}
 	set_read_sizes(l);
 	return 0;
 }

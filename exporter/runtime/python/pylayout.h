@@ -62,9 +62,14 @@ struct pylayout {
 	uint32_t code_linetable, code_firstlineno;
 	uint32_t code_adaptive;	      /* co_code_adaptive, 3.11+ (0: absent) */
 	uint32_t code_firsttraceable; /* _co_firsttraceable, 3.11-3.12 (0: unknown) */
-	/* co_version, where each code object made takes the next number of one process-wide
-	 * counter (3.12; 0: not used, 3.13's counters are per interpreter) */
+	/* co_version, where each code object made takes the next number of a counter that never
+	 * goes back (0: none). 3.12: one counter per process. 3.13: one per interpreter, so that
+	 * a version tells code objects apart only while the process has had one interpreter:
+	 * runtime_interpreters_next_id says so (below). */
 	uint32_t code_version;
+	/* _PyRuntimeState.interpreters.next_id (3.13; 0: not needed, or unknown): the count of
+	 * interpreters made, 1 while the main one is the only one there has been. */
+	uint32_t runtime_interpreters_next_id;
 	/* PyObject, PyUnicodeObject (PEP 393 compact forms), PyBytesObject */
 	uint32_t object_type; /* ob_type */
 	uint32_t unicode_length, unicode_state;

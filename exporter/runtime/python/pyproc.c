@@ -27,7 +27,10 @@ struct code_entry {
 	uint64_t file_key;  /* pywalk__str_key() of co_filename (0: the version is used) */
 	uint32_t version;   /* co_version (0: none); with one of these and firstlineno, the
 			     * frame's fingerprint (pywalk__code_key()) */
-	uint64_t refcnt;    /* ob_refcnt as read (not part of the identity) */
+	/* Whether the version tells this code object from any other the process made up to the
+	 * read (3.12: always; 3.13: while it has had one interpreter, read after the object). */
+	bool version_unique;
+	uint64_t refcnt; /* ob_refcnt as read (not part of the identity) */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
 	struct pycode_info info;
@@ -46,6 +49,10 @@ struct pyproc {
 	struct code_entry *codes;		      /* open addressing, power-of-two size */
 	size_t codes_cap, codes_n;
 	uint64_t epoch;
+	/* 3.13: the process has had a second interpreter (sticky): code objects' versions may
+	 * repeat, the BPF walk is to key frames by their contents; desc_changed: the descriptor
+	 * written before says otherwise (pyproc__desc_changed()). */
+	bool many_interpreters, desc_changed;
 	struct pyproc_stats stats;
 };
 
@@ -121,6 +128,30 @@ static int32_t i32(const uint8_t *b, uint32_t off)
 
 	memcpy(&v, b + off, sizeof(v));
 	return v;
+}
+
+/*
+ * Whether the process has only ever had its main interpreter: _PyRuntime.interpreters.next_id
+ * is 1 (3.13: each interpreter made takes the next id, and none gives its id back). Sticky once
+ * not: the process's code objects' versions (one counter per interpreter) may repeat from then
+ * on, and its descriptor must tell the BPF walk to key frames by their contents instead.
+ * Unreadable counts as not. Always true where versions are process-wide or unused.
+ */
+static bool one_interpreter(struct pyproc *p)
+{
+	int64_t next_id = 0;
+	uint64_t at;
+
+	if (!p->layout.runtime_interpreters_next_id)
+		return true;
+	if (p->many_interpreters)
+		return false;
+	at = p->runtime + p->layout.runtime_interpreters_next_id;
+	if (!rd(p, at, &next_id, sizeof(next_id)) && next_id == 1)
+		return true;
+	p->many_interpreters = true;
+	p->desc_changed = true;
+	return false;
 }
 
 /* --- attaching ------------------------------------------------------------------------- */
@@ -303,6 +334,9 @@ static struct pyproc *new_pyproc(pid_t pid, const struct procmaps *known, const 
 	p->code_type = p->bias + p->elf.code_type_vaddr;
 	p->unicode_type = p->elf.unicode_type_vaddr ? p->bias + p->elf.unicode_type_vaddr : 0;
 	p->bytes_type = p->elf.bytes_type_vaddr ? p->bias + p->elf.bytes_type_vaddr : 0;
+	if (p->layout.runtime_interpreters_next_id)
+		one_interpreter(p); /* the first descriptor says whether versions can be used */
+	p->desc_changed = false;
 cleanup:
 	procmaps__clear(&maps);
 	if (err) {
@@ -383,6 +417,20 @@ const struct pyproc_stats *pyproc__stats(const struct pyproc *p)
 void pyproc__new_epoch(struct pyproc *p)
 {
 	p->epoch++;
+}
+
+bool pyproc__desc_changed(struct pyproc *p)
+{
+	bool changed = p->desc_changed;
+
+	p->desc_changed = false;
+	return changed;
+}
+
+bool pycode__fingerprint_matches(const struct pycode_info *ci, uint32_t fingerprint)
+{
+	return fingerprint == ci->content_fingerprint ||
+	       (ci->version_unique && fingerprint == ci->fingerprint);
 }
 
 /* --- objects ------------------------------------------------------------------------------ */
@@ -562,8 +610,11 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
 	e->version = l->code_version ? (uint32_t)i32(buf, l->code_version) : 0;
+	/* After the object's read: then no other interpreter had made it or its predecessor. */
+	e->version_unique = e->version && one_interpreter(p);
 	err = rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
-	if (err || e->version)
+	/* Where versions are per interpreter, the contents' key too: the walk may have used it. */
+	if (err || (e->version && !l->runtime_interpreters_next_id))
 		return err;
 	/* Without a version, the file's contents too, keyed as the BPF walk keys them. */
 	{
@@ -627,6 +678,12 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 	e->info.version = e->version;
 	e->info.fingerprint = pywalk__fingerprint(
 	    pywalk__code_key(e->version, e->name_hash, e->file_key), (uint32_t)e->firstlineno);
+	e->info.content_fingerprint =
+	    e->version && !p->layout.runtime_interpreters_next_id
+		? e->info.fingerprint /* 3.12: the walk never keys contents when there is one */
+		: pywalk__fingerprint(pywalk__code_key(0, e->name_hash, e->file_key),
+				      (uint32_t)e->firstlineno);
+	e->info.version_unique = e->version_unique;
 	return 0;
 }
 
@@ -663,24 +720,33 @@ static int grow(struct pyproc *p)
 	return 0;
 }
 
+/* @code's entry, or the free slot where it would go (the table has a free slot). */
+static struct code_entry *find_slot(struct pyproc *p, uint64_t code)
+{
+	size_t i;
+
+	for (i = slot_of(code, p->codes_cap); p->codes[i].code; i = (i + 1) & (p->codes_cap - 1))
+		if (p->codes[i].code == code)
+			break;
+	return &p->codes[i];
+}
+
 static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 {
 	struct code_entry fresh = {0}, *e;
-	size_t i;
 	int err;
 
 	if (!code)
 		return count(p, PYPROC_ERR_TYPE, -EINVAL);
-	if ((p->codes_n + 1) * 10 > p->codes_cap * 7) {
+	e = p->codes_cap ? find_slot(p, code) : NULL;
+	/* Room made only for a new entry: a hit never moves the entries (pointers into them,
+	 * pycode_info, stay valid while the same code objects are asked for). */
+	if (!e || (!e->code && (p->codes_n + 1) * 10 > p->codes_cap * 7)) {
 		err = grow(p);
 		if (err)
 			return err;
+		e = find_slot(p, code);
 	}
-	for (i = slot_of(code, p->codes_cap); p->codes[i].code; i = (i + 1) & (p->codes_cap - 1)) {
-		if (p->codes[i].code == code)
-			break;
-	}
-	e = &p->codes[i];
 	if (e->code && e->epoch == p->epoch) {
 		p->stats.code_hits++;
 		*out = e;
@@ -700,6 +766,7 @@ static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 		return err;
 	if (e->code && same_identity(e, &fresh)) {
 		e->epoch = p->epoch;
+		e->version_unique = e->info.version_unique = fresh.version_unique;
 		p->stats.code_hits++;
 		*out = e;
 		return 0;
@@ -975,7 +1042,8 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	ok &= set16(&out->code_name, l->code_name);
 	ok &= set16(&out->unicode_hash, unicode_hash(l));
 	ok &= set16(&out->code_firstlineno, l->code_firstlineno);
-	ok &= set16(&out->code_version, l->code_version);
+	/* Versions per interpreter, and more than one interpreter: contents only. */
+	ok &= set16(&out->code_version, p->many_interpreters ? 0 : l->code_version);
 	ok &= set16(&out->code_filename, l->code_filename);
 	ok &= set16(&out->unicode_length, l->unicode_length);
 	ok &= set16(&out->unicode_state, l->unicode_state);

@@ -26,6 +26,7 @@
 #ifndef SPANPROF_RUNTIME_PYTHON_PYPROC_H
 #define SPANPROF_RUNTIME_PYTHON_PYPROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -138,12 +139,22 @@ struct pycode_info {
 	const char *qualname; /* co_qualname (3.11+), else co_name; UTF-8 */
 	const char *filename; /* co_filename, UTF-8 */
 	int firstlineno;
-	/* pywalk__fingerprint() (bpf/python.h) of co_version (3.12, when not 0) or else
-	 * co_name's hash and co_filename's contents, and co_firstlineno, as read: a frame whose
-	 * PY_FRAME_FP bits differ was of another code object. */
-	uint32_t fingerprint;
-	uint32_t version; /* co_version as read (0: none, or not used for this version) */
+	/* pywalk__fingerprint() (bpf/python.h) of co_version (3.12-3.13, when not 0) or else
+	 * co_name's hash and co_filename's contents, and co_firstlineno, as read; and of the
+	 * contents alone (the key the walk takes when its descriptor has no version). A frame
+	 * whose PY_FRAME_FP bits match neither (pycode__fingerprint_matches()) was of another
+	 * code object. */
+	uint32_t fingerprint, content_fingerprint;
+	uint32_t version;    /* co_version as read (0: none, or not used for this version) */
+	bool version_unique; /* the version told it from every other code object at the read */
 };
+
+/*
+ * Whether a frame the BPF walk recorded with fingerprint @fingerprint (its PY_FRAME_FP bits)
+ * was of the code object @ci describes: its contents' fingerprint, or its version's while
+ * versions are unique in the process (3.13: one interpreter so far).
+ */
+bool pycode__fingerprint_matches(const struct pycode_info *ci, uint32_t fingerprint);
 
 /*
  * The names of the code object at @code (cached; see above). @out points into @p's cache:
@@ -172,5 +183,11 @@ struct py_desc;
  * descriptor's 16 bits (a layout no release has had).
  */
 int pyproc__desc(const struct pyproc *p, struct py_desc *out);
+/*
+ * Whether the descriptor changed since pyproc__desc() was last asked for it (3.13: a second
+ * interpreter was seen, and frames are keyed by contents from then on): then it is to be
+ * written again. Clears the mark.
+ */
+bool pyproc__desc_changed(struct pyproc *p);
 
 #endif /* SPANPROF_RUNTIME_PYTHON_PYPROC_H */

@@ -510,9 +510,14 @@ void pytab__new_epoch(struct pytab *t)
 {
 	struct pyentry *e, *tmp;
 
-	HASH_ITER (hh, t->procs, e, tmp)
-		if (e->p)
-			pyproc__new_epoch(e->p);
+	HASH_ITER (hh, t->procs, e, tmp) {
+		if (!e->p)
+			continue;
+		pyproc__new_epoch(e->p);
+		/* 3.13: a second interpreter seen: the walk keys frames by contents from now on. */
+		if (pyproc__desc_changed(e->p) && e->described)
+			describe(t, e);
+	}
 }
 
 void pytab__tick(struct pytab *t)

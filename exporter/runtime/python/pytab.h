@@ -106,7 +106,8 @@ void pytab__exec(struct pytab *t, uint32_t pid);
  */
 struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns);
 
-/* A new batch of samples: cached code objects are checked again (pyproc__new_epoch()). */
+/* A new batch of samples: cached code objects are checked again (pyproc__new_epoch()); a
+ * descriptor that changed (pyproc__desc_changed()) is written again. */
 void pytab__new_epoch(struct pytab *t);
 
 /* Every few seconds: forgets processes that are gone (after their last samples were named). */

@@ -156,6 +156,10 @@ def report():
             reuse()
         if cmd.strip() == "freed":
             freed()
+        if cmd.strip() == "subinterp":
+            subinterp()
+        if cmd.strip() == "many":
+            many()
     os._exit(0)  # stdin closed: the test is done
 
 
@@ -189,6 +193,34 @@ def freed():
     addr = ctypes.addressof(freed.buf)
     ctypes.memmove(addr, ctypes.byref(ctypes.c_uint64(id(freed) + 64)), 8)
     out("freed", addr, id(co))
+    sys.stdout.flush()
+
+
+def many():
+    # 600 more code objects, kept alive: "many ID ID ..." (the reader's cache grows past them).
+    ns = {}
+    exec("".join("def many_%d():\n    return %d\n" % (i, i) for i in range(600)), ns)
+    many.keep = [ns["many_%d" % i] for i in range(600)]
+    out("many", *[id(f.__code__) for f in many.keep])
+    sys.stdout.flush()
+
+
+def subinterp():
+    # A second interpreter, kept alive, that makes code objects of its own (3.12:
+    # _xxsubinterpreters, 3.13: _interpreters; none before): "subinterp 1", or "subinterp 0".
+    try:
+        import _interpreters as mod
+    except ImportError:
+        try:
+            import _xxsubinterpreters as mod
+        except ImportError:
+            out("subinterp", 0)
+            sys.stdout.flush()
+            return
+    iid = mod.create()
+    mod.run_string(iid, "def f():\n    return 1\nf()\n")
+    subinterp.keep = iid
+    out("subinterp", 1)
     sys.stdout.flush()
 
 
