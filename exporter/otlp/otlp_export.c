@@ -19,6 +19,10 @@
 
 #define BACKOFF_INITIAL_MS 500
 #define BACKOFF_MAX_MS 30000
+/* While the queue drains at shutdown: a retry at least this often until the flush deadline (a
+ * backoff of up to 30 s, begun before the stop, would otherwise outlast the deadline and drop the
+ * request without another try, though the Collector came back meanwhile). */
+#define BACKOFF_FLUSH_MS 1000
 /* Repeated failures are reported at most this often. */
 #define ERROR_REPORT_NS (30 * 1000000000ull)
 
@@ -150,21 +154,27 @@ static struct timespec mono_timespec(uint64_t ns)
 
 /*
  * Sleeps @ms, or less when a shutdown's flush deadline comes first (the wake
- * condvar runs on CLOCK_MONOTONIC, like the deadline). Returns 1 once the
- * flush deadline has passed.
+ * condvar runs on CLOCK_MONOTONIC, like the deadline); from the shutdown on, at
+ * most BACKOFF_FLUSH_MS more. Returns 1 once the flush deadline has passed.
  */
 static int backoff_wait(struct otlp_exporter *e, uint32_t ms)
 {
-	uint64_t end = util__mono_ns() + ms * 1000000ull, until;
+	uint64_t end = util__mono_ns() + ms * 1000000ull, until, now;
 	struct timespec ts;
-	int over;
+	int over, flushing = 0;
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
+		now = util__mono_ns();
+		if (e->shutting_down && !flushing) {
+			flushing = 1;
+			if (end > now + BACKOFF_FLUSH_MS * 1000000ull)
+				end = now + BACKOFF_FLUSH_MS * 1000000ull;
+		}
 		until = end;
 		if (e->shutting_down && e->flush_deadline_ns < until)
 			until = e->flush_deadline_ns;
-		if (util__mono_ns() >= until)
+		if (now >= until)
 			break;
 		ts = mono_timespec(until);
 		pthread_cond_timedwait(&e->wake, &e->lock, &ts);
