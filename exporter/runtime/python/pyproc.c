@@ -27,10 +27,7 @@ struct code_entry {
 	uint64_t file_key;  /* pywalk__str_key() of co_filename (0: the version is used) */
 	uint32_t version;   /* co_version (0: none); with one of these and firstlineno, the
 			     * frame's fingerprint (pywalk__code_key()) */
-	/* Whether the version tells this code object from any other the process made up to the
-	 * read (3.12: always; 3.13: while it has had one interpreter, read after the object). */
-	bool version_unique;
-	uint64_t refcnt; /* ob_refcnt as read (not part of the identity) */
+	uint64_t refcnt;    /* ob_refcnt as read (not part of the identity) */
 	int32_t firstlineno, firsttraceable;
 	uint64_t epoch;
 	struct pycode_info info;
@@ -334,8 +331,7 @@ static struct pyproc *new_pyproc(pid_t pid, const struct procmaps *known, const 
 	p->code_type = p->bias + p->elf.code_type_vaddr;
 	p->unicode_type = p->elf.unicode_type_vaddr ? p->bias + p->elf.unicode_type_vaddr : 0;
 	p->bytes_type = p->elf.bytes_type_vaddr ? p->bias + p->elf.bytes_type_vaddr : 0;
-	if (p->layout.runtime_interpreters_next_id)
-		one_interpreter(p); /* the first descriptor says whether versions can be used */
+	one_interpreter(p); /* the first descriptor says whether versions can be used */
 	p->desc_changed = false;
 cleanup:
 	procmaps__clear(&maps);
@@ -610,8 +606,6 @@ static int read_code_identity(struct pyproc *p, uint64_t code, struct code_entry
 	e->firstlineno = i32(buf, l->code_firstlineno);
 	e->firsttraceable = l->code_firsttraceable ? i32(buf, l->code_firsttraceable) : 0;
 	e->version = l->code_version ? (uint32_t)i32(buf, l->code_version) : 0;
-	/* After the object's read: then no other interpreter had made it or its predecessor. */
-	e->version_unique = e->version && one_interpreter(p);
 	err = rd(p, e->name + unicode_hash(l), &e->name_hash, sizeof(e->name_hash));
 	/* Where versions are per interpreter, the contents' key too: the walk may have used it. */
 	if (err || (e->version && !l->runtime_interpreters_next_id))
@@ -683,7 +677,6 @@ static int name_code(struct pyproc *p, struct code_entry *e)
 		? e->info.fingerprint /* 3.12: the walk never keys contents when there is one */
 		: pywalk__fingerprint(pywalk__code_key(0, e->name_hash, e->file_key),
 				      (uint32_t)e->firstlineno);
-	e->info.version_unique = e->version_unique;
 	return 0;
 }
 
@@ -753,6 +746,10 @@ static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 		return 0;
 	}
 	err = read_code_identity(p, code, &fresh);
+	/* After the object's read: then no other interpreter had made it or its predecessor
+	 * (once per read; the check of an unchanged identity after naming needs none). */
+	if (!err)
+		fresh.info.version_unique = fresh.version && one_interpreter(p);
 	/*
 	 * The process exited: its last samples are named from the cache as it was (no code object
 	 * can be freed any more; one freed between such a sample and the exit is the limit).
@@ -766,7 +763,7 @@ static int lookup(struct pyproc *p, uint64_t code, struct code_entry **out)
 		return err;
 	if (e->code && same_identity(e, &fresh)) {
 		e->epoch = p->epoch;
-		e->version_unique = e->info.version_unique = fresh.version_unique;
+		e->info.version_unique = fresh.info.version_unique;
 		p->stats.code_hits++;
 		*out = e;
 		return 0;
