@@ -49,6 +49,7 @@ struct loc_key {
 	uint32_t mapping;
 	uint32_t kind;
 	uint32_t version; /* JIT code: the range's id (profile__intern_location_version) */
+	uint32_t exact;	  /* enum profile_pc */
 };
 
 struct loc_ent {
@@ -500,14 +501,21 @@ const char *profile__frame_type(enum frame_kind k)
 	return (unsigned)k < FRAME__NKINDS ? names[k] : NULL;
 }
 
-uint32_t profile__find_location(const struct profile *p, uint32_t mapping, uint64_t address,
-				enum frame_kind kind)
+uint32_t profile__find_code_location(const struct profile *p, uint32_t mapping, uint64_t address,
+				     enum frame_kind kind, enum profile_pc at)
 {
 	struct loc_key k = loc_key(mapping, address, kind);
 	struct loc_ent *e = NULL;
 
+	k.exact = at == PC_EXACT;
 	HASH_FIND(hh, p->location_idx, &k, sizeof(k), e);
 	return e ? e->idx : 0;
+}
+
+uint32_t profile__find_location(const struct profile *p, uint32_t mapping, uint64_t address,
+				enum frame_kind kind)
+{
+	return profile__find_code_location(p, mapping, address, kind, PC_RETURN);
 }
 
 uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t address,
@@ -517,9 +525,9 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 	return profile__intern_location_version(p, mapping, address, kind, 0, lines, nlines);
 }
 
-uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, uint64_t address,
-					  enum frame_kind kind, uint32_t version,
-					  const struct profile_line *lines, uint32_t nlines)
+static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t address,
+				enum frame_kind kind, uint32_t version, enum profile_pc at,
+				const struct profile_line *lines, uint32_t nlines)
 {
 	struct loc_key k = loc_key(mapping, address, kind);
 	struct profile_location *loc;
@@ -530,6 +538,7 @@ uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, u
 	unsigned hv;
 
 	k.version = version;
+	k.exact = at == PC_EXACT;
 	if (is_zero(&k, sizeof(k)))
 		return 0;
 	if (mapping >= p->nmappings || (unsigned)kind >= FRAME__NKINDS || (nlines && !lines))
@@ -567,6 +576,7 @@ uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, u
 	loc->kind = kind;
 	loc->nlines = nlines;
 	loc->first_line = p->nlines;
+	loc->exact = k.exact;
 	if (nlines)
 		memmove(p->lines + p->nlines, lines, nlines * sizeof(*lines));
 	p->nlines += nlines;
@@ -579,6 +589,20 @@ inval:
 nomem:
 	errno = ENOMEM;
 	return 0;
+}
+
+uint32_t profile__intern_location_version(struct profile *p, uint32_t mapping, uint64_t address,
+					  enum frame_kind kind, uint32_t version,
+					  const struct profile_line *lines, uint32_t nlines)
+{
+	return intern_location(p, mapping, address, kind, version, PC_RETURN, lines, nlines);
+}
+
+uint32_t profile__intern_code_location(struct profile *p, uint32_t mapping, uint64_t address,
+				       enum frame_kind kind, enum profile_pc at,
+				       const struct profile_line *lines, uint32_t nlines)
+{
+	return intern_location(p, mapping, address, kind, 0, at, lines, nlines);
 }
 
 int profile__set_location_lines(struct profile *p, uint32_t loc, const struct profile_line *lines,

@@ -203,11 +203,12 @@ static int frames_to_lines(struct profile *p, const struct sym_frame *frames, in
 }
 
 /* A user-space location already interned: native code, or Go code (the kind its names gave). */
-static uint32_t find_user_location(struct profile *p, uint32_t mapping, uint64_t pc)
+static uint32_t find_user_location(struct profile *p, uint32_t mapping, uint64_t pc,
+				   enum profile_pc at)
 {
-	uint32_t loc = profile__find_location(p, mapping, pc, FRAME_NATIVE);
+	uint32_t loc = profile__find_code_location(p, mapping, pc, FRAME_NATIVE, at);
 
-	return loc ? loc : profile__find_location(p, mapping, pc, FRAME_GO);
+	return loc ? loc : profile__find_code_location(p, mapping, pc, FRAME_GO, at);
 }
 
 /* The kind of a user-space location named by @frames: Go when its symbolizer said so. */
@@ -216,14 +217,15 @@ static enum frame_kind user_kind(const struct sym_frame *frames, int n)
 	return n > 0 && frames[n - 1].go ? FRAME_GO : FRAME_NATIVE;
 }
 
+/* The location of machine code at @address (@at: how it was found), named by @frames (@n). */
 static uint32_t intern_frames(struct profile *p, uint32_t mapping, uint64_t address,
-			      enum frame_kind kind, const struct sym_frame *frames, int n,
-			      int short_names)
+			      enum frame_kind kind, enum profile_pc at,
+			      const struct sym_frame *frames, int n, int short_names)
 {
 	struct profile_line lines[MAX_INLINE];
 	int out = frames_to_lines(p, frames, n, lines, short_names);
 
-	return profile__intern_location(p, mapping, address, kind, lines, out);
+	return profile__intern_code_location(p, mapping, address, kind, at, lines, out);
 }
 
 /*
@@ -321,7 +323,7 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 	if (pending && m.obj &&
 	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);
-	loc = find_user_location(p, mapping, pc);
+	loc = find_user_location(p, mapping, pc, is_return ? PC_RETURN : PC_EXACT);
 	if (loc) {
 		const struct profile_location *l = profile__location(p, loc);
 
@@ -343,7 +345,8 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 	/* A deferred frame named now was counted (as named) when it was deferred. */
 	if (defer || !r->defer.py)
 		objtally__note(r->objs, m.obj, n > 0);
-	return intern_frames(p, mapping, pc, user_kind(frames, n), frames, n, r->short_names);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), is_return ? PC_RETURN : PC_EXACT,
+			     frames, n, r->short_names);
 }
 
 static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
@@ -586,14 +589,16 @@ uint32_t resolve__kernel(struct resolve *r, struct profile *p, const uint64_t *p
 	uint64_t off;
 
 	for (uint32_t i = 0; i < n; i++) {
-		loc = profile__find_location(p, 0, pcs[i], FRAME_KERNEL);
+		enum profile_pc at = i > 0 ? PC_RETURN : PC_EXACT;
+
+		loc = profile__find_code_location(p, 0, pcs[i], FRAME_KERNEL, at);
 		if (!loc) {
 			frame.function =
 			    r->ksyms ? ksyms__lookup(r->ksyms, pcs[i] - (i > 0), &off) : NULL;
 			frame.system_name = frame.function;
 			if (!frame.function)
 				r->stats.kernel_unsymbolized++;
-			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, &frame,
+			loc = intern_frames(p, 0, pcs[i], FRAME_KERNEL, at, &frame,
 					    frame.function ? 1 : 0, 0);
 		}
 		if (loc)
@@ -1052,22 +1057,11 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 
 int resolve__name_again(struct resolve *r, struct profile *p)
 {
-	uint32_t nloc = profile__nlocations(p), i, j;
+	uint32_t nloc = profile__nlocations(p), i;
 	struct profile_line lines[MAX_INLINE];
 	struct sym_frame frames[MAX_INLINE];
-	uint8_t *caller = calloc(nloc ? nloc : 1, 1);
 	int named = 0, n;
 
-	if (!caller)
-		return -ENOMEM;
-	/* A location above the leaf holds a return address: look up the call before it. */
-	for (i = 1; i < profile__nstacks(p); i++) {
-		const uint32_t *locs = profile__stack_locations(p, i);
-
-		for (j = 1; j < profile__stack(p, i)->nlocations; j++)
-			if (locs[j] < nloc)
-				caller[locs[j]] = 1;
-	}
 	for (i = 1; i < nloc; i++) {
 		const struct profile_location *loc = profile__location(p, i);
 		const struct profile_mapping *m;
@@ -1082,7 +1076,7 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 		obj = id && *id ? symcache__find_build_id(r->syms, id) : NULL;
 		if (!obj || loc->address < m->memory_start ||
 		    elf_object__file_offset_to_vaddr(
-			obj, loc->address - m->memory_start + m->file_offset - caller[i], &vaddr))
+			obj, loc->address - m->memory_start + m->file_offset - !loc->exact, &vaddr))
 			continue;
 		n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
 		if (n <= 0)
@@ -1095,7 +1089,6 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 				r->stats.frames_unsymbolized--;
 		}
 	}
-	free(caller);
 	return named;
 }
 

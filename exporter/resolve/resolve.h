@@ -141,7 +141,8 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
  * Names again the native locations of @p that have no name yet, in files whose debug file
  * arrived since they were made (symcache__pick_up_debug_files(), symbols/debuginfod.h): each
  * keeps its index, so the stacks and samples holding it are named too. Files are found by build
- * ID. Returns the number of locations named, or -ENOMEM.
+ * ID; a return address is named at the call before it (profile_location.exact). Returns the
+ * number of locations named.
  */
 int resolve__name_again(struct resolve *r, struct profile *p);
 

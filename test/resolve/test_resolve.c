@@ -1,0 +1,138 @@
+/*
+ * Unit tests of exporter/resolve/resolve.c on this process's own code: a PC is named where it
+ * executes when it is a stack's leaf, and at the call before it when it is a return address,
+ * whichever of the two a profile met first. Runs without root.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "process/proctab.h"
+#include "profile/profile.h"
+#include "resolve/resolve.h"
+#include "symbols/symbolize.h"
+
+#include "../testproc.h"
+
+/*
+ * rp_ends_in_call ends with a call that does not return, and rp_after_call begins at that
+ * call's return address: GCC lays out a function's cold part that ends in _Unwind_Resume this
+ * way, with the next function's cold part right after it.
+ */
+extern char rp_ends_in_call[], rp_after_call[];
+__asm__(".text\n"
+	".globl rp_ends_in_call\n"
+	".type rp_ends_in_call, @function\n"
+	"rp_ends_in_call:\n"
+	"\tcall abort@PLT\n"
+	".size rp_ends_in_call, .-rp_ends_in_call\n"
+	".globl rp_after_call\n"
+	".type rp_after_call, @function\n"
+	"rp_after_call:\n"
+	"\tret\n"
+	".size rp_after_call, .-rp_after_call\n");
+
+struct fixture {
+	struct symcache *syms;
+	struct proctab *procs;
+	struct resolve *resolve;
+	struct proc *proc;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->syms = symcache__new(NULL);
+	f->procs = f->syms ? proctab__new(f->syms) : NULL;
+	f->resolve = f->procs ? resolve__new(f->procs, f->syms, NULL) : NULL;
+	assert_non_null(f->resolve);
+	f->proc = proctab__get(f->procs, getpid(), start_ns(getpid()));
+	assert_non_null(f->proc);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	resolve__free(f->resolve);
+	proctab__free(f->procs);
+	symcache__free(f->syms);
+	free(f);
+	return 0;
+}
+
+/* The symbol of location @loc's physical function (its last line). */
+static const char *function_of(struct profile *p, uint32_t loc)
+{
+	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_line *lines = profile__location_lines(p, loc);
+
+	assert_non_null(l);
+	assert_true(l->nlines >= 1);
+	return profile__string(p, profile__function(p, lines[l->nlines - 1].function)->system_name);
+}
+
+/* rp_after_call's address as the leaf, then as a return address (@leaf_first), or the other
+ * way round: each is named for what it is, in one profile. */
+static void name_both(struct fixture *f, bool leaf_first)
+{
+	uint64_t after = (uint64_t)(uintptr_t)rp_after_call;
+	uint64_t leaf_stack[1] = {after};
+	uint64_t caller_stack[2] = {(uint64_t)(uintptr_t)rp_ends_in_call, after};
+	struct profile *p = profile__new();
+	uint32_t leaf[1], caller[2];
+
+	assert_non_null(p);
+	resolve__profile_reset(f->resolve); /* a new profile: its own mappings */
+	for (int round = 0; round < 2; round++) {
+		if (leaf_first == !round) {
+			assert_int_equal(resolve__user(f->resolve, f->proc, p, leaf_stack, 1, NULL,
+						       0, leaf),
+					 1);
+			assert_string_equal(function_of(p, leaf[0]), "rp_after_call");
+			assert_int_equal(profile__location(p, leaf[0])->exact, 1);
+		} else {
+			assert_int_equal(resolve__user(f->resolve, f->proc, p, caller_stack, 2,
+						       NULL, 0, caller),
+					 2);
+			assert_string_equal(function_of(p, caller[1]), "rp_ends_in_call");
+			assert_int_equal(profile__location(p, caller[1])->exact, 0);
+		}
+	}
+	/* Two locations at one address. */
+	assert_int_not_equal(leaf[0], caller[1]);
+	assert_int_equal(profile__location(p, leaf[0])->address,
+			 profile__location(p, caller[1])->address);
+	profile__free(p);
+}
+
+static void test_return_address_first(void **state)
+{
+	name_both(*state, false);
+}
+
+static void test_leaf_first(void **state)
+{
+	name_both(*state, true);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_return_address_first),
+	    cmocka_unit_test(test_leaf_first),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
