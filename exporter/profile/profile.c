@@ -525,6 +525,21 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 	return profile__intern_location_version(p, mapping, address, kind, 0, lines, nlines);
 }
 
+/* Whether location @idx has exactly @lines (@n). */
+static bool same_lines(const struct profile *p, uint32_t idx, const struct profile_line *lines,
+		       uint32_t n)
+{
+	const struct profile_location *l = &p->locations[idx];
+
+	if (l->nlines != n)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->lines[l->first_line + i].function != lines[i].function ||
+		    p->lines[l->first_line + i].line != lines[i].line)
+			return false;
+	return true;
+}
+
 static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t address,
 				enum frame_kind kind, uint32_t version, enum profile_pc at,
 				const struct profile_line *lines, uint32_t nlines)
@@ -550,6 +565,25 @@ static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t ad
 	HASH_FIND_BYHASHVALUE(hh, p->location_idx, &k, sizeof(k), hv, e);
 	if (e)
 		return e->idx;
+	if (!version) {
+		/* The other role's location, if named alike, is this one too. */
+		struct loc_key other = k;
+
+		other.exact = !k.exact;
+		HASH_FIND(hh, p->location_idx, &other, sizeof(other), e);
+		if (e && same_lines(p, e->idx, lines, nlines)) {
+			idx = e->idx;
+			e = slab__alloc(&p->locents);
+			if (!e)
+				goto nomem;
+			e->key = k;
+			e->idx = idx;
+			if (!INDEX_ADD(p, locents, p->location_idx, e, &e->key, sizeof(k), hv))
+				goto nomem;
+			p->locations[idx].roles |= PROFILE_ROLE(at);
+			return idx;
+		}
+	}
 
 	inside = in_range(lines, p->lines, (size_t)p->nlines * sizeof(*lines));
 	if (inside)
@@ -576,7 +610,7 @@ static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t ad
 	loc->kind = kind;
 	loc->nlines = nlines;
 	loc->first_line = p->nlines;
-	loc->exact = k.exact;
+	loc->roles = PROFILE_ROLE(at);
 	if (nlines)
 		memmove(p->lines + p->nlines, lines, nlines * sizeof(*lines));
 	p->nlines += nlines;

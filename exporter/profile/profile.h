@@ -92,7 +92,7 @@ struct profile_location {
 	enum frame_kind kind;
 	uint32_t nlines;
 	uint32_t first_line; /* index of its first line in the line pool */
-	uint32_t exact;	     /* 1: address is the instruction executing (enum profile_pc) */
+	uint32_t roles;	     /* machine code: how it was met, PROFILE_ROLE(enum profile_pc) bits */
 };
 
 /* A stack: location indices, leaf first. */
@@ -213,15 +213,17 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 /*
  * What the address of a location of machine code (native, Go, kernel) is: a return address,
  * named at the call before it, or the instruction executing (a stack's leaf), named at the
- * address itself. At one address these are two locations (profile_location.exact): the call
- * and the instruction after it may be on other lines, and the return address of a call that
- * does not return (_Unwind_Resume, abort), the last instruction of one function, is the first
- * instruction of the next.
+ * address itself. At one address these are two locations: the call and the instruction after
+ * it may be on other lines, and the return address of a call that does not return
+ * (_Unwind_Resume, abort), the last instruction of one function, is the first instruction of the
+ * next. When the two are named alike they are one location (both bits in its roles): a profile
+ * never holds two equal locations.
  */
 enum profile_pc {
 	PC_RETURN = 0, /* what profile__find_location() and profile__intern_location() key */
 	PC_EXACT = 1,
 };
+#define PROFILE_ROLE(at) (1u << (at))
 uint32_t profile__find_code_location(const struct profile *p, uint32_t mapping, uint64_t address,
 				     enum frame_kind kind, enum profile_pc at);
 uint32_t profile__intern_code_location(struct profile *p, uint32_t mapping, uint64_t address,

@@ -1055,11 +1055,37 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	return n;
 }
 
+/*
+ * The lines naming the code of @obj at file offset @off (@at: a return address is named at the
+ * call before it) into @lines (MAX_INLINE); their number, 0 when unnamed or unreadable.
+ */
+static int name_code(struct resolve *r, struct profile *p, struct elf_object *obj, uint64_t off,
+		     enum profile_pc at, struct profile_line *lines)
+{
+	struct sym_frame frames[MAX_INLINE];
+	uint64_t vaddr;
+	int n;
+
+	if (elf_object__file_offset_to_vaddr(obj, off - (at == PC_RETURN), &vaddr))
+		return 0;
+	n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
+	return n > 0 ? frames_to_lines(p, frames, n, lines, r->short_names) : 0;
+}
+
+static bool lines_equal(const struct profile_line *a, const struct profile_line *b, int na, int nb)
+{
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++)
+		if (a[i].function != b[i].function || a[i].line != b[i].line)
+			return false;
+	return true;
+}
+
 int resolve__name_again(struct resolve *r, struct profile *p)
 {
 	uint32_t nloc = profile__nlocations(p), i;
-	struct profile_line lines[MAX_INLINE];
-	struct sym_frame frames[MAX_INLINE];
+	struct profile_line lines[MAX_INLINE], other[MAX_INLINE];
 	int named = 0, n;
 
 	for (i = 1; i < nloc; i++) {
@@ -1067,21 +1093,22 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 		const struct profile_mapping *m;
 		struct elf_object *obj;
 		const char *id;
-		uint64_t vaddr;
+		uint64_t off;
 
 		if (loc->kind != FRAME_NATIVE || loc->nlines || !loc->mapping)
 			continue;
 		m = profile__mapping(p, loc->mapping);
 		id = m->build_id ? profile__string(p, m->build_id) : NULL;
 		obj = id && *id ? symcache__find_build_id(r->syms, id) : NULL;
-		if (!obj || loc->address < m->memory_start ||
-		    elf_object__file_offset_to_vaddr(
-			obj, loc->address - m->memory_start + m->file_offset - !loc->exact, &vaddr))
+		if (!obj || loc->address < m->memory_start)
 			continue;
-		n = symcache__lookup(r->syms, obj, vaddr, frames, MAX_INLINE);
-		if (n <= 0)
+		off = loc->address - m->memory_start + m->file_offset;
+		n = name_code(r, p, obj, off,
+			      loc->roles & PROFILE_ROLE(PC_RETURN) ? PC_RETURN : PC_EXACT, lines);
+		/* One location met both as a leaf and as a return address: only if both agree. */
+		if (n > 0 && loc->roles == (PROFILE_ROLE(PC_RETURN) | PROFILE_ROLE(PC_EXACT)) &&
+		    !lines_equal(lines, other, n, name_code(r, p, obj, off, PC_EXACT, other)))
 			continue;
-		n = frames_to_lines(p, frames, n, lines, r->short_names);
 		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
 			named++;
 			objtally__mark_named(r->objs, obj);

@@ -141,8 +141,9 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
  * Names again the native locations of @p that have no name yet, in files whose debug file
  * arrived since they were made (symcache__pick_up_debug_files(), symbols/debuginfod.h): each
  * keeps its index, so the stacks and samples holding it are named too. Files are found by build
- * ID; a return address is named at the call before it (profile_location.exact). Returns the
- * number of locations named.
+ * ID; a return address is named at the call before it (profile_location.roles; a location met
+ * both as a leaf and as a return address only if the two agree). Returns the number of
+ * locations named.
  */
 int resolve__name_again(struct resolve *r, struct profile *p);
 

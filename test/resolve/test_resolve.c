@@ -26,7 +26,7 @@
  * call's return address: GCC lays out a function's cold part that ends in _Unwind_Resume this
  * way, with the next function's cold part right after it.
  */
-extern char rp_ends_in_call[], rp_after_call[];
+extern char rp_ends_in_call[], rp_after_call[], rp_calls[], rp_calls_ret[];
 __asm__(".text\n"
 	".globl rp_ends_in_call\n"
 	".type rp_ends_in_call, @function\n"
@@ -37,7 +37,15 @@ __asm__(".text\n"
 	".type rp_after_call, @function\n"
 	"rp_after_call:\n"
 	"\tret\n"
-	".size rp_after_call, .-rp_after_call\n");
+	".size rp_after_call, .-rp_after_call\n"
+	".globl rp_calls\n"
+	".type rp_calls, @function\n"
+	"rp_calls:\n"
+	"\tcall rp_after_call\n"
+	".globl rp_calls_ret\n"
+	"rp_calls_ret:\n"
+	"\tret\n"
+	".size rp_calls, .-rp_calls\n");
 
 struct fixture {
 	struct symcache *syms;
@@ -97,17 +105,18 @@ static void name_both(struct fixture *f, bool leaf_first)
 	resolve__profile_reset(f->resolve); /* a new profile: its own mappings */
 	for (int round = 0; round < 2; round++) {
 		if (leaf_first == !round) {
-			assert_int_equal(resolve__user(f->resolve, f->proc, p, leaf_stack, 1, NULL,
-						       0, leaf),
-					 1);
+			assert_int_equal(
+			    resolve__user(f->resolve, f->proc, p, leaf_stack, 1, NULL, 0, leaf), 1);
 			assert_string_equal(function_of(p, leaf[0]), "rp_after_call");
-			assert_int_equal(profile__location(p, leaf[0])->exact, 1);
+			assert_int_equal(profile__location(p, leaf[0])->roles,
+					 PROFILE_ROLE(PC_EXACT));
 		} else {
-			assert_int_equal(resolve__user(f->resolve, f->proc, p, caller_stack, 2,
-						       NULL, 0, caller),
-					 2);
+			assert_int_equal(
+			    resolve__user(f->resolve, f->proc, p, caller_stack, 2, NULL, 0, caller),
+			    2);
 			assert_string_equal(function_of(p, caller[1]), "rp_ends_in_call");
-			assert_int_equal(profile__location(p, caller[1])->exact, 0);
+			assert_int_equal(profile__location(p, caller[1])->roles,
+					 PROFILE_ROLE(PC_RETURN));
 		}
 	}
 	/* Two locations at one address. */
@@ -127,11 +136,37 @@ static void test_leaf_first(void **state)
 	name_both(*state, true);
 }
 
+/*
+ * rp_calls_ret (in rp_calls, after its call; no line information) is named alike as a leaf and
+ * as a return address: one location, met both ways, never two equal ones.
+ */
+static void test_named_alike_is_one_location(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t ret = (uint64_t)(uintptr_t)rp_calls_ret;
+	uint64_t leaf_stack[1] = {ret};
+	uint64_t caller_stack[2] = {(uint64_t)(uintptr_t)rp_after_call, ret};
+	struct profile *p = profile__new();
+	uint32_t leaf[1], caller[2];
+
+	assert_non_null(p);
+	resolve__profile_reset(f->resolve);
+	assert_int_equal(resolve__user(f->resolve, f->proc, p, caller_stack, 2, NULL, 0, caller),
+			 2);
+	assert_int_equal(resolve__user(f->resolve, f->proc, p, leaf_stack, 1, NULL, 0, leaf), 1);
+	assert_string_equal(function_of(p, leaf[0]), "rp_calls");
+	assert_int_equal(leaf[0], caller[1]);
+	assert_int_equal(profile__location(p, leaf[0])->roles,
+			 PROFILE_ROLE(PC_EXACT) | PROFILE_ROLE(PC_RETURN));
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_return_address_first),
 	    cmocka_unit_test(test_leaf_first),
+	    cmocka_unit_test(test_named_alike_is_one_location),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
