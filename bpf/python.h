@@ -143,6 +143,24 @@ static inline __u64 pywalk__code_key(__u32 version, __u64 name_hash, __u64 file_
 #endif
 
 /*
+ * The 8 bytes at @p, a copy of the process's memory, as a little-endian word. In BPF one load:
+ * a memcpy of unknown alignment is 8 byte loads and their shifts (most of a frame step's
+ * instructions), and the verifier allows a misaligned load where the architecture has
+ * efficient ones, as x86-64 and arm64 do (the offsets read here are 4- or 8-aligned anyway).
+ */
+static inline __u64 pywalk__load8(const __u8 *p)
+{
+#ifdef __BPF__
+	return *(const __u64 *)p;
+#else
+	__u64 v;
+
+	__builtin_memcpy(&v, p, 8);
+	return v;
+#endif
+}
+
+/*
  * A file name's str is keyed whole (pywalk__str_key()): its characters take at most
  * PYWALK_STR_MAX bytes (longer ones are not keyed: the agent refuses their frames), read into
  * a buffer of PYWALK_STR_BUF bytes (8 more of slack after it for the last word).
@@ -216,7 +234,7 @@ static inline __u64 pywalk__str_key(const __u8 *buf, __u32 at, __u32 nbytes, __u
 			break;
 		o = pos;
 		PYWALK_OPAQUE(o);
-		__builtin_memcpy(&w, buf + (o & (PYWALK_STR_BUF - 1)), 8);
+		w = pywalk__load8(buf + (o & (PYWALK_STR_BUF - 1)));
 		/* The last word's characters only (little-endian: the low bytes). */
 		if (end - pos < 8)
 			w &= (1ull << (8 * (end - pos))) - 1;

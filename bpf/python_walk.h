@@ -179,7 +179,7 @@ static __always_inline int pywalk__field(void *rctx, const __u8 *buf, __u32 size
 					 __u32 off, __u64 *v)
 {
 	if (off <= size - 8) {
-		__builtin_memcpy(v, buf + off, 8);
+		*v = pywalk__load8(buf + off);
 		return 0;
 	}
 	return PYWALK_READ_USER(rctx, v, base + off) ? -1 : 0;
