@@ -49,7 +49,7 @@ struct loc_key {
 	uint32_t mapping;
 	uint32_t kind;
 	uint32_t version; /* JIT code: the range's id (profile__intern_location_version) */
-	uint32_t exact;	  /* enum profile_pc */
+	uint32_t at;	  /* enum profile_pc: how a location of machine code was met */
 };
 
 struct loc_ent {
@@ -507,7 +507,7 @@ uint32_t profile__find_code_location(const struct profile *p, uint32_t mapping, 
 	struct loc_key k = loc_key(mapping, address, kind);
 	struct loc_ent *e = NULL;
 
-	k.exact = at == PC_EXACT;
+	k.at = at;
 	HASH_FIND(hh, p->location_idx, &k, sizeof(k), e);
 	return e ? e->idx : 0;
 }
@@ -525,21 +525,6 @@ uint32_t profile__intern_location(struct profile *p, uint32_t mapping, uint64_t 
 	return profile__intern_location_version(p, mapping, address, kind, 0, lines, nlines);
 }
 
-/* Whether location @idx has exactly @lines (@n). */
-static bool same_lines(const struct profile *p, uint32_t idx, const struct profile_line *lines,
-		       uint32_t n)
-{
-	const struct profile_location *l = &p->locations[idx];
-
-	if (l->nlines != n)
-		return false;
-	for (uint32_t i = 0; i < n; i++)
-		if (p->lines[l->first_line + i].function != lines[i].function ||
-		    p->lines[l->first_line + i].line != lines[i].line)
-			return false;
-	return true;
-}
-
 static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t address,
 				enum frame_kind kind, uint32_t version, enum profile_pc at,
 				const struct profile_line *lines, uint32_t nlines)
@@ -553,7 +538,7 @@ static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t ad
 	unsigned hv;
 
 	k.version = version;
-	k.exact = at == PC_EXACT;
+	k.at = at;
 	if (is_zero(&k, sizeof(k)))
 		return 0;
 	if (mapping >= p->nmappings || (unsigned)kind >= FRAME__NKINDS || (nlines && !lines))
@@ -569,9 +554,10 @@ static uint32_t intern_location(struct profile *p, uint32_t mapping, uint64_t ad
 		/* The other role's location, if named alike, is this one too. */
 		struct loc_key other = k;
 
-		other.exact = !k.exact;
+		other.at = at == PC_EXACT ? PC_RETURN : PC_EXACT;
 		HASH_FIND(hh, p->location_idx, &other, sizeof(other), e);
-		if (e && same_lines(p, e->idx, lines, nlines)) {
+		if (e && profile_lines_equal(p->lines + p->locations[e->idx].first_line,
+					     p->locations[e->idx].nlines, lines, nlines)) {
 			idx = e->idx;
 			e = slab__alloc(&p->locents);
 			if (!e)

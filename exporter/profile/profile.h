@@ -17,6 +17,7 @@
 #define SPANPROF_PROFILE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct profile;
@@ -224,6 +225,17 @@ enum profile_pc {
 	PC_EXACT = 1,
 };
 #define PROFILE_ROLE(at) (1u << (at))
+/* Whether lines @a (@na) and @b (@nb) name alike: the same functions and lines, in order. */
+static inline bool profile_lines_equal(const struct profile_line *a, uint32_t na,
+				       const struct profile_line *b, uint32_t nb)
+{
+	if (na != nb)
+		return false;
+	for (uint32_t i = 0; i < na; i++)
+		if (a[i].function != b[i].function || a[i].line != b[i].line)
+			return false;
+	return true;
+}
 uint32_t profile__find_code_location(const struct profile *p, uint32_t mapping, uint64_t address,
 				     enum frame_kind kind, enum profile_pc at);
 uint32_t profile__intern_code_location(struct profile *p, uint32_t mapping, uint64_t address,

@@ -301,6 +301,7 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 				 uint64_t pc, int is_return, const struct sp_vmas *vmas,
 				 int *pending, bool defer)
 {
+	enum profile_pc at = is_return ? PC_RETURN : PC_EXACT;
 	struct sym_frame frames[MAX_INLINE];
 	struct proc_mapping m;
 	uint32_t mapping, loc;
@@ -323,7 +324,7 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 	if (pending && m.obj &&
 	    !elf_object__file_offset_to_vaddr(m.obj, pc - m.start + m.file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m.obj, vaddr);
-	loc = find_user_location(p, mapping, pc, is_return ? PC_RETURN : PC_EXACT);
+	loc = find_user_location(p, mapping, pc, at);
 	if (loc) {
 		const struct profile_location *l = profile__location(p, loc);
 
@@ -345,8 +346,7 @@ static uint32_t user_location_as(struct resolve *r, struct proc *proc, struct pr
 	/* A deferred frame named now was counted (as named) when it was deferred. */
 	if (defer || !r->defer.py)
 		objtally__note(r->objs, m.obj, n > 0);
-	return intern_frames(p, mapping, pc, user_kind(frames, n), is_return ? PC_RETURN : PC_EXACT,
-			     frames, n, r->short_names);
+	return intern_frames(p, mapping, pc, user_kind(frames, n), at, frames, n, r->short_names);
 }
 
 static uint32_t user_location(struct resolve *r, struct proc *proc, struct profile *p, uint64_t pc,
@@ -1072,16 +1072,6 @@ static int name_code(struct resolve *r, struct profile *p, struct elf_object *ob
 	return n > 0 ? frames_to_lines(p, frames, n, lines, r->short_names) : 0;
 }
 
-static bool lines_equal(const struct profile_line *a, const struct profile_line *b, int na, int nb)
-{
-	if (na != nb)
-		return false;
-	for (int i = 0; i < na; i++)
-		if (a[i].function != b[i].function || a[i].line != b[i].line)
-			return false;
-	return true;
-}
-
 int resolve__name_again(struct resolve *r, struct profile *p)
 {
 	uint32_t nloc = profile__nlocations(p), i;
@@ -1107,7 +1097,8 @@ int resolve__name_again(struct resolve *r, struct profile *p)
 			      loc->roles & PROFILE_ROLE(PC_RETURN) ? PC_RETURN : PC_EXACT, lines);
 		/* One location met both as a leaf and as a return address: only if both agree. */
 		if (n > 0 && loc->roles == (PROFILE_ROLE(PC_RETURN) | PROFILE_ROLE(PC_EXACT)) &&
-		    !lines_equal(lines, other, n, name_code(r, p, obj, off, PC_EXACT, other)))
+		    !profile_lines_equal(lines, (uint32_t)n, other,
+					 (uint32_t)name_code(r, p, obj, off, PC_EXACT, other)))
 			continue;
 		if (n > 0 && !profile__set_location_lines(p, i, lines, (uint32_t)n)) {
 			named++;
