@@ -276,11 +276,35 @@ def loaded_prog_ids():
     return {p["id"] for p in json.loads(res.stdout or "[]")}
 
 
+_handed_out_ports = set()
+
+
 def free_port():
+    """A TCP port on 127.0.0.1 that nothing uses now and that this session has not handed out
+    before. It lies below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range):
+    a port from bind(0) is an ephemeral one, which any outgoing connection (the agent's, the
+    Collector's, a browser's) may take between this call and the listener's bind, and two
+    calls may even return the same one (CI stop 25: a Collector exited with 1)."""
     import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low = 10000 if ephemeral_low > 12000 else 1024
+    span = ephemeral_low - low
+    start = low + (os.getpid() * 97) % span  # concurrent sessions start apart
+    for i in range(span):
+        port = low + (start - low + i) % span
+        if port in _handed_out_ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out_ports.add(port)
+        return port
+    raise AssertionError(f"no free TCP port in {low}..{ephemeral_low - 1}")
 
 
 @pytest.fixture(scope="session")
@@ -309,12 +333,17 @@ def testcollector_bin():
     return go_build("testcollector")
 
 
-def wait_listening(port, proc, timeout=30):
+def wait_listening(port, proc, timeout=30, log=None):
+    """Waits until something listens on 127.0.0.1:@port, failing if @proc exits first (with the
+    end of @log, the file its output went to, when given) or after @timeout seconds."""
     import socket
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"collector exited with {proc.returncode}")
+            said = ""
+            if log is not None and Path(log).exists():
+                said = ": " + Path(log).read_text(errors="replace")[-2000:]
+            raise AssertionError(f"collector exited with {proc.returncode}{said}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return

@@ -67,10 +67,12 @@ def start_span_collector(procs, otelcol, tmp_path):
     env = dict(os.environ, OTLP_GRPC_ENDPOINT=f"127.0.0.1:{grpc_port}",
                OTLP_HTTP_ENDPOINT=f"127.0.0.1:{http_port}", OTLP_TRACES_FILE=str(traces),
                OTLP_PROFILES_FILE=str(profiles))
-    col = procs.start(otelcol, "--config", ROOT / "collector-config/span-links.yaml", env=env,
-                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_listening(grpc_port, col)
-    wait_listening(http_port, col)
+    log = tmp_path / "collector.log"
+    with open(log, "wb") as out:
+        col = procs.start(otelcol, "--config", ROOT / "collector-config/span-links.yaml",
+                          env=env, stdout=out, stderr=subprocess.STDOUT)
+    wait_listening(grpc_port, col, log=log)
+    wait_listening(http_port, col, log=log)
     return col, grpc_port, http_port, traces, profiles
 
 
