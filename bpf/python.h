@@ -160,6 +160,19 @@ static inline __u64 pywalk__load8(const __u8 *p)
 #endif
 }
 
+/* The 32-bit word at @p, as pywalk__load8(). */
+static inline __u32 pywalk__load4(const __u8 *p)
+{
+#ifdef __BPF__
+	return *(const __u32 *)p;
+#else
+	__u32 v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+#endif
+}
+
 /*
  * A file name's str is keyed whole (pywalk__str_key()): its characters take at most
  * PYWALK_STR_MAX bytes (longer ones are not keyed: the agent refuses their frames), read into

@@ -302,8 +302,8 @@ static __always_inline int pywalk__file_key(void *rctx, const struct py_desc *d,
 		return -1;
 	PYWALK_OPAQUE(lf);
 	PYWALK_OPAQUE(sf);
-	__builtin_memcpy(&b->str_length, b->str + (lf & (PYWALK_STR_BUF - 1)), 8);
-	__builtin_memcpy(&b->str_state, b->str + (sf & (PYWALK_STR_BUF - 1)), 4);
+	b->str_length = pywalk__load8(b->str + (lf & (PYWALK_STR_BUF - 1)));
+	b->str_state = pywalk__load4(b->str + (sf & (PYWALK_STR_BUF - 1)));
 	if (pywalk__str_layout(b->str_length, b->str_state, d->unicode_ascii_size,
 			       d->unicode_compact_size, &b->str_data_off, &b->str_nbytes)) {
 		*key = PYWALK_STR_UNKEYED;

@@ -43,7 +43,20 @@ struct {
 	__type(value, struct unwind_window);
 } unwind_scratch SEC(".maps");
 
-/* Reads size (8 or 16) bytes at addr through the window win. 0 or a negative error. */
+/*
+ * The 64-bit word at @p, one load. Through a parameter: clang gives a load through a cast of
+ * &array[i] the array element's alignment (1, so 8 byte loads in BPF), a load through a pointer
+ * parameter the type's.
+ */
+static __always_inline __u64 unwind_load8(const __u8 *p)
+{
+	return *(const __u64 *)p;
+}
+
+/*
+ * Reads @size (8 or 16) bytes at user address @addr through the window @win into @dst, one or
+ * two 64-bit words (so @dst is __u64-aligned). 0 or a negative error.
+ */
 static __always_inline int unwind_win_read(struct unwind_window *win, void *dst, __u32 size,
 					   __u64 addr)
 {
@@ -64,10 +77,14 @@ static __always_inline int unwind_win_read(struct unwind_window *win, void *dst,
 		off = 0;
 	}
 	off &= UNWIND_PAGE - 1;
+	/*
+	 * Whole-word loads: a memcpy from an offset of unknown alignment is 8 byte loads and their
+	 * shifts per word in BPF. The verifier allows a misaligned load where the architecture has
+	 * efficient ones (x86-64, arm64); stack slots are 8-aligned anyway.
+	 */
+	((__u64 *)dst)[0] = unwind_load8(&win->data[off]);
 	if (size == 16)
-		__builtin_memcpy(dst, &win->data[off], 16);
-	else
-		__builtin_memcpy(dst, &win->data[off], 8);
+		((__u64 *)dst)[1] = unwind_load8(&win->data[off + 8]);
 	return 0;
 }
 

@@ -14,9 +14,12 @@ program, in the same invocation:
     (python_sample(), bpf/python.bpf.h), and adds each walk that produced frames to the
     per-CPU map walk_time: walks, ns, frames, and a histogram of 50 ns buckets;
   * for each depth D (default 10, 50): `spanprof record --pid` at --hz of
-    bench/workloads/pyspin.py D (D + 3 Python frames) and of integration/workloads/unw_recurse.c
-    D levels deep built -fomit-frame-pointer (a CFI walk of about D + 5 frames), workload pinned
-    to --cpu, the map read at the start and the end of a window of --seconds after --settle.
+    bench/workloads/pyspin.py D (D + 3 Python frames) in each shape of --shapes (default both):
+    "recursion", one recursive function (a code object's own reads once per walk, the best
+    case), and "distinct", a chain of D + 1 functions (those reads in every frame, the worst
+    case), and of integration/workloads/unw_recurse.c D levels deep built -fomit-frame-pointer
+    (a CFI walk of about D + 5 frames), workload pinned to --cpu, the map read at the start and
+    the end of a window of --seconds after --settle.
 
 Prints per depth the median and mean time of a walk (histograms pooled over the rounds) and its
 frames; the CFI walk's median at the Python walk's number of frames (linear between the two
@@ -25,11 +28,11 @@ of frames (target: under 1). The Python process's own native walk is printed too
 the figures. Needs root and bpftool.
 
 Usage: python3 bench/runtime/walk_time.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds 5]
-           [--rounds 3] [--cpu 1] [--python PATH] [--baseline DIR]
+           [--rounds 3] [--cpu 1] [--python PATH] [--baseline DIR] [--shapes recursion,distinct]
        make bench-walk-time [BUILD=dir] [PY_BENCH_PYTHON=path] [BENCH_WALK_TIME_ARGS="..."]
 
-With --baseline DIR (another build made with BPF_EXTRA=-DSP_WALK_TIMING), its Python walk is
-timed in the same rounds, interleaved, and printed beside this build's.
+With --baseline DIR (another build made with BPF_EXTRA=-DSP_WALK_TIMING), its Python walks and
+its CFI walk are timed in the same rounds, interleaved, and printed beside this build's.
 """
 import os
 import shutil
@@ -149,6 +152,9 @@ def pool(runs, kind):
 def main():
     python = benchproc.take_option("--python") or os.environ.get("PY_BENCH_PYTHON", "") or sys.executable
     baseline = benchproc.take_option("--baseline")
+    shapes = (benchproc.take_option("--shapes") or "recursion,distinct").split(",")
+    if not shapes or any(x not in ("recursion", "distinct") for x in shapes):
+        raise BenchError("--shapes: a comma-separated list of recursion, distinct")
     args, build, spanprof = ub.bench_args(__doc__, seconds=5.0, rounds=3, depths="10,50")
     if not shutil.which("bpftool"):
         raise BenchError("bpftool missing")
@@ -162,11 +168,14 @@ def main():
     try:
         for rnd in range(args.rounds):
             for depth in depths:
-                order = [("python", [python, str(PYSPIN), str(depth)], spanprof),
-                         ("CFI", [bins["nofp"], "3600", str(depth)], spanprof)]
+                order = [("CFI", [bins["nofp"], "3600", str(depth)], spanprof)]
+                for shape in shapes:
+                    argv = [python, str(PYSPIN), str(depth), shape]
+                    order.append((f"python {shape}", argv, spanprof))
+                    if baseline:
+                        order.append((f"baseline python {shape}", argv, baseline))
                 if baseline:
-                    order.insert(1, ("baseline python", [python, str(PYSPIN), str(depth)],
-                                     baseline))
+                    order.append(("baseline CFI", [bins["nofp"], "3600", str(depth)], baseline))
                 k = rnd % len(order)
                 for label, argv, agent in order[k:] + order[:k]:
                     log(f"round {rnd + 1}: depth {depth}: {label}")
@@ -185,11 +194,17 @@ def main():
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     rows = {}
     for depth in depths:
-        walks = [("python", PYTHON, "Python walk (pyspin.py)"),
-                 ("python", NATIVE, "native walk of pyspin.py's python"),
-                 ("CFI", NATIVE, "CFI walk (unw_recurse -fomit-frame-pointer)")]
+        walks = []
+        for shape in shapes:
+            walks.append((f"python {shape}", PYTHON, f"Python walk (pyspin.py, {shape})"))
+            if baseline:
+                walks.append((f"baseline python {shape}", PYTHON,
+                              f"Python walk (pyspin.py, {shape}), baseline build"))
+        walks.append((f"python {shapes[0]}", NATIVE, "native walk of pyspin.py's python"))
+        walks.append(("CFI", NATIVE, "CFI walk (unw_recurse -fomit-frame-pointer)"))
         if baseline:
-            walks.insert(1, ("baseline python", PYTHON, "Python walk, baseline build"))
+            walks.append(("baseline CFI", NATIVE,
+                          "CFI walk (unw_recurse -fomit-frame-pointer), baseline build"))
         for label, kind, name in walks:
             p = pool(runs[(depth, label)], kind)
             rows[(depth, label, kind)] = p
@@ -206,7 +221,16 @@ def main():
     slope = (m1 - m0) / (f1 - f0)
     print(f"\nthe CFI walk: {m0:.0f} ns for {f0:.1f} frames, {m1:.0f} ns for {f1:.1f} "
           f"(medians; {slope:.0f} ns a frame between them, {m0 - slope * f0:.0f} ns fixed)")
-    for label in ("python", "baseline python") if baseline else ("python",):
+    if baseline:
+        for depth in depths:
+            new, old = rows[(depth, "CFI", NATIVE)], rows[(depth, "baseline CFI", NATIVE)]
+            if new and old:
+                print(f"  depth {depth}: the CFI walk of this build / the baseline's: "
+                      f"{new[3]:.0f} / {old[3]:.0f} ns median = x{new[3] / old[3]:.2f}, "
+                      f"mean x{new[1] / old[1]:.2f}")
+    labels = [f"{b}python {shape}" for shape in shapes for b in
+              (("", "baseline ") if baseline else ("",))]
+    for label in labels:
         for depth in depths:
             p = rows[(depth, label, PYTHON)]
             if p is None:
@@ -214,10 +238,10 @@ def main():
                 continue
             same = m0 + slope * (p[2] - f0)
             ratio = p[3] / same if same > 0 else float("nan")
-            print(f"  {'baseline: ' if label != 'python' else ''}depth {depth}: the Python walk of "
-                  f"{p[2]:.1f} frames {p[3]:.0f} ns; the CFI walk of {p[2]:.1f} frames "
-                  f"{same:.0f} ns: x{ratio:.2f} [{'PASS' if ratio < 1 else 'MISS'}] target "
-                  f"(issue 14): under x1 (informative)")
+            print(f"  {label}, depth {depth}: the Python walk of {p[2]:.1f} frames {p[3]:.0f} ns; "
+                  f"the CFI walk of {p[2]:.1f} frames {same:.0f} ns: x{ratio:.2f} "
+                  f"[{'PASS' if ratio < 1 else 'MISS'}] target (issue 14): under x1 "
+                  f"(informative)")
     print(f"\nour {ub.PROG_NAME} programs left loaded: {len(left)}")
     return 0
 
