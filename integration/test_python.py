@@ -477,6 +477,68 @@ def test_a_freed_code_object_never_lends_its_name_to_the_next_at_its_address(
     assert all(n >= 10 for n in named.values()), f"named handler samples per thread: {named}"
 
 
+TURNS = WORKLOADS / "pyturns.py"
+TURNS_SECONDS = 6
+
+
+@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
+def test_code_objects_made_one_after_another_keep_their_own_names(
+        spanprof, pprofcheck, procs, tmp_path, exe):
+    """workloads/pyturns.py makes, turn after turn, a function turn_N (its def N % 17 lines
+    down its own file) and a lambda, calls each once from its own line of drive() and drops
+    them: code objects a few versions and a few first lines apart, each made where an earlier
+    one was freed. A frame called from drive()'s turn line is turn_N (file spanprof-turn-N.py,
+    line in its body or its def line), from its lambda line a <lambda>; turn_N calls no Python
+    function. A fingerprint that confused (version v, line l) with (v ^ l ^ l', l') named a
+    lambda turn_M (a try-out on 3.12: 14-37 samples in 10 s; this test: about 50 in 6 s);
+    frames the agent cannot prove stay unnamed."""
+    prog = procs.start(exe, TURNS, TURNS_SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    info = json.loads(prog.stdout.readline())
+    out = tmp_path / "out"
+    record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", 999, timeout=120)
+    done = json.loads(prog.stdout.readline())
+    prog.wait(timeout=30)
+    checked = {"turn": 0, "lambda": 0}
+    calls_lambda, problems = 0, []
+    for s in pprofcheck(out / "profile.pb.gz")["samples"]:
+        frames = [f for f in frames_root_first(s)]
+        for i, (f, file, line, is_py) in enumerate(frames[:-1]):
+            if not (is_py and f.endswith("drive")):
+                continue
+            # The frame drive() called: the first Python frame or Python marker after it.
+            callee = next((g for g in frames[i + 1:] if g[3] or g[0].startswith("[python")),
+                          None)
+            if callee is None:
+                break  # drive() itself, or a C function it called
+            if line == info["lambda_line"]:
+                calls_lambda += s["values"][0]
+            if not callee[3]:
+                break  # a frame not named (its code object gone before it was read)
+            name, cfile, cline, _ = callee
+            if line == info["turn_line"]:
+                m = re.fullmatch(r"(?:.*\.)?turn_(\d+)", name)
+                n = int(m.group(1)) if m else -1
+                first = 1 + n % 17
+                if not m or not cfile.endswith(f"spanprof-turn-{n}.py") or \
+                        not first <= cline <= first + 4:  # the def line: not started yet
+                    problems.append(f"turn line: {name} {cfile}:{cline}")
+                checked["turn"] += s["values"][0]
+            elif line == info["lambda_line"]:
+                if not name.endswith("<lambda>"):
+                    problems.append(f"lambda line: {name} {cfile}:{cline}")
+                checked["lambda"] += s["values"][0]
+            break
+        for j, (f, _, _, is_py) in enumerate(frames):
+            if is_py and re.search(r"turn_\d+$", f) and any(g[3] for g in frames[j + 1:]):
+                problems.append(f"{f} calls Python: {';'.join(g[0] for g in frames[j:])}")
+    assert not problems, f"{len(problems)} wrong frames, first: {problems[:3]}"
+    # Enough samples for the check to mean something (the run made done["turns"] of each):
+    # turn_N named, and the lambda called (its frame is mostly not named: its code object is
+    # freed, and its memory taken, a turn later, before the agent reads it).
+    assert checked["turn"] >= 50 and calls_lambda >= 50, (checked, calls_lambda, done)
+
+
 EARLY_SECONDS = 2
 LOOP = ("_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold")
 

@@ -674,6 +674,50 @@ static void thread_pointer_is_pthread_self(void **state)
 	assert_int_equal(fs, (unsigned long)pthread_self());
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Code objects made one after the other have versions (3.12-3.13) and first lines a few apart:
+ * their fingerprints must differ as random 24-bit numbers do. 256 consecutive versions at 64
+ * lines each (16384 code objects): about 8 equal pairs are expected by chance. A weak
+ * combination (version ^ line, as before 2026-12-03) makes thousands: version v at line l
+ * and version v ^ l ^ l' at line l' were one fingerprint, and a code object made a few turns
+ * later at a freed one's address passed for it (a `f_N` in a `<lambda>`'s place on 3.12).
+ */
+static void fingerprint_tells_nearby_code_objects_apart(void **state)
+{
+	enum { VERSIONS = 256, LINES = 64, N = VERSIONS * LINES };
+	static uint32_t fps[N];
+	uint32_t v, line, equal = 0;
+	size_t i;
+
+	(void)state;
+	for (v = 0; v < VERSIONS; v++)
+		for (line = 1; line <= LINES; line++)
+			fps[v * LINES + line - 1] =
+			    pywalk__fingerprint(pywalk__code_key(4000 + v, 0, 0), line);
+	qsort(fps, N, sizeof(fps[0]), cmp_u32);
+	for (i = 1; i < N; i++)
+		equal += fps[i] == fps[i - 1];
+	if (equal > 40)
+		fail_msg("%u equal fingerprints among %d code objects (about 8 expected)", equal,
+			 N);
+	/* The pair the weak combination confused, at every version and line of the range. */
+	for (v = 4000; v < 4000 + VERSIONS; v++)
+		for (line = 1; line <= LINES; line++)
+			if (pywalk__fingerprint(pywalk__code_key(v, 0, 0), line) ==
+				pywalk__fingerprint(pywalk__code_key(v ^ line ^ 1, 0, 0), 1) &&
+			    line != 1)
+				fail_msg(
+				    "version %u line %u and version %u line 1: one fingerprint", v,
+				    line, v ^ line ^ 1);
+}
+
 static void version_from_name(void **state)
 {
 	unsigned int ma = 0, mi = 0;
@@ -1040,6 +1084,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(thread_pointer_is_pthread_self),
 	    cmocka_unit_test(version_from_name),
+	    cmocka_unit_test(fingerprint_tells_nearby_code_objects_apart),
 	    cmocka_unit_test(layouts),
 	    cmocka_unit_test(merge),
 	    cmocka_unit_test(debug_offsets_garbage),
