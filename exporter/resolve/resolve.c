@@ -780,8 +780,19 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 	/* Deferred frames only when the merge is to run (defer_loop()); named on every way out. */
 	if (!s->py_stop || n > MAX_USER_LOCS)
 		return name_deferred(r, p, locs, n);
-	if (!npy && (s->py_stop == PY_STOP_END || s->py_stop == PY_STOP_NO_TSTATE))
-		return name_deferred(r, p, locs, n); /* a thread that runs no Python now */
+	if (!npy && (s->py_stop == PY_STOP_END || s->py_stop == PY_STOP_NO_TSTATE)) {
+		/*
+		 * No Python frame: a thread that runs no Python now, unless its native stack is in
+		 * the interpreter loop. Then its frames were not found (its thread state missed
+		 * while the list changed, or a loop call not yet linked): the merge below marks the
+		 * stack not placed instead of showing loop frames as a whole stack.
+		 */
+		for (i = 0; i < n; i++)
+			if (locs[i] == LOC_DEFERRED || is_loop_location(p, locs[i]))
+				break;
+		if (i == n)
+			return name_deferred(r, p, locs, n);
+	}
 	py = pytab__find(r->python, s->pid, s->pstart_boot_ns);
 	if (!py) {
 		r->stats.py.no_process++;

@@ -4,11 +4,19 @@
 
 PY_TEST_CFLAGS := -DPY_PROGS_DIR='"$(abspath test/runtime/python-progs)"'
 
+# A binary named like an interpreter with two of CPython's names but no interpreter loop.
+PY_NOT_CPYTHON := $(BUILD)/test/runtime/not-cpython/python3.12
+$(PY_NOT_CPYTHON): test/runtime/python-progs/not_cpython.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O1 $< -o $@
+
 $(BUILD)/test/runtime/test_python: test/runtime/test_python.c test/testproc.h test/runtime/python-progs/known.py \
-		$(wildcard exporter/runtime/python/*.h) $(LIBSPANPROF)
+		$(wildcard exporter/runtime/python/*.h) $(LIBSPANPROF) $(PY_NOT_CPYTHON)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(PY_TEST_CFLAGS) $< $(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(PY_TEST_CFLAGS) -DPY_NOT_CPYTHON='"$(abspath $(PY_NOT_CPYTHON))"' $< \
+		$(LIBSPANPROF) $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/runtime/test_python
 

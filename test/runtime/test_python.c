@@ -9,6 +9,7 @@
  */
 #include <asm/prctl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <glob.h>
@@ -663,6 +664,41 @@ static void not_python(void **state)
 }
 
 /*
+ * A binary named python3.12 that defines _PyRuntime and PyCode_Type but has no interpreter
+ * loop (python-progs/not_cpython.c) is not CPython: its file is refused by the inspection, and
+ * a process of it gets no reader. (Taken for 3.12 before, its every sample was marked
+ * "interpreter memory unreadable".)
+ */
+static void cpython_names_without_the_loop_are_not_cpython(void **state)
+{
+	struct pyelf_info info;
+	char why[128];
+	pid_t pid;
+	Elf *elf;
+	int fd;
+
+	(void)state;
+	elf_version(EV_CURRENT);
+	fd = open(PY_NOT_CPYTHON, O_RDONLY);
+	assert_true(fd >= 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_int_equal(pyelf__inspect(elf, PY_NOT_CPYTHON, &info), -ENOENT);
+	elf_end(elf);
+	close(fd);
+	pid = fork_tied();
+	if (!pid) {
+		execl(PY_NOT_CPYTHON, "python3.12", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	assert_null(pyproc__new(pid, why, sizeof(why)));
+	assert_int_equal(errno, ENOENT);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
  * The BPF walk finds a thread's state by thread_id == the task's fsbase: on x86-64 glibc,
  * pthread_self() (what CPython stores as thread_id) is the thread pointer itself.
  */
@@ -1091,6 +1127,7 @@ int main(void)
 	    cmocka_unit_test(debug_offsets_beyond_the_headers),
 	    cmocka_unit_test(linetable_garbage),
 	    cmocka_unit_test(not_python),
+	    cmocka_unit_test(cpython_names_without_the_loop_are_not_cpython),
 	    cmocka_unit_test(pytab_finds_interpreters),
 	    {"CPython 3.8", check_interpreter, NULL, NULL, &interps[0]},
 	    {"CPython 3.9", check_interpreter, NULL, NULL, &interps[1]},

@@ -131,7 +131,9 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 		out->runtime_vaddr = sh.sh_addr;
 		out->runtime_size = sh.sh_size;
 	}
-	if (!out->runtime_vaddr || !w[W_CODE].found)
+	/* The loop too: without it no Python frame has a place (a binary defining the other two
+	 * names, but not an interpreter, would have its every stack marked). */
+	if (!out->runtime_vaddr || !w[W_CODE].found || !w[W_LOOP].found)
 		return -ENOENT;
 	out->code_type_vaddr = w[W_CODE].sym.st_value;
 	out->unicode_type_vaddr = w[W_UNICODE].found ? w[W_UNICODE].sym.st_value : 0;

@@ -58,7 +58,8 @@ struct pyelf_info {
 /*
  * Inspects @elf (x86-64 ELF64; @path, the file's name as mapped, may be NULL: it is only used
  * for the version of 3.8-3.10, which export no Py_Version) into @out (zeroed first).
- * A file is CPython when it defines _PyRuntime (symbol or section) and PyCode_Type.
+ * A file is CPython when it defines _PyRuntime (symbol or section), PyCode_Type and the
+ * interpreter loop, _PyEval_EvalFrameDefault (exported by every version).
  * Returns 0 (CPython, version known); -ENOENT: not CPython (no error: PyPy, a shell, any other
  * library); -ENOTSUP: CPython whose version could not be learnt from the file (3.8-3.10 under
  * a name without the version: @out is filled but for the version; a 3.13+ process still says

@@ -303,7 +303,8 @@ static void not_cpython(struct pytab *t, const struct procmaps *maps)
 		return;
 	f->logged = 1;
 	fprintf(t->o.log,
-		"spanprof: python: %s is not CPython (no _PyRuntime and PyCode_Type); its "
+		"spanprof: python: %s is not CPython (no _PyRuntime, PyCode_Type and "
+		"_PyEval_EvalFrameDefault); its "
 		"processes keep their native frames only\n",
 		exe->path);
 }
