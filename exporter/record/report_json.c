@@ -543,6 +543,7 @@ static struct json_object *symbols_section(struct jb *b, const struct report_dat
 	put_u(b, s, "dwarf_hits", ss->dwarf_hits);
 	put_u(b, s, "symtab_hits", ss->symtab_hits);
 	put_u(b, s, "go_hits", ss->go_hits);
+	put_u(b, s, "plt_hits", ss->plt_hits);
 	put_u(b, s, "misses", ss->misses);
 	put_u(b, s, "loads", ss->loads);
 	put_u(b, s, "evictions", ss->evictions);

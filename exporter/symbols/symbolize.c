@@ -207,6 +207,11 @@ struct elf_object {
 	int fd; /* -1 when closed over max_fds */
 	GElf_Phdr *loads;
 	size_t nloads;
+	/* Its PLT sections (.plt, .plt.sec, .plt.got): file vaddr, size, entry size. */
+	struct plt_section {
+		uint64_t vaddr, size, entsize;
+	} plts[3];
+	uint8_t nplts;
 	bool debug_searched; /* debug_path is final (but for a debuginfod answer) */
 	bool debug_pending;  /* asked debuginfod, no answer yet */
 	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
@@ -916,6 +921,41 @@ static char *read_build_id(Elf *elf)
 	return NULL;
 }
 
+/*
+ * The PLT sections of @elf into @o->plts (x86-64: .plt's and .plt.sec's entries are 16 bytes,
+ * .plt.got's 8 or 16, as its sh_entsize says; 16 when a linker left it 0). A corrupt or
+ * missing section table leaves none: PLT stubs are then not named.
+ */
+static void read_plts(struct elf_object *o, Elf *elf)
+{
+	static const char *const names[] = {".plt", ".plt.sec", ".plt.got"};
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	o->nplts = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn)) && o->nplts < sizeof(o->plts) / sizeof(o->plts[0])) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(name, names[i]))
+				continue;
+			o->plts[o->nplts].vaddr = sh.sh_addr;
+			o->plts[o->nplts].size = sh.sh_size;
+			o->plts[o->nplts].entsize =
+			    sh.sh_entsize == 8 || sh.sh_entsize == 16 ? sh.sh_entsize : 16;
+			o->nplts++;
+			break;
+		}
+	}
+}
+
 static int read_loads(struct elf_object *o, Elf *elf)
 {
 	GElf_Phdr phdr;
@@ -1121,6 +1161,7 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	err = read_loads(o, elf);
 	if (err)
 		goto cleanup;
+	read_plts(o, elf);
 	o->build_id = read_build_id(elf);
 	o->maybe_go = gopclntab__maybe(elf);
 	elf_end(elf);
@@ -3306,6 +3347,34 @@ static int go_frames(struct elf_object *o, uint64_t vaddr, struct sym_frame *out
 	return n > 0 ? n : 0;
 }
 
+/*
+ * "NAME@plt" (interned) when @vaddr of @o lies in an entry of one of its PLT sections that
+ * jumps through a GOT slot relocated against the dynamic symbol NAME, as perf names them; NULL
+ * for anything else (PLT0, .plt's lazy-binding halves of IBT entries, a slot without a
+ * symbol): an address is named only from the relocation its stub really jumps through.
+ */
+static const char *plt_stub_name(struct elf_object *o, uint64_t vaddr)
+{
+	char name[256];
+	uint64_t entry, slot, local;
+	size_t len;
+
+	for (unsigned int i = 0; i < o->nplts; i++) {
+		const struct plt_section *ps = &o->plts[i];
+
+		if (vaddr < ps->vaddr || vaddr - ps->vaddr >= ps->size)
+			continue;
+		entry = ps->vaddr + (vaddr - ps->vaddr) / ps->entsize * ps->entsize;
+		if (!plt_entry_slot(o, entry, &slot) ||
+		    got_slot(o, slot, name, sizeof(name) - 4, &local) != 1 || local)
+			return NULL;
+		len = strlen(name);
+		memcpy(name + len, "@plt", 5);
+		return intern(o, name);
+	}
+	return NULL;
+}
+
 static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
 {
 	struct symcache *c = o->cache;
@@ -3345,6 +3414,14 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		return n;
 	}
 	if (!name) {
+		const char *plt = plt_stub_name(o, vaddr);
+
+		if (plt) {
+			memset(out, 0, sizeof(*out));
+			out->function = out->system_name = plt;
+			c->stats.plt_hits++;
+			return 1;
+		}
 		c->stats.misses++;
 		return 0;
 	}

@@ -198,6 +198,7 @@ struct symcache_stats {
 	uint64_t cache_hits;  /* lookups answered from the per-address cache */
 	uint64_t dwarf_hits;  /* resolved through DWARF (file:line known) */
 	uint64_t symtab_hits; /* resolved through .symtab/.dynsym only */
+	uint64_t plt_hits;    /* PLT stubs named from their GOT slot's relocation (x@plt) */
 	uint64_t go_hits;     /* resolved through a Go binary's .gopclntab (no DWARF for it) */
 	uint64_t misses;      /* nothing known about the address */
 	/* Memory, for self-telemetry: gauges (now) and counters. */

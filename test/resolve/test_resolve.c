@@ -1,7 +1,8 @@
 /*
  * Unit tests of exporter/resolve/resolve.c on this process's own code: a PC is named where it
  * executes when it is a stack's leaf, and at the call before it when it is a return address,
- * whichever of the two a profile met first. Runs without root.
+ * whichever of the two a profile met first; a PLT stub by the symbol its GOT slot is relocated
+ * against. Runs without root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,12 +162,40 @@ static void test_named_alike_is_one_location(void **state)
 	profile__free(p);
 }
 
+/*
+ * A PLT stub is named as perf names it, NAME@plt, from the relocation of the GOT slot it jumps
+ * through: abort's, the target of rp_ends_in_call's call, at the stub's first byte and inside
+ * it (no symbol covers a PLT: it was an address before).
+ */
+static void test_plt_stub_named_from_its_slot(void **state)
+{
+	struct fixture *f = *state;
+	const unsigned char *call = (const unsigned char *)rp_ends_in_call;
+	struct profile *p = profile__new();
+	uint64_t stub, stack[1];
+	uint32_t loc[1];
+	int32_t rel;
+
+	assert_non_null(p);
+	assert_int_equal(call[0], 0xe8); /* call rel32 */
+	memcpy(&rel, call + 1, sizeof(rel));
+	stub = (uint64_t)(uintptr_t)call + 5 + (uint64_t)(int64_t)rel;
+	resolve__profile_reset(f->resolve);
+	for (int at = 0; at < 8; at += 4) {
+		stack[0] = stub + (uint64_t)at;
+		assert_int_equal(resolve__user(f->resolve, f->proc, p, stack, 1, NULL, 0, loc), 1);
+		assert_string_equal(function_of(p, loc[0]), "abort@plt");
+	}
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_return_address_first),
 	    cmocka_unit_test(test_leaf_first),
 	    cmocka_unit_test(test_named_alike_is_one_location),
+	    cmocka_unit_test(test_plt_stub_named_from_its_slot),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
