@@ -201,6 +201,8 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	return s;
 }
 
+#define SP_PF_KTHREAD 0x00200000 /* include/linux/sched.h PF_KTHREAD: a kernel thread */
+
 static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task,
 					     struct sp_sample *s)
 {
@@ -213,6 +215,9 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	if (!BPF_CORE_READ(task, mm)) {
 		s->flags |= SP_SAMPLE_KERNEL_THREAD;
 		n = 0;
+		/* Not a kernel thread: a user thread whose exit already released its memory. */
+		if (!(BPF_CORE_READ(task, flags) & SP_PF_KTHREAD))
+			s->ustack_end = SP_USTACK_EXITING;
 	} else {
 		__u64 t0 = sp_walk_clock();
 

@@ -291,7 +291,10 @@ static inline __u32 sp_stat_type_drop(__u32 type)
 	/* the walk's last return address lies in no executable VMA of the process at the sample's \
 	 * instant (a walk led astray): no call returns there, so that PC is dropped, not shown as \
 	 * an "[unknown]" frame (bpf/fileid.bpf.h) */                                              \
-	X(SP_USTACK_NOT_CODE, "[truncated: return address outside code]")
+	X(SP_USTACK_NOT_CODE, "[truncated: return address outside code]")                          \
+	/* a user thread past exit_mm() (exiting: its address space already released), no user     \
+	 * frame to read */                                                                        \
+	X(SP_USTACK_EXITING, "[truncated: thread exiting, no user memory]")
 
 #define SP_USTACK_END_ENUM(name, marker) name,
 enum sp_ustack_end { SP_USTACK_END_LIST(SP_USTACK_END_ENUM) SP_USTACK_END_MAX };
@@ -325,7 +328,8 @@ static inline __u32 sp_ustack_end_of_stat(__u32 stat)
 }
 
 /* Flags in sp_sample.flags. */
-#define SP_SAMPLE_KERNEL_THREAD 0x1 /* task has no user address space */
+/* The task has no user address space: a kernel thread, or a thread exiting. */
+#define SP_SAMPLE_KERNEL_THREAD 0x1
 /*
  * Set by the caller of sp_sample_finish(): taken at a function's first instruction (a uprobe on
  * an entry point), where the return address is at [sp] and not yet in the frame-pointer chain.

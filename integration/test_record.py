@@ -425,7 +425,8 @@ def test_an_unwritable_output_does_not_lose_the_others(spanprof, tmp_path):
 
 
 def test_numbers_are_decimal_and_limits_named(spanprof, tmp_path):
-    """Every numeric option reads decimal only (no hex, blank, inf) and names its range."""
+    """Every numeric option reads decimal only (no hex, blank, inf) and names its range; a list
+    of PIDs has no empty item."""
     for args, msg in (
             (["-d", "0x10"], "--duration wants a number of seconds above 0 and up to 10000000"),
             (["-d", "inf"], "--duration wants"),
@@ -435,7 +436,10 @@ def test_numbers_are_decimal_and_limits_named(spanprof, tmp_path):
             (["--stats-interval", "1e9"], "--stats-interval wants a number of seconds from 0 to"),
             (["--symbol-cache-mb", "99999999999999"], "from 4 to 1048576"),
             (["--lock-min-wait", "0x1ms"], "--lock-min-wait wants a time with a unit"),
-            (["--profile", "cpu, cpu"], "--profile lists 'cpu' twice")):
+            (["--profile", "cpu, cpu"], "--profile lists 'cpu' twice"),
+            (["--pid", "1,,"], "--pid wants process ids separated by commas, not '1,,'"),
+            (["--pid", ",1"], "--pid wants process ids separated by commas"),
+            (["--pid", ""], "--pid wants process ids separated by commas")):
         res = record(spanprof, tmp_path / "out", *args, check=False)
         assert res.returncode == 2, (args, res.stderr)
         assert msg in res.stderr, (args, res.stderr)

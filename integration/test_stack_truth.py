@@ -84,6 +84,7 @@ def test_recursion_1000_deep_ends_in_depth_marker(spanprof, pprofcheck, procs, t
 MARKER_PREFIXES = ("[truncated: ", "[unverified: ")
 RELEASED = "[truncated: vfork parent resumed]"
 CLOCK = ("now", "clock_gettime", "__clock_gettime", "__vdso_clock_gettime")
+CLOCK += tuple(f + "@plt" for f in CLOCK)  # a sample in the PLT stub on the way there
 # glibc's frames from the entry point to main (CFI: _start's return address is undefined).
 START = ["_start", "__libc_start_main_impl", "__libc_start_call_main"]
 
@@ -163,6 +164,27 @@ def run_gated(spanprof, out, args, start):
             agent.wait()
     assert agent.returncode == 0, "".join(seen) + err
     return ru, "".join(seen) + err
+
+
+EXITING = "[truncated: thread exiting, no user memory]"
+
+
+def test_a_process_releasing_its_memory_on_exit_is_marked(spanprof, procs, tmp_path):
+    """workloads/exitbig.c's children each touch 256 MB and exit: their exit releases the
+    address space (exit_mm() -> exit_mmap(), tens of ms) after the task's mm is gone, so there
+    is no user stack to read. Those samples are the kernel's frames under the marker that says
+    so, never a stack that looks whole without its user part (as a kernel thread's does)."""
+    binary = build(WORKLOADS / "exitbig.c", tmp_path / "exitbig")
+    out = tmp_path / "out"
+    # The whole host: a target by --exe is matched by the process's executable, gone with its
+    # address space.
+    run_gated(spanprof, out, ["--frequency", 999, "--duration", 4],
+              lambda: procs.start(binary, "4", "256"))
+    stacks = ours(read_folded(out / "profile.folded"), "exitbig")
+    released = [(f, c) for f, c in stacks if "exit_mmap_[k]" in f]
+    assert sum(c for _, c in released) >= 5, f"{len(stacks)} stacks, none in exit_mmap"
+    for f, _ in released:
+        assert user_frames(f[1:]) == [EXITING], f"an exiting process's stack: {f}"
 
 
 def test_new_program_without_frame_pointers_first_second(spanprof, procs, tmp_path):

@@ -529,6 +529,10 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				 arg);
 		break;
 	case 'p':
+		/* strtok_r() would skip empty items: "1,,2" or "1," is a typo, said as one. */
+		if (!*arg || *arg == ',' || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
+			OPT_FAIL(state, "--pid wants process ids separated by commas, not '%s'",
+				 arg);
 		for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if (o->npids >= RECORD_MAX_PIDS)
 				OPT_FAIL(state, "at most %d PIDs", RECORD_MAX_PIDS);

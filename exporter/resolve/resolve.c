@@ -1061,6 +1061,13 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		marker = stackend__location(p, r->user_cut ? SP_USTACK_BAD_RA : s->ustack_end);
 		if (marker)
 			locs[n++] = marker;
+	} else if (s->ustack_end != SP_USTACK_COMPLETE) {
+		/* No user address space: a kernel thread (complete), or a thread exiting (marked).
+		 */
+		uint32_t marker = stackend__location(p, s->ustack_end);
+
+		if (marker)
+			locs[n++] = marker;
 	}
 	r->sample_boot_ns = UINT64_MAX;
 	return n;
