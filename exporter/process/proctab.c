@@ -25,6 +25,13 @@
  * while a library mapped since the last read is found at its first PC).
  */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
+/*
+ * A sample taken after the last read of the maps is never made to wait for that: a PC of it
+ * outside them was mapped since (a library the loader mapped after a read at the exec), so the
+ * maps are read again at once. Only when such a re-read found nothing either (a PC from
+ * garbage, sampled again and again) do later samples wait this long, in sample time.
+ */
+#define MAPS_NEWER_FUTILE_NS (50 * 1000 * 1000ull)
 
 struct map_ext {
 	struct elf_object *obj; /* NULL: not a file, or it could not be opened */
@@ -34,8 +41,10 @@ struct map_ext {
 struct proc {
 	uint32_t pid; /* hash key */
 	uint64_t start_boot_ns;
-	uint64_t maps_read_ns;	 /* CLOCK_MONOTONIC of the last maps read */
-	uint64_t futile_read_ns; /* ... of the last re-read that did not find a PC; 0: none */
+	uint64_t maps_read_ns;	       /* CLOCK_MONOTONIC of the last maps read */
+	uint64_t futile_read_ns;       /* ... of the last re-read that did not find a PC; 0: none */
+	uint64_t maps_read_boot_ns;    /* CLOCK_BOOTTIME of the last maps read (sample times') */
+	uint64_t newer_futile_boot_ns; /* ... of the last futile re-read a newer sample asked */
 	struct procmaps maps;
 	struct map_ext *ext;  /* one per maps.maps[] */
 	char *exe;	      /* NULL: unknown */
@@ -67,6 +76,7 @@ struct proctab {
 	/* learn_from_parent(): the last parent whose maps held no file for a sample, and when */
 	uint32_t parent_futile_pid;
 	uint64_t parent_futile_ns;
+	uint64_t sample_boot_ns; /* proctab__sample_time(): the sample being named, 0: unknown */
 };
 
 struct proctab *proctab__new(struct symcache *syms)
@@ -219,6 +229,7 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 	int ret = 0;
 
 	proc->maps_read_ns = util__mono_ns();
+	proc->maps_read_boot_ns = util__boot_ns();
 	/* An error with some mappings read keeps those (procmaps.h): only none is a failure. */
 	procmaps__read_filtered(proc->pid, PROCMAPS_EXEC_ONLY, &fresh);
 	if (!fresh.n) {
@@ -461,10 +472,20 @@ static const struct procmap *maps_find(const struct proc *proc, uint64_t pc,
 	return m && own && !same_mapping(m, own) ? NULL : m;
 }
 
-/* Whether @proc's maps may be read again now: not read since a futile re-read, at most once
- * every MAPS_REFRESH_NS. */
-static int may_reread(const struct proc *proc)
+/* Whether the sample being named (@t->sample_boot_ns) was taken after @proc's maps were last
+ * read: then its PC outside them is in a mapping made since. */
+static int sample_is_newer(const struct proctab *t, const struct proc *proc)
 {
+	return t->sample_boot_ns && t->sample_boot_ns > proc->maps_read_boot_ns;
+}
+
+/* Whether @proc's maps may be read again now: not read since a futile re-read, at most once
+ * every MAPS_REFRESH_NS; or for a sample taken after the last read (MAPS_NEWER_FUTILE_NS). */
+static int may_reread(const struct proctab *t, const struct proc *proc)
+{
+	if (sample_is_newer(t, proc) &&
+	    t->sample_boot_ns > proc->newer_futile_boot_ns + MAPS_NEWER_FUTILE_NS)
+		return 1;
 	return (proc->maps.n && !proc->futile_read_ns) ||
 	       util__mono_ns() - (proc->futile_read_ns > proc->maps_read_ns ? proc->futile_read_ns
 									    : proc->maps_read_ns) >
@@ -503,6 +524,11 @@ static struct elf_object *learn_from_parent(struct proctab *t, const struct sp_v
 	return obj;
 }
 
+void proctab__sample_time(struct proctab *t, uint64_t boot_ns)
+{
+	t->sample_boot_ns = boot_ns;
+}
+
 int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const struct sp_vmas *vmas,
 		     struct proc_mapping *out)
 {
@@ -528,10 +554,14 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 		return 0;
 	}
 	/* An entry without maps (its PID reused: -ESTALE) waits as after a futile re-read. */
-	if (!m && may_reread(proc)) {
+	if (!m && may_reread(t, proc)) {
+		int newer = sample_is_newer(t, proc);
+
 		proc_read_maps(t, proc);
 		m = maps_find(proc, pc, own);
 		proc->futile_read_ns = m ? 0 : util__mono_ns();
+		if (!m && newer)
+			proc->newer_futile_boot_ns = proc->maps_read_boot_ns;
 		/* Opening the maps' files may have taught the cache the recorded one. */
 		obj = !m ? fileid_obj(t, e) : NULL;
 		if (obj) {

@@ -74,6 +74,13 @@ struct proc_mapping {
 };
 
 /*
+ * The time (CLOCK_BOOTTIME ns, as sp_sample.time_boot_ns) of the sample whose PCs the next
+ * proctab__mapping() calls name; 0: unknown. A PC outside the maps read before that time asks
+ * a re-read at once (a library mapped since the read), whatever re-read an older sample made.
+ */
+void proctab__sample_time(struct proctab *t, uint64_t boot_ns);
+
+/*
  * The mapping of @proc holding user PC @pc into @out. @vmas are the file identities the sample
  * carries (bpf/sampler.h, fileid.h; NULL: none), as returned by proctab__note_vmas(): a PC
  * outside the known mappings is found through the entry of @vmas holding it (or one earlier

@@ -1028,6 +1028,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 	struct proc *proc = NULL;
 
 	r->sample_boot_ns = s->time_boot_ns;
+	proctab__sample_time(r->procs, s->time_boot_ns);
 	if (ku > SP_MAX_KSTACK)
 		ku = SP_MAX_KSTACK;
 	if (uu > SP_MAX_USTACK)
@@ -1070,6 +1071,7 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 			locs[n++] = marker;
 	}
 	r->sample_boot_ns = UINT64_MAX;
+	proctab__sample_time(r->procs, 0);
 	return n;
 }
 

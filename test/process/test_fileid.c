@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include "process/proctab.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
+#include "util/util.h"
 
 #include "../testproc.h"
 
@@ -316,6 +318,60 @@ static void test_exec_path(void **unused)
 	symcache__free(syms);
 }
 
+/*
+ * A library mapped after the maps were read, after a re-read that found nothing (a PC of the
+ * image before an exec): a sample taken after that read re-reads at once and names it, where a
+ * sample older than the read waits (it cannot be in a mapping made since); a PC from garbage in
+ * such newer samples re-reads at most once per MAPS_NEWER_FUTILE_NS of sample time (50 ms).
+ */
+static void test_mapped_after_a_futile_reread(void **unused)
+{
+	struct symcache *syms = symcache__new(NULL);
+	struct proctab *t = proctab__new(syms);
+	long page = sysconf(_SC_PAGESIZE);
+	struct proc_mapping m;
+	uint64_t now;
+	struct proc *me;
+	void *lib, *late;
+	int fd;
+
+	assert_non_null(t);
+	me = proctab__get(t, getpid(), start_ns(getpid()));
+	assert_non_null(me);
+	/* An old sample's PC outside every mapping: re-read, futile. */
+	proctab__sample_time(t, 1);
+	assert_int_equal(proctab__mapping(t, me, 0x10, NULL, &m), -ENOENT);
+	fd = open("/proc/self/exe", O_RDONLY);
+	assert_true(fd >= 0);
+	lib = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	close(fd);
+	assert_true(lib != MAP_FAILED);
+	/* Sampled before the last read: waits out the futile re-read. */
+	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)lib + 0x10, NULL, &m),
+			 -ENOENT);
+	/* Sampled after it: read again at once, found. */
+	proctab__sample_time(t, util__boot_ns());
+	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)lib + 0x10, NULL, &m), 0);
+	assert_int_equal(m.start, (uint64_t)(uintptr_t)lib);
+	/* Garbage in a newer sample: one re-read, futile; the next newer sample within 50 ms of
+	 * sample time waits, one 60 ms later re-reads. */
+	now = util__boot_ns();
+	proctab__sample_time(t, now);
+	assert_int_equal(proctab__mapping(t, me, 0x20, NULL, &m), -ENOENT);
+	late = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(late != MAP_FAILED);
+	proctab__sample_time(t, util__boot_ns() + 10 * 1000 * 1000);
+	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)late + 0x10, NULL, &m),
+			 -ENOENT);
+	proctab__sample_time(t, util__boot_ns() + 60 * 1000 * 1000);
+	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)late + 0x10, NULL, &m), 0);
+	assert_int_equal(m.start, (uint64_t)(uintptr_t)late);
+	munmap(lib, (size_t)page);
+	munmap(late, (size_t)page);
+	proctab__free(t);
+	symcache__free(syms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +380,7 @@ int main(void)
 	    cmocka_unit_test(test_names_gone_process),
 	    cmocka_unit_test(test_sample_table_wins),
 	    cmocka_unit_test(test_exec_path),
+	    cmocka_unit_test(test_mapped_after_a_futile_reread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
