@@ -201,7 +201,9 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	return s;
 }
 
-#define SP_PF_KTHREAD 0x00200000 /* include/linux/sched.h PF_KTHREAD: a kernel thread */
+/* include/linux/sched.h task flags */
+#define SP_PF_EXITING 0x00000004 /* getting shut down */
+#define SP_PF_KTHREAD 0x00200000 /* a kernel thread */
 
 static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task,
 					     struct sp_sample *s)
@@ -215,8 +217,13 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 	if (!BPF_CORE_READ(task, mm)) {
 		s->flags |= SP_SAMPLE_KERNEL_THREAD;
 		n = 0;
-		/* Not a kernel thread: a user thread whose exit already released its memory. */
-		if (!(BPF_CORE_READ(task, flags) & SP_PF_KTHREAD))
+		/*
+		 * An exiting user thread whose exit already released its memory (exit_signals()
+		 * sets PF_EXITING before exit_mm()): marked. Not a kernel thread, nor a user-mode
+		 * helper still in the kernel before its exec (no mm, no PF_KTHREAD, not exiting):
+		 * their kernel-only stacks are whole.
+		 */
+		if ((BPF_CORE_READ(task, flags) & (SP_PF_KTHREAD | SP_PF_EXITING)) == SP_PF_EXITING)
 			s->ustack_end = SP_USTACK_EXITING;
 	} else {
 		__u64 t0 = sp_walk_clock();

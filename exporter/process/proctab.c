@@ -26,12 +26,13 @@
  */
 #define MAPS_REFRESH_NS (200 * 1000 * 1000ull)
 /*
- * A sample taken after the last read of the maps is never made to wait for that: a PC of it
- * outside them was mapped since (a library the loader mapped after a read at the exec), so the
- * maps are read again at once. Only when such a re-read found nothing either (a PC from
- * garbage, sampled again and again) do later samples wait this long, in sample time.
+ * A sample taken after the last read of the maps is not made to wait for a futile re-read an
+ * older sample asked: a PC of it outside them was mapped since (a library the loader mapped
+ * after a read at the exec), so the maps are read again at once. Only when such a re-read found
+ * nothing either (a PC from garbage, sampled again and again; a process whose maps read empty)
+ * do later samples wait this long, in sample time: as few re-reads as before at worst.
  */
-#define MAPS_NEWER_FUTILE_NS (50 * 1000 * 1000ull)
+#define MAPS_NEWER_FUTILE_NS MAPS_REFRESH_NS
 
 struct map_ext {
 	struct elf_object *obj; /* NULL: not a file, or it could not be opened */

@@ -1062,10 +1062,14 @@ uint32_t resolve__sample(struct resolve *r, struct profile *p, const struct sp_s
 		marker = stackend__location(p, r->user_cut ? SP_USTACK_BAD_RA : s->ustack_end);
 		if (marker)
 			locs[n++] = marker;
-	} else if (s->ustack_end != SP_USTACK_COMPLETE) {
-		/* No user address space: a kernel thread (complete), or a thread exiting (marked).
+	} else if (s->ustack_end != SP_USTACK_COMPLETE || !(s->flags & SP_SAMPLE_KERNEL_THREAD)) {
+		/*
+		 * No user address space: a kernel thread (complete), or a thread exiting (marked).
+		 * Or a user sample whose process the table could not hold (no memory): its user
+		 * frames are not shown, and the marker says the stack is not whole.
 		 */
-		uint32_t marker = stackend__location(p, s->ustack_end);
+		uint32_t marker = stackend__location(
+		    p, s->ustack_end != SP_USTACK_COMPLETE ? s->ustack_end : SP_USTACK_UNREADABLE);
 
 		if (marker)
 			locs[n++] = marker;

@@ -1343,24 +1343,33 @@ static int got_slot(struct elf_object *o, uint64_t got, char *name, size_t len, 
 
 /*
  * Whether @target of @o begins a PLT entry, [ENDBR64] [BND] JMP *disp32(%rip) (as .plt, .plt.sec
- * and .plt.got hold them), and then the GOT slot it jumps through into *@slot.
+ * and .plt.got hold them), and then the GOT slot it jumps through into *@slot and, when @insns
+ * is not NULL, the offsets from @target where its instructions start into @insns[0..2]: the
+ * JMP (after an ENDBR64), and the two a lazy-binding .plt entry has after it (PUSH imm32; JMP
+ * rel32 to PLT0); the entry itself starts at 0.
  */
-static bool plt_entry_slot(struct elf_object *o, uint64_t target, uint64_t *slot)
+static bool plt_entry_slot(struct elf_object *o, uint64_t target, uint64_t *slot, uint32_t insns[3])
 {
 	unsigned char stub[12];
-	size_t k = 0;
+	size_t k = 0, jmp;
 	int32_t rel;
 
 	if (read_vaddr(o, target, stub, sizeof(stub)))
 		return false;
 	if (stub[0] == 0xf3 && stub[1] == 0x0f && stub[2] == 0x1e && stub[3] == 0xfa)
 		k = 4;
+	jmp = k;
 	if (stub[k] == 0xf2)
 		k++;
 	if (stub[k] != 0xff || stub[k + 1] != 0x25)
 		return false;
 	memcpy(&rel, stub + k + 2, sizeof(rel));
 	*slot = target + k + 6 + (uint64_t)(int64_t)rel;
+	if (insns) {
+		insns[0] = (uint32_t)jmp;
+		insns[1] = (uint32_t)(k + 6);
+		insns[2] = (uint32_t)(k + 6 + 5);
+	}
 	return true;
 }
 
@@ -1376,7 +1385,7 @@ static int target_name(struct symcache *c, struct elf_object *o, uint64_t target
 	uint64_t slot, local;
 	int n;
 
-	if (plt_entry_slot(o, target, &slot)) {
+	if (plt_entry_slot(o, target, &slot, NULL)) {
 		n = got_slot(o, slot, name, len, &local);
 		if (n != 1 || !local)
 			return n;
@@ -1418,7 +1427,7 @@ int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vad
 	t = vaddr + (uint64_t)(int64_t)rel;
 	/* A function of @o itself, not a PLT entry (whose ENDBR64 a CET function starts with too).
 	 */
-	if (!plt_entry_slot(o, t, &slot))
+	if (!plt_entry_slot(o, t, &slot, NULL))
 		*target = t;
 	return target_name(c, o, t, name, len);
 }
@@ -1473,7 +1482,7 @@ static bool leaves(struct symcache *c, struct elf_object *o, const char *name, u
 	/* @o is loaded (symcache__jumps_out()): its symbols are looked at, not the lookup cache. */
 	t = find_symbol(o, target);
 	if (!t || t->addr != target)
-		return plt_entry_slot(o, target, &slot);
+		return plt_entry_slot(o, target, &slot, NULL);
 	return !(target_name(c, o, target, to, sizeof(to)) == 1 && !strncmp(to, name, n) &&
 		 !strncmp(to + n, ".cold", 5));
 }
@@ -3348,16 +3357,21 @@ static int go_frames(struct elf_object *o, uint64_t vaddr, struct sym_frame *out
 }
 
 /*
- * "NAME@plt" (interned) when @vaddr of @o lies in an entry of one of its PLT sections that
- * jumps through a GOT slot relocated against the dynamic symbol NAME, as perf names them; NULL
- * for anything else (PLT0, .plt's lazy-binding halves of IBT entries, a slot without a
- * symbol): an address is named only from the relocation its stub really jumps through.
+ * The names of the PLT stub holding @vaddr of @o, as perf names them: NAME@plt into *@system
+ * and the demangled NAME@plt into *@function (interned), when @vaddr is where an instruction of
+ * an entry of one of its PLT sections starts (a stub calls nothing: a sampled PC in it is an
+ * instruction's start), that entry jumps through a GOT slot relocated against the dynamic
+ * symbol NAME. Else false (PLT0, .plt's lazy-binding halves of IBT entries, a slot without a
+ * symbol, an offset no instruction starts at, as an entry size the section header misstates
+ * would give): an address is named only from the relocation its stub really jumps through.
  */
-static const char *plt_stub_name(struct elf_object *o, uint64_t vaddr)
+static bool plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system,
+			  const char **function)
 {
-	char name[256];
+	char name[512], dname[600];
 	uint64_t entry, slot, local;
-	size_t len;
+	uint32_t insns[3], at;
+	const char *d;
 
 	for (unsigned int i = 0; i < o->nplts; i++) {
 		const struct plt_section *ps = &o->plts[i];
@@ -3365,14 +3379,20 @@ static const char *plt_stub_name(struct elf_object *o, uint64_t vaddr)
 		if (vaddr < ps->vaddr || vaddr - ps->vaddr >= ps->size)
 			continue;
 		entry = ps->vaddr + (vaddr - ps->vaddr) / ps->entsize * ps->entsize;
-		if (!plt_entry_slot(o, entry, &slot) ||
-		    got_slot(o, slot, name, sizeof(name) - 4, &local) != 1 || local)
-			return NULL;
-		len = strlen(name);
-		memcpy(name + len, "@plt", 5);
-		return intern(o, name);
+		at = (uint32_t)(vaddr - entry);
+		if (!plt_entry_slot(o, entry, &slot, insns) ||
+		    (at && at != insns[0] && at != insns[1] && at != insns[2]) ||
+		    got_slot(o, slot, name, sizeof(name), &local) != 1 || local ||
+		    strlen(name) + 5 > sizeof(name)) /* cut: not the symbol's name */
+			return false;
+		d = demangle(o, name);
+		snprintf(dname, sizeof(dname), "%s@plt", d ? d : name);
+		strcat(name, "@plt");
+		*system = intern(o, name);
+		*function = intern(o, dname);
+		return *system && *function;
 	}
-	return NULL;
+	return false;
 }
 
 static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
@@ -3414,11 +3434,12 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 		return n;
 	}
 	if (!name) {
-		const char *plt = plt_stub_name(o, vaddr);
+		const char *plt_system, *plt_function;
 
-		if (plt) {
+		if (plt_stub_name(o, vaddr, &plt_system, &plt_function)) {
 			memset(out, 0, sizeof(*out));
-			out->function = out->system_name = plt;
+			out->function = plt_function;
+			out->system_name = plt_system;
 			c->stats.plt_hits++;
 			return 1;
 		}

@@ -322,7 +322,7 @@ static void test_exec_path(void **unused)
  * A library mapped after the maps were read, after a re-read that found nothing (a PC of the
  * image before an exec): a sample taken after that read re-reads at once and names it, where a
  * sample older than the read waits (it cannot be in a mapping made since); a PC from garbage in
- * such newer samples re-reads at most once per MAPS_NEWER_FUTILE_NS of sample time (50 ms).
+ * such newer samples re-reads at most once per MAPS_NEWER_FUTILE_NS of sample time (200 ms).
  */
 static void test_mapped_after_a_futile_reread(void **unused)
 {
@@ -353,8 +353,8 @@ static void test_mapped_after_a_futile_reread(void **unused)
 	proctab__sample_time(t, util__boot_ns());
 	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)lib + 0x10, NULL, &m), 0);
 	assert_int_equal(m.start, (uint64_t)(uintptr_t)lib);
-	/* Garbage in a newer sample: one re-read, futile; the next newer sample within 50 ms of
-	 * sample time waits, one 60 ms later re-reads. */
+	/* Garbage in a newer sample: one re-read, futile; the next newer sample within 200 ms of
+	 * sample time waits, one 210 ms later re-reads. */
 	now = util__boot_ns();
 	proctab__sample_time(t, now);
 	assert_int_equal(proctab__mapping(t, me, 0x20, NULL, &m), -ENOENT);
@@ -363,7 +363,7 @@ static void test_mapped_after_a_futile_reread(void **unused)
 	proctab__sample_time(t, util__boot_ns() + 10 * 1000 * 1000);
 	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)late + 0x10, NULL, &m),
 			 -ENOENT);
-	proctab__sample_time(t, util__boot_ns() + 60 * 1000 * 1000);
+	proctab__sample_time(t, util__boot_ns() + 210 * 1000 * 1000);
 	assert_int_equal(proctab__mapping(t, me, (uint64_t)(uintptr_t)late + 0x10, NULL, &m), 0);
 	assert_int_equal(m.start, (uint64_t)(uintptr_t)late);
 	munmap(lib, (size_t)page);

@@ -164,15 +164,15 @@ static void test_named_alike_is_one_location(void **state)
 
 /*
  * A PLT stub is named as perf names it, NAME@plt, from the relocation of the GOT slot it jumps
- * through: abort's, the target of rp_ends_in_call's call, at the stub's first byte and inside
- * it (no symbol covers a PLT: it was an address before).
+ * through: abort's, the target of rp_ends_in_call's call, at the stub's first two instructions
+ * (no symbol covers a PLT: it was an address before); never inside an instruction.
  */
 static void test_plt_stub_named_from_its_slot(void **state)
 {
 	struct fixture *f = *state;
 	const unsigned char *call = (const unsigned char *)rp_ends_in_call;
 	struct profile *p = profile__new();
-	uint64_t stub, stack[1];
+	uint64_t stub, stack[1], second;
 	uint32_t loc[1];
 	int32_t rel;
 
@@ -181,11 +181,19 @@ static void test_plt_stub_named_from_its_slot(void **state)
 	memcpy(&rel, call + 1, sizeof(rel));
 	stub = (uint64_t)(uintptr_t)call + 5 + (uint64_t)(int64_t)rel;
 	resolve__profile_reset(f->resolve);
-	for (int at = 0; at < 8; at += 4) {
-		stack[0] = stub + (uint64_t)at;
+	/* Its first instruction, and its second: the JMP after an ENDBR64 (.plt.sec), else the
+	 * PUSH of a lazy-binding .plt entry or the padding of a .plt.got one, after a 6-byte JMP.
+	 */
+	second = memcmp((const void *)(uintptr_t)stub, "\xf3\x0f\x1e\xfa", 4) ? 6 : 4;
+	for (int i = 0; i < 2; i++) {
+		stack[0] = stub + (i ? second : 0);
 		assert_int_equal(resolve__user(f->resolve, f->proc, p, stack, 1, NULL, 0, loc), 1);
 		assert_string_equal(function_of(p, loc[0]), "abort@plt");
 	}
+	/* Inside an instruction: no PC is ever there, and it is not named. */
+	stack[0] = stub + 2;
+	assert_int_equal(resolve__user(f->resolve, f->proc, p, stack, 1, NULL, 0, loc), 1);
+	assert_int_equal(profile__location(p, loc[0])->nlines, 0);
 	profile__free(p);
 }
 
