@@ -645,13 +645,14 @@ static void check_interpreter(void **state)
 
 /* --- no interpreter, or none we know --------------------------------------------------------- */
 
-static void not_python(void **state)
+/* Runs @path with @argv (waiting, not exiting) and checks it gets no reader: not CPython. */
+static void assert_no_reader(const char *path, char *const argv[])
 {
 	pid_t pid = fork_tied();
 	char why[128];
 
 	if (!pid) {
-		execl("/bin/sh", "sh", "-c", "read x", (char *)NULL);
+		execv(path, argv);
 		_exit(127);
 	}
 	usleep(100 * 1000);
@@ -659,6 +660,14 @@ static void not_python(void **state)
 	assert_int_equal(errno, ENOENT);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+}
+
+static void not_python(void **state)
+{
+	char *const sh[] = {"sh", "-c", "read x", NULL};
+	char why[128];
+
+	assert_no_reader("/bin/sh", sh);
 	assert_null(pyproc__new(gone_pid(), why, sizeof(why)));
 	assert_int_equal(errno, ESRCH);
 }
@@ -671,9 +680,8 @@ static void not_python(void **state)
  */
 static void cpython_names_without_the_loop_are_not_cpython(void **state)
 {
+	char *const argv[] = {"python3.12", NULL};
 	struct pyelf_info info;
-	char why[128];
-	pid_t pid;
 	Elf *elf;
 	int fd;
 
@@ -686,16 +694,7 @@ static void cpython_names_without_the_loop_are_not_cpython(void **state)
 	assert_int_equal(pyelf__inspect(elf, PY_NOT_CPYTHON, &info), -ENOENT);
 	elf_end(elf);
 	close(fd);
-	pid = fork_tied();
-	if (!pid) {
-		execl(PY_NOT_CPYTHON, "python3.12", (char *)NULL);
-		_exit(127);
-	}
-	usleep(100 * 1000);
-	assert_null(pyproc__new(pid, why, sizeof(why)));
-	assert_int_equal(errno, ENOENT);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	assert_no_reader(PY_NOT_CPYTHON, argv);
 }
 
 /*
