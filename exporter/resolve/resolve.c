@@ -731,13 +731,17 @@ static bool placed_any(const struct pymerge_item *items, int n)
 	return false;
 }
 
-/* Whether location @loc is a native frame of the interpreter loop (_PyEval_EvalFrameDefault). */
+/* Whether location @loc is a native frame of the interpreter loop (_PyEval_EvalFrameDefault),
+ * LOC_DEFERRED included (resolve__user() defers only those). */
 static bool is_loop_location(struct profile *p, uint32_t loc)
 {
-	const struct profile_location *l = profile__location(p, loc);
+	const struct profile_location *l;
 	const struct profile_line *lines;
 	const struct profile_function *fn;
 
+	if (loc == LOC_DEFERRED)
+		return true;
+	l = profile__location(p, loc);
 	if (!l || l->kind != FRAME_NATIVE || !l->nlines)
 		return false;
 	lines = profile__location_lines(p, loc);
@@ -788,7 +792,7 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 		 * stack not placed instead of showing loop frames as a whole stack.
 		 */
 		for (i = 0; i < n; i++)
-			if (locs[i] == LOC_DEFERRED || is_loop_location(p, locs[i]))
+			if (is_loop_location(p, locs[i]))
 				break;
 		if (i == n)
 			return name_deferred(r, p, locs, n);
@@ -812,7 +816,7 @@ static uint32_t py_merge(struct resolve *r, struct profile *p, const struct sp_s
 		memcpy(&x->py[i], &s->ustack[uu + 2 * i], sizeof(x->py[i]));
 	for (i = 0; i < n; i++) {
 		x->native[i] = locs[i];
-		x->is_loop[i] = locs[i] == LOC_DEFERRED || is_loop_location(p, locs[i]);
+		x->is_loop[i] = is_loop_location(p, locs[i]);
 	}
 	m = pymerge__stack(x->is_loop, n, x->py, npy, s->py_stop,
 			   s->ustack_end != SP_USTACK_COMPLETE || r->user_cut, x->items,
