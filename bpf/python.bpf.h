@@ -28,10 +28,26 @@ struct {
 	__type(value, struct py_desc);
 } py_procs SEC(".maps");
 
-/* Per-CPU counters: [0] samples walked, [reason] walks that ended there (enum py_stop). */
+/*
+ * Each described process's code epoch (bpf/python.h, the code-object cache): written by the
+ * agent (only created and deleted, never updated: an update would put a new element in place
+ * while the uprobe below increments the old one), incremented by on_py_code_dealloc, dropped
+ * with the descriptor at exec and exit.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* resized by user space */
+	__type(key, __u32);	   /* tgid */
+	__type(value, struct py_code_epoch);
+} py_code_epochs SEC(".maps");
+
+/*
+ * Per-CPU counters: [0] samples walked, [reason] walks that ended there (enum py_stop), then
+ * the code-object counters (PY_STAT_CODE_*).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PY_STOP_COUNT);
+	__uint(max_entries, PY_STAT_COUNT);
 	__type(key, __u32);
 	__type(value, __u64);
 } py_stats SEC(".maps");
@@ -66,6 +82,7 @@ struct py_walk {
 	__s32 res; /* last step's answer */
 	struct py_frame out;
 	__u64 gen; /* pywalk__walk_begin()'s, 0 before the first frame */
+	struct pywalk_cache_key ck;
 };
 
 struct py_loop {
@@ -122,7 +139,7 @@ __noinline int python_frame_global(struct py_walk *w)
 	}
 	if (!w->gen)
 		w->gen = pywalk__walk_begin(b); /* this walk's first frame */
-	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b, w->gen);
+	w->res = pywalk__frame_step(NULL, &w->d, &w->frame, &w->out, b, w->gen, &w->ck);
 	return 0;
 }
 
@@ -171,12 +188,17 @@ static long python_frame_cb(__u64 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void python_stat(__u32 which)
+static __always_inline void python_stat_add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&py_stats, &which);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void python_stat(__u32 which)
+{
+	python_stat_add(which, 1);
 }
 
 static __always_inline void python_sample(struct task_struct *task, struct sp_sample *s)
@@ -184,6 +206,8 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	struct py_loop l = {};
 	struct py_walk *w = &l.w;
 	const struct py_desc *d;
+	const struct py_code_epoch *ep;
+	struct pywalk_buf *b;
 	__u32 pid = s->pid, tid = s->tid;
 	__u64 *cached;
 	int res = 1, have_frame = 0;
@@ -204,6 +228,12 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	if (!w->d.has_native_thread_id)
 		w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	w->tid = tid;
+	/* The code epoch before any frame is read (bpf/python.h: the code-object cache). */
+	ep = bpf_map_lookup_elem(&py_code_epochs, &pid);
+	if (ep) {
+		w->ck.epoch = *(const volatile __u64 *)&ep->epoch;
+		w->ck.tgid = pid;
+	}
 	/* The thread state of this thread's last sample, if still its own: no search. */
 	cached = bpf_map_lookup_elem(&py_threads, &tid);
 	if (cached && *cached) {
@@ -234,6 +264,30 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	s->py_stop = -res;
 	python_stat(0);
 	python_stat(-res);
+	b = w->gen ? python_scratch() : NULL;
+	if (b && b->gen == w->gen) {
+		python_stat_add(PY_STAT_CODE_CACHED, b->memo.cached);
+		python_stat_add(PY_STAT_CODE_READ, b->memo.read);
+	}
+}
+
+/*
+ * A code object is about to be freed (uprobe at the entry of PyCode_Type.tp_dealloc, attached
+ * by the agent in each CPython file it describes): the process's cached code objects are void
+ * (bpf/python.h). Before the object's memory goes back to the allocator, so before any other
+ * code object can take its address.
+ */
+SEC("uprobe")
+int on_py_code_dealloc(struct pt_regs *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct py_code_epoch *ep = bpf_map_lookup_elem(&py_code_epochs, &pid);
+
+	if (ep) {
+		__sync_fetch_and_add(&ep->epoch, 1);
+		python_stat(PY_STAT_CODE_FREED);
+	}
+	return 0;
 }
 
 /*
@@ -244,6 +298,7 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 static __always_inline void python_on_exec_or_exit(__u32 pid)
 {
 	sp_map_forget(&py_procs, &pid);
+	bpf_map_delete_elem(&py_code_epochs, &pid);
 }
 
 #endif /* SPANPROF_PYTHON_BPF_H */

@@ -55,6 +55,16 @@ enum py_stop {
 	    PY_STOP_COUNT
 };
 
+/*
+ * Indices of the per-CPU py_stats array after the stop reasons: frames whose code object came
+ * from the code-object cache (no read), frames whose code object was read from the process,
+ * and code objects freed in described processes (the deallocation uprobe's hits).
+ */
+#define PY_STAT_CODE_CACHED PY_STOP_COUNT
+#define PY_STAT_CODE_READ (PY_STOP_COUNT + 1)
+#define PY_STAT_CODE_FREED (PY_STOP_COUNT + 2)
+#define PY_STAT_COUNT (PY_STOP_COUNT + 3)
+
 /* How a thread state leads to its innermost frame (values of struct py_desc.tstate_frame_kind). */
 #define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13+) */
 #define PY_TSTATE_CFRAME 2 /* through _PyCFrame.current_frame (3.11-3.12) */
@@ -257,6 +267,16 @@ static inline __u64 pywalk__str_key(const __u8 *buf, __u32 at, __u32 nbytes, __u
 	return h == PYWALK_STR_UNKEYED ? h + 1 : h;
 }
 
+/* splitmix64's finalizer: every bit of @h spread over the whole word. */
+static inline __u64 pywalk__mix64(__u64 h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
 /*
  * The fingerprint (PY_FRAME_FP_MASK bits) of a code object whose key (pywalk__code_key()) is
  * @key, co_firstlineno @line. The line goes in times an odd 64-bit constant, added, then the
@@ -269,14 +289,55 @@ static inline __u64 pywalk__str_key(const __u8 *buf, __u32 at, __u32 nbytes, __u
  */
 static inline __u32 pywalk__fingerprint(__u64 key, __u32 line)
 {
-	__u64 h = key + (__u64)line * 0x9e3779b97f4a7c15ull;
+	__u64 h = pywalk__mix64(key + (__u64)line * 0x9e3779b97f4a7c15ull);
 
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 31;
 	return (__u32)(h >> 40) & PY_FRAME_FP_MASK;
+}
+
+/*
+ * The code-object cache: what a walk learnt of a code object (its fingerprint and first
+ * traceable instruction) kept for later walks of the same process, so that a frame whose code
+ * object is in it costs no read of the code object.
+ *
+ * Sound only with the process's code epoch (map py_code_epochs, struct py_code_epoch): a
+ * counter the agent starts at a number no other process of the run had, that a uprobe on the
+ * interpreter's code-object deallocation function (PyCode_Type.tp_dealloc, code_dealloc() of
+ * Objects/codeobject.c, 3.8-3.13) increments before any code object's memory goes back to the
+ * allocator. A slot holds the epoch read at the start of the walk that filled it, and is used
+ * only by a walk that read the same epoch at its start: no code object of the process was
+ * freed in between, so the address still holds the object that was read. A walk fills only
+ * from frames below the innermost one, whose code objects the (stopped) thread's frames hold
+ * references to: never from a code object already on its way out. Without an epoch (no uprobe,
+ * --no-python-code-cache) the walk reads every code object as before.
+ *
+ * Each CPU has its own direct-mapped table (in struct pywalk_buf). A slot is four words whose
+ * last is a check of the other three and the process (pywalk__slot_check()): a slot half
+ * written when a walk in NMI interrupted a walk filling it fails the check and is a miss.
+ */
+#define PY_CODE_CACHE_SLOTS 512
+
+/* A process's code epoch (py_code_epochs value). 0: no cache for it. */
+struct py_code_epoch {
+	__u64 epoch;
+};
+
+/* One slot of the code-object cache: @val = fingerprint | first traceable instruction << 32. */
+struct pywalk_code_slot {
+	__u64 code, epoch, val, check;
+};
+
+/* The slot of code object @code (an index below PY_CODE_CACHE_SLOTS). */
+static inline __u32 pywalk__slot_index(__u64 code)
+{
+	return (__u32)((code * 0x9e3779b97f4a7c15ull) >> 55) & (PY_CODE_CACHE_SLOTS - 1);
+}
+
+/* The check word of a slot of process @tgid (splitmix64's finalizer of the fields mixed). */
+static inline __u64 pywalk__slot_check(__u64 code, __u64 epoch, __u64 val, __u32 tgid)
+{
+	return pywalk__mix64(code * 0x9e3779b97f4a7c15ull +
+			     (epoch ^ (__u64)tgid << 40) * 0xd6e8feb86659fd93ull +
+			     val * 0xff51afd7ed558ccdull + 1);
 }
 
 /*

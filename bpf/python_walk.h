@@ -119,6 +119,19 @@ struct pywalk_memo {
 	__s32 first;
 	__u32 pad;
 	__u64 file, file_key; /* the co_filename str keyed last, and its key */
+	__u32 steps;	      /* frame steps of the walk so far */
+	__u32 cached, read;   /* code objects from the code-object cache, read */
+	__u32 pad2;
+	/* The code object the step under way read, to be put in the code-object cache once the
+	 * step is proven intact (0: none). In memory, not a local: 6.1's BPF stack bound. */
+	__u64 fill;
+};
+
+/* The process a walk is of, for the code-object cache (bpf/python.h): @epoch 0, none. */
+struct pywalk_cache_key {
+	__u64 epoch;
+	__u32 tgid;
+	__u32 pad;
 };
 
 /*
@@ -139,6 +152,7 @@ struct pywalk_buf {
 	__u32 str_state, str_data_off, str_nbytes, str_pad;
 	struct pywalk_memo memo;
 	__u64 gen;
+	struct pywalk_code_slot cache[PY_CODE_CACHE_SLOTS]; /* this CPU's code-object cache */
 };
 
 /* Starts a walk's use of @b: its memory cleared; returns the walk's generation. */
@@ -328,25 +342,48 @@ static __always_inline int pywalk__file_key(void *rctx, const struct py_desc *d,
 }
 
 /*
+ * Whether @slot holds code object @code of the process @ck with the epoch of @ck: then its
+ * value (fingerprint | first traceable instruction << 32) into *@val. Each word is loaded once
+ * (a walk in NMI may be rewriting the slot meanwhile): the words checked are the words used.
+ */
+static __always_inline int pywalk__slot_get(const struct pywalk_code_slot *slot, __u64 code,
+					    const struct pywalk_cache_key *ck, __u64 *val)
+{
+	const volatile struct pywalk_code_slot *v = slot;
+	__u64 c = v->code, e = v->epoch, x = v->val, k = v->check;
+
+	if (c != code || e != ck->epoch || k != pywalk__slot_check(c, e, x, ck->tgid))
+		return 0;
+	*val = x;
+	return 1;
+}
+
+/*
  * One frame: from *@frame (moved to the next frame out) fills @out and returns 1; or returns 0
  * for a frame CPython does not list (skipped), 2 for a C-stack entry frame (skipped; the frame
  * recorded just before it, if any, is the outermost of its interpreter-loop call: the caller
  * sets PY_FRAME_ENTRY on it), -PY_STOP_END at the end of the list, or -PY_STOP_READ_FAILED /
  * -PY_STOP_BAD_CODE. @gen: the walk's, from pywalk__walk_begin(@b) before its first frame.
- * Reads: the frame's window when the frame is not in the last one, the code object's fields
- * when it is not the last frame's code object, and then its name's hash unless the code
- * object has a version (3.12); nothing else.
+ * @ck: the process and its code epoch, read at the walk's start (epoch 0: no code-object
+ * cache). Reads: the frame's window when the frame is not in the last one, the code object's
+ * fields when it is neither the last frame's code object nor in the code-object cache, and
+ * then its name's hash unless the code object has a version (3.12); nothing else. A code
+ * object read from a frame other than the walk's first is put in the cache.
  */
 static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *d, __u64 *frame,
-					      struct py_frame *out, struct pywalk_buf *b, __u64 gen)
+					      struct py_frame *out, struct pywalk_buf *b, __u64 gen,
+					      const struct pywalk_cache_key *ck)
 {
 	struct pywalk_memo *m = &b->memo;
 	__u64 f = *frame, code = 0, instr = 0, type = 0, owner = 0, first = 0, entry = 0;
 	__u64 name = 0, hash = 0, line = 0, version = 0, file = 0, file_key = 0;
+	__u64 hit = 0;
 	const __u8 *fb;
 	__u32 span, fp;
 	__s64 offset;
 
+	m->steps++;
+	m->fill = 0;
 	if (!f)
 		return -PY_STOP_END;
 	/* The frame's fields in one read: they all lie in its first bytes. */
@@ -383,6 +420,15 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	if (code == m->code) {
 		fp = m->fp;
 		first = (__u64)(__s64)m->first;
+	} else if (ck->epoch &&
+		   pywalk__slot_get(&b->cache[pywalk__slot_index(code)], code, ck, &hit)) {
+		/* Proven by an earlier walk of this process, no code object freed since. */
+		fp = (__u32)hit & PY_FRAME_FP_MASK;
+		first = (__u64)(__s64)(__s32)(hit >> 32);
+		m->code = code;
+		m->fp = fp;
+		m->first = (__s32)first;
+		m->cached++;
 	} else {
 		/* The code object's fields in one read (its type first: garbage is not read on). */
 		span = pywalk__max(pywalk__max(pywalk__max(d->object_type, d->code_name),
@@ -424,6 +470,11 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		m->code = code;
 		m->fp = fp;
 		m->first = (__s32)first;
+		m->read++;
+		/* Not from the innermost frame: it may be half made or half gone (its code pointer
+		 * a freed object's) while the thread was stopped in its call or return. */
+		if (m->steps > 1)
+			m->fill = code;
 	}
 	if (d->instr_kind == PY_INSTR_PTR) {
 		offset = (__s64)(instr - (code + d->code_adaptive));
@@ -442,6 +493,16 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 	}
 	if (b->gen != gen)
 		return -PY_STOP_READ_FAILED; /* the memory of the walk overwritten meanwhile */
+	if (ck->epoch && m->fill == code) {
+		/* fp and first are in registers now, from bytes the check above proved intact. */
+		struct pywalk_code_slot *slot = &b->cache[pywalk__slot_index(code)];
+		__u64 val = fp | (__u64)(__u32)(__s32)first << 32;
+
+		slot->code = code;
+		slot->epoch = ck->epoch;
+		slot->val = val;
+		slot->check = pywalk__slot_check(code, ck->epoch, val, ck->tgid);
+	}
 	out->code = code;
 	out->offset = (__s32)offset;
 	out->flags = ((entry & 0xff) ? PY_FRAME_ENTRY : 0) | fp << PY_FRAME_FP_SHIFT;
@@ -452,14 +513,15 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 /*
  * The whole walk as plain loops (the BPF program drives the same steps from bpf_loop): the
  * frames of the thread with thread pointer @fsbase and TID @tid, innermost first, at most
- * @max into @out (*@n used). Returns why it stopped (enum py_stop): END when the stack is
- * complete.
+ * @max into @out (*@n used), with the buffer (and code-object cache) @b and the cache key @ck
+ * (epoch 0: no cache). Returns why it stopped (enum py_stop): END when the stack is complete.
  */
-static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase, __u32 tid,
-			      struct py_frame *out, int max, int *n)
+static inline int pywalk__run_cached(void *rctx, const struct py_desc *d, __u64 fsbase, __u32 tid,
+				     const struct pywalk_cache_key *ck, struct pywalk_buf *bp,
+				     struct py_frame *out, int max, int *n)
 {
 	struct pywalk_cursor c;
-	static struct pywalk_buf b; /* 4 KiB and more: not on the stack */
+	struct pywalk_buf *const b = bp;
 	__u64 frame = 0, gen;
 	int i, r;
 
@@ -479,11 +541,11 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 	r = pywalk__first_frame(rctx, d, c.tstate, &frame);
 	if (r)
 		return -r;
-	gen = pywalk__walk_begin(&b);
+	gen = pywalk__walk_begin(b);
 	for (i = 0; i < PY_MAX_FRAME_STEPS; i++) {
 		if (*n >= max)
 			return frame ? PY_STOP_DEPTH : PY_STOP_END;
-		r = pywalk__frame_step(rctx, d, &frame, &out[*n], &b, gen);
+		r = pywalk__frame_step(rctx, d, &frame, &out[*n], b, gen, ck);
 		if (r < 0)
 			return -r;
 		if (r == 2 && *n > 0)
@@ -492,6 +554,16 @@ static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase,
 			*n += 1;
 	}
 	return PY_STOP_DEPTH;
+}
+
+/* pywalk__run_cached() without the code-object cache. */
+static inline int pywalk__run(void *rctx, const struct py_desc *d, __u64 fsbase, __u32 tid,
+			      struct py_frame *out, int max, int *n)
+{
+	static struct pywalk_buf b; /* over 20 KiB: not on the stack */
+	const struct pywalk_cache_key none = {0};
+
+	return pywalk__run_cached(rctx, d, fsbase, tid, &none, &b, out, max, n);
 }
 #endif /* !__BPF__ */
 

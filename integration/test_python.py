@@ -539,6 +539,95 @@ def test_code_objects_made_one_after_another_keep_their_own_names(
     assert checked["turn"] >= 50 and calls_lambda >= 50, (checked, calls_lambda, done)
 
 
+RELAY = WORKLOADS / "pyrelay.py"
+RELAY_SECONDS = 6
+
+
+@pytest.mark.parametrize("exe", [p for _, p in PYTHONS], ids=[i for i, _ in PYTHONS])
+def test_code_objects_cached_by_the_walk_are_forgotten_when_freed(
+        spanprof, pprofcheck, procs, tmp_path, exe):
+    """workloads/pyrelay.py makes, turn after turn, a function turn_N (as if from its own file,
+    its def N % 17 lines down) at the address of the last turn's freed code object, and runs
+    it for 0.3 s of CPU time in a call chain under it of exactly N % 4 + 1 hop frames. The
+    BPF walk keeps turn_N's code object in its code-object cache (turn_N is never the
+    innermost frame); the deallocation uprobe has to void that entry when turn_N is freed,
+    else turn_M's frames would carry turn_N's fingerprint (and be named turn_N wherever the
+    agent still has turn_N's name for that address, or not named at all): a turn whose name
+    disagrees with its hop depth, or turns that go unnamed, show that."""
+    prog = procs.start(exe, RELAY, RELAY_SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    info = json.loads(prog.stdout.readline())
+    out, stats = tmp_path / "out", tmp_path / "stats.json"
+    record_gated(spanprof, out, prog, "--pid", prog.pid, "-F", 999, "--stats-json", stats,
+                 timeout=120)
+    done = json.loads(prog.stdout.readline())
+    prog.wait(timeout=30)
+    # The workload did what the test is about: its turns' code objects shared addresses.
+    assert done["turns"] >= 10 and done["addresses"] <= done["turns"] // 2, done
+    named = unnamed = 0
+    problems = []
+    for s in pprofcheck(out / "profile.pb.gz")["samples"]:
+        frames = frames_root_first(s)
+        at = next((i for i, (f, _, line, is_py) in enumerate(frames)
+                   if is_py and f.endswith("drive") and line == info["turn_line"]), None)
+        if at is None:
+            continue
+        rest = [g for g in frames[at + 1:] if g[3] or g[0].startswith("[python")]
+        if not rest:
+            continue  # drive() in its own call of turn_N, before it
+        if not rest[0][3]:
+            unnamed += s["values"][0]
+            continue
+        name, cfile, cline, _ = rest[0]
+        m = re.fullmatch(r"(?:.*\.)?turn_(\d+)", name)
+        n = int(m.group(1)) if m else -1
+        first = 1 + n % 17
+        below = [g[0].split(".")[-1] if g[3] else "?" for g in rest[1:]]
+        hops = next((i for i, f in enumerate(below) if f != "hop"), len(below))
+        spins = hops < len(below) and below[hops] == "spin"
+        if not m or not cfile.endswith(f"spanprof-relay-{n}.py") or \
+                cline not in (first, first + 1) or \
+                (hops != n % 4 + 1 if spins else hops > n % 4 + 1):
+            problems.append(f"{name} {cfile}:{cline} over {hops} hop frames: {';'.join(below)}")
+        else:
+            named += s["values"][0]
+    assert not problems, f"{len(problems)} wrong frames, first: {problems[:3]}"
+    py = json.loads(stats.read_text())["python"]
+    # The cache was used, and voided at every turn: the uprobe saw each turn's code object go.
+    assert py["walk_code_objects_cached"] > 0 and py["dealloc_hooks"] == 1, py
+    assert py["walk_code_objects_freed"] >= done["turns"] - 1, (py, done)
+    # Most samples under a turn name it. The rest are refused by the agent, not the walk: it
+    # names a batch of samples after their turn's code object was freed (measured on 3.12:
+    # as many refused with the cache off). With the cache not voided at each free: none named.
+    assert named >= (named + unnamed) / 3 and named >= 100, (named, unnamed, done)
+
+
+FREES = WORKLOADS / "pyfrees.py"
+FREES_SECONDS = 12
+
+
+def test_a_program_freeing_code_objects_all_the_time_loses_the_uprobe(
+        spanprof, procs, tmp_path):
+    """The code-deallocation uprobe costs a program about 1 us per code object it frees:
+    workloads/pyfrees.py frees them non-stop, and the agent's sweep (every 5 s) takes the
+    uprobe off its file (above PYTAB_MAX_FREES_PER_S), says so once, and counts it; the program
+    keeps its Python frames (every code object read again at each walk)."""
+    exe = PYTHONS[0][1]
+    prog = procs.start(exe, FREES, FREES_SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    json.loads(prog.stdout.readline())
+    res = record_gated(spanprof, tmp_path / "out", prog, "--pid", prog.pid, "-F", 99,
+                       timeout=120)
+    freed = json.loads(prog.stdout.readline())["freed"]
+    prog.wait(timeout=30)
+    py = res.stats["python"]
+    assert py["dealloc_hooks"] == 1 and py["dealloc_hooks_dropped"] == 1, (py, res.stderr)
+    assert res.stderr.count("code-deallocation uprobe is off") == 1, res.stderr
+    # Off within two sweeps (10 s) of a run of 12: the program freed code objects without it.
+    assert py["walk_code_objects_freed"] < freed, (py, freed)
+    assert py["frames_named"] > 0 and py["walks_ended"]["end"] > 0, py
+
+
 EARLY_SECONDS = 2
 LOOP = ("_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold")
 

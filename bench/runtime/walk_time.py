@@ -29,10 +29,14 @@ the figures. Needs root and bpftool.
 
 Usage: python3 bench/runtime/walk_time.py [--build DIR] [--depths 10,50] [--hz 999] [--seconds 5]
            [--rounds 3] [--cpu 1] [--python PATH] [--baseline DIR] [--shapes recursion,distinct]
+           [--variant-args "AGENT ARGS"]
        make bench-walk-time [BUILD=dir] [PY_BENCH_PYTHON=path] [BENCH_WALK_TIME_ARGS="..."]
 
 With --baseline DIR (another build made with BPF_EXTRA=-DSP_WALK_TIMING), its Python walks and
 its CFI walk are timed in the same rounds, interleaved, and printed beside this build's.
+With --variant-args "ARGS", this build's Python walks are timed a second time, interleaved, with
+ARGS added to the agent's command line (e.g. "--no-python-code-cache": every walk reads each code
+object), and printed as "variant".
 """
 import os
 import shutil
@@ -98,15 +102,16 @@ def delta(a, b):
                 [y - x for x, y in zip(a[k][3], b[k][3])]) for k in b}
 
 
-def measure(args, spanprof, argv, label):
-    """One run: the workload, the agent on it, walk_time read around a steady window."""
+def measure(args, spanprof, argv, label, extra=()):
+    """One run: the workload, the agent on it (@extra: more arguments), walk_time read around a
+    steady window."""
     tmp = Path(tempfile.mkdtemp(prefix="spanprof-walktime-"))
     work = spawn(["taskset", "-c", str(args.cpu), *argv], stdout=subprocess.DEVNULL)
     agent = None
     try:
         time.sleep(0.3)
         agent = spawn([spanprof, "record", "--frequency", args.hz, "--duration", 3600, "--quiet",
-                       "--pid", work.pid, "--output-dir", tmp],
+                       "--pid", work.pid, "--output-dir", tmp, *extra],
                       stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
         prog_id, _ = ub.find_sampler(agent.pid)
         ub.OUR_PROGS.add(prog_id)
@@ -152,6 +157,7 @@ def pool(runs, kind):
 def main():
     python = benchproc.take_option("--python") or os.environ.get("PY_BENCH_PYTHON", "") or sys.executable
     baseline = benchproc.take_option("--baseline")
+    variant = (benchproc.take_option("--variant-args") or "").split()
     shapes = (benchproc.take_option("--shapes") or "recursion,distinct").split(",")
     if not shapes or any(x not in ("recursion", "distinct") for x in shapes):
         raise BenchError("--shapes: a comma-separated list of recursion, distinct")
@@ -168,18 +174,22 @@ def main():
     try:
         for rnd in range(args.rounds):
             for depth in depths:
-                order = [("CFI", [bins["nofp"], "3600", str(depth)], spanprof)]
+                order = [("CFI", [bins["nofp"], "3600", str(depth)], spanprof, ())]
                 for shape in shapes:
                     argv = [python, str(PYSPIN), str(depth), shape]
-                    order.append((f"python {shape}", argv, spanprof))
+                    order.append((f"python {shape}", argv, spanprof, ()))
                     if baseline:
-                        order.append((f"baseline python {shape}", argv, baseline))
+                        order.append((f"baseline python {shape}", argv, baseline, ()))
+                    if variant:
+                        order.append((f"variant python {shape}", argv, spanprof, variant))
                 if baseline:
-                    order.append(("baseline CFI", [bins["nofp"], "3600", str(depth)], baseline))
+                    order.append(("baseline CFI", [bins["nofp"], "3600", str(depth)], baseline,
+                                  ()))
                 k = rnd % len(order)
-                for label, argv, agent in order[k:] + order[:k]:
+                for label, argv, agent, extra in order[k:] + order[:k]:
                     log(f"round {rnd + 1}: depth {depth}: {label}")
-                    runs.setdefault((depth, label), []).append(measure(args, agent, argv, label))
+                    runs.setdefault((depth, label), []).append(
+                        measure(args, agent, argv, label, extra))
     finally:
         for p in list(CHILDREN):
             ub.stop(p)
@@ -200,6 +210,9 @@ def main():
             if baseline:
                 walks.append((f"baseline python {shape}", PYTHON,
                               f"Python walk (pyspin.py, {shape}), baseline build"))
+            if variant:
+                walks.append((f"variant python {shape}", PYTHON,
+                              f"Python walk (pyspin.py, {shape}), with {' '.join(variant)}"))
         walks.append((f"python {shapes[0]}", NATIVE, "native walk of pyspin.py's python"))
         walks.append(("CFI", NATIVE, "CFI walk (unw_recurse -fomit-frame-pointer)"))
         if baseline:
@@ -229,7 +242,7 @@ def main():
                       f"{new[3]:.0f} / {old[3]:.0f} ns median = x{new[3] / old[3]:.2f}, "
                       f"mean x{new[1] / old[1]:.2f}")
     labels = [f"{b}python {shape}" for shape in shapes for b in
-              (("", "baseline ") if baseline else ("",))]
+              ("",) + (("baseline ",) if baseline else ()) + (("variant ",) if variant else ())]
     for label in labels:
         for depth in depths:
             p = rows[(depth, label, PYTHON)]

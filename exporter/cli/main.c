@@ -86,6 +86,7 @@ enum {
 	OPT_K8S,
 	OPT_JAVA_PERFMAP,
 	OPT_NO_PYTHON,
+	OPT_NO_PYTHON_CODE_CACHE,
 	OPT_NO_V8,
 	OPT_SHORT_NAMES,
 };
@@ -212,6 +213,11 @@ static const struct argp_option record_options[] = {
      "Don't walk the Python frames of CPython processes (default: CPython 3.8 and later show "
      "their Python functions, files and lines in place of the interpreter loop's native "
      "frames, docs/python.md)",
+     3},
+    {"no-python-code-cache", OPT_NO_PYTHON_CODE_CACHE, NULL, 0,
+     "Read every Python frame's code object at every sample instead of keeping what earlier "
+     "samples proved (which needs a uprobe on each CPython file's code-object deallocation, "
+     "hit once per code object freed; docs/python.md)",
      3},
     {"no-v8", OPT_NO_V8, NULL, 0,
      "Don't read the JavaScript frames of node processes from V8's own structures (default: "
@@ -767,6 +773,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_PYTHON:
 		o->no_python = 1;
+		break;
+	case OPT_NO_PYTHON_CODE_CACHE:
+		o->no_python_code_cache = 1;
 		break;
 	case OPT_NO_V8:
 		o->no_v8 = 1;

@@ -77,6 +77,7 @@ static const char *const known_keys[] = {
     "unwind-max-mb",
     "no-span-links",
     "no-python",
+    "no-python-code-cache",
     "short-names",
     "context-uprobe",
     "endpoint",
@@ -178,6 +179,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "no-span-links", NULL);
 	fprintf(f, "no-python: %s", o->no_python ? "true" : "false");
 	put_source(f, cfg, "no-python", NULL);
+	fprintf(f, "no-python-code-cache: %s", o->no_python_code_cache ? "true" : "false");
+	put_source(f, cfg, "no-python-code-cache", NULL);
 	fprintf(f, "no-v8: %s", o->no_v8 ? "true" : "false");
 	put_source(f, cfg, "no-v8", NULL);
 	fprintf(f, "short-names: %s", o->short_names ? "true" : "false");

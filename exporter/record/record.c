@@ -288,6 +288,17 @@ static void python_found(void *ctx, uint32_t pid)
 		unwinder__preload(r->unwinder, pid);
 }
 
+/* pytab_opts.attach_dealloc, detach_dealloc: the sampler's code-deallocation uprobes. */
+static int attach_python_dealloc(void *ctx, const char *path, uint64_t offset)
+{
+	return sampler__attach_python_dealloc(ctx, path, offset);
+}
+
+static void detach_python_dealloc(void *ctx, int handle)
+{
+	sampler__detach_python_dealloc(ctx, handle);
+}
+
 /*
  * CPython frames (docs/python.md): the table that describes CPython processes to the BPF walk
  * and names their frames; the --pid processes are looked at before sampling starts (so that
@@ -302,6 +313,12 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 		return;
 	po.procs_fd = pm.procs_fd;
 	po.proc_known = pm.proc_known;
+	po.epochs_fd = pm.epochs_fd;
+	if (pm.epochs_fd >= 0) {
+		po.attach_dealloc = attach_python_dealloc;
+		po.detach_dealloc = detach_python_dealloc;
+		po.attach_ctx = s;
+	}
 	r->python = pytab__new(&po);
 	if (!r->python) {
 		fprintf(stderr, "spanprof: warning: no Python frames (%s)\n", strerror(errno));
@@ -990,6 +1007,7 @@ int record__run(const struct record_opts *o)
 	}
 	so.exec_path_cb = on_exec_path; /* file identities */
 	so.python_max_procs = o->no_python ? 0 : RECORD_PYTHON_MAX_PROCS;
+	so.python_code_cache = !o->no_python_code_cache;
 	sampler__startup_mark(slog, launch, "targets resolved, exporter set up");
 	so.startup_log = slog;
 	so.startup_t0_ns = launch;

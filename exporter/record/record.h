@@ -77,8 +77,9 @@ struct record_opts {
 	int k8s;	  /* --k8s: Kubernetes resource attributes (exporter/process/k8smeta.h) */
 	int java_perfmap; /* --java-perfmap: ask JVMs for their perf map (docs/jit.md) */
 	int no_python;	  /* --no-python: no CPython frames (docs/python.md) */
-	int no_v8;	  /* --no-v8: no JavaScript frames from V8's structures (docs/node.md) */
-	int short_names;  /* --short-names: C++/Rust names without parameters and templates */
+	int no_python_code_cache; /* --no-python-code-cache (docs/python.md) */
+	int no_v8;	 /* --no-v8: no JavaScript frames from V8's structures (docs/node.md) */
+	int short_names; /* --short-names: C++/Rust names without parameters and templates */
 
 	/* OTLP export (all unset: local files only). */
 	const char *endpoint; /* host:port, http://host:port or https://host:port */

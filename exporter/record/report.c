@@ -112,7 +112,7 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 	if (r->python) {
 		pytab__stats(r->python, &out->python);
 		if (s)
-			sampler__python_stats(s, out->python_walks, PY_STOP_COUNT);
+			sampler__python_stats(s, out->python_walks, PY_STAT_COUNT);
 	}
 	out->v8_on = r->v8 != NULL;
 	if (r->v8) {
@@ -467,18 +467,23 @@ static void python_lines(FILE *f, const struct report_data *d)
 			len += snprintf(errs + len, sizeof(errs) - len, "%s%llu %s",
 					len ? ", " : "", u(ps->name_errors[i]),
 					pyproc__error_name((enum pyproc_error)i));
-	fprintf(f,
-		"spanprof: python: %llu CPython processes described (%llu now), %llu not (%s); "
-		"%llu files found not CPython; BPF walks: %llu (ended: %s)\n"
-		"spanprof: python: %llu samples with Python frames placed (%llu cut, marked), %llu "
-		"not placed (marked), %llu dropped with a cut native stack, %llu of processes not "
-		"described; %llu frames named, %llu not named (%llu of a code object freed since); "
-		"reads failed: %s; code objects: %llu cached, %llu read\n",
-		u(ps->processes), u(ps->live), u(failed), fails, u(ps->files_inspected),
-		u(d->python_walks[0]), stops, u(rs->py.merged), u(rs->py.cut), u(rs->py.unplaced),
-		u(rs->py.dropped), u(rs->py.no_process), u(rs->py.frames_named),
-		u(rs->py.frames_unnamed), u(rs->py.frames_stale), errs, u(ps->code_hits),
-		u(ps->code_misses));
+	fprintf(
+	    f,
+	    "spanprof: python: %llu CPython processes described (%llu now), %llu not (%s); "
+	    "%llu files found not CPython; BPF walks: %llu (ended: %s)\n"
+	    "spanprof: python: %llu samples with Python frames placed (%llu cut, marked), %llu "
+	    "not placed (marked), %llu dropped with a cut native stack, %llu of processes not "
+	    "described; %llu frames named, %llu not named (%llu of a code object freed since); "
+	    "reads failed: %s; code objects: %llu cached, %llu read\n"
+	    "spanprof: python: BPF code-object cache: %llu frames cached, %llu read, %llu "
+	    "code objects freed; deallocation uprobe in %llu files (%llu failed, %llu taken off)\n",
+	    u(ps->processes), u(ps->live), u(failed), fails, u(ps->files_inspected),
+	    u(d->python_walks[0]), stops, u(rs->py.merged), u(rs->py.cut), u(rs->py.unplaced),
+	    u(rs->py.dropped), u(rs->py.no_process), u(rs->py.frames_named),
+	    u(rs->py.frames_unnamed), u(rs->py.frames_stale), errs, u(ps->code_hits),
+	    u(ps->code_misses), u(d->python_walks[PY_STAT_CODE_CACHED]),
+	    u(d->python_walks[PY_STAT_CODE_READ]), u(d->python_walks[PY_STAT_CODE_FREED]),
+	    u(ps->dealloc_hooks), u(ps->dealloc_failed), u(ps->dealloc_dropped));
 }
 
 static void accounting_line(FILE *f, const struct report_data *d)

@@ -106,7 +106,8 @@ struct report_data {
 
 	int python_on; /* CPython frames walked (not --no-python) */
 	struct pytab_stats python;
-	uint64_t python_walks[PY_STOP_COUNT]; /* BPF walks: [0] all, then by end (bpf/python.h) */
+	/* BPF walks: [0] all, then by end, then PY_STAT_CODE_* (bpf/python.h) */
+	uint64_t python_walks[PY_STAT_COUNT];
 
 	int v8_on; /* JavaScript frames read (the CFI walk is on) */
 	struct v8tab_stats v8;

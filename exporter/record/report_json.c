@@ -345,6 +345,12 @@ static struct json_object *python_section(struct jb *b, const struct report_data
 	put(b, s, "reads_failed", errs);
 	put_u(b, s, "code_objects_cached", ps->code_hits);
 	put_u(b, s, "code_objects_read", ps->code_misses);
+	put_u(b, s, "walk_code_objects_cached", d->python_walks[PY_STAT_CODE_CACHED]);
+	put_u(b, s, "walk_code_objects_read", d->python_walks[PY_STAT_CODE_READ]);
+	put_u(b, s, "walk_code_objects_freed", d->python_walks[PY_STAT_CODE_FREED]);
+	put_u(b, s, "dealloc_hooks", ps->dealloc_hooks);
+	put_u(b, s, "dealloc_hooks_failed", ps->dealloc_failed);
+	put_u(b, s, "dealloc_hooks_dropped", ps->dealloc_dropped);
 	return s;
 }
 

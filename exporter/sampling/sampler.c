@@ -36,6 +36,9 @@ static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
     [SP_PROF_OFFCPU] = &sampler_ev_offcpu,
 };
 
+/* CPython files whose code-object deallocation gets a uprobe (the code-object cache). */
+#define SAMPLER_MAX_PY_FILES 64
+
 struct sampler {
 	struct sampler_bpf *skel;
 	struct ring_buffer *rb;	    /* the sample ring: consumed under qlock, into q */
@@ -79,6 +82,10 @@ struct sampler {
 	int unwind;
 	int threadctx;
 	int python; /* the Python walk is loaded */
+	/* The code-object cache's deallocation uprobes, one per CPython file. */
+	int py_code_cache;
+	struct bpf_link *py_dealloc_links[SAMPLER_MAX_PY_FILES];
+	size_t npy_dealloc_links;
 	struct bpf_link *ctx_prctl_link;
 	struct bpf_link **uprobe_links;
 	size_t nuprobe_links, max_uprobe_links;
@@ -669,6 +676,10 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->python = opts->python_max_procs > 0;
 	s->skel->rodata->python_enabled = s->python;
 	bpf_map__set_max_entries(s->skel->maps.py_procs, s->python ? opts->python_max_procs : 1);
+	s->py_code_cache = s->python && opts->python_code_cache;
+	bpf_map__set_max_entries(s->skel->maps.py_code_epochs,
+				 s->py_code_cache ? opts->python_max_procs : 1);
+	bpf_program__set_autoload(s->skel->progs.on_py_code_dealloc, s->py_code_cache);
 	/* Only the per-process maps of the walkers have bits (one word: every PID looks up). */
 	if (!s->unwind && !s->python)
 		bpf_map__set_max_entries(s->skel->maps.proc_known, 1);
@@ -921,6 +932,8 @@ void sampler__free(struct sampler *s)
 	for (size_t i = 0; i < s->nuprobe_links; i++)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);
+	for (size_t i = 0; i < s->npy_dealloc_links; i++)
+		bpf_link__destroy(s->py_dealloc_links[i]);
 	for (int t = 0; t < SP_PROF_NTYPES; t++)
 		if (event_types[t] && s->ev_state[t])
 			event_types[t]->free(s->ev_state[t]);
@@ -1036,7 +1049,34 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
 	out->procs_fd = bpf_map__fd(s->skel->maps.py_procs);
 	out->stats_fd = bpf_map__fd(s->skel->maps.py_stats);
 	out->proc_known = s->proc_known;
+	out->epochs_fd = s->py_code_cache ? bpf_map__fd(s->skel->maps.py_code_epochs) : -1;
 	return 0;
+}
+
+int sampler__attach_python_dealloc(struct sampler *s, const char *path, uint64_t offset)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	char what[PATH_MAX + 64];
+	struct bpf_link *l;
+
+	if (!s->py_code_cache)
+		return -ENOTSUP;
+	if (s->npy_dealloc_links == SAMPLER_MAX_PY_FILES)
+		return -ENOSPC;
+	snprintf(what, sizeof(what), "python: code deallocation in %s", path);
+	l = uprobe__attach(s->skel->progs.on_py_code_dealloc, -1, path, offset, &uo, what);
+	if (!l)
+		return -errno;
+	s->py_dealloc_links[s->npy_dealloc_links] = l;
+	return (int)s->npy_dealloc_links++;
+}
+
+void sampler__detach_python_dealloc(struct sampler *s, int handle)
+{
+	if (handle < 0 || (size_t)handle >= s->npy_dealloc_links)
+		return;
+	bpf_link__destroy(s->py_dealloc_links[handle]);
+	s->py_dealloc_links[handle] = NULL;
 }
 
 /* Sums per-CPU array @fd's first @n counters over the CPUs into @out. 0 or -ENOMEM. */

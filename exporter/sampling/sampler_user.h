@@ -77,6 +77,12 @@ struct sampler_opts {
 	 */
 	uint32_t python_max_procs;
 	/*
+	 * Python: keep code objects across samples (bpf/python.h, the code-object cache), with a
+	 * uprobe on each CPython file's code-object deallocation; 0: every walk reads each code
+	 * object (--no-python-code-cache).
+	 */
+	int python_code_cache;
+	/*
 	 * Start-up timeline (--verbose): when not NULL, each step of sampler__new() (kernel probes,
 	 * BPF object open, load, each program's verification, attaches) is logged there by
 	 * sampler__startup_mark() against startup_t0_ns (CLOCK_MONOTONIC ns, the agent's launch).
@@ -168,13 +174,25 @@ struct sampler_python_maps {
 	int procs_fd;
 	int stats_fd;
 	__u64 *proc_known; /* as sampler_unwind_maps.proc_known, for procs_fd */
+	int epochs_fd;	   /* tgid -> struct py_code_epoch; -1: no code-object cache */
 };
 
 /* The Python walk's maps: 0, or -ENOTSUP when the walk is not loaded. */
 int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *out);
 /*
+ * Attaches the code-deallocation uprobe (bpf/python.bpf.h on_py_code_dealloc) at file offset
+ * @offset of the ELF file @path (every process mapping it; the agent passes
+ * /proc/PID/root/PATH). Kept until sampler__detach_python_dealloc() or sampler__free(). Its
+ * handle (>= 0), or -ENOTSUP (no code-object cache), -ENOSPC (as many files as allowed have
+ * had one already) or the attach's -errno.
+ */
+int sampler__attach_python_dealloc(struct sampler *s, const char *path, uint64_t offset);
+/* Detaches the uprobe of @handle (sampler__attach_python_dealloc()); a bad handle is a no-op. */
+void sampler__detach_python_dealloc(struct sampler *s, int handle);
+/*
  * The Python walk's per-CPU counters summed into @out[@n] (index 0: samples walked; then one
- * per enum py_stop, bpf/python.h). 0, -ENOTSUP (not loaded) or -ENOMEM.
+ * per enum py_stop, then the PY_STAT_CODE_* counters, bpf/python.h). 0, -ENOTSUP (not loaded)
+ * or -ENOMEM.
  */
 int sampler__python_stats(struct sampler *s, uint64_t *out, uint32_t n);
 

@@ -314,6 +314,87 @@ static void check_tstate_cache(struct child *c, const struct py_desc *d)
 	assert_int_equal(pywalk__tstate_check(&c->pid, d, 0, 0, 0, &b, &frame), 0);
 }
 
+/* Whether walks @a and @b (@n frames each) recorded the same frames. */
+static bool same_frames(const struct py_frame *a, const struct py_frame *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i].code != b[i].code || a[i].offset != b[i].offset ||
+		    a[i].flags != b[i].flags)
+			return false;
+	return true;
+}
+
+/*
+ * The code-object cache (bpf/python.h): a second walk of a thread with the process's epoch
+ * takes the code objects of the frames below the innermost from it (fewer reads) and records
+ * the very same frames; a walk with another epoch, another process, no epoch, or over a slot
+ * whose value was changed (a slot half written) reads them again, with the same frames.
+ */
+static void check_code_cache(struct child *c, const struct py_desc *d)
+{
+	static struct pywalk_buf b; /* over 20 KiB */
+	static struct py_frame first[PY_MAX_FRAMES], again[PY_MAX_FRAMES];
+	struct pywalk_cache_key ck = {.epoch = 7ull << 32, .tgid = (__u32)c->pid};
+	struct pywalk_cache_key other = ck;
+	size_t i, tried = 0;
+	int n1, n2;
+	__u32 read1;
+
+	for (i = 0; i < c->n_threads; i++) {
+		const struct exp_thread *e = &c->threads[i];
+		__u32 k;
+
+		memset(b.cache, 0, sizeof(b.cache));
+		assert_int_equal(pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &ck, &b,
+						    first, PY_MAX_FRAMES, &n1),
+				 PY_STOP_END);
+		read1 = b.memo.read;
+		assert_int_equal(b.memo.cached, 0);
+		/* Below the innermost frame, some code object other than its own. */
+		for (k = 1; k < (__u32)n1 && first[k].code == first[0].code; k++)
+			;
+		if (k >= (__u32)n1)
+			continue;
+		tried++;
+		assert_int_equal(pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &ck, &b,
+						    again, PY_MAX_FRAMES, &n2),
+				 PY_STOP_END);
+		assert_int_equal(n2, n1);
+		assert_true(same_frames(first, again, n1));
+		assert_true(b.memo.cached > 0);
+		assert_true(b.memo.read < read1);
+		/* Another epoch (a code object freed since), another process, no cache. */
+		other.epoch = ck.epoch + 1;
+		other.tgid = ck.tgid;
+		assert_int_equal(pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &other,
+						    &b, again, PY_MAX_FRAMES, &n2),
+				 PY_STOP_END);
+		assert_int_equal(b.memo.cached, 0);
+		assert_true(n2 == n1 && same_frames(first, again, n1));
+		other.epoch = ck.epoch;
+		other.tgid = ck.tgid + 1;
+		assert_int_equal(pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &other,
+						    &b, again, PY_MAX_FRAMES, &n2),
+				 PY_STOP_END);
+		assert_int_equal(b.memo.cached, 0);
+		other.epoch = 0;
+		pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &other, &b, again,
+				   PY_MAX_FRAMES, &n2);
+		assert_int_equal(b.memo.cached, 0);
+		/* The slots filled last (the other process's) gone, this process's refilled. */
+		pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &ck, &b, again,
+				   PY_MAX_FRAMES, &n2);
+		/* A slot whose value no longer matches its check is a miss: the frame is read. */
+		b.cache[pywalk__slot_index(first[k].code)].val ^= 1ull << 33;
+		assert_int_equal(pywalk__run_cached(&c->pid, d, e->ident, (__u32)e->native, &ck, &b,
+						    again, PY_MAX_FRAMES, &n2),
+				 PY_STOP_END);
+		assert_true(n2 == n1 && same_frames(first, again, n1));
+		assert_true(b.memo.read >= 2); /* the innermost's and the changed slot's */
+	}
+	assert_true(tried > 0);
+}
+
 /*
  * The BPF walk (bpf/python_walk.h) as ordinary C: each thread found by its own identity
  * (thread pointer = pthread_t, or TID from 3.11), never another's, with the interpreter's
@@ -366,6 +447,7 @@ static void check_bpf_walk(struct pyproc *p, struct child *c)
 	assert_int_equal(stop, PY_STOP_NO_TSTATE);
 	assert_int_equal(n, 0);
 	check_tstate_cache(c, &d);
+	check_code_cache(c, &d);
 }
 
 /* Everything the child said, read back from outside. */

@@ -1011,6 +1011,26 @@ static bool set16(__u16 *dst, uint32_t v)
 	return v <= 0xffff;
 }
 
+int pyproc__code_dealloc(struct pyproc *p, uint64_t *addr)
+{
+	/* PyVarObject: the object header up to ob_type, ob_type, ob_size. */
+	uint32_t hdr = p->layout.object_type + 16;
+	uint8_t type[64], name[5];
+	int err;
+
+	if (hdr + 32 > sizeof(type))
+		return -EINVAL;
+	err = rd(p, p->code_type, type, hdr + 32);
+	if (!err)
+		err = rd(p, u64(type, hdr), name, sizeof(name));
+	if (err)
+		return err;
+	if (memcmp(name, "code", sizeof(name)))
+		return -EINVAL;
+	*addr = u64(type, hdr + 24);
+	return *addr ? 0 : -EINVAL;
+}
+
 int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 {
 	const struct pylayout *l = &p->layout;

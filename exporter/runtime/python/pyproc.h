@@ -190,4 +190,14 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out);
  */
 bool pyproc__desc_changed(struct pyproc *p);
 
+/*
+ * Where the interpreter frees code objects: the process address in PyCode_Type.tp_dealloc
+ * (code_dealloc(), Objects/codeobject.c, 3.8-3.13; struct _typeobject of
+ * Include/cpython/object.h: the object header (a PyVarObject), then tp_name, tp_basicsize,
+ * tp_itemsize, tp_dealloc), read from the process, into *@addr. The type is checked first: its
+ * tp_name must be "code". 0, or -EINVAL (not so: no such function can be trusted), -ESRCH
+ * (gone), -EFAULT (unreadable).
+ */
+int pyproc__code_dealloc(struct pyproc *p, uint64_t *addr);
+
 #endif /* SPANPROF_RUNTIME_PYTHON_PYPROC_H */

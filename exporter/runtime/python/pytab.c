@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <libelf.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -41,6 +43,11 @@ struct file_entry {
 	 */
 	int inspected;
 	struct pyelf_info info;
+	/* The code-deallocation uprobe (the code-object cache): 0 not tried, 1 attached, else
+	 * the -errno it failed with (tried once per file; -ECANCELED: taken off, too costly). */
+	int dealloc;
+	int dealloc_handle;
+	uint64_t frees; /* code objects its processes freed since the last sweep */
 	UT_hash_handle hh;
 };
 
@@ -51,6 +58,8 @@ struct pyentry {
 	struct file_key file;	/* the interpreter's file */
 	uint64_t gone_ns;	/* when the process was found gone; 0: alive */
 	int described;		/* the descriptor is in py_procs */
+	int epoch;		/* the process's code epoch is in py_code_epochs */
+	uint64_t frees_seen;	/* its epoch's count of frees at the last sweep */
 	UT_hash_handle hh;
 };
 
@@ -64,6 +73,7 @@ struct pytab {
 	/* Naming counters of the entries already freed. */
 	uint64_t freed_errors[PYPROC_ERR_COUNT];
 	uint64_t freed_hits, freed_misses;
+	uint64_t epochs; /* code epochs handed out (each starts at its number << 32) */
 };
 
 static const char *const failure_names[] = {
@@ -122,6 +132,9 @@ struct pytab *pytab__new(const struct pytab_opts *o)
 
 static void entry_undescribe(struct pytab *t, struct pyentry *e)
 {
+	if (e->epoch)
+		bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
+	e->epoch = 0;
 	if (e->described && t->o.procs_fd >= 0)
 		bpf_map_delete_elem(t->o.procs_fd, &e->pid);
 	e->described = 0;
@@ -309,6 +322,79 @@ static void not_cpython(struct pytab *t, const struct procmaps *maps)
 		exe->path);
 }
 
+/*
+ * Gives @e's process a new code epoch (bpf/python.h, the code-object cache): a number no
+ * process of the run had, so that no slot filled before matches. Deleted and created, never
+ * updated in place (bpf/python.bpf.h, py_code_epochs). Its file's uprobe must be attached.
+ */
+static void epoch_renew(struct pytab *t, struct pyentry *e)
+{
+	struct py_code_epoch v = {.epoch = ++t->epochs << 32};
+
+	bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
+	e->epoch = !bpf_map_update_elem(t->o.epochs_fd, &e->pid, &v, BPF_NOEXIST);
+	e->frees_seen = 0;
+}
+
+/*
+ * Attaches the code-deallocation uprobe to the file of @e's interpreter (mapped in @maps, its
+ * executable mappings): PyCode_Type.tp_dealloc's address as a file offset. 1, or -errno.
+ */
+static int dealloc_attach(struct pytab *t, struct pyentry *e, const struct procmaps *maps)
+{
+	char path[PATH_MAX + 32];
+	const struct procmap *m = NULL;
+	uint64_t addr = 0;
+	int err;
+
+	err = pyproc__code_dealloc(e->p, &addr);
+	if (err)
+		return err;
+	for (size_t i = 0; i < maps->n && !m; i++)
+		if (addr >= maps->maps[i].start && addr < maps->maps[i].end)
+			m = &maps->maps[i];
+	/* In the interpreter's own file, in code: else it is not the function it should be. */
+	if (!m || !(m->prot & PROT_EXEC) || m->inode != e->file.ino ||
+	    m->dev_major != e->file.dev_major || m->dev_minor != e->file.dev_minor || m->deleted)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%u/root%s", e->pid, m->path);
+	err = t->o.attach_dealloc(t->o.attach_ctx, path, addr - m->start + m->offset);
+	if (err < 0)
+		return err;
+	file_find(t, &e->file)->dealloc_handle = err;
+	return 1;
+}
+
+/*
+ * After @e's process was described: its code epoch, once its interpreter's file has the
+ * deallocation uprobe (attached at the file's first process). A file where that fails is
+ * named once in the log; its processes' walks read every code object.
+ */
+static void epoch_start(struct pytab *t, struct pyentry *e, const struct procmaps *maps)
+{
+	struct file_entry *f;
+
+	if (t->o.epochs_fd < 0 || !t->o.attach_dealloc || !e->p)
+		return;
+	f = file_find(t, &e->file);
+	if (!f)
+		return;
+	if (!f->dealloc) {
+		f->dealloc = dealloc_attach(t, e, maps);
+		if (f->dealloc == 1) {
+			t->st.dealloc_hooks++;
+		} else {
+			t->st.dealloc_failed++;
+			fprintf(t->o.log,
+				"spanprof: python: no uprobe on the code-object deallocation of "
+				"PID %u's interpreter (%s): its samples read every code object\n",
+				e->pid, strerror(-f->dealloc));
+		}
+	}
+	if (f->dealloc == 1)
+		epoch_renew(t, e);
+}
+
 static int describe(struct pytab *t, struct pyentry *e)
 {
 	struct py_desc d;
@@ -367,6 +453,8 @@ static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k,
 		err = proclife__check(e->pid, e->start_boot_ns);
 	if (!err)
 		err = describe(t, e);
+	if (!err)
+		epoch_start(t, e, maps);
 	if (!err) {
 		t->st.processes++;
 		t->st.live++;
@@ -516,8 +604,59 @@ void pytab__new_epoch(struct pytab *t)
 			continue;
 		pyproc__new_epoch(e->p);
 		/* 3.13: a second interpreter seen: the walk keys frames by contents from now on. */
-		if (pyproc__desc_changed(e->p) && e->described)
+		if (pyproc__desc_changed(e->p) && e->described) {
 			describe(t, e);
+			/* Fingerprints are keyed otherwise now: no slot filled before is used. */
+			if (e->epoch)
+				epoch_renew(t, e);
+		}
+	}
+}
+
+/*
+ * The code objects each process with a code epoch freed since the last sweep, summed per file;
+ * a file above PYTAB_MAX_FREES_PER_S over @elapsed_ns loses its uprobe: its processes' epochs
+ * go first (their walks stop using the cache), then the uprobe.
+ */
+static void dealloc_sweep(struct pytab *t, uint64_t elapsed_ns)
+{
+	struct file_entry *f, *ftmp;
+	struct pyentry *e, *tmp;
+	struct py_code_epoch v;
+
+	HASH_ITER (hh, t->procs, e, tmp) {
+		if (!e->epoch || bpf_map_lookup_elem(t->o.epochs_fd, &e->pid, &v))
+			continue;
+		f = file_find(t, &e->file);
+		if (f)
+			f->frees += (uint32_t)v.epoch - e->frees_seen;
+		e->frees_seen = (uint32_t)v.epoch;
+	}
+	HASH_ITER (hh, t->files, f, ftmp) {
+		uint64_t frees = f->frees;
+		const char *path = "?";
+
+		f->frees = 0;
+		if (f->dealloc != 1 || frees * 1000000000ull <= PYTAB_MAX_FREES_PER_S * elapsed_ns)
+			continue;
+		HASH_ITER (hh, t->procs, e, tmp) {
+			if (!memcmp(&e->file, &f->key, sizeof(f->key)) && e->p)
+				path = pyproc__path(e->p);
+			if (e->epoch && !memcmp(&e->file, &f->key, sizeof(f->key))) {
+				bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
+				e->epoch = 0;
+			}
+		}
+		if (t->o.detach_dealloc)
+			t->o.detach_dealloc(t->o.attach_ctx, f->dealloc_handle);
+		f->dealloc = -ECANCELED;
+		t->st.dealloc_dropped++;
+		fprintf(
+		    t->o.log,
+		    "spanprof: python: %llu code objects freed in %.0f s by the processes of %s: "
+		    "its code-deallocation uprobe is off (it cost them about 1 us a free); their "
+		    "samples read every code object\n",
+		    (unsigned long long)frees, elapsed_ns / 1e9, path);
 	}
 }
 
@@ -529,6 +668,8 @@ void pytab__tick(struct pytab *t)
 
 	if (now - t->last_sweep_ns < SWEEP_NS)
 		return;
+	if (t->o.attach_dealloc)
+		dealloc_sweep(t, now - t->last_sweep_ns);
 	t->last_sweep_ns = now;
 	HASH_ITER (hh, t->procs, e, tmp) {
 		if (e->gone_ns) {

@@ -25,6 +25,9 @@
 
 struct procmaps;
 
+/* Code objects freed a second, over one file's processes, above which its uprobe goes. */
+#define PYTAB_MAX_FREES_PER_S 1000
+
 /* Why a process that maps CPython got no descriptor: X(name, description). */
 #define PYTAB_FAILURES(X)                                                                          \
 	X(UNSUPPORTED, "CPython version or build not handled (named in the log)")                  \
@@ -56,6 +59,11 @@ struct pytab_stats {
 	uint64_t files_inspected;		/* candidate files found not to be CPython */
 	uint64_t name_errors[PYPROC_ERR_COUNT]; /* reads naming frames that failed, by reason */
 	uint64_t code_hits, code_misses;	/* code objects named from the cache / read */
+	/* CPython files with the code-deallocation uprobe (the BPF code-object cache), and
+	 * files where attaching it failed (their processes' walks read every code object). */
+	uint64_t dealloc_hooks, dealloc_failed;
+	/* Files whose uprobe was taken off again: code objects freed too often (pytab__tick()). */
+	uint64_t dealloc_dropped;
 };
 
 struct pytab_opts {
@@ -63,6 +71,16 @@ struct pytab_opts {
 	/* The sampler's bitmap the procs_fd writes mark (sampler__proc_known()); NULL: none. */
 	__u64 *proc_known;
 	FILE *log; /* the once-per-file messages; NULL: stderr */
+	/*
+	 * The code-object cache (bpf/python.h): py_code_epochs (tgid -> struct py_code_epoch), -1:
+	 * none; and how to attach the code-deallocation uprobe at file offset @offset of @path
+	 * (a handle >= 0, or -errno; sampler__attach_python_dealloc()), NULL: none, and to detach
+	 * it again (sampler__detach_python_dealloc()).
+	 */
+	int epochs_fd;
+	int (*attach_dealloc)(void *ctx, const char *path, uint64_t offset);
+	void (*detach_dealloc)(void *ctx, int handle);
+	void *attach_ctx;
 };
 
 struct pytab;
@@ -110,7 +128,12 @@ struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns
  * descriptor that changed (pyproc__desc_changed()) is written again. */
 void pytab__new_epoch(struct pytab *t);
 
-/* Every few seconds: forgets processes that are gone (after their last samples were named). */
+/*
+ * Every few seconds: forgets processes that are gone (after their last samples were named), and
+ * takes the code-deallocation uprobe off a file whose processes freed more than
+ * PYTAB_MAX_FREES_PER_S code objects a second since the last sweep (each free costs its process
+ * a uprobe hit, about 1 us): their walks read every code object from then on (logged once).
+ */
 void pytab__tick(struct pytab *t);
 
 /* The counters, every process's naming errors included. */
