@@ -472,8 +472,13 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		m->first = (__s32)first;
 		m->read++;
 		/* Not from the innermost frame: it may be half made or half gone (its code pointer
-		 * a freed object's) while the thread was stopped in its call or return. */
-		if (m->steps > 1)
+		 * a freed object's) while the thread was stopped in its call or return. Nor from a
+		 * code object whose count is 0: on its way out (a frame below a callback that its
+		 * deallocation runs, as 3.11.0 left one linked), its uprobe hit already counted. */
+		span = (__u32)d->object_type - 8; /* ob_refcnt: just before ob_type */
+		PYWALK_OPAQUE(span);
+		if (m->steps > 1 && span <= PYWALK_CODE_SPAN - 8 &&
+		    pywalk__load8(b->code + (span & (PYWALK_CODE_SPAN - 1))))
 			m->fill = code;
 	}
 	if (d->instr_kind == PY_INSTR_PTR) {
@@ -491,9 +496,12 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 		else if (d->instr_kind == PY_INSTR_LASTI_UNITS)
 			offset *= 2;
 	}
-	if (b->gen != gen)
+	/* What to fill, loaded before the check that proves it this step's own (not a walk's
+	 * that interrupted this one after the check). */
+	hit = *(volatile __u64 *)&m->fill;
+	if (*(volatile __u64 *)&b->gen != gen)
 		return -PY_STOP_READ_FAILED; /* the memory of the walk overwritten meanwhile */
-	if (ck->epoch && m->fill == code) {
+	if (ck->epoch && hit == code) {
 		/* fp and first are in registers now, from bytes the check above proved intact. */
 		struct pywalk_code_slot *slot = &b->cache[pywalk__slot_index(code)];
 		__u64 val = fp | (__u64)(__u32)(__s32)first << 32;

@@ -36,7 +36,8 @@ With --baseline DIR (another build made with BPF_EXTRA=-DSP_WALK_TIMING), its Py
 its CFI walk are timed in the same rounds, interleaved, and printed beside this build's.
 With --variant-args "ARGS", this build's Python walks are timed a second time, interleaved, with
 ARGS added to the agent's command line (e.g. "--no-python-code-cache": every walk reads each code
-object), and printed as "variant".
+object), and printed as "variant". This build's agent runs with --python-code-cache-after 0 (the
+code-object cache from the start, as in a run longer than its 10 s default).
 """
 import os
 import shutil
@@ -59,6 +60,8 @@ PY_EXTRA = 3  # pyspin.py D: <module>, rec x (D + 1), spin
 MAP_NAME = "walk_time"
 BUCKET_NS = 50  # SP_WALK_BUCKET_NS, bpf/sampler.bpf.c
 NATIVE, PYTHON = 0, 1  # enum sp_walk_kind
+# This build's agent: the code-object cache from the start (not 10 s after), as in a long run.
+OWN_ARGS = ("--python-code-cache-after", "0")
 
 
 def log(msg):
@@ -177,11 +180,12 @@ def main():
                 order = [("CFI", [bins["nofp"], "3600", str(depth)], spanprof, ())]
                 for shape in shapes:
                     argv = [python, str(PYSPIN), str(depth), shape]
-                    order.append((f"python {shape}", argv, spanprof, ()))
+                    order.append((f"python {shape}", argv, spanprof, OWN_ARGS))
                     if baseline:
                         order.append((f"baseline python {shape}", argv, baseline, ()))
                     if variant:
-                        order.append((f"variant python {shape}", argv, spanprof, variant))
+                        order.append((f"variant python {shape}", argv, spanprof,
+                                      OWN_ARGS + tuple(variant)))
                 if baseline:
                     order.append(("baseline CFI", [bins["nofp"], "3600", str(depth)], baseline,
                                   ()))

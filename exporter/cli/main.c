@@ -87,6 +87,7 @@ enum {
 	OPT_JAVA_PERFMAP,
 	OPT_NO_PYTHON,
 	OPT_NO_PYTHON_CODE_CACHE,
+	OPT_PYTHON_CODE_CACHE_AFTER,
 	OPT_NO_V8,
 	OPT_SHORT_NAMES,
 };
@@ -218,6 +219,11 @@ static const struct argp_option record_options[] = {
      "Read every Python frame's code object at every sample instead of keeping what earlier "
      "samples proved (which needs a uprobe on each CPython file's code-object deallocation, "
      "hit once per code object freed; docs/python.md)",
+     3},
+    {"python-code-cache-after", OPT_PYTHON_CODE_CACHE_AFTER, "SECONDS", 0,
+     "Give a CPython process the code-object cache (and its uprobe) once it has been known this "
+     "long (default 10: short-lived interpreters, which free thousands of code objects as they "
+     "exit, never pay for the uprobe; 0: at once)",
      3},
     {"no-v8", OPT_NO_V8, NULL, 0,
      "Don't read the JavaScript frames of node processes from V8's own structures (default: "
@@ -777,6 +783,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 	case OPT_NO_PYTHON_CODE_CACHE:
 		o->no_python_code_cache = 1;
 		break;
+	case OPT_PYTHON_CODE_CACHE_AFTER:
+		return parse_seconds(state, "--python-code-cache-after", arg, 0,
+				     &o->python_code_cache_after_s);
 	case OPT_NO_V8:
 		o->no_v8 = 1;
 		break;
@@ -856,6 +865,7 @@ static void record_defaults(struct record_opts *o)
 	o->insecure = -1;
 	o->gzip = 1;
 	o->export_interval_s = 5;
+	o->python_code_cache_after_s = 10;
 	o->export_timeout_s = 10;
 	o->flush_timeout_s = 10;
 	o->max_request_bytes = 4 << 20;

@@ -78,6 +78,7 @@ static const char *const known_keys[] = {
     "no-span-links",
     "no-python",
     "no-python-code-cache",
+    "python-code-cache-after",
     "short-names",
     "context-uprobe",
     "endpoint",
@@ -181,6 +182,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "no-python", NULL);
 	fprintf(f, "no-python-code-cache: %s", o->no_python_code_cache ? "true" : "false");
 	put_source(f, cfg, "no-python-code-cache", NULL);
+	fprintf(f, "python-code-cache-after: %g", o->python_code_cache_after_s);
+	put_source(f, cfg, "python-code-cache-after", NULL);
 	fprintf(f, "no-v8: %s", o->no_v8 ? "true" : "false");
 	put_source(f, cfg, "no-v8", NULL);
 	fprintf(f, "short-names: %s", o->short_names ? "true" : "false");

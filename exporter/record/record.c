@@ -289,9 +289,9 @@ static void python_found(void *ctx, uint32_t pid)
 }
 
 /* pytab_opts.attach_dealloc, detach_dealloc: the sampler's code-deallocation uprobes. */
-static int attach_python_dealloc(void *ctx, const char *path, uint64_t offset)
+static int attach_python_dealloc(void *ctx, uint32_t pid, const char *path, uint64_t offset)
 {
-	return sampler__attach_python_dealloc(ctx, path, offset);
+	return sampler__attach_python_dealloc(ctx, pid, path, offset);
 }
 
 static void detach_python_dealloc(void *ctx, int handle)
@@ -314,6 +314,7 @@ static void start_python(struct recorder *r, struct sampler *s, const uint32_t *
 	po.procs_fd = pm.procs_fd;
 	po.proc_known = pm.proc_known;
 	po.epochs_fd = pm.epochs_fd;
+	po.cache_after_ns = (uint64_t)(r->opts->python_code_cache_after_s * 1e9);
 	if (pm.epochs_fd >= 0) {
 		po.attach_dealloc = attach_python_dealloc;
 		po.detach_dealloc = detach_python_dealloc;

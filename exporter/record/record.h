@@ -77,7 +77,8 @@ struct record_opts {
 	int k8s;	  /* --k8s: Kubernetes resource attributes (exporter/process/k8smeta.h) */
 	int java_perfmap; /* --java-perfmap: ask JVMs for their perf map (docs/jit.md) */
 	int no_python;	  /* --no-python: no CPython frames (docs/python.md) */
-	int no_python_code_cache; /* --no-python-code-cache (docs/python.md) */
+	int no_python_code_cache;	  /* --no-python-code-cache (docs/python.md) */
+	double python_code_cache_after_s; /* --python-code-cache-after */
 	int no_v8;	 /* --no-v8: no JavaScript frames from V8's structures (docs/node.md) */
 	int short_names; /* --short-names: C++/Rust names without parameters and templates */
 

@@ -36,9 +36,6 @@ static const struct sampler_event_type *const event_types[SP_PROF_NTYPES] = {
     [SP_PROF_OFFCPU] = &sampler_ev_offcpu,
 };
 
-/* CPython files whose code-object deallocation gets a uprobe (the code-object cache). */
-#define SAMPLER_MAX_PY_FILES 64
-
 struct sampler {
 	struct sampler_bpf *skel;
 	struct ring_buffer *rb;	    /* the sample ring: consumed under qlock, into q */
@@ -82,9 +79,9 @@ struct sampler {
 	int unwind;
 	int threadctx;
 	int python; /* the Python walk is loaded */
-	/* The code-object cache's deallocation uprobes, one per CPython file. */
+	/* The code-object cache's deallocation uprobes, one per process (NULL: a free slot). */
 	int py_code_cache;
-	struct bpf_link *py_dealloc_links[SAMPLER_MAX_PY_FILES];
+	struct bpf_link **py_dealloc_links;
 	size_t npy_dealloc_links;
 	struct bpf_link *ctx_prctl_link;
 	struct bpf_link **uprobe_links;
@@ -934,6 +931,7 @@ void sampler__free(struct sampler *s)
 	free(s->uprobe_links);
 	for (size_t i = 0; i < s->npy_dealloc_links; i++)
 		bpf_link__destroy(s->py_dealloc_links[i]);
+	free(s->py_dealloc_links);
 	for (int t = 0; t < SP_PROF_NTYPES; t++)
 		if (event_types[t] && s->ev_state[t])
 			event_types[t]->free(s->ev_state[t]);
@@ -1053,22 +1051,33 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
 	return 0;
 }
 
-int sampler__attach_python_dealloc(struct sampler *s, const char *path, uint64_t offset)
+int sampler__attach_python_dealloc(struct sampler *s, uint32_t pid, const char *path,
+				   uint64_t offset)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	char what[PATH_MAX + 64];
-	struct bpf_link *l;
+	struct bpf_link *l, **grown;
+	size_t i;
 
 	if (!s->py_code_cache)
 		return -ENOTSUP;
-	if (s->npy_dealloc_links == SAMPLER_MAX_PY_FILES)
-		return -ENOSPC;
+	for (i = 0; i < s->npy_dealloc_links && s->py_dealloc_links[i]; i++)
+		;
+	if (i == s->npy_dealloc_links) {
+		if (i >= INT_MAX)
+			return -ENOSPC;
+		grown = realloc(s->py_dealloc_links, (i + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		s->py_dealloc_links = grown;
+		s->py_dealloc_links[s->npy_dealloc_links++] = NULL;
+	}
 	snprintf(what, sizeof(what), "python: code deallocation in %s", path);
-	l = uprobe__attach(s->skel->progs.on_py_code_dealloc, -1, path, offset, &uo, what);
+	l = uprobe__attach(s->skel->progs.on_py_code_dealloc, (pid_t)pid, path, offset, &uo, what);
 	if (!l)
-		return -errno;
-	s->py_dealloc_links[s->npy_dealloc_links] = l;
-	return (int)s->npy_dealloc_links++;
+		return errno ? -errno : -EIO;
+	s->py_dealloc_links[i] = l;
+	return (int)i;
 }
 
 void sampler__detach_python_dealloc(struct sampler *s, int handle)

@@ -180,13 +180,14 @@ struct sampler_python_maps {
 /* The Python walk's maps: 0, or -ENOTSUP when the walk is not loaded. */
 int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *out);
 /*
- * Attaches the code-deallocation uprobe (bpf/python.bpf.h on_py_code_dealloc) at file offset
- * @offset of the ELF file @path (every process mapping it; the agent passes
- * /proc/PID/root/PATH). Kept until sampler__detach_python_dealloc() or sampler__free(). Its
- * handle (>= 0), or -ENOTSUP (no code-object cache), -ENOSPC (as many files as allowed have
- * had one already) or the attach's -errno.
+ * Attaches the code-deallocation uprobe (bpf/python.bpf.h on_py_code_dealloc) for process @pid
+ * alone (the kernel patches that process's memory only) at file offset @offset of the ELF file
+ * @path (the agent passes /proc/PID/map_files/START-END). Kept until
+ * sampler__detach_python_dealloc() or sampler__free(). Its handle (>= 0), or -ENOTSUP (no
+ * code-object cache), -ENOMEM, or the attach's -errno.
  */
-int sampler__attach_python_dealloc(struct sampler *s, const char *path, uint64_t offset);
+int sampler__attach_python_dealloc(struct sampler *s, uint32_t pid, const char *path,
+				   uint64_t offset);
 /* Detaches the uprobe of @handle (sampler__attach_python_dealloc()); a bad handle is a no-op. */
 void sampler__detach_python_dealloc(struct sampler *s, int handle);
 /*

@@ -43,11 +43,7 @@ struct file_entry {
 	 */
 	int inspected;
 	struct pyelf_info info;
-	/* The code-deallocation uprobe (the code-object cache): 0 not tried, 1 attached, else
-	 * the -errno it failed with (tried once per file; -ECANCELED: taken off, too costly). */
-	int dealloc;
-	int dealloc_handle;
-	uint64_t frees; /* code objects its processes freed since the last sweep */
+	int dealloc_logged; /* a code-deallocation uprobe message was written for this file */
 	UT_hash_handle hh;
 };
 
@@ -58,8 +54,14 @@ struct pyentry {
 	struct file_key file;	/* the interpreter's file */
 	uint64_t gone_ns;	/* when the process was found gone; 0: alive */
 	int described;		/* the descriptor is in py_procs */
-	int epoch;		/* the process's code epoch is in py_code_epochs */
-	uint64_t frees_seen;	/* its epoch's count of frees at the last sweep */
+	/* The code-object cache: the process's code epoch is in py_code_epochs; its count of
+	 * frees at the last sweep; its code-deallocation uprobe (-1: none); when it was
+	 * described (the cache starts PYTAB_CACHE_AFTER_NS later); no cache for it, ever. */
+	int epoch;
+	uint64_t frees_seen;
+	int dealloc_handle;
+	uint64_t described_ns;
+	int no_cache;
 	UT_hash_handle hh;
 };
 
@@ -130,11 +132,21 @@ struct pytab *pytab__new(const struct pytab_opts *o)
 	return t;
 }
 
-static void entry_undescribe(struct pytab *t, struct pyentry *e)
+/* The process's code-object cache off: its epoch first (its walks stop using the cache), then
+ * its uprobe. */
+static void cache_off(struct pytab *t, struct pyentry *e)
 {
 	if (e->epoch)
 		bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
 	e->epoch = 0;
+	if (e->dealloc_handle >= 0 && t->o.detach_dealloc)
+		t->o.detach_dealloc(t->o.attach_ctx, e->dealloc_handle);
+	e->dealloc_handle = -1;
+}
+
+static void entry_undescribe(struct pytab *t, struct pyentry *e)
+{
+	cache_off(t, e);
 	if (e->described && t->o.procs_fd >= 0)
 		bpf_map_delete_elem(t->o.procs_fd, &e->pid);
 	e->described = 0;
@@ -325,74 +337,111 @@ static void not_cpython(struct pytab *t, const struct procmaps *maps)
 /*
  * Gives @e's process a new code epoch (bpf/python.h, the code-object cache): a number no
  * process of the run had, so that no slot filled before matches. Deleted and created, never
- * updated in place (bpf/python.bpf.h, py_code_epochs). Its file's uprobe must be attached.
+ * updated in place (bpf/python.bpf.h, py_code_epochs). Its uprobe must be attached. 0, or
+ * -errno (the map full).
  */
-static void epoch_renew(struct pytab *t, struct pyentry *e)
+static int epoch_renew(struct pytab *t, struct pyentry *e)
 {
 	struct py_code_epoch v = {.epoch = ++t->epochs << 32};
-
-	bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
-	e->epoch = !bpf_map_update_elem(t->o.epochs_fd, &e->pid, &v, BPF_NOEXIST);
-	e->frees_seen = 0;
-}
-
-/*
- * Attaches the code-deallocation uprobe to the file of @e's interpreter (mapped in @maps, its
- * executable mappings): PyCode_Type.tp_dealloc's address as a file offset. 1, or -errno.
- */
-static int dealloc_attach(struct pytab *t, struct pyentry *e, const struct procmaps *maps)
-{
-	char path[PATH_MAX + 32];
-	const struct procmap *m = NULL;
-	uint64_t addr = 0;
 	int err;
 
-	err = pyproc__code_dealloc(e->p, &addr);
-	if (err)
-		return err;
-	for (size_t i = 0; i < maps->n && !m; i++)
-		if (addr >= maps->maps[i].start && addr < maps->maps[i].end)
-			m = &maps->maps[i];
-	/* In the interpreter's own file, in code: else it is not the function it should be. */
-	if (!m || !(m->prot & PROT_EXEC) || m->inode != e->file.ino ||
-	    m->dev_major != e->file.dev_major || m->dev_minor != e->file.dev_minor || m->deleted)
-		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/%u/root%s", e->pid, m->path);
-	err = t->o.attach_dealloc(t->o.attach_ctx, path, addr - m->start + m->offset);
-	if (err < 0)
-		return err;
-	file_find(t, &e->file)->dealloc_handle = err;
-	return 1;
+	bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
+	err = bpf_map_update_elem(t->o.epochs_fd, &e->pid, &v, BPF_NOEXIST) ? -errno : 0;
+	e->epoch = !err;
+	e->frees_seen = 0;
+	return err;
 }
 
 /*
- * After @e's process was described: its code epoch, once its interpreter's file has the
- * deallocation uprobe (attached at the file's first process). A file where that fails is
- * named once in the log; its processes' walks read every code object.
+ * Attaches the code-deallocation uprobe for @e's process alone: PyCode_Type.tp_dealloc's
+ * address, in an executable mapping of the interpreter's own file, as a file offset of that
+ * mapping's file, named by /proc/PID/map_files/START-END (the very file mapped, even if a
+ * path now names another; not checked by stat(): on overlayfs, as in containers, its st_dev
+ * is the overlay's where the maps give the real file's). The process is checked to be the
+ * one described, before and after, so a PID reused in between never keeps the uprobe. The
+ * handle, or -errno: -EINVAL when the function is not where it must be, -ESRCH when the
+ * process is gone.
  */
-static void epoch_start(struct pytab *t, struct pyentry *e, const struct procmaps *maps)
+static int dealloc_attach(struct pytab *t, struct pyentry *e)
 {
-	struct file_entry *f;
+	struct procmaps maps = {0};
+	const struct procmap *m = NULL;
+	char path[96];
+	uint64_t addr = 0, offset = 0;
+	int err, h;
 
-	if (t->o.epochs_fd < 0 || !t->o.attach_dealloc || !e->p)
-		return;
-	f = file_find(t, &e->file);
-	if (!f)
-		return;
-	if (!f->dealloc) {
-		f->dealloc = dealloc_attach(t, e, maps);
-		if (f->dealloc == 1) {
-			t->st.dealloc_hooks++;
-		} else {
-			t->st.dealloc_failed++;
-			fprintf(t->o.log,
-				"spanprof: python: no uprobe on the code-object deallocation of "
-				"PID %u's interpreter (%s): its samples read every code object\n",
-				e->pid, strerror(-f->dealloc));
-		}
+	err = pyproc__code_dealloc(e->p, &addr);
+	if (!err)
+		err = procmaps__read_filtered((int)e->pid, PROCMAPS_EXEC_ONLY, &maps);
+	for (size_t i = 0; !err && i < maps.n && !m; i++)
+		if (addr >= maps.maps[i].start && addr < maps.maps[i].end)
+			m = &maps.maps[i];
+	if (!err && (!m || !(m->prot & PROT_EXEC) || m->inode != e->file.ino ||
+		     m->dev_major != e->file.dev_major || m->dev_minor != e->file.dev_minor))
+		err = -EINVAL;
+	if (!err) {
+		snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", e->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		offset = addr - m->start + m->offset;
 	}
-	if (f->dealloc == 1)
-		epoch_renew(t, e);
+	procmaps__clear(&maps);
+	if (!err && e->start_boot_ns)
+		err = proclife__check(e->pid, e->start_boot_ns);
+	if (err)
+		return err;
+	h = t->o.attach_dealloc(t->o.attach_ctx, e->pid, path, offset);
+	if (h >= 0 && e->start_boot_ns && proclife__check(e->pid, e->start_boot_ns)) {
+		if (t->o.detach_dealloc)
+			t->o.detach_dealloc(t->o.attach_ctx, h);
+		return -ESRCH;
+	}
+	return h;
+}
+
+/* One message per interpreter file about its uprobe. */
+static void dealloc_log(struct pytab *t, const struct pyentry *e, const char *what)
+{
+	struct file_entry *f = file_find(t, &e->file);
+
+	if (f && f->dealloc_logged)
+		return;
+	if (f)
+		f->dealloc_logged = 1;
+	fprintf(t->o.log, "spanprof: python: %s (PID %u, %s)\n", what, e->pid,
+		e->p ? pyproc__path(e->p) : "?");
+}
+
+/*
+ * @e's code-object cache on: its uprobe, then its epoch. A process gone meanwhile is left for
+ * the sweep; any other failure leaves it without the cache for good (counted, logged once per
+ * file).
+ */
+static void cache_on(struct pytab *t, struct pyentry *e)
+{
+	char what[160];
+	int h = dealloc_attach(t, e);
+
+	if (h == -ESRCH || h == -ESTALE || h == -ENOENT) {
+		e->no_cache = 1; /* exited, or its mapping went: nothing to do for it */
+		return;
+	}
+	if (h >= 0) {
+		e->dealloc_handle = h;
+		h = epoch_renew(t, e);
+		if (!h) {
+			t->st.dealloc_hooks++;
+			return;
+		}
+		cache_off(t, e);
+	}
+	e->no_cache = 1;
+	t->st.dealloc_failed++;
+	snprintf(what, sizeof(what),
+		 "no uprobe on the code-object deallocation (%s): the walks of this file's "
+		 "processes read every code object",
+		 h == -EINVAL ? "PyCode_Type.tp_dealloc not in the interpreter's code"
+			      : strerror(-h));
+	dealloc_log(t, e, what);
 }
 
 static int describe(struct pytab *t, struct pyentry *e)
@@ -453,8 +502,10 @@ static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k,
 		err = proclife__check(e->pid, e->start_boot_ns);
 	if (!err)
 		err = describe(t, e);
-	if (!err)
-		epoch_start(t, e, maps);
+	if (!err) {
+		e->described_ns = util__mono_ns();
+		e->dealloc_handle = -1;
+	}
 	if (!err) {
 		t->st.processes++;
 		t->st.live++;
@@ -605,58 +656,51 @@ void pytab__new_epoch(struct pytab *t)
 		pyproc__new_epoch(e->p);
 		/* 3.13: a second interpreter seen: the walk keys frames by contents from now on. */
 		if (pyproc__desc_changed(e->p) && e->described) {
+			/* Fingerprints are keyed otherwise now: the cache is done with (rare: 3.13
+			 * with a second interpreter). */
+			cache_off(t, e);
+			e->no_cache = 1;
 			describe(t, e);
-			/* Fingerprints are keyed otherwise now: no slot filled before is used. */
-			if (e->epoch)
-				epoch_renew(t, e);
 		}
 	}
 }
 
 /*
- * The code objects each process with a code epoch freed since the last sweep, summed per file;
- * a file above PYTAB_MAX_FREES_PER_S over @elapsed_ns loses its uprobe: its processes' epochs
- * go first (their walks stop using the cache), then the uprobe.
+ * The code-object cache of each described process: on once it has been described for
+ * o.cache_after_ns (short-lived processes never pay for the uprobe: it is hit by every code
+ * object freed, and an interpreter frees thousands as it exits); off when, over @elapsed_ns
+ * (0: not a sweep), it freed more than PYTAB_MAX_FREES_PER_S code objects a second.
  */
-static void dealloc_sweep(struct pytab *t, uint64_t elapsed_ns)
+static void cache_sweep(struct pytab *t, uint64_t now, uint64_t elapsed_ns)
 {
-	struct file_entry *f, *ftmp;
 	struct pyentry *e, *tmp;
 	struct py_code_epoch v;
+	char what[160];
 
 	HASH_ITER (hh, t->procs, e, tmp) {
-		if (!e->epoch || bpf_map_lookup_elem(t->o.epochs_fd, &e->pid, &v))
+		if (!e->described || e->gone_ns || e->no_cache)
 			continue;
-		f = file_find(t, &e->file);
-		if (f)
-			f->frees += (uint32_t)v.epoch - e->frees_seen;
-		e->frees_seen = (uint32_t)v.epoch;
-	}
-	HASH_ITER (hh, t->files, f, ftmp) {
-		uint64_t frees = f->frees;
-		const char *path = "?";
-
-		f->frees = 0;
-		if (f->dealloc != 1 || frees * 1000000000ull <= PYTAB_MAX_FREES_PER_S * elapsed_ns)
+		if (!e->epoch) {
+			if (now - e->described_ns >= t->o.cache_after_ns)
+				cache_on(t, e);
 			continue;
-		HASH_ITER (hh, t->procs, e, tmp) {
-			if (!memcmp(&e->file, &f->key, sizeof(f->key)) && e->p)
-				path = pyproc__path(e->p);
-			if (e->epoch && !memcmp(&e->file, &f->key, sizeof(f->key))) {
-				bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
-				e->epoch = 0;
-			}
 		}
-		if (t->o.detach_dealloc)
-			t->o.detach_dealloc(t->o.attach_ctx, f->dealloc_handle);
-		f->dealloc = -ECANCELED;
+		if (!elapsed_ns || bpf_map_lookup_elem(t->o.epochs_fd, &e->pid, &v))
+			continue;
+		if (((uint32_t)v.epoch - e->frees_seen) * 1000000000ull <=
+		    PYTAB_MAX_FREES_PER_S * elapsed_ns) {
+			e->frees_seen = (uint32_t)v.epoch;
+			continue;
+		}
+		snprintf(what, sizeof(what),
+			 "%llu code objects freed in %.0f s: the code-deallocation uprobe is off "
+			 "for this process (it cost it about 1 us a free); its walks read every "
+			 "code object",
+			 (unsigned long long)((uint32_t)v.epoch - e->frees_seen), elapsed_ns / 1e9);
+		cache_off(t, e);
+		e->no_cache = 1;
 		t->st.dealloc_dropped++;
-		fprintf(
-		    t->o.log,
-		    "spanprof: python: %llu code objects freed in %.0f s by the processes of %s: "
-		    "its code-deallocation uprobe is off (it cost them about 1 us a free); their "
-		    "samples read every code object\n",
-		    (unsigned long long)frees, elapsed_ns / 1e9, path);
+		dealloc_log(t, e, what);
 	}
 }
 
@@ -666,10 +710,10 @@ void pytab__tick(struct pytab *t)
 	struct pyentry *e, *tmp;
 	int err;
 
+	if (t->o.attach_dealloc)
+		cache_sweep(t, now, now - t->last_sweep_ns < SWEEP_NS ? 0 : now - t->last_sweep_ns);
 	if (now - t->last_sweep_ns < SWEEP_NS)
 		return;
-	if (t->o.attach_dealloc)
-		dealloc_sweep(t, now - t->last_sweep_ns);
 	t->last_sweep_ns = now;
 	HASH_ITER (hh, t->procs, e, tmp) {
 		if (e->gone_ns) {

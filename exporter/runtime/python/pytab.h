@@ -25,7 +25,7 @@
 
 struct procmaps;
 
-/* Code objects freed a second, over one file's processes, above which its uprobe goes. */
+/* Code objects a process frees a second above which its code-deallocation uprobe goes. */
 #define PYTAB_MAX_FREES_PER_S 1000
 
 /* Why a process that maps CPython got no descriptor: X(name, description). */
@@ -59,10 +59,10 @@ struct pytab_stats {
 	uint64_t files_inspected;		/* candidate files found not to be CPython */
 	uint64_t name_errors[PYPROC_ERR_COUNT]; /* reads naming frames that failed, by reason */
 	uint64_t code_hits, code_misses;	/* code objects named from the cache / read */
-	/* CPython files with the code-deallocation uprobe (the BPF code-object cache), and
-	 * files where attaching it failed (their processes' walks read every code object). */
+	/* Processes given the code-deallocation uprobe (the BPF code-object cache), and those
+	 * where attaching it failed (their walks read every code object). */
 	uint64_t dealloc_hooks, dealloc_failed;
-	/* Files whose uprobe was taken off again: code objects freed too often (pytab__tick()). */
+	/* Processes whose uprobe was taken off again: code objects freed too often. */
 	uint64_t dealloc_dropped;
 };
 
@@ -73,13 +73,15 @@ struct pytab_opts {
 	FILE *log; /* the once-per-file messages; NULL: stderr */
 	/*
 	 * The code-object cache (bpf/python.h): py_code_epochs (tgid -> struct py_code_epoch), -1:
-	 * none; and how to attach the code-deallocation uprobe at file offset @offset of @path
-	 * (a handle >= 0, or -errno; sampler__attach_python_dealloc()), NULL: none, and to detach
-	 * it again (sampler__detach_python_dealloc()).
+	 * none; how to attach the code-deallocation uprobe for process @pid at file offset
+	 * @offset of @path (a handle >= 0, or -errno; sampler__attach_python_dealloc()), NULL:
+	 * none, and to detach it again (sampler__detach_python_dealloc()); and how long after a
+	 * process is described its cache starts (ns; 0: at the next tick).
 	 */
 	int epochs_fd;
-	int (*attach_dealloc)(void *ctx, const char *path, uint64_t offset);
+	int (*attach_dealloc)(void *ctx, uint32_t pid, const char *path, uint64_t offset);
 	void (*detach_dealloc)(void *ctx, int handle);
+	uint64_t cache_after_ns;
 	void *attach_ctx;
 };
 
@@ -129,10 +131,12 @@ struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns
 void pytab__new_epoch(struct pytab *t);
 
 /*
- * Every few seconds: forgets processes that are gone (after their last samples were named), and
- * takes the code-deallocation uprobe off a file whose processes freed more than
- * PYTAB_MAX_FREES_PER_S code objects a second since the last sweep (each free costs its process
- * a uprobe hit, about 1 us): their walks read every code object from then on (logged once).
+ * Often (each call): gives processes described for pytab_opts.cache_after_ns their
+ * code-object cache (a uprobe for the process alone, then its epoch). Every few seconds:
+ * forgets processes that are gone (after their last samples were named), and takes the cache
+ * off a process that freed more than PYTAB_MAX_FREES_PER_S code objects a second since the
+ * last sweep (each free costs it a uprobe hit, about 1 us): its walks read every code object
+ * from then on (logged once per file, counted).
  */
 void pytab__tick(struct pytab *t);
 
