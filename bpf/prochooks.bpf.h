@@ -43,6 +43,10 @@ int BPF_PROG(on_proc_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixe
 
 	if (ctx_threads_enabled)
 		threadctx_on_thread_exit(p->pid);
+	/* The code-deallocation uprobe is the leader's (perf_event_open with its PID): once the
+	 * leader is gone the kernel filters its hits out, so the code epoch goes with it. */
+	if (python_enabled && p->pid == p->tgid)
+		python_on_leader_exit(pid);
 	if (!(unwind_enabled || python_enabled) || !sp_exit_group_dead(ctx, p))
 		return 0;
 	/* The maps of the process's set bits only (new processes often exit before any). */

@@ -295,6 +295,11 @@ int on_py_code_dealloc(struct pt_regs *ctx)
  * ends it. Dropped here at once, so that no sample walks another image with it before the agent
  * hears of the change. Parts of the exec and exit hooks (bpf/prochooks.bpf.h).
  */
+static __always_inline void python_on_leader_exit(__u32 pid)
+{
+	bpf_map_delete_elem(&py_code_epochs, &pid);
+}
+
 static __always_inline void python_on_exec_or_exit(__u32 pid)
 {
 	sp_map_forget(&py_procs, &pid);

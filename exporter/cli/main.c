@@ -217,8 +217,8 @@ static const struct argp_option record_options[] = {
      3},
     {"no-python-code-cache", OPT_NO_PYTHON_CODE_CACHE, NULL, 0,
      "Read every Python frame's code object at every sample instead of keeping what earlier "
-     "samples proved (which needs a uprobe on each CPython file's code-object deallocation, "
-     "hit once per code object freed; docs/python.md)",
+     "samples proved (which needs a uprobe on each CPython process's code-object "
+     "deallocation, hit once per code object freed; docs/python.md)",
      3},
     {"python-code-cache-after", OPT_PYTHON_CODE_CACHE_AFTER, "SECONDS", 0,
      "Give a CPython process the code-object cache (and its uprobe) once it has been known this "

@@ -294,9 +294,9 @@ static int attach_python_dealloc(void *ctx, uint32_t pid, const char *path, uint
 	return sampler__attach_python_dealloc(ctx, pid, path, offset);
 }
 
-static void detach_python_dealloc(void *ctx, int handle)
+static void detach_python_dealloc(void *ctx, int handle, uint32_t pid)
 {
-	sampler__detach_python_dealloc(ctx, handle);
+	sampler__detach_python_dealloc(ctx, handle, pid);
 }
 
 /*

@@ -79,9 +79,13 @@ struct sampler {
 	int unwind;
 	int threadctx;
 	int python; /* the Python walk is loaded */
-	/* The code-object cache's deallocation uprobes, one per process (NULL: a free slot). */
+	/* The code-object cache's deallocation uprobes, one per process (link NULL: a free
+	 * slot), with the process each is for. */
 	int py_code_cache;
-	struct bpf_link **py_dealloc_links;
+	struct py_dealloc_link {
+		struct bpf_link *link;
+		uint32_t pid;
+	} * py_dealloc_links;
 	size_t npy_dealloc_links;
 	struct bpf_link *ctx_prctl_link;
 	struct bpf_link **uprobe_links;
@@ -930,7 +934,7 @@ void sampler__free(struct sampler *s)
 		bpf_link__destroy(s->uprobe_links[i]);
 	free(s->uprobe_links);
 	for (size_t i = 0; i < s->npy_dealloc_links; i++)
-		bpf_link__destroy(s->py_dealloc_links[i]);
+		bpf_link__destroy(s->py_dealloc_links[i].link);
 	free(s->py_dealloc_links);
 	for (int t = 0; t < SP_PROF_NTYPES; t++)
 		if (event_types[t] && s->ev_state[t])
@@ -1056,12 +1060,13 @@ int sampler__attach_python_dealloc(struct sampler *s, uint32_t pid, const char *
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	char what[PATH_MAX + 64];
-	struct bpf_link *l, **grown;
+	struct py_dealloc_link *grown;
+	struct bpf_link *l;
 	size_t i;
 
 	if (!s->py_code_cache)
 		return -ENOTSUP;
-	for (i = 0; i < s->npy_dealloc_links && s->py_dealloc_links[i]; i++)
+	for (i = 0; i < s->npy_dealloc_links && s->py_dealloc_links[i].link; i++)
 		;
 	if (i == s->npy_dealloc_links) {
 		if (i >= INT_MAX)
@@ -1070,22 +1075,27 @@ int sampler__attach_python_dealloc(struct sampler *s, uint32_t pid, const char *
 		if (!grown)
 			return -ENOMEM;
 		s->py_dealloc_links = grown;
-		s->py_dealloc_links[s->npy_dealloc_links++] = NULL;
+		s->py_dealloc_links[s->npy_dealloc_links++] = (struct py_dealloc_link){0};
 	}
 	snprintf(what, sizeof(what), "python: code deallocation in %s", path);
 	l = uprobe__attach(s->skel->progs.on_py_code_dealloc, (pid_t)pid, path, offset, &uo, what);
 	if (!l)
 		return errno ? -errno : -EIO;
-	s->py_dealloc_links[i] = l;
+	s->py_dealloc_links[i] = (struct py_dealloc_link){.link = l, .pid = pid};
 	return (int)i;
 }
 
-void sampler__detach_python_dealloc(struct sampler *s, int handle)
+void sampler__detach_python_dealloc(struct sampler *s, int handle, uint32_t pid)
 {
+	struct py_dealloc_link *d;
+
 	if (handle < 0 || (size_t)handle >= s->npy_dealloc_links)
 		return;
-	bpf_link__destroy(s->py_dealloc_links[handle]);
-	s->py_dealloc_links[handle] = NULL;
+	d = &s->py_dealloc_links[handle];
+	if (!d->link || d->pid != pid)
+		return; /* not that process's: never another's uprobe */
+	bpf_link__destroy(d->link);
+	*d = (struct py_dealloc_link){0};
 }
 
 /* Sums per-CPU array @fd's first @n counters over the CPUs into @out. 0 or -ENOMEM. */

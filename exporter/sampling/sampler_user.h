@@ -188,8 +188,11 @@ int sampler__python_maps(const struct sampler *s, struct sampler_python_maps *ou
  */
 int sampler__attach_python_dealloc(struct sampler *s, uint32_t pid, const char *path,
 				   uint64_t offset);
-/* Detaches the uprobe of @handle (sampler__attach_python_dealloc()); a bad handle is a no-op. */
-void sampler__detach_python_dealloc(struct sampler *s, int handle);
+/*
+ * Detaches the uprobe of @handle (sampler__attach_python_dealloc()) of process @pid; a handle
+ * that is not @pid's (free, or another process's) is a no-op.
+ */
+void sampler__detach_python_dealloc(struct sampler *s, int handle, uint32_t pid);
 /*
  * The Python walk's per-CPU counters summed into @out[@n] (index 0: samples walked; then one
  * per enum py_stop, then the PY_STAT_CODE_* counters, bpf/python.h). 0, -ENOTSUP (not loaded)

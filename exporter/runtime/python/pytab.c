@@ -54,11 +54,12 @@ struct pyentry {
 	struct file_key file;	/* the interpreter's file */
 	uint64_t gone_ns;	/* when the process was found gone; 0: alive */
 	int described;		/* the descriptor is in py_procs */
-	/* The code-object cache: the process's code epoch is in py_code_epochs; its count of
-	 * frees at the last sweep; its code-deallocation uprobe (-1: none); when it was
-	 * described (the cache starts PYTAB_CACHE_AFTER_NS later); no cache for it, ever. */
+	/* The code-object cache: the process's code epoch is in py_code_epochs; the epoch's
+	 * value, and when, at the last sweep (or when it began); its code-deallocation uprobe
+	 * (-1: none); when it was described (the cache starts o.cache_after_ns later); no cache
+	 * for it, ever. */
 	int epoch;
-	uint64_t frees_seen;
+	uint64_t epoch_seen, epoch_seen_ns;
 	int dealloc_handle;
 	uint64_t described_ns;
 	int no_cache;
@@ -76,6 +77,7 @@ struct pytab {
 	uint64_t freed_errors[PYPROC_ERR_COUNT];
 	uint64_t freed_hits, freed_misses;
 	uint64_t epochs; /* code epochs handed out (each starts at its number << 32) */
+	size_t cached;	 /* processes with a code-deallocation uprobe now */
 };
 
 static const char *const failure_names[] = {
@@ -139,8 +141,10 @@ static void cache_off(struct pytab *t, struct pyentry *e)
 	if (e->epoch)
 		bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
 	e->epoch = 0;
-	if (e->dealloc_handle >= 0 && t->o.detach_dealloc)
-		t->o.detach_dealloc(t->o.attach_ctx, e->dealloc_handle);
+	if (e->dealloc_handle >= 0 && t->o.detach_dealloc) {
+		t->o.detach_dealloc(t->o.attach_ctx, e->dealloc_handle, e->pid);
+		t->cached--;
+	}
 	e->dealloc_handle = -1;
 }
 
@@ -348,7 +352,8 @@ static int epoch_renew(struct pytab *t, struct pyentry *e)
 	bpf_map_delete_elem(t->o.epochs_fd, &e->pid);
 	err = bpf_map_update_elem(t->o.epochs_fd, &e->pid, &v, BPF_NOEXIST) ? -errno : 0;
 	e->epoch = !err;
-	e->frees_seen = 0;
+	e->epoch_seen = v.epoch;
+	e->epoch_seen_ns = util__mono_ns();
 	return err;
 }
 
@@ -392,7 +397,7 @@ static int dealloc_attach(struct pytab *t, struct pyentry *e)
 	h = t->o.attach_dealloc(t->o.attach_ctx, e->pid, path, offset);
 	if (h >= 0 && e->start_boot_ns && proclife__check(e->pid, e->start_boot_ns)) {
 		if (t->o.detach_dealloc)
-			t->o.detach_dealloc(t->o.attach_ctx, h);
+			t->o.detach_dealloc(t->o.attach_ctx, h, e->pid);
 		return -ESRCH;
 	}
 	return h;
@@ -426,8 +431,18 @@ static void cache_on(struct pytab *t, struct pyentry *e)
 		return;
 	}
 	if (h >= 0) {
+		struct py_desc d;
+
 		e->dealloc_handle = h;
+		t->cached++;
 		h = epoch_renew(t, e);
+		/* Its descriptor gone meanwhile: BPF's exec hook ran (and deleted the epoch before
+		 * this one was made): no epoch may outlive it. */
+		if (!h && t->o.procs_fd >= 0 && bpf_map_lookup_elem(t->o.procs_fd, &e->pid, &d)) {
+			cache_off(t, e);
+			e->no_cache = 1;
+			return;
+		}
 		if (!h) {
 			t->st.dealloc_hooks++;
 			return;
@@ -580,6 +595,7 @@ void pytab__maps_hook(struct pytab *t, uint32_t pid, uint64_t start_boot_ns,
 		goto cleanup;
 	e->pid = pid;
 	e->start_boot_ns = start_boot_ns;
+	e->dealloc_handle = -1;
 	HASH_ADD(hh, t->procs, pid, sizeof(e->pid), e);
 	k = key_of(found);
 	attach(t, e, &k, maps, found);
@@ -667,36 +683,52 @@ void pytab__new_epoch(struct pytab *t)
 
 /*
  * The code-object cache of each described process: on once it has been described for
- * o.cache_after_ns (short-lived processes never pay for the uprobe: it is hit by every code
- * object freed, and an interpreter frees thousands as it exits); off when, over @elapsed_ns
- * (0: not a sweep), it freed more than PYTAB_MAX_FREES_PER_S code objects a second.
+ * o.cache_after_ns and its start time is known (short-lived processes never pay for the
+ * uprobe: it is hit by every code object freed, and an interpreter frees thousands as it
+ * exits), at most PYTAB_CACHE_ON_PER_TICK a call and PYTAB_MAX_CACHED at once; at a @sweep,
+ * off when it freed more than PYTAB_MAX_FREES_PER_S code objects a second since the last, or
+ * when BPF dropped its epoch (exec, exit, its leader's exit).
  */
-static void cache_sweep(struct pytab *t, uint64_t now, uint64_t elapsed_ns)
+static void cache_sweep(struct pytab *t, uint64_t now, int sweep)
 {
 	struct pyentry *e, *tmp;
 	struct py_code_epoch v;
+	int started = 0;
 	char what[160];
 
 	HASH_ITER (hh, t->procs, e, tmp) {
+		uint64_t frees, ns;
+
 		if (!e->described || e->gone_ns || e->no_cache)
 			continue;
 		if (!e->epoch) {
-			if (now - e->described_ns >= t->o.cache_after_ns)
+			/* Known to be this process (its first sample gave its start time). */
+			if (e->start_boot_ns && now - e->described_ns >= t->o.cache_after_ns &&
+			    t->cached < PYTAB_MAX_CACHED && started < PYTAB_CACHE_ON_PER_TICK) {
 				cache_on(t, e);
+				started++;
+			}
 			continue;
 		}
-		if (!elapsed_ns || bpf_map_lookup_elem(t->o.epochs_fd, &e->pid, &v))
+		if (!sweep)
 			continue;
-		if (((uint32_t)v.epoch - e->frees_seen) * 1000000000ull <=
-		    PYTAB_MAX_FREES_PER_S * elapsed_ns) {
-			e->frees_seen = (uint32_t)v.epoch;
+		if (bpf_map_lookup_elem(t->o.epochs_fd, &e->pid, &v)) {
+			/* BPF dropped it (exec, exit, the leader's exit): the uprobe goes too. */
+			cache_off(t, e);
+			e->no_cache = 1;
 			continue;
 		}
+		frees = v.epoch - e->epoch_seen;
+		ns = now - e->epoch_seen_ns;
+		e->epoch_seen = v.epoch;
+		e->epoch_seen_ns = now;
+		if (frees * 1000000000.0 <= (double)PYTAB_MAX_FREES_PER_S * ns)
+			continue;
 		snprintf(what, sizeof(what),
-			 "%llu code objects freed in %.0f s: the code-deallocation uprobe is off "
+			 "%llu code objects freed in %.1f s: the code-deallocation uprobe is off "
 			 "for this process (it cost it about 1 us a free); its walks read every "
 			 "code object",
-			 (unsigned long long)((uint32_t)v.epoch - e->frees_seen), elapsed_ns / 1e9);
+			 (unsigned long long)frees, ns / 1e9);
 		cache_off(t, e);
 		e->no_cache = 1;
 		t->st.dealloc_dropped++;
@@ -711,7 +743,7 @@ void pytab__tick(struct pytab *t)
 	int err;
 
 	if (t->o.attach_dealloc)
-		cache_sweep(t, now, now - t->last_sweep_ns < SWEEP_NS ? 0 : now - t->last_sweep_ns);
+		cache_sweep(t, now, now - t->last_sweep_ns >= SWEEP_NS);
 	if (now - t->last_sweep_ns < SWEEP_NS)
 		return;
 	t->last_sweep_ns = now;

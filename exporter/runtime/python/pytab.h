@@ -27,6 +27,13 @@ struct procmaps;
 
 /* Code objects a process frees a second above which its code-deallocation uprobe goes. */
 #define PYTAB_MAX_FREES_PER_S 1000
+/*
+ * Processes with the code-object cache at once (each a uprobe, a perf event descriptor, and a
+ * consumer every hit of that place runs through), and processes given it per call of
+ * pytab__tick() (each attach walks the mappings of its file).
+ */
+#define PYTAB_MAX_CACHED 64
+#define PYTAB_CACHE_ON_PER_TICK 8
 
 /* Why a process that maps CPython got no descriptor: X(name, description). */
 #define PYTAB_FAILURES(X)                                                                          \
@@ -80,7 +87,7 @@ struct pytab_opts {
 	 */
 	int epochs_fd;
 	int (*attach_dealloc)(void *ctx, uint32_t pid, const char *path, uint64_t offset);
-	void (*detach_dealloc)(void *ctx, int handle);
+	void (*detach_dealloc)(void *ctx, int handle, uint32_t pid);
 	uint64_t cache_after_ns;
 	void *attach_ctx;
 };
