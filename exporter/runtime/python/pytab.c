@@ -519,9 +519,6 @@ static void attach(struct pytab *t, struct pyentry *e, const struct file_key *k,
 		err = describe(t, e);
 	if (!err) {
 		e->described_ns = util__mono_ns();
-		e->dealloc_handle = -1;
-	}
-	if (!err) {
 		t->st.processes++;
 		t->st.live++;
 		return;
