@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz target: ELF bytes through the symbolizer (exporter/symbols/symbolize.c): open (program
+ * Fuzz target: ELF bytes through the symbolizer (exporter/symbols/symbolize.h): open (program
  * headers, build-id note), load (.symtab/.dynsym, DWARF through libdw, compressed sections,
  * separate debug files) and lookups. The symbolizer wants paths, so the input is written to files
  * in a private directory under /dev/shm: the file itself, and, when the input carries a second ELF

@@ -1,4 +1,4 @@
-# Unit tests of the symbolizer (exporter/symbols/symbolize.c, ksyms.c, procmaps.c) and the small programs
+# Unit tests of the symbolizer (exporter/symbols/symbolize.h, ksyms.c, procmaps.c) and the small programs
 # they symbolize. The programs are built here, in every variant a real host meets: with and
 # without DWARF, PIE and not, stripped to .dynsym, split debug info (.gnu_debuglink, the build-id
 # tree), no build ID, a shared library, C++, and broken files.
