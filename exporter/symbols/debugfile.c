@@ -59,15 +59,15 @@ static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_cr
 
 	if (access(path, R_OK))
 		return NULL;
-	fd = open_regular(path, &st);
+	fd = symc_open_regular(path, &st);
 	if (fd < 0)
 		return NULL;
-	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	elf = symc_elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf)
 		goto reject;
 	if (st.st_dev == o->dev && st.st_ino == o->ino)
 		goto reject;
-	id = read_build_id(elf);
+	id = symc_read_build_id(elf);
 	if (o->build_id && id)
 		ok = !strcmp(o->build_id, id);
 	else if (check_crc)
@@ -138,7 +138,7 @@ static Elf *try_debug_path(struct elf_object *o, bool check_crc, uint32_t crc, c
  * for root = symcache_opts.debug_dir, then /usr/lib/debug. The Elf returned
  * reads through o->dbg_fd.
  */
-Elf *find_debug_file(struct elf_object *o, Elf *main_elf)
+Elf *symc_find_debug_file(struct elf_object *o, Elf *main_elf)
 {
 	const char *roots[2] = {o->cache->debug_dir, HOST_DEBUG_DIR};
 	const char *orig = o->orig_path ? o->orig_path : o->path, *link, *slash;
@@ -178,7 +178,7 @@ Elf *find_debug_file(struct elf_object *o, Elf *main_elf)
 }
 
 /* Opens the debug file found by an earlier load, through o->dbg_fd. */
-Elf *reopen_debug_file(struct elf_object *o)
+Elf *symc_reopen_debug_file(struct elf_object *o)
 {
 	struct stat st;
 	Elf *elf;
@@ -186,10 +186,10 @@ Elf *reopen_debug_file(struct elf_object *o)
 
 	if (!o->debug_path)
 		return NULL;
-	fd = open_regular(o->debug_path, &st);
+	fd = symc_open_regular(o->debug_path, &st);
 	if (fd < 0)
 		return NULL;
-	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	elf = symc_elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf) {
 		close(fd);
 		return NULL;
@@ -204,7 +204,7 @@ Elf *reopen_debug_file(struct elf_object *o)
  * arrived: checked like a local one (build IDs must match). Asks for it otherwise; the answer
  * is picked up by symcache__pick_up_debug_files(). NULL when there is none (yet).
  */
-Elf *fetch_debug_file(struct elf_object *o)
+Elf *symc_fetch_debug_file(struct elf_object *o)
 {
 	struct symcache *c = o->cache;
 	const char *path = NULL;

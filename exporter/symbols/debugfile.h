@@ -24,10 +24,10 @@
 struct elf_object;
 
 /* Searches the build-id tree, then @main_elf's .gnu_debuglink (see above); sets debug_path. */
-Elf *find_debug_file(struct elf_object *o, Elf *main_elf);
+Elf *symc_find_debug_file(struct elf_object *o, Elf *main_elf);
 /* Opens o->debug_path, found by an earlier load. */
-Elf *reopen_debug_file(struct elf_object *o);
+Elf *symc_reopen_debug_file(struct elf_object *o);
 /* debuginfod's file for o->build_id once fetched (checked as above), else asks for it. */
-Elf *fetch_debug_file(struct elf_object *o);
+Elf *symc_fetch_debug_file(struct elf_object *o);
 
 #endif /* SPANPROF_SYMBOLS_DEBUGFILE_H */

@@ -49,7 +49,7 @@ static int func_cmp(const void *a, const void *b)
  * any type), read through @dw (a handle on o->dwarf_elf); .debug_aranges is not used because
  * clang omits it.
  */
-int index_cus(struct elf_object *o, Dwarf *dw)
+int symc_index_cus(struct elf_object *o, Dwarf *dw)
 {
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
@@ -106,7 +106,7 @@ int index_cus(struct elf_object *o, Dwarf *dw)
 		o->cus[o->ncus - 1].unit_bytes = info_size - o->cus[o->ncus - 1].off;
 	if (o->ncu_ranges)
 		qsort(o->cu_ranges, o->ncu_ranges, sizeof(*o->cu_ranges), range_cmp);
-	charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
+	symc_charge_index(o, cap_cus * sizeof(*o->cus) + cap_ranges * sizeof(*o->cu_ranges));
 	return 0;
 }
 
@@ -169,7 +169,7 @@ static struct func_range *find_func(struct elf_object *o, struct cu_info *cu, ui
 			cu->nfuncs = 0;
 		} else if (cu->nfuncs) {
 			qsort(cu->funcs, cu->nfuncs, sizeof(*cu->funcs), func_cmp);
-			charge_index(o, cap * sizeof(*cu->funcs));
+			symc_charge_index(o, cap * sizeof(*cu->funcs));
 		}
 	}
 	/* No functions (funcs may be NULL: even NULL + 0 is undefined). */
@@ -213,7 +213,8 @@ static struct cu_info *find_cu(struct elf_object *o, uint64_t pc)
 		cu->die_ok = true;
 		/* libdw found it reading every unit before it in turn: their records stay. */
 		if (cu->unit_no >= o->units_found) {
-			charge_dwarf(o, (cu->unit_no + 1 - o->units_found) * UNIT_RECORD_BYTES);
+			symc_charge_dwarf(o,
+					  (cu->unit_no + 1 - o->units_found) * UNIT_RECORD_BYTES);
 			o->units_found = cu->unit_no + 1;
 		}
 		return cu;
@@ -372,7 +373,7 @@ static const char *scoped_name(struct elf_object *o, Dwarf_Die *die, const char 
 			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
 		} else if (tag == DW_TAG_subprogram) {
 			linkage = die_linkage_name(&scopes[i]);
-			sname = linkage ? demangle(o, linkage) : sname;
+			sname = linkage ? symc_demangle(o, linkage) : sname;
 			if (!sname)
 				break;
 			ok = append(buf, sizeof(buf), &len, sname, strlen(sname));
@@ -385,11 +386,11 @@ static const char *scoped_name(struct elf_object *o, Dwarf_Die *die, const char 
 		}
 	}
 	free(scopes);
-	/* Interned even unscoped: the cache outlives libdw's strings (drop_dwarf()). */
+	/* Interned even unscoped: the cache outlives libdw's strings (symc_drop_dwarf()). */
 	if (len && append(buf, sizeof(buf), &len, name, strlen(name)))
-		res = intern(o, buf);
+		res = symc_intern(o, buf);
 	else
-		res = intern(o, name);
+		res = symc_intern(o, name);
 	if (!res)
 		return name;
 	sn = malloc(sizeof(*sn));
@@ -401,7 +402,7 @@ static const char *scoped_name(struct elf_object *o, Dwarf_Die *die, const char 
 		if (hash_oom)
 			free(sn);
 		else
-			charge(o, sizeof(*sn) + ENTRY_OVERHEAD);
+			symc_charge(o, sizeof(*sn) + ENTRY_OVERHEAD);
 	}
 	return res;
 }
@@ -413,7 +414,7 @@ static bool die_names(struct elf_object *o, Dwarf_Die *die, Dwarf_Die *cudie, st
 	const char *name = dwarf_diename(die);
 
 	f->system_name = linkage ? linkage : name;
-	f->function = linkage ? demangle(o, linkage) : name;
+	f->function = linkage ? symc_demangle(o, linkage) : name;
 	if (linkage && f->function == linkage && name)
 		f->function = name; /* not mangled after all (extern "C", asm labels) */
 	if (!linkage && name && is_cxx(cudie))
@@ -466,7 +467,7 @@ static const char *source_path(struct elf_object *o, Dwarf_Die *cudie, const cha
 	len = snprintf(buf, sizeof(buf), "%s/%s", dir, file);
 	if (len < 0 || (size_t)len >= sizeof(buf))
 		return file;
-	s = intern(o, buf);
+	s = symc_intern(o, buf);
 	return s ? s : file;
 }
 
@@ -573,8 +574,8 @@ static struct unit_lines *read_unit_lines(struct elf_object *o, struct cu_info *
 		if (end)
 			r->file |= LINE_END_SEQUENCE;
 	}
-	charge_index(o, size);
-	/* libdw's table goes with the handle: give its pages back at the next make_room(). */
+	symc_charge_index(o, size);
+	/* libdw's table goes with the handle: give its pages back at the next symc_make_room(). */
 	o->cache->untrimmed += nlines * LINE_BYTES;
 out:
 	dwarf_end(tmp);
@@ -583,7 +584,7 @@ out:
 	 * pages no lookup needs (megabytes of libpython's). Once per unit over the object's life.
 	 */
 	if (o->dwarf_mapped)
-		drop_mapped_pages(o);
+		symc_drop_mapped_pages(o);
 	return ul;
 }
 
@@ -627,17 +628,18 @@ static void charge_unit(struct elf_object *o, struct cu_info *cu)
 		if (!cu->lines && dwarf_getsrclines(&cu->die, &lines, &nlines) == 0 &&
 		    dwarf_getsrcfiles(&cu->die, &files, &nfiles) == 0)
 			n += nlines * LINE_BYTES + nfiles * LINE_FILE_BYTES;
-		charge_dwarf(o, n);
+		symc_charge_dwarf(o, n);
 	}
 	if (!o->dwarf_mapped)
 		return;
 	if (!o->shared_pages_charged) {
 		o->shared_pages_charged = true;
-		charge_pages(o, o->shared_page_bytes);
+		symc_charge_pages(o, o->shared_page_bytes);
 	}
 	if (!cu->pages_charged) {
 		cu->pages_charged = true;
-		charge_pages(o, cu->unit_bytes + (cu->lines ? 0 : line_program_bytes(o, &cu->die)));
+		symc_charge_pages(o, cu->unit_bytes +
+					 (cu->lines ? 0 : line_program_bytes(o, &cu->die)));
 	}
 }
 
@@ -645,8 +647,8 @@ static void charge_unit(struct elf_object *o, struct cu_info *cu)
  * *@phys_linkage: the physical function's name came from a linkage name; *@phys_lo: the start
  * of its address range holding @pc (0 when no function is known).
  */
-int dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
-		 bool *phys_linkage, uint64_t *phys_lo)
+int symc_dwarf_frames(struct elf_object *o, uint64_t pc, struct sym_frame *out, int max,
+		      bool *phys_linkage, uint64_t *phys_lo)
 {
 	Dwarf_Die chain[MAX_FRAMES], fdie;
 	struct cu_info *cu = find_cu(o, pc);

@@ -17,7 +17,7 @@
  * Checks what later code relies on: headers, and section headers and loadable
  * segments within the file's @size bytes (a truncated copy fails here).
  */
-int elf_validate(Elf *elf, uint64_t size)
+int symc_elf_validate(Elf *elf, uint64_t size)
 {
 	GElf_Ehdr ehdr;
 	GElf_Shdr shdr;
@@ -69,7 +69,7 @@ static bool charged_at_open(const char *name)
  * Bytes of @elf's .debug_* sections: all of them (@mapped false: libdw inflated them into
  * memory), else those charged_at_open(), at MAPPED_DWARF_SHARE.
  */
-size_t debug_sections_size(Elf *elf, bool mapped)
+size_t symc_debug_sections_size(Elf *elf, bool mapped)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -93,7 +93,7 @@ size_t debug_sections_size(Elf *elf, bool mapped)
 }
 
 /* What a load charges for @elf's symbols: 16 bytes a function symbol of its larger table. */
-size_t symbols_estimate(Elf *elf)
+size_t symc_symbols_estimate(Elf *elf)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -116,7 +116,7 @@ size_t symbols_estimate(Elf *elf)
  * would read the whole section), or, with @in_memory (inflating into a file failed before),
  * compressed sections in full.
  */
-size_t dwarf_estimate(Elf *elf, bool whole, bool in_memory)
+size_t symc_dwarf_estimate(Elf *elf, bool whole, bool in_memory)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -177,7 +177,7 @@ static char *note_build_id(Elf_Data *data)
  * Lower-case hex of the NT_GNU_BUILD_ID note, from SHT_NOTE sections, else
  * from PT_NOTE segments (section headers may be stripped). NULL if none.
  */
-char *read_build_id(Elf *elf)
+char *symc_read_build_id(Elf *elf)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
@@ -211,7 +211,7 @@ char *read_build_id(Elf *elf)
  * .plt.got's 8 or 16, as its sh_entsize says; 16 when a linker left it 0). A corrupt or
  * missing section table leaves none: PLT stubs are then not named.
  */
-void read_plts(struct elf_object *o, Elf *elf)
+void symc_read_plts(struct elf_object *o, Elf *elf)
 {
 	static const char *const names[] = {".plt", ".plt.sec", ".plt.got"};
 	Elf_Scn *scn = NULL;
@@ -241,7 +241,7 @@ void read_plts(struct elf_object *o, Elf *elf)
 	}
 }
 
-int read_loads(struct elf_object *o, Elf *elf)
+int symc_read_loads(struct elf_object *o, Elf *elf)
 {
 	GElf_Phdr phdr;
 	size_t n, i;

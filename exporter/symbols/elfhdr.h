@@ -21,21 +21,21 @@
 struct elf_object;
 
 /* 0, or -ENOEXEC: not ET_EXEC/ET_DYN, or headers or loadable bytes past the file's @size. */
-int elf_validate(Elf *elf, uint64_t size);
+int symc_elf_validate(Elf *elf, uint64_t size);
 /* Bytes of @elf's .debug_* sections to charge: all (@mapped false), else a share of some. */
-size_t debug_sections_size(Elf *elf, bool mapped);
+size_t symc_debug_sections_size(Elf *elf, bool mapped);
 /* Bytes a load charges for @elf's symbols: 16 a function symbol of its larger table. */
-size_t symbols_estimate(Elf *elf);
+size_t symc_symbols_estimate(Elf *elf);
 /* Bytes @elf's DWARF may cost, whole (@whole) or what opening it charges (see elfhdr.c). */
-size_t dwarf_estimate(Elf *elf, bool whole, bool in_memory);
+size_t symc_dwarf_estimate(Elf *elf, bool whole, bool in_memory);
 /* Lower-case hex of the NT_GNU_BUILD_ID note (malloc'd: the caller frees it), or NULL. */
-char *read_build_id(Elf *elf);
+char *symc_read_build_id(Elf *elf);
 /* @o->plts, @o->nplts from @elf's PLT sections; none when its section table is unusable. */
-void read_plts(struct elf_object *o, Elf *elf);
+void symc_read_plts(struct elf_object *o, Elf *elf);
 /*
  * @o->loads (allocated, owned by @o, freed by elf_object__free() also on failure) and
  * @o->nloads: @elf's PT_LOAD headers. 0, -ENOEXEC or -ENOMEM.
  */
-int read_loads(struct elf_object *o, Elf *elf);
+int symc_read_loads(struct elf_object *o, Elf *elf);
 
 #endif /* SPANPROF_SYMBOLS_ELFHDR_H */

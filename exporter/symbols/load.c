@@ -40,7 +40,7 @@
  * every process that maps the file and after every profile reset, then need no load); those
  * go last, least recently used first.
  */
-void make_room(struct symcache *c, struct elf_object *keep, size_t need)
+void symc_make_room(struct symcache *c, struct elf_object *keep, size_t need)
 {
 	struct elf_object *o, *prev;
 	uint64_t before = c->stats.bytes;
@@ -52,7 +52,7 @@ void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 			if (o == keep || (!pass && o->dwarf))
 				continue;
 			if (pass == 2) {
-				drop_kept(o);
+				symc_drop_kept(o);
 				c->stats.answers_dropped++;
 			} else if (o->loaded) {
 				elf_object__unload(o, true);
@@ -64,7 +64,7 @@ void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 	/* Inflated DWARF is freed in large blocks amid the heap: give the pages back. */
 	c->untrimmed += before - c->stats.bytes;
 	if (c->untrimmed >= TRIM_BYTES) {
-		uint64_t now = now_ns();
+		uint64_t now = symc_now_ns();
 
 		if (now - c->trimmed_ns >= TRIM_INTERVAL_NS) {
 			malloc_trim(0);
@@ -72,7 +72,7 @@ void make_room(struct symcache *c, struct elf_object *keep, size_t need)
 			c->untrimmed = 0;
 		}
 	}
-	limit_fds(c);
+	symc_limit_fds(c);
 }
 
 /* True when a .debug_* section of @elf is compressed (SHF_COMPRESSED). */
@@ -331,7 +331,7 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	if (fstat(fd, &st))
 		return;
 	o->dwarf_elf =
-	    elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, (uint64_t)st.st_size, &err);
+	    symc_elf_from_fd(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!o->dwarf_elf)
 		return;
 	if (mapped) {
@@ -365,11 +365,11 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 	 */
 	o->dwarf_mapped = mapped;
 	if (mapped) {
-		o->shared_page_bytes = debug_sections_size(o->dwarf_elf, true);
+		o->shared_page_bytes = symc_debug_sections_size(o->dwarf_elf, true);
 		o->shared_pages_charged = true;
-		charge_pages(o, o->shared_page_bytes);
+		symc_charge_pages(o, o->shared_page_bytes);
 	} else {
-		charge_dwarf(o, debug_sections_size(o->dwarf_elf, false));
+		symc_charge_dwarf(o, symc_debug_sections_size(o->dwarf_elf, false));
 	}
 	/* Kept from an earlier load of the same DWARF: CU DIEs are found again by offset. */
 	if (!o->cus) {
@@ -379,7 +379,7 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 		 * lookups need their units' only.
 		 */
 		walk = dwarf_begin_elf(o->dwarf_elf, DWARF_C_READ, NULL);
-		if (index_cus(o, walk ? walk : o->dwarf)) {
+		if (symc_index_cus(o, walk ? walk : o->dwarf)) {
 			/* Out of memory: run on symbols alone. */
 			free(o->cus);
 			free(o->cu_ranges);
@@ -394,11 +394,11 @@ static void load_dwarf(struct elf_object *o, Elf *hdr, int fd)
 		} else {
 			/* The object's own handle walked them all. */
 			o->units_found = o->nunits;
-			charge_dwarf(o, o->nunits * UNIT_RECORD_BYTES);
+			symc_charge_dwarf(o, o->nunits * UNIT_RECORD_BYTES);
 		}
 		/* The index walk touched every unit header: not what lookups will need. */
 		if (mapped)
-			drop_mapped_pages(o);
+			symc_drop_mapped_pages(o);
 	}
 }
 
@@ -423,11 +423,11 @@ static void load_go(struct elf_object *o, Elf *elf, int fd)
 	madvise(o->go_map, o->go_map_len, MADV_RANDOM);
 	o->go = gopclntab__open(elf, o->go_map, o->go_map_len);
 	if (!o->go) {
-		drop_go(o);
+		symc_drop_go(o);
 		return;
 	}
 	gopclntab__extent(o->go, &off, &len);
-	charge(o, len / MAPPED_DWARF_SHARE);
+	symc_charge(o, len / MAPPED_DWARF_SHARE);
 }
 
 /*
@@ -445,9 +445,9 @@ int elf_object__load(struct elf_object *o)
 		return 0;
 	if (o->load_failed)
 		return -ENOENT;
-	if (o->fd < 0 && reopen(o))
+	if (o->fd < 0 && symc_reopen(o))
 		goto fail;
-	elf = elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
+	elf = symc_elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
 	if (!elf)
 		goto fail;
 	o->loaded = true;
@@ -456,46 +456,47 @@ int elf_object__load(struct elf_object *o)
 	if (o->evicted)
 		c->stats.reloads++;
 	o->evicted = false;
-	lru_touch(o);
+	symc_lru_touch(o);
 
 	main_dwarf = elfcheck__has_data(elf, ".debug_info");
 	main_symtab = elfcheck__has_data(elf, ".symtab");
 	if (!main_dwarf || !main_symtab) {
 		if (!o->debug_searched)
-			dbg = find_debug_file(o, elf);
+			dbg = symc_find_debug_file(o, elf);
 		else
-			dbg = reopen_debug_file(o);
+			dbg = symc_reopen_debug_file(o);
 		o->debug_searched = true;
 	}
 	if (!main_dwarf && !dbg)
-		dbg = fetch_debug_file(o);
+		dbg = symc_fetch_debug_file(o);
 	dwarf_src = main_dwarf ? elf : dbg && elfcheck__has_data(dbg, ".debug_info") ? dbg : NULL;
 	/* DWARF bigger than the whole budget would only thrash: names from symbols then. */
-	use_dwarf = dwarf_src && dwarf_estimate(dwarf_src, true, false) <= c->max_bytes;
+	use_dwarf = dwarf_src && symc_dwarf_estimate(dwarf_src, true, false) <= c->max_bytes;
 	/*
 	 * Room first: the peak is then the budget, not the budget plus this object. Room for what
 	 * the load charges, not for DWARF it leaves out or maps: a libc debug file's compressed
 	 * DWARF counted in full emptied the cache at each of its loads.
 	 */
-	make_room(c, o,
-		  symbols_estimate(elf) + (dbg ? symbols_estimate(dbg) : 0) +
-		      (use_dwarf ? dwarf_estimate(dwarf_src, false, o->inflate_failed) : 0));
+	symc_make_room(
+	    c, o,
+	    symc_symbols_estimate(elf) + (dbg ? symc_symbols_estimate(dbg) : 0) +
+		(use_dwarf ? symc_dwarf_estimate(dwarf_src, false, o->inflate_failed) : 0));
 
 	/* Symbols kept from the last load: only where their names are read is set again. */
 	if (o->syms && o->names_in_dbg && !dbg)
-		drop_index(o); /* the debug file is gone: read what is left anew */
+		symc_drop_index(o); /* the debug file is gone: read what is left anew */
 	if (o->syms)
 		o->names_fd = o->names_in_dbg ? o->dbg_fd : o->fd;
 	else if (main_symtab)
-		load_symbols(o, elf, o->fd, SHT_SYMTAB);
-	else if (!dbg || load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
+		symc_load_symbols(o, elf, o->fd, SHT_SYMTAB);
+	else if (!dbg || symc_load_symbols(o, dbg, o->dbg_fd, SHT_SYMTAB)) {
 		/* MiniDebugInfo keeps only what .dynsym lacks: both together. */
 		struct symtab_src srcs[2] = {{elf, o->fd, SHT_DYNSYM},
 					     {NULL, o->mini_fd, SHT_SYMTAB}};
 
-		srcs[1].elf = open_minidebuginfo(o, elf);
+		srcs[1].elf = symc_open_minidebuginfo(o, elf);
 		srcs[1].fd = o->mini_fd;
-		load_symbol_tables(o, srcs, srcs[1].elf ? 2 : 1);
+		symc_load_symbol_tables(o, srcs, srcs[1].elf ? 2 : 1);
 		if (srcs[1].elf)
 			elf_end(srcs[1].elf);
 	}
@@ -513,7 +514,7 @@ int elf_object__load(struct elf_object *o)
 	if (dbg)
 		elf_end(dbg);
 	if (o->names_fd != o->dbg_fd && o->dwarf_fd != o->dbg_fd)
-		close_fd(c, &o->dbg_fd);
+		symc_close_fd(c, &o->dbg_fd);
 	return 0;
 fail:
 	o->load_failed = true;
@@ -523,10 +524,10 @@ fail:
 
 const char *elf_object__debug_file(struct elf_object *o)
 {
-	o->last_used = now_ns();
+	o->last_used = symc_now_ns();
 	if (o->idle_closed)
-		refresh_idle(o);
+		symc_refresh_idle(o);
 	if (!elf_object__load(o))
-		make_room(o->cache, o, 0);
+		symc_make_room(o->cache, o, 0);
 	return o->debug_path;
 }

@@ -20,7 +20,7 @@ struct symcache;
  * Unloads least recently used objects, never @keep, until @need more bytes fit in the budget
  * (objects without DWARF first, the answers kept over unloads last). Never fails.
  */
-void make_room(struct symcache *c, struct elf_object *keep, size_t need);
+void symc_make_room(struct symcache *c, struct elf_object *keep, size_t need);
 /*
  * Loads symbols and DWARF of @o (its first lookup, or the first after an unload). Failures leave
  * that part empty; -ENOENT when the file cannot be read again (lookups then answer nothing).

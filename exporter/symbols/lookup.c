@@ -38,8 +38,8 @@ static int go_frames(struct elf_object *o, uint64_t vaddr, struct sym_frame *out
 static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, int max)
 {
 	struct symcache *c = o->cache;
-	const struct csym *s = find_symbol(o, vaddr);
-	const struct sname *name = s ? sym_name(o, s) : NULL;
+	const struct csym *s = symc_find_symbol(o, vaddr);
+	const struct sname *name = s ? symc_sym_name(o, s) : NULL;
 	bool phys_linkage = false;
 	uint64_t phys_lo = 0;
 	int n = 0;
@@ -47,7 +47,7 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	bool go = o->go && gopclntab__covers(o->go, vaddr);
 
 	if (o->dwarf)
-		n = dwarf_frames(o, vaddr, out, max, &phys_linkage, &phys_lo);
+		n = symc_dwarf_frames(o, vaddr, out, max, &phys_linkage, &phys_lo);
 	if (n > 0) {
 		struct sym_frame *phys = &out[n - 1];
 
@@ -76,7 +76,7 @@ static int resolve(struct elf_object *o, uint64_t vaddr, struct sym_frame *out, 
 	if (!name) {
 		const char *plt_system, *plt_function;
 
-		if (plt_stub_name(o, vaddr, &plt_system, &plt_function)) {
+		if (symc_plt_stub_name(o, vaddr, &plt_system, &plt_function)) {
 			memset(out, 0, sizeof(*out));
 			out->function = plt_function;
 			out->system_name = plt_system;
@@ -116,7 +116,7 @@ static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct s
 		return;
 	}
 	o->addr_bytes += size + ENTRY_OVERHEAD;
-	charge(o, size + ENTRY_OVERHEAD);
+	symc_charge(o, size + ENTRY_OVERHEAD);
 }
 
 /*
@@ -125,13 +125,13 @@ static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct s
  * (symbols, names read, frames answered; counted once, not retried until symcache__open()
  * meets the file again).
  */
-void refresh_idle(struct elf_object *o)
+void symc_refresh_idle(struct elf_object *o)
 {
 	struct symcache *c = o->cache;
 
 	if (o->reopen_failed)
 		return;
-	if (o->fd < 0 && reopen(o)) {
+	if (o->fd < 0 && symc_reopen(o)) {
 		o->reopen_failed = true;
 		c->stats.idle_reopen_errors++;
 		return;
@@ -156,7 +156,7 @@ bool addr_cache__own_strings(struct elf_object *o)
 			s[1] = &e->frames[i].system_name;
 			s[2] = &e->frames[i].file;
 			for (k = 0; k < 3; k++)
-				if (*s[k] && !(*s[k] = intern(o, *s[k])))
+				if (*s[k] && !(*s[k] = symc_intern(o, *s[k])))
 					return false;
 		}
 	}
@@ -166,7 +166,7 @@ bool addr_cache__own_strings(struct elf_object *o)
 /*
  * Releases what holds @o's files open: its descriptors (main file, debug file, inflated
  * DWARF) and, when loaded, its DWARF (a mapping pins the file too). Symbols, names read and
- * the address cache stay; names not read yet wait for refresh_idle().
+ * the address cache stay; names not read yet wait for symc_refresh_idle().
  */
 static void close_idle_object(struct elf_object *o)
 {
@@ -175,15 +175,15 @@ static void close_idle_object(struct elf_object *o)
 	if (o->loaded) {
 		if ((o->dwarf || o->go) && !addr_cache__own_strings(o))
 			addr_cache__clear(o);
-		drop_dwarf(o);
-		drop_go(o);
+		symc_drop_dwarf(o);
+		symc_drop_go(o);
 		o->names_fd = -1;
 		o->idle_closed = true;
 	}
-	close_fd(c, &o->fd);
-	close_fd(c, &o->dbg_fd);
-	close_fd(c, &o->inflated_fd);
-	close_fd(c, &o->mini_fd);
+	symc_close_fd(c, &o->fd);
+	symc_close_fd(c, &o->dbg_fd);
+	symc_close_fd(c, &o->inflated_fd);
+	symc_close_fd(c, &o->mini_fd);
 	c->stats.idle_closes++;
 }
 
@@ -210,26 +210,26 @@ int symcache__lookup(struct symcache *c, struct elf_object *o, uint64_t vaddr,
 	if (!c || !o || !out || max <= 0)
 		return -EINVAL;
 	c->stats.lookups++;
-	o->last_used = now_ns();
+	o->last_used = symc_now_ns();
 	HASH_FIND(hh, o->addrs, &vaddr, sizeof(vaddr), e);
 	if (e) {
 		c->stats.cache_hits++;
-		lru_touch(o);
+		symc_lru_touch(o);
 		n = e->n < max ? e->n : max;
 		memcpy(out, e->frames, n * sizeof(*out));
 		return n;
 	}
 	if (o->idle_closed)
-		refresh_idle(o);
+		symc_refresh_idle(o);
 	if (elf_object__load(o)) {
 		c->stats.misses++;
 		return 0;
 	}
-	lru_touch(o);
+	symc_lru_touch(o);
 	n = resolve(o, vaddr, frames, MAX_FRAMES);
 	addr_cache__add(o, vaddr, frames, n);
 	/* Strings of @o's frames stay valid: @o is never the one unloaded. */
-	make_room(c, o, 0);
+	symc_make_room(c, o, 0);
 	if (n > max)
 		n = max;
 	memcpy(out, frames, n * sizeof(*out));
@@ -240,11 +240,11 @@ int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_
 {
 	if (!c || !o || !o->maybe_go)
 		return 0;
-	o->last_used = now_ns();
+	o->last_used = symc_now_ns();
 	if (o->idle_closed)
-		refresh_idle(o);
+		symc_refresh_idle(o);
 	if (elf_object__load(o) || !o->go)
 		return 0;
-	lru_touch(o);
+	symc_lru_touch(o);
 	return gopclntab__frame_pending(o->go, vaddr) == 1;
 }

@@ -17,7 +17,7 @@ struct elf_object;
  * @o was closed while idle: re-loads it from the very same file if it can be opened again, else
  * goes on with what stayed in memory (counted once in stats.idle_reopen_errors).
  */
-void refresh_idle(struct elf_object *o);
+void symc_refresh_idle(struct elf_object *o);
 /*
  * Copies the strings of @o's cached frames that libdw or the Go table own into o->strings, so
  * they outlive its DWARF. false on ENOMEM (some may be copied).

@@ -49,7 +49,7 @@ static int add_key(struct symcache *c, const char *key, struct elf_object *o)
  * headers and sections with pread on demand, ELF_C_READ_MMAP maps the file.
  * NULL + *@errp (-ENOEXEC) on failure. @fd stays the caller's.
  */
-Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
+Elf *symc_elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 {
 	Elf *elf = elf_begin(fd, cmd, NULL);
 	int err;
@@ -58,7 +58,7 @@ Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 		*errp = -ENOEXEC;
 		return NULL;
 	}
-	err = elf_validate(elf, size);
+	err = symc_elf_validate(elf, size);
 	if (err) {
 		elf_end(elf);
 		*errp = err;
@@ -68,7 +68,7 @@ Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 }
 
 /* Opens @path read-only; -errno, or -ENOEXEC for what is not a regular file. */
-int open_regular(const char *path, struct stat *st)
+int symc_open_regular(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
@@ -108,13 +108,13 @@ static bool same_file(const struct elf_object *o, const struct stat *st)
 }
 
 /* Keeps the number of held descriptors under max_fds: unloaded objects close theirs first. */
-void limit_fds(struct symcache *c)
+void symc_limit_fds(struct symcache *c)
 {
 	struct elf_object *o;
 
 	for (o = c->objects; o && c->stats.fds > c->max_fds; o = o->next)
 		if (!o->loaded && o->fd >= 0)
-			close_fd(c, &o->fd);
+			symc_close_fd(c, &o->fd);
 }
 
 struct elf_object *symcache__open(struct symcache *c, const char *path, const char *orig_path)
@@ -138,13 +138,13 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	identity_key(ikey, sizeof(ikey), &st);
 	hit = find_key(c, ikey);
 	if (hit) {
-		hit->last_used = now_ns();
+		hit->last_used = symc_now_ns();
 		/* Closed while idle, and the very file is open here: keep this descriptor. */
 		if (hit->fd < 0 && same_file(hit, &st)) {
 			hit->fd = fd;
 			c->stats.fds++;
 			hit->load_failed = hit->reopen_failed = false;
-			limit_fds(c);
+			symc_limit_fds(c);
 		} else {
 			close(fd);
 		}
@@ -162,18 +162,18 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	}
 	o->cache = c;
 	o->fd = o->dbg_fd = o->names_fd = o->dwarf_fd = o->inflated_fd = o->mini_fd = -1;
-	elf = elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	elf = symc_elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!elf)
 		goto cleanup;
 	o->dev = st.st_dev;
 	o->ino = st.st_ino;
 	o->size = st.st_size;
 	o->mtime = st.st_mtim;
-	err = read_loads(o, elf);
+	err = symc_read_loads(o, elf);
 	if (err)
 		goto cleanup;
-	read_plts(o, elf);
-	o->build_id = read_build_id(elf);
+	symc_read_plts(o, elf);
+	o->build_id = symc_read_build_id(elf);
 	o->maybe_go = gopclntab__maybe(elf);
 	elf_end(elf);
 	elf = NULL;
@@ -219,12 +219,12 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	/* Kept: the file may be gone from every path (process exited) by the first lookup. */
 	o->fd = fd;
 	c->stats.fds++;
-	o->last_used = now_ns();
+	o->last_used = symc_now_ns();
 	o->next = c->objects;
 	c->objects = o;
 	c->stats.objects++;
 	free(bkey);
-	limit_fds(c);
+	symc_limit_fds(c);
 	return o;
 cleanup:
 	c->stats.open_errors++;
@@ -242,7 +242,7 @@ cleanup:
  * Re-opens a file whose descriptor was closed (over max_fds, or idle) by o->path, then
  * o->orig_path; only the very same file will do. 0, or -ENOENT.
  */
-int reopen(struct elf_object *o)
+int symc_reopen(struct elf_object *o)
 {
 	const char *paths[2] = {o->path, o->orig_path};
 	struct stat st;
@@ -251,7 +251,7 @@ int reopen(struct elf_object *o)
 	for (i = 0; i < 2; i++) {
 		if (!paths[i] || paths[i][0] != '/')
 			continue;
-		fd = open_regular(paths[i], &st);
+		fd = symc_open_regular(paths[i], &st);
 		if (fd < 0)
 			continue;
 		if (same_file(o, &st)) {

@@ -5,7 +5,7 @@
  * a file shares it; the descriptors objects hold (symcache_opts.max_fds); re-opening a file
  * whose descriptor was closed, only when it is the very same file. Defines symcache__open(),
  * symcache__find_identity(), symcache__find_build_id() and elf_object__orig_path() of
- * symbolize.h. Format: ELF gABI (read through libelf, checked by elf_validate()).
+ * symbolize.h. Format: ELF gABI (read through libelf, checked by symc_elf_validate()).
  */
 #ifndef SPANPROF_SYMBOLS_OBJCACHE_H
 #define SPANPROF_SYMBOLS_OBJCACHE_H
@@ -19,22 +19,22 @@ struct stat;
 struct symcache;
 
 /*
- * @fd (a regular file of @size bytes) read as ELF and elf_validate()d: @cmd ELF_C_READ reads
+ * @fd (a regular file of @size bytes) read as ELF and symc_elf_validate()d: @cmd ELF_C_READ reads
  * with pread on demand, ELF_C_READ_MMAP maps the file. The caller ends the Elf; @fd stays the
  * caller's. NULL + *@errp (-ENOEXEC) on failure.
  */
-Elf *elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp);
+Elf *symc_elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp);
 /*
  * @path opened read-only and fstat()ed into *@st: the descriptor (the caller's), -errno, or
  * -ENOEXEC for what is not a regular file.
  */
-int open_regular(const char *path, struct stat *st);
+int symc_open_regular(const char *path, struct stat *st);
 /* Closes unloaded objects' descriptors while more than max_fds are held. */
-void limit_fds(struct symcache *c);
+void symc_limit_fds(struct symcache *c);
 /*
  * Re-opens @o's file into o->fd (counted in stats.fds) by o->path, then o->orig_path, only when
  * it is the very same file (device, inode, size, mtime). 0, or -ENOENT.
  */
-int reopen(struct elf_object *o);
+int symc_reopen(struct elf_object *o);
 
 #endif /* SPANPROF_SYMBOLS_OBJCACHE_H */

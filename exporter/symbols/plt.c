@@ -29,7 +29,7 @@ static int read_vaddr(struct elf_object *o, uint64_t vaddr, void *buf, size_t le
 		if (vaddr < p->p_vaddr || vaddr - p->p_vaddr > p->p_filesz ||
 		    p->p_filesz - (vaddr - p->p_vaddr) < len)
 			continue;
-		if (o->fd < 0 && reopen(o))
+		if (o->fd < 0 && symc_reopen(o))
 			return -ENOENT;
 		return pread(o->fd, buf, len, (off_t)(p->p_offset + (vaddr - p->p_vaddr))) ==
 			       (ssize_t)len
@@ -53,9 +53,9 @@ static int got_slot(struct elf_object *o, uint64_t got, char *name, size_t len, 
 	Elf *elf;
 
 	*local = 0;
-	if (o->fd < 0 && reopen(o))
+	if (o->fd < 0 && symc_reopen(o))
 		return -ENOENT;
-	elf = elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
+	elf = symc_elf_from_fd(o->fd, ELF_C_READ, (uint64_t)o->size, &err);
 	if (!elf)
 		return err ? err : -EIO;
 	while (!found && (scn = elf_nextscn(elf, scn))) {
@@ -198,12 +198,12 @@ int symcache__call_target(struct symcache *c, struct elf_object *o, uint64_t vad
 /* The symbol of @o holding @vaddr and its end, or NULL. @o must be loaded. */
 static const struct csym *symbol_extent(const struct elf_object *o, uint64_t vaddr, uint64_t *end)
 {
-	const struct csym *s = find_symbol(o, vaddr);
+	const struct csym *s = symc_find_symbol(o, vaddr);
 
 	if (s)
 		*end = s->size			    ? s->addr + s->size
 		       : s + 1 < o->syms + o->nsyms ? s[1].addr
-						    : segment_end(o, s->addr);
+						    : symc_segment_end(o, s->addr);
 	return s;
 }
 
@@ -240,7 +240,7 @@ static bool leaves(struct symcache *c, struct elf_object *o, const char *name, u
 	if (target >= start && target < end)
 		return false;
 	/* @o is loaded (symcache__jumps_out()): its symbols are looked at, not the lookup cache. */
-	t = find_symbol(o, target);
+	t = symc_find_symbol(o, target);
 	if (!t || t->addr != target)
 		return plt_entry_slot(o, target, &slot, NULL);
 	return !(target_name(c, o, target, to, sizeof(to)) == 1 && !strncmp(to, name, n) &&
@@ -261,7 +261,7 @@ int symcache__jumps_out(struct symcache *c, struct elf_object *o, uint64_t func)
 	if (symcache__lookup(c, o, func, f, CALL_TARGET_FRAMES) <= 0 || !o->loaded)
 		return 1;
 	s = symbol_extent(o, func, &end);
-	sn = s && s->addr == func ? sym_name(o, s) : NULL;
+	sn = s && s->addr == func ? symc_sym_name(o, s) : NULL;
 	if (!sn)
 		return 1;
 	len = end - func < JUMPS_SCAN_MAX ? (size_t)(end - func) : JUMPS_SCAN_MAX;
@@ -318,7 +318,8 @@ int symcache__jumps_out(struct symcache *c, struct elf_object *o, uint64_t func)
  * symbol, an offset no instruction starts at, as an entry size the section header misstates
  * would give): an address is named only from the relocation its stub really jumps through.
  */
-bool plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system, const char **function)
+bool symc_plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system,
+			const char **function)
 {
 	char name[512], dname[600];
 	uint64_t entry, slot, local;
@@ -337,11 +338,11 @@ bool plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system, co
 		    got_slot(o, slot, name, sizeof(name), &local) != 1 || local ||
 		    strlen(name) + 5 > sizeof(name)) /* cut: not the symbol's name */
 			return false;
-		d = demangle(o, name);
+		d = symc_demangle(o, name);
 		snprintf(dname, sizeof(dname), "%s@plt", d ? d : name);
 		strcat(name, "@plt");
-		*system = intern(o, name);
-		*function = intern(o, dname);
+		*system = symc_intern(o, name);
+		*function = symc_intern(o, dname);
 		return *system && *function;
 	}
 	return false;

@@ -5,7 +5,7 @@
  * .plt.sec and .plt.got hold them) and the GOT slots they jump through, named by the relocation
  * that fills the slot (R_X86_64_JUMP_SLOT in .rela.plt, R_X86_64_GLOB_DAT in .rela.dyn: a
  * dynamic symbol; R_X86_64_RELATIVE: an address of the object itself). Gives lookups the names
- * of PLT stubs, NAME@plt as perf writes them (plt_stub_name()), and defines
+ * of PLT stubs, NAME@plt as perf writes them (symc_plt_stub_name()), and defines
  * symcache__call_target(), symcache__function_start() and symcache__jumps_out() of symbolize.h.
  * Formats: ELF gABI (relocation entries, symbol table), x86-64 psABI (PLT, relocation types),
  * the Intel SDM encodings of CALL (E8, FF /2), JMP (E9, EB, FF /4) and Jcc (0F 8x, 7x).
@@ -25,7 +25,7 @@ struct elf_object;
  * owned by @o, valid as a frame's strings), and true. Else false: only the relocation the stub
  * really jumps through names it.
  */
-bool plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system,
-		   const char **function);
+bool symc_plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **system,
+			const char **function);
 
 #endif /* SPANPROF_SYMBOLS_PLT_H */

@@ -23,7 +23,7 @@
  * symcache_opts.idle_s closes its descriptors and, if loaded, drops its DWARF (the mapping
  * pins the file as a descriptor does), keeping its symbols, the names read and the frames
  * already answered (their strings copied out of libdw's memory). A later lookup of an
- * address not answered before re-opens the very same file (reopen()) and re-loads the
+ * address not answered before re-opens the very same file (symc_reopen()) and re-loads the
  * object; if the file is gone it answers from what stayed in memory.
  *
  * This file is the cache itself: creation, the byte budget's accounting, the LRU list,
@@ -89,7 +89,7 @@ struct symcache *symcache__new(const struct symcache_opts *opts)
  * Drops the resident pages of @o's mapped DWARF (ELF_C_READ_MMAP: a PROT_READ, MAP_PRIVATE
  * mapping, so no page was ever written and every one reads back from the file unchanged).
  */
-void drop_mapped_pages(struct elf_object *o)
+void symc_drop_mapped_pages(struct elf_object *o)
 {
 	size_t len;
 	char *img = elf_rawfile(o->dwarf_elf, &len);
@@ -99,7 +99,7 @@ void drop_mapped_pages(struct elf_object *o)
 			MADV_DONTNEED);
 }
 
-void charge(struct elf_object *o, size_t n)
+void symc_charge(struct elf_object *o, size_t n)
 {
 	struct symcache_stats *st = &o->cache->stats;
 
@@ -109,21 +109,21 @@ void charge(struct elf_object *o, size_t n)
 		st->bytes_peak = st->bytes;
 }
 
-/* charge() for what drop_index() frees. */
-void charge_index(struct elf_object *o, size_t n)
+/* symc_charge() for what symc_drop_index() frees. */
+void symc_charge_index(struct elf_object *o, size_t n)
 {
-	charge(o, n);
+	symc_charge(o, n);
 	o->index_bytes += n;
 }
 
-/* charge() for what drop_dwarf() frees. */
-void charge_dwarf(struct elf_object *o, size_t n)
+/* symc_charge() for what symc_drop_dwarf() frees. */
+void symc_charge_dwarf(struct elf_object *o, size_t n)
 {
-	charge(o, n);
+	symc_charge(o, n);
 	o->dwarf_bytes += n;
 }
 
-uint64_t now_ns(void)
+uint64_t symc_now_ns(void)
 {
 	struct timespec ts;
 
@@ -132,17 +132,17 @@ uint64_t now_ns(void)
 }
 
 /* Takes the bytes of @o's accounted part *@part (one of its *_bytes) off the budget. */
-void uncharge(struct elf_object *o, size_t *part)
+void symc_uncharge(struct elf_object *o, size_t *part)
 {
 	o->bytes -= *part;
 	o->cache->stats.bytes -= *part;
 	*part = 0;
 }
 
-/* charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
-void charge_pages(struct elf_object *o, size_t n)
+/* symc_charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
+void symc_charge_pages(struct elf_object *o, size_t n)
 {
-	charge_dwarf(o, n);
+	symc_charge_dwarf(o, n);
 	o->page_bytes += n;
 }
 
@@ -150,7 +150,7 @@ void charge_pages(struct elf_object *o, size_t n)
 static void uncharge_pages(struct elf_object *o)
 {
 	o->dwarf_bytes -= o->page_bytes;
-	uncharge(o, &o->page_bytes);
+	symc_uncharge(o, &o->page_bytes);
 	o->shared_pages_charged = false;
 	for (size_t i = 0; i < o->ncus; i++)
 		o->cus[i].pages_charged = false;
@@ -164,7 +164,7 @@ void addr_cache__clear(struct elf_object *o)
 		HASH_DEL(o->addrs, e);
 		free(e);
 	}
-	uncharge(o, &o->addr_bytes);
+	symc_uncharge(o, &o->addr_bytes);
 }
 
 static void lru_unlink(struct elf_object *o)
@@ -182,7 +182,7 @@ static void lru_unlink(struct elf_object *o)
 	o->lru_prev = o->lru_next = NULL;
 }
 
-void lru_touch(struct elf_object *o)
+void symc_lru_touch(struct elf_object *o)
 {
 	struct symcache *c = o->cache;
 
@@ -197,7 +197,7 @@ void lru_touch(struct elf_object *o)
 		c->lru_tail = o;
 }
 
-void close_fd(struct symcache *c, int *fd)
+void symc_close_fd(struct symcache *c, int *fd)
 {
 	if (*fd >= 0) {
 		close(*fd);
@@ -211,12 +211,12 @@ void close_fd(struct symcache *c, int *fd)
  * and what was charged for it. Frames in the address cache may point into it: the caller
  * clears them or copies their strings first. Does not close dwarf_fd (it is o->fd or dbg_fd).
  */
-void drop_dwarf(struct elf_object *o)
+void symc_drop_dwarf(struct elf_object *o)
 {
 	size_t i;
 
 	/*
-	 * The CU ranges, function ranges and lines stay (drop_index()); what points into this
+	 * The CU ranges, function ranges and lines stay (symc_drop_index()); what points into this
 	 * Dwarf handle goes.
 	 */
 	for (i = 0; i < o->ncus; i++)
@@ -232,11 +232,11 @@ void drop_dwarf(struct elf_object *o)
 	o->page_bytes = 0; /* in dwarf_bytes, uncharged below */
 	o->units_found = 0;
 	o->dwarf_fd = -1;
-	uncharge(o, &o->dwarf_bytes);
+	symc_uncharge(o, &o->dwarf_bytes);
 }
 
-/* Frees @o's Go table and its mapping (frames pointing into it: as for drop_dwarf()). */
-void drop_go(struct elf_object *o)
+/* Frees @o's Go table and its mapping (frames pointing into it: as for symc_drop_dwarf()). */
+void symc_drop_go(struct elf_object *o)
 {
 	size_t off, len;
 
@@ -263,11 +263,11 @@ static void drop_answers(struct elf_object *o)
 		HASH_DEL(o->strings, s);
 		free(s);
 	}
-	uncharge(o, &o->string_bytes);
+	symc_uncharge(o, &o->string_bytes);
 }
 
 /* Frees the sorted symbols and the CU ranges (and the CUs' function indexes). */
-void drop_index(struct elf_object *o)
+void symc_drop_index(struct elf_object *o)
 {
 	for (size_t i = 0; i < o->ncus; i++) {
 		free(o->cus[i].funcs);
@@ -285,17 +285,17 @@ void drop_index(struct elf_object *o)
 	o->strtab_off = o->strtab_size = 0;
 	o->mini_names = false;
 	o->mini_strtab_off = o->mini_strtab_size = 0;
-	uncharge(o, &o->index_bytes);
+	symc_uncharge(o, &o->index_bytes);
 }
 
 /*
  * Frees what an unload with keep_answers left: the answers and the indexes. The object leaves
  * the LRU list unless it is loaded.
  */
-void drop_kept(struct elf_object *o)
+void symc_drop_kept(struct elf_object *o)
 {
 	drop_answers(o);
-	drop_index(o);
+	symc_drop_index(o);
 	if (!o->loaded)
 		lru_unlink(o);
 }
@@ -307,8 +307,8 @@ void drop_kept(struct elf_object *o)
  * ranges and line tables, still
  * charged to the budget and on the LRU list: the same addresses are answered again without a
  * load, and a re-load for a new address skips the symbol sort and the CU walk (the file is the
- * same, so are its answers and indexes), until make_room() needs their bytes too
- * (drop_kept()). Without, everything goes (a better source of names arrived).
+ * same, so are its answers and indexes), until symc_make_room() needs their bytes too
+ * (symc_drop_kept()). Without, everything goes (a better source of names arrived).
  */
 void elf_object__unload(struct elf_object *o, bool keep_answers)
 {
@@ -319,11 +319,11 @@ void elf_object__unload(struct elf_object *o, bool keep_answers)
 
 	if (!o->loaded) {
 		if (!keep_answers)
-			drop_kept(o);
+			symc_drop_kept(o);
 		return;
 	}
 	if (!keep_answers)
-		drop_index(o);
+		symc_drop_index(o);
 	if (!keep_answers || !o->addrs || !addr_cache__own_strings(o))
 		drop_answers(o);
 	HASH_ITER (hh, o->names, n, ntmp) {
@@ -334,9 +334,9 @@ void elf_object__unload(struct elf_object *o, bool keep_answers)
 		HASH_DEL(o->scope_names, sn);
 		free(sn);
 	}
-	drop_dwarf(o);
-	drop_go(o);
-	close_fd(c, &o->dbg_fd);
+	symc_drop_dwarf(o);
+	symc_drop_go(o);
+	symc_close_fd(c, &o->dbg_fd);
 	o->names_fd = -1;
 	kept = o->addr_bytes + o->string_bytes + o->index_bytes;
 	c->stats.bytes -= o->bytes - kept;
@@ -353,10 +353,10 @@ void elf_object__free(struct elf_object *o)
 	if (!o)
 		return;
 	elf_object__unload(o, false);
-	drop_kept(o);
-	close_fd(o->cache, &o->fd);
-	close_fd(o->cache, &o->inflated_fd);
-	close_fd(o->cache, &o->mini_fd);
+	symc_drop_kept(o);
+	symc_close_fd(o->cache, &o->fd);
+	symc_close_fd(o->cache, &o->inflated_fd);
+	symc_close_fd(o->cache, &o->mini_fd);
 	free(o->loads);
 	free(o->path);
 	free(o->orig_path);
@@ -404,7 +404,7 @@ void symcache__trim(struct symcache *c)
 
 	for (o = c ? c->lru_head : NULL; o; o = o->lru_next) {
 		if (o->dwarf_elf && o->dwarf_fd < 0) {
-			drop_mapped_pages(o);
+			symc_drop_mapped_pages(o);
 			uncharge_pages(o);
 		}
 		if (o->go_map)
@@ -412,7 +412,7 @@ void symcache__trim(struct symcache *c)
 	}
 	if (c) {
 		symcache__pick_up_debug_files(c);
-		symcache__close_idle(c, now_ns());
+		symcache__close_idle(c, symc_now_ns());
 		grow_if_thrashing(c);
 	}
 }
@@ -423,7 +423,7 @@ void symcache__stats(const struct symcache *c, struct symcache_stats *out)
 }
 
 /* Returns a copy of @s that lives until @o is unloaded, or NULL (ENOMEM). */
-const char *intern(struct elf_object *o, const char *s)
+const char *symc_intern(struct elf_object *o, const char *s)
 {
 	struct istr *e;
 	size_t len = strlen(s);
@@ -441,7 +441,7 @@ const char *intern(struct elf_object *o, const char *s)
 		free(e);
 		return NULL;
 	}
-	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	symc_charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
 	o->string_bytes += sizeof(*e) + len + 1 + ENTRY_OVERHEAD;
 	return e->s;
 }
@@ -450,7 +450,7 @@ const char *intern(struct elf_object *o, const char *s)
  * Itanium C++ (_Z) and Rust names (legacy _ZN...17h<hash>E, whose hash
  * libiberty drops, and v0 _R). Returns @name itself when not mangled.
  */
-const char *demangle(struct elf_object *o, const char *name)
+const char *symc_demangle(struct elf_object *o, const char *name)
 {
 	const char *s;
 	char *d;
@@ -460,7 +460,7 @@ const char *demangle(struct elf_object *o, const char *name)
 	d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	if (!d)
 		return name;
-	s = intern(o, d);
+	s = symc_intern(o, d);
 	free(d);
 	return s ? s : name;
 }

@@ -131,7 +131,7 @@ struct cu_info {
 	 */
 	bool charged;
 	bool pages_charged;  /* mapped: its DIEs' pages, since the DWARF was opened or trimmed */
-	uint64_t unit_bytes; /* its DIEs' extent in .debug_info (index_cus()) */
+	uint64_t unit_bytes; /* its DIEs' extent in .debug_info (symc_index_cus()) */
 	struct unit_lines *lines; /* NULL until its first lookup, or when libdw's are used */
 	bool lines_read;	  /* read_unit_lines() was tried: lines, else libdw's */
 	size_t unit_no;		  /* its place among all units of .debug_info, from 0 */
@@ -199,7 +199,7 @@ struct elf_object {
 	 * looked up, its function ranges and line table: kept over an unload with keep_answers,
 	 * so a re-load neither reads and sorts the symbol table, nor walks every CU, nor builds
 	 * a unit's function ranges or reads its line program again (most of a load's time),
-	 * until drop_kept().
+	 * until symc_drop_kept().
 	 */
 	size_t index_bytes;
 	bool names_in_dbg; /* syms' names are in the debug file's string table (dbg_fd) */
@@ -234,7 +234,7 @@ struct elf_object {
 	size_t page_bytes;
 	size_t shared_page_bytes; /* what the shared sections add to page_bytes */
 	bool shared_pages_charged;
-	size_t nunits;	    /* units of every type in .debug_info (index_cus()), kept with cus */
+	size_t nunits; /* units of every type in .debug_info (symc_index_cus()), kept with cus */
 	size_t units_found; /* units libdw has a record of in o->dwarf (charged) */
 	struct cu_info *cus;
 	size_t ncus;
@@ -275,40 +275,40 @@ struct symcache {
 /* --- the cache core (symbolize.c) --- */
 
 /* CLOCK_MONOTONIC now, in ns. */
-uint64_t now_ns(void);
+uint64_t symc_now_ns(void);
 /* Adds @n bytes to @o's accounted bytes and the cache's (stats.bytes, bytes_peak). */
-void charge(struct elf_object *o, size_t n);
-/* charge() for what drop_index() frees (o->index_bytes: kept over unloads). */
-void charge_index(struct elf_object *o, size_t n);
-/* charge() for what drop_dwarf() frees (o->dwarf_bytes). */
-void charge_dwarf(struct elf_object *o, size_t n);
-/* charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
-void charge_pages(struct elf_object *o, size_t n);
+void symc_charge(struct elf_object *o, size_t n);
+/* symc_charge() for what symc_drop_index() frees (o->index_bytes: kept over unloads). */
+void symc_charge_index(struct elf_object *o, size_t n);
+/* symc_charge() for what symc_drop_dwarf() frees (o->dwarf_bytes). */
+void symc_charge_dwarf(struct elf_object *o, size_t n);
+/* symc_charge_dwarf() for pages of the mapped DWARF, which symcache__trim() drops. */
+void symc_charge_pages(struct elf_object *o, size_t n);
 /* Takes @o's accounted part *@part (one of its *_bytes) off the budget and zeroes it. */
-void uncharge(struct elf_object *o, size_t *part);
+void symc_uncharge(struct elf_object *o, size_t *part);
 /* Drops the resident pages of @o's mapped DWARF (read-only: they read back unchanged). */
-void drop_mapped_pages(struct elf_object *o);
+void symc_drop_mapped_pages(struct elf_object *o);
 /* Frees @o's address cache and uncharges it. */
 void addr_cache__clear(struct elf_object *o);
 /* Makes @o the most recently used object. */
-void lru_touch(struct elf_object *o);
+void symc_lru_touch(struct elf_object *o);
 /* Closes *@fd if open (stats.fds) and sets it to -1. */
-void close_fd(struct symcache *c, int *fd);
+void symc_close_fd(struct symcache *c, int *fd);
 /* Frees @o's DWARF (libdw handle, Elf, mapping) and its charge; frames pointing into it too. */
-void drop_dwarf(struct elf_object *o);
+void symc_drop_dwarf(struct elf_object *o);
 /* Frees @o's Go table and the file's mapping. */
-void drop_go(struct elf_object *o);
+void symc_drop_go(struct elf_object *o);
 /* Frees the sorted symbols, CU ranges, function ranges and line tables. */
-void drop_index(struct elf_object *o);
+void symc_drop_index(struct elf_object *o);
 /* Frees what an unload with keep_answers left (answers and indexes). */
-void drop_kept(struct elf_object *o);
+void symc_drop_kept(struct elf_object *o);
 /* Frees @o's heavy part; with @keep_answers its frames and indexes stay (see symbolize.c). */
 void elf_object__unload(struct elf_object *o, bool keep_answers);
 /* Frees @o and everything it holds; NULL is a no-op. */
 void elf_object__free(struct elf_object *o);
 /* A copy of @s owned by @o (until drop_answers()), or NULL (ENOMEM). */
-const char *intern(struct elf_object *o, const char *s);
+const char *symc_intern(struct elf_object *o, const char *s);
 /* Demangled C++/Rust @name, interned in @o; @name itself when not mangled or on failure. */
-const char *demangle(struct elf_object *o, const char *name);
+const char *symc_demangle(struct elf_object *o, const char *name);
 
 #endif /* SPANPROF_SYMCACHE_INT_H */

@@ -161,7 +161,7 @@ static int collect_symbols(const struct symtab_src *src, uint32_t name_bit, bool
  * (never held whole); names stay in the files: only the string tables' places are kept.
  * 0, -ENOENT (no table in any source) or -ENOMEM.
  */
-int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc)
+int symc_load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc)
 {
 	struct lsym *tmp = NULL;
 	size_t i, n, out = 0, cap = 0;
@@ -206,7 +206,8 @@ int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int 
 
 		if (n && ((struct csym *)tmp)[n - 1].addr == s.addr)
 			continue;
-		/* Sizeless: up to the next symbol (find_symbol()), and never past its section. */
+		/* Sizeless: up to the next symbol (symc_find_symbol()), and never past its section.
+		 */
 		if (!s.size && tmp[i].section_end)
 			s.size = bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound;
 		memcpy((struct csym *)tmp + n++, &s, sizeof(s));
@@ -214,23 +215,23 @@ int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int 
 	p = realloc(tmp, (n ? n : 1) * sizeof(struct csym));
 	o->syms = p ? p : (struct csym *)tmp;
 	o->nsyms = n;
-	charge_index(o, n * sizeof(struct csym));
+	symc_charge_index(o, n * sizeof(struct csym));
 	return 0;
 }
 
-/* load_symbol_tables() of one table. */
-int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
+/* symc_load_symbol_tables() of one table. */
+int symc_load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type)
 {
 	struct symtab_src src = {elf, fd, type};
 
-	return load_symbol_tables(o, &src, 1);
+	return symc_load_symbol_tables(o, &src, 1);
 }
 
 /*
  * The MiniDebugInfo of @o (@elf: its headers), decoded once into o->mini_fd and kept for
  * re-loads, opened as ELF; NULL when it has none or it is unreadable (counted once).
  */
-Elf *open_minidebuginfo(struct elf_object *o, Elf *elf)
+Elf *symc_open_minidebuginfo(struct elf_object *o, Elf *elf)
 {
 	struct symcache *c = o->cache;
 	struct stat st;
@@ -252,18 +253,18 @@ Elf *open_minidebuginfo(struct elf_object *o, Elf *elf)
 	}
 	if (fstat(o->mini_fd, &st))
 		return NULL;
-	mini = elf_from_fd(o->mini_fd, ELF_C_READ, (uint64_t)st.st_size, &err);
+	mini = symc_elf_from_fd(o->mini_fd, ELF_C_READ, (uint64_t)st.st_size, &err);
 	if (!mini) {
 		o->mini_failed = true;
 		c->stats.minidebuginfo_errors++;
 		c->stats.minidebuginfo--;
-		close_fd(c, &o->mini_fd);
+		symc_close_fd(c, &o->mini_fd);
 	}
 	return mini;
 }
 
 /* End of the PT_LOAD segment holding @vaddr, bounding symbols of size 0. */
-uint64_t segment_end(const struct elf_object *o, uint64_t vaddr)
+uint64_t symc_segment_end(const struct elf_object *o, uint64_t vaddr)
 {
 	size_t i;
 
@@ -274,7 +275,7 @@ uint64_t segment_end(const struct elf_object *o, uint64_t vaddr)
 	return vaddr;
 }
 
-const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr)
+const struct csym *symc_find_symbol(const struct elf_object *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nsyms, mid;
 	const struct csym *s;
@@ -295,7 +296,7 @@ const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr)
 	else if (lo < o->nsyms)
 		end = o->syms[lo].addr;
 	else
-		end = segment_end(o, s->addr);
+		end = symc_segment_end(o, s->addr);
 	return vaddr < end ? s : NULL;
 }
 
@@ -303,7 +304,7 @@ const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr)
  * The name of @s, read from the string table on first use and kept while @o
  * is loaded. NULL when unreadable, empty or not terminated within the table.
  */
-const struct sname *sym_name(struct elf_object *o, const struct csym *s)
+const struct sname *symc_sym_name(struct elf_object *o, const struct csym *s)
 {
 	uint32_t idx = (uint32_t)(s - o->syms), name_off = s->name;
 	uint64_t str_off = o->strtab_off, str_size = o->strtab_size;
@@ -359,8 +360,8 @@ const struct sname *sym_name(struct elf_object *o, const struct csym *s)
 		free(e);
 		goto fail;
 	}
-	charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
-	e->dname = demangle(o, e->name);
+	symc_charge(o, sizeof(*e) + len + 1 + ENTRY_OVERHEAD);
+	e->dname = symc_demangle(o, e->name);
 	if (buf != small)
 		free(buf);
 	return e;

@@ -30,19 +30,19 @@ struct symtab_src {
  * Loads the function symbols of @srcs[0] and, when @nsrc is 2, of @srcs[1] (MiniDebugInfo) into
  * o->syms (charged to the index). 0, -ENOENT (no table in any source) or -ENOMEM.
  */
-int load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc);
-/* load_symbol_tables() of one table: the first section of @type of @elf, read through @fd. */
-int load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type);
+int symc_load_symbol_tables(struct elf_object *o, const struct symtab_src *srcs, int nsrc);
+/* symc_load_symbol_tables() of one table: the first section of @type of @elf, read through @fd. */
+int symc_load_symbols(struct elf_object *o, Elf *elf, int fd, GElf_Word type);
 /*
  * @o's MiniDebugInfo, decoded once into o->mini_fd (held by @o), opened as ELF (the caller ends
  * it); NULL when it has none or it is unreadable (counted in stats once).
  */
-Elf *open_minidebuginfo(struct elf_object *o, Elf *elf);
+Elf *symc_open_minidebuginfo(struct elf_object *o, Elf *elf);
 /* End of the PT_LOAD segment holding @vaddr (@vaddr itself when none does). */
-uint64_t segment_end(const struct elf_object *o, uint64_t vaddr);
+uint64_t symc_segment_end(const struct elf_object *o, uint64_t vaddr);
 /* The symbol of loaded @o holding @vaddr (sizeless: up to the next one), or NULL. */
-const struct csym *find_symbol(const struct elf_object *o, uint64_t vaddr);
+const struct csym *symc_find_symbol(const struct elf_object *o, uint64_t vaddr);
 /* The name of @s (owned by @o while loaded), or NULL when unreadable, empty or unterminated. */
-const struct sname *sym_name(struct elf_object *o, const struct csym *s);
+const struct sname *symc_sym_name(struct elf_object *o, const struct csym *s);
 
 #endif /* SPANPROF_SYMBOLS_SYMTAB_H */
