@@ -51,11 +51,11 @@ static int inflate_all(struct rd *r, const uint8_t *p, size_t n, uint8_t **out, 
 	int zr = Z_OK, err = 0;
 
 	if (!buf)
-		return oom(r);
+		return rd__oom(r);
 	/* 15 + 32: a gzip or a zlib header, detected. */
 	if (inflateInit2(&zs, 15 + 32) != Z_OK) {
 		free(buf);
-		return oom(r);
+		return rd__oom(r);
 	}
 	zs.next_in = (Bytef *)p;
 	zs.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
@@ -64,14 +64,15 @@ static int inflate_all(struct rd *r, const uint8_t *p, size_t n, uint8_t **out, 
 			uint8_t *nb;
 
 			if (cap >= MAX_INFLATED) {
-				err = fail(r, "decompresses to more than %llu GiB: not a profile",
-					   MAX_INFLATED >> 30);
+				err =
+				    rd__fail(r, "decompresses to more than %llu GiB: not a profile",
+					     MAX_INFLATED >> 30);
 				break;
 			}
 			cap *= 2;
 			nb = realloc(buf, cap);
 			if (!nb) {
-				err = oom(r);
+				err = rd__oom(r);
 				break;
 			}
 			buf = nb;
@@ -91,7 +92,7 @@ static int inflate_all(struct rd *r, const uint8_t *p, size_t n, uint8_t **out, 
 			break;
 		}
 		if (zr == Z_BUF_ERROR && zs.avail_out) {
-			err = fail(
+			err = rd__fail(
 			    r,
 			    "the compressed data ends early (%zu bytes decompressed): the file "
 			    "is truncated",
@@ -99,12 +100,12 @@ static int inflate_all(struct rd *r, const uint8_t *p, size_t n, uint8_t **out, 
 			break;
 		}
 		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			err = fail(r, "corrupt compressed data (zlib: %s)",
-				   zs.msg ? zs.msg : zError(zr));
+			err = rd__fail(r, "corrupt compressed data (zlib: %s)",
+				       zs.msg ? zs.msg : zError(zr));
 			break;
 		}
 		if (zs.avail_in == 0 && zs.next_in == p + n && zs.avail_out) {
-			err = fail(
+			err = rd__fail(
 			    r,
 			    "the compressed data ends early (%zu bytes decompressed): the file "
 			    "is truncated",
@@ -130,7 +131,7 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 	int err;
 
 	if (!n)
-		return fail(r, depth ? "decompresses to nothing" : "empty file");
+		return rd__fail(r, depth ? "decompresses to nothing" : "empty file");
 	if (n >= 2 &&
 	    ((p[0] == 0x1f && p[1] == 0x8b) ||
 	     (p[0] == 0x78 && (p[1] == 0x01 || p[1] == 0x5e || p[1] == 0x9c || p[1] == 0xda)))) {
@@ -138,7 +139,7 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 		size_t outn = 0;
 
 		if (depth)
-			return fail(r, "compressed twice: not a profile");
+			return rd__fail(r, "compressed twice: not a profile");
 		err = inflate_all(r, p, n, &out, &outn);
 		if (err)
 			return err;
@@ -147,36 +148,38 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 		return err;
 	}
 	if (n >= 4 && !memcmp(p, "\x28\xb5\x2f\xfd", 4))
-		return fail(r, "zstd-compressed (the file exporter's compression: zstd): "
-			       "decompress it first (zstd -d)");
+		return rd__fail(r, "zstd-compressed (the file exporter's compression: zstd): "
+				   "decompress it first (zstd -d)");
 	if (n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
 		i = 3; /* a UTF-8 byte order mark before JSON */
 	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
 		i++;
 	if (i < n && p[i] == '{')
-		return otlp_json(r, (const char *)p + i, n - i);
+		return rd__otlp_json(r, (const char *)p + i, n - i);
 	/* A protobuf message never starts with field number 0 (a byte below 8): a big-endian
 	 * length prefix of a message under 128 MiB does. */
 	if (p[0] < 8)
-		return otlp_stream(r, p, n);
-	err = scan_fields(p, n, &maxfield, why, sizeof(why));
+		return rd__otlp_stream(r, p, n);
+	err = rd__scan_fields(p, n, &maxfield, why, sizeof(why));
 	if (err == -E2BIG)
-		return fail(r, "truncated protobuf (pprof or OTLP): %s", why);
+		return rd__fail(r, "truncated protobuf (pprof or OTLP): %s", why);
 	if (err)
-		return fail(r,
-			    "not a profile spanprof view reads (pprof, OTLP protobuf or OTLP/JSON, "
-			    "gzipped or not): %s",
-			    why);
+		return rd__fail(
+		    r,
+		    "not a profile spanprof view reads (pprof, OTLP protobuf or OTLP/JSON, "
+		    "gzipped or not): %s",
+		    why);
 	if (maxfield > 2) {
 		if (maxfield > 15)
-			return fail(r,
-				    "not a profile spanprof view reads (a protobuf message with "
-				    "field %u at the top: neither pprof nor OTLP)",
-				    maxfield);
-		return read_pprof(r, p, n);
+			return rd__fail(
+			    r,
+			    "not a profile spanprof view reads (a protobuf message with "
+			    "field %u at the top: neither pprof nor OTLP)",
+			    maxfield);
+		return rd__pprof(r, p, n);
 	}
 	r->format = FMT_PROTO;
-	return otlp_proto(r, p, n);
+	return rd__otlp_proto(r, p, n);
 }
 
 int view_read__buffer(struct view_doc *d, const char *name, const void *data, size_t len)
@@ -189,7 +192,7 @@ int view_read__buffer(struct view_doc *d, const char *name, const void *data, si
 	if (err)
 		return err;
 	err = read_bytes(&r, data, len, 0);
-	arena_free(&r.arena);
+	rd__arena_free(&r.arena);
 	if (r.oom)
 		return -ENOMEM;
 	if (view_doc__input_end(d, r.format, err ? r.err : NULL))

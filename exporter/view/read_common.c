@@ -16,7 +16,7 @@
 
 /* --- arena: every decoded message, freed at once ------------------------------------------ */
 
-void *arena_alloc(struct arena *a, size_t size)
+void *rd__arena_alloc(struct arena *a, size_t size)
 {
 	struct arena_chunk *c = a->head;
 	size_t al = sizeof(max_align_t);
@@ -41,16 +41,16 @@ void *arena_alloc(struct arena *a, size_t size)
 	return p;
 }
 
-void *arena_zalloc(struct arena *a, size_t size)
+void *rd__arena_zalloc(struct arena *a, size_t size)
 {
-	void *p = arena_alloc(a, size);
+	void *p = rd__arena_alloc(a, size);
 
 	if (p)
 		memset(p, 0, size);
 	return p;
 }
 
-void arena_free(struct arena *a)
+void rd__arena_free(struct arena *a)
 {
 	while (a->head) {
 		struct arena_chunk *n = a->head->next;
@@ -60,18 +60,18 @@ void arena_free(struct arena *a)
 	}
 }
 
-void *pb_alloc(void *ad, size_t size)
+void *rd__pb_alloc(void *ad, size_t size)
 {
-	return arena_alloc(ad, size);
+	return rd__arena_alloc(ad, size);
 }
 
-void pb_free(void *ad, void *p)
+void rd__pb_free(void *ad, void *p)
 {
 }
 
 /* --- reader state ------------------------------------------------------------------------- */
 
-int fail(struct rd *r, const char *fmt, ...)
+int rd__fail(struct rd *r, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -85,7 +85,7 @@ int fail(struct rd *r, const char *fmt, ...)
 	return -EINVAL;
 }
 
-int oom(struct rd *r)
+int rd__oom(struct rd *r)
 {
 	r->oom = true;
 	return -ENOMEM;
@@ -109,7 +109,7 @@ static bool varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
 	return false;
 }
 
-int scan_fields(const uint8_t *p, size_t n, uint32_t *maxfield, char *why, size_t wl)
+int rd__scan_fields(const uint8_t *p, size_t n, uint32_t *maxfield, char *why, size_t wl)
 {
 	size_t i = 0;
 
@@ -173,7 +173,7 @@ int scan_fields(const uint8_t *p, size_t n, uint32_t *maxfield, char *why, size_
 
 /* --- frames ------------------------------------------------------------------------------- */
 
-const char *base_name(const char *path)
+const char *rd__base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
 
@@ -190,7 +190,7 @@ static int32_t unknown_name(struct rd *r, const char *mapfile, uint64_t start, u
 	if (mapfile && *mapfile) {
 		uint64_t off = address >= start ? address - start + offset : address;
 
-		n = snprintf(buf, sizeof(buf), "[%s+0x%llx]", base_name(mapfile),
+		n = snprintf(buf, sizeof(buf), "[%s+0x%llx]", rd__base_name(mapfile),
 			     (unsigned long long)off);
 		if (n >= (int)sizeof(buf))
 			n = sizeof(buf) - 1;
@@ -199,7 +199,7 @@ static int32_t unknown_name(struct rd *r, const char *mapfile, uint64_t start, u
 	return view_doc__string(r->d, "[unknown]", 9);
 }
 
-int fpool_push(struct fpool *p, int32_t v)
+int rd__fpool_push(struct fpool *p, int32_t v)
 {
 	if (p->n == p->cap) {
 		size_t c = p->cap ? 2 * p->cap : 1024;
@@ -214,18 +214,18 @@ int fpool_push(struct fpool *p, int32_t v)
 	return 0;
 }
 
-int push_frame(struct rd *r, struct fpool *frames, const struct loc_site *s, int32_t name,
-	       int32_t file, int64_t line)
+int rd__push_frame(struct rd *r, struct fpool *frames, const struct loc_site *s, int32_t name,
+		   int32_t file, int64_t line)
 {
 	int32_t f;
 
 	if (!name)
 		name = TRY(r, unknown_name(r, s->mapfile, s->start, s->offset, s->address));
 	f = TRY(r, view_doc__frame(r->d, name, file, line, s->module, s->kind, s->type));
-	return fpool_push(frames, f) ? oom(r) : 0;
+	return rd__fpool_push(frames, f) ? rd__oom(r) : 0;
 }
 
-int grow_tmp(int32_t **tmp, size_t *cap, size_t n)
+int rd__grow_tmp(int32_t **tmp, size_t *cap, size_t n)
 {
 	if (n <= *cap)
 		return 0;
@@ -235,7 +235,7 @@ int grow_tmp(int32_t **tmp, size_t *cap, size_t n)
 	return *tmp ? 0 : -ENOMEM;
 }
 
-bool all_zero(const uint8_t *p, size_t n)
+bool rd__all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (p[i])

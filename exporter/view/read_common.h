@@ -6,10 +6,10 @@
  * each reads one input into a struct rd and merges it into the view_doc.
  *
  * Ownership: a struct rd lives for one input (view_read__buffer()); the decoded messages are
- * allocated in its arena and freed at once (arena_free()) after each message is merged. The
+ * allocated in its arena and freed at once (rd__arena_free()) after each message is merged. The
  * document (rd.d) is borrowed. Errors: int functions return 0 or a negative errno; the input's
- * message goes to rd.err through fail() (-EINVAL), running out of memory to rd.oom through oom()
- * (-ENOMEM).
+ * message goes to rd.err through rd__fail() (-EINVAL), running out of memory to rd.oom through
+ * rd__oom() (-ENOMEM). The functions the readers share are named rd__* (of the reader).
  */
 #ifndef SPANPROF_VIEW_READ_COMMON_H
 #define SPANPROF_VIEW_READ_COMMON_H
@@ -45,15 +45,15 @@ struct arena {
 	struct arena_chunk *head;
 };
 
-/* @size bytes (max_align_t aligned) that live until arena_free(); NULL when out of memory. */
-void *arena_alloc(struct arena *a, size_t size);
+/* @size bytes (max_align_t aligned) that live until rd__arena_free(); NULL when out of memory. */
+void *rd__arena_alloc(struct arena *a, size_t size);
 /* The same, zeroed. */
-void *arena_zalloc(struct arena *a, size_t size);
+void *rd__arena_zalloc(struct arena *a, size_t size);
 /* Frees every allocation of @a at once; @a stays usable. */
-void arena_free(struct arena *a);
+void rd__arena_free(struct arena *a);
 /* protobuf-c's allocator on an arena (ProtobufCAllocator, allocator_data: the struct arena). */
-void *pb_alloc(void *ad, size_t size);
-void pb_free(void *ad, void *p);
+void *rd__pb_alloc(void *ad, size_t size);
+void rd__pb_free(void *ad, void *p);
 
 /* --- reader state ------------------------------------------------------------------------- */
 
@@ -67,16 +67,16 @@ struct rd {
 };
 
 /* Records the input's error (the first one wins). Returns -EINVAL. */
-__attribute__((format(printf, 2, 3))) int fail(struct rd *r, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) int rd__fail(struct rd *r, const char *fmt, ...);
 /* Notes that memory ran out. Returns -ENOMEM. */
-int oom(struct rd *r);
+int rd__oom(struct rd *r);
 
 /* Fails on a negative (errno) result of a view_doc call. */
 #define TRY(r, x)                                                                                  \
 	({                                                                                         \
 		__auto_type _v = (x);                                                              \
 		if (_v < 0)                                                                        \
-			return oom(r);                                                             \
+			return rd__oom(r);                                                         \
 		_v;                                                                                \
 	})
 
@@ -88,12 +88,12 @@ int oom(struct rd *r);
  * file that is not protobuf looks like. -E2BIG instead when the fields so far looked like a
  * profile's (numbers up to 15) and the data stops in the middle of one: a truncated file.
  */
-int scan_fields(const uint8_t *p, size_t n, uint32_t *maxfield, char *why, size_t wl);
+int rd__scan_fields(const uint8_t *p, size_t n, uint32_t *maxfield, char *why, size_t wl);
 
 /* --- frames ------------------------------------------------------------------------------- */
 
 /* The last component of @path (a pointer into it). */
-const char *base_name(const char *path);
+const char *rd__base_name(const char *path);
 
 /* Frame indices of the locations, root first, back to back (a per-message pool). */
 struct fpool {
@@ -102,7 +102,7 @@ struct fpool {
 };
 
 /* Appends @v to @p. Returns 0 or -ENOMEM. */
-int fpool_push(struct fpool *p, int32_t v);
+int rd__fpool_push(struct fpool *p, int32_t v);
 
 /* Where a location lies: what its frames are named after when they have no function name. */
 struct loc_site {
@@ -119,13 +119,13 @@ struct loc_site {
  * strings and a line number (0: none); @name 0 names it "[file+0xoffset]" or "[unknown]"
  * (unknown_name). Returns 0 or -ENOMEM (noted in @r).
  */
-int push_frame(struct rd *r, struct fpool *frames, const struct loc_site *s, int32_t name,
-	       int32_t file, int64_t line);
+int rd__push_frame(struct rd *r, struct fpool *frames, const struct loc_site *s, int32_t name,
+		   int32_t file, int64_t line);
 
 /* Makes the scratch array *@tmp (*@cap entries) hold at least @n. Returns 0 or -ENOMEM. */
-int grow_tmp(int32_t **tmp, size_t *cap, size_t n);
+int rd__grow_tmp(int32_t **tmp, size_t *cap, size_t n);
 
 /* Whether the @n bytes at @p are all zero (an id that is no id). */
-bool all_zero(const uint8_t *p, size_t n);
+bool rd__all_zero(const uint8_t *p, size_t n);
 
 #endif /* SPANPROF_VIEW_READ_COMMON_H */

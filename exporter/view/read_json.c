@@ -45,7 +45,7 @@ struct jc {
 
 static int jfail(struct jc *c, const char *key, const char *what)
 {
-	return fail(c->r, "%s %zu: \"%s\" %s", c->ctx, c->idx, key, what);
+	return rd__fail(c->r, "%s %zu: \"%s\" %s", c->ctx, c->idx, key, what);
 }
 
 /* A 64-bit integer: a JSON number, or a decimal string (the OTLP/JSON form of int64). */
@@ -182,9 +182,9 @@ static int jid(struct jc *c, json_object *o, const char *camel, const char *snak
 	len = strlen(s);
 	if (!len)
 		return 0;
-	b = arena_alloc(&c->r->arena, want);
+	b = rd__arena_alloc(&c->r->arena, want);
 	if (!b)
-		return oom(c->r);
+		return rd__oom(c->r);
 	if (len == 2 * want) {
 		for (size_t i = 0; i < want; i++) {
 			int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
@@ -231,8 +231,8 @@ static int jarr_alloc(struct jc *c, json_object *o, const char *camel, const cha
 	*out = NULL;
 	if (err || !*n)
 		return err;
-	*out = arena_alloc(&c->r->arena, *n * size);
-	return *out ? 0 : oom(c->r);
+	*out = rd__arena_alloc(&c->r->arena, *n * size);
+	return *out ? 0 : rd__oom(c->r);
 }
 
 /* Repeated integer fields. */
@@ -296,10 +296,10 @@ static int ji64s(struct jc *c, json_object *o, const char *camel, const char *sn
 
 static void *jnew(struct jc *c, size_t size)
 {
-	void *p = arena_zalloc(&c->r->arena, size);
+	void *p = rd__arena_zalloc(&c->r->arena, size);
 
 	if (!p)
-		oom(c->r);
+		rd__oom(c->r);
 	return p;
 }
 
@@ -572,7 +572,7 @@ static int j_dict(struct jc *c, json_object *o, pb_dict *d)
 			json_object *s = json_object_array_get_idx(arr, i);
 
 			if (!json_object_is_type(s, json_type_string))
-				return fail(c->r, "stringTable %zu is not a string", i);
+				return rd__fail(c->r, "stringTable %zu is not a string", i);
 			d->string_table[i] = (char *)json_object_get_string(s);
 		}
 	}
@@ -587,10 +587,11 @@ static int j_data(struct rd *r, json_object *root, pb_data *pd)
 
 	PB(profiles_data__init)(pd);
 	if (!json_object_is_type(root, json_type_object))
-		return fail(r, "not a JSON object (OTLP/JSON ProfilesData)");
+		return rd__fail(r, "not a JSON object (OTLP/JSON ProfilesData)");
 	if (!jget(root, "resourceProfiles", "resource_profiles") && !jget(root, "dictionary", NULL))
-		return fail(r, "a JSON object with neither resourceProfiles nor dictionary: not "
-			       "OTLP/JSON profiles");
+		return rd__fail(r,
+				"a JSON object with neither resourceProfiles nor dictionary: not "
+				"OTLP/JSON profiles");
 	err = JMSGS(&c, root, "resourceProfiles", "resource_profiles", pb_rp,
 		    PB(resource_profiles__init), &pd->resource_profiles, &pd->n_resource_profiles,
 		    j_rp);
@@ -615,7 +616,7 @@ static unsigned line_of(const char *p, size_t off)
 	return line;
 }
 
-int otlp_json(struct rd *r, const char *p, size_t n)
+int rd__otlp_json(struct rd *r, const char *p, size_t n)
 {
 	json_tokener *tok = json_tokener_new_ex(64);
 	size_t off = 0;
@@ -623,7 +624,7 @@ int otlp_json(struct rd *r, const char *p, size_t n)
 
 	r->format = FMT_JSON;
 	if (!tok)
-		return oom(r);
+		return rd__oom(r);
 	while (off < n && !err) {
 		json_object *root;
 		enum json_tokener_error je;
@@ -642,19 +643,19 @@ int otlp_json(struct rd *r, const char *p, size_t n)
 		je = json_tokener_get_error(tok);
 		if (!root) {
 			if (je == json_tokener_continue || je == json_tokener_success)
-				err = fail(r, "the JSON ends early: the file is truncated");
+				err = rd__fail(r, "the JSON ends early: the file is truncated");
 			else
-				err = fail(r, "invalid JSON at line %u: %s",
-					   line_of(p, off + json_tokener_get_parse_end(tok)),
-					   json_tokener_error_desc(je));
+				err = rd__fail(r, "invalid JSON at line %u: %s",
+					       line_of(p, off + json_tokener_get_parse_end(tok)),
+					       json_tokener_error_desc(je));
 			break;
 		}
 		off += json_tokener_get_parse_end(tok);
 		err = j_data(r, root, &pd);
 		if (!err)
-			err = otlp_add(r, &pd);
+			err = rd__otlp_add(r, &pd);
 		json_object_put(root);
-		arena_free(&r->arena);
+		rd__arena_free(&r->arena);
 	}
 	json_tokener_free(tok);
 	if (!err)

@@ -13,10 +13,10 @@
 
 /*
  * OTLP/JSON documents one after the other, @n bytes at @p: one per line as the file exporter
- * writes them, or a single (pretty-printed) document. Each is merged by otlp_add()
+ * writes them, or a single (pretty-printed) document. Each is merged by rd__otlp_add()
  * (read_otlp.h); the documents before a damaged one are kept, its line is in the message.
  * Returns 0, -EINVAL (the reason in @r) or -ENOMEM.
  */
-int otlp_json(struct rd *r, const char *p, size_t n);
+int rd__otlp_json(struct rd *r, const char *p, size_t n);
 
 #endif /* SPANPROF_VIEW_READ_JSON_H */

@@ -100,9 +100,10 @@ static bool idx_ok(int32_t i, size_t n)
 #define CHECK_IDX(r, i, n, table, fmt, ...)                                                        \
 	do {                                                                                       \
 		if (!idx_ok((i), (n)))                                                             \
-			return fail((r), fmt ": index %d is outside " table " (%zu entries%s)",    \
-				    ##__VA_ARGS__, (int)(i), (size_t)(n),                          \
-				    m->dict ? "" : "; the message has no dictionary");             \
+			return rd__fail((r),                                                       \
+					fmt ": index %d is outside " table " (%zu entries%s)",     \
+					##__VA_ARGS__, (int)(i), (size_t)(n),                      \
+					m->dict ? "" : "; the message has no dictionary");         \
 	} while (0)
 
 static int check_attrs(struct rd *r, const struct otlp_msg *m, const int32_t *a, size_t n,
@@ -160,7 +161,7 @@ static int otlp_check(struct rd *r, const pb_data *pd, const struct otlp_msg *m)
 
 		if ((l->trace_id.len && l->trace_id.len != 16) ||
 		    (l->span_id.len && l->span_id.len != 8))
-			return fail(
+			return rd__fail(
 			    r, "link %zu: a trace id is 16 bytes and a span id 8, not %zu and %zu",
 			    i, l->trace_id.len, l->span_id.len);
 	}
@@ -331,7 +332,7 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 		name = TRY(r, view_doc__string(r->d, "[unknown]", 9));
 		f = TRY(r, view_doc__frame(r->d, name, 0, 0, 0, VIEW_FRAME_NATIVE, 0));
 		m->loc_n[li] = 1;
-		return fpool_push(&m->frames, f) ? oom(r) : 0;
+		return rd__fpool_push(&m->frames, f) ? rd__oom(r) : 0;
 	}
 	l = m->dict->location_table[li];
 	if (l->mapping_index)
@@ -359,12 +360,12 @@ static int otlp_location(struct rd *r, struct otlp_msg *m, int32_t li)
 				name = TRY(r, m_sidx(r, m, fn->system_name_strindex));
 			file = TRY(r, m_sidx(r, m, fn->filename_strindex));
 		}
-		if (push_frame(r, &m->frames, &at, name, file, ln->line))
+		if (rd__push_frame(r, &m->frames, &at, name, file, ln->line))
 			return -ENOMEM;
 		m->loc_n[li]++;
 	}
 	if (!l->n_lines) {
-		if (push_frame(r, &m->frames, &at, 0, 0, 0))
+		if (rd__push_frame(r, &m->frames, &at, 0, 0, 0))
 			return -ENOMEM;
 		m->loc_n[li] = 1;
 	}
@@ -391,8 +392,8 @@ static int32_t otlp_stack(struct rd *r, struct otlp_msg *m, int32_t si)
 			return err;
 		n += m->loc_n[st->location_indices[k]];
 	}
-	if (grow_tmp(&m->tmp, &m->tmp_cap, n))
-		return oom(r);
+	if (rd__grow_tmp(&m->tmp, &m->tmp_cap, n))
+		return rd__oom(r);
 	n = 0;
 	for (size_t k = st->n_location_indices; k-- > 0;) {
 		int32_t li = st->location_indices[k];
@@ -447,7 +448,7 @@ static int32_t otlp_span(struct rd *r, struct otlp_msg *m, int32_t li, int32_t p
 		return m->link_span[li];
 	l = m->dict->link_table[li];
 	if (l->trace_id.len != 16 || l->span_id.len != 8 ||
-	    (all_zero(l->trace_id.data, 16) && all_zero(l->span_id.data, 8)))
+	    (rd__all_zero(l->trace_id.data, 16) && rd__all_zero(l->span_id.data, 8)))
 		m->link_span[li] = -1;
 	else
 		m->link_span[li] =
@@ -478,7 +479,7 @@ static int32_t otlp_process(struct rd *r, struct otlp_msg *m, const pb_resource 
 			pid = 0;
 	}
 	if ((!exe || !*exe) && path && *path)
-		exe = base_name(path);
+		exe = rd__base_name(path);
 	e = TRY(r, view_doc__string(r->d, exe ? exe : "", exe ? strlen(exe) : 0));
 	if (service && *service) {
 		s = TRY(r, view_doc__string(r->d, service, strlen(service)));
@@ -542,7 +543,7 @@ static int otlp_sample(struct rd *r, struct otlp_msg *m, const pb_sample *s, int
 		const struct attr_info *a = otlp_attr(r, m, s->attribute_indices[i]);
 
 		if (!a)
-			return oom(r);
+			return rd__oom(r);
 		if (a->kind == AK_TID) {
 			has_tid = true;
 			tid = a->v;
@@ -560,38 +561,39 @@ static int otlp_sample(struct rd *r, struct otlp_msg *m, const pb_sample *s, int
 		return span;
 	for (uint32_t i = 0; span >= 0 && i < nctx; i++)
 		if (view_doc__span_attr(r->d, span, ctx[i]->a, ctx[i]->b))
-			return oom(r);
+			return rd__oom(r);
 	series = series_of(r, m, type, stack, thread, span);
 	if (series < 0)
 		return series;
 	for (size_t i = 0; i < s->n_values; i++)
 		sum += s->values[i];
 	if (!s->n_timestamps_unix_nano)
-		return view_doc__add(r->d, series, sum, 0, count_unit ? (uint64_t)sum : 1) ? oom(r)
-											   : 0;
+		return view_doc__add(r->d, series, sum, 0, count_unit ? (uint64_t)sum : 1)
+			   ? rd__oom(r)
+			   : 0;
 	if (s->n_values && s->n_values != s->n_timestamps_unix_nano)
 		/* Values that don't pair with the timestamps: all at the first one. */
 		return view_doc__add(r->d, series, sum, s->timestamps_unix_nano[0],
 				     s->n_timestamps_unix_nano)
-			   ? oom(r)
+			   ? rd__oom(r)
 			   : 0;
 	for (size_t i = 0; i < s->n_timestamps_unix_nano; i++) {
 		err = view_doc__add(r->d, series, s->n_values ? s->values[i] : 1,
 				    s->timestamps_unix_nano[i], 1);
 		if (err)
-			return oom(r);
+			return rd__oom(r);
 	}
 	return 0;
 }
 
-int otlp_add(struct rd *r, const pb_data *pd)
+int rd__otlp_add(struct rd *r, const pb_data *pd)
 {
 	struct otlp_msg m;
 	int err;
 
 	err = otlp_msg_init(&m, pd);
 	if (err) {
-		err = oom(r);
+		err = rd__oom(r);
 		goto cleanup;
 	}
 	err = otlp_check(r, pd, &m);
@@ -618,7 +620,7 @@ int otlp_add(struct rd *r, const pb_data *pd)
 				    pt ? m_text(&m, pt->unit_strindex) : "", p->period);
 
 				if (type < 0) {
-					err = oom(r);
+					err = rd__oom(r);
 					goto cleanup;
 				}
 				for (size_t s = 0; s < p->n_samples; s++) {
@@ -635,33 +637,34 @@ cleanup:
 	return err;
 }
 
-int otlp_proto(struct rd *r, const uint8_t *p, size_t n)
+int rd__otlp_proto(struct rd *r, const uint8_t *p, size_t n)
 {
 	ProtobufCAllocator alloc = {
-	    .alloc = pb_alloc, .free = pb_free, .allocator_data = &r->arena};
+	    .alloc = rd__pb_alloc, .free = rd__pb_free, .allocator_data = &r->arena};
 	char why[200];
 	uint32_t maxfield;
 	pb_data *pd;
 	int err;
 
-	err = scan_fields(p, n, &maxfield, why, sizeof(why));
+	err = rd__scan_fields(p, n, &maxfield, why, sizeof(why));
 	if (err == -E2BIG)
-		return fail(r, "truncated OTLP protobuf: %s", why);
+		return rd__fail(r, "truncated OTLP protobuf: %s", why);
 	if (err)
-		return fail(r, "corrupt OTLP protobuf: %s", why);
+		return rd__fail(r, "corrupt OTLP protobuf: %s", why);
 	if (maxfield > 2)
-		return fail(r, "not an OTLP ProfilesData (it has a top-level field %u)", maxfield);
+		return rd__fail(r, "not an OTLP ProfilesData (it has a top-level field %u)",
+				maxfield);
 	pd = PB(profiles_data__unpack)(&alloc, n, p);
 	if (!pd) {
-		arena_free(&r->arena);
-		return fail(r, "corrupt OTLP protobuf: protobuf-c cannot decode it");
+		rd__arena_free(&r->arena);
+		return rd__fail(r, "corrupt OTLP protobuf: protobuf-c cannot decode it");
 	}
-	err = otlp_add(r, pd);
-	arena_free(&r->arena);
+	err = rd__otlp_add(r, pd);
+	rd__arena_free(&r->arena);
 	return err;
 }
 
-int otlp_stream(struct rd *r, const uint8_t *p, size_t n)
+int rd__otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 {
 	size_t off = 0, nonempty = 0;
 	unsigned msg = 1;
@@ -673,13 +676,13 @@ int otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 
 		snprintf(r->where, sizeof(r->where), "message %u (byte %zu): ", msg, off);
 		if (n - off < 4)
-			return fail(r, "its 4-byte length is cut off: the file is truncated");
+			return rd__fail(r, "its 4-byte length is cut off: the file is truncated");
 		len = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 |
 		      (uint32_t)p[off + 2] << 8 | p[off + 3];
 		if (len > n - off - 4)
-			return fail(r, "%u bytes announced, %zu left: the file is truncated", len,
-				    n - off - 4);
-		err = otlp_proto(r, p + off + 4, len);
+			return rd__fail(r, "%u bytes announced, %zu left: the file is truncated",
+					len, n - off - 4);
+		err = rd__otlp_proto(r, p + off + 4, len);
 		if (err)
 			return err;
 		nonempty += len > 0;
@@ -689,9 +692,9 @@ int otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 	/* Zero-filled data reads as a stream of empty messages: nothing the file exporter writes.
 	 */
 	if (!nonempty)
-		return fail(r,
-			    "not a profile: %u empty messages and nothing else (a zero-filled "
-			    "file?)",
-			    msg - 1);
+		return rd__fail(r,
+				"not a profile: %u empty messages and nothing else (a zero-filled "
+				"file?)",
+				msg - 1);
 	return 0;
 }

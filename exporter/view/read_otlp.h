@@ -19,15 +19,15 @@
  * @r's document. @pd is borrowed (read_json.c builds one from OTLP/JSON). Returns 0, -EINVAL
  * (the reason in @r) or -ENOMEM.
  */
-int otlp_add(struct rd *r, const pb_data *pd);
+int rd__otlp_add(struct rd *r, const pb_data *pd);
 
 /* One binary ProfilesData / ExportProfilesServiceRequest, @n bytes at @p. Same returns. */
-int otlp_proto(struct rd *r, const uint8_t *p, size_t n);
+int rd__otlp_proto(struct rd *r, const uint8_t *p, size_t n);
 
 /*
  * The Collector file exporter's `format: proto`: [4-byte big-endian length][ProfilesData]...
  * The messages before a damaged one are kept. Same returns.
  */
-int otlp_stream(struct rd *r, const uint8_t *p, size_t n);
+int rd__otlp_stream(struct rd *r, const uint8_t *p, size_t n);
 
 #endif /* SPANPROF_VIEW_READ_OTLP_H */

@@ -165,8 +165,9 @@ static int64_t pp_find(const pp_profile *p, const char *s)
 #define PP_STR(r, x, i, fmt, ...)                                                                  \
 	do {                                                                                       \
 		if ((i) < 0 || (uint64_t)(i) >= (x)->p->n_string_table)                            \
-			return fail((r), fmt ": string %lld is outside the string table (%zu)",    \
-				    ##__VA_ARGS__, (long long)(i), (x)->p->n_string_table);        \
+			return rd__fail((r),                                                       \
+					fmt ": string %lld is outside the string table (%zu)",     \
+					##__VA_ARGS__, (long long)(i), (x)->p->n_string_table);    \
 	} while (0)
 
 static int pp_check(struct rd *r, struct pp *x)
@@ -175,7 +176,8 @@ static int pp_check(struct rd *r, struct pp *x)
 	uint32_t v;
 
 	if (!p->n_string_table || p->string_table[0][0])
-		return fail(r, "not a pprof profile: its string table does not start with \"\"");
+		return rd__fail(r,
+				"not a pprof profile: its string table does not start with \"\"");
 	for (size_t i = 0; i < p->n_sample_type; i++) {
 		PP_STR(r, x, p->sample_type[i]->type, "sample type %zu", i);
 		PP_STR(r, x, p->sample_type[i]->unit, "sample type %zu unit", i);
@@ -187,42 +189,42 @@ static int pp_check(struct rd *r, struct pp *x)
 	for (size_t i = 0; i < p->n_mapping; i++) {
 		PP_STR(r, x, p->mapping[i]->filename, "mapping %zu file", i);
 		if (!idmap_put(&x->map, p->mapping[i]->id, (uint32_t)i))
-			return fail(r, "mapping %zu: id %llu is 0 or repeated", i,
-				    (unsigned long long)p->mapping[i]->id);
+			return rd__fail(r, "mapping %zu: id %llu is 0 or repeated", i,
+					(unsigned long long)p->mapping[i]->id);
 	}
 	for (size_t i = 0; i < p->n_function; i++) {
 		PP_STR(r, x, p->function[i]->name, "function %zu name", i);
 		PP_STR(r, x, p->function[i]->system_name, "function %zu system name", i);
 		PP_STR(r, x, p->function[i]->filename, "function %zu file", i);
 		if (!idmap_put(&x->fn, p->function[i]->id, (uint32_t)i))
-			return fail(r, "function %zu: id %llu is 0 or repeated", i,
-				    (unsigned long long)p->function[i]->id);
+			return rd__fail(r, "function %zu: id %llu is 0 or repeated", i,
+					(unsigned long long)p->function[i]->id);
 	}
 	for (size_t i = 0; i < p->n_location; i++) {
 		const Perftools__Profiles__Location *l = p->location[i];
 
 		if (l->mapping_id && !idmap_get(&x->map, l->mapping_id, &v))
-			return fail(r, "location %zu: no mapping has id %llu", i,
-				    (unsigned long long)l->mapping_id);
+			return rd__fail(r, "location %zu: no mapping has id %llu", i,
+					(unsigned long long)l->mapping_id);
 		for (size_t j = 0; j < l->n_line; j++)
 			if (l->line[j]->function_id &&
 			    !idmap_get(&x->fn, l->line[j]->function_id, &v))
-				return fail(r, "location %zu: no function has id %llu", i,
-					    (unsigned long long)l->line[j]->function_id);
+				return rd__fail(r, "location %zu: no function has id %llu", i,
+						(unsigned long long)l->line[j]->function_id);
 		if (!idmap_put(&x->loc, l->id, (uint32_t)i))
-			return fail(r, "location %zu: id %llu is 0 or repeated", i,
-				    (unsigned long long)l->id);
+			return rd__fail(r, "location %zu: id %llu is 0 or repeated", i,
+					(unsigned long long)l->id);
 	}
 	for (size_t i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 
 		if (s->n_value != p->n_sample_type)
-			return fail(r, "sample %zu has %zu values for %zu sample types", i,
-				    s->n_value, p->n_sample_type);
+			return rd__fail(r, "sample %zu has %zu values for %zu sample types", i,
+					s->n_value, p->n_sample_type);
 		for (size_t j = 0; j < s->n_location_id; j++)
 			if (!idmap_get(&x->loc, s->location_id[j], &v))
-				return fail(r, "sample %zu: no location has id %llu", i,
-					    (unsigned long long)s->location_id[j]);
+				return rd__fail(r, "sample %zu: no location has id %llu", i,
+						(unsigned long long)s->location_id[j]);
 		for (size_t j = 0; j < s->n_label; j++) {
 			PP_STR(r, x, s->label[j]->key, "sample %zu label key", i);
 			PP_STR(r, x, s->label[j]->str, "sample %zu label value", i);
@@ -277,12 +279,12 @@ static int pp_location(struct rd *r, struct pp *x, uint32_t li)
 				name = TRY(r, pp_sidx(r, x, fn->system_name));
 			file = TRY(r, pp_sidx(r, x, fn->filename));
 		}
-		if (push_frame(r, &x->frames, &at, name, file, ln->line))
+		if (rd__push_frame(r, &x->frames, &at, name, file, ln->line))
 			return -ENOMEM;
 		x->loc_n[li]++;
 	}
 	if (!l->n_line) {
-		if (push_frame(r, &x->frames, &at, 0, 0, 0))
+		if (rd__push_frame(r, &x->frames, &at, 0, 0, 0))
 			return -ENOMEM;
 		x->loc_n[li] = 1;
 	}
@@ -302,8 +304,8 @@ static int32_t pp_stack(struct rd *r, struct pp *x, const Perftools__Profiles__S
 			return err;
 		n += x->loc_n[li];
 	}
-	if (grow_tmp(&x->tmp, &x->tmp_cap, n))
-		return oom(r);
+	if (rd__grow_tmp(&x->tmp, &x->tmp_cap, n))
+		return rd__oom(r);
 	n = 0;
 	for (size_t k = s->n_location_id; k-- > 0;) {
 		idmap_get(&x->loc, s->location_id[k], &li);
@@ -419,14 +421,15 @@ static int pp_add(struct rd *r, struct pp *x)
 		}
 		if (has_tid || comm)
 			thread = TRY(r, view_doc__thread(r->d, last_proc, tid, comm));
-		if (has_trace && has_span && !(all_zero(trace, 16) && all_zero(span_id, 8))) {
+		if (has_trace && has_span &&
+		    !(rd__all_zero(trace, 16) && rd__all_zero(span_id, 8))) {
 			span = TRY(r, view_doc__span(r->d, trace, span_id, last_proc));
 			for (uint32_t j = 0; j < nctx; j++) {
 				int32_t k = TRY(r, pp_sidx(r, x, ctx[j]->key));
 				int32_t v = TRY(r, pp_sidx(r, x, ctx[j]->str));
 
 				if (view_doc__span_attr(r->d, span, k, v))
-					return oom(r);
+					return rd__oom(r);
 			}
 		}
 		stack = pp_stack(r, x, s);
@@ -442,28 +445,28 @@ static int pp_add(struct rd *r, struct pp *x)
 				samples = count_idx >= 0 ? (uint64_t)s->value[count_idx] : 1;
 			series = TRY(r, view_doc__series(r->d, x->types[k], stack, thread, span));
 			if (view_doc__add(r->d, series, s->value[k], 0, samples))
-				return oom(r);
+				return rd__oom(r);
 		}
 	}
 	return 0;
 }
 
-int read_pprof(struct rd *r, const uint8_t *data, size_t n)
+int rd__pprof(struct rd *r, const uint8_t *data, size_t n)
 {
 	ProtobufCAllocator alloc = {
-	    .alloc = pb_alloc, .free = pb_free, .allocator_data = &r->arena};
+	    .alloc = rd__pb_alloc, .free = rd__pb_free, .allocator_data = &r->arena};
 	struct pp x = {0};
 	int err;
 
 	r->format = FMT_PPROF;
 	x.p = perftools__profiles__profile__unpack(&alloc, n, data);
 	if (!x.p) {
-		err = fail(r, "corrupt pprof protobuf: protobuf-c cannot decode it");
+		err = rd__fail(r, "corrupt pprof protobuf: protobuf-c cannot decode it");
 		goto cleanup;
 	}
 	if (idmap_init(&x.fn, x.p->n_function) || idmap_init(&x.map, x.p->n_mapping) ||
 	    idmap_init(&x.loc, x.p->n_location)) {
-		err = oom(r);
+		err = rd__oom(r);
 		goto cleanup;
 	}
 	x.str = malloc((x.p->n_string_table + 1) * sizeof(*x.str));
@@ -471,7 +474,7 @@ int read_pprof(struct rd *r, const uint8_t *data, size_t n)
 	x.loc_n = calloc(x.p->n_location + 1, sizeof(*x.loc_n));
 	x.types = calloc(x.p->n_sample_type + 1, sizeof(*x.types));
 	if (!x.str || !x.loc_first || !x.loc_n || !x.types) {
-		err = oom(r);
+		err = rd__oom(r);
 		goto cleanup;
 	}
 	memset(x.str, 0xff, (x.p->n_string_table + 1) * sizeof(*x.str));
@@ -489,6 +492,6 @@ cleanup:
 	free(x.frames.f);
 	free(x.tmp);
 	free(x.types);
-	arena_free(&r->arena);
+	rd__arena_free(&r->arena);
 	return err;
 }

@@ -15,6 +15,6 @@
  * One uncompressed pprof Profile, @n bytes at @data: checked whole (every id and string index),
  * then merged into @r's document. Returns 0, -EINVAL (the reason in @r) or -ENOMEM.
  */
-int read_pprof(struct rd *r, const uint8_t *data, size_t n);
+int rd__pprof(struct rd *r, const uint8_t *data, size_t n);
 
 #endif /* SPANPROF_VIEW_READ_PPROF_H */
