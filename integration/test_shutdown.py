@@ -8,7 +8,8 @@ import time
 
 from conftest import free_port, read_stats, summary_numbers, wait_sampling
 
-# The end-of-run problem line of self-metrics that reached no Collector (exporter/record/report.c).
+# The end-of-run problem line of self-metrics that reached no Collector
+# (exporter/record/report_problems.c).
 METRICS_PROBLEM = re.compile(r"^spanprof: self-metrics to 127\.0\.0\.1:\d+: \d+ requests not "
                              r"delivered \(.*\); ", re.M)
 

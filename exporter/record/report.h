@@ -2,21 +2,22 @@
 /*
  * report: what `spanprof record` tells the user on stderr while it runs and when it ends.
  *
- * - The progress line, while it runs.
+ * - The progress line, while it runs (report_progress.c).
  * - At the end, by default at most four lines: what was sampled (samples, processes, seconds,
  *   profile types and rate), where it went (the "wrote FILES" line of output/outputs.h, or the
  *   requests sent), and only the problems a user can act on, each with what to do (the table
- *   of problems in report.c: a predicate and a message each). A clean run prints no problem.
+ *   of problems in report_problems.c: a predicate and a message each). A clean run prints no
+ *   problem.
  * - With --verbose, the full accounting instead: one line per stage (samples and losses by
  *   reason, frames not named, unwinding, file identities, JIT, span links, targeting, export,
- *   debuginfod), then the problems.
+ *   debuginfod; report_accounting.c), then the problems.
  * - With --stats-json FILE, every counter of the full accounting as JSON (report_json.c, the
  *   schema in docs/stats-json.md).
  *
- * The end of a run is in two steps: report__collect() copies every counter of the recorder's
- * stages (record/recorder.h) into a struct report_data, plain data that outlives the stages
- * (they are freed before the outputs are written); the printers and the JSON writer read only
- * that, so tests fill one by hand. Changes nothing in the stages.
+ * The end of a run is in two steps: report__collect() (report.c) copies every counter of the
+ * recorder's stages (record/recorder.h) into a struct report_data, plain data that outlives the
+ * stages (they are freed before the outputs are written); the printers and the JSON writer read
+ * only that, so tests fill one by hand. Changes nothing in the stages.
  */
 #ifndef SPANPROF_REPORT_H
 #define SPANPROF_REPORT_H

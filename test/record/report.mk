@@ -1,4 +1,4 @@
-# Unit tests of the end-of-run report (exporter/record/report.c, report_json.c): the problems and
+# Unit tests of the end-of-run report (exporter/record/report.h: report*.c): the problems and
 # their advice, the short and the --verbose output, the --stats-json document. No root.
 
 $(BUILD)/test/test_report: test/record/test_report.c exporter/record/report.h $(LIBSPANPROF)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the end-of-run report (exporter/record/report.c, report_json.c): a clean run is
+ * Unit tests of the end-of-run report (exporter/record/report.h: report*.c): a clean run is
  * two lines and no problem; each actionable problem is named with its advice; at most four
  * lines by default; --verbose keeps the full accounting's lines; the --stats-json document has
  * the fields of docs/stats-json.md and is written atomically. No root: the report reads only a

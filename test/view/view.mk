@@ -1,5 +1,5 @@
 # spanprof view: the page template embedded in the binary, and the unit tests of the readers and
-# the document writer (exporter/view/read.c, exporter/view/doc.c; no root).
+# the document writer (exporter/view/read*.c, exporter/view/doc.c; no root).
 #
 # The template is $(BUILD)/view/page.html, built by view/view.mk from view/src. Until view/
 # exists, a stub page holding only the data placeholder stands in so that the C side builds.
@@ -34,7 +34,8 @@ $(LIBSPANPROF): $(VIEWC_PAGE_O)
 VIEW_TEST_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
 $(BUILD)/test/test_view: test/view/test_view.c exporter/view/doc.h exporter/view/read.h exporter/otlp/otlp_pb.h \
-		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/view_main.o \
+		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/read_common.o $(OBJ)/view/read_otlp.o \
+		$(OBJ)/view/read_json.o $(OBJ)/view/read_pprof.o $(OBJ)/view/view_main.o \
 		$(OBJ)/profile/stackend.o $(OBJ)/profile/profile.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
