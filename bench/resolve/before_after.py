@@ -7,7 +7,8 @@ Builds bench/resolve/resolve_time.c of this tree against a base revision: `git a
 this tree's bench/resolve/ copied in, built there with its own Makefile (kept between runs, so
 only the first run of a base builds it). Then runs the base's program and this tree's (--this)
 alternately, --runs times each, the first of each pair switched every run, and prints each run's
-figures, the median of each side and the ratio this/base, for the warm and the fresh profile
+figures, the median of each side and the ratio this/base (and the same of each side's fastest
+run, less moved by a loaded machine), for the warm and the fresh profile
 (resolve_time.c says what each is). Never fails on the figures; fails when a build fails or
 the two programs disagree on the locations they gave (not the same work).
 """
@@ -101,7 +102,10 @@ def main():
     for mode, label in (("warm", "resolve"), ("fresh", "resolve (fresh profile each round)")):
         x = statistics.median(float(f[mode + "_ns"]) for f in fig["base"])
         y = statistics.median(float(f[mode + "_ns"]) for f in fig["this"])
-        print(f"{label}: base {x:.1f} ns/sample, this {y:.1f} ns/sample, ratio Y/X {y / x:.3f}")
+        bx = min(float(f[mode + "_ns"]) for f in fig["base"])
+        by = min(float(f[mode + "_ns"]) for f in fig["this"])
+        print(f"{label}: base {x:.1f} ns/sample, this {y:.1f} ns/sample, ratio Y/X {y / x:.3f} "
+              f"(fastest runs: {bx:.1f}, {by:.1f}, ratio {by / bx:.3f})")
 
 
 if __name__ == "__main__":
