@@ -7,7 +7,8 @@
  * kallsyms names it (the inline chain, innermost first), and only then is the result interned in
  * the profile model (profile/profile.h), once per (mapping, PC): a PC seen before in the same
  * profile is not named again. Nothing below this step builds locations, and nothing in it owns
- * processes or files.
+ * processes or files. Each user PC's mapping, object and runtime are found once, and that frame
+ * is handed to every step that checks or names it (resolve/resolve_impl.h, struct frame_ctx).
  *
  * Non-leaf PCs are return addresses: they are named at pc - 1, so that the call site, not the
  * instruction after it, is named (the location keeps the real PC).
@@ -48,7 +49,7 @@ struct resolve_stats {
 	uint64_t frames_fileid_unknown; /* PCs in a recorded file no process had shown the agent */
 	uint64_t go_callers_missing;	/* samples in Go code without its frame yet: marker added */
 	/* stacks cut above a libgcc unwinder entry that may be installing an exception handler: a
-	 * caller whose return address follows no call of the frame below it (caller_proven()) */
+	 * caller whose return address follows no call of the frame below it (resolve/callers.c) */
 	uint64_t eh_install_cut;
 	/* CPython (runtime/python/): samples the BPF walk gave Python frames, and what became of
 	 * them. */

@@ -1,8 +1,8 @@
 /*
- * Unit tests of exporter/resolve/resolve.c on this process's own code: a PC is named where it
- * executes when it is a stack's leaf, and at the call before it when it is a return address,
- * whichever of the two a profile met first; a PLT stub by the symbol its GOT slot is relocated
- * against. Runs without root.
+ * Unit tests of exporter/resolve/ (resolve__user(), resolve/frame.c) on this process's own code:
+ * a PC is named where it executes when it is a stack's leaf, and at the call before it when it is
+ * a return address, whichever of the two a profile met first; a PLT stub by the symbol its GOT
+ * slot is relocated against. Runs without root.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -16,6 +16,7 @@
 #include "runtime/go/golabels.h"
 #include "runtime/go/gopclntab.h"
 #include "sampler.h"
+#include "util/util.h"
 
 /* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go); the ones
  * before keep a map[string]string. */
@@ -510,17 +511,6 @@ int golabels__parse(const uint8_t *buf, size_t len,
 	return n;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int golabels__hex_id(const char *s, size_t slen, uint8_t *out, size_t n)
 {
 	bool nonzero = false;
@@ -528,7 +518,7 @@ int golabels__hex_id(const char *s, size_t slen, uint8_t *out, size_t n)
 	if (slen != 2 * n)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = util__hexval(s[2 * i]), lo = util__hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
