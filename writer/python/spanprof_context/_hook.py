@@ -74,6 +74,9 @@ def _in_trio() -> bool:
         return run is not None and hasattr(run.GLOBAL_RUN_CONTEXT, "runner")
 
 
+_ids = {}          # id(span) -> (span, writer arguments): spans are published many times
+
+
 def _publish(st, span) -> Optional[object]:
     """Publishes span (a recording span, else none) for the calling thread; returns the writer
     token, or None when the span was already published (no writer call)."""
@@ -89,14 +92,23 @@ def _publish(st, span) -> Optional[object]:
         return None
     if span is None:
         token = _wattach(None, None, _U8[0], None, _SIZES[0])
+    elif _attrs_fn is None:
+        hit = _ids.get(id(span))
+        if hit is None or hit[0] is not span:
+            if len(_ids) >= 4096:
+                _ids.clear()
+            sc = span.get_span_context()
+            hit = _ids[id(span)] = (span, (sc.trace_id.to_bytes(16, "big"),
+                                           sc.span_id.to_bytes(8, "big"),
+                                           _U8[sc.trace_flags & 0xFF], None, _SIZES[0]))
+        token = _wattach(*hit[1])
     else:
         sc = span.get_span_context()
         arr, n = None, 0
-        if _attrs_fn is not None:
-            try:
-                arr, n = _attrs_array(_attrs_fn(span))
-            except Exception:
-                logger.debug("spanprof: attrs() failed", exc_info=True)
+        try:
+            arr, n = _attrs_array(_attrs_fn(span))
+        except Exception:
+            logger.debug("spanprof: attrs() failed", exc_info=True)
         token = _wattach(sc.trace_id.to_bytes(16, "big"), sc.span_id.to_bytes(8, "big"),
                          _U8[sc.trace_flags & 0xFF], arr, _size(n))
     st.cur = span
@@ -204,12 +216,37 @@ def _runtime_context_class():
 # --- scopes: asyncio, concurrent.futures, eager task factories, trio --------------------------
 
 def _wrap_handle_run(orig):
+    # _scope_enter/_scope_exit inlined: this runs for every callback of the loop.
     def _run(self):
-        scope = _scope_enter(_span_of(self._context))
+        st = _st
+        span = None
+        if _cvar is not None:
+            otel = self._context.get(_cvar)
+            if otel is not None:
+                span = otel.get(_span_key)
+        stack, cur = st.stack, st.cur
+        st.stack = []
+        st.scopes += 1
+        base = None
         try:
+            if span is not cur or span is not None:
+                try:
+                    base = _publish(st, span)
+                except Exception:  # never break the loop for a profiling aid
+                    logger.debug("spanprof: could not publish the span", exc_info=True)
             return orig(self)
         finally:
-            _scope_exit(scope)
+            st.scopes -= 1
+            try:
+                if base is not None:
+                    _wdetach(base)
+                else:
+                    for e in st.stack:
+                        if e[1] is not None:
+                            _wdetach(e[1])
+                            break
+            finally:
+                st.stack, st.cur = stack, cur
     _run.__wrapped__ = orig
     return _run
 
