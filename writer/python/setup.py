@@ -18,6 +18,7 @@ WRITER = os.path.normpath(os.path.join(HERE, ".."))
 SOURCES = ("spanprof_ctx.c", "spanprof_ctx.h")
 SCRATCH = os.environ.get("SPANPROF_PY_BUILD") or os.path.join(
     tempfile.gettempdir(), f"spanprof-context-build-{os.getuid()}")
+os.makedirs(SCRATCH, exist_ok=True)
 
 
 class BuildWriter(build_ext):

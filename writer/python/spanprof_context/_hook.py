@@ -43,7 +43,11 @@ _get_running_loop = asyncio.events._get_running_loop
 _sys_modules = sys.modules
 
 
-class _State(threading.local):
+class _State:
+    """One thread's state (a plain object in a threading.local: one thread-local lookup per
+    hook call, then cheap attribute accesses)."""
+    __slots__ = ("stack", "cur", "scopes", "trio")
+
     def __init__(self):
         self.stack = []    # writer levels of the current scope: (sdk token, writer token, prev)
         self.cur = None    # the span this module has published for the thread, or None
@@ -51,7 +55,15 @@ class _State(threading.local):
         self.trio = []     # saved scope states across trio before/after_task_step
 
 
-_st = _State()
+_tls = threading.local()
+
+
+def _state() -> _State:
+    try:
+        return _tls.s
+    except AttributeError:
+        st = _tls.s = _State()
+        return st
 
 # Set by install().
 _wattach = None
@@ -134,9 +146,17 @@ def _span_of(ctx) -> Optional[object]:
     return otel.get(_span_key) if otel is not None else None
 
 
+def _current_span() -> Optional[object]:
+    """The span of the calling thread's current context."""
+    if _cvar is None:
+        return None
+    otel = _cvar.get(None)
+    return otel.get(_span_key) if otel is not None else None
+
+
 def _scope_enter(span):
     """Starts a scope that runs a context whose span is span; returns what _scope_exit needs."""
-    st = _st
+    st = _state()
     saved = (st.stack, st.cur)
     st.stack = []
     st.scopes += 1
@@ -150,7 +170,7 @@ def _scope_enter(span):
 
 def _scope_exit(scope) -> None:
     (stack, cur), base = scope
-    st = _st
+    st = _state()
     st.scopes -= 1
     try:
         if base is not None:
@@ -179,7 +199,7 @@ def _runtime_context_class():
         def attach(self, context):
             token = self._inner.attach(context)
             try:
-                st = _st
+                st = _state()
                 prev = st.cur
                 w = _publish(st, context.get(_span_key))
                 st.stack.append((token, w, prev))
@@ -194,7 +214,7 @@ def _runtime_context_class():
             # If the SDK refuses the token it raises and its context stays: so does the span.
             self._inner.detach(token)
             try:
-                st = _st
+                st = _state()
                 stack = st.stack
                 for i in range(len(stack) - 1, -1, -1):
                     if stack[i][0] is token:
@@ -218,7 +238,7 @@ def _runtime_context_class():
 def _wrap_handle_run(orig):
     # _scope_enter/_scope_exit inlined: this runs for every callback of the loop.
     def _run(self):
-        st = _st
+        st = _state()
         span = None
         if _cvar is not None:
             otel = self._context.get(_cvar)
@@ -259,7 +279,7 @@ def _wrap_work_item_run(orig):
         if type(fn) is functools.partial and type(owner) is contextvars.Context:
             span = _span_of(owner)
         else:
-            span = _span_of(contextvars.copy_context()) if _cvar is not None else None
+            span = _current_span()
         scope = _scope_enter(span)
         try:
             return orig(self)
@@ -273,7 +293,7 @@ def _wrap_task_factory(factory):
     """An eager task factory runs the new task's first step inside the caller: a scope."""
     def eager_factory(loop, coro, *args, **kwargs):
         ctx = kwargs.get("context")
-        span = _span_of(ctx if ctx is not None else contextvars.copy_context())
+        span = _span_of(ctx) if ctx is not None else _current_span()
         scope = _scope_enter(span)
         try:
             return factory(loop, coro, *args, **kwargs)
@@ -294,11 +314,11 @@ class TrioInstrument:
     """trio instrument: each task step is a scope publishing the span of task.context."""
 
     def before_task_step(self, task):
-        _st.trio.append(_scope_enter(_span_of(task.context)))
+        _state().trio.append(_scope_enter(_span_of(task.context)))
 
     def after_task_step(self, task):
-        if _st.trio:
-            _scope_exit(_st.trio.pop())
+        if _state().trio:
+            _scope_exit(_state().trio.pop())
 
 
 def _replace(obj, name, wrapper):
