@@ -32,6 +32,8 @@ from test_span_e2e import linked_samples, start_span_collector
 
 # Pinned SDK: these versions install together on CPython 3.8-3.13.
 SDK_PINS = ["opentelemetry-api==1.27.0", "opentelemetry-sdk==1.27.0"]
+# For the package's unit tests (writer/python/tests), which also cover uvloop, anyio and trio.
+TEST_PINS = ["pytest==8.3.4", "uvloop==0.21.0", "trio==0.27.0", "anyio==4.5.2"]
 PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 ENDPOINTS = ["checkout", "search", "render", "login", "cart", "pay"]
 IN_SPAN = re.compile(r"^(%s)_(before|between|after)$" % "|".join(ENDPOINTS))
@@ -47,9 +49,15 @@ def pyenv_python(version):
     return found[-1] if found else None
 
 
+_venvs = {}
+
+
 def async_venv(version):
     """A virtualenv of CPython @version with the pinned SDK and writer/python installed with
-    pip (its own copy of the writer library: no PYTHONPATH, no SPANPROF_CTX_LIB)."""
+    pip (its own copy of the writer library: no PYTHONPATH, no SPANPROF_CTX_LIB); the package
+    is reinstalled once per session."""
+    if version in _venvs:
+        return _venvs[version]
     base = pyenv_python(version)
     if base is None:
         pytest.skip(f"CPython {version} is not installed under pyenv")
@@ -58,11 +66,13 @@ def async_venv(version):
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not py.exists():
         subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
-    if subprocess.run([str(py), "-c", "import opentelemetry.sdk"]).returncode != 0:
-        subprocess.run([*pip, *SDK_PINS], check=True, timeout=600)
+    if subprocess.run([str(py), "-c", "import opentelemetry.sdk, pytest, uvloop, trio, anyio"],
+                      capture_output=True).returncode != 0:
+        subprocess.run([*pip, *SDK_PINS, *TEST_PINS], check=True, timeout=600)
     env = dict(os.environ, SPANPROF_PY_BUILD=str(BUILD / "writer" / f"python-build-{version}"))
     subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT / "writer" / "python")],
                    check=True, timeout=600, env=env)
+    _venvs[version] = py
     return py
 
 
@@ -184,6 +194,17 @@ def check_links(version, spans, otlp, done):
         c = per.get(ep, {"in_span": 0, "right": 0})
         assert c["in_span"] >= need, f"too few {ep} samples (want {need}, {cpu} s CPU): {per}"
         assert c["right"] >= 0.95 * c["in_span"], f"{ep}: {c}"
+
+
+@pytest.mark.parametrize("version", PYTHONS)
+def test_package_unit_tests(version):
+    """writer/python's own unit tests (no root needed) in the same virtualenv."""
+    py = async_venv(version)
+    res = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                          str(ROOT / "writer" / "python" / "tests")], capture_output=True,
+                         text=True, timeout=300, cwd=BUILD)
+    print(f"python {version}: {res.stdout.strip().splitlines()[-1]}")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
 
 
 @pytest.mark.parametrize("version", PYTHONS)
