@@ -347,7 +347,7 @@ def install(attrs: Optional[Callable[[object], Optional[Mapping[int, str]]]], wi
     wrapper = _runtime_context_class()(inner)
     otel_context._RUNTIME_CONTEXT = wrapper
     _installed = wrapper
-    if with_asyncio:
+    if with_asyncio and not _saved:  # not wrapped twice if the runtime context was replaced
         _replace(asyncio.events.Handle, "_run", _wrap_handle_run)
         _replace(_cf_thread._WorkItem, "run", _wrap_work_item_run)
         tasks = asyncio.tasks
