@@ -27,3 +27,14 @@ $(WRITER_DIR)/libspanprof_ctx.so: $(WRITER_DIR)/spanprof_ctx.o
 	$(Q)$(CC) -shared -Wl,-soname,libspanprof_ctx.so $^ -o $@
 
 all: $(WRITER_LIBS)
+
+# The Python package (writer/python, import name spanprof_context) as a wheel that bundles its
+# own build of the writer library: $(BUILD)/writer/python/spanprof_context-*.whl.
+# PYTHON picks the interpreter the wheel is for.
+PYTHON ?= python3
+
+.PHONY: python-wheel
+python-wheel:
+	$(call msg,WHEEL,$(WRITER_DIR)/python)
+	$(Q)SPANPROF_PY_BUILD=$(abspath $(WRITER_DIR))/python-build $(PYTHON) -m pip wheel -q \
+		--disable-pip-version-check --no-deps -w $(WRITER_DIR)/python writer/python

@@ -1,6 +1,6 @@
 """An application instrumented with the OpenTelemetry Python SDK, for the span-link end-to-end
 test. Spans go to a Collector over OTLP/HTTP; the active span of each thread is published to
-spanprof through the writer library (writer/python/spanprof_context.py), hooked into the SDK's
+spanprof through the writer library (writer/python, the spanprof_context package), hooked into the SDK's
 runtime context. Each span runs its endpoint's Python handler, which calls a native function of
 burnlib.so (ctypes) that burns CPU.
 
