@@ -544,6 +544,7 @@ static struct json_object *symbols_section(struct jb *b, const struct report_dat
 
 	put_u(b, s, "objects", ss->objects);
 	put_u(b, s, "open_errors", ss->open_errors);
+	put_u(b, s, "not_regular", ss->not_regular);
 	put_u(b, s, "lookups", ss->lookups);
 	put_u(b, s, "cache_hits", ss->cache_hits);
 	put_u(b, s, "dwarf_hits", ss->dwarf_hits);

@@ -25,23 +25,23 @@
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
 
-static int file_crc32(const char *path, uint32_t *crc)
+/* CRC-32 (zlib's, as .gnu_debuglink uses) of the whole file open at @fd, read from offset 0
+ * with pread(2) (the descriptor's offset is left alone); the path is not opened again. */
+static int file_crc32(int fd, uint32_t *crc)
 {
 	unsigned char buf[65536];
 	uLong v = crc32(0, Z_NULL, 0);
+	off_t off = 0;
 	ssize_t n;
-	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
 		v = crc32(v, buf, (uInt)n);
+		off += n;
+	}
 	if (n < 0)
-		err = -errno;
-	close(fd);
+		return -errno;
 	*crc = (uint32_t)v;
-	return err;
+	return 0;
 }
 
 /*
@@ -59,7 +59,7 @@ static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_cr
 
 	if (access(path, R_OK))
 		return NULL;
-	fd = symc_open_regular(path, &st);
+	fd = symc_open_regular(o->cache, path, &st);
 	if (fd < 0)
 		return NULL;
 	elf = symc_elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);
@@ -71,7 +71,7 @@ static Elf *try_debug_file(struct elf_object *o, const char *path, bool check_cr
 	if (o->build_id && id)
 		ok = !strcmp(o->build_id, id);
 	else if (check_crc)
-		ok = !file_crc32(path, &got) && got == crc;
+		ok = !file_crc32(fd, &got) && got == crc;
 	else
 		ok = false;
 	free(id);
@@ -186,7 +186,7 @@ Elf *symc_reopen_debug_file(struct elf_object *o)
 
 	if (!o->debug_path)
 		return NULL;
-	fd = symc_open_regular(o->debug_path, &st);
+	fd = symc_open_regular(o->cache, o->debug_path, &st);
 	if (fd < 0)
 		return NULL;
 	elf = symc_elf_from_fd(fd, ELF_C_READ, (uint64_t)st.st_size, &err);

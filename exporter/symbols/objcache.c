@@ -17,6 +17,7 @@
 #include "symbols/elfhdr.h"
 #include "symbols/objcache.h"
 #include "symbols/symcache_int.h"
+#include "util/util.h"
 
 static struct elf_object *find_key(struct symcache *c, const char *key)
 {
@@ -68,21 +69,12 @@ Elf *symc_elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 }
 
 /* Opens @path read-only; -errno, or -ENOEXEC for what is not a regular file. */
-int symc_open_regular(const char *path, struct stat *st)
+int symc_open_regular(struct symcache *c, const char *path, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int fd = util__open_regular(path, st);
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
-		return -ENOEXEC;
-	}
+	if (fd == -UTIL_ENOTREG)
+		c->stats.not_regular++;
 	return fd;
 }
 
@@ -125,14 +117,11 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 	Elf *elf = NULL;
 	int err, fd;
 
-	/* Identity first: it needs only an fstat, and most opens are repeats. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Identity first: it needs only an fstat, and most opens are repeats. Only a regular file
+	 * is opened at all (a FIFO would block, a device's open has effects). */
+	fd = symc_open_regular(c, path, &st);
 	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (fstat(fd, &st)) {
-		err = -errno;
+		err = fd;
 		goto cleanup;
 	}
 	identity_key(ikey, sizeof(ikey), &st);
@@ -150,11 +139,6 @@ struct elf_object *symcache__open(struct symcache *c, const char *path, const ch
 		}
 		return hit;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		err = -ENOMEM;
@@ -251,7 +235,7 @@ int symc_reopen(struct elf_object *o)
 	for (i = 0; i < 2; i++) {
 		if (!paths[i] || paths[i][0] != '/')
 			continue;
-		fd = symc_open_regular(paths[i], &st);
+		fd = symc_open_regular(o->cache, paths[i], &st);
 		if (fd < 0)
 			continue;
 		if (same_file(o, &st)) {

@@ -194,6 +194,7 @@ const char *elf_object__orig_path(const struct elf_object *o);
 struct symcache_stats {
 	uint64_t objects;     /* distinct objects opened */
 	uint64_t open_errors; /* symcache__open() failures */
+	uint64_t not_regular; /* paths refused unopened: FIFO, device, socket, dir */
 	uint64_t lookups;     /* symcache__lookup() calls */
 	uint64_t cache_hits;  /* lookups answered from the per-address cache */
 	uint64_t dwarf_hits;  /* resolved through DWARF (file:line known) */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "unwind/cfi.h"
+#include "util/util.h"
 
 /* DWARF register numbers, x86-64 psABI figure 3.36. */
 #define REG_RBP 6
@@ -1074,6 +1075,7 @@ int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *
 	struct builder b = {0};
 	struct section_ctx s = {0};
 	Elf *elf = NULL, *dbg = NULL;
+	struct stat dst;
 	int dfd = -1, err = 0;
 	size_t shstrndx, dshstrndx;
 	Elf_Data *d;
@@ -1094,9 +1096,9 @@ int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *
 	} else if ((d = section_data(elf, shstrndx, ".debug_frame", &sh, &bad))) {
 		b.st.source = CFI_SOURCE_DEBUG_FRAME;
 	} else if (debug_path) {
-		dfd = open(debug_path, O_RDONLY | O_CLOEXEC);
+		dfd = util__open_regular(debug_path, &dst);
 		if (dfd < 0) {
-			err = -errno;
+			err = dfd;
 			goto cleanup;
 		}
 		dbg = open_elf(dfd, &dshstrndx, &err);
@@ -1214,12 +1216,13 @@ int cfi__build_fd(int fd, const char *debug_path, struct cfi_table **out)
 
 int cfi__build(const char *path, const char *debug_path, struct cfi_table **out)
 {
+	struct stat st;
 	int fd, err;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = util__open_regular(path, &st);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = cfi__build_fd(fd, debug_path, out);
 	close(fd);
 	return err;

@@ -6,8 +6,13 @@
 #ifndef SPANPROF_UTIL_H
 #define SPANPROF_UTIL_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* CLOCK_MONOTONIC now, in nanoseconds (clock_gettime(2); it can't fail for this clock). */
 static inline uint64_t util__mono_ns(void)
@@ -37,6 +42,41 @@ static inline int util__hexval(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/*
+ * Opens @path read-only (O_CLOEXEC) only if it is a regular file, and fills @st with its
+ * fstat(2). A path a profiled program controls (a debug link, a mapped file, a perf map) may
+ * name a FIFO, whose open(2) blocks until a writer comes, or a device, whose open has effects:
+ * the path is first opened with O_PATH (which opens nothing, follows symbolic links as a plain
+ * open does), its type checked on that descriptor, and only a regular file re-opened through
+ * /proc/self/fd/N -- the very inode checked, whatever the path names by then.
+ * Returns the descriptor, -UTIL_ENOTREG (ENOEXEC) for anything but a regular file (nothing
+ * was opened for reading), or another negative errno.
+ */
+#define UTIL_ENOTREG ENOEXEC
+static inline int util__open_regular(const char *path, struct stat *st)
+{
+	char self[32];
+	int pfd, fd, err;
+
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, st)) {
+		err = -errno;
+		close(pfd);
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(pfd);
+		return -UTIL_ENOTREG;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	err = fd < 0 ? -errno : 0;
+	close(pfd);
+	return fd < 0 ? err : fd;
 }
 
 #endif
