@@ -101,3 +101,76 @@ def test_bench_mirrors_the_folders():
     table = {f.split("/")[0] for f in layers()}
     stray = sorted(n for n in top if not (ROOT / "bench" / n).is_dir() or n not in table)
     assert not stray, f"bench/ entries outside a folder of exporter/'s: {stray}"
+
+
+LONG_FILE_LINES = 1500
+
+
+def long_file_notes():
+    """{path: reason} from the list after the '<!-- long files' comment of architecture.md."""
+    text = DOC.read_text()
+    start = text.index("<!-- long files")
+    out = {}
+    for line in text[start:].splitlines()[1:]:
+        m = re.match(r"- `(exporter/[^`]+)`: (.+)", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+        elif out and not line.startswith("  "):
+            break
+    return out
+
+
+def test_no_long_source_file_without_a_reason():
+    """A source file of exporter/ past 1,500 lines is a module that grew sections of its own:
+    split it, or say in docs/architecture.md why it stays whole."""
+    notes = long_file_notes()
+    long = {str(p.relative_to(ROOT)): len(p.read_text(errors="replace").splitlines())
+            for p in EXPORTER.rglob("*.[ch]")}
+    long = {p: n for p, n in long.items() if n > LONG_FILE_LINES}
+    missing = [f"{p}: {n} lines" for p, n in sorted(long.items()) if p not in notes]
+    assert not missing, (f"files over {LONG_FILE_LINES} lines with no note in {DOC.name}:\n"
+                         + "\n".join(missing))
+    stale = [p for p in notes if p not in long]
+    assert not stale, f"{DOC.name} explains the length of files that are no longer long: {stale}"
+
+
+def module_includes():
+    """{(folder, module): {module, ...}}: the modules of the same folder whose header a module's
+    .c or .h includes. A module is a stem: foo.c and foo.h are one module."""
+    graph = {}
+    for path in sorted(EXPORTER.rglob("*.[ch]")):
+        folder = path.parent.relative_to(EXPORTER)
+        me = (str(folder), path.stem)
+        deps = graph.setdefault(me, set())
+        for line in path.read_text(errors="replace").splitlines():
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m:
+                continue
+            inc = Path(m.group(1))
+            if str(inc.parent) == str(folder) and inc.stem != path.stem:
+                deps.add((str(folder), inc.stem))
+    return graph
+
+
+def test_no_module_cycle_inside_a_folder():
+    """Modules of one folder depend on each other one way: a cycle (a.h includes b.h, and b's
+    files include a.h) means neither can be read, tested or moved without the other."""
+    graph = module_includes()
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == "open":
+                cycle = stack[stack.index(dep):] + [dep]
+                cycles.append(" -> ".join(f"{f}/{m}" for f, m in cycle))
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "module cycles inside a folder:\n" + "\n".join(cycles)

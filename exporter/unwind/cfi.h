@@ -60,8 +60,7 @@ struct cfi_table;
  * unopened, util__open_regular()).
  * Returns 0, or -ENOENT/-EACCES (open), -ENOEXEC (not a regular file, not a 64-bit x86-64 ELF
  * file, or unreadable section headers), -ENODATA (no CFI section), -EBADMSG (CFI section
- * unreadable), -E2BIG (more
- * than UNWIND_MAX_ROWS rows), -ENOMEM.
+ * unreadable), -E2BIG (more than UNWIND_MAX_ROWS rows), -ENOMEM.
  */
 int cfi__build(const char *path, const char *debug_path, struct cfi_table **out);
 
