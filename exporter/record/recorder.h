@@ -13,7 +13,7 @@
 #include "process/proctab.h"
 #include "profile/profile.h"
 #include "record/ingest.h"
-#include "record/record.h"
+#include "record/record_opts.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 
