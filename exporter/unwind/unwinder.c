@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 
 #include "process/proclife.h"
+#include "symbols/loadbias.h"
 #include "unwind/cfi.h"
 #include "unwind/unwinder.h"
 #include "util/util.h"
@@ -730,7 +731,7 @@ static int mapping_bias(const struct utable *t, const struct procmap *m, uint64_
 
 		if (s->offset < hi && lo < s->offset + s->filesz) {
 			/* pc -> file offset pc - start + offset -> vaddr + (p_vaddr - p_offset). */
-			*bias = m->start - m->offset - (s->vaddr - s->offset) + t->base;
+			*bias = loadbias__of(m->start, m->offset, s->vaddr, s->offset, 1) + t->base;
 			return 0;
 		}
 	}
