@@ -3,7 +3,7 @@
  * loadbias: the load bias of an ELF file mapped into a process (runtime address - link-time
  * p_vaddr), from one line of /proc/PID/maps and the PT_LOAD program header that mapping came
  * from. Written once here for its readers (runtime/python/pyelf.c, spans/tlsctx.c,
- * unwind/unwinder.c), each of which picks the PT_LOAD its own way.
+ * unwind/procs.c), each of which picks the PT_LOAD its own way.
  */
 #ifndef SPANPROF_LOADBIAS_H
 #define SPANPROF_LOADBIAS_H
