@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record/record.h"
+#include "record/record_opts.h"
 
 /* The profile types of @o, bit t = enum profile_type t: o->profile_types, or cpu when none. */
 uint32_t record__selected_types(const struct record_opts *o);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * recorder: the state of one `spanprof record` run, shared by the conductor (record.c) and its
- * report (report.c). Private to exporter/record/: every stage it points to is owned by
+ * recorder: the state of one `spanprof record` run, shared by the conductor (record.c), the
+ * modules it runs the stages with (callbacks.c, stages.c, export.c, ...) and its report
+ * (report.c). Private to exporter/record/: every stage it points to is owned by
  * record__run(), which creates them in order and frees them in reverse.
  */
 #ifndef SPANPROF_RECORDER_H
@@ -13,7 +14,7 @@
 #include "process/proctab.h"
 #include "profile/profile.h"
 #include "record/ingest.h"
-#include "record/record.h"
+#include "record/record_opts.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 

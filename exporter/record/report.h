@@ -30,7 +30,7 @@
 #include "process/k8smeta.h"
 #include "process/proctab.h"
 #include "profile/profile.h"
-#include "record/record.h"
+#include "record/record_opts.h"
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
 #include "runtime/v8/v8tab.h"

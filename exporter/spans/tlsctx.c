@@ -18,6 +18,7 @@
 #include <uthash.h>
 
 #include "symbols/elfcheck.h"
+#include "symbols/loadbias.h"
 #include "process/procmaps.h"
 #include "spans/tlsctx.h"
 
@@ -585,7 +586,8 @@ static int load_bias(const struct cache_entry *e, const struct procmap *m, uint6
 		off = e->loads[i].offset & ~(page - 1);
 		if (off != m->offset)
 			continue;
-		*bias = m->start - (e->loads[i].vaddr & ~(page - 1));
+		*bias =
+		    loadbias__of(m->start, m->offset, e->loads[i].vaddr, e->loads[i].offset, page);
 		return 0;
 	}
 	return -ENOENT;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The golden replay test (issue 13): a recorded sample stream is replayed through the agent's
- * sample path (the one exporter/record.c on_sample() runs: proctab kernel and user locations ->
- * profile__intern_stack -> profile__add_sample/add_event) and every writer (pprof, folded,
- * flame graph per profile type, the OTLP ExportProfilesServiceRequest encoder); each output must
- * equal, byte for byte, its golden file in test/record/fixtures/replay/golden/, made by the code
- * before the exporter/ move. A refactoring that changes any output fails here.
+ * sample path (the one exporter/record/callbacks.c record__on_sample() runs: proctab kernel and
+ * user locations -> profile__intern_stack -> profile__add_sample/add_event) and every writer
+ * (pprof, folded, flame graph per profile type, the OTLP ExportProfilesServiceRequest encoder);
+ * each output must equal, byte for byte, its golden file in test/record/fixtures/replay/golden/,
+ * made by the code before the exporter/ move. A refactoring that changes any output fails here.
  *
  * Input (test/record/fixtures/replay/, format in recording.txt's header): recording.txt, the
  * kallsyms file it names, and the ELF files its user PCs are in (built from replay.c by `make
@@ -79,9 +79,9 @@ struct replay {
 };
 
 /*
- * One sample through the agent's sample path, ingest__sample() as record.c's on_sample() calls
- * it, with the event values from the recording (@count, @value: what sampler__event_values()
- * gave; ALLOC's are randomly rounded there).
+ * One sample through the agent's sample path, ingest__sample() as record__on_sample()
+ * (record/callbacks.c) calls it, with the event values from the recording (@count, @value: what
+ * sampler__event_values() gave; ALLOC's are randomly rounded there).
  */
 static void replay_sample(struct replay *r, const struct sp_sample *s, uint64_t count,
 			  uint64_t value)
@@ -92,7 +92,7 @@ static void replay_sample(struct replay *r, const struct sp_sample *s, uint64_t 
 		r->samples++;
 }
 
-/* record.c process_meta(): the process table's facts, the process context's on top. */
+/* record/export.c process_meta(): the process table's facts, the process context's on top. */
 static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 {
 	struct replay *r = ctx;
@@ -756,7 +756,10 @@ static void test_replay_golden(void **unused)
 		compare_file(&c, name, TEXT);
 	}
 
-	/* record.c export_interval(): the OTLP requests, machine-dependent inputs fixed. */
+	/*
+	 * record__export_interval() (record/export.c): the OTLP requests, machine-dependent inputs
+	 * fixed.
+	 */
 	eo.ctx = &r;
 	assert_int_equal(otlp__encode(r.in.profile, &eo, collect_request, &otlp), 0);
 	assert_true(otlp.n > 0);

@@ -100,11 +100,11 @@ tls-progs: $(TLS_PROG_FILES)
 TLS_TEST_CFLAGS := -DTLS_PROGS_DIR='"$(abspath $(TLS_PROGS))"'
 
 $(BUILD)/test/test_tlsctx: test/spans/test_tlsctx.c test/testproc.h exporter/spans/tlsctx.h $(OBJ)/spans/tlsctx.o \
-		$(OBJ)/process/procmaps.o $(OBJ)/symbols/elfcheck.o | tls-progs
+		$(OBJ)/process/procmaps.o $(OBJ)/symbols/elfcheck.o $(OBJ)/symbols/loadbias.o | tls-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/spans/tlsctx.o $(OBJ)/process/procmaps.o \
-		$(OBJ)/symbols/elfcheck.o -lelf -lpthread -lcmocka -o $@
+		$(OBJ)/symbols/elfcheck.o $(OBJ)/symbols/loadbias.o -lelf -lpthread -lcmocka -o $@
 
 $(BUILD)/test/test_threadctx: test/spans/test_threadctx.c exporter/spans/threadctx.h $(OBJ)/spans/threadctx.o
 	$(call msg,LINK,$@)

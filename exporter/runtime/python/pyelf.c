@@ -7,6 +7,7 @@
 
 #include "runtime/python/pyelf.h"
 #include "symbols/elfcheck.h"
+#include "symbols/loadbias.h"
 
 struct wanted {
 	const char *name;
@@ -184,12 +185,12 @@ int pyelf__load_bias(const struct pyelf_info *info, uint64_t map_start, uint64_t
 	for (i = 0; i < info->n_loads; i++) {
 		/* A mapping starts on a page: compare the page-aligned file ranges. */
 		uint64_t off = info->loads[i].offset & ~0xfffull;
-		uint64_t vaddr = info->loads[i].vaddr & ~0xfffull;
 		uint64_t end = info->loads[i].offset + info->loads[i].filesz;
 
 		if (file_offset < off || file_offset >= (end > off ? end : off + 1))
 			continue;
-		*bias = map_start - (vaddr + (file_offset - off));
+		*bias = loadbias__of(map_start, file_offset, info->loads[i].vaddr,
+				     info->loads[i].offset, 0x1000);
 		return 0;
 	}
 	return -ENOENT;
