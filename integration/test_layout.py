@@ -107,16 +107,17 @@ LONG_FILE_LINES = 1500
 
 
 def long_file_notes():
-    """{path: reason} from the list after the '<!-- long files' comment of architecture.md."""
+    """{path: reason} from the paragraph after the '<!-- long files' comment of
+    architecture.md: one line "- `exporter/PATH`: why" per file (or a sentence saying none)."""
     text = DOC.read_text()
     start = text.index("<!-- long files")
     out = {}
     for line in text[start:].splitlines()[1:]:
+        if not line.strip():
+            break
         m = re.match(r"- `(exporter/[^`]+)`: (.+)", line)
         if m:
             out[m.group(1)] = m.group(2)
-        elif out and not line.startswith("  "):
-            break
     return out
 
 

@@ -36,7 +36,7 @@ FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
 FUZZ_SRCS_cfi       := unwind/cfi spans/tlsctx process/procmaps symbols/elfcheck symbols/loadbias
-FUZZ_SRCS_symbolize := $(addprefix symbols/,symbolize elfhdr objcache plt debugfile symtab \
+FUZZ_SRCS_symbolize := $(addprefix symbols/,symcache elfhdr objcache plt debugfile symtab \
 			 dwarfframes load lookup elfcheck minidebuginfo debuginfod) runtime/go/gopclntab
 FUZZ_SRCS_procmaps  := process/procmaps spans/procctx $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_procctx   := spans/procctx process/procmaps $(FUZZ_PROCCTX_PB)

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "record/record.h"
 #include "record/record_describe.h"
+#include "record/record_opts.h"
 #include "sampler.h"
 #include "telemetry/selfstats.h"
 

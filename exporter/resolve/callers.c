@@ -9,6 +9,7 @@
 
 #include <uthash.h>
 
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "symbols/symbolize.h"
 

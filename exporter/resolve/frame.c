@@ -10,6 +10,7 @@
 
 #include "profile/profile.h"
 #include "resolve/objtally.h"
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "runtime/jit/jitproc.h"
 #include "symbols/symbolize.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "resolve/objtally.h"
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "symbols/shortname.h"
 #include "symbols/symbolize.h"

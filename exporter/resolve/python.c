@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "runtime/python/pyelf.h"
 #include "runtime/python/pymerge.h"

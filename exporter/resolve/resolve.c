@@ -8,6 +8,7 @@
 #include "process/proctab.h"
 #include "profile/stackend.h"
 #include "resolve/objtally.h"
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "runtime/jit/jitproc.h"
 #include "runtime/v8/v8tab.h"

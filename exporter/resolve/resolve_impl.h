@@ -19,7 +19,7 @@
 
 #include "process/proctab.h"
 #include "profile/profile.h"
-#include "resolve/resolve.h"
+#include "resolve/resolve_stats.h"
 #include "runtime/python/pymerge.h"
 #include "sampler.h"
 

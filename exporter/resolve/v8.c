@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "runtime/v8/v8tab.h"
 

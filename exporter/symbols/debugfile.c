@@ -21,7 +21,7 @@
 #include "symbols/elfcheck.h"
 #include "symbols/elfhdr.h"
 #include "symbols/objcache.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 
 #define HOST_DEBUG_DIR "/usr/lib/debug"
 

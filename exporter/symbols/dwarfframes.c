@@ -15,7 +15,7 @@
 
 #include "symbols/dwarfframes.h"
 #include "symbols/elfcheck.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 
 /* Namespaces/classes nest shallowly; the bound guards against DWARF loops. */
 #define MAX_DIE_DEPTH 32

@@ -11,7 +11,7 @@
 #include <gelf.h>
 
 #include "symbols/elfhdr.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 
 /*
  * Checks what later code relies on: headers, and section headers and loadable

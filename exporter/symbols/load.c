@@ -22,9 +22,8 @@
 #include "symbols/elfcheck.h"
 #include "symbols/elfhdr.h"
 #include "symbols/load.h"
-#include "symbols/lookup.h"
 #include "symbols/objcache.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "symbols/symtab.h"
 
 /* Unloading this much at once returns free heap pages to the kernel. */

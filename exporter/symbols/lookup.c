@@ -9,10 +9,9 @@
 #include "runtime/go/gopclntab.h"
 #include "symbols/dwarfframes.h"
 #include "symbols/load.h"
-#include "symbols/lookup.h"
 #include "symbols/objcache.h"
 #include "symbols/plt.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "symbols/symtab.h"
 
 /* One object's address cache may use this share of the budget before it is dropped. */
@@ -117,50 +116,6 @@ static void addr_cache__add(struct elf_object *o, uint64_t vaddr, const struct s
 	}
 	o->addr_bytes += size + ENTRY_OVERHEAD;
 	symc_charge(o, size + ENTRY_OVERHEAD);
-}
-
-/*
- * @o was closed while idle and an address it has not answered yet is asked: re-load it from
- * its file if the very same file can be opened again, else go on with what stayed in memory
- * (symbols, names read, frames answered; counted once, not retried until symcache__open()
- * meets the file again).
- */
-void symc_refresh_idle(struct elf_object *o)
-{
-	struct symcache *c = o->cache;
-
-	if (o->reopen_failed)
-		return;
-	if (o->fd < 0 && symc_reopen(o)) {
-		o->reopen_failed = true;
-		c->stats.idle_reopen_errors++;
-		return;
-	}
-	elf_object__unload(o, true);
-	c->stats.idle_reloads++;
-}
-
-/*
- * Makes the frames cached for @o independent of its DWARF: strings libdw owns (DIE names,
- * line table file names) are copied into o->strings. false on ENOMEM.
- */
-bool addr_cache__own_strings(struct elf_object *o)
-{
-	struct addr_entry *e, *tmp;
-	const char **s[3];
-	int i, k;
-
-	HASH_ITER (hh, o->addrs, e, tmp) {
-		for (i = 0; i < e->n; i++) {
-			s[0] = &e->frames[i].function;
-			s[1] = &e->frames[i].system_name;
-			s[2] = &e->frames[i].file;
-			for (k = 0; k < 3; k++)
-				if (*s[k] && !(*s[k] = symc_intern(o, *s[k])))
-					return false;
-		}
-	}
-	return true;
 }
 
 /*

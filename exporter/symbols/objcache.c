@@ -16,7 +16,7 @@
 #include "runtime/go/gopclntab.h"
 #include "symbols/elfhdr.h"
 #include "symbols/objcache.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "util/util.h"
 
 static struct elf_object *find_key(struct symcache *c, const char *key)
@@ -246,6 +246,27 @@ int symc_reopen(struct elf_object *o)
 		close(fd);
 	}
 	return -ENOENT;
+}
+
+/*
+ * @o was closed while idle and an address it has not answered yet is asked: re-load it from
+ * its file if the very same file can be opened again, else go on with what stayed in memory
+ * (symbols, names read, frames answered; counted once, not retried until symcache__open()
+ * meets the file again).
+ */
+void symc_refresh_idle(struct elf_object *o)
+{
+	struct symcache *c = o->cache;
+
+	if (o->reopen_failed)
+		return;
+	if (o->fd < 0 && symc_reopen(o)) {
+		o->reopen_failed = true;
+		c->stats.idle_reopen_errors++;
+		return;
+	}
+	elf_object__unload(o, true);
+	c->stats.idle_reloads++;
 }
 
 /* --- lookup by file identity (exporter/process/fileid.h) --- */

@@ -37,5 +37,10 @@ void symc_limit_fds(struct symcache *c);
  * it is the very same file (device, inode, size, mtime). 0, or -ENOENT.
  */
 int symc_reopen(struct elf_object *o);
+/*
+ * @o was closed while idle: re-loads it from the very same file if it can be opened again, else
+ * goes on with what stayed in memory (counted once in stats.idle_reopen_errors).
+ */
+void symc_refresh_idle(struct elf_object *o);
 
 #endif /* SPANPROF_SYMBOLS_OBJCACHE_H */

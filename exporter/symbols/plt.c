@@ -14,7 +14,7 @@
 
 #include "symbols/objcache.h"
 #include "symbols/plt.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "symbols/symtab.h"
 
 /* Frames of an inline chain symcache__call_target() asks for: the physical function is last. */

@@ -13,7 +13,7 @@
 
 #include "symbols/minidebuginfo.h"
 #include "symbols/objcache.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "symbols/symtab.h"
 
 /* Symbol tables are read in chunks of this many bytes (no full copy in memory). */

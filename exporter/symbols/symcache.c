@@ -28,7 +28,7 @@
  *
  * This file is the cache itself: creation, the byte budget's accounting, the LRU list,
  * unloading and freeing objects, trimming, interned strings. The rest are modules of this
- * folder, listed in symcache_int.h (internal: shapes they share); symbolize.h is the face.
+ * folder, listed in symcache.h (internal: shapes they share); symbolize.h is the face.
  */
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -41,8 +41,7 @@
 
 #include "runtime/go/gopclntab.h"
 #include "symbols/elfcheck.h"
-#include "symbols/lookup.h"
-#include "symbols/symcache_int.h"
+#include "symbols/symcache.h"
 #include "symbols/symbolize.h"
 
 static unsigned int default_max_fds(void)
@@ -165,6 +164,29 @@ void addr_cache__clear(struct elf_object *o)
 		free(e);
 	}
 	symc_uncharge(o, &o->addr_bytes);
+}
+
+/*
+ * Makes the frames cached for @o independent of its DWARF: strings libdw owns (DIE names,
+ * line table file names) are copied into o->strings. false on ENOMEM.
+ */
+bool addr_cache__own_strings(struct elf_object *o)
+{
+	struct addr_entry *e, *tmp;
+	const char **s[3];
+	int i, k;
+
+	HASH_ITER (hh, o->addrs, e, tmp) {
+		for (i = 0; i < e->n; i++) {
+			s[0] = &e->frames[i].function;
+			s[1] = &e->frames[i].system_name;
+			s[2] = &e->frames[i].file;
+			for (k = 0; k < 3; k++)
+				if (*s[k] && !(*s[k] = symc_intern(o, *s[k])))
+					return false;
+		}
+	}
+	return true;
 }
 
 static void lru_unlink(struct elf_object *o)

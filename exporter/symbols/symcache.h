@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * symcache_int.h: INTERNAL to exporter/symbols/ (the rest of the agent includes
+ * symcache.h: INTERNAL to exporter/symbols/ (the rest of the agent includes
  * symbols/symbolize.h only). The shapes the modules of the symbolizer share -- struct symcache,
  * struct elf_object and what an object holds (sorted symbols, DWARF indexes, copied line tables,
  * the address cache, interned strings) -- the constants of the accounting, and the helpers of
- * the cache core, symbolize.c: the byte budget (charge*()), the LRU list, unloading and freeing
+ * the cache core, symcache.c: the byte budget (charge*()), the LRU list, unloading and freeing
  * an object, interned strings and demangling.
  *
- * The modules, one file each, with a header (none includes another module's header):
- *   symbolize.c    the cache: new/free, budget accounting, LRU, unload, trim, strings
+ * The modules, one file each (their headers say what each offers to the others; the cache core's
+ * is this one; lookup.c offers nothing but symbolize.h's lookups, so it has none):
+ *   symcache.c     the cache core: new/free, budget accounting, LRU, unload, trim, strings
  *   elfhdr.c       ELF headers: checks, GNU build ID, PT_LOAD, PLT sections, size estimates
  *   objcache.c     open and cache: objects by file identity and build ID, re-opening a file
  *   plt.c          PLT entries and GOT slots: PLT stub names (NAME@plt), call targets, tail jumps
@@ -22,8 +23,8 @@
  * handed out in frames stay valid as symbolize.h says). Errors: int functions return 0 or a
  * negative errno, pointer functions NULL, unless a function says otherwise. Not thread-safe.
  */
-#ifndef SPANPROF_SYMCACHE_INT_H
-#define SPANPROF_SYMCACHE_INT_H
+#ifndef SPANPROF_SYMCACHE_H
+#define SPANPROF_SYMCACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -272,7 +273,7 @@ struct symcache {
 	uint64_t untrimmed;	/* bytes unloaded (or freed by short-lived Dwarf handles) since */
 };
 
-/* --- the cache core (symbolize.c) --- */
+/* --- the cache core (symcache.c) --- */
 
 /* CLOCK_MONOTONIC now, in ns. */
 uint64_t symc_now_ns(void);
@@ -290,6 +291,11 @@ void symc_uncharge(struct elf_object *o, size_t *part);
 void symc_drop_mapped_pages(struct elf_object *o);
 /* Frees @o's address cache and uncharges it. */
 void addr_cache__clear(struct elf_object *o);
+/*
+ * Copies the strings of @o's cached frames that libdw or the Go table own into o->strings, so
+ * they outlive its DWARF. false on ENOMEM (some may be copied).
+ */
+bool addr_cache__own_strings(struct elf_object *o);
 /* Makes @o the most recently used object. */
 void symc_lru_touch(struct elf_object *o);
 /* Closes *@fd if open (stats.fds) and sets it to -1. */
@@ -302,7 +308,7 @@ void symc_drop_go(struct elf_object *o);
 void symc_drop_index(struct elf_object *o);
 /* Frees what an unload with keep_answers left (answers and indexes). */
 void symc_drop_kept(struct elf_object *o);
-/* Frees @o's heavy part; with @keep_answers its frames and indexes stay (see symbolize.c). */
+/* Frees @o's heavy part; with @keep_answers its frames and indexes stay (see symcache.c). */
 void elf_object__unload(struct elf_object *o, bool keep_answers);
 /* Frees @o and everything it holds; NULL is a no-op. */
 void elf_object__free(struct elf_object *o);
@@ -311,4 +317,4 @@ const char *symc_intern(struct elf_object *o, const char *s);
 /* Demangled C++/Rust @name, interned in @o; @name itself when not mangled or on failure. */
 const char *symc_demangle(struct elf_object *o, const char *name);
 
-#endif /* SPANPROF_SYMCACHE_INT_H */
+#endif /* SPANPROF_SYMCACHE_H */
