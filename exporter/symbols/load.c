@@ -25,6 +25,7 @@
 #include "symbols/objcache.h"
 #include "symbols/symcache.h"
 #include "symbols/symtab.h"
+#include "util/util.h"
 
 /* Unloading this much at once returns free heap pages to the kernel. */
 #define TRIM_BYTES (1u << 20)
@@ -96,22 +97,6 @@ static bool has_compressed_debug(Elf *elf)
 
 #define INFLATE_CHUNK 65536
 
-static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, buf, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		buf = (const char *)buf + w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /*
  * Copies @len bytes of @fd at @from to @out at @to, inflating them (zlib stream) when
  * @zlib; *@outlen: bytes written. 0 or -errno (-EBADMSG: corrupt stream).
@@ -139,7 +124,7 @@ static int copy_section(int fd, uint64_t from, uint64_t len, int out, uint64_t t
 			len -= (uint64_t)n;
 		}
 		if (!zlib) {
-			err = pwrite_all(out, in, (size_t)n, to + *outlen);
+			err = util__pwrite_all(out, in, (size_t)n, to + *outlen);
 			*outlen += (uint64_t)n;
 			if (err)
 				break;
@@ -156,7 +141,7 @@ static int copy_section(int fd, uint64_t from, uint64_t len, int out, uint64_t t
 			err = -EBADMSG; /* also Z_BUF_ERROR: the input ended before the stream */
 			break;
 		}
-		err = pwrite_all(out, buf, INFLATE_CHUNK - zs.avail_out, to + *outlen);
+		err = util__pwrite_all(out, buf, INFLATE_CHUNK - zs.avail_out, to + *outlen);
 		*outlen += INFLATE_CHUNK - zs.avail_out;
 		if (err)
 			break;
@@ -164,15 +149,6 @@ static int copy_section(int fd, uint64_t from, uint64_t len, int out, uint64_t t
 	if (zlib)
 		inflateEnd(&zs);
 	return err;
-}
-
-static int open_tmpfile(void)
-{
-	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
 }
 
 /*
@@ -209,7 +185,7 @@ static int inflate_to_file(Elf *hdr, int fd)
 			goto cleanup;
 		}
 	}
-	out = open_tmpfile();
+	out = util__open_tmpfile();
 	if (out < 0) {
 		err = out;
 		goto cleanup;
@@ -251,9 +227,9 @@ static int inflate_to_file(Elf *hdr, int fd)
 	eh.e_phoff = 0;
 	eh.e_phnum = 0;
 	/* GElf_Ehdr and GElf_Shdr are the ELF64 structures. */
-	err = pwrite_all(out, sh, shnum * sizeof(*sh), eh.e_shoff);
+	err = util__pwrite_all(out, sh, shnum * sizeof(*sh), eh.e_shoff);
 	if (!err)
-		err = pwrite_all(out, &eh, sizeof(eh), 0);
+		err = util__pwrite_all(out, &eh, sizeof(eh), 0);
 cleanup:
 	free(sh);
 	free(in);

@@ -12,6 +12,7 @@
 
 #include "symbols/elfcheck.h"
 #include "symbols/minidebuginfo.h"
+#include "util/util.h"
 
 #define SECTION ".gnu_debugdata"
 #define CHUNK 65536
@@ -28,31 +29,6 @@ bool minidebuginfo__present(Elf *elf)
 	GElf_Shdr shdr;
 
 	return find_debugdata(elf, &shdr);
-}
-
-static int open_tmpfile(void)
-{
-	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
-}
-
-static int write_all(int fd, const uint8_t *buf, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, buf, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		buf += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
 }
 
 /* Decodes @len bytes of @in_fd at @from into @out; 0 or -errno (-EBADMSG: not a valid stream). */
@@ -95,7 +71,7 @@ static int decode(int in_fd, uint64_t from, uint64_t len, int out, uint8_t *in, 
 				err = -EBADMSG;
 				break;
 			}
-			err = write_all(out, buf, CHUNK - zs.avail_out, written);
+			err = util__pwrite_all(out, buf, CHUNK - zs.avail_out, written);
 			if (err)
 				break;
 			written += CHUNK - zs.avail_out;
@@ -137,7 +113,7 @@ int minidebuginfo__extract(Elf *elf, int fd, uint64_t file_size)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	out = open_tmpfile();
+	out = util__open_tmpfile();
 	if (out < 0) {
 		err = out;
 		goto cleanup;

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -77,6 +78,37 @@ static inline int util__open_regular(const char *path, struct stat *st)
 	err = fd < 0 ? -errno : 0;
 	close(pfd);
 	return fd < 0 ? err : fd;
+}
+
+/*
+ * An unlinked file for scratch data the agent maps back (inflated DWARF, decoded MiniDebugInfo):
+ * O_TMPFILE in /var/tmp, else /tmp, mode 0600. The descriptor, or a negative errno.
+ */
+static inline int util__open_tmpfile(void)
+{
+	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/* pwrite(2) of all @n bytes of @buf at @off, again after EINTR and short writes. 0, or a
+ * negative errno (-EIO for a write of 0 bytes). */
+static inline int util__pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf = (const char *)buf + w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
 }
 
 #endif
