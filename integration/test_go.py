@@ -307,8 +307,8 @@ def check_label_links(spanprof, pprofcheck, procs, tmp_path, binary, build):
 
 
 def test_go_span_id_label_without_trace_id(spanprof, pprofcheck, procs, tmp_path, golabels_prog):
-    """otel-profiling-go sets span_id and span_name only: no link (an OTLP link needs a trace
-    id), the span id and name as sample attributes (pprof labels), which Pyroscope joins on."""
+    """otel-profiling-go before v0.6.0 set span_id and span_name only: no link (an OTLP link
+    needs a trace id), the span id and name as sample attributes (pprof labels), which Pyroscope joins on."""
     log = tmp_path / "spans.log"
     with open(log, "w") as f:
         prog = procs.start(golabels_prog["stripped"], str(CPU_SECONDS), "-", "spanonly",
