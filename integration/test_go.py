@@ -611,10 +611,11 @@ def test_go_labels_not_linked_on_g0(spanprof, pprofcheck, procs, tmp_path, gosch
             c["labelled_linked"] += n if link == span else 0
     gl = res.stats["span_links"]["go_labels"]
     print(c, gl)
-    # Sized by the workload's own CPU time; the scheduler's share is smaller but never nil
-    # with four goroutines yielding in a loop.
+    # Sized by the workload's own CPU time (its shares are set in rounds of work, not in wall
+    # time); the runtime's share is smaller but never nil with four goroutines yielding in a
+    # loop, allocating and collecting.
     assert c["total"] >= CPU_SECONDS * FREQ // 2, (c, res.stderr)
-    assert c["labelled"] >= CPU_SECONDS * FREQ // 10, (c, res.stderr)
+    assert c["labelled"] >= c["total"] // 5, (c, res.stderr)
     assert c["g0"] > 0, c
     assert c["g0_linked"] == 0 and c["wrong"] == 0, (c, bad[:5])
     assert c["labelled_linked"] >= 0.95 * c["labelled"], (c, res.stderr)

@@ -4,9 +4,9 @@
 //
 // Four labelled workers (one span: span_id, trace_id, span_name "gosched") each loop over
 // main.burnLabelled (CPU work), runtime.Gosched() (mcall -> gosched_m -> schedule on g0) and,
-// every few rounds, a 1 MiB allocation (mallocgc -> systemstack -> the heap's allocLarge on
-// g0); one of them also calls runtime.GC() every few milliseconds (systemstack calls, the
-// world stopped and started). Two unlabelled goroutines (main.burnUnlabelled, Gosched) give
+// every 8 rounds, a 1 MiB allocation (mallocgc -> systemstack -> the heap's allocLarge on
+// g0); one of them also calls runtime.GC() every 16 rounds (systemstack calls, the world
+// stopped and started). Two unlabelled goroutines (main.burnUnlabelled, Gosched) give
 // the scheduler other goroutines to switch to. Prints "span gosched TRACE_ID SPAN_ID".
 //
 // Usage: gosched CPU_SECONDS [-]. Prints "ready"; with "-" waits for a line on stdin (the
@@ -95,16 +95,15 @@ func main() {
 		wg.Add(1)
 		go pprof.Do(context.Background(), labels, func(context.Context) {
 			defer wg.Done()
-			last := time.Now()
+			// Counted in rounds, not wall time: the same shares on a loaded machine.
 			for i := 0; !done.Load(); i++ {
-				sink.Add(burnLabelled(20000))
+				sink.Add(burnLabelled(50000))
 				runtime.Gosched()
 				if i%8 == 0 {
 					alloc[w] = make([]byte, 1<<20)
 				}
-				if w == 0 && time.Since(last) > 5*time.Millisecond {
+				if w == 0 && i%16 == 0 {
 					runtime.GC()
-					last = time.Now()
 				}
 			}
 		})
