@@ -612,10 +612,11 @@ def test_go_labels_not_linked_on_g0(spanprof, pprofcheck, procs, tmp_path, gosch
     gl = res.stats["span_links"]["go_labels"]
     print(c, gl)
     # Sized by the workload's own CPU time (its shares are set in rounds of work, not in wall
-    # time); the runtime's share is smaller but never nil with four goroutines yielding in a
-    # loop, allocating and collecting.
+    # time): the labelled function had 39% of the samples here, 11% in a TCG guest (6.1),
+    # where the runtime's memory clearing and GC cost most. The runtime's share is never nil
+    # with four goroutines yielding in a loop, allocating and collecting.
     assert c["total"] >= CPU_SECONDS * FREQ // 2, (c, res.stderr)
-    assert c["labelled"] >= c["total"] // 5, (c, res.stderr)
+    assert c["labelled"] >= max(10, c["total"] // 20), (c, res.stderr)
     assert c["g0"] > 0, c
     assert c["g0_linked"] == 0 and c["wrong"] == 0, (c, bad[:5])
     assert c["labelled_linked"] >= 0.95 * c["labelled"], (c, res.stderr)
