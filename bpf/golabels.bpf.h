@@ -4,16 +4,16 @@
  * copied into the sample for the agent to turn into attributes and a span link
  * (exporter/runtime/go/golabels.h has the layout and its sources). The agent puts a
  * struct sp_go_loc per Go process into go_procs. Every sample of such a process without a
- * thread context ends in one SP_STAT_GOL_* reason (READ, NONE, BAD, MAP_SKIPPED or
- * STALE).
+ * thread context ends in one SP_STAT_GOL_* reason (READ, NONE, SYSTEM_G, OFF_STACK, BAD,
+ * MAP_SKIPPED or STALE).
  *
  * Two forms of labelMap (struct sp_go_loc's kind): since Go 1.24 a sorted slice of labels,
  * before (1.18-1.23) a map[string]string whose buckets are walked here.
  *
- * Proof before use: the thread's g must name an m whose curg names the same m back; the
- * slice must have len <= cap; a map must not be being grown, its cells' tophash must say
- * full or empty and their number match the header's count; every pointer must be readable.
- * Anything else is dropped and counted, never copied.
+ * Proof before use: the thread's g must be its m's curg, and the user SP in that goroutine's
+ * stack (golabels_on_goroutine()); the slice must have len <= cap; a map must not be being grown,
+ * its cells' tophash must say full or empty and their number match the header's count; every
+ * pointer must be readable. Anything else is dropped and counted, never copied.
  *
  * Included by sampler.bpf.c after threadctx.bpf.h.
  */
@@ -290,12 +290,57 @@ static __always_inline int golabels_map(__u64 lm)
 	return pos;
 }
 
+/*
+ * Whether the CPU runs the user goroutine @g's own code: labels are read only then. The
+ * thread's g, the word in TLS, is the g the CPU runs: Go's amd64 assembly (src/runtime/
+ * asm_amd64.s, go1.26) stores it on every switch, before or with the stack switch: gogo<>
+ * (to a goroutine), mcall (to g0, for the scheduler: park_m, gosched_m, exitsyscall0),
+ * systemstack (to g0, and back to m.curg), asmcgocall (to g0 for a cgo call's C code),
+ * cgocallback (to m.curg when C calls Go, also in -buildmode=c-shared/c-archive, then back
+ * to g0), morestack (to g0), setg (signal_unix.go's sigtrampgo: to m.gsignal for a signal
+ * handler, and back). R14, ABIInternal's g register, is not: asmcgocall, cgocallback and
+ * setg leave it stale, C code may use it, and Go reloads it from TLS (the ABI wrappers,
+ * sys_linux_amd64.s's sigtramp), so the TLS word is the source here. While the thread runs
+ * g0 or gsignal, m.curg still names the goroutine it serves (mcall's callee clears it only in
+ * dropg(); systemstack's never), whose labels are not the CPU's (issue 30: a runtime.mcall
+ * sample linked to a request's span): g must be curg. And the stack: each switch to a
+ * goroutine writes g to TLS one or two instructions before it loads SP (gogo<>,
+ * cgocallback), a signal handler starts on the signal stack before sigtrampgo's setg, and
+ * nanotime1/walltime call the vDSO on g0's stack with g unchanged (sys_linux_amd64.s): the
+ * user SP must lie in curg's stack, [g.stack.lo, g.stack.hi) (runtime2.go: g's first field,
+ * "offset known to runtime/cgo", the same in every release). The price: g0 work done for the
+ * goroutine (large allocations and GC assists on systemstack, a cgo call's C code, the vDSO)
+ * is not linked. Returns 0 (yes), or 1 with the sample's reason counted.
+ */
+static __always_inline int golabels_on_goroutine(__u64 g, __u64 curg)
+{
+	struct pt_regs *regs;
+	__u64 stack[2] = {}, sp; /* lo, hi */
+
+	if (g != curg) {
+		stat_inc(SP_STAT_GOL_SYSTEM_G);
+		return 1;
+	}
+	/* Every caller's task is the current one; ctx is not pt_regs for every caller. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs || bpf_probe_read_user(stack, sizeof(stack), (void *)g)) {
+		stat_inc(SP_STAT_GOL_BAD);
+		return 1;
+	}
+	sp = regs->sp;
+	if (sp < stack[0] || sp >= stack[1]) {
+		stat_inc(SP_STAT_GOL_OFF_STACK);
+		return 1;
+	}
+	return 0;
+}
+
 /* Copies the labels of the thread's goroutine into s->ctx (s->ctx_len 0 on entry). */
 static __always_inline void golabels_sample(struct task_struct *task, struct sp_sample *s)
 {
 	struct sp_go_loc *loc;
 	struct go_label_buf *buf;
-	__u64 fs, g = 0, m = 0, curg = 0, back = 0, lm = 0;
+	__u64 fs, g = 0, m = 0, curg = 0, lm = 0;
 	__u32 pid = s->pid, zero = 0, len;
 	int pos;
 
@@ -324,8 +369,10 @@ static __always_inline void golabels_sample(struct task_struct *task, struct sp_
 		stat_inc(SP_STAT_GOL_NONE);
 		return;
 	}
-	if (bpf_probe_read_user(&back, sizeof(back), (void *)(curg + loc->g_m)) || back != m ||
-	    bpf_probe_read_user(&lm, sizeof(lm), (void *)(curg + loc->g_labels))) {
+	/* g == curg: curg.m is g.m, the m read above */
+	if (golabels_on_goroutine(g, curg))
+		return;
+	if (bpf_probe_read_user(&lm, sizeof(lm), (void *)(curg + loc->g_labels))) {
 		stat_inc(SP_STAT_GOL_BAD);
 		return;
 	}

@@ -88,11 +88,14 @@ enum sp_stat {
 	/* Goroutine labels (bpf/golabels.bpf.h, docs/go.md): one per sample of a Go process with a
 	 * descriptor and no thread context. */
 	SP_STAT_GOL_READ,	 /* labels copied into the sample */
-	SP_STAT_GOL_NONE,	 /* no goroutine running (g0 only, a C thread) or no labels */
-	SP_STAT_GOL_BAD,	 /* unreadable or inconsistent (curg.m != m, len > cap): dropped */
+	SP_STAT_GOL_NONE,	 /* no goroutine on the m (m.curg nil), a C thread, or no labels */
+	SP_STAT_GOL_BAD,	 /* unreadable or inconsistent (len > cap, a bad map): dropped */
 	SP_STAT_GOL_TRUNCATED,	 /* labels left out (too many, too long): counted in addition */
 	SP_STAT_GOL_STALE,	 /* descriptor of an earlier process with the same PID */
 	SP_STAT_GOL_MAP_SKIPPED, /* Go 1.18-1.23 labels map being grown or too big to walk */
+	SP_STAT_GOL_SYSTEM_G,	 /* the thread runs g0 or gsignal (scheduler, systemstack, signal
+				  * handler, cgo call's C code): m.curg's labels not the CPU's */
+	SP_STAT_GOL_OFF_STACK,	 /* g is curg but SP outside its stack (a switch, the vDSO) */
 	/* Notifications to the agent (exec, mmap, exit of known processes). */
 	SP_STAT_EVENTS,	    /* events sent */
 	SP_STAT_EVENT_DROP, /* event ring buffer full: the agent relies on its fallbacks */

@@ -39,14 +39,17 @@ static void span_links_lines(FILE *f, const struct report_data *d)
 		    f,
 		    "spanprof: Go labels: %llu samples with goroutine labels, %llu linked by "
 		    "span_id/trace_id, %llu ids not hex; not read: %llu no labels or no "
-		    "goroutine, %llu unreadable or inconsistent (dropped), %llu maps being grown "
-		    "or too big (Go 1.18-1.23, skipped), %llu stale; %llu "
+		    "goroutine, %llu on g0 or gsignal (runtime or signal handler), %llu off the "
+		    "goroutine's stack, %llu unreadable or inconsistent (dropped), %llu maps being "
+		    "grown or too big (Go 1.18-1.23, skipped), %llu stale; %llu "
 		    "labels left out (too many or too long); %llu Go processes read, %llu "
 		    "unsupported\n",
 		    u(d->links.go_labeled), u(d->links.go_links), u(d->links.go_bad_ids),
-		    u(st[SP_STAT_GOL_NONE]), u(st[SP_STAT_GOL_BAD]), u(st[SP_STAT_GOL_MAP_SKIPPED]),
-		    u(st[SP_STAT_GOL_STALE]), u(st[SP_STAT_GOL_TRUNCATED]),
-		    u(d->links.go_processes), u(d->links.go_unsupported));
+		    u(st[SP_STAT_GOL_NONE]), u(st[SP_STAT_GOL_SYSTEM_G]),
+		    u(st[SP_STAT_GOL_OFF_STACK]), u(st[SP_STAT_GOL_BAD]),
+		    u(st[SP_STAT_GOL_MAP_SKIPPED]), u(st[SP_STAT_GOL_STALE]),
+		    u(st[SP_STAT_GOL_TRUNCATED]), u(d->links.go_processes),
+		    u(d->links.go_unsupported));
 }
 
 static void unwind_lines(FILE *f, const struct report_data *d)

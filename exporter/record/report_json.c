@@ -410,6 +410,8 @@ static struct json_object *links_section(struct jb *b, const struct report_data 
 	put_u(b, go, "linked", d->links.go_links);
 	put_u(b, go, "ids_not_hex", d->links.go_bad_ids);
 	put_u(b, go, "none", st[SP_STAT_GOL_NONE]);
+	put_u(b, go, "system_goroutine", st[SP_STAT_GOL_SYSTEM_G]);
+	put_u(b, go, "off_goroutine_stack", st[SP_STAT_GOL_OFF_STACK]);
 	put_u(b, go, "dropped_inconsistent", st[SP_STAT_GOL_BAD]);
 	put_u(b, go, "maps_skipped", st[SP_STAT_GOL_MAP_SKIPPED]);
 	put_u(b, go, "stale", st[SP_STAT_GOL_STALE]);

@@ -37,7 +37,10 @@ struct procctx {
 	char *service_name;	       /* resource service.name, NULL if absent */
 	struct procctx_attr *resource; /* all resource attributes with a scalar value, in order */
 	size_t nresource;
-	char *schema_version; /* threadlocal.schema_version, NULL if absent */
+	/* threadlocal.schema_version, NULL if absent. Any value is kept and gates nothing: OTEP
+	 * 4947 as merged says "tlsdesc_v1_dev", to become "tls_v1"; both are read alike (the
+	 * record is found by its variable's versioned name, otel_thread_ctx_v1). */
+	char *schema_version;
 	/* threadlocal.attribute_key_map: key_map[key_index] is the attribute's name ("" for an
 	 * entry that is not a string); at most PROCCTX_MAX_KEYS entries. From
 	 * ProcessContext.attributes, else from the resource attributes. */

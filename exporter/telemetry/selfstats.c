@@ -621,6 +621,8 @@ static void encode_samples(struct builder *b, const struct selfstats *st)
 		    COUNTER);
 		b_int(b, m, s[SP_STAT_GOL_READ], A(KS("outcome", "read")));
 		b_int(b, m, s[SP_STAT_GOL_NONE], A(KS("outcome", "none")));
+		b_int(b, m, s[SP_STAT_GOL_SYSTEM_G], A(KS("outcome", "system_goroutine")));
+		b_int(b, m, s[SP_STAT_GOL_OFF_STACK], A(KS("outcome", "off_stack")));
 		b_int(b, m, s[SP_STAT_GOL_BAD], A(KS("outcome", "bad")));
 		b_int(b, m, s[SP_STAT_GOL_MAP_SKIPPED], A(KS("outcome", "map_skipped")));
 		b_int(b, m, s[SP_STAT_GOL_STALE], A(KS("outcome", "stale")));

@@ -101,11 +101,12 @@ static any_t *key_map_value(const char *const *keys, size_t n, int int_at)
 
 /*
  * Packs a ProcessContext: resource {service.name = @service, process.pid 42, sampled true,
- * ratio 0.25, tags [..]} and attributes {threadlocal.schema_version, threadlocal.attribute_key_map
- * [http.route, user.id, 7]}. With @threadlocal_in_resource the threadlocal keys are resource
- * attributes instead. Returns a malloc'd buffer.
+ * ratio 0.25, tags [..]} and attributes {threadlocal.schema_version = @schema,
+ * threadlocal.attribute_key_map [http.route, user.id, 7]}. With @threadlocal_in_resource the
+ * threadlocal keys are resource attributes instead. Returns a malloc'd buffer.
  */
-static uint8_t *pack_context(const char *service, bool threadlocal_in_resource, size_t *len)
+static uint8_t *pack_context_schema(const char *service, bool threadlocal_in_resource,
+				    const char *schema, size_t *len)
 {
 	static const char *const keys[] = {"http.route", "user.id", "int-entry"};
 	Opentelemetry__Proto__Processcontext__V1development__ProcessContext pc;
@@ -133,10 +134,10 @@ static uint8_t *pack_context(const char *service, bool threadlocal_in_resource, 
 	rattrs[nr++] = kv("ratio", v);
 	rattrs[nr++] = kv("tags", key_map_value(keys, 2, -1)); /* not a scalar: not rendered */
 	if (threadlocal_in_resource) {
-		rattrs[nr++] = kv("threadlocal.schema_version", str_value("tls_v1"));
+		rattrs[nr++] = kv("threadlocal.schema_version", str_value(schema));
 		rattrs[nr++] = kv("threadlocal.attribute_key_map", key_map_value(keys, 3, 2));
 	} else {
-		attrs[na++] = kv("threadlocal.schema_version", str_value("tlsdesc_v1_dev"));
+		attrs[na++] = kv("threadlocal.schema_version", str_value(schema));
 		attrs[na++] = kv("threadlocal.attribute_key_map", key_map_value(keys, 3, 2));
 	}
 	res.n_attributes = nr;
@@ -152,6 +153,14 @@ static uint8_t *pack_context(const char *service, bool threadlocal_in_resource, 
 	free_kvs(rattrs, nr);
 	free_kvs(attrs, na);
 	return buf;
+}
+
+/* pack_context_schema() with OTEP 4947's schema names as the tests have used them: the
+ * merged OTEP's "tlsdesc_v1_dev" among the attributes, "tls_v1" among the resource's. */
+static uint8_t *pack_context(const char *service, bool threadlocal_in_resource, size_t *len)
+{
+	return pack_context_schema(service, threadlocal_in_resource,
+				   threadlocal_in_resource ? "tls_v1" : "tlsdesc_v1_dev", len);
 }
 
 static void check_full(const struct procctx *c, const char *service)
@@ -205,6 +214,34 @@ static void test_decode(void **state)
 }
 
 /* A bare Resource (the OTEP's earlier payload) decodes too. */
+/*
+ * OTEP 4947 (merged) names its schema "tlsdesc_v1_dev" and promises "tls_v1": both are read
+ * alike, wherever the writer puts them, and the key map names the record's attributes under
+ * either (docs/span-links.md).
+ */
+static void test_decode_schema_names(void **state)
+{
+	static const char *const names[] = {"tlsdesc_v1_dev", "tls_v1"};
+	struct procctx c;
+	size_t len;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		for (int in_resource = 0; in_resource < 2; in_resource++) {
+			uint8_t *buf = pack_context_schema("checkout", in_resource, names[i], &len);
+
+			assert_int_equal(procctx__decode(buf, len, &c), 0);
+			assert_string_equal(c.schema_version, names[i]);
+			assert_int_equal(c.nkeys, 3);
+			assert_string_equal(c.key_map[0], "http.route");
+			assert_string_equal(c.key_map[1], "user.id");
+			assert_string_equal(c.service_name, "checkout");
+			procctx__free(&c);
+			free(buf);
+		}
+	}
+}
+
 static void test_decode_bare_resource(void **state)
 {
 	Opentelemetry__Proto__Resource__V1__Resource res;
@@ -545,10 +582,15 @@ static void test_read_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode),	     cmocka_unit_test(test_decode_bare_resource),
-	    cmocka_unit_test(test_decode_many_keys), cmocka_unit_test(test_decode_garbage),
-	    cmocka_unit_test(test_read_kinds),	     cmocka_unit_test(test_read_bad),
-	    cmocka_unit_test(test_read_gone),	     cmocka_unit_test(test_mapping_names),
+	    cmocka_unit_test(test_decode),
+	    cmocka_unit_test(test_decode_schema_names),
+	    cmocka_unit_test(test_decode_bare_resource),
+	    cmocka_unit_test(test_decode_many_keys),
+	    cmocka_unit_test(test_decode_garbage),
+	    cmocka_unit_test(test_read_kinds),
+	    cmocka_unit_test(test_read_bad),
+	    cmocka_unit_test(test_read_gone),
+	    cmocka_unit_test(test_mapping_names),
 	    cmocka_unit_test(test_read_concurrent),
 	};
 

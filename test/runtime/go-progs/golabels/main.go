@@ -1,6 +1,6 @@
 // golabels: a Go HTTP service whose requests run under pprof goroutine labels, as Go programs
-// mark their spans (span_id, trace_id, span_name: what Grafana's otel-profiling-go sets, plus
-// the trace id), for spanprof's goroutine-label tests.
+// mark their spans (span_id, trace_id, span_name: what Grafana's otel-profiling-go sets since
+// v0.6.0), for spanprof's goroutine-label tests.
 //
 // Two endpoints, /checkout and /search, each burn CPU in a function of its own
 // (main.burnCheckout, main.burnSearch) inside pprof.Do with fresh random ids, and print one
@@ -10,7 +10,7 @@
 // Usage: golabels CPU_SECONDS [-] [spanonly]. Prints "ready" once it listens (with "-", then
 // waits for a line on stdin: the tests' gate), sends requests from two client goroutines until
 // the process has used CPU_SECONDS of CPU time, and exits. With "spanonly" the requests carry
-// span_id and span_name only, as otel-profiling-go sets them (no trace_id).
+// span_id and span_name only, as otel-profiling-go v0.5.x set them (no trace_id).
 package main
 
 import (
