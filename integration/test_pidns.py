@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import WORKLOADS, read_folded, record_gated
-from test_jit import CHAIN, NO_INLINING, NODES, chain_complete, share
+from test_jit import NO_INLINING, NODES, chain_complete, share
 from test_python import (CPU_THREADS, PYTHONS, by_thread, check_thread, count,
                          own_functions)
 from test_spanlinks import check_links, parse_spans, spanservers  # noqa: F401 (fixture)
@@ -168,25 +168,28 @@ def test_python_chains_in_pid_namespace(spanprof, pprofcheck, procs, tmp_path, e
     assert not problems, "\n".join(problems[:20])
 
 
-def run_node(spanprof, procs, tmp_path, node, node_args):
+def run_node(spanprof, procs, tmp_path, node, node_args, agent_args=()):
     """jit_chain.js under @node in a PID namespace with a /tmp of its own, gated until the agent
-    samples. Returns (folded stacks, the --stats-json document, CPU seconds, agent stderr)."""
+    (@agent_args) samples. Returns (folded stacks, the --stats-json document, CPU seconds, agent
+    stderr, the node's PID in its namespace)."""
     wrapper = procs.start(*in_pidns([node, *node_args, WORKLOADS / "jit_chain.js", 4],
                                     private_tmp=True),
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     pid = target_pid(wrapper, node, 1)
+    nspid = nspids(f"/proc/{pid}/status")[-1]
     out = tmp_path / "out"
-    res = record_gated(spanprof, out, wrapper, "--pid", pid, "--frequency", 99, timeout=120)
+    res = record_gated(spanprof, out, wrapper, "--pid", pid, "--frequency", 99, *agent_args,
+                       timeout=120)
     cpu_s = json.loads(wrapper.stdout.readline())["cpu_s"]
     wrapper.wait(timeout=120)
-    return read_folded(out / "profile.folded"), res.stats, cpu_s, res.stderr
+    return read_folded(out / "profile.folded"), res.stats, cpu_s, res.stderr, nspid
 
 
 @pytest.mark.skipif(not NODES, reason="node (Node.js) is not installed")
 @pytest.mark.parametrize("node", [n[1] for n in NODES], ids=[n[0] for n in NODES])
 def test_node_in_pid_namespace_named_from_v8(spanprof, procs, tmp_path, node):
     """No flag: the chain named from V8's structures, as outside (test_jit.py)."""
-    ours, stats, cpu_s, err = run_node(spanprof, procs, tmp_path, node, NO_INLINING)
+    ours, stats, cpu_s, err, _ = run_node(spanprof, procs, tmp_path, node, NO_INLINING)
     if stats["v8"]["processes"] != 1:
         pytest.skip(f"{node}: its V8 metadata lacks what the agent reads: {stats['v8']}")
     good, total = share(ours, chain_complete)
@@ -201,9 +204,11 @@ def test_node_in_pid_namespace_perf_map(spanprof, procs, tmp_path):
     /tmp/perf-NSPID.map in the namespace's own /tmp (the host's /tmp has none), found through
     /proc/PID/root with the PID from NSpid."""
     node = NODES[0][1]
-    ours, stats, cpu_s, err = run_node(
+    ours, stats, cpu_s, err, nspid = run_node(
         spanprof, procs, tmp_path, node,
-        ["--perf-basic-prof", "--interpreted-frames-native-stack", *NO_INLINING])
+        ["--perf-basic-prof", "--interpreted-frames-native-stack", *NO_INLINING],
+        agent_args=("--no-v8",))
+    assert not Path(f"/tmp/perf-{nspid}.map").exists(), "the host's /tmp has the map"
     assert "JIT code without names" not in err, err
     jit = stats["jit"]
     assert jit["perf_maps"] == 1 and jit["frames_named"] > 0, jit
