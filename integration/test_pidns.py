@@ -261,3 +261,16 @@ def test_span_links_in_pid_namespace(spanprof, spanservers, pprofcheck, procs, t
     assert c["wrong"] == 0, f"samples linked to the wrong span: {wrong[:5]}"
     assert c["outside_linked"] == 0, c
     assert c["linked"] >= 0.99 * c["in_span"], (c, res.stderr)
+
+
+def test_agent_in_its_own_pid_namespace_refuses(spanprof, tmp_path):
+    """The agent itself in a PID namespace (a container without hostPID): the samples carry the
+    host's PIDs, its /proc the namespace's, so it would read other processes than those sampled.
+    It refuses at start, saying why and what to do, before loading anything."""
+    res = subprocess.run(in_pidns([spanprof, "record", "--duration", 1, "--output-dir",
+                                   tmp_path / "out"]), capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 1, res.stderr
+    assert "running in a PID namespace of its own" in res.stderr, res.stderr
+    assert "hostPID: true" in res.stderr and "sampling" not in res.stderr, res.stderr
+    assert not (tmp_path / "out").exists()

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "sampling/caps.h"
 
@@ -90,15 +91,44 @@ void caps__ptrace_msg(int yama_scope, char *msg, size_t msglen)
 				 : "");
 }
 
+/* include/linux/proc_ns.h: the inode number of the initial PID namespace, fixed. */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu
+
+int caps__pidns_msg(const char *link, char *msg, size_t msglen)
+{
+	char want[32];
+
+	msg[0] = '\0';
+	snprintf(want, sizeof(want), "pid:[%u]", PROC_PID_INIT_INO);
+	if (!strcmp(link, want))
+		return 0;
+	snprintf(msg, msglen,
+		 "running in a PID namespace of its own (%s), not the host's: the kernel's "
+		 "process IDs would not be this /proc's; run it in the host's PID namespace "
+		 "(hostPID: true in Kubernetes, --pid=host for docker; docs/deploy.md)",
+		 link);
+	return -EPERM;
+}
+
 int caps__check(char *msg, size_t msglen)
 {
-	char warn[512];
+	char warn[512], link[64];
+	ssize_t n;
 	cap_t c = cap_get_proc();
 	int admin, bpf, perfmon, ptrace, syslog;
 
 	msg[0] = '\0';
 	if (!c)
 		return -errno;
+	/* The samples carry the host's PIDs: a PID namespace of its own would name others. */
+	n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = '\0';
+		if (caps__pidns_msg(link, msg, msglen)) {
+			cap_free(c);
+			return -EPERM;
+		}
+	}
 	admin = has(c, CAP_SYS_ADMIN);
 	bpf = has(c, CAP_BPF) || admin;
 	perfmon = has(c, CAP_PERFMON) || admin;

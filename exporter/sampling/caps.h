@@ -33,11 +33,19 @@
 #include <stddef.h>
 
 /*
- * Checks the effective set for what sampling needs. Returns 0 when it can go on (warnings,
- * if any, are printed), or -EPERM with a one-line message in @msg naming each missing
- * capability. -errno when the set cannot be read.
+ * Checks the effective set for what sampling needs, and that the agent runs in the host's
+ * (initial) PID namespace: the samples carry the kernel's PIDs, which only there are /proc's.
+ * Returns 0 when it can go on (warnings, if any, are printed), or -EPERM with a one-line
+ * message in @msg naming each missing capability, or the namespace. -errno when the set
+ * cannot be read.
  */
 int caps__check(char *msg, size_t msglen);
+
+/*
+ * Whether @link, the target of /proc/self/ns/pid ("pid:[INODE]"), is the initial PID
+ * namespace: 0, or -EPERM with the message (no prefix) in @msg.
+ */
+int caps__pidns_msg(const char *link, char *msg, size_t msglen);
 
 /*
  * The warning for kernel symbols (/proc/kallsyms) given the sysctls kernel.kptr_restrict and

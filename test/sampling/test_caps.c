@@ -3,8 +3,10 @@
  * Unit tests of caps' start-up warnings: kernel frames unnamed exactly when /proc/kallsyms hides
  * its addresses from the agent (kernel/kallsyms.c, kallsyms_show_value(): kptr_restrict 0 shows
  * them to perf-capable readers (perf_event_paranoid <= 1), 1 only to CAP_SYSLOG, 2 to no one),
- * and the ptrace warning naming root's own processes and Yama's restriction.
+ * the ptrace warning naming root's own processes and Yama's restriction, and the refusal to run
+ * in a PID namespace other than the host's.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +70,18 @@ static void test_ptrace_names_root_and_yama(void **state)
 	assert_null(strstr(m, "descendants"));
 }
 
+static void test_pidns(void **state)
+{
+	char m[512];
+
+	(void)state;
+	assert_int_equal(caps__pidns_msg("pid:[4026531836]", m, sizeof(m)), 0);
+	assert_string_equal(m, "");
+	assert_int_equal(caps__pidns_msg("pid:[4026532301]", m, sizeof(m)), -EPERM);
+	assert_non_null(strstr(m, "PID namespace of its own (pid:[4026532301])"));
+	assert_non_null(strstr(m, "hostPID: true"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -75,6 +89,7 @@ int main(void)
 	    cmocka_unit_test(test_kallsyms_shown),
 	    cmocka_unit_test(test_kallsyms_restrict_2),
 	    cmocka_unit_test(test_ptrace_names_root_and_yama),
+	    cmocka_unit_test(test_pidns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
