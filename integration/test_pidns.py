@@ -151,6 +151,11 @@ def test_python_chains_in_pid_namespace(spanprof, pprofcheck, procs, tmp_path, e
     prof = pprofcheck(out / "profile.pb.gz")
     assert not prof["check_error"], prof["check_error"]
     samples = by_thread(info, [s for s in prof["samples"] if s["values"][0] > 0])
+    # Every sample the kernel delivered was recorded; the rate: about FREQ per CPU second on a
+    # host, well under half of it in a TCG guest (late timer interrupts: 38% seen on 6.1 at
+    # 499 Hz), hence 0.3.
+    taken = res.stats["samples"]
+    assert taken["taken"] == taken["recorded"], taken
     own = own_functions(info)
     problems, report = [], []
     for name in CPU_THREADS:
@@ -159,7 +164,7 @@ def test_python_chains_in_pid_namespace(spanprof, pprofcheck, procs, tmp_path, e
         problems += bad
         n = count(samples[name])
         report.append(f"{name}: {exact}/{n} exact ({cpu[name]:.2f} s CPU)")
-        assert n >= max(20, 0.5 * cpu[name] * PY_FREQ), \
+        assert n >= max(20, 0.3 * cpu[name] * PY_FREQ), \
             f"{version} {name}: {n} samples for {cpu[name]:.2f} s of CPU"
         assert exact >= 0.95 * n, \
             f"{version} in {depth} PID namespace(s), {name}: {exact} of {n} samples show its " \
