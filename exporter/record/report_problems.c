@@ -266,8 +266,9 @@ static int kernel_unnamed(const struct report_data *d)
 static void kernel_unnamed_msg(const struct report_data *d, char *buf, size_t size)
 {
 	say(buf, size,
-	    "kernel frames unnamed: /proc/kallsyms was unreadable or hid its addresses; run as "
-	    "root with sysctl kernel.kptr_restrict=0 (or 1)");
+	    "kernel frames unnamed: /proc/kallsyms was unreadable or hid its addresses; give the "
+	    "agent CAP_SYSLOG (with sysctl kernel.kptr_restrict=0 or 1), or set "
+	    "kernel.kptr_restrict=0 and kernel.perf_event_paranoid<=1");
 }
 
 static int unwind_full(const struct report_data *d)
