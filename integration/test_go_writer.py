@@ -27,6 +27,7 @@ from conftest import (BUILD, ROOT, WORKLOADS, free_port, go_fetch, wait_listenin
                       wait_sampling)
 
 APP = WORKLOADS / "goshop"
+WRITER = ROOT / "writer" / "go"
 # The function each span burns its CPU in (workloads/goshop/main.go).
 SPAN_OF = {"main.checkoutRoot": "checkout", "main.priceItems": "checkout.price",
            "main.computeTax": "checkout.tax", "main.searchIndex": "search",
@@ -47,6 +48,18 @@ def goshop():
     subprocess.run(["go", "build", "-o", str(out), "."], cwd=APP, env=GO_ENV, check=True,
                    timeout=900)
     return out
+
+
+def test_writer_go_unit_tests():
+    """writer/go's own tests (go test ./...), run with the pinned modules from the proxy."""
+    go_fetch(["go", "mod", "download"], "the OpenTelemetry Go SDK (writer/go's go.sum)",
+             cwd=WRITER, env=GO_ENV)
+    res = subprocess.run(["go", "test", "-count=1", "-v", "./..."], cwd=WRITER, env=GO_ENV,
+                         capture_output=True, text=True, timeout=900)
+    passed = [ln for ln in res.stdout.splitlines() if ln.startswith("--- PASS")]
+    print(f"writer/go: {len(passed)} tests passed")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert len(passed) >= 9, res.stdout
 
 
 def doc_wiring():
