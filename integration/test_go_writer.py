@@ -30,7 +30,8 @@ APP = WORKLOADS / "goshop"
 WRITER = ROOT / "writer" / "go"
 # The function each span burns its CPU in (workloads/goshop/main.go).
 SPAN_OF = {"main.checkoutRoot": "checkout", "main.priceItems": "checkout.price",
-           "main.computeTax": "checkout.tax", "main.searchIndex": "search",
+           "main.computeTax": "checkout.tax", "main.writeReceipt": "checkout",
+           "main.searchIndex": "search",
            "main.rankResults": "search.rank"}
 CPU_SECONDS = 5
 FREQ = 97
@@ -168,7 +169,8 @@ def test_go_writer_links_every_span_and_names_the_service(spanprof, procs, tmp_p
     print(f"{len(spans)} spans, {len(samples)} samples, resource {resources[0]}")
     assert not wrong, f"{len(wrong)} wrong links: {wrong[:5]}"
     for fn, c in per_fn.items():
-        # Each function burns >= 40 ms per request of ~250 ms of CPU: >= 15% of the CPU time,
-        # about 70 samples at FREQ Hz for CPU_SECONDS; 10 is far below on a loaded machine.
-        assert c["samples"] >= 10, f"{fn}: only {c['samples']} samples\n{err}"
+        # Each function burns >= 20 ms of every ~270 ms of CPU (a checkout and a search):
+        # >= 7% of the CPU time, about 35 samples at FREQ Hz for CPU_SECONDS; 5 is far below
+        # (on a loaded machine the workload still uses its CPU_SECONDS of CPU).
+        assert c["samples"] >= 5, f"{fn}: only {c['samples']} samples\n{err}"
         assert c["linked"] >= 0.95 * c["samples"], (fn, c)

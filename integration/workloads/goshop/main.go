@@ -10,6 +10,8 @@
 //	           span "checkout.price" main.priceItems    60 ms
 //	           span "checkout.tax"   main.computeTax    40 ms, in a goroutine started inside
 //	                                 the span (it inherits the span's labels), waited for
+//	           span "checkout"       main.writeReceipt  20 ms, after its children ended (the
+//	                                 goroutine has the parent's labels back)
 //	/search    span "search"         main.searchIndex   60 ms
 //	           span "search.rank"    main.rankResults   50 ms
 //
@@ -130,6 +132,9 @@ func priceItems() { sink.Add(spin(60 * time.Millisecond)) }
 func computeTax() { sink.Add(spin(40 * time.Millisecond)) }
 
 //go:noinline
+func writeReceipt() { sink.Add(spin(20 * time.Millisecond)) }
+
+//go:noinline
 func searchIndex() { sink.Add(spin(60 * time.Millisecond)) }
 
 //go:noinline
@@ -150,6 +155,7 @@ func handleCheckout(w http.ResponseWriter, r *http.Request) {
 	}()
 	wg.Wait()
 	tax.End()
+	writeReceipt()
 	span.End()
 	io.WriteString(w, "ok\n")
 }
