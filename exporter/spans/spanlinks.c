@@ -453,8 +453,12 @@ void spanlinks__tick(struct spanlinks *sl)
 			resolve_loc(sl, p);
 		if (p->go_retry_due_ns && p->go_retry_due_ns <= now)
 			retry_go(sl, p);
-		/* A writer may publish its process context after we first looked. */
-		if (p->has_loc && !p->has_ctx && now - p->ctx_checked_ns >= RECHECK_NS)
+		/* A writer may publish its process context after we first looked: a thread-context
+		 * writer, or a Go program (writer/go publishes at its first sampled span when its
+		 * provider is wrapped, and a sample of the runtime's start-up comes before main).
+		 */
+		if ((p->has_loc || p->has_go) && !p->has_ctx &&
+		    now - p->ctx_checked_ns >= RECHECK_NS)
 			read_ctx(sl, p);
 	}
 }
