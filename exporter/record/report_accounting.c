@@ -342,10 +342,11 @@ static void full_accounting(FILE *f, const struct report_data *d)
 	if (d->event_lines)
 		fputs(d->event_lines, f); /* the event types' own counters */
 	if (d->mapped_not_regular)
-		fprintf(f,
-			"spanprof: %llu mapped files not opened: not regular files (a mapped device, "
-			"a FIFO)\n",
-			u(d->mapped_not_regular));
+		fprintf(
+		    f,
+		    "spanprof: %llu mapped files not opened: not regular files (a mapped device, "
+		    "a FIFO)\n",
+		    u(d->mapped_not_regular));
 	unwind_lines(f, d);
 	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
 	if (rs->go_callers_missing)

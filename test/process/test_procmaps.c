@@ -305,8 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_unsorted_input), cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_long_path),	   cmocka_unit_test(test_self),
 	    cmocka_unit_test(test_gone),	   cmocka_unit_test(test_exec_only),
-	    cmocka_unit_test(test_parse_edges),
-	    cmocka_unit_test(test_open_file_not_regular),
+	    cmocka_unit_test(test_parse_edges),	   cmocka_unit_test(test_open_file_not_regular),
 	    cmocka_unit_test(test_open_file_self),
 	};
 
