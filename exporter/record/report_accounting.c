@@ -141,6 +141,12 @@ static void jit_line(FILE *f, const struct report_data *d)
 	const struct jitproc_stats *j = &d->procs.jit;
 	const uint64_t *o = j->open.by_reason;
 
+	if (j->dumps_corrupt)
+		fprintf(
+		    f,
+		    "spanprof: jitdump files corrupt: %llu (%llu with a header this agent cannot "
+		    "read: nothing of them read; the others were read up to a bad record)\n",
+		    u(j->dumps_corrupt), u(j->dumps_bad_header));
 	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
 	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
 		return;

@@ -272,6 +272,8 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "jitdumps", j->jitdumps);
 	put_u(b, s, "lines_skipped", j->lines_bad);
 	put_u(b, s, "records_skipped", j->records_bad);
+	put_u(b, s, "jitdumps_corrupt", j->dumps_corrupt);
+	put_u(b, s, "jitdumps_bad_header", j->dumps_bad_header);
 	put_u(b, s, "ranges_replaced", j->replaced);
 	put_u(b, refused, "symlink", o[JITFILE_SYMLINK]);
 	put_u(b, refused, "other_owner", o[JITFILE_OWNER]);
