@@ -179,6 +179,7 @@ static struct json_object *processes_section(struct jb *b, const struct report_d
 	put_u(b, s, "in_table", d->procs_in_table);
 	put_u(b, s, "maps_unreadable", ps->maps_read_failed);
 	put_u(b, s, "files_unopenable", ps->objects_failed);
+	put_u(b, s, "files_not_elf", ps->objects_not_elf);
 	put_u(b, s, "maps_reads_dropped_pid_reused", ps->pid_reused);
 	put_u(b, s, "mapped_files_not_regular", d->mapped_not_regular);
 	return s;
