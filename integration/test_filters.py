@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, read_stats, record, wait_listening
+from conftest import cpu_seconds, free_port, read_stats, record, wait_listening
 
 FREQ = "99"
 
@@ -221,6 +221,32 @@ def test_cgroup_filter_covers_descendants_and_late_cgroups(spanprof, workload, p
     stats = read_stats(tmp_path / "stats.json")
     assert stats["targeting"]["cgroups_found"] == 2, stats["targeting"]
     assert filtered_count(stats) >= 50, err
+
+
+def test_cgroup_as_proc_pid_cgroup_shows_it(spanprof, workload, procs, tmp_path, cgroups,
+                                            pprofcheck):
+    """--cgroup /a/b.service (the form /proc/PID/cgroup prints: relative to the mount) is taken
+    as the directory under the cgroup v2 mount; one naming nothing either way gets a hint."""
+    chain = workload("chain")
+    svc = cgroups.mkdir("shown.service")
+    a = start_in_cgroup(procs, svc, chain, "60")
+    b = procs.start(chain, "60")  # outside it
+    wait_in_cgroup(a.pid, svc, cgroups.root)
+    shown = "/" + str(svc.relative_to(cgroups.root))
+    assert f"0::{shown}" in Path(f"/proc/{a.pid}/cgroup").read_text().splitlines()
+    missing = "/" + str((cgroups.base / "never.service").relative_to(cgroups.root))
+    out = tmp_path / "out"
+    cpu0 = cpu_seconds(a.pid)
+    res = record(spanprof, out, "--cgroup", shown, "--cgroup", missing, "--duration", 4,
+                 "--frequency", FREQ)
+    cpu = cpu_seconds(a.pid) - cpu0
+    assert f"--cgroup {shown}: taken as {svc} " in res.stderr, res.stderr
+    assert f"give --cgroup {cgroups.root}{missing} for that" in res.stderr, res.stderr
+    pids = pprof_pids(pprofcheck, out)
+    assert b.pid not in pids, f"a process outside was sampled: {pids}"
+    # Sized from the CPU time it had while sampled (a loaded machine runs it less).
+    assert pids.get(a.pid, 0) >= max(3, cpu * int(FREQ) / 4), f"{pids} cpu {cpu}\n{res.stderr}"
+    assert res.stats["targeting"]["cgroups_found"] == 1, res.stats["targeting"]
 
 
 def test_container_id_on_a_process_started_in_its_own_cgroup(spanprof, workload, procs, tmp_path,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "process/procmaps.h"
+#include "util/util.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -343,6 +344,28 @@ int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
+/* Paths procmaps__open_file() refused: not regular files (all processes, all callers). */
+static uint64_t not_regular;
+
+uint64_t procmaps__not_regular(void)
+{
+	return __atomic_load_n(&not_regular, __ATOMIC_RELAXED);
+}
+
+/* util__open_regular(), counting a refusal; -1 + errno like open(2). */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = util__open_regular(path, &st);
+
+	if (fd >= 0)
+		return fd;
+	if (fd == -UTIL_ENOTREG)
+		__atomic_fetch_add(&not_regular, 1, __ATOMIC_RELAXED);
+	errno = -fd;
+	return -1;
+}
+
 int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t size)
 {
 	char buf[PATH_MAX + 64];
@@ -354,9 +377,10 @@ int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t siz
 	}
 	snprintf(path, size, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
+	fd = open_regular(path);
+	/* A device mapped (a character device mmap()ed executable): its path names it too. */
+	if (fd >= 0 || errno == UTIL_ENOTREG)
 		return fd;
 	snprintf(path, size, "/proc/%d/root%s", pid, m->path);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return open_regular(path);
 }

@@ -51,13 +51,17 @@ const struct procmap *procmaps__find_file(const struct procmaps *m, uint64_t ino
  */
 int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len);
 /*
- * Opens the file mapping @m of process @pid maps (O_RDONLY | O_CLOEXEC):
- * /proc/PID/map_files/START-END, which reaches deleted files and other mount namespaces, else
- * /proc/PID/root + @m->path. A file descriptor the caller closes, or -1 with errno set (by the
- * second open: ENOENT/ESRCH when the process is gone). @path (@size bytes, NULL: not wanted)
- * receives the path opened, or the last one tried.
+ * Opens the file mapping @m of process @pid maps (O_RDONLY | O_CLOEXEC), only if it is a
+ * regular file (util__open_regular(): a mapped device or a path swapped for a FIFO is never
+ * opened for reading): /proc/PID/map_files/START-END, which reaches deleted files and other
+ * mount namespaces, else /proc/PID/root + @m->path. A file descriptor the caller closes, or -1
+ * with errno set: UTIL_ENOTREG (ENOEXEC) for anything but a regular file (counted,
+ * procmaps__not_regular()), else by the second open (ENOENT/ESRCH when the process is gone).
+ * @path (@size bytes, NULL: not wanted) receives the path opened, or the last one tried.
  */
 int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t size);
+/* Paths procmaps__open_file() refused as not regular files, since the agent started. */
+uint64_t procmaps__not_regular(void);
 /* Frees the array and paths; leaves @m empty. */
 void procmaps__clear(struct procmaps *m);
 

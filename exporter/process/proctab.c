@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -219,6 +220,28 @@ static struct elf_object *open_mapping_file(struct proctab *t, uint32_t pid,
 }
 
 /*
+ * 1 when the file process @pid's mapping @m maps is a regular file: ENOEXEC from
+ * symcache__open() then means it is no ELF file it can read, not a FIFO or a device refused
+ * unopened. stat(2) of the map_files link opens nothing.
+ */
+static int mapped_regular(uint32_t pid, const struct procmap *m)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int saved = errno, ok;
+
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	ok = !stat(path, &st);
+	if (!ok) {
+		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
+		ok = !stat(path, &st);
+	}
+	errno = saved;
+	return ok && S_ISREG(st.st_mode);
+}
+
+/*
  * Reads the maps of @proc and opens their files. Returns 0, or -ESTALE when the PID turned out
  * to belong to another process by then (proclife.h): everything read is dropped, so the earlier
  * process's samples are never named with the newer one's mappings. The maps hook sees the
@@ -266,6 +289,12 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 		proc->ext[i].obj = open_mapping_file(t, proc->pid, m);
 		if (!proc->ext[i].obj) {
 			t->stats.objects_failed++;
+			if (errno == ENOEXEC && mapped_regular(proc->pid, m)) {
+				t->stats.objects_not_elf++;
+				if (!t->stats.first_not_elf[0])
+					snprintf(t->stats.first_not_elf,
+						 sizeof(t->stats.first_not_elf), "%s", m->path);
+			}
 			if (getenv("SPANPROF_DEBUG"))
 				fprintf(stderr, "spanprof: debug: cannot open %s of PID %u: %s\n",
 					m->path, proc->pid, strerror(errno));

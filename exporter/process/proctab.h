@@ -31,6 +31,8 @@ struct proctab_stats {
 	uint64_t processes;	   /* processes seen */
 	uint64_t maps_read_failed; /* /proc/PID/maps unreadable (process gone, no permission) */
 	uint64_t objects_failed;   /* executable mappings whose file could not be opened */
+	uint64_t objects_not_elf;  /* ... of them, a regular file not parsed as ELF (ENOEXEC) */
+	char first_not_elf[128];   /* the first such file, as its process maps it ("": none) */
 	uint64_t pid_reused;	   /* maps reads dropped: the PID had gone to another process */
 	uint64_t processes_freed;  /* entries of exited processes freed by proctab__sweep() */
 	/* File identities carried by samples (proctab__note_vmas(), fileid.h). */

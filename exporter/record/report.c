@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "process/k8smeta.h"
+#include "process/procmaps.h"
 #include "process/proctab.h"
 #include "record/recorder.h"
 #include "record/report.h"
@@ -50,6 +51,7 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 	}
 	out->procs = *proctab__stats(r->procs);
 	out->procs_in_table = proctab__count(r->procs);
+	out->mapped_not_regular = procmaps__not_regular();
 	out->resolve = *resolve__stats(r->in.resolve);
 	objs = resolve__objects(r->in.resolve);
 	out->frames_in_files = objtally__frames(objs);

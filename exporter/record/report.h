@@ -81,6 +81,7 @@ struct report_data {
 
 	struct proctab_stats procs;
 	size_t procs_in_table;
+	uint64_t mapped_not_regular; /* mapped files not opened: not regular (procmaps.h) */
 	struct resolve_stats resolve;
 	uint64_t frames_in_files; /* user frames of samples in a known file (objtally__frames) */
 	struct report_file files[REPORT_MAX_FILES]; /* most unnamed frames first */

@@ -141,6 +141,12 @@ static void jit_line(FILE *f, const struct report_data *d)
 	const struct jitproc_stats *j = &d->procs.jit;
 	const uint64_t *o = j->open.by_reason;
 
+	if (j->dumps_corrupt)
+		fprintf(
+		    f,
+		    "spanprof: jitdump files corrupt: %llu (%llu with a header this agent cannot "
+		    "read: nothing of them read; the others were read up to a bad record)\n",
+		    u(j->dumps_corrupt), u(j->dumps_bad_header));
 	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
 	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
 		return;
@@ -341,6 +347,12 @@ static void full_accounting(FILE *f, const struct report_data *d)
 			    u(st[sp_stat_type_drop(t)]));
 	if (d->event_lines)
 		fputs(d->event_lines, f); /* the event types' own counters */
+	if (d->mapped_not_regular)
+		fprintf(
+		    f,
+		    "spanprof: %llu mapped files not opened: not regular files (a mapped device, "
+		    "a FIFO)\n",
+		    u(d->mapped_not_regular));
 	unwind_lines(f, d);
 	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
 	if (rs->go_callers_missing)

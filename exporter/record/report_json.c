@@ -179,7 +179,9 @@ static struct json_object *processes_section(struct jb *b, const struct report_d
 	put_u(b, s, "in_table", d->procs_in_table);
 	put_u(b, s, "maps_unreadable", ps->maps_read_failed);
 	put_u(b, s, "files_unopenable", ps->objects_failed);
+	put_u(b, s, "files_not_elf", ps->objects_not_elf);
 	put_u(b, s, "maps_reads_dropped_pid_reused", ps->pid_reused);
+	put_u(b, s, "mapped_files_not_regular", d->mapped_not_regular);
 	return s;
 }
 
@@ -271,6 +273,8 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "jitdumps", j->jitdumps);
 	put_u(b, s, "lines_skipped", j->lines_bad);
 	put_u(b, s, "records_skipped", j->records_bad);
+	put_u(b, s, "jitdumps_corrupt", j->dumps_corrupt);
+	put_u(b, s, "jitdumps_bad_header", j->dumps_bad_header);
 	put_u(b, s, "ranges_replaced", j->replaced);
 	put_u(b, refused, "symlink", o[JITFILE_SYMLINK]);
 	put_u(b, refused, "other_owner", o[JITFILE_OWNER]);

@@ -258,6 +258,37 @@ static void no_symbols_msg(const struct report_data *d, char *buf, size_t size)
 			     : "install its debug package or set DEBUGINFOD_URLS");
 }
 
+/* Mapped files symcache__open() could not parse as ELF, while some frames went unnamed. */
+static int not_elf(const struct report_data *d)
+{
+	return d->procs.objects_not_elf && d->resolve.frames_unsymbolized;
+}
+
+static void not_elf_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "%llu mapped files could not be parsed as ELF (frames in them unnamed), e.g. %s: "
+	    "a file rewritten or truncated while mapped (restart its process), a packed "
+	    "executable (profile an unpacked build) or no ELF file at all",
+	    u(d->procs.objects_not_elf), d->procs.first_not_elf);
+}
+
+/* Executable mappings over the unwinder's per-process cap, while walks met unknown mappings. */
+static int mappings_dropped(const struct report_data *d)
+{
+	return d->unwind_on && d->unwind.mappings_dropped && d->bpf[SP_STAT_UNW_NO_MAPPING];
+}
+
+static void mappings_dropped_msg(const struct report_data *d, char *buf, size_t size)
+{
+	say(buf, size,
+	    "%llu executable mappings left out of the CFI unwinder (over %d in one process): "
+	    "stacks reaching them are cut ([truncated: unknown mapping], %llu stacks cut so "
+	    "for any reason); such a process maps too many executable files or regions: load "
+	    "fewer shared libraries in it (link them statically)",
+	    u(d->unwind.mappings_dropped), UNWIND_MAX_MAPPINGS, u(d->bpf[SP_STAT_UNW_NO_MAPPING]));
+}
+
 static int kernel_unnamed(const struct report_data *d)
 {
 	return !d->ksyms_on && d->resolve.kernel_unsymbolized;
@@ -365,6 +396,8 @@ static const struct report_problem problems[] = {
     {"targets_missing", targets_missing, targets_missing_msg},
     {"jit_unnamed", jit_unnamed, jit_unnamed_msg},
     {"no_symbols", no_symbols, no_symbols_msg},
+    {"mapped_files_not_elf", not_elf, not_elf_msg},
+    {"unwind_mappings_dropped", mappings_dropped, mappings_dropped_msg},
     {"unwind_tables_full", unwind_full, unwind_full_msg},
     {"kernel_unnamed", kernel_unnamed, kernel_unnamed_msg},
     {"debuginfod_failed", debuginfod_failed, debuginfod_failed_msg},

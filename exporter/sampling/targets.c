@@ -37,6 +37,7 @@ struct exe_target {
 
 struct cgroup_target {
 	char *path; /* resolved */
+	char *hint; /* NULL, or the path under the mount an absolute @arg may have meant */
 	const char *arg;
 	bool found;
 };
@@ -187,7 +188,7 @@ static void find_cgroup2(struct targets *t)
 
 static int setup_cgroup(struct targets *t, struct cgroup_target *c, const char *arg)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], under[PATH_MAX];
 	int err;
 
 	c->arg = arg;
@@ -201,6 +202,27 @@ static int setup_cgroup(struct targets *t, struct cgroup_target *c, const char *
 	if (err) {
 		fprintf(stderr, "spanprof: --cgroup %s: path too long\n", arg);
 		return err;
+	}
+	/*
+	 * "/system.slice/foo.service", as /proc/PID/cgroup prints it, is relative to the mount:
+	 * taken so when it names no directory as given but one under the mount. Neither there:
+	 * the warning at the start names the mount's path too.
+	 */
+	if (arg[0] == '/' && access(path, F_OK) &&
+	    snprintf(under, sizeof(under), "%s%s", t->cgroup_root, arg) < (int)sizeof(under) &&
+	    strncmp(path, t->cgroup_root, strlen(t->cgroup_root))) {
+		if (is_cgroup2(under)) {
+			fprintf(
+			    stderr,
+			    "spanprof: --cgroup %s: taken as %s (the path /proc/PID/cgroup shows "
+			    "is relative to the cgroup v2 mount)\n",
+			    arg, under);
+			strcpy(path, under);
+		} else {
+			c->hint = strdup(under);
+			if (!c->hint)
+				return -ENOMEM;
+		}
 	}
 	/* A directory that exists now must be a cgroup v2 one; a missing one may come later. */
 	if (access(path, F_OK) == 0 && !is_cgroup2(path)) {
@@ -220,8 +242,10 @@ void targets__free(struct targets *t)
 		return;
 	for (size_t i = 0; i < t->nexes; i++)
 		free(t->exes[i].path);
-	for (size_t i = 0; i < t->ncgroups; i++)
+	for (size_t i = 0; i < t->ncgroups; i++) {
 		free(t->cgroups[i].path);
+		free(t->cgroups[i].hint);
+	}
 	free(t->exes);
 	free(t->cgroups);
 	free(t->containers);
@@ -731,9 +755,15 @@ int targets__start(struct targets *t, const struct sampler_filter_maps *maps)
 			fprintf(
 			    stderr,
 			    "spanprof: warning: --cgroup %s: %s does not exist (yet); looked for "
-			    "again every %llu s\n",
+			    "again every %llu s%s%s%s\n",
 			    t->cgroups[i].arg, t->cgroups[i].path,
-			    TARGETS_REFRESH_NS / 1000000000ull);
+			    TARGETS_REFRESH_NS / 1000000000ull,
+			    t->cgroups[i].hint
+				? "; a path as /proc/PID/cgroup shows it is relative "
+				  "to the cgroup v2 mount: give --cgroup "
+				: "",
+			    t->cgroups[i].hint ? t->cgroups[i].hint : "",
+			    t->cgroups[i].hint ? " for that" : "");
 	for (size_t i = 0; i < t->ncontainers; i++)
 		if (!t->containers[i].found)
 			fprintf(stderr,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unit tests of procmaps: proc(5) maps lines, odd paths, lookups, and a live /proc/self/maps. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -230,6 +233,71 @@ static void test_parse_edges(void **state)
 	procmaps__clear(&m);
 }
 
+/*
+ * A mapped file is opened only when it is a regular file: a FIFO (whose open would block
+ * until a writer comes) or a device under the mapping's path is refused and counted. An
+ * address range nothing maps makes map_files fail, so the path (/proc/PID/root + path) is used.
+ */
+static void test_open_file_not_regular(void **state)
+{
+	char dir[] = "/tmp/procmaps-fifo-XXXXXX", fifo[64], reg[64];
+	struct procmap m = {.start = 0x1000, .end = 0x2000};
+	uint64_t before = procmaps__not_regular();
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(reg, sizeof(reg), "%s/reg", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	fd = open(reg, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	alarm(10); /* a blocking open would hang here: fail instead */
+
+	m.path = fifo;
+	errno = 0;
+	assert_int_equal(procmaps__open_file(getpid(), &m, NULL, 0), -1);
+	assert_int_equal(errno, ENOEXEC);
+	m.path = "/dev/null";
+	assert_int_equal(procmaps__open_file(getpid(), &m, NULL, 0), -1);
+	assert_int_equal(errno, ENOEXEC);
+	assert_int_equal(procmaps__not_regular(), before + 2);
+
+	m.path = reg;
+	fd = procmaps__open_file(getpid(), &m, NULL, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	m.path = "/no/such/file";
+	assert_int_equal(procmaps__open_file(getpid(), &m, NULL, 0), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(procmaps__not_regular(), before + 2);
+	alarm(0);
+	unlink(fifo);
+	unlink(reg);
+	rmdir(dir);
+}
+
+/* The file of one of our own mappings opens through map_files. */
+static void test_open_file_self(void **state)
+{
+	struct procmaps m = {0};
+	const struct procmap *p;
+	struct stat a, b;
+	char path[PATH_MAX + 64];
+	int fd;
+
+	assert_int_equal(procmaps__read(getpid(), &m), 0);
+	p = procmaps__find(&m, (uint64_t)(uintptr_t)test_open_file_self);
+	assert_non_null(p);
+	fd = procmaps__open_file(getpid(), p, path, sizeof(path));
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat("/proc/self/exe", &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	close(fd);
+	procmaps__clear(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,7 +305,8 @@ int main(void)
 	    cmocka_unit_test(test_unsorted_input), cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_long_path),	   cmocka_unit_test(test_self),
 	    cmocka_unit_test(test_gone),	   cmocka_unit_test(test_exec_only),
-	    cmocka_unit_test(test_parse_edges),
+	    cmocka_unit_test(test_parse_edges),	   cmocka_unit_test(test_open_file_not_regular),
+	    cmocka_unit_test(test_open_file_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -295,6 +295,43 @@ static void test_unwind_full(void **unused)
 	assert_contains(p->message, "--unwind-max-mb (256)");
 }
 
+/* Mapped files not parsed as ELF: a problem only while frames went unnamed. */
+static void test_not_elf(void **unused)
+{
+	const struct report_found *p;
+
+	clean();
+	data.procs.objects_failed = 3;
+	data.procs.objects_not_elf = 2;
+	snprintf(data.procs.first_not_elf, sizeof(data.procs.first_not_elf), "/opt/app/packed");
+	assert_int_equal(report__problems(&data, (struct report_found[4]){0}, 4), 0);
+	data.resolve.frames_unsymbolized = 30;
+	p = only_problem(&data);
+	assert_string_equal(p->id, "mapped_files_not_elf");
+	assert_contains(p->message, "2 mapped files could not be parsed as ELF (frames in them "
+				    "unnamed), e.g. /opt/app/packed");
+	assert_contains(p->message, "restart its process");
+}
+
+/* Mappings over the unwinder's cap: a problem only while walks were cut at unknown mappings. */
+static void test_mappings_dropped(void **unused)
+{
+	const struct report_found *p;
+
+	clean();
+	data.unwind.mappings_dropped = 17;
+	assert_int_equal(report__problems(&data, (struct report_found[4]){0}, 4), 0);
+	data.bpf[SP_STAT_UNW_NO_MAPPING] = 9;
+	p = only_problem(&data);
+	assert_string_equal(p->id, "unwind_mappings_dropped");
+	assert_contains(p->message, "17 executable mappings left out of the CFI unwinder (over "
+				    "256 in one process)");
+	assert_contains(p->message, "9 stacks cut");
+	assert_contains(p->message, "load fewer shared libraries");
+	data.unwind_on = 0;
+	assert_int_equal(report__problems(&data, (struct report_found[4]){0}, 4), 0);
+}
+
 static void test_kernel_unnamed(void **unused)
 {
 	const struct report_found *p;
@@ -589,6 +626,8 @@ int main(void)
 	    cmocka_unit_test(test_export_rejected_and_metrics),
 	    cmocka_unit_test(test_unwind_full),
 	    cmocka_unit_test(test_kernel_unnamed),
+	    cmocka_unit_test(test_not_elf),
+	    cmocka_unit_test(test_mappings_dropped),
 	    cmocka_unit_test(test_targets_missing),
 	    cmocka_unit_test(test_k8s_and_debuginfod),
 	    cmocka_unit_test(test_at_most_four_lines),

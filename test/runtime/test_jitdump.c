@@ -295,6 +295,7 @@ static void test_corrupt(void **unused)
 	write_prefix(&w, w.n);
 	assert_int_equal(update(d), -EBADMSG);
 	assert_int_equal(jitdump__stats(d)->corrupt, 1);
+	assert_int_equal(jitdump__stats(d)->corrupt_header, 1);
 	jitdump__free(d);
 
 	/* A record size smaller than a record header: the reading stops, what came before stays. */
@@ -306,6 +307,8 @@ static void test_corrupt(void **unused)
 	write_prefix(&w, w.n);
 	assert_int_equal(update(d), -EBADMSG);
 	assert_string_equal(name_at(d, 0x1000), "good");
+	assert_int_equal(jitdump__stats(d)->corrupt, 1);
+	assert_int_equal(jitdump__stats(d)->corrupt_header, 0);
 	jitdump__free(d);
 
 	/* Random bytes after a valid header: never a crash, whatever is taken. */

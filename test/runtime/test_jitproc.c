@@ -263,6 +263,65 @@ static void test_cfi_handed_on_change(void **unused)
 	rmdir(dir);
 }
 
+/*
+ * A jitdump whose header is not one (another byte order here): counted once as corrupt with a
+ * bad header, never as a jitdump read, said once in the log however often it is tried again.
+ * A later one corrupt at a record is counted without the header's counter.
+ */
+static void test_corrupt_header_counted_said(void **unused)
+{
+	struct jitproc_stats st = {0};
+	char dir[] = "/tmp/spanprof-jitproc-XXXXXX", path[96], *text = NULL;
+	struct jittab_sym s;
+	struct jitproc *j;
+	struct w w = {0};
+	size_t len = 0;
+	FILE *log = open_memstream(&text, &len);
+
+	assert_non_null(log);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, getpid());
+	header(&w, JITDUMP_MAGIC_SWAPPED);
+	load(&w, 0x7000, 0x10, "stub");
+	write_file(path, &w);
+	j = jitproc__new((uint32_t)getpid(), "/usr/bin/somejit", 0, &st);
+	assert_non_null(j);
+	assert_int_equal(jitproc__saw_mapping(j, path), 1);
+	assert_int_equal(jitproc__lookup(j, 0x7004, UINT64_MAX, &s, log), -ENOENT);
+	usleep((JITPROC_REFRESH_NS + 10000000) / 1000);
+	jitproc__lookup(j, 0x7004, UINT64_MAX, &s, log);
+	assert_int_equal(st.dumps_corrupt, 1);
+	assert_int_equal(st.dumps_bad_header, 1);
+	assert_int_equal(st.jitdumps, 0);
+	fflush(log);
+	assert_non_null(strstr(text, "its header is not a jitdump's"));
+	assert_non_null(strstr(text, path));
+	assert_null(strstr(strstr(text, "its header") + 1, "its header"));
+	jitproc__free(j);
+
+	/* A good header, a good load, then a record smaller than its header. */
+	w.n = 0;
+	header(&w, JITDUMP_MAGIC);
+	load(&w, 0x7000, 0x10, "stub");
+	rec_header(&w, JIT_CODE_LOAD, 3);
+	write_file(path, &w);
+	j = jitproc__new((uint32_t)getpid(), "/usr/bin/somejit", 0, &st);
+	assert_non_null(j);
+	assert_int_equal(jitproc__saw_mapping(j, path), 1);
+	assert_int_equal(jitproc__lookup(j, 0x7004, UINT64_MAX, &s, log), 0);
+	assert_string_equal(s.name, "stub");
+	assert_int_equal(st.dumps_corrupt, 2);
+	assert_int_equal(st.dumps_bad_header, 1);
+	assert_int_equal(st.jitdumps, 1);
+	fflush(log);
+	assert_non_null(strstr(text, "corrupt at byte"));
+	jitproc__free(j);
+	fclose(log);
+	free(text);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +329,7 @@ int main(void)
 	    cmocka_unit_test(test_no_map_hint_once),
 	    cmocka_unit_test(test_frame_types),
 	    cmocka_unit_test(test_cfi_handed_on_change),
+	    cmocka_unit_test(test_corrupt_header_counted_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -529,6 +529,7 @@ int jitdump__update(struct jitdump *d, int fd, const struct stat *st)
 		if (err == -EBADMSG) {
 			d->corrupt = true;
 			d->st.corrupt++;
+			d->st.corrupt_header++;
 		}
 		if (err)
 			return err;

@@ -62,6 +62,7 @@ struct jitdump_stats {
 	uint64_t bad_records;	  /* a known record too short for its fields, or a bad name */
 	uint64_t moves_unknown;	  /* a move of code not held */
 	uint64_t corrupt;	  /* the file stopped being read: bad header or record size */
+	uint64_t corrupt_header;  /* ... of them, a bad header (magic, version, header size) */
 	uint64_t resets; /* the file was replaced or truncated: everything read forgotten */
 	uint64_t bytes;	 /* bytes of records consumed */
 	/* JIT_CODE_UNWINDING_INFO records (unwinding_infos counts them all) by outcome: */

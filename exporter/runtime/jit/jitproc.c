@@ -26,6 +26,8 @@ struct jitsrc {
 	off_t size;
 	struct timespec mtim;
 	uint64_t bad_seen, replaced_seen; /* counters already added to the stats */
+	uint64_t corrupt_seen, bad_header_seen;
+	bool corrupt_logged;
 	struct jitdump_stats unwind_seen; /* jitdump unwind_* counters already added */
 };
 
@@ -357,6 +359,25 @@ static bool files_unchanged(const struct jitproc *j)
 	return true;
 }
 
+/* Says once per file why a jitdump is no longer read (jitdump__update() gave -EBADMSG). */
+static void say_corrupt(struct jitproc *j, struct jitsrc *src, const struct jitdump *d, FILE *log)
+{
+	if (src->corrupt_logged || !log)
+		return;
+	src->corrupt_logged = true;
+	if (!jitdump__offset(d))
+		fprintf(
+		    log,
+		    "spanprof: PID %u (%s): %s not read: its header is not a jitdump's this "
+		    "agent reads (magic, version 1, header size): its JIT frames stay unnamed\n",
+		    j->pid, j->comm, src->path);
+	else
+		fprintf(log,
+			"spanprof: PID %u (%s): %s corrupt at byte %llu (a record smaller than its "
+			"header): what came before is kept, the rest is not read\n",
+			j->pid, j->comm, src->path, (unsigned long long)jitdump__offset(d));
+}
+
 /* Reads what the files gained (or, rewritten, hold now) into the tables. */
 static void read_files(struct jitproc *j, FILE *log)
 {
@@ -385,17 +406,26 @@ static void read_files(struct jitproc *j, FILE *log)
 	}
 	for (uint32_t i = 0; i < j->ndumps; i++) {
 		const struct jitdump_stats *ds = jitdump__stats(j->dump[i]);
+		uint64_t was_read;
+		int err;
 
 		fd = open_src(j, &j->dump_src[i], &st, log);
 		if (fd < 0)
 			continue;
-		if (!jitdump__offset(j->dump[i]))
+		was_read = jitdump__offset(j->dump[i]);
+		err = jitdump__update(j->dump[i], fd, &st);
+		/* Counted once its header is read (a file refused for its header never is). */
+		if (!was_read && jitdump__offset(j->dump[i]))
 			j->stats->jitdumps++;
-		jitdump__update(j->dump[i], fd, &st);
 		note_stat(&j->dump_src[i], &st);
 		close(fd);
+		if (err == -EBADMSG)
+			say_corrupt(j, &j->dump_src[i], j->dump[i], log);
 		add_delta(&j->stats->records_bad, &j->dump_src[i].bad_seen,
 			  ds->bad_records + ds->corrupt);
+		add_delta(&j->stats->dumps_corrupt, &j->dump_src[i].corrupt_seen, ds->corrupt);
+		add_delta(&j->stats->dumps_bad_header, &j->dump_src[i].bad_header_seen,
+			  ds->corrupt_header);
 		add_delta(&j->stats->replaced, &j->dump_src[i].replaced_seen,
 			  jittab__replaced(jitdump__table(j->dump[i])));
 		add_unwind_stats(j, i);

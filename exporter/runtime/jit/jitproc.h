@@ -52,10 +52,14 @@ struct jitproc_stats {
 	uint64_t jitdumps;	 /* jitdump files read */
 	uint64_t lines_bad;	 /* perf-map lines skipped */
 	uint64_t records_bad;	 /* jitdump records skipped, files corrupt */
-	uint64_t replaced;	 /* ranges replaced by newer code at their address */
-	uint64_t hints;		 /* processes told which flag would name their JIT frames */
-	uint64_t java_requests;	 /* perf maps a JVM wrote on request (--java-perfmap) */
-	uint64_t java_failed;	 /* ... requests that failed (no attach socket, timeout, refused) */
+	uint64_t
+	    dumps_corrupt; /* jitdump files no longer read: corrupt (each time one became so) */
+	uint64_t dumps_bad_header; /* ... of them, a header this reader cannot follow (magic,
+				    * version, header size): nothing of the file read */
+	uint64_t replaced;	   /* ranges replaced by newer code at their address */
+	uint64_t hints;		   /* processes told which flag would name their JIT frames */
+	uint64_t java_requests;	   /* perf maps a JVM wrote on request (--java-perfmap) */
+	uint64_t java_failed; /* ... requests that failed (no attach socket, timeout, refused) */
 	struct jitfile_stats open; /* perf map and jitdump opens by outcome */
 	/* jitdump JIT_CODE_UNWINDING_INFO records (struct jitdump_stats unwind_*): */
 	uint64_t unwind_records; /* read */
