@@ -144,10 +144,11 @@ static int check_ids(struct rd *r, const pb_tdata *td)
 				else if (s->parent_span_id.len != 8 && s->parent_span_id.len != 0)
 					bad = "parentSpanId", len = s->parent_span_id.len;
 				if (bad)
-					return rd__fail(r,
-							"resourceSpans %zu, scopeSpans %zu, span %zu: "
-							"%s of %zu bytes (an id has %d): not OTLP traces",
-							a, b, c, bad, len, bad[0] == 't' ? 16 : 8);
+					return rd__fail(
+					    r,
+					    "resourceSpans %zu, scopeSpans %zu, span %zu: "
+					    "%s of %zu bytes (an id has %d): not OTLP traces",
+					    a, b, c, bad, len, bad[0] == 't' ? 16 : 8);
 			}
 		}
 	}
@@ -184,8 +185,8 @@ int rd__traces_add(struct rd *r, const pb_tdata *td)
 				if (s->parent_span_id.len)
 					t.parent_span_id = s->parent_span_id.data;
 				if (s->name && *s->name)
-					t.name =
-					    TRY(r, view_doc__string(r->d, s->name, strlen(s->name)));
+					t.name = TRY(
+					    r, view_doc__string(r->d, s->name, strlen(s->name)));
 				TRY(r, view_doc__trace_span(r->d, s->trace_id.data, s->span_id.data,
 							    &t));
 			}
