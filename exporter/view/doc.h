@@ -33,7 +33,9 @@ enum view_frame_kind {
 /* One input file as the document's "inputs" lists it. Owned by the document. */
 struct view_input {
 	char *path;
-	const char *format; /* "otlp-proto", "otlp-proto-stream", "otlp-json", "pprof"; NULL */
+	const char *format; /* "otlp-proto", "otlp-proto-stream", "otlp-json", "pprof",
+			     * "otlp-traces-proto", "otlp-traces-proto-stream", "otlp-traces-json";
+			     * NULL */
 	uint64_t samples;   /* samples loaded from it (timestamps, or counts) */
 	char *error;	    /* NULL, or what went wrong: the samples before it are kept */
 	/* A traces file (view_doc__trace_span): the spans read from it, and how many of those
