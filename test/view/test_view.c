@@ -2062,6 +2062,23 @@ static void test_traces_json(void **state)
 	check_named(doc);
 	json_object_put(doc);
 
+	/* The same file gzipped. */
+	{
+		size_t tl;
+		uint8_t *t = slurp(paths[0], &tl);
+		const char *keep = paths[0];
+
+		paths[0] = write_gz("traces.jsonl.gz", t, tl);
+		doc = load(NULL, paths, 2);
+		no_input_error(doc, 0);
+		assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
+				    "otlp-traces-json");
+		check_named(doc);
+		json_object_put(doc);
+		free(t);
+		paths[0] = keep;
+	}
+
 	/* Traces that match no span of the profiles: no error, no name. */
 	paths[0] = path_of("other-traces.jsonl");
 	f = fopen(paths[0], "w");
