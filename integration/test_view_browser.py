@@ -114,6 +114,8 @@ def test_page_loads_offline_without_errors(browser, fixture_page):
         ev("spans", "spanprofView.spans()"),
         ev("title", "document.title"),
         {"op": "count", "name": "rows", "selector": "#spans tr.span-row"},
+        ev("link_texts", "Object.fromEntries([...document.querySelectorAll('#spans tr.span-row')]"
+                         ".map(r => [r.dataset.spanId, r.querySelector('a.span-link').innerText]))"),
         {"op": "count", "name": "inputs", "selector": "#inputs li.input"},
         {"op": "text", "name": "failed", "selector": "#inputs li.failed"},
         {"op": "text", "name": "summary", "selector": "#inputs-summary"},
@@ -134,6 +136,11 @@ def test_page_loads_offline_without_errors(browser, fixture_page):
     assert counts == sorted(counts, reverse=True)
     for s in r["spans"]:
         assert s["count"] == vf.total(doc, "cpu", spans={span_index(meta, s["span_id"])})
+    # Span names from the traces files: "name (service) duration" where known, else the id.
+    for s in r["spans"]:
+        m = meta["spans"][span_index(meta, s["span_id"])]
+        assert (s["name"], s["label"]) == (m["name"], m["label"])
+    assert r["link_texts"] == {m["span_id"]: m["label"] or m["span_id"] for m in meta["spans"]}
     # Attributes come through the embedding unchanged, markup included.
     notes = [s["attrs"]["note"] for s in r["spans"] if "note" in s["attrs"]]
     assert notes == ["</script><!--<script> & \"quotes\""]
@@ -186,6 +193,7 @@ def test_span_selection_shows_that_span(browser, fixture_page):
     assert r["hash"] == f"#span={s['span_id']}"
     assert r["sel"] == {"span_id": s["span_id"], "trace_id": s["trace_id"], "spans": 1}
     assert r["banner"] and s["span_id"] in r["banner_text"] and s["trace_id"] in r["banner_text"]
+    assert s["label"] == "Shop.Search (shop-backend) 6.00 ms" and s["label"] in r["banner_text"]
     assert r["selected"] == 1
     assert endpoints(r["frames_all"]) == {f"endpoint_{e}" for e in vf.ENDPOINTS}
     assert r["hash_all"] == "" and r["root_all"] == vf.total(doc, "cpu")

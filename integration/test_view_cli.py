@@ -275,3 +275,71 @@ def test_damaged_input_is_named_and_the_rest_loads(spanprof, recording, tmp_path
     empty.mkdir()
     res = view(spanprof, empty, check=False)
     assert res.returncode == 1 and "no profiles in this directory" in res.stderr
+
+
+def traces_line(service, spans):
+    """One OTLP/JSON TracesData line as the Collector file exporter (pdata) writes it."""
+    return json.dumps({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeSpans": [{"scope": {"name": "spanserver"}, "spans": [
+            {"traceId": t, "spanId": s, "parentSpanId": "", "flags": 257, "name": name,
+             "kind": 2, "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+             "status": {}} for t, s, name, start, end in spans]}]}]}) + "\n"
+
+
+def test_traces_file_names_the_spans(spanprof, recording, tmp_path):
+    """A Collector's traces file next to the profiles names the spans of the page; one that
+    names no sampled span is a note; a damaged one is named in the error and the rest loads."""
+    out, nums, log = recording
+    d = tmp_path / "collector-out"
+    d.mkdir()
+    (d / "profile.otlp.pb.gz").write_bytes((out / "profile.otlp.pb.gz").read_bytes())
+    sids = sorted(log)
+    assert len(sids) >= 4, log
+    named = {sid: f"GET {log[sid][2]} #{k}" for k, sid in enumerate(sids[:-1])}  # the last: no name
+    t0 = 1_764_441_600_000_000_000
+    spans = [(log[sid][1], sid, name, t0 + k * 10**9, t0 + k * 10**9 + 1_500_000 * (k + 1))
+             for k, (sid, name) in enumerate(named.items())]
+    spans.append(("ab" * 16, "cd" * 8, "never sampled", t0, t0 + 1))
+    (d / "traces.jsonl").write_text(traces_line("span-frontend", spans[:2]) +
+                                    traces_line("span-backend", spans[2:]))
+    res = view(spanprof, d)
+    assert "traces.jsonl" not in res.stderr, res.stderr
+    doc = page_doc(d / "profile.html")
+    assert [(Path(i["path"]).name, i["format"], i["error"]) for i in doc["inputs"]] == [
+        ("profile.otlp.pb.gz", "otlp-proto-stream", None),
+        ("traces.jsonl", "otlp-traces-json", None)]
+    sp, s = doc["spans"], doc["strings"]
+    check_spans(doc, log)
+    assert "never sampled" not in {s[n] for n in sp["name"]}  # listed only with samples
+    shown = 0
+    for i, sid in enumerate(sp["span_id"]):
+        if sid in named:
+            k = list(named).index(sid)
+            assert s[sp["name"][i]] == named[sid]
+            assert s[sp["service"][i]] == ("span-frontend" if k < 2 else "span-backend")
+            assert sp["duration_ns"][i] == 1_500_000 * (k + 1)
+            assert sp["parent_span_id"][i] is None
+            shown += 1
+        else:
+            assert sp["name"][i] == 0 and sp["duration_ns"][i] == 0
+    assert shown > 0
+    inp = doc["inputs"][1]
+    assert inp["spans"] == len(spans) and inp["spans_matched"] == shown
+    assert inp["samples"] == 0 and sum(doc["rows"]["value"]) == nums["recorded"]
+
+    # Given on the command line too; a traces file naming no span of the profiles: a note.
+    other = tmp_path / "other-traces.jsonl"
+    other.write_text(traces_line("elsewhere", spans[-1:]))
+    res = view(spanprof, other, out / "profile.otlp.pb.gz", "--output", tmp_path / "o.html")
+    assert f"{other}: note: none of its 1 spans" in res.stderr, res.stderr
+    assert page_doc(tmp_path / "o.html")["inputs"][0]["error"] is None
+
+    # A damaged traces file: its name and the reason on stderr, the profiles still load.
+    bad = tmp_path / "bad-traces.jsonl"
+    bad.write_text(traces_line("x", spans[:1]) + traces_line("x", [("zz", "cd" * 8, "n", 1, 2)]))
+    res = view(spanprof, bad, out / "profile.otlp.pb.gz", "--output", tmp_path / "b.html")
+    assert f"{bad}: line 2: " in res.stderr and "traceId" in res.stderr, res.stderr
+    bdoc = page_doc(tmp_path / "b.html")
+    assert bdoc["inputs"][0]["error"] and bdoc["inputs"][0]["spans"] == 1
+    assert sum(bdoc["rows"]["value"]) == nums["recorded"]

@@ -88,7 +88,9 @@ def _kernel(b, *names):
 
 
 def make_document(seed=1, initial_span=None, initial_trace=None):
-    """Returns (doc, meta); meta["spans"][i] = {trace_id, span_id, endpoint, process, thread}."""
+    """Returns (doc, meta); meta["spans"][i] = {trace_id, span_id, endpoint, process, thread,
+    trace, name, label}: name and label (the span list's "name (service) duration") None for a
+    span no traces file names."""
     rnd = random.Random(seed)
     b = Builder()
     services = ["shop-frontend", "shop-backend"]
@@ -129,7 +131,12 @@ def make_document(seed=1, initial_span=None, initial_trace=None):
 
     ep_line = {ep: 40 + 20 * i for i, ep in enumerate(ENDPOINTS)}
     # Spans: trace k = a frontend span on a frontend thread and the backend span it called.
-    spans = {"trace_id": [], "span_id": [], "attrs": [], "process": []}
+    # The optional columns of a traces file read with the profiles (docs/view-format.md): every
+    # span but those of traces 3 and 8 is named; trace 6's backend span names no service (the
+    # page then takes its process's).
+    spans = {"trace_id": [], "span_id": [], "attrs": [], "process": [], "name": [],
+             "service": [], "start_unix_ns": [], "end_unix_ns": [], "duration_ns": [],
+             "parent_span_id": []}
     meta_spans = []
     for k in range(10):
         trace = "%032x" % rnd.getrandbits(128)
@@ -147,8 +154,21 @@ def make_document(seed=1, initial_span=None, initial_trace=None):
             spans["span_id"].append(sid)
             spans["attrs"].append(attrs)
             spans["process"].append(proc)
+            named = k not in (3, 8)
+            name = ((f"{'POST' if ep == 'checkout' else 'GET'} /{ep}" if proc == 0
+                     else f"Shop.{ep.title()}") if named else None)
+            dur = (k + 1) * 2_500_000 + proc * 1_000_000 if named else 0
+            start = START_NS + (2 + 5 * k + proc) * 10**9 if named else 0
+            spans["name"].append(b.s(name) if named else 0)
+            spans["service"].append(b.s(services[proc]) if named and (k, proc) != (6, 1) else 0)
+            spans["start_unix_ns"].append(start)
+            spans["end_unix_ns"].append(start + dur if named else 0)
+            spans["duration_ns"].append(dur)
+            spans["parent_span_id"].append(spans["span_id"][-2] if named and proc == 1 else None)
+            label = f"{name} ({services[proc]}) {dur / 1e6:.2f} ms" if named else None
             meta_spans.append({"trace_id": trace, "span_id": sid, "endpoint": ep,
-                               "process": proc, "thread": thread, "trace": k})
+                               "process": proc, "thread": thread, "trace": k, "name": name,
+                               "label": label})
 
     for i, m in enumerate(meta_spans):
         proc, thread, ep, k = m["process"], m["thread"], m["endpoint"], m["trace"]

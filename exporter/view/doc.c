@@ -170,9 +170,20 @@ struct span_attr {
 struct span {
 	uint8_t ids[24]; /* trace id, span id: the key */
 	int32_t process;
+	int32_t tspan; /* its entry in the traces files, -1 none (view_doc__finish) */
 	uint32_t nattrs;
 	size_t cap_attrs;
 	struct span_attr *attrs;
+};
+
+/* A span of a traces file (view_doc__trace_span). */
+struct tspan {
+	uint8_t ids[24]; /* trace id, span id: the key */
+	uint8_t parent[8];
+	bool has_parent;
+	uint32_t input; /* the input that first named it */
+	int32_t name, service;
+	uint64_t start_ns, end_ns;
 };
 
 struct series {
@@ -225,6 +236,10 @@ struct view_doc {
 	struct span *spans;
 	size_t nspans, cap_spans;
 	struct itab span_ix;
+
+	struct tspan *tspans;
+	size_t ntspans, cap_tspans;
+	struct itab tspan_ix;
 
 	struct series *series;
 	size_t nseries, cap_series;
@@ -571,6 +586,85 @@ int view_doc__span_attr(struct view_doc *d, int32_t span, int32_t key, int32_t v
 	return 0;
 }
 
+static bool zero8(const uint8_t *p)
+{
+	static const uint8_t zero[8];
+
+	return !memcmp(p, zero, 8);
+}
+
+static bool tspan_eq(const struct view_doc *d, uint32_t i, const void *key)
+{
+	return !memcmp(d->tspans[i].ids, key, sizeof(d->tspans[i].ids));
+}
+
+int view_doc__trace_span(struct view_doc *d, const uint8_t trace_id[16], const uint8_t span_id[8],
+			 const struct view_trace_span *t)
+{
+	uint8_t ids[24];
+	struct tspan *ts;
+	struct slot *sl;
+	uint32_t h;
+	int err;
+
+	memcpy(ids, trace_id, 16);
+	memcpy(ids + 16, span_id, 8);
+	h = hash_bytes(ids, sizeof(ids));
+	err = itab_reserve(&d->tspan_ix);
+	if (err)
+		return err;
+	sl = itab_probe(&d->tspan_ix, h, tspan_eq, d, ids);
+	if (sl->idx1) {
+		ts = &d->tspans[sl->idx1 - 1];
+	} else {
+		err = grow(&d->tspans, &d->cap_tspans, d->ntspans + 1, sizeof(*d->tspans));
+		if (err)
+			return err;
+		ts = &d->tspans[d->ntspans];
+		memset(ts, 0, sizeof(*ts));
+		memcpy(ts->ids, ids, sizeof(ids));
+		ts->input = d->in_input ? (uint32_t)d->ninputs - 1 : UINT32_MAX;
+		itab_set(&d->tspan_ix, sl, h, (uint32_t)d->ntspans++);
+	}
+	if (d->in_input)
+		d->inputs[d->ninputs - 1].spans++;
+	/* A span written twice (a retried export): the first value of each field wins. */
+	if (!ts->name)
+		ts->name = t->name;
+	if (!ts->service)
+		ts->service = t->service;
+	if (!ts->start_ns && !ts->end_ns && t->start_unix_ns &&
+	    t->end_unix_ns >= t->start_unix_ns) {
+		ts->start_ns = t->start_unix_ns;
+		ts->end_ns = t->end_unix_ns;
+	}
+	if (!ts->has_parent && t->parent_span_id && !zero8(t->parent_span_id)) {
+		memcpy(ts->parent, t->parent_span_id, 8);
+		ts->has_parent = true;
+	}
+	return 0;
+}
+
+/* Finds the entry of each span of the samples in the traces files; counts the matches. */
+static void match_spans(struct view_doc *d)
+{
+	for (size_t i = 0; i < d->nspans; i++) {
+		struct span *s = &d->spans[i];
+		const struct slot *sl;
+
+		s->tspan = -1;
+		if (!d->ntspans)
+			continue;
+		sl = itab_probe(&d->tspan_ix, hash_bytes(s->ids, sizeof(s->ids)), tspan_eq, d,
+				s->ids);
+		if (!sl->idx1)
+			continue;
+		s->tspan = (int32_t)(sl->idx1 - 1);
+		if (d->tspans[s->tspan].input < d->ninputs)
+			d->inputs[d->tspans[s->tspan].input].spans_matched++;
+	}
+}
+
 static bool series_eq(const struct view_doc *d, uint32_t i, const void *key)
 {
 	return !memcmp(&d->series[i], key, 4 * sizeof(int32_t));
@@ -753,6 +847,8 @@ void view_doc__free(struct view_doc *d)
 		free(d->spans[i].attrs);
 	free(d->spans);
 	free(d->span_ix.s);
+	free(d->tspans);
+	free(d->tspan_ix.s);
 	free(d->series);
 	free(d->series_ix.s);
 	free(d->ev_series);
@@ -818,6 +914,7 @@ int view_doc__finish(struct view_doc *d)
 		return -EINVAL;
 	if (d->in_input)
 		view_doc__input_end(d, NULL, NULL);
+	match_spans(d);
 	clock_gettime(CLOCK_REALTIME, &now);
 	d->generated_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	d->bucket_ns = VIEW_MIN_BUCKET_NS;
@@ -1186,6 +1283,14 @@ static void write_inputs(struct vbuf *b, const struct view_doc *d)
 			vb_jstr(b, in->error, strlen(in->error));
 		else
 			vb_lit(b, "null");
+		if (in->spans) {
+			vb_ch(b, ',');
+			vb_key(b, "spans");
+			vb_u64(b, in->spans);
+			vb_ch(b, ',');
+			vb_key(b, "spans_matched");
+			vb_u64(b, in->spans_matched);
+		}
 		vb_ch(b, '}');
 	}
 	vb_ch(b, ']');
@@ -1276,6 +1381,49 @@ static void write_tables(struct vbuf *b, const struct view_doc *d)
 	vb_lit(b, "},\n");
 }
 
+/* The optional span columns from the traces files (docs/view-format.md); 0 / null: unknown. */
+static void write_span_traces(struct vbuf *b, const struct view_doc *d)
+{
+	static const char *const keys[] = {"name",	  "service",	 "start_unix_ns",
+					   "end_unix_ns", "duration_ns", "parent_span_id"};
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		vb_lit(b, ",\n");
+		vb_key(b, keys[k]);
+		vb_ch(b, '[');
+		for (size_t i = 0; i < d->nspans; i++) {
+			const struct tspan *t =
+			    d->spans[i].tspan >= 0 ? &d->tspans[d->spans[i].tspan] : NULL;
+
+			if (i)
+				vb_ch(b, ',');
+			switch (k) {
+			case 0:
+				vb_i64(b, t ? t->name : 0);
+				break;
+			case 1:
+				vb_i64(b, t ? t->service : 0);
+				break;
+			case 2:
+				vb_u64(b, t ? t->start_ns : 0);
+				break;
+			case 3:
+				vb_u64(b, t ? t->end_ns : 0);
+				break;
+			case 4:
+				vb_u64(b, t ? t->end_ns - t->start_ns : 0);
+				break;
+			default:
+				if (t && t->has_parent)
+					vb_hex(b, t->parent, 8);
+				else
+					vb_lit(b, "null");
+			}
+		}
+		vb_ch(b, ']');
+	}
+}
+
 static void write_spans(struct vbuf *b, const struct view_doc *d)
 {
 	vb_lit(b, "\"spans\":{\"trace_id\":[");
@@ -1306,6 +1454,8 @@ static void write_spans(struct vbuf *b, const struct view_doc *d)
 	}
 	vb_lit(b, "],\n");
 	vb_col32(b, "process", COL(d->spans, process), d->nspans, sizeof(struct span));
+	if (d->ntspans)
+		write_span_traces(b, d);
 	vb_lit(b, "},\n");
 }
 

@@ -33,9 +33,14 @@ enum view_frame_kind {
 /* One input file as the document's "inputs" lists it. Owned by the document. */
 struct view_input {
 	char *path;
-	const char *format; /* "otlp-proto", "otlp-proto-stream", "otlp-json", "pprof"; NULL */
+	const char *format; /* "otlp-proto", "otlp-proto-stream", "otlp-json", "pprof",
+			     * "otlp-traces-proto", "otlp-traces-proto-stream", "otlp-traces-json";
+			     * NULL */
 	uint64_t samples;   /* samples loaded from it (timestamps, or counts) */
 	char *error;	    /* NULL, or what went wrong: the samples before it are kept */
+	/* A traces file (view_doc__trace_span): the spans read from it, and how many of those
+	 * are spans of the profiles (counted by view_doc__finish). Both 0 for a profile. */
+	uint64_t spans, spans_matched;
 };
 
 /* Placeholder of the page template that the document replaces (quotes included). */
@@ -91,6 +96,22 @@ int32_t view_doc__span(struct view_doc *d, const uint8_t trace_id[16], const uin
 		       int32_t process);
 /* Adds thread-context attribute key = value (string indices) to span @span; the first wins. */
 int view_doc__span_attr(struct view_doc *d, int32_t span, int32_t key, int32_t value);
+/* What a traces file says of one span (OTLP trace/v1 Span); 0 / NULL: not said. */
+struct view_trace_span {
+	const uint8_t *parent_span_id; /* 8 bytes, or NULL: a root span */
+	int32_t name;		       /* string index: Span.name */
+	int32_t service;	       /* string index: the resource's service.name */
+	uint64_t start_unix_ns, end_unix_ns;
+};
+
+/*
+ * Records span (@trace_id, @span_id) of a traces file, counted for the current input. The
+ * document keeps these apart from the spans of the samples (view_doc__span); a span of the
+ * samples takes its name, service and times from here when the ids match, whichever was read
+ * first. A span read twice keeps the first value of each field that is set. 0 or -ENOMEM.
+ */
+int view_doc__trace_span(struct view_doc *d, const uint8_t trace_id[16], const uint8_t span_id[8],
+			 const struct view_trace_span *t);
 /*
  * A series: the samples of one (profile type, stack, thread, span); thread and span may be
  * -1. The rows of the document are the series cut by time bucket.
@@ -108,7 +129,8 @@ int view_doc__add(struct view_doc *d, int32_t series, int64_t value, uint64_t ts
 
 /*
  * Cuts the time range of every timestamp into at most VIEW_MAX_BUCKETS buckets of whole
- * milliseconds (at least 1 ms) and builds the rows. Call once, after the last sample.
+ * milliseconds (at least 1 ms), builds the rows and matches the spans of the samples with
+ * those of the traces files (view_input.spans_matched). Call once, after the last sample.
  * 0 or -ENOMEM.
  */
 int view_doc__finish(struct view_doc *d);

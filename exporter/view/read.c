@@ -14,8 +14,12 @@
  * A message is checked whole (every index in range) before any of it is merged, so a damaged
  * message adds nothing; in a stream or JSON lines file the messages before it are kept.
  *
+ * OTLP traces (trace/v1/trace.proto TracesData, one message, the file exporter's stream or
+ * OTLP/JSON lines) are read too: they add no samples, they name the spans (read_traces.h).
+ *
  * This file detects the format, decompresses, and reads files and directories; the readers of
- * each format are read_otlp.c, read_json.c and read_pprof.c, what they share read_common.h.
+ * each format are read_otlp.c, read_json.c, read_pprof.c and read_traces.c, what they share
+ * read_common.h.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +41,7 @@
 #include "view/read_json.h"
 #include "view/read_otlp.h"
 #include "view/read_pprof.h"
+#include "view/read_traces.h"
 
 /* Decompressed inputs larger than this are refused (a zip bomb, or not a profile). */
 #define MAX_INFLATED (4ull << 30)
@@ -157,9 +162,17 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 	if (i < n && p[i] == '{')
 		return rd__otlp_json(r, (const char *)p + i, n - i);
 	/* A protobuf message never starts with field number 0 (a byte below 8): a big-endian
-	 * length prefix of a message under 128 MiB does. */
-	if (p[0] < 8)
+	 * length prefix of a message under 128 MiB does. The first message says whether the
+	 * stream holds traces or profiles. */
+	if (p[0] < 8) {
+		uint32_t len = n >= 4 ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+					    (uint32_t)p[2] << 8 | p[3]
+				      : 0;
+
+		if (n >= 4 && len <= n - 4 && rd__traces_like(p + 4, len))
+			return rd__traces_stream(r, p, n);
 		return rd__otlp_stream(r, p, n);
+	}
 	err = rd__scan_fields(p, n, &maxfield, why, sizeof(why));
 	if (err == -E2BIG)
 		return rd__fail(r, "truncated protobuf (pprof or OTLP): %s", why);
@@ -177,6 +190,10 @@ static int read_bytes(struct rd *r, const uint8_t *p, size_t n, int depth)
 			    "field %u at the top: neither pprof nor OTLP)",
 			    maxfield);
 		return rd__pprof(r, p, n);
+	}
+	if (maxfield == 1 && rd__traces_like(p, n)) {
+		r->format = FMT_TRACES_PROTO;
+		return rd__traces_proto(r, p, n);
 	}
 	r->format = FMT_PROTO;
 	return rd__otlp_proto(r, p, n);

@@ -10,7 +10,8 @@
 /*
  * Reads @path into @d: a file (format detected from its content: OTLP
  * ExportProfilesServiceRequest / ProfilesData, the Collector file exporter's length-prefixed
- * proto or OTLP/JSON lines, pprof, each gzip- or zlib-compressed or not) or a directory (each
+ * proto or OTLP/JSON lines, pprof, OTLP traces in any of the OTLP forms (they name spans and
+ * add no samples), each gzip- or zlib-compressed or not) or a directory (each
  * *.binpb, profile.pb.gz, *.json and *.jsonl in it, in name order). Each file becomes one
  * input; what could not be read is in its error, and the messages it held before the damage
  * are kept. Returns the number of inputs that loaded (fully or partly), or -ENOMEM.

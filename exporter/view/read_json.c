@@ -22,6 +22,7 @@
 #include "view/read_common.h"
 #include "view/read_json.h"
 #include "view/read_otlp.h"
+#include "view/read_traces.h"
 
 /* --- OTLP/JSON ---------------------------------------------------------------------------- */
 
@@ -607,6 +608,73 @@ static int j_data(struct rd *r, json_object *root, pb_data *pd)
 	return err;
 }
 
+/* --- OTLP/JSON traces (trace/v1/trace.proto): only what names a span ------------------------ */
+
+static int j_span(struct jc *c, json_object *o, pb_span *s)
+{
+	json_object *name = jget(o, "name", NULL);
+	int err = jid(c, o, "traceId", "trace_id", 16, &s->trace_id);
+
+	if (!err)
+		err = jid(c, o, "spanId", "span_id", 8, &s->span_id);
+	if (!err)
+		err = jid(c, o, "parentSpanId", "parent_span_id", 8, &s->parent_span_id);
+	if (!err)
+		err = juint(c, o, "startTimeUnixNano", "start_time_unix_nano",
+			    &s->start_time_unix_nano);
+	if (!err)
+		err = juint(c, o, "endTimeUnixNano", "end_time_unix_nano", &s->end_time_unix_nano);
+	if (!err && name && !json_object_is_type(name, json_type_null)) {
+		if (!json_object_is_type(name, json_type_string))
+			return jfail(c, "name", "is not a string");
+		s->name = (char *)json_object_get_string(name);
+	}
+	return err;
+}
+
+static int j_ss(struct jc *c, json_object *o, pb_ss *ss)
+{
+	return JMSGS(c, o, "spans", NULL, pb_span, TR(span__init), &ss->spans, &ss->n_spans,
+		     j_span);
+}
+
+static int j_rs(struct jc *c, json_object *o, pb_rs *rs)
+{
+	json_object *res = jget(o, "resource", NULL);
+	int err = 0;
+
+	if (res && json_object_is_type(res, json_type_object)) {
+		rs->resource = jnew(c, sizeof(*rs->resource));
+		if (!rs->resource)
+			return -ENOMEM;
+		opentelemetry__proto__resource__v1__resource__init(rs->resource);
+		err = JMSGS(c, res, "attributes", NULL, pb_kv,
+			    opentelemetry__proto__common__v1__key_value__init,
+			    &rs->resource->attributes, &rs->resource->n_attributes, j_kv);
+	}
+	if (!err)
+		err = JMSGS(c, o, "scopeSpans", "scope_spans", pb_ss, TR(scope_spans__init),
+			    &rs->scope_spans, &rs->n_scope_spans, j_ss);
+	return err;
+}
+
+static int j_tdata(struct rd *r, json_object *root, pb_tdata *td)
+{
+	struct jc c = {.r = r, .ctx = "TracesData", .idx = 0};
+
+	TR(traces_data__init)(td);
+	return JMSGS(&c, root, "resourceSpans", "resource_spans", pb_rs, TR(resource_spans__init),
+		     &td->resource_spans, &td->n_resource_spans, j_rs);
+}
+
+/* Whether document @root is OTLP/JSON traces (TracesData) rather than profiles. */
+static bool j_is_traces(json_object *root)
+{
+	return json_object_is_type(root, json_type_object) &&
+	       jget(root, "resourceSpans", "resource_spans") &&
+	       !jget(root, "resourceProfiles", "resource_profiles");
+}
+
 static unsigned line_of(const char *p, size_t off)
 {
 	unsigned line = 1;
@@ -619,7 +687,7 @@ static unsigned line_of(const char *p, size_t off)
 int rd__otlp_json(struct rd *r, const char *p, size_t n)
 {
 	json_tokener *tok = json_tokener_new_ex(64);
-	size_t off = 0;
+	size_t off = 0, ndocs = 0;
 	int err = 0;
 
 	r->format = FMT_JSON;
@@ -651,9 +719,20 @@ int rd__otlp_json(struct rd *r, const char *p, size_t n)
 			break;
 		}
 		off += json_tokener_get_parse_end(tok);
-		err = j_data(r, root, &pd);
-		if (!err)
-			err = rd__otlp_add(r, &pd);
+		if (j_is_traces(root)) {
+			pb_tdata td;
+
+			if (!ndocs++)
+				r->format = FMT_TRACES_JSON;
+			err = j_tdata(r, root, &td);
+			if (!err)
+				err = rd__traces_add(r, &td);
+		} else {
+			ndocs++;
+			err = j_data(r, root, &pd);
+			if (!err)
+				err = rd__otlp_add(r, &pd);
+		}
 		json_object_put(root);
 		rd__arena_free(&r->arena);
 	}

@@ -486,6 +486,17 @@ int view__main(int argc, char **argv)
 				  o.trace_id[0] ? o.trace_id : NULL) ||
 	    view_doc__finish(d))
 		goto oom;
+	/* A traces file names the spans of the samples; one that names none is worth a note. */
+	for (uint32_t i = 0; i < view_doc__ninputs(d); i++) {
+		const struct view_input *in = view_doc__input(d, i);
+
+		if (in->spans && !in->spans_matched)
+			fprintf(
+			    stderr,
+			    "spanprof: view: %s: note: none of its %llu spans has samples in the "
+			    "profiles read\n",
+			    in->path, (unsigned long long)in->spans);
+	}
 	err = view__page(d, spanprof_view_page,
 			 (size_t)(spanprof_view_page_end - spanprof_view_page), &page, &page_len);
 	if (err == -EINVAL) {

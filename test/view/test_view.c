@@ -3,8 +3,9 @@
  * Unit tests of `spanprof view` (exporter/view/read.c, exporter/view/doc.c): each input
  * format built here from one scenario (OTLP protobuf with protobuf-c, the length-prefixed stream,
  * OTLP/JSON lines as the Collector's pdata writes them, gzipped pprof as exporter/output/pprof.c
- * writes it), merging, spans, time buckets, damaged inputs, and the document itself parsed
- * back with json-c and checked against docs/view-format.md.
+ * writes it), merging, spans, time buckets, damaged inputs, the OTLP traces files that name
+ * the spans (protobuf and JSON), and the document itself parsed back with json-c and checked
+ * against docs/view-format.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <json-c/json.h>
 #include <zlib.h>
 
+#include "opentelemetry/proto/trace/v1/trace.pb-c.h"
 #include "otlp/otlp_pb.h"
 #include "pprof/profile.pb-c.h"
 #include "view/doc.h"
@@ -833,6 +835,14 @@ static json_object *jget(json_object *o, const char *k)
 	if (!json_object_object_get_ex(o, k, &v))
 		fail_msg("the document has no \"%s\"", k);
 	return v;
+}
+
+/* Member @k of @o, or NULL (optional keys). */
+static json_object *jget_opt(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+
+	return json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
 static size_t alen(json_object *a)
@@ -1832,6 +1842,331 @@ static void test_command(void **state)
 	}
 }
 
+/* --- traces files ------------------------------------------------------------------------- */
+
+/* One span of a traces file: ids in hex, parent NULL for a root span. */
+struct t_span {
+	const char *trace, *span, *parent, *name;
+	uint64_t start, end;
+};
+
+#define TRACE3 "6bf92f3577b34da6a3ce929d0e0e4736"
+#define SPAN3 "20f067aa0ba902b7"
+#define PARENT1 "a0a1a2a3a4a5a6a7"
+
+/* span 1 and 2 of msg_app (1 in service "frontend", 2 in "db"), and one that has no samples */
+static const struct t_span spans_fe[] = {
+    {TRACE1, SPAN1, PARENT1, "GET /checkout", T0 + 990 * MS, T0 + 1010 * MS},
+    {TRACE3, SPAN3, NULL, "no samples", T0, T0 + MS},
+};
+static const struct t_span spans_db[] = {
+    {TRACE2, SPAN2, NULL, "SELECT orders", T0 + 400 * MS, T0 + 600 * MS},
+};
+
+/* A TracesData of one resource (service.name @service) holding @n spans, packed. */
+static uint8_t *pack_traces(const char *service, const struct t_span *sp, int n, size_t *len)
+{
+	Opentelemetry__Proto__Trace__V1__TracesData td;
+	Opentelemetry__Proto__Trace__V1__ResourceSpans rs, *rsp = &rs;
+	Opentelemetry__Proto__Trace__V1__ScopeSpans ss, *ssp = &ss;
+	Opentelemetry__Proto__Trace__V1__Span spans[4], *spp[4];
+	pb_resource res;
+	pb_kv *attr = kv("service.name", any_str(service));
+	uint8_t ids[4][32], *out;
+
+	assert_true(n <= 4);
+	opentelemetry__proto__trace__v1__traces_data__init(&td);
+	opentelemetry__proto__trace__v1__resource_spans__init(&rs);
+	opentelemetry__proto__trace__v1__scope_spans__init(&ss);
+	opentelemetry__proto__resource__v1__resource__init(&res);
+	res.n_attributes = 1;
+	res.attributes = &attr;
+	rs.resource = &res;
+	td.n_resource_spans = 1;
+	td.resource_spans = &rsp;
+	rs.n_scope_spans = 1;
+	rs.scope_spans = &ssp;
+	ss.n_spans = (size_t)n;
+	ss.spans = spp;
+	for (int i = 0; i < n; i++) {
+		Opentelemetry__Proto__Trace__V1__Span *x = &spans[i];
+
+		opentelemetry__proto__trace__v1__span__init(x);
+		/* ids as long as their hex says (a wrong length makes a damaged file) */
+		hex_to(sp[i].trace, ids[i], strlen(sp[i].trace) / 2);
+		hex_to(sp[i].span, ids[i] + 16, strlen(sp[i].span) / 2);
+		x->trace_id = (ProtobufCBinaryData){strlen(sp[i].trace) / 2, ids[i]};
+		x->span_id = (ProtobufCBinaryData){strlen(sp[i].span) / 2, ids[i] + 16};
+		if (sp[i].parent) {
+			hex_to(sp[i].parent, ids[i] + 24, 8);
+			x->parent_span_id = (ProtobufCBinaryData){8, ids[i] + 24};
+		}
+		x->name = (char *)sp[i].name;
+		x->kind = OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_SERVER;
+		x->start_time_unix_nano = sp[i].start;
+		x->end_time_unix_nano = sp[i].end;
+		spp[i] = x;
+	}
+	*len = opentelemetry__proto__trace__v1__traces_data__get_packed_size(&td);
+	out = talloc(*len ? *len : 1);
+	opentelemetry__proto__trace__v1__traces_data__pack(&td, out);
+	return out;
+}
+
+/* The same as one OTLP/JSON line, as the Collector's pdata writes it (times as strings). */
+static void json_traces(FILE *f, const char *service, const struct t_span *sp, int n)
+{
+	fprintf(f,
+		"{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+		"\"value\":{\"stringValue\":\"%s\"}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"t\"},"
+		"\"spans\":[",
+		service);
+	for (int i = 0; i < n; i++)
+		fprintf(f,
+			"%s{\"traceId\":\"%s\",\"spanId\":\"%s\",\"parentSpanId\":\"%s\","
+			"\"flags\":257,\"name\":\"%s\",\"kind\":2,\"startTimeUnixNano\":\"%llu\","
+			"\"endTimeUnixNano\":\"%llu\",\"status\":{}}",
+			i ? "," : "", sp[i].trace, sp[i].span, sp[i].parent ? sp[i].parent : "",
+			sp[i].name, (unsigned long long)sp[i].start, (unsigned long long)sp[i].end);
+	fprintf(f, "]}]}]}\n");
+}
+
+/* The index of span @span_id in the document's spans, or fails. */
+static size_t span_at(json_object *doc, const char *span_id)
+{
+	json_object *ids = jget(jget(doc, "spans"), "span_id");
+
+	for (size_t i = 0; i < alen(ids); i++)
+		if (!strcmp(json_object_get_string(json_object_array_get_idx(ids, i)), span_id))
+			return i;
+	fail_msg("span %s is not in the document", span_id);
+	return 0;
+}
+
+/* Checks the trace columns of msg_app's two spans as spans_fe and spans_db name them. */
+static void check_named(json_object *doc)
+{
+	static const char *const cols[] = {"trace_id",	    "name",	   "service",
+					   "start_unix_ns", "end_unix_ns", "duration_ns",
+					   "parent_span_id"};
+	json_object *sp = jget(doc, "spans");
+	size_t a = span_at(doc, SPAN1), b = span_at(doc, SPAN2);
+	size_t ns = check_columns(sp, cols, 7);
+
+	assert_int_equal(ns, 2); /* the span without samples is not listed */
+	check_range(jget(sp, "name"), 0, (int64_t)alen(jget(doc, "strings")));
+	check_range(jget(sp, "service"), 0, (int64_t)alen(jget(doc, "strings")));
+	assert_string_equal(sget(doc, aint(jget(sp, "name"), a)), "GET /checkout");
+	assert_string_equal(sget(doc, aint(jget(sp, "service"), a)), "frontend");
+	assert_int_equal(aint(jget(sp, "duration_ns"), a), 20 * MS);
+	assert_int_equal((uint64_t)aint(jget(sp, "start_unix_ns"), a), T0 + 990 * MS);
+	assert_string_equal(
+	    json_object_get_string(json_object_array_get_idx(jget(sp, "parent_span_id"), a)),
+	    PARENT1);
+	assert_string_equal(sget(doc, aint(jget(sp, "name"), b)), "SELECT orders");
+	assert_string_equal(sget(doc, aint(jget(sp, "service"), b)), "db");
+	assert_int_equal(aint(jget(sp, "duration_ns"), b), 200 * MS);
+	assert_true(json_object_is_type(json_object_array_get_idx(jget(sp, "parent_span_id"), b),
+					json_type_null));
+}
+
+static int64_t input_int(json_object *doc, size_t i, const char *key)
+{
+	return json_object_get_int64(jget(input(doc, i), key));
+}
+
+/* A directory with a profile and the file exporter's traces stream (format: proto). */
+static void test_traces_proto(void **state)
+{
+	char dir[600];
+	size_t len, l1, l2;
+	uint8_t *b = pack_otlp(&msg_app, &len);
+	uint8_t *t1 = pack_traces("frontend", spans_fe, 2, &l1);
+	uint8_t *t2 = pack_traces("db", spans_db, 1, &l2);
+	const char *paths[1] = {dir};
+	json_object *doc;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/tproto", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	write_file("tproto/profiles.binpb", b, len);
+	f = fopen(path_of("tproto/traces.binpb"), "wb");
+	assert_non_null(f);
+	for (int i = 0; i < 2; i++) {
+		size_t l = i ? l2 : l1;
+		uint8_t hdr[4] = {(uint8_t)(l >> 24), (uint8_t)(l >> 16), (uint8_t)(l >> 8),
+				  (uint8_t)l};
+
+		fwrite(hdr, 1, 4, f);
+		fwrite(i ? t2 : t1, 1, l, f);
+	}
+	fclose(f);
+	doc = load(NULL, paths, 1);
+	assert_int_equal(alen(jget(doc, "inputs")), 2);
+	no_input_error(doc, 0);
+	no_input_error(doc, 1);
+	assert_string_equal(json_object_get_string(jget(input(doc, 1), "format")),
+			    "otlp-traces-proto-stream");
+	assert_int_equal(input_samples(doc, 1), 0);
+	assert_int_equal(input_int(doc, 1, "spans"), 3);
+	assert_int_equal(input_int(doc, 1, "spans_matched"), 2);
+	assert_null(jget_opt(input(doc, 0), "spans")); /* a profile has no span count */
+	check_named(doc);
+	json_object_put(doc);
+
+	/* One TracesData message (no length prefix), given before the profile. */
+	{
+		const char *two[2];
+		size_t lb;
+		uint8_t *both = pack_traces("frontend", spans_fe, 1, &lb);
+
+		two[0] = write_file("single-traces.binpb", both, lb);
+		two[1] = path_of("tproto/profiles.binpb");
+		doc = load(NULL, two, 2);
+		no_input_error(doc, 0);
+		assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
+				    "otlp-traces-proto");
+		assert_int_equal(input_int(doc, 0, "spans_matched"), 1);
+		assert_string_equal(
+		    sget(doc, aint(jget(jget(doc, "spans"), "name"), span_at(doc, SPAN1))),
+		    "GET /checkout");
+		assert_int_equal(aint(jget(jget(doc, "spans"), "name"), span_at(doc, SPAN2)), 0);
+		json_object_put(doc);
+	}
+}
+
+/* The file exporter's default OTLP/JSON lines, given explicitly, before the profile. */
+static void test_traces_json(void **state)
+{
+	size_t len;
+	uint8_t *b = pack_otlp(&msg_app, &len);
+	const char *paths[2];
+	json_object *doc;
+	FILE *f;
+
+	paths[0] = path_of("traces.jsonl");
+	f = fopen(paths[0], "w");
+	assert_non_null(f);
+	json_traces(f, "frontend", spans_fe, 2);
+	json_traces(f, "db", spans_db, 1);
+	json_traces(f, "db", spans_db, 1); /* a retried export: the same span twice */
+	fclose(f);
+	paths[1] = write_file("profiles-for-json.binpb", b, len);
+	doc = load(NULL, paths, 2);
+	no_input_error(doc, 0);
+	no_input_error(doc, 1);
+	assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
+			    "otlp-traces-json");
+	assert_int_equal(input_int(doc, 0, "spans"), 4);
+	assert_int_equal(input_int(doc, 0, "spans_matched"), 2);
+	check_named(doc);
+	json_object_put(doc);
+
+	/* The same file gzipped. */
+	{
+		size_t tl;
+		uint8_t *t = slurp(paths[0], &tl);
+		const char *keep = paths[0];
+
+		paths[0] = write_gz("traces.jsonl.gz", t, tl);
+		doc = load(NULL, paths, 2);
+		no_input_error(doc, 0);
+		assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
+				    "otlp-traces-json");
+		check_named(doc);
+		json_object_put(doc);
+		free(t);
+		paths[0] = keep;
+	}
+
+	/* Traces that match no span of the profiles: no error, no name. */
+	paths[0] = path_of("other-traces.jsonl");
+	f = fopen(paths[0], "w");
+	assert_non_null(f);
+	json_traces(f, "frontend", spans_fe + 1, 1);
+	fclose(f);
+	doc = load(NULL, paths, 2);
+	no_input_error(doc, 0);
+	assert_int_equal(input_int(doc, 0, "spans"), 1);
+	assert_int_equal(input_int(doc, 0, "spans_matched"), 0);
+	assert_int_equal(aint(jget(jget(doc, "spans"), "name"), 0), 0);
+	assert_int_equal(alen(jget(jget(doc, "spans"), "span_id")), 2);
+	json_object_put(doc);
+}
+
+/* Damaged traces files: a message naming the place, the spans before it kept, no crash. */
+static void test_traces_damaged(void **state)
+{
+	static const struct t_span bad_id[] = {
+	    {TRACE1, "00f067aa0ba9", NULL, "short span id", T0, T0 + MS},
+	};
+	size_t len, lt;
+	uint8_t *b = pack_otlp(&msg_app, &len);
+	uint8_t *t = pack_traces("frontend", spans_fe, 2, &lt);
+	const char *paths[2];
+	json_object *doc;
+	FILE *f;
+
+	paths[1] = write_file("profiles-for-damage.binpb", b, len);
+
+	/* JSON: a good line, then a span id that is no id, then a cut line */
+	paths[0] = path_of("bad-traces.jsonl");
+	f = fopen(paths[0], "w");
+	assert_non_null(f);
+	json_traces(f, "frontend", spans_fe, 1);
+	json_traces(f, "frontend", bad_id, 1);
+	fclose(f);
+	doc = load(NULL, paths, 2);
+	assert_non_null(input_error(doc, 0));
+	assert_non_null(strstr(input_error(doc, 0), "line 2"));
+	assert_non_null(strstr(input_error(doc, 0), "spanId"));
+	no_input_error(doc, 1);
+	assert_int_equal(input_int(doc, 0, "spans"), 1); /* line 1 kept */
+	assert_string_equal(sget(doc, aint(jget(jget(doc, "spans"), "name"), span_at(doc, SPAN1))),
+			    "GET /checkout");
+	json_object_put(doc);
+
+	f = fopen(paths[0], "w");
+	assert_non_null(f);
+	fputs("{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":", f);
+	fclose(f);
+	doc = load(NULL, paths, 2);
+	assert_non_null(strstr(input_error(doc, 0), "truncated"));
+	json_object_put(doc);
+
+	/* proto stream cut in the middle of its message */
+	{
+		uint8_t *s = malloc(lt + 4);
+
+		s[0] = (uint8_t)(lt >> 24);
+		s[1] = (uint8_t)(lt >> 16);
+		s[2] = (uint8_t)(lt >> 8);
+		s[3] = (uint8_t)lt;
+		memcpy(s + 4, t, lt);
+		paths[0] = write_file("cut-traces.binpb", s, 4 + lt - 10);
+		doc = load(NULL, paths, 2);
+		assert_non_null(strstr(input_error(doc, 0), "truncated"));
+		no_input_error(doc, 1);
+		assert_int_equal(alen(jget(jget(doc, "spans"), "span_id")), 2);
+		json_object_put(doc);
+		free(s);
+	}
+
+	/* proto with a 6-byte span id: read as traces (its times say so), the id named */
+	{
+		size_t lbad;
+		uint8_t *bad = pack_traces("frontend", bad_id, 1, &lbad);
+
+		paths[0] = write_file("bad-id-traces.binpb", bad, lbad);
+		doc = load(NULL, paths, 2);
+		assert_non_null(strstr(input_error(doc, 0), "spanId of 6 bytes"));
+		assert_string_equal(json_object_get_string(jget(input(doc, 0), "format")),
+				    "otlp-traces-proto");
+		no_input_error(doc, 1);
+		json_object_put(doc);
+	}
+}
+
 static int group_setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -1861,6 +2196,9 @@ int main(void)
 	    cmocka_unit_test_setup(test_json_variants, setup),
 	    cmocka_unit_test_setup(test_escaping, setup),
 	    cmocka_unit_test_setup(test_command, setup),
+	    cmocka_unit_test_setup(test_traces_proto, setup),
+	    cmocka_unit_test_setup(test_traces_json, setup),
+	    cmocka_unit_test_setup(test_traces_damaged, setup),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

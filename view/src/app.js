@@ -22,7 +22,9 @@
  *   #details                       one-line description of the hovered frame
  *   #spans-box                     the span list, hidden when the document has no span
  *   #spans                         span table: tbody tr.span-row[data-span-id][data-trace-id]
- *                                  (.selected), a.span-link, a.trace-link, td.count;
+ *                                  (.selected), a.span-link (text: "name (service) duration"
+ *                                  in td.span-name with div.span-id when a traces file names
+ *                                  the span, else the span id), a.trace-link, td.count;
  *                                  th[data-sort] sorts; #span-filter, #span-more, #span-count
  *   #inputs-box, #inputs           inputs: li.input (li.input.failed + .input-error on error)
  *
@@ -39,7 +41,8 @@
  *   search(text)           highlights; returns the matched share of the shown total (0..1)
  *   setProfileType(nameOrIndex), profileTypes(): [{name, sample_type, unit}], profileType()
  *   setFilter("service"|"process"|"thread", index|null), setTimeRange(fromBucket, toBucket)
- *   spans(): the span table's rows [{trace_id, span_id, attrs, process, count}], all pages
+ *   spans(): the span table's rows [{trace_id, span_id, name, label, attrs, process, count}],
+ *                          all pages; name/label null when no traces file names the span
  *   selection(): {span_id, trace_id, spans} or null
  *   zoomTo(name): zooms on the first frame of that name; resetZoom()
  *   frameTypes(): {name: type} of the frames drawn (process frames and "all" left out)
@@ -239,6 +242,16 @@
 		};
 		if (spans.trace_id.length !== nSpans || spans.attrs.length !== nSpans)
 			throw new DocError("the span columns have different lengths");
+		// Optional (traces files read with the profiles): name, service, duration; a column
+		// that is missing or of the wrong length counts as unknown everywhere.
+		const optCol = (key) =>
+			Array.isArray(sp[key]) && sp[key].length === nSpans ? sp[key].map((x) => Number(x) || 0) : null;
+		const sName = optCol("name");
+		const sService = optCol("service");
+		const sDur = optCol("duration_ns");
+		spans.name = Array.from({ length: nSpans }, (_, i) => (sName ? str(sName[i]) : ""));
+		spans.service = Array.from({ length: nSpans }, (_, i) => (sService ? str(sService[i]) : ""));
+		spans.duration = Float64Array.from({ length: nSpans }, (_, i) => (sDur ? sDur[i] : 0));
 		const rw = doc.rows || {};
 		const nRows = Array.isArray(rw.value) ? rw.value.length : 0;
 		const rows = {
@@ -1069,6 +1082,19 @@
 
 	/* ---------------------------------------------------------------- spans */
 
+	/*
+	 * "name (service) duration" of span @i from the traces files, each part only when known
+	 * (the service from the traces, else from the span's process); "" when the span has no name.
+	 */
+	function spanLabel(i) {
+		const name = M.spans.name[i];
+		if (!name) return "";
+		const p = M.spans.process[i];
+		const s = M.spans.service[i] || (p >= 0 && M.procs.service[p] >= 0 ? M.services[M.procs.service[p]] : "");
+		const d = M.spans.duration[i];
+		return name + (s ? ` (${s})` : "") + (d > 0 ? " " + fmtDuration(d) : "");
+	}
+
 	function attrText(a) {
 		return Object.entries(a)
 			.map(([k, v]) => `${k}=${v}`)
@@ -1088,6 +1114,8 @@
 					" " +
 					M.spans.span_id[i] +
 					" " +
+					spanLabel(i) +
+					" " +
 					attrText(M.spans.attrs[i]) +
 					" " +
 					procLong(M.spans.process[i])
@@ -1101,7 +1129,7 @@
 		const keyOf = {
 			count: (i) => totals[i],
 			trace: (i) => M.spans.trace_id[i],
-			span: (i) => M.spans.span_id[i],
+			span: (i) => (M.spans.name[i] ? "0" + spanLabel(i) : "1" + M.spans.span_id[i]), // named first
 			process: (i) => procLong(M.spans.process[i]),
 			attrs: (i) => attrText(M.spans.attrs[i]),
 		}[key];
@@ -1125,6 +1153,11 @@
 				const tid = M.spans.trace_id[i];
 				const sid = M.spans.span_id[i];
 				const attrs = el("td", { class: "attrs" });
+				const label = spanLabel(i);
+				const link = el("a", { class: "span-link", href: "#span=" + sid, title: "show this span", text: label || sid });
+				const spanCell = label
+					? el("td", { class: "span-name" }, link, el("div", { class: "id span-id", text: sid }))
+					: el("td", { class: "id" }, link);
 				for (const [k, v] of Object.entries(M.spans.attrs[i]))
 					attrs.append(el("span", { class: "attr" }, el("b", { text: k }), "=" + v), " ");
 				return el(
@@ -1140,11 +1173,7 @@
 						{ class: "id" },
 						el("a", { class: "trace-link", href: "#trace=" + tid, title: "show this trace", text: tid }),
 					),
-					el(
-						"td",
-						{ class: "id" },
-						el("a", { class: "span-link", href: "#span=" + sid, title: "show this span", text: sid }),
-					),
+					spanCell,
 					procCell(M.spans.process[i]),
 					attrs,
 					el("td", { class: "num count", text: fmtValue(t, current.spanTotals[i]) }),
@@ -1195,8 +1224,11 @@
 		if (sel.span_id) {
 			const i = sel.spans[0];
 			const attrs = attrText(M.spans.attrs[i]);
+			const label = spanLabel(i);
 			text.replaceChildren(
 				"Showing span ",
+				label ? el("b", { class: "span-name", text: label }) : "",
+				label ? " " : "",
 				el("code", { text: sel.span_id }),
 				" of trace ",
 				el("code", { text: M.spans.trace_id[i] }),
@@ -1453,6 +1485,8 @@
 				spanRows.map((i) => ({
 					trace_id: M.spans.trace_id[i],
 					span_id: M.spans.span_id[i],
+					name: M.spans.name[i] || null,
+					label: spanLabel(i) || null,
 					attrs: M.spans.attrs[i],
 					process: procLong(M.spans.process[i]),
 					count: current.spanTotals[i],
