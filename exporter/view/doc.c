@@ -30,6 +30,7 @@
 #include <microhttpd.h>
 
 #include "view/doc.h"
+#include "view/jsonbuf.h"
 
 /* --- growable arrays and the index -------------------------------------------------------- */
 
@@ -996,240 +997,14 @@ cleanup:
 	return err;
 }
 
-/* --- JSON --------------------------------------------------------------------------------- */
-
-struct vbuf {
-	char *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static bool vb_room(struct vbuf *b, size_t more)
-{
-	size_t c;
-	char *np;
-
-	if (b->oom)
-		return false;
-	if (b->n + more + 1 <= b->cap)
-		return true;
-	c = b->cap ? b->cap : 1 << 16;
-	while (c < b->n + more + 1)
-		c *= 2;
-	np = realloc(b->p, c);
-	if (!np) {
-		b->oom = true;
-		return false;
-	}
-	b->p = np;
-	b->cap = c;
-	return true;
-}
-
-static void vb_put(struct vbuf *b, const void *s, size_t n)
-{
-	if (!vb_room(b, n))
-		return;
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-}
-
-static void vb_lit(struct vbuf *b, const char *s)
-{
-	vb_put(b, s, strlen(s));
-}
-
-static void vb_ch(struct vbuf *b, char c)
-{
-	if (vb_room(b, 1))
-		b->p[b->n++] = c;
-}
-
-static void vb_i64(struct vbuf *b, int64_t v)
-{
-	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-	do {
-		*--q = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--q = '-';
-	vb_put(b, q, (size_t)(e - q));
-}
-
-static void vb_u64(struct vbuf *b, uint64_t u)
-{
-	char tmp[24], *e = tmp + sizeof(tmp), *q = e;
-
-	do {
-		*--q = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	vb_put(b, q, (size_t)(e - q));
-}
-
-/* Length of the valid UTF-8 sequence at @s (RFC 3629), 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
-			return 0; /* overlong, surrogate */
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-		    (s[3] & 0xc0) != 0x80)
-			return 0;
-		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-/* A JSON string that can sit inside <script>: see view_doc__json. */
-static void vb_jstr(struct vbuf *b, const char *str, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0, run;
-
-	vb_ch(b, '"');
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t l;
-
-		/* Plain ASCII runs are copied as they are. */
-		for (run = i; run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' &&
-			      s[run] != '\\' && s[run] != '<';
-		     run++)
-			;
-		if (run > i) {
-			vb_put(b, s + i, run - i);
-			i = run;
-			continue;
-		}
-		switch (c) {
-		case '"':
-			vb_lit(b, "\\\"");
-			i++;
-			continue;
-		case '\\':
-			vb_lit(b, "\\\\");
-			i++;
-			continue;
-		case '\n':
-			vb_lit(b, "\\n");
-			i++;
-			continue;
-		case '\t':
-			vb_lit(b, "\\t");
-			i++;
-			continue;
-		case '\r':
-			vb_lit(b, "\\r");
-			i++;
-			continue;
-		case '<':
-			if (i + 1 < n && s[i + 1] == '/')
-				vb_lit(b, "<\\/"), i += 2;
-			else if (n - i >= 4 && !memcmp(s + i, "<!--", 4))
-				vb_lit(b, "\\u003c!--"), i += 4;
-			else
-				vb_ch(b, '<'), i++;
-			continue;
-		}
-		if (c < 0x20) {
-			char esc[8];
-
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			vb_put(b, esc, 6);
-			i++;
-			continue;
-		}
-		l = utf8_len(s + i, n - i);
-		if (l) {
-			vb_put(b, s + i, l);
-			i += l;
-		} else {
-			vb_lit(b, "\\ufffd");
-			i++;
-		}
-	}
-	vb_ch(b, '"');
-}
-
-static void vb_sidx(struct vbuf *b, const struct view_doc *d, int32_t i)
-{
-	vb_jstr(b, d->pool + d->strs[i].off, d->strs[i].len);
-}
-
-static void vb_hex(struct vbuf *b, const uint8_t *p, size_t n)
-{
-	static const char hx[] = "0123456789abcdef";
-
-	if (!vb_room(b, 2 * n + 2))
-		return;
-	b->p[b->n++] = '"';
-	for (size_t i = 0; i < n; i++) {
-		b->p[b->n++] = hx[p[i] >> 4];
-		b->p[b->n++] = hx[p[i] & 15];
-	}
-	b->p[b->n++] = '"';
-}
-
-static void vb_key(struct vbuf *b, const char *k)
-{
-	vb_ch(b, '"');
-	vb_lit(b, k);
-	vb_lit(b, "\":");
-}
+/* --- JSON (the text buffer: view/jsonbuf.h) -------------------------------------------------- */
 
 /* The address of field @f of the first element of @arr (NULL for an empty table). */
 #define COL(arr, f) ((arr) ? (const void *)&(arr)->f : NULL)
 
-/* A column of int32 fields of an array of structs (or of a plain array: @stride sizeof). */
-static void vb_col32(struct vbuf *b, const char *key, const void *base, size_t n, size_t stride)
+static void vb_sidx(struct jsonbuf *b, const struct view_doc *d, int32_t i)
 {
-	const char *p = base;
-
-	vb_key(b, key);
-	vb_ch(b, '[');
-	for (size_t i = 0; i < n; i++, p += stride) {
-		int32_t v;
-
-		memcpy(&v, p, sizeof(v));
-		if (i)
-			vb_ch(b, ',');
-		vb_i64(b, v);
-	}
-	vb_ch(b, ']');
-}
-
-static void vb_col64(struct vbuf *b, const char *key, const void *base, size_t n, size_t stride)
-{
-	const char *p = base;
-
-	vb_key(b, key);
-	vb_ch(b, '[');
-	for (size_t i = 0; i < n; i++, p += stride) {
-		int64_t v;
-
-		memcpy(&v, p, sizeof(v));
-		if (i)
-			vb_ch(b, ',');
-		vb_i64(b, v);
-	}
-	vb_ch(b, ']');
+	jsonbuf__jstr(b, d->pool + d->strs[i].off, d->strs[i].len);
 }
 
 /* "1234", "12.3k", "1.2M": the title's sample count. */
@@ -1245,7 +1020,7 @@ static void count_text(char *out, size_t n, uint64_t v)
 		snprintf(out, n, "%.1fG", v / 1e9);
 }
 
-static void write_title(struct vbuf *b, const struct view_doc *d)
+static void write_title(struct jsonbuf *b, const struct view_doc *d)
 {
 	char title[160], num[32];
 	uint64_t n = view_doc__nsamples(d);
@@ -1254,292 +1029,279 @@ static void write_title(struct vbuf *b, const struct view_doc *d)
 	snprintf(title, sizeof(title), "spanprof: %zu input%s, %zu service%s, %s sample%s",
 		 d->ninputs, d->ninputs == 1 ? "" : "s", d->nservices, d->nservices == 1 ? "" : "s",
 		 num, n == 1 ? "" : "s");
-	vb_key(b, "title");
-	vb_jstr(b, title, strlen(title));
+	jsonbuf__key(b, "title");
+	jsonbuf__jstr(b, title, strlen(title));
 }
 
-static void write_inputs(struct vbuf *b, const struct view_doc *d)
+static void write_inputs(struct jsonbuf *b, const struct view_doc *d)
 {
-	vb_key(b, "inputs");
-	vb_ch(b, '[');
+	jsonbuf__key(b, "inputs");
+	jsonbuf__ch(b, '[');
 	for (size_t i = 0; i < d->ninputs; i++) {
 		const struct view_input *in = &d->inputs[i];
 
-		vb_lit(b, i ? ",\n{" : "\n{");
-		vb_key(b, "path");
-		vb_jstr(b, in->path, strlen(in->path));
-		vb_ch(b, ',');
-		vb_key(b, "format");
+		jsonbuf__lit(b, i ? ",\n{" : "\n{");
+		jsonbuf__key(b, "path");
+		jsonbuf__jstr(b, in->path, strlen(in->path));
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "format");
 		if (in->format)
-			vb_jstr(b, in->format, strlen(in->format));
+			jsonbuf__jstr(b, in->format, strlen(in->format));
 		else
-			vb_lit(b, "null");
-		vb_ch(b, ',');
-		vb_key(b, "samples");
-		vb_u64(b, in->samples);
-		vb_ch(b, ',');
-		vb_key(b, "error");
+			jsonbuf__lit(b, "null");
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "samples");
+		jsonbuf__u64(b, in->samples);
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "error");
 		if (in->error)
-			vb_jstr(b, in->error, strlen(in->error));
+			jsonbuf__jstr(b, in->error, strlen(in->error));
 		else
-			vb_lit(b, "null");
+			jsonbuf__lit(b, "null");
 		if (in->spans) {
-			vb_ch(b, ',');
-			vb_key(b, "spans");
-			vb_u64(b, in->spans);
-			vb_ch(b, ',');
-			vb_key(b, "spans_matched");
-			vb_u64(b, in->spans_matched);
+			jsonbuf__ch(b, ',');
+			jsonbuf__key(b, "spans");
+			jsonbuf__u64(b, in->spans);
+			jsonbuf__ch(b, ',');
+			jsonbuf__key(b, "spans_matched");
+			jsonbuf__u64(b, in->spans_matched);
 		}
-		vb_ch(b, '}');
+		jsonbuf__ch(b, '}');
 	}
-	vb_ch(b, ']');
+	jsonbuf__ch(b, ']');
 }
 
-static void write_tables(struct vbuf *b, const struct view_doc *d)
+static void write_tables(struct jsonbuf *b, const struct view_doc *d)
 {
-	vb_key(b, "strings");
-	vb_ch(b, '[');
+	jsonbuf__key(b, "strings");
+	jsonbuf__ch(b, '[');
 	for (size_t i = 0; i < d->nstr; i++) {
 		if (i)
-			vb_lit(b, i % 64 ? "," : ",\n");
+			jsonbuf__lit(b, i % 64 ? "," : ",\n");
 		vb_sidx(b, d, (int32_t)i);
 	}
-	vb_lit(b, "],\n");
+	jsonbuf__lit(b, "],\n");
 
-	vb_lit(b, "\"frames\":{");
-	vb_col32(b, "name", COL(d->frames, name), d->nframes, sizeof(struct frame));
-	vb_ch(b, ',');
-	vb_col32(b, "file", COL(d->frames, file), d->nframes, sizeof(struct frame));
-	vb_ch(b, ',');
-	vb_col64(b, "line", COL(d->frames, line), d->nframes, sizeof(struct frame));
-	vb_ch(b, ',');
-	vb_col32(b, "module", COL(d->frames, module), d->nframes, sizeof(struct frame));
-	vb_ch(b, ',');
-	vb_col32(b, "kind", COL(d->frames, kind), d->nframes, sizeof(struct frame));
-	vb_ch(b, ',');
-	vb_col32(b, "type", COL(d->frames, type), d->nframes, sizeof(struct frame));
-	vb_lit(b, "},\n");
+	jsonbuf__lit(b, "\"frames\":{");
+	jsonbuf__col32(b, "name", COL(d->frames, name), d->nframes, sizeof(struct frame));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "file", COL(d->frames, file), d->nframes, sizeof(struct frame));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col64(b, "line", COL(d->frames, line), d->nframes, sizeof(struct frame));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "module", COL(d->frames, module), d->nframes, sizeof(struct frame));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "kind", COL(d->frames, kind), d->nframes, sizeof(struct frame));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "type", COL(d->frames, type), d->nframes, sizeof(struct frame));
+	jsonbuf__lit(b, "},\n");
 
-	vb_key(b, "stacks");
-	vb_ch(b, '[');
+	jsonbuf__key(b, "stacks");
+	jsonbuf__ch(b, '[');
 	for (size_t i = 0; i < d->nstacks; i++) {
 		const int32_t *f = d->stack_pool + d->stacks[i].first;
 
-		vb_lit(b, i ? ",[" : "[");
+		jsonbuf__lit(b, i ? ",[" : "[");
 		for (size_t j = 0; j < d->stacks[i].len; j++) {
 			if (j)
-				vb_ch(b, ',');
-			vb_i64(b, f[j]);
+				jsonbuf__ch(b, ',');
+			jsonbuf__i64(b, f[j]);
 		}
-		vb_ch(b, ']');
+		jsonbuf__ch(b, ']');
 		if (i % 64 == 63)
-			vb_ch(b, '\n');
+			jsonbuf__ch(b, '\n');
 	}
-	vb_lit(b, "],\n");
+	jsonbuf__lit(b, "],\n");
 
-	vb_key(b, "profile_types");
-	vb_ch(b, '[');
+	jsonbuf__key(b, "profile_types");
+	jsonbuf__ch(b, '[');
 	for (size_t i = 0; i < d->ntypes; i++) {
 		const struct ptype *t = &d->types[i];
 
-		vb_lit(b, i ? ",{" : "{");
-		vb_key(b, "name");
+		jsonbuf__lit(b, i ? ",{" : "{");
+		jsonbuf__key(b, "name");
 		vb_sidx(b, d, t->name);
-		vb_ch(b, ',');
-		vb_key(b, "sample_type");
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "sample_type");
 		vb_sidx(b, d, t->sample_type);
-		vb_ch(b, ',');
-		vb_key(b, "unit");
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "unit");
 		vb_sidx(b, d, t->unit);
-		vb_ch(b, ',');
-		vb_key(b, "period_type");
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "period_type");
 		vb_sidx(b, d, t->period_type);
-		vb_ch(b, ',');
-		vb_key(b, "period_unit");
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "period_unit");
 		vb_sidx(b, d, t->period_unit);
-		vb_ch(b, ',');
-		vb_key(b, "period");
-		vb_i64(b, t->period);
-		vb_ch(b, '}');
+		jsonbuf__ch(b, ',');
+		jsonbuf__key(b, "period");
+		jsonbuf__i64(b, t->period);
+		jsonbuf__ch(b, '}');
 	}
-	vb_lit(b, "],\n");
+	jsonbuf__lit(b, "],\n");
 
-	vb_col32(b, "services", d->services, d->nservices, sizeof(int32_t));
-	vb_lit(b, ",\n\"processes\":{");
-	vb_col64(b, "pid", COL(d->procs, pid), d->nprocs, sizeof(struct proc));
-	vb_ch(b, ',');
-	vb_col32(b, "name", COL(d->procs, name), d->nprocs, sizeof(struct proc));
-	vb_ch(b, ',');
-	vb_col32(b, "service", COL(d->procs, service), d->nprocs, sizeof(struct proc));
-	vb_lit(b, "},\n\"threads\":{");
-	vb_col32(b, "process", COL(d->threads, process), d->nthreads, sizeof(struct thread));
-	vb_ch(b, ',');
-	vb_col64(b, "tid", COL(d->threads, tid), d->nthreads, sizeof(struct thread));
-	vb_ch(b, ',');
-	vb_col32(b, "name", COL(d->threads, name), d->nthreads, sizeof(struct thread));
-	vb_lit(b, "},\n");
+	jsonbuf__col32(b, "services", d->services, d->nservices, sizeof(int32_t));
+	jsonbuf__lit(b, ",\n\"processes\":{");
+	jsonbuf__col64(b, "pid", COL(d->procs, pid), d->nprocs, sizeof(struct proc));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "name", COL(d->procs, name), d->nprocs, sizeof(struct proc));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "service", COL(d->procs, service), d->nprocs, sizeof(struct proc));
+	jsonbuf__lit(b, "},\n\"threads\":{");
+	jsonbuf__col32(b, "process", COL(d->threads, process), d->nthreads, sizeof(struct thread));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col64(b, "tid", COL(d->threads, tid), d->nthreads, sizeof(struct thread));
+	jsonbuf__ch(b, ',');
+	jsonbuf__col32(b, "name", COL(d->threads, name), d->nthreads, sizeof(struct thread));
+	jsonbuf__lit(b, "},\n");
 }
 
 /* The optional span columns from the traces files (docs/view-format.md); 0 / null: unknown. */
-static void write_span_traces(struct vbuf *b, const struct view_doc *d)
+static void write_span_traces(struct jsonbuf *b, const struct view_doc *d)
 {
 	static const char *const keys[] = {"name",	  "service",	 "start_unix_ns",
 					   "end_unix_ns", "duration_ns", "parent_span_id"};
 
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		vb_lit(b, ",\n");
-		vb_key(b, keys[k]);
-		vb_ch(b, '[');
+		jsonbuf__lit(b, ",\n");
+		jsonbuf__key(b, keys[k]);
+		jsonbuf__ch(b, '[');
 		for (size_t i = 0; i < d->nspans; i++) {
 			const struct tspan *t =
 			    d->spans[i].tspan >= 0 ? &d->tspans[d->spans[i].tspan] : NULL;
 
 			if (i)
-				vb_ch(b, ',');
+				jsonbuf__ch(b, ',');
 			switch (k) {
 			case 0:
-				vb_i64(b, t ? t->name : 0);
+				jsonbuf__i64(b, t ? t->name : 0);
 				break;
 			case 1:
-				vb_i64(b, t ? t->service : 0);
+				jsonbuf__i64(b, t ? t->service : 0);
 				break;
 			case 2:
-				vb_u64(b, t ? t->start_ns : 0);
+				jsonbuf__u64(b, t ? t->start_ns : 0);
 				break;
 			case 3:
-				vb_u64(b, t ? t->end_ns : 0);
+				jsonbuf__u64(b, t ? t->end_ns : 0);
 				break;
 			case 4:
-				vb_u64(b, t ? t->end_ns - t->start_ns : 0);
+				jsonbuf__u64(b, t ? t->end_ns - t->start_ns : 0);
 				break;
 			default:
 				if (t && t->has_parent)
-					vb_hex(b, t->parent, 8);
+					jsonbuf__hex(b, t->parent, 8);
 				else
-					vb_lit(b, "null");
+					jsonbuf__lit(b, "null");
 			}
 		}
-		vb_ch(b, ']');
+		jsonbuf__ch(b, ']');
 	}
 }
 
-static void write_spans(struct vbuf *b, const struct view_doc *d)
+static void write_spans(struct jsonbuf *b, const struct view_doc *d)
 {
-	vb_lit(b, "\"spans\":{\"trace_id\":[");
+	jsonbuf__lit(b, "\"spans\":{\"trace_id\":[");
 	for (size_t i = 0; i < d->nspans; i++) {
 		if (i)
-			vb_ch(b, ',');
-		vb_hex(b, d->spans[i].ids, 16);
+			jsonbuf__ch(b, ',');
+		jsonbuf__hex(b, d->spans[i].ids, 16);
 	}
-	vb_lit(b, "],\n\"span_id\":[");
+	jsonbuf__lit(b, "],\n\"span_id\":[");
 	for (size_t i = 0; i < d->nspans; i++) {
 		if (i)
-			vb_ch(b, ',');
-		vb_hex(b, d->spans[i].ids + 16, 8);
+			jsonbuf__ch(b, ',');
+		jsonbuf__hex(b, d->spans[i].ids + 16, 8);
 	}
-	vb_lit(b, "],\n\"attrs\":[");
+	jsonbuf__lit(b, "],\n\"attrs\":[");
 	for (size_t i = 0; i < d->nspans; i++) {
 		const struct span *s = &d->spans[i];
 
-		vb_lit(b, i ? ",{" : "{");
+		jsonbuf__lit(b, i ? ",{" : "{");
 		for (uint32_t j = 0; j < s->nattrs; j++) {
 			if (j)
-				vb_ch(b, ',');
+				jsonbuf__ch(b, ',');
 			vb_sidx(b, d, s->attrs[j].key);
-			vb_ch(b, ':');
+			jsonbuf__ch(b, ':');
 			vb_sidx(b, d, s->attrs[j].value);
 		}
-		vb_ch(b, '}');
+		jsonbuf__ch(b, '}');
 	}
-	vb_lit(b, "],\n");
-	vb_col32(b, "process", COL(d->spans, process), d->nspans, sizeof(struct span));
+	jsonbuf__lit(b, "],\n");
+	jsonbuf__col32(b, "process", COL(d->spans, process), d->nspans, sizeof(struct span));
 	if (d->ntspans)
 		write_span_traces(b, d);
-	vb_lit(b, "},\n");
+	jsonbuf__lit(b, "},\n");
 }
 
 /* Appends the document to @b. */
-static void doc_json(const struct view_doc *d, struct vbuf *bp)
+static void doc_json(const struct view_doc *d, struct jsonbuf *bp)
 {
-	struct vbuf b = *bp;
+	struct jsonbuf b = *bp;
 
-	vb_lit(&b, "{\"format\":\"spanprof-view/1\",\n");
+	jsonbuf__lit(&b, "{\"format\":\"spanprof-view/1\",\n");
 	write_title(&b, d);
-	vb_lit(&b, ",\n\"generated_unix_ns\":");
-	vb_u64(&b, d->generated_ns);
-	vb_lit(&b, ",\n");
+	jsonbuf__lit(&b, ",\n\"generated_unix_ns\":");
+	jsonbuf__u64(&b, d->generated_ns);
+	jsonbuf__lit(&b, ",\n");
 	write_inputs(&b, d);
-	vb_lit(&b, ",\n");
+	jsonbuf__lit(&b, ",\n");
 	write_tables(&b, d);
 	write_spans(&b, d);
-	vb_lit(&b, "\"time\":{\"start_unix_ns\":");
-	vb_u64(&b, d->start_ns);
-	vb_lit(&b, ",\"bucket_ns\":");
-	vb_u64(&b, d->bucket_ns);
-	vb_lit(&b, ",\"buckets\":");
-	vb_u64(&b, d->nbuckets);
-	vb_lit(&b, "},\n\"rows\":{");
-	vb_col32(&b, "type", d->r_type, d->nrows, sizeof(int32_t));
-	vb_lit(&b, ",\n");
-	vb_col32(&b, "stack", d->r_stack, d->nrows, sizeof(int32_t));
-	vb_lit(&b, ",\n");
-	vb_col32(&b, "thread", d->r_thread, d->nrows, sizeof(int32_t));
-	vb_lit(&b, ",\n");
-	vb_col32(&b, "span", d->r_span, d->nrows, sizeof(int32_t));
-	vb_lit(&b, ",\n");
-	vb_col32(&b, "bucket", d->r_bucket, d->nrows, sizeof(int32_t));
-	vb_lit(&b, ",\n");
-	vb_col64(&b, "value", d->r_value, d->nrows, sizeof(int64_t));
-	vb_lit(&b, "},\n\"initial\":{\"span_id\":");
+	jsonbuf__lit(&b, "\"time\":{\"start_unix_ns\":");
+	jsonbuf__u64(&b, d->start_ns);
+	jsonbuf__lit(&b, ",\"bucket_ns\":");
+	jsonbuf__u64(&b, d->bucket_ns);
+	jsonbuf__lit(&b, ",\"buckets\":");
+	jsonbuf__u64(&b, d->nbuckets);
+	jsonbuf__lit(&b, "},\n\"rows\":{");
+	jsonbuf__col32(&b, "type", d->r_type, d->nrows, sizeof(int32_t));
+	jsonbuf__lit(&b, ",\n");
+	jsonbuf__col32(&b, "stack", d->r_stack, d->nrows, sizeof(int32_t));
+	jsonbuf__lit(&b, ",\n");
+	jsonbuf__col32(&b, "thread", d->r_thread, d->nrows, sizeof(int32_t));
+	jsonbuf__lit(&b, ",\n");
+	jsonbuf__col32(&b, "span", d->r_span, d->nrows, sizeof(int32_t));
+	jsonbuf__lit(&b, ",\n");
+	jsonbuf__col32(&b, "bucket", d->r_bucket, d->nrows, sizeof(int32_t));
+	jsonbuf__lit(&b, ",\n");
+	jsonbuf__col64(&b, "value", d->r_value, d->nrows, sizeof(int64_t));
+	jsonbuf__lit(&b, "},\n\"initial\":{\"span_id\":");
 	if (d->initial_span)
-		vb_jstr(&b, d->initial_span, strlen(d->initial_span));
+		jsonbuf__jstr(&b, d->initial_span, strlen(d->initial_span));
 	else
-		vb_lit(&b, "null");
-	vb_lit(&b, ",\"trace_id\":");
+		jsonbuf__lit(&b, "null");
+	jsonbuf__lit(&b, ",\"trace_id\":");
 	if (d->initial_trace)
-		vb_jstr(&b, d->initial_trace, strlen(d->initial_trace));
+		jsonbuf__jstr(&b, d->initial_trace, strlen(d->initial_trace));
 	else
-		vb_lit(&b, "null");
-	vb_lit(&b, "}}\n");
+		jsonbuf__lit(&b, "null");
+	jsonbuf__lit(&b, "}}\n");
 	*bp = b;
-}
-
-/* The NUL-terminated buffer of @b, or -ENOMEM (and @b freed). */
-static int vb_finish(struct vbuf *b, char **out, size_t *len)
-{
-	if (b->oom || !vb_room(b, 0)) {
-		free(b->p);
-		return -ENOMEM;
-	}
-	b->p[b->n] = '\0';
-	*out = b->p;
-	*len = b->n;
-	return 0;
 }
 
 int view_doc__json(const struct view_doc *d, char **out, size_t *len)
 {
-	struct vbuf b = {0};
+	struct jsonbuf b = {0};
 
 	if (!d->finished)
 		return -EINVAL;
 	doc_json(d, &b);
-	return vb_finish(&b, out, len);
+	return jsonbuf__finish(&b, out, len);
 }
 
 int view__page(const struct view_doc *d, const char *tmpl, size_t tlen, char **out, size_t *len)
 {
 	static const char token[] = VIEW_PAGE_TOKEN;
 	const char *at = memmem(tmpl, tlen, token, sizeof(token) - 1);
-	struct vbuf b = {0};
+	struct jsonbuf b = {0};
 	size_t head;
 
 	if (!at || !d->finished)
 		return -EINVAL;
 	head = (size_t)(at - tmpl);
-	vb_put(&b, tmpl, head);
+	jsonbuf__put(&b, tmpl, head);
 	doc_json(d, &b);
-	vb_put(&b, at + sizeof(token) - 1, tlen - head - (sizeof(token) - 1));
-	return vb_finish(&b, out, len);
+	jsonbuf__put(&b, at + sizeof(token) - 1, tlen - head - (sizeof(token) - 1));
+	return jsonbuf__finish(&b, out, len);
 }

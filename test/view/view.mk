@@ -34,7 +34,7 @@ $(LIBSPANPROF): $(VIEWC_PAGE_O)
 VIEW_TEST_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
 $(BUILD)/test/test_view: test/view/test_view.c exporter/view/doc.h exporter/view/read.h exporter/otlp/otlp_pb.h \
-		$(OBJ)/view/doc.o $(OBJ)/view/read.o $(OBJ)/view/read_common.o $(OBJ)/view/read_otlp.o \
+		$(OBJ)/view/doc.o $(OBJ)/view/jsonbuf.o $(OBJ)/view/read.o $(OBJ)/view/read_common.o $(OBJ)/view/read_otlp.o \
 		$(OBJ)/view/read_json.o $(OBJ)/view/read_pprof.o $(OBJ)/view/read_traces.o \
 		$(OBJ)/view/view_main.o \
 		$(OBJ)/profile/stackend.o $(OBJ)/profile/profile.o $(VIEWC_PAGE_O) $(VIEW_TEST_PB_O) $(PROTO_H)
