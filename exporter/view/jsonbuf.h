@@ -4,8 +4,8 @@
  * `spanprof view` (view/doc.c). Start with a zeroed struct jsonbuf; every writer appends, and the
  * first allocation failure makes the buffer "oom": later writes do nothing and
  * jsonbuf__finish() reports -ENOMEM, so callers check once, at the end. Strings are escaped
- * (jsonbuf__jstr(): control characters, quotes, backslashes, invalid UTF-8 as U+FFFD, and
- * "</" and "<!--" escaped so the text can sit inside an HTML <script>). The buffer is the caller's after
+ * (jsonbuf__jstr(): control characters, quotes, backslashes, invalid UTF-8 as U+FFFD, "</" and
+ * "<!--", so the text can sit inside an HTML <script>). The buffer is the caller's after
  * jsonbuf__finish() (free() it).
  */
 #ifndef SPANPROF_VIEW_JSONBUF_H
