@@ -26,8 +26,8 @@ static void test_fifo_order_and_accounting(void **state)
 	struct export_request *r;
 
 	assert_non_null(q);
-	assert_int_equal(export_queue__push(q, blob(10, 1), 10, 3), 0);
-	assert_int_equal(export_queue__push(q, blob(20, 2), 20, 4), 0);
+	assert_int_equal(export_queue__push(q, blob(10, 1), 10, 3, PROFILE_CPU), 0);
+	assert_int_equal(export_queue__push(q, blob(20, 2), 20, 4, PROFILE_CPU), 0);
 	export_queue__stats(q, &st);
 	assert_int_equal(st.queued, 2);
 	assert_int_equal(st.queued_bytes, 30);
@@ -58,7 +58,7 @@ static void test_full_queue_drops_oldest(void **state)
 	struct export_request *r;
 
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(export_queue__push(q, blob(40, i), 40, 10), 0);
+		assert_int_equal(export_queue__push(q, blob(40, i), 40, 10, PROFILE_CPU), 0);
 	export_queue__stats(q, &st);
 	assert_true(st.queued_bytes <= 100);
 	assert_int_equal(st.queued, 2);
@@ -76,7 +76,7 @@ static void test_oversized_request_dropped(void **state)
 	struct export_queue *q = export_queue__new(100);
 	struct export_queue_stats st;
 
-	assert_int_equal(export_queue__push(q, blob(101, 0), 101, 7), 0);
+	assert_int_equal(export_queue__push(q, blob(101, 0), 101, 7, PROFILE_CPU), 0);
 	export_queue__stats(q, &st);
 	assert_int_equal(st.queued, 0);
 	assert_int_equal(st.dropped_samples, 7);
@@ -88,11 +88,11 @@ static void test_held_request_gives_way(void **state)
 	struct export_queue *q = export_queue__new(100);
 	struct export_request *held;
 
-	export_queue__push(q, blob(60, 0), 60, 1);
+	export_queue__push(q, blob(60, 0), 60, 1, PROFILE_CPU);
 	held = export_queue__take(q, 0);
 	assert_false(export_queue__should_drop(q, held));
 	/* Newer data arrives while the held one is being retried: it must give way. */
-	export_queue__push(q, blob(60, 1), 60, 1);
+	export_queue__push(q, blob(60, 1), 60, 1, PROFILE_CPU);
 	assert_true(export_queue__should_drop(q, held));
 	export_queue__done(q, held, 1);
 	assert_false(export_queue__should_drop(q, NULL));
@@ -105,10 +105,10 @@ static void test_close_drains_then_ends(void **state)
 	struct export_queue_stats st;
 	struct export_request *r;
 
-	export_queue__push(q, blob(10, 0), 10, 1);
+	export_queue__push(q, blob(10, 0), 10, 1, PROFILE_CPU);
 	export_queue__close(q);
 	assert_true(export_queue__closed(q));
-	assert_int_equal(export_queue__push(q, blob(10, 0), 10, 2), -EPIPE);
+	assert_int_equal(export_queue__push(q, blob(10, 0), 10, 2, PROFILE_CPU), -EPIPE);
 	r = export_queue__take(q, -1);
 	assert_non_null(r);
 	export_queue__done(q, r, 0);
