@@ -5,6 +5,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -273,6 +274,72 @@ def test_env_endpoint_and_bad_tls_file(spanprof, tmp_path):
     res = subprocess.run([str(spanprof), "record", "--duration", "1"], capture_output=True,
                          text=True, env=env)
     assert res.returncode == 2 and "OTEL_EXPORTER_OTLP_TIMEOUT" in res.stderr
+
+
+def test_refused_type_loses_only_its_own_samples(spanprof, workload, procs, tmp_path,
+                                                 testcollector_bin):
+    """A backend refusing one profile type with a non-retryable status (Grafana Pyroscope on
+    off-CPU: INVALID_ARGUMENT "sample values length mismatch") loses that type only: each
+    request carries one type, so every CPU sample the agent says it sent is received, the
+    off-CPU ones are counted as refused for their type, and the report names the type."""
+    port = free_port()
+    out = tmp_path / "recv.jsonl"
+    start_testcollector(procs, testcollector_bin, port, out, "-refuse-type", "off_cpu")
+    chain = procs.start(workload("chain"), "600")  # on CPU
+    sleeper = procs.start(sys.executable, "-c",  # off CPU: 5 ms sleeps
+                          "import time\nwhile True: time.sleep(0.005)")
+    stats = tmp_path / "stats.json"
+    agent = spanprof_bg(procs, spanprof, stats, "--endpoint", f"127.0.0.1:{port}",
+                        "--profile", "cpu,offcpu", "--offcpu-min", "2ms",
+                        "--pid", f"{chain.pid},{sleeper.pid}", "--duration", 6,
+                        "--export-interval", 1, "--frequency", 99, "--flush-timeout", 20)
+    seen = wait_sampling(agent)
+    cpu0 = cpu_seconds(chain.pid)  # the expected count comes from the workload's CPU time
+    _, err = agent.communicate(timeout=120)
+    cpu = cpu_seconds(chain.pid) - cpu0
+    err = "".join(seen) + err
+    assert agent.returncode == 0, err
+    st = read_stats(stats)
+    recorded = {t: v["recorded"] for t, v in st["samples"]["by_type"].items()}
+    e = st["export"]
+    by_type = e["by_type"]
+    assert set(by_type) == {"cpu", "offcpu"}, by_type
+
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    kept = [p for r in recs if not r.get("refused") for p in r["profiles"]]
+    refused = [r for r in recs if r.get("refused")]
+    # One type per request: the accepted ones hold CPU only, the refused ones off-CPU only.
+    assert kept and all(p["sample_type"] == "samples" for p in kept), recs[:3]
+    assert refused, "the sleeper's off-CPU samples should have been sent (and refused)"
+    assert all(p["sample_type"] == "off_cpu" for r in refused for p in r["profiles"]), refused[:3]
+
+    # Every CPU sample recorded is sent, every one sent is received: none lost with off-CPU.
+    c = by_type["cpu"]
+    assert c["samples_sent"] == sum(p["samples"] for p in kept), (c, err)
+    assert c["samples_sent"] == recorded["cpu"] and c["failed_samples"] == 0, (c, recorded, err)
+    assert c["dropped_samples"] == 0 and c["failed_status"] is None, c
+    assert recorded["cpu"] >= 0.4 * cpu * 99 and recorded["cpu"] >= 50, (cpu, recorded)
+
+    # Every off-CPU sample is refused, and counted so for its type.
+    o = by_type["offcpu"]
+    assert o["samples_sent"] == 0 and o["requests_sent"] == 0, o
+    assert o["failed"] == len(refused), (o, len(refused))
+    assert o["failed_samples"] == recorded["offcpu"] > 0, (o, recorded)
+    assert o["failed_samples"] == sum(p["samples"] for r in refused for p in r["profiles"]), o
+    assert o["failed_status"] == "INVALID_ARGUMENT", o
+    assert "refusing sample type off_cpu" in o["failed_message"], o
+    assert e["samples_sent"] == c["samples_sent"] and e["failed_samples"] == o["failed_samples"]
+    assert e["retries"] == 0, "INVALID_ARGUMENT is not retryable"
+
+    # The report names the refused type, with the status, and says what to do.
+    line = (f"offcpu: {o['failed_samples']} samples refused by the Collector at "
+            f"127.0.0.1:{port} (INVALID_ARGUMENT: testcollector: refusing sample type off_cpu "
+            f"on purpose): not retried")
+    problems = {p["id"]: p["message"] for p in st["problems"]}
+    assert problems.get("export_type_refused", "").startswith(line), st["problems"]
+    assert "leave it out of --profile" in problems["export_type_refused"]
+    assert "export_failed" not in problems, st["problems"]
+    assert f"spanprof: {line}" in err, err
 
 
 def test_large_intervals_are_split(spanprof, workload, procs, tmp_path, testcollector_bin,

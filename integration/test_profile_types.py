@@ -1,4 +1,4 @@
-"""All four profile types at once: one OTLP request to the real Collector carries them, valid."""
+"""All four profile types at once: one OTLP request per type to the real Collector, valid."""
 import os
 import re
 import subprocess
@@ -18,14 +18,15 @@ EXPECTED = {
 }
 
 
-def test_four_types_in_one_request(spanprof, workload, procs, tmp_path, otelcol, otlpcheck):
+def test_four_types_one_request_each(spanprof, workload, procs, tmp_path, otelcol, otlpcheck):
     port = free_port()
     out_file = tmp_path / "profiles.jsonl"
     col = start_otelcol(procs, otelcol, port, out_file)
     w = procs.start(workload("mixedload", ("-pthread",)))
     time.sleep(0.3)
     reqdir = tmp_path / "requests"
-    # One interval longer than the run: the whole recording is one request.
+    # One interval longer than the run: the whole recording is one request per profile type
+    # (docs/otlp.md: a backend refusing one type must not take the others with it).
     res = subprocess.run([str(spanprof), "record", "--endpoint", f"127.0.0.1:{port}",
                           "--profile", "cpu,alloc,lock,offcpu", "--pid", str(w.pid),
                           "--duration", "5", "--export-interval", "60", "--frequency", "99",
@@ -38,17 +39,27 @@ def test_four_types_in_one_request(spanprof, workload, procs, tmp_path, otelcol,
     for source in (otlpcheck(out_file), otlpcheck(*sorted(reqdir.glob("profiles-*.binpb")))):
         assert source["ok"], source["errors"][:5]
         msgs = [m for i in source["inputs"] for m in i["messages"]]
-        assert len(msgs) == 1, f"expected one request, got {len(msgs)}"
-        m = msgs[0]
-        assert not m["errors"] and not m["warnings"], (m["errors"][:3], m["warnings"][:3])
-        rps = [rp for rp in m["resource_profiles"] if rp["attributes"]["process.pid"] == w.pid]
-        assert len(rps) == 1, "one resource for the process, holding every type"
-        found = {}
-        for sc in rps[0]["scopes"]:
-            for p in sc["profiles"]:
-                shown = [st for st in p["stacks"] if EXPECTED.get(p["sample_type"], "?")
-                         in st["frames"]]
-                found[p["sample_type"]] = sum(st["events"] for st in shown)
+        assert len(msgs) == 4, f"expected one request per type, got {len(msgs)}"
+        found, kinds = {}, []
+        for m in msgs:
+            assert not m["errors"] and not m["warnings"], (m["errors"][:3], m["warnings"][:3])
+            rps = [rp for rp in m["resource_profiles"]
+                   if rp["attributes"]["process.pid"] == w.pid]
+            assert len(rps) == 1, "one resource for the process in each request"
+            types = set()
+            for sc in rps[0]["scopes"]:
+                for p in sc["profiles"]:
+                    shown = [st for st in p["stacks"] if EXPECTED.get(p["sample_type"], "?")
+                             in st["frames"]]
+                    found[p["sample_type"]] = sum(st["events"] for st in shown)
+                    types.add(p["sample_type"])
+            kinds.append(frozenset(types))
+        # Each request holds the Profiles (values) of one type: cpu, alloc, lock, offcpu.
+        assert sorted(kinds, key=sorted) == sorted(
+            [frozenset({"samples:count"}),
+             frozenset({"alloc_objects:count", "alloc_space:bytes"}),
+             frozenset({"contentions:count", "delay:nanoseconds"}),
+             frozenset({"off_cpu:nanoseconds"})], key=sorted), kinds
         for stype in EXPECTED:
             assert found.get(stype, 0) > 0, f"no {stype} in {EXPECTED[stype]}: {found}\n{res.stderr}"
 

@@ -541,7 +541,7 @@ struct otlp_tally {
 	size_t zcap;
 };
 
-static int tally_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int tally_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples, uint32_t type)
 {
 	struct otlp_tally *t = ctx;
 

@@ -17,7 +17,17 @@ struct export_queue {
 	uint64_t seq;
 	int closed;
 	uint64_t pushed, dropped, dropped_samples;
+	uint64_t dropped_samples_by_type[PROFILE_NTYPES];
 };
+
+/* Counts one dropped request of @samples samples of @type. Lock held. */
+static void count_drop(struct export_queue *q, uint64_t samples, int type)
+{
+	q->dropped++;
+	q->dropped_samples += samples;
+	if (type >= 0 && type < PROFILE_NTYPES)
+		q->dropped_samples_by_type[type] += samples;
+}
 
 struct export_queue *export_queue__new(size_t max_bytes)
 {
@@ -63,13 +73,13 @@ static void make_room(struct export_queue *q, size_t need)
 			q->tail = NULL;
 		q->bytes -= r->len;
 		q->count--;
-		q->dropped++;
-		q->dropped_samples += r->samples;
+		count_drop(q, r->samples, r->type);
 		free_request(r);
 	}
 }
 
-int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64_t samples)
+int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64_t samples,
+		       int type)
 {
 	struct export_request *r;
 	int err = 0;
@@ -77,16 +87,14 @@ int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64
 	pthread_mutex_lock(&q->lock);
 	if (q->closed || len > q->max_bytes) {
 		err = q->closed ? -EPIPE : 0;
-		q->dropped++;
-		q->dropped_samples += samples;
+		count_drop(q, samples, type);
 		free(data);
 		goto unlock;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		err = -ENOMEM;
-		q->dropped++;
-		q->dropped_samples += samples;
+		count_drop(q, samples, type);
 		free(data);
 		goto unlock;
 	}
@@ -94,6 +102,7 @@ int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64
 	r->data = data;
 	r->len = len;
 	r->samples = samples;
+	r->type = type;
 	r->seq = ++q->seq;
 	if (q->tail)
 		q->tail->next = r;
@@ -151,10 +160,8 @@ void export_queue__done(struct export_queue *q, struct export_request *r, int dr
 	q->held_bytes -= r->len;
 	q->bytes -= r->len;
 	q->count--;
-	if (dropped) {
-		q->dropped++;
-		q->dropped_samples += r->samples;
-	}
+	if (dropped)
+		count_drop(q, r->samples, r->type);
 	pthread_cond_broadcast(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 	free_request(r);
@@ -196,6 +203,8 @@ void export_queue__stats(struct export_queue *q, struct export_queue_stats *out)
 	out->pushed = q->pushed;
 	out->dropped = q->dropped;
 	out->dropped_samples = q->dropped_samples;
+	for (int t = 0; t < PROFILE_NTYPES; t++)
+		out->dropped_samples_by_type[t] = q->dropped_samples_by_type[t];
 	out->queued = q->count;
 	out->queued_bytes = q->bytes;
 	pthread_mutex_unlock(&q->lock);

@@ -16,18 +16,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "profile/profile.h"
+
+/* A request that carries no profile type (self-metrics): counted in the totals only. */
+#define EXPORT_NO_TYPE (-1)
+
 struct export_queue;
 
 struct export_request {
 	uint8_t *data; /* owned by the request */
 	size_t len;
 	uint64_t samples; /* samples it carries, for end-to-end accounting */
+	int type;	  /* enum profile_type of all of them, or EXPORT_NO_TYPE */
 	uint64_t seq;	  /* 1, 2, ... in push order */
 	struct export_request *next;
 };
 
 struct export_queue_stats {
 	uint64_t pushed, dropped, dropped_samples;
+	/* dropped_samples by the requests' profile type (EXPORT_NO_TYPE ones: in none). */
+	uint64_t dropped_samples_by_type[PROFILE_NTYPES];
 	size_t queued, queued_bytes; /* waiting + held by the sender */
 };
 
@@ -37,11 +45,12 @@ struct export_queue *export_queue__new(size_t max_bytes);
 void export_queue__free(struct export_queue *q);
 
 /*
- * Takes ownership of @data (malloc'd). A request larger than the whole
- * bound is dropped at once. Returns 0, or -EPIPE after export_queue__close()
- * (the data is freed and counted as dropped).
+ * Takes ownership of @data (malloc'd) carrying @samples samples of profile type @type (enum
+ * profile_type, or EXPORT_NO_TYPE). A request larger than the whole bound is dropped at once.
+ * Returns 0, or -EPIPE after export_queue__close() (the data is freed and counted as dropped).
  */
-int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64_t samples);
+int export_queue__push(struct export_queue *q, uint8_t *data, size_t len, uint64_t samples,
+		       int type);
 
 /*
  * Waits up to @timeout_ms (-1: forever) for a request and hands it to the

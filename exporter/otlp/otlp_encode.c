@@ -175,6 +175,7 @@ struct enc {
 	uint32_t nrp, cap_rp;
 	size_t dict_bytes, body_bytes;
 	uint64_t events; /* sum of the counts of the request's samples */
+	uint32_t type;	 /* enum profile_type of the request's samples (one per request) */
 
 	/* The last ResourceProfiles' scope (a process's next Profile joins it) and its pid. */
 	pb_sp *last_sp;
@@ -1119,20 +1120,21 @@ static int request_flush(struct enc *e)
 		e->buf_cap = len;
 	}
 	protobuf_c_message_pack(&req.base, e->buf);
-	err = e->emit(e->emit_ctx, e->buf, len, e->events);
+	err = e->emit(e->emit_ctx, e->buf, len, e->events, e->type);
 	request_reset(e);
 	return err;
 }
 
-static int cmp_by_pid(const void *a, const void *b, void *p)
+/* Profile type first (one request per type), then pid, then first-seen order. */
+static int cmp_by_type_pid(const void *a, const void *b, void *p)
 {
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
 	const struct profile_sample *sa = profile__sample(p, ia), *sb = profile__sample(p, ib);
 
-	if (sa->key.pid != sb->key.pid)
-		return sa->key.pid < sb->key.pid ? -1 : 1;
 	if (sa->key.type != sb->key.type)
 		return sa->key.type < sb->key.type ? -1 : 1;
+	if (sa->key.pid != sb->key.pid)
+		return sa->key.pid < sb->key.pid ? -1 : 1;
 	return ia < ib ? -1 : ia > ib;
 }
 
@@ -1274,10 +1276,10 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 	}
 	request_reset(&e);
 
-	/* Group samples by process, keeping their first-seen order inside each. */
+	/* Group samples by type, then process, keeping their first-seen order inside each. */
 	for (uint32_t i = 0; i < nsamples; i++)
 		order[i] = i;
-	qsort_r(order, nsamples, sizeof(*order), cmp_by_pid, (void *)p);
+	qsort_r(order, nsamples, sizeof(*order), cmp_by_type_pid, (void *)p);
 	/* Then one chunk (an OTLP Profile) per process, type and value the type sends. */
 	for (uint32_t i = 0, first = 0; i < nsamples; i++) {
 		const struct profile_sample *s = profile__sample(p, order[i]), *next;
@@ -1302,7 +1304,17 @@ int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp
 							       .which = w};
 		first = i + 1;
 	}
+	/*
+	 * One type per request: a backend that refuses a type (not retryable) must not take the
+	 * other types' samples with it, so a new type starts a new request.
+	 */
 	for (uint32_t i = 0; i < nproc; i++) {
+		if (i && procs[i].type != procs[i - 1].type) {
+			err = request_flush(&e);
+			if (err)
+				goto cleanup;
+		}
+		e.type = procs[i].type;
 		err = encode_process(&e, &procs[i], order);
 		if (err)
 			goto cleanup;

@@ -7,6 +7,11 @@
  * the Collector in integration/collector decodes (see otlp-proto/). Conventions: the OTel
  * eBPF profiler's, which Grafana Pyroscope reads (docs: design-notes.md section 1).
  *
+ * One profile type per request: the samples of each type (--profile cpu, offcpu, alloc, lock;
+ * all the values it sends) go in requests of their own, never with another type's. A backend
+ * that refuses a type with a non-retryable status (Pyroscope: "sample values length mismatch"
+ * for off-CPU) then loses that type only, and the agent can count what it lost per type.
+ *
  * Each request is self-contained: one deduplicated ProfilesDictionary whose every table
  * starts with its zero value (string_table[0] = "", link_table[0] = Link{}), one
  * ResourceProfiles per process (pid) with one ScopeProfiles and one Profile in it:
@@ -29,9 +34,9 @@
  * Attribute table keys use key_strindex: it is the only key field of KeyValueAndUnit in the
  * pinned proto. Attribute values are inline (string_value / int_value).
  *
- * Size: no request is larger than max_request_bytes. Whole processes are grouped into a
- * request while they fit; a process that does not fit alone is split across requests (by
- * samples, each part its own Profile with its own profile_id).
+ * Size: no request is larger than max_request_bytes. Whole processes (of one type) are
+ * grouped into a request while they fit; a process that does not fit alone is split across requests
+ * (by samples, each part its own Profile with its own profile_id).
  */
 #ifndef SPANPROF_OTLP_ENCODE_H
 #define SPANPROF_OTLP_ENCODE_H
@@ -67,15 +72,18 @@ struct otlp_encode_opts {
 
 /*
  * Called once per request with the serialized ExportProfilesServiceRequest (@len bytes,
- * <= max_request_bytes) and the number of profiling samples (events: the sum of the sample
- * counts) it carries. @buf belongs to the encoder and is valid during the call only.
+ * <= max_request_bytes), the number of profiling samples (events: the sum of the sample
+ * counts) it carries and the profile type of all of them (enum profile_type).
+ * @buf belongs to the encoder and is valid during the call only.
  * A non-zero return stops the encoding and is returned by otlp__encode().
  */
-typedef int (*otlp_emit_fn)(void *ctx, const uint8_t *buf, size_t len, uint64_t samples);
+typedef int (*otlp_emit_fn)(void *ctx, const uint8_t *buf, size_t len, uint64_t samples,
+			    uint32_t type);
 
 /*
- * Encodes every sample of @p (processes in ascending pid order) into one or more
- * requests and hands each to @emit. A profile without samples emits nothing.
+ * Encodes every sample of @p (types in enum profile_type order, then processes in ascending
+ * pid order) into one or more requests, each of one type, and hands each to @emit. A profile
+ * without samples emits nothing.
  * @o may be NULL (all defaults). Reads @p only; keeps nothing after it returns.
  * Returns 0, -ENOMEM, -E2BIG when one sample with its stack alone is larger than the
  * limit (nothing more is emitted), or the first non-zero return of @emit.

@@ -219,6 +219,21 @@ static void count_call(struct otlp_exporter *e, int status, uint64_t ns)
 		e->st.call_seconds_max = secs;
 }
 
+/* Counts request @r of its type as refused with @res (first refusal: its status kept). */
+static void count_type_failure(struct otlp_type_stats *t, const struct export_request *r,
+			       const struct grpc_result *res)
+{
+	t->failed++;
+	t->failed_samples += r->samples;
+	if (!t->failed_status) {
+		size_t n = strnlen(res->message, sizeof(t->failed_message) - 1);
+
+		t->failed_status = res->status;
+		memcpy(t->failed_message, res->message, n);
+		t->failed_message[n] = '\0';
+	}
+}
+
 static void send_one(struct otlp_exporter *e, struct export_request *r)
 {
 	uint32_t backoff = BACKOFF_INITIAL_MS, jitter, timeout;
@@ -248,6 +263,10 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			e->st.requests_sent++;
 			e->st.bytes_sent += r->len;
 			e->st.samples_sent += r->samples;
+			if (r->type >= 0 && r->type < PROFILE_NTYPES) {
+				e->st.by_type[r->type].requests_sent++;
+				e->st.by_type[r->type].samples_sent += r->samples;
+			}
 			e->st.last_latency_us = (util__mono_ns() - t0) / 1000;
 			if (e->failing && !e->opts.quiet)
 				fprintf(stderr, "\nspanprof: export to %s works again\n",
@@ -265,6 +284,8 @@ static void send_one(struct otlp_exporter *e, struct export_request *r)
 			e->st.failed_samples += r->samples;
 			if (res.status >= 0 && res.status < OTLP_GRPC_STATUS_COUNT)
 				e->st.failed_by_status[res.status]++;
+			if (r->type >= 0 && r->type < PROFILE_NTYPES)
+				count_type_failure(&e->st.by_type[r->type], r, &res);
 			pthread_mutex_unlock(&e->lock);
 			/* Failed, not dropped: each request is counted under one outcome. */
 			export_queue__done(e->queue, r, 0);
@@ -367,7 +388,8 @@ static int write_binpb(struct otlp_exporter *e, const uint8_t *data, size_t len)
 	return err;
 }
 
-int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, uint64_t samples)
+int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, uint64_t samples,
+			  int type)
 {
 	int err;
 
@@ -377,7 +399,7 @@ int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, ui
 			fprintf(stderr, "\nspanprof: writing a request file into %s failed: %s\n",
 				e->binpb_dir, strerror(-err));
 	}
-	return export_queue__push(e->queue, data, len, samples);
+	return export_queue__push(e->queue, data, len, samples, type);
 }
 
 void otlp_exporter__shutdown(struct otlp_exporter *e, uint32_t flush_ms,
@@ -438,6 +460,8 @@ void otlp_exporter__stats(struct otlp_exporter *e, struct otlp_exporter_stats *o
 	export_queue__stats(e->queue, &qs);
 	out->dropped += qs.dropped;
 	out->dropped_samples += qs.dropped_samples;
+	for (int t = 0; t < PROFILE_NTYPES; t++)
+		out->by_type[t].dropped_samples += qs.dropped_samples_by_type[t];
 	out->queued = qs.queued;
 	out->queued_bytes = qs.queued_bytes;
 }

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "otlp/export_queue.h"
 #include "otlp/grpc_client.h"
 
 #define OTLP_PROFILES_METHOD                                                                       \
@@ -49,6 +50,19 @@ struct otlp_exporter_opts {
 	const char *what; /* what partial_success rejects, for messages; NULL: "profiles" */
 };
 
+/*
+ * What became of the requests of one profile type (each request carries one type:
+ * otlp_encode.h). Every sample submitted is counted once: sent, failed or dropped (or still
+ * queued).
+ */
+struct otlp_type_stats {
+	uint64_t requests_sent, samples_sent;
+	uint64_t failed, failed_samples; /* refused: non-retryable status, not retried */
+	uint64_t dropped_samples;	 /* queue full, or not sent before shutdown */
+	int failed_status;		 /* gRPC status of the first refusal; 0: none */
+	char failed_message[160];	 /* its message (truncated), "" when none */
+};
+
 struct otlp_exporter_stats {
 	uint64_t requests_sent; /* completed with OK */
 	uint64_t bytes_sent;	/* serialized bytes of those (before gRPC compression) */
@@ -70,6 +84,8 @@ struct otlp_exporter_stats {
 	uint64_t calls;
 	double call_seconds_sum, call_seconds_max;
 	uint64_t call_buckets[OTLP_EXPORT_DURATION_BOUNDS + 1];
+	/* By the profile type of the requests (requests without one: in none). */
+	struct otlp_type_stats by_type[PROFILE_NTYPES];
 };
 
 /* "OK", "UNAVAILABLE", ... for a gRPC status code; "?" for an unknown one. */
@@ -80,10 +96,12 @@ struct otlp_exporter *otlp_exporter__new(const struct otlp_exporter_opts *opts);
 
 /*
  * Queues one request (takes ownership of malloc'd @data) carrying @samples
- * samples; with binpb_dir set, first writes it to the next numbered file.
+ * samples of profile type @type (enum profile_type; EXPORT_NO_TYPE for requests that are not
+ * profiles); with binpb_dir set, first writes it to the next numbered file.
  * Never blocks on the network. 0 or -errno (the data is still consumed).
  */
-int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, uint64_t samples);
+int otlp_exporter__submit(struct otlp_exporter *e, uint8_t *data, size_t len, uint64_t samples,
+			  int type);
 
 /*
  * Stops accepting requests and waits up to @flush_ms for the queue to drain

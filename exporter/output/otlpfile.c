@@ -24,7 +24,7 @@ static int put(gzFile gz, const void *buf, size_t len)
 	return gzwrite(gz, buf, (unsigned)len) == (int)len ? 0 : -EIO;
 }
 
-static int emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples, uint32_t type)
 {
 	struct sink *s = ctx;
 	uint8_t be[4] = {len >> 24, len >> 16, len >> 8, len};

@@ -56,7 +56,8 @@ static int process_meta(void *ctx, uint32_t pid, const struct procmeta **out)
 	return err;
 }
 
-static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples,
+			  uint32_t type)
 {
 	struct recorder *r = ctx;
 	uint8_t *copy = malloc(len);
@@ -66,7 +67,7 @@ static int submit_request(void *ctx, const uint8_t *buf, size_t len, uint64_t sa
 	memcpy(copy, buf, len);
 	/* From here the exporter counts these samples as sent or dropped. */
 	r->interval_queued += samples;
-	otlp_exporter__submit(r->exporter, copy, len, samples);
+	otlp_exporter__submit(r->exporter, copy, len, samples, (int)type);
 	return 0;
 }
 

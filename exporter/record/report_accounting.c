@@ -177,6 +177,28 @@ static void jit_line(FILE *f, const struct report_data *d)
 	    u(d->unwind.jit_full), u(d->unwind.jit_tables), u(d->unwind.jit_mappings));
 }
 
+/* Samples sent, refused and dropped for each profile type (one type per request). */
+static void export_type_line(FILE *f, const struct otlp_exporter_stats *es)
+{
+	const char *sep = "";
+
+	fprintf(f, "spanprof: export by profile type:");
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
+		const struct otlp_type_stats *ts = &es->by_type[t];
+
+		if (!ts->requests_sent && !ts->failed && !ts->dropped_samples)
+			continue;
+		fprintf(f, "%s %s %llu samples sent (%llu requests), %llu refused", sep,
+			profile__type_info(t)->name, u(ts->samples_sent), u(ts->requests_sent),
+			u(ts->failed_samples));
+		if (ts->failed_status)
+			fprintf(f, " (%s)", otlp_exporter__status_name(ts->failed_status));
+		fprintf(f, ", %llu dropped", u(ts->dropped_samples));
+		sep = ";";
+	}
+	fprintf(f, "%s\n", *sep ? "" : " no requests");
+}
+
 static void export_lines(FILE *f, const struct report_data *d)
 {
 	const struct otlp_exporter_stats *es = &d->export, *ms = &d->metrics;
@@ -191,6 +213,8 @@ static void export_lines(FILE *f, const struct report_data *d)
 			u(es->samples_sent), u(es->retries), u(es->failed), u(es->dropped),
 			u(es->dropped_samples), u(es->rejected_profiles), u(d->encode_failures),
 			u(d->encode_dropped));
+	if (d->export_on)
+		export_type_line(f, es);
 	if (d->metrics_on)
 		fprintf(f,
 			"spanprof: self-metrics: %llu requests sent, %llu retries, %llu failed, "

@@ -500,6 +500,35 @@ static struct json_object *k8s_section(struct jb *b, const struct report_data *d
 	return s;
 }
 
+/* The requests of each profile type that had any (each request carries one type). */
+static struct json_object *export_by_type(struct jb *b, const struct otlp_exporter_stats *es)
+{
+	struct json_object *s = obj(b);
+
+	for (uint32_t t = 0; t < PROFILE_NTYPES; t++) {
+		const struct otlp_type_stats *ts = &es->by_type[t];
+		struct json_object *o;
+
+		if (!ts->requests_sent && !ts->failed && !ts->dropped_samples)
+			continue;
+		o = obj(b);
+		put_u(b, o, "requests_sent", ts->requests_sent);
+		put_u(b, o, "samples_sent", ts->samples_sent);
+		put_u(b, o, "failed", ts->failed);
+		put_u(b, o, "failed_samples", ts->failed_samples);
+		put_u(b, o, "dropped_samples", ts->dropped_samples);
+		if (ts->failed_status) {
+			put_s(b, o, "failed_status", otlp_exporter__status_name(ts->failed_status));
+			put_s(b, o, "failed_message", ts->failed_message);
+		} else {
+			put_null(b, o, "failed_status");
+			put_null(b, o, "failed_message");
+		}
+		put(b, s, profile__type_info(t)->name, o);
+	}
+	return s;
+}
+
 /* One OTLP sender (profiles or self-metrics). */
 static struct json_object *export_section(struct jb *b, const struct otlp_exporter_stats *es)
 {
@@ -521,6 +550,7 @@ static struct json_object *export_section(struct jb *b, const struct otlp_export
 	put(b, s, "calls_by_status", calls);
 	put_d(b, s, "call_seconds_sum", es->call_seconds_sum);
 	put_d(b, s, "call_seconds_max", es->call_seconds_max);
+	put(b, s, "by_type", export_by_type(b, es));
 	return s;
 }
 

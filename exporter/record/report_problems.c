@@ -137,18 +137,30 @@ static const char *status_advice(int code, int dropped)
 	}
 }
 
+/* Samples of requests refused for their profile type (export_type_refused says which). */
+static uint64_t type_refused_samples(const struct otlp_exporter_stats *es)
+{
+	uint64_t n = 0;
+
+	for (int t = 0; t < PROFILE_NTYPES; t++)
+		n += es->by_type[t].failed_samples;
+	return n;
+}
+
 static int export_failed(const struct report_data *d)
 {
 	const struct otlp_exporter_stats *es = &d->export;
 
-	return d->export_on && (es->failed_samples || es->dropped_samples || d->encode_dropped ||
-				(d->samples && !es->samples_sent));
+	return d->export_on &&
+	       (es->failed_samples > type_refused_samples(es) || es->dropped_samples ||
+		d->encode_dropped || (d->samples && !es->samples_sent));
 }
 
 static void export_failed_msg(const struct report_data *d, char *buf, size_t size)
 {
 	const struct otlp_exporter_stats *es = &d->export;
-	uint64_t lost = es->failed_samples + es->dropped_samples + d->encode_dropped;
+	uint64_t lost =
+	    es->failed_samples - type_refused_samples(es) + es->dropped_samples + d->encode_dropped;
 	int code;
 	const char *status = worst_status(es, &code);
 
@@ -166,6 +178,39 @@ static void export_failed_msg(const struct report_data *d, char *buf, size_t siz
 		    status ? status : "", d->encode_failures ? ", encoding failed" : "",
 		    status ? status_advice(code, es->dropped_samples > 0)
 			   : "raise --queue-bytes or --flush-timeout");
+}
+
+/*
+ * A profile type the Collector (or the backend behind it) refused with a non-retryable status:
+ * each request carries one type, so the other types were not lost with it.
+ */
+static int export_type_refused(const struct report_data *d)
+{
+	return d->export_on && type_refused_samples(&d->export);
+}
+
+static void export_type_refused_msg(const struct report_data *d, char *buf, size_t size)
+{
+	const struct otlp_exporter_stats *es = &d->export;
+	size_t off = 0;
+
+	for (int t = 0; t < PROFILE_NTYPES && off < size; t++) {
+		const struct otlp_type_stats *ts = &es->by_type[t];
+
+		if (!ts->failed_samples)
+			continue;
+		off += snprintf(buf + off, size - off,
+				"%s%s: %llu samples refused by the Collector at %s (%s%s%.100s): "
+				"not retried",
+				off ? "; " : "", profile__type_info((uint32_t)t)->name,
+				u(ts->failed_samples), d->opts->endpoint,
+				otlp_exporter__status_name(ts->failed_status),
+				ts->failed_message[0] ? ": " : "", ts->failed_message);
+	}
+	if (off < size)
+		snprintf(buf + off, size - off,
+			 "; other types go in requests of their own; the backend does not take "
+			 "this type: leave it out of --profile or send it to one that does");
 }
 
 static int export_rejected(const struct report_data *d)
@@ -391,6 +436,7 @@ struct report_problem {
 static const struct report_problem problems[] = {
     {"no_samples", no_samples, no_samples_msg},
     {"export_failed", export_failed, export_failed_msg},
+    {"export_type_refused", export_type_refused, export_type_refused_msg},
     {"ringbuf_full", ringbuf_full, ringbuf_full_msg},
     {"out_of_memory", out_of_memory, out_of_memory_msg},
     {"targets_missing", targets_missing, targets_missing_msg},

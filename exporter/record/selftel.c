@@ -38,7 +38,7 @@ void record__self_telemetry(struct recorder *r, struct sampler *s, const struct 
 		selfstats__log(stderr, &st);
 	}
 	if (r->metrics && !selfstats__encode(&st, &r->self_res, SPANPROF_VERSION, &buf, &len))
-		otlp_exporter__submit(r->metrics, buf, len, 0);
+		otlp_exporter__submit(r->metrics, buf, len, 0, EXPORT_NO_TYPE);
 }
 
 int record__start_self_metrics(struct recorder *r, const struct otlp_exporter_opts *profiles)

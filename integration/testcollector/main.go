@@ -2,7 +2,10 @@
 // It decodes each Export request with the Collector's pdata module and appends one JSON line
 // per request to -out: the profile ids, sample counts and time windows it carried. It can
 // misbehave on purpose: answer slower than the client's deadline (-delay, during the first
-// -slow-for of its life) or fail the first -fail-first calls with UNAVAILABLE.
+// -slow-for of its life), fail the first -fail-first calls with UNAVAILABLE, or refuse every
+// request holding a Profile of sample type -refuse-type (e.g. off_cpu) with INVALID_ARGUMENT,
+// not retryable, as Grafana Pyroscope refuses the off-CPU profiles it cannot convert; refused
+// requests are recorded with "refused": true.
 // It listens on loopback only.
 package main
 
@@ -30,6 +33,7 @@ import (
 
 type record struct {
 	ReceivedUnixNano int64             `json:"received_unix_nano"`
+	Refused          bool              `json:"refused,omitempty"`
 	Profiles         []profileSummary  `json:"profiles"`
 	Headers          map[string]string `json:"headers,omitempty"`
 }
@@ -37,7 +41,8 @@ type record struct {
 type profileSummary struct {
 	ProfileID    string `json:"profile_id"`
 	PID          int64  `json:"pid"`
-	Samples      int64  `json:"samples"` // sum of events: timestamps, else values
+	SampleType   string `json:"sample_type"` // its type string, e.g. "samples", "off_cpu"
+	Samples      int64  `json:"samples"`     // sum of events: timestamps, else values
 	TimeUnixNano uint64 `json:"time_unix_nano"`
 	DurationNano uint64 `json:"duration_nano"`
 }
@@ -49,6 +54,7 @@ type server struct {
 	slowFor   time.Duration
 	failFirst int
 	headers   bool
+	refuse    string
 	calls     int
 	mu        sync.Mutex
 	out       *os.File
@@ -71,6 +77,7 @@ func (s *server) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pp
 		}
 	}
 	p := req.Profiles()
+	strs := p.Dictionary().StringTable()
 	rec := record{ReceivedUnixNano: time.Now().UnixNano()}
 	if md, ok := metadata.FromIncomingContext(ctx); ok && s.headers {
 		rec.Headers = map[string]string{}
@@ -95,6 +102,12 @@ func (s *server) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pp
 				id := pr.ProfileID()
 				ps := profileSummary{ProfileID: hex.EncodeToString(id[:]), PID: pid,
 					TimeUnixNano: uint64(pr.Time()), DurationNano: pr.DurationNano()}
+				if ti := int(pr.SampleType().TypeStrindex()); ti > 0 && ti < strs.Len() {
+					ps.SampleType = strs.At(ti)
+				}
+				if s.refuse != "" && ps.SampleType == s.refuse {
+					rec.Refused = true
+				}
 				ss := pr.Samples()
 				for n := 0; n < ss.Len(); n++ {
 					smp := ss.At(n)
@@ -113,6 +126,10 @@ func (s *server) Export(ctx context.Context, req pprofileotlp.ExportRequest) (pp
 	s.out.Write(append(line, '\n'))
 	s.out.Sync()
 	s.mu.Unlock()
+	if rec.Refused {
+		return pprofileotlp.NewExportResponse(), status.Errorf(codes.InvalidArgument,
+			"testcollector: refusing sample type %s on purpose", s.refuse)
+	}
 	return pprofileotlp.NewExportResponse(), nil
 }
 
@@ -123,6 +140,7 @@ func main() {
 	slowFor := flag.Duration("slow-for", 24*time.Hour, "only delay calls during this long after start")
 	failFirst := flag.Int("fail-first", 0, "fail this many first calls with UNAVAILABLE")
 	headers := flag.Bool("record-headers", false, "record the x-* metadata of each call")
+	refuse := flag.String("refuse-type", "", "refuse (INVALID_ARGUMENT) every request holding a Profile of this sample type")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "testcollector: -out is required")
@@ -145,7 +163,7 @@ func main() {
 	}
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
 	pprofileotlp.RegisterGRPCServer(gs, &server{start: time.Now(), delay: *delay, slowFor: *slowFor,
-		failFirst: *failFirst, headers: *headers, out: f})
+		failFirst: *failFirst, headers: *headers, refuse: *refuse, out: f})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-sig; gs.Stop() }()

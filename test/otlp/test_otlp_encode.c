@@ -58,11 +58,13 @@ struct bufs {
 	size_t *len;
 	size_t n;
 	size_t max_seen;
-	uint64_t events; /* sum of what emit was told */
-	int fail_at;	 /* emit returns -EPIPE on this call (1-based); 0: never */
+	uint64_t events;   /* sum of what emit was told */
+	int fail_at;	   /* emit returns -EPIPE on this call (1-based); 0: never */
+	uint32_t *type;	   /* per request: the profile type emit was told */
+	uint64_t *samples; /* per request: the samples emit was told */
 };
 
-static int collect(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int collect(void *ctx, const uint8_t *buf, size_t len, uint64_t samples, uint32_t type)
 {
 	struct bufs *b = ctx;
 
@@ -71,8 +73,14 @@ static int collect(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
 		return -EPIPE;
 	b->buf = realloc(b->buf, (b->n + 1) * sizeof(*b->buf));
 	b->len = realloc(b->len, (b->n + 1) * sizeof(*b->len));
+	b->type = realloc(b->type, (b->n + 1) * sizeof(*b->type));
+	b->samples = realloc(b->samples, (b->n + 1) * sizeof(*b->samples));
 	assert_non_null(b->buf);
 	assert_non_null(b->len);
+	assert_non_null(b->type);
+	assert_non_null(b->samples);
+	b->type[b->n] = type;
+	b->samples[b->n] = samples;
 	b->buf[b->n] = malloc(len);
 	assert_non_null(b->buf[b->n]);
 	memcpy(b->buf[b->n], buf, len);
@@ -88,6 +96,8 @@ static void bufs_free(struct bufs *b)
 		free(b->buf[i]);
 	free(b->buf);
 	free(b->len);
+	free(b->type);
+	free(b->samples);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -1687,7 +1697,7 @@ static void test_split_links(void **state)
 	profile__free(p);
 }
 
-static int count_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int count_emit(void *ctx, const uint8_t *buf, size_t len, uint64_t samples, uint32_t type)
 {
 	*(size_t *)ctx += len;
 	return 0;
@@ -1718,6 +1728,7 @@ struct type_sums {
 	size_t nvalues[8];
 	uint32_t n;
 	uint32_t max_profiles_per_resource;
+	uint32_t resources; /* ResourceProfiles seen */
 	int64_t lock_addr;
 };
 
@@ -1729,6 +1740,7 @@ static void sum_types(const uint8_t *buf, size_t len, struct type_sums *t)
 	assert_non_null(req);
 	d = req->dictionary;
 	check_dictionary(d);
+	t->resources += (uint32_t)req->n_resource_profiles;
 	for (size_t r = 0; r < req->n_resource_profiles; r++) {
 		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
 		    req->resource_profiles[r]->scope_profiles[0];
@@ -1795,10 +1807,27 @@ static int64_t type_sum(const struct type_sums *t, const char *name)
 	return -1;
 }
 
+/* 1 when Profile name "type/unit" is one the encoder sends for profile type @type. */
+static int name_of_type(const char *name, uint32_t type)
+{
+	const struct profile_type_info *ti = profile__type_info(type);
+	char want[64];
+
+	for (uint32_t w = 0; ti && w < ti->nvalues; w++) {
+		snprintf(want, sizeof(want), "%s/%s", ti->values[w].type, ti->values[w].unit);
+		if ((ti->otlp_values & (1u << w)) && !strcmp(name, want))
+			return 1;
+	}
+	return 0;
+}
+
 /*
- * Every profile type of a process goes in one ResourceProfiles, one Profile per type and
- * value (CPU: samples/count with timestamps; alloc: two; lock: two; offcpu: off_cpu), with a
- * value per event; otlpcheck accepts the request; splitting keeps every event exactly once.
+ * Each profile type goes in requests of its own (a backend refusing one type must not take
+ * the others with it): one request per type when they fit, each self-contained (its own
+ * dictionary, otlpcheck accepts it) with one ResourceProfiles per process and one Profile per
+ * value of the type (CPU: samples/count with timestamps; alloc: two; lock: two; offcpu:
+ * off_cpu), a value per event; the samples emit is told per request add up to each type's
+ * events; splitting keeps every event exactly once and each request of one type.
  */
 static void test_encode_profile_types(void **state)
 {
@@ -1813,6 +1842,12 @@ static void test_encode_profile_types(void **state)
 	struct type_sums t;
 	struct bufs b = {0};
 	uint32_t f, l[4], st[4];
+	/* Events of each type (enum profile_type order): pid 4242 has 200 of each, pid 5000
+	 * 50 CPU and 50 off-CPU. */
+	const uint64_t want_events[PROFILE_NTYPES] = {[PROFILE_CPU] = 250,
+						      [PROFILE_ALLOC] = 200,
+						      [PROFILE_LOCK] = 200,
+						      [PROFILE_OFFCPU] = 250};
 	int status;
 	char *json;
 
@@ -1846,28 +1881,68 @@ static void test_encode_profile_types(void **state)
 		k.addr = 0x7fffdeadb000;
 		assert_int_equal(profile__add_event(p, &k, T0 + 4000 + i, 1, 15000), 0);
 	}
+	/* A second process, interleaved with the first: CPU and off-CPU only. */
+	k.pid = 5000;
+	k.tid = 5001;
+	k.comm = str(p, "other");
+	k.process_name = k.comm;
+	k.addr = 0;
+	for (uint32_t i = 0; i < 50; i++) {
+		k.stack = st[(i + 1) % 4];
+		k.type = PROFILE_OFFCPU;
+		assert_int_equal(profile__add_event(p, &k, T0 + 5000 + i, 1, 2000000), 0);
+		k.type = PROFILE_CPU;
+		assert_int_equal(profile__add_sample(p, &k, T0 + 6000 + i, 1), 0);
+	}
 
-	for (size_t lim = 0; lim <= 6000; lim += 6000) {
+	/* 2000 bytes: every type (a few KiB each) over several requests. */
+	for (size_t lim = 0; lim <= 2000; lim += 2000) {
+		uint64_t events[PROFILE_NTYPES] = {0};
+
 		o.max_request_bytes = lim;
 		memset(&t, 0, sizeof(t));
 		assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
-		for (size_t i = 0; i < b.n; i++)
+		for (size_t i = 0; i < b.n; i++) {
+			struct type_sums one = {0};
+
+			/* Each request: one type only, whatever its Profiles. */
+			assert_true(b.type[i] < PROFILE_NTYPES);
+			if (i)
+				assert_true(b.type[i] >=
+					    b.type[i - 1]); /* a type's requests in a row */
+			sum_types(b.buf[i], b.len[i], &one);
+			assert_true(one.n > 0);
+			for (uint32_t j = 0; j < one.n; j++)
+				if (!name_of_type(one.name[j], b.type[i]))
+					fail_msg("request %zu of type %s holds a %s Profile", i,
+						 profile__type_info(b.type[i])->name, one.name[j]);
+			events[b.type[i]] += b.samples[i];
 			sum_types(b.buf[i], b.len[i], &t);
+		}
 		assert_int_equal(t.n, 6);
-		assert_int_equal(type_sum(&t, "samples/count"), 200);
+		assert_int_equal(type_sum(&t, "samples/count"), 250);
 		assert_int_equal(type_sum(&t, "alloc_objects/count"), 600);
 		assert_int_equal(type_sum(&t, "alloc_space/bytes"), 200 * 1000 + 199 * 200 / 2);
-		assert_int_equal(type_sum(&t, "off_cpu/nanoseconds"), 200 * 2000000ll);
+		assert_int_equal(type_sum(&t, "off_cpu/nanoseconds"), 250 * 2000000ll);
 		assert_int_equal(type_sum(&t, "contentions/count"), 200);
 		assert_int_equal(type_sum(&t, "delay/nanoseconds"), 200 * 15000ll);
 		assert_int_equal(t.lock_addr, 0x7fffdeadb000);
-		/* Events sent: each event once (CPU samples, then one per event of each type). */
-		assert_int_equal(b.events, 4 * 200);
+		/* Events sent, per type: each event once (CPU samples, one per event else). */
+		for (int ty = 0; ty < PROFILE_NTYPES; ty++)
+			assert_int_equal(events[ty], want_events[ty]);
+		assert_int_equal(b.events, 4 * 200 + 2 * 50);
 		if (!lim) {
-			assert_int_equal(b.n, 1);
-			assert_int_equal(t.max_profiles_per_resource, 6);
+			/* One request per type, in enum order; both processes where they have it.
+			 */
+			assert_int_equal(b.n, PROFILE_NTYPES);
+			for (uint32_t i = 0; i < b.n; i++)
+				assert_int_equal(b.type[i], i);
+			/* cpu 2 + alloc 1 + lock 1 + offcpu 2 ResourceProfiles. */
+			assert_int_equal(t.resources, 6);
+			/* alloc and lock: two values, two Profiles in the process's resource. */
+			assert_int_equal(t.max_profiles_per_resource, 2);
 		} else {
-			assert_true(b.n > 1);
+			assert_true(b.n > PROFILE_NTYPES);
 			for (size_t i = 0; i < b.n; i++)
 				assert_true(b.len[i] <= lim);
 		}

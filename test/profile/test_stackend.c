@@ -275,7 +275,7 @@ struct req {
 	int n;
 };
 
-static int collect(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int collect(void *ctx, const uint8_t *buf, size_t len, uint64_t samples, uint32_t type)
 {
 	struct req *r = ctx;
 

@@ -660,7 +660,8 @@ struct otlp_out {
 };
 
 /* An emitted request with its random profile ids zeroed: the stable bytes. */
-static int collect_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples)
+static int collect_request(void *ctx, const uint8_t *buf, size_t len, uint64_t samples,
+			   uint32_t type)
 {
 	struct otlp_out *o = ctx;
 	otlp_req *req;
