@@ -589,7 +589,8 @@ def test_code_objects_cached_by_the_walk_are_forgotten_when_freed(
     else turn_M's frames would carry turn_N's fingerprint (and be named turn_N wherever the
     agent still has turn_N's name for that address, or not named at all): a turn whose name
     disagrees with its hop depth, or turns that go unnamed, show that."""
-    prog = procs.start(exe, RELAY, RELAY_SECONDS, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    # At least 12 turns however loaded the machine (each is TURN_CPU of CPU time).
+    prog = procs.start(exe, RELAY, RELAY_SECONDS, 12, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                        text=True)
     info = json.loads(prog.stdout.readline())
     out, stats = tmp_path / "out", tmp_path / "stats.json"

@@ -8,10 +8,10 @@
 # the end say how often). A cache entry kept past the free would name turn_M's frames turn_N.
 # The truth, checkable in each sample: drive() calls turn_N only at its line marked
 # "# call:turn", and below turn_N are exactly N % 4 + 1 hop frames.
-# Prints {"pid", "turn_line"} at start, waits for a line on stdin, runs SECONDS of wall time,
-# then prints {"cpu": seconds of CPU time, "turns": turns made, "addresses": distinct code
+# Prints {"pid", "turn_line"} at start, waits for a line on stdin, runs SECONDS of wall time
+# and at least MIN_TURNS turns, then prints {"cpu": seconds of CPU time, "turns": turns made, "addresses": distinct code
 # object addresses among them}.
-# Usage: python pyrelay.py SECONDS
+# Usage: python pyrelay.py SECONDS [MIN_TURNS]
 import json
 import os
 import sys
@@ -56,7 +56,7 @@ def turn_code(template, fields):
                             co_consts=consts)
 
 
-def drive(seconds):
+def drive(seconds, min_turns):
     n = 0
     addresses = set()
     end = time.monotonic() + seconds
@@ -66,7 +66,7 @@ def drive(seconds):
     del names
     fields = turn_fields(n)
     turn = None
-    while time.monotonic() < end:
+    while time.monotonic() < end or n < min_turns:
         # One code object made per turn (a copy of the template's), of one size, right after
         # the last turn's is freed (its fields made before): it takes that memory.
         turn = None
@@ -81,7 +81,7 @@ def drive(seconds):
 sys.stdout.write(json.dumps({"pid": os.getpid(), "turn_line": marked("turn")}) + "\n")
 sys.stdout.flush()
 sys.stdin.readline()
-turns, addresses = drive(float(sys.argv[1]))
+turns, addresses = drive(float(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
 sys.stdout.write(json.dumps({"cpu": time.process_time(), "turns": turns,
                              "addresses": addresses}) + "\n")
 sys.stdout.flush()
