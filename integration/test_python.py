@@ -583,7 +583,7 @@ def test_code_objects_cached_by_the_walk_are_forgotten_when_freed(
         spanprof, pprofcheck, procs, tmp_path, exe):
     """workloads/pyrelay.py makes, turn after turn, a function turn_N (as if from its own file,
     its def N % 17 lines down) at the address of the last turn's freed code object, and runs
-    it for 0.3 s of CPU time in a call chain under it of exactly N % 4 + 1 hop frames. The
+    it for 0.6 s of CPU time in a call chain under it of exactly N % 4 + 1 hop frames. The
     BPF walk keeps turn_N's code object in its code-object cache (turn_N is never the
     innermost frame); the deallocation uprobe has to void that entry when turn_N is freed,
     else turn_M's frames would carry turn_N's fingerprint (and be named turn_N wherever the

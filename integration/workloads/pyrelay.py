@@ -19,7 +19,7 @@ import time
 import types
 
 BODY = "def turn_{n}(cpu):\n    return hop({d}, cpu)\n"  # the template
-TURN_CPU = 0.3
+TURN_CPU = 0.6
 
 
 def marked(tag):
