@@ -242,3 +242,34 @@ bool rd__all_zero(const uint8_t *p, size_t n)
 			return false;
 	return true;
 }
+
+int rd__frames(struct rd *r, const uint8_t *p, size_t n,
+	       int (*each)(struct rd *r, const uint8_t *p, size_t n), unsigned *nmsg,
+	       size_t *nonempty)
+{
+	size_t off = 0;
+	unsigned msg = 1;
+	int err;
+
+	*nonempty = 0;
+	for (; off < n; msg++) {
+		uint32_t len;
+
+		snprintf(r->where, sizeof(r->where), "message %u (byte %zu): ", msg, off);
+		if (n - off < 4)
+			return rd__fail(r, "its 4-byte length is cut off: the file is truncated");
+		len = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 |
+		      (uint32_t)p[off + 2] << 8 | p[off + 3];
+		if (len > n - off - 4)
+			return rd__fail(r, "%u bytes announced, %zu left: the file is truncated",
+					len, n - off - 4);
+		err = each(r, p + off + 4, len);
+		if (err)
+			return err;
+		*nonempty += len > 0;
+		off += 4 + (size_t)len;
+	}
+	r->where[0] = '\0';
+	*nmsg = msg - 1;
+	return 0;
+}

@@ -128,4 +128,14 @@ int rd__grow_tmp(int32_t **tmp, size_t *cap, size_t n);
 /* Whether the @n bytes at @p are all zero (an id that is no id). */
 bool rd__all_zero(const uint8_t *p, size_t n);
 
+/*
+ * A length-prefixed stream (the Collector file exporter's `format: proto`: each message a
+ * 4-byte big-endian length, then that many bytes): @each reads every message. *@nmsg: the
+ * messages read, *@nonempty: those of length > 0. 0, or @each's error or a truncation message
+ * (rd__fail(), r->where naming the message).
+ */
+int rd__frames(struct rd *r, const uint8_t *p, size_t n,
+	       int (*each)(struct rd *r, const uint8_t *p, size_t n), unsigned *nmsg,
+	       size_t *nonempty);
+
 #endif /* SPANPROF_VIEW_READ_COMMON_H */

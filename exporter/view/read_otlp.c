@@ -666,35 +666,20 @@ int rd__otlp_proto(struct rd *r, const uint8_t *p, size_t n)
 
 int rd__otlp_stream(struct rd *r, const uint8_t *p, size_t n)
 {
-	size_t off = 0, nonempty = 0;
-	unsigned msg = 1;
+	size_t nonempty = 0;
+	unsigned msg;
 	int err;
 
 	r->format = FMT_STREAM;
-	for (; off < n; msg++) {
-		uint32_t len;
-
-		snprintf(r->where, sizeof(r->where), "message %u (byte %zu): ", msg, off);
-		if (n - off < 4)
-			return rd__fail(r, "its 4-byte length is cut off: the file is truncated");
-		len = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 |
-		      (uint32_t)p[off + 2] << 8 | p[off + 3];
-		if (len > n - off - 4)
-			return rd__fail(r, "%u bytes announced, %zu left: the file is truncated",
-					len, n - off - 4);
-		err = rd__otlp_proto(r, p + off + 4, len);
-		if (err)
-			return err;
-		nonempty += len > 0;
-		off += 4 + (size_t)len;
-	}
-	r->where[0] = '\0';
+	err = rd__frames(r, p, n, rd__otlp_proto, &msg, &nonempty);
+	if (err)
+		return err;
 	/* Zero-filled data reads as a stream of empty messages: nothing the file exporter writes.
 	 */
 	if (!nonempty)
 		return rd__fail(r,
 				"not a profile: %u empty messages and nothing else (a zero-filled "
 				"file?)",
-				msg - 1);
+				msg);
 	return 0;
 }

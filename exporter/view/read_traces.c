@@ -217,27 +217,9 @@ int rd__traces_proto(struct rd *r, const uint8_t *p, size_t n)
 
 int rd__traces_stream(struct rd *r, const uint8_t *p, size_t n)
 {
-	size_t off = 0;
-	unsigned msg = 1;
-	int err;
+	size_t nonempty;
+	unsigned msg;
 
 	r->format = FMT_TRACES_STREAM;
-	for (; off < n; msg++) {
-		uint32_t len;
-
-		snprintf(r->where, sizeof(r->where), "message %u (byte %zu): ", msg, off);
-		if (n - off < 4)
-			return rd__fail(r, "its 4-byte length is cut off: the file is truncated");
-		len = (uint32_t)p[off] << 24 | (uint32_t)p[off + 1] << 16 |
-		      (uint32_t)p[off + 2] << 8 | p[off + 3];
-		if (len > n - off - 4)
-			return rd__fail(r, "%u bytes announced, %zu left: the file is truncated",
-					len, n - off - 4);
-		err = rd__traces_proto(r, p + off + 4, len);
-		if (err)
-			return err;
-		off += 4 + (size_t)len;
-	}
-	r->where[0] = '\0';
-	return 0;
+	return rd__frames(r, p, n, rd__traces_proto, &msg, &nonempty);
 }
