@@ -15,6 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = (ROOT / os.environ.get("BUILD", "build")).resolve()
 SPANPROF = BUILD / "spanprof"
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
+# How many times slower than this machine the tests run: integration/kernels/guest.sh sets
+# SPANPROF_TEST_SLOWDOWN in its TCG guest. Only for a workload whose length must outlast the
+# agent's lag behind it (a test sized from CPU time needs no such factor).
+SLOWDOWN = float(os.environ.get("SPANPROF_TEST_SLOWDOWN", "1"))
 
 
 def pytest_collection_modifyitems(config, items):

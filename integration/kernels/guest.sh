@@ -8,6 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PATH="/root/.pyenv/shims:/usr/local/go/bin:$PATH"
 export PYTHONDONTWRITEBYTECODE=1 SPANPROF_PEERS_PREBUILT=1
 export PYENV_ROOT=/root/.pyenv TMPDIR=/tmp
+# TCG runs the guest's code several times slower than the host (conftest.py's SLOWDOWN).
+export SPANPROF_TEST_SLOWDOWN=4
 uname -r >"$results/uname"
 cp /sys/kernel/btf/vmlinux "$results/btf" 2>/dev/null
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing

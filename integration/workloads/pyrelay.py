@@ -11,7 +11,7 @@
 # Prints {"pid", "turn_line"} at start, waits for a line on stdin, runs SECONDS of wall time
 # and at least MIN_TURNS turns, then prints {"cpu": seconds of CPU time, "turns": turns made, "addresses": distinct code
 # object addresses among them}.
-# Usage: python pyrelay.py SECONDS [MIN_TURNS]
+# Usage: python pyrelay.py SECONDS [MIN_TURNS [TURN_CPU]] (TURN_CPU: seconds, default 0.6)
 import json
 import os
 import sys
@@ -81,6 +81,8 @@ def drive(seconds, min_turns):
 sys.stdout.write(json.dumps({"pid": os.getpid(), "turn_line": marked("turn")}) + "\n")
 sys.stdout.flush()
 sys.stdin.readline()
+if len(sys.argv) > 3:
+    TURN_CPU = float(sys.argv[3])
 turns, addresses = drive(float(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
 sys.stdout.write(json.dumps({"cpu": time.process_time(), "turns": turns,
                              "addresses": addresses}) + "\n")
