@@ -9,8 +9,10 @@ PIDs and TIDs inside differ from the host's that BPF and the agent see:
     its native_thread_id, the TID inside the namespace: before bpf/python.bpf.h compared it with
     the namespace's TID, every walk ended "no thread state" and no Python frame was shown.
   - Node.js without flags (V8's own structures, docs/node.md) and with --perf-basic-prof, its
-    /tmp a tmpfs of its own mount namespace (the perf map is /tmp/perf-NSPID.map there): the
-    chain of integration/workloads/jit_chain.js in at least 90% of the samples, as test_jit.py.
+    /tmp a tmpfs of its own mount namespace (the perf map is /tmp/perf-NSPID.map there), which
+    holds the program too, as a container's own file system would (a copy of
+    integration/workloads/jit_chain.js: the tmpfs hides the host's /tmp, where a CI's clone may
+    be): its chain in at least 90% of the samples, as test_jit.py.
   - Span links (OTEP 4947 thread context, writer/): the test server of test_spanlinks.py (its
     static-TLS build); every linked sample carries the span its own thread ran.
 
@@ -44,15 +46,31 @@ PYTHREADS = WORKLOADS / "pythreads.py"
 NS = ["--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
-def in_pidns(cmd, depth=1, private_tmp=False):
+def in_pidns(cmd, depth=1, private_tmp=False, carry=()):
     """@cmd run in @depth nested PID namespaces (each its own /proc); with @private_tmp a tmpfs
-    on /tmp in the innermost mount namespace (a container's /tmp, not the host's)."""
+    on /tmp in the innermost mount namespace (a container's /tmp, not the host's), holding a
+    copy of each file of @carry as /tmp/NAME (its own name), which @cmd names so.
+    The tmpfs hides all of the host's /tmp from @cmd, a checkout of this repository there too
+    (a CI's fresh clone: its integration/workloads): each carried file is opened before the
+    mount and copied from that descriptor after it. A path of @cmd left under the host's /tmp
+    would not be found, and fails here."""
     out = []
     for _ in range(depth):
         out += [UNSHARE, *NS]
-    if private_tmp:
-        out += ["sh", "-c", 'mount -t tmpfs spanprof-pidns /tmp && exec "$@"', "sh"]
-    return out + [str(c) for c in cmd]
+    if not private_tmp:
+        assert not carry, "files are carried into a private /tmp only"
+        return out + [str(c) for c in cmd]
+    inside = {f"/tmp/{Path(f).name}" for f in carry}
+    hidden = [c for c in map(str, cmd) if c not in inside and Path(c).is_absolute() and
+              Path(os.path.realpath(c)).is_relative_to("/tmp")]
+    assert not hidden, f"{hidden} would be hidden by the namespace's /tmp: carry them in"
+    fds = range(3, 3 + len(carry))
+    opens = "".join(f' {fd}<"${fd - 2}"' for fd in fds)
+    copies = "".join(f" && cat <&{fd} >/tmp/{Path(f).name}" for fd, f in zip(fds, carry))
+    closes = "".join(f" {fd}<&-" for fd in fds)
+    script = (f"exec{opens} && shift {len(carry)} && mount -t tmpfs spanprof-pidns /tmp{copies}"
+              f' && exec "$@"{closes}')
+    return out + ["sh", "-c", script, "sh", *map(str, carry), *map(str, cmd)]
 
 
 def children(pid):
@@ -177,8 +195,9 @@ def run_node(spanprof, procs, tmp_path, node, node_args, agent_args=()):
     """jit_chain.js under @node in a PID namespace with a /tmp of its own, gated until the agent
     (@agent_args) samples. Returns (folded stacks, the --stats-json document, CPU seconds, agent
     stderr, the node's PID in its namespace)."""
-    wrapper = procs.start(*in_pidns([node, *node_args, WORKLOADS / "jit_chain.js", 4],
-                                    private_tmp=True),
+    script = WORKLOADS / "jit_chain.js"
+    wrapper = procs.start(*in_pidns([node, *node_args, f"/tmp/{script.name}", 4],
+                                    private_tmp=True, carry=[script]),
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     pid = target_pid(wrapper, node, 1)
     nspid = nspids(f"/proc/{pid}/status")[-1]
