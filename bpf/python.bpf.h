@@ -188,6 +188,25 @@ static long python_frame_cb(__u64 i, void *ctx)
 	return 0;
 }
 
+/*
+ * @task's TID in the PID namespace it lives in (the innermost: task_pid_vnr() as the task itself
+ * sees it, what gettid() returns to it and what CPython 3.11+ stores as a thread state's
+ * native_thread_id), or 0 when unreadable (a task whose exit released its struct pid). Not
+ * inlined: its reads' stack slots stay off the deepest chain of calls, the frame step's, which
+ * sits at 6.1's 512-byte bound (docs/kernels.md). The level is bounded by the kernel
+ * (MAX_PID_NS_LEVEL, 32): numbers[] holds level + 1 entries.
+ */
+static __noinline __u32 python_ns_tid(struct task_struct *task)
+{
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	return (__u32)BPF_CORE_READ(p, numbers[level].nr);
+}
+
 static __always_inline void python_stat_add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&py_stats, &which);
@@ -224,10 +243,22 @@ static __always_inline void python_sample(struct task_struct *task, struct sp_sa
 	l.base = s->ustack_len;
 	l.max = l.base < SP_MAX_USTACK ? (SP_MAX_USTACK - l.base) / 2 : 0;
 	w->d = *d;
-	/* The thread pointer identifies a thread state only before 3.11 (its native TID after). */
-	if (!w->d.has_native_thread_id)
+	/*
+	 * The thread pointer identifies a thread state only before 3.11 (its native TID after:
+	 * the TID in the process's own PID namespace, not the host's, in a container).
+	 */
+	if (!w->d.has_native_thread_id) {
 		w->fsbase = BPF_CORE_READ(task, thread.fsbase);
-	w->tid = tid;
+	} else {
+		w->tid = python_ns_tid(task);
+		if (!w->tid) {
+			/* No TID to match: no thread state proven this thread's. */
+			s->py_stop = PY_STOP_NO_TSTATE;
+			python_stat(0);
+			python_stat(PY_STOP_NO_TSTATE);
+			return;
+		}
+	}
 	/* The code epoch before any frame is read (bpf/python.h: the code-object cache). */
 	ep = bpf_map_lookup_elem(&py_code_epochs, &pid);
 	if (ep) {

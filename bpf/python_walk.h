@@ -7,8 +7,9 @@
  *
  * The thread's own state, never the GIL holder's: the state whose thread_id is the sampled
  * thread's pthread_t (on x86-64 glibc and musl, pthread_self() is the thread pointer, the
- * task's fsbase), or from 3.11 on whose native_thread_id is its kernel TID. A thread that
- * never ran Python has none (PY_STOP_NO_TSTATE).
+ * task's fsbase), or from 3.11 on whose native_thread_id is its TID as the process itself sees
+ * it: in the PID namespace the process lives in (a container's), which the caller passes as
+ * @tid, never the host's TID. A thread that never ran Python has none (PY_STOP_NO_TSTATE).
  *
  * A frame is recorded only when proven: its code object's type is PyCode_Type. Frames CPython
  * itself does not list are skipped: 3.12+ C-stack entry frames (owner FRAME_OWNED_BY_CSTACK)
@@ -64,8 +65,8 @@ static __always_inline int pywalk__tstate_begin(void *rctx, const struct py_desc
 
 /*
  * One thread state of the search: 1 when c->tstate belongs to the thread whose thread pointer
- * is @fsbase and kernel TID @tid; 0 when the search goes on (the cursor moved); or
- * -PY_STOP_NO_TSTATE (every state seen), -PY_STOP_READ_FAILED.
+ * is @fsbase and TID @tid (in the process's own PID namespace); 0 when the search goes on (the
+ * cursor moved); or -PY_STOP_NO_TSTATE (every state seen), -PY_STOP_READ_FAILED.
  */
 static __always_inline int pywalk__tstate_step(void *rctx, const struct py_desc *d,
 					       struct pywalk_cursor *c, __u64 fsbase, __u32 tid)
@@ -215,10 +216,11 @@ static __always_inline int pywalk__first_frame(void *rctx, const struct py_desc 
  * Whether @tstate, the thread state this thread had at an earlier sample, is still its own: 1
  * when it is in its interpreter's list of thread states (its neighbour points back at it, or,
  * alone, the interpreter's list starts with it) and its thread id is the sampled thread's
- * (@fsbase, or @tid from 3.11 on), with its innermost frame in *@frame (0: none); else 0 (freed,
- * or another thread's since: search again). One read of the state's first bytes (@b->code as
- * the buffer, the frame pointer taken from it too) and one of its neighbour's: a freed state
- * fails both, its list links being the allocator's by then; 3.11-3.12 one more, of the _PyCFrame.
+ * (@fsbase, or @tid, its TID in its own PID namespace, from 3.11 on), with its innermost frame in
+ * *@frame (0: none); else 0 (freed, or another thread's since: search again). One read of the
+ * state's first bytes (@b->code as the buffer, the frame pointer taken from it too) and one of its
+ * neighbour's: a freed state fails both, its list links being the allocator's by then; 3.11-3.12
+ * one more, of the _PyCFrame.
  */
 static __always_inline int pywalk__tstate_check(void *rctx, const struct py_desc *d, __u64 tstate,
 						__u64 fsbase, __u32 tid, struct pywalk_buf *b,
@@ -520,9 +522,10 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 #ifndef __BPF__
 /*
  * The whole walk as plain loops (the BPF program drives the same steps from bpf_loop): the
- * frames of the thread with thread pointer @fsbase and TID @tid, innermost first, at most
- * @max into @out (*@n used), with the buffer (and code-object cache) @b and the cache key @ck
- * (epoch 0: no cache). Returns why it stopped (enum py_stop): END when the stack is complete.
+ * frames of the thread with thread pointer @fsbase and TID @tid (in the process's own PID
+ * namespace), innermost first, at most @max into @out (*@n used), with the buffer (and
+ * code-object cache) @b and the cache key @ck (epoch 0: no cache). Returns why it stopped (enum
+ * py_stop): END when the stack is complete.
  */
 static inline int pywalk__run_cached(void *rctx, const struct py_desc *d, __u64 fsbase, __u32 tid,
 				     const struct pywalk_cache_key *ck, struct pywalk_buf *bp,

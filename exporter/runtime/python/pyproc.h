@@ -118,7 +118,7 @@ struct pyframe {
 struct pythread {
 	uint64_t tstate;	   /* PyThreadState address */
 	uint64_t thread_id;	   /* pthread_t (threading.get_ident()) */
-	uint64_t native_thread_id; /* kernel TID, 3.11+ (0 before: not kept by CPython) */
+	uint64_t native_thread_id; /* TID in its own PID namespace, 3.11+ (0 before: not kept) */
 	struct pyframe *frames;	   /* innermost first, @n_frames */
 	size_t n_frames;
 	int truncated; /* the walk stopped early: garbage, unreadable or more than the bound */
