@@ -82,18 +82,37 @@ function recordingSpan(ctx) {
   const span = api.trace.getSpan(ctx);
   if (!span) return null;
   try {
-    if (!span.isRecording()) return null;
-    const sc = span.spanContext();
-    return api.isSpanContextValid(sc) ? span : null;
+    return span.isRecording() ? span : null;
   } catch (e) {
     return null;
   }
 }
 
+// span -> its ids as the writer takes them (trace_id[16] span_id[8] trace_flags), or null for an
+// invalid span context: decoded once per span.
+const spanIds = new WeakMap();
+
+function idsOf(span) {
+  let ids = spanIds.get(span);
+  if (ids === undefined) {
+    ids = null;
+    try {
+      const sc = span.spanContext();
+      if (api.isSpanContextValid(sc)) {
+        ids = new Uint8Array(25);
+        ids.set(Buffer.from(sc.traceId + sc.spanId, 'hex'));
+        ids[24] = sc.traceFlags & 0xff;
+      }
+    } catch (e) {
+      ids = null;
+    }
+    spanIds.set(span, ids);
+  }
+  return ids;
+}
+
 function pushSpan(span) {
-  if (span === null) return addon.push(null, null, 0);
-  const sc = span.spanContext();
-  return addon.push(sc.traceId, sc.spanId, sc.traceFlags & 0xff);
+  return addon.push(span === null ? null : idsOf(span));
 }
 
 /**

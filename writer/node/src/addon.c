@@ -11,12 +11,14 @@
  * to the depth it was given restores exactly what was published before its push, whatever was
  * pushed and not popped in between.
  *
- * Ids are the lower-case hex strings of @opentelemetry/api's SpanContext (32 and 16 digits, W3C
- * byte order). Anything else (wrong length, not hex, all zero) publishes no span.
+ * push() takes the ids as bytes (index.js decodes a span's hex ids once and keeps them);
+ * spanEnded() takes the span id as @opentelemetry/api's lower-case hex string (16 digits).
+ * Anything else (wrong length, not hex, all zero) publishes no span.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <node_api.h>
@@ -118,22 +120,24 @@ static void pop_to(uint32_t depth)
 		push_level(NULL, NULL, 0);
 }
 
-/* push(traceIdHex, spanIdHex, flags) -> depth before the push. Publishes no span when the ids
- * are not valid hex ids (e.g. push(null, null, 0)). */
+/* push(ids) -> depth before the push. ids: a Uint8Array of 25 bytes, trace_id[16] span_id[8]
+ * trace_flags (W3C byte order); anything else (null, another length) publishes no span. */
 static napi_value js_push(napi_env env, napi_callback_info info)
 {
-	size_t argc = 3;
-	napi_value argv[3];
-	uint8_t trace_id[16], span_id[8];
-	uint32_t flags = 0;
-	bool ok;
+	size_t argc = 1, len = 0;
+	napi_value argv[1];
+	napi_typedarray_type type;
+	void *data = NULL;
+	bool is_ta = false;
 
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)
 		return NULL;
-	ok = argc >= 2 && hex_arg(env, argv[0], trace_id, 16) && hex_arg(env, argv[1], span_id, 8);
-	if (argc >= 3 && napi_get_value_uint32(env, argv[2], &flags) != napi_ok)
-		flags = 0;
-	return num(env, push_level(ok ? trace_id : NULL, ok ? span_id : NULL, (uint8_t)flags));
+	if (argc < 1 || napi_is_typedarray(env, argv[0], &is_ta) != napi_ok || !is_ta ||
+	    napi_get_typedarray_info(env, argv[0], &type, &len, &data, NULL, NULL) != napi_ok ||
+	    type != napi_uint8_array || len != 25 || !data)
+		return num(env, push_level(NULL, NULL, 0));
+	const uint8_t *ids = data;
+	return num(env, push_level(ids, ids + 16, ids[24]));
 }
 
 /* popTo(depth): restores what was published before the push that returned depth. */
@@ -244,18 +248,29 @@ static bool strings_arg(napi_env env, napi_value arr, const char **strs, size_t 
 /* publishProcess([k, v, k, v, ...], [attrKey0, ...]) -> 0 or -errno (spctx_process_publish). */
 static napi_value js_publish_process(napi_env env, napi_callback_info info)
 {
-	static char pool[SPCTX_MAX_PAYLOAD];
-	static const char *kv[1025], *keys[SPCTX_MAX_KEYS];
+	/* Heap, not static: the main thread and worker threads may publish at the same time. */
+	struct {
+		char pool[SPCTX_MAX_PAYLOAD];
+		const char *kv[1025], *keys[SPCTX_MAX_KEYS];
+	} *a = malloc(sizeof(*a));
 	size_t argc = 2, nkv = 0, nkeys = 0, used = 0;
 	napi_value argv[2];
+	int rc;
 
+	if (!a)
+		return num(env, -ENOMEM);
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2)
-		return num(env, -EINVAL);
-	if (!strings_arg(env, argv[0], kv, 1024, &nkv, pool, sizeof(pool), &used) ||
-	    !strings_arg(env, argv[1], keys, SPCTX_MAX_KEYS, &nkeys, pool, sizeof(pool), &used))
-		return num(env, -E2BIG);
-	kv[nkv] = NULL;
-	return num(env, spctx_process_publish(kv, keys, nkeys));
+		rc = -EINVAL;
+	else if (!strings_arg(env, argv[0], a->kv, 1024, &nkv, a->pool, sizeof(a->pool), &used) ||
+		 !strings_arg(env, argv[1], a->keys, SPCTX_MAX_KEYS, &nkeys, a->pool,
+			      sizeof(a->pool), &used))
+		rc = -E2BIG;
+	else {
+		a->kv[nkv] = NULL;
+		rc = spctx_process_publish(a->kv, a->keys, nkeys);
+	}
+	free(a);
+	return num(env, rc);
 }
 
 static napi_value js_unpublish_process(napi_env env, napi_callback_info info)

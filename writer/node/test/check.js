@@ -13,6 +13,7 @@ const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } =
 const net = require('net');
 const { EventEmitter } = require('events');
 const { Readable } = require('stream');
+const { isMainThread, parentPort, Worker } = require('worker_threads');
 const spanprof = require('spanprof-context');
 
 const manager = new spanprof.SpanprofContextManager();
@@ -20,6 +21,15 @@ api.context.setGlobalContextManager(manager.enable());
 if (manager.spanprofDisabledReason()) {
   console.log(`skip: ${manager.spanprofDisabledReason()}`);
   process.exit(0);
+}
+if (isMainThread) {
+  // The process context (OTEP 4719): a mapping named OTEL_CTX.
+  const rc = spanprof.publishProcess({ 'service.name': 'check', 'service.instance.id': 7 });
+  const maps = require('fs').readFileSync('/proc/self/maps', 'utf8');
+  if (rc !== 0 || !maps.includes('OTEL_CTX')) {
+    console.log(`FAIL publishProcess: ${rc}, OTEL_CTX mapped: ${maps.includes('OTEL_CTX')}`);
+    process.exit(1);
+  }
 }
 const provider = new BasicTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter()),
@@ -108,9 +118,25 @@ server.listen(0, '127.0.0.1', async () => {
   await sleep(5);
   check('end');
   server.close();
+  const where = isMainThread ? 'main thread' : 'worker thread';
   if (bad.length) {
-    console.log(`FAIL ${bad.length} of ${checks} checks:\n${bad.join('\n')}`);
+    console.log(`FAIL ${bad.length} of ${checks} checks (${where}):\n${bad.join('\n')}`);
     process.exit(1);
   }
-  console.log(`ok ${checks} checks (node ${process.versions.node})`);
+  if (!isMainThread) {
+    parentPort.postMessage(checks);
+    return;
+  }
+  // The same program in a worker thread: its own thread, isolate and writer levels.
+  const worker = new Worker(__filename);
+  let workerChecks = 0;
+  worker.on('message', (n) => { workerChecks = n; });
+  worker.on('exit', (code) => {
+    if (code !== 0 || !workerChecks) {
+      console.log(`FAIL worker thread exited with ${code}`);
+      process.exit(1);
+    }
+    console.log(`ok ${checks} checks (node ${process.versions.node}), ` +
+                `${workerChecks} in a worker thread`);
+  });
 });
