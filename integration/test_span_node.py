@@ -248,7 +248,7 @@ def test_node_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
                                     beyond = max(sp["start_ns"] - t, t - sp["end_ns"], 0)
                                     farthest = max(farthest, beyond)
                                 if v and v.startswith("wrong"):
-                                    wrong.append((v, link, s["frames"][:6], t,
+                                    wrong.append((v, link, s["frames"][:16], t,
                                                   where(spans, link[1], t, ep)))
                                 if in_span:
                                     c = per.setdefault(ep, {"in_span": 0, "right": 0})
