@@ -230,7 +230,7 @@ def test_node_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     otlp = otlpcheck(profiles)
     assert otlp["ok"], otlp["errors"][:5]
     assert "node-shop" in linked_samples(otlp)[2]  # the process context (OTEP 4719)
-    per, wrong, farthest = {}, [], 0
+    per, wrong, farthest, far_at = {}, [], 0, None
     for inp in otlp["inputs"]:
         for msg in inp["messages"]:
             for rp in msg["resource_profiles"]:
@@ -246,7 +246,8 @@ def test_node_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
                                 sp = spans.get(link[1])
                                 if sp:  # how far a linked sample is outside its span's time
                                     beyond = max(sp["start_ns"] - t, t - sp["end_ns"], 0)
-                                    farthest = max(farthest, beyond)
+                                    if beyond > farthest:
+                                        farthest, far_at = beyond, (sp["name"], s["frames"][:8])
                                 if v and v.startswith("wrong"):
                                     wrong.append((v, link, s["frames"][:16], t,
                                                   where(spans, link[1], t, ep)))
@@ -258,7 +259,7 @@ def test_node_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     print(f"node {version}: right/in-span samples " + ", ".join(
         f"{ep} {c['right']}/{c['in_span']}" for ep, c in sorted(per.items())) +
         f"; wrong links {len(wrong)}; linked samples at most {farthest / 1e6:.2f} ms outside "
-        f"their span; spans {len(spans)}; app: {done.strip()}")
+        f"their span ({far_at}); spans {len(spans)}; app: {done.strip()}")
     assert not wrong, f"{len(wrong)} wrong links: {wrong[:5]}"
     # Sized from the CPU the app got: about 3/4 of it is in-span endpoint code, shared by three
     # endpoints; ask for a third of that.
