@@ -219,6 +219,11 @@ void v8tab__tick(struct v8tab *t)
 	runtime_table__tick(t->procs);
 }
 
+struct runtime_table *v8tab__table(struct v8tab *t)
+{
+	return t->procs;
+}
+
 static void add_inst_naming(void *ctx, void *inst)
 {
 	const struct v8inst *vi = inst;
