@@ -13,8 +13,6 @@
 #include "util/util.h"
 
 #define DEFAULT_MAX_FILES 16384
-/* The largest descriptor a runtime may have (bytes). */
-#define MAX_DESC 512
 
 struct runtime_file {
 	struct runtime_file_key key;
@@ -39,7 +37,7 @@ struct runtime_table *runtime_table__new(const struct runtime_ops *ops, void *rt
 {
 	struct runtime_table *t;
 
-	if (ops->desc_size > MAX_DESC) {
+	if (ops->desc_size > RUNTIME_MAX_DESC) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -152,7 +150,7 @@ static enum runtime_verdict verdict_of(struct runtime_table *t, uint32_t pid,
 
 int runtime_table__describe(struct runtime_table *t, struct runtime_proc *e)
 {
-	_Alignas(16) unsigned char d[MAX_DESC];
+	_Alignas(16) unsigned char d[RUNTIME_MAX_DESC];
 	int err;
 
 	if (!e->inst)

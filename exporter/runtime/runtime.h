@@ -58,6 +58,8 @@
 struct procmap;
 struct procmaps;
 
+/* The largest BPF descriptor a runtime may have (bytes). */
+#define RUNTIME_MAX_DESC 512
 /* Processes are checked for exit at most this often (ns). */
 #define RUNTIME_SWEEP_NS (5 * 1000000000ull)
 
@@ -96,7 +98,7 @@ struct runtime_ops {
 	size_t max_files;
 	/* Bytes of per-file data ops.file_read fills (zeroed first; 0: none). */
 	size_t file_size;
-	/* Size of the BPF descriptor ops.desc fills (required with a map). */
+	/* Size of the BPF descriptor ops.desc fills (required with a map; <= RUNTIME_MAX_DESC). */
 	size_t desc_size;
 
 	/* Required. Whether mapping @i of @maps (executable mappings, [0] the executable) may be
@@ -149,7 +151,8 @@ struct runtime_bpf {
 
 struct runtime_table;
 
-/* A table for runtime @ops (kept by pointer: static) with context @rt. NULL + errno (ENOMEM). */
+/* A table for runtime @ops (kept by pointer: static) with context @rt. NULL + errno (ENOMEM;
+ * EINVAL: ops.desc_size over RUNTIME_MAX_DESC). */
 struct runtime_table *runtime_table__new(const struct runtime_ops *ops, void *rt,
 					 const struct runtime_bpf *bpf);
 /* Drops every entry (descriptors deleted, instances freed) and the file verdicts; NULL: no-op. */
