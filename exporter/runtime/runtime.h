@@ -11,13 +11,17 @@
  *     hook, i.e. its first sample, a re-read after exec or dlopen, or --pid before sampling), it
  *     looks at the candidate files the process maps (ops.candidate), reads each file once per
  *     identity (device, inode; ops.file_read) and remembers the verdict, so the executable of
- *     every process of the host is inspected once, not at each maps read;
+ *     every process of the host is inspected once, not at each maps read (past ops.max_files
+ *     verdicts all are forgotten and read again; a verdict that cannot be stored, ENOMEM, is
+ *     taken as a file not read);
  *   - on the first file that is the runtime, creates the process's instance (ops.proc_new),
  *     checks that the process still runs under its PID (proclife__check(): every read above was
  *     of this process only then), and describes it to BPF: the descriptor ops.desc fills is
- *     written to the runtime's BPF map (tgid -> descriptor) and the process marked in the
- *     sampler's proc_known bitmap (sp_proc_entry_write(), bpf/sampler.h), so that BPF's exec and
- *     exit hooks drop it themselves;
+ *     written to the runtime's BPF map (tgid -> descriptor: the runtime's struct in
+ *     bpf/NAME.h, struct py_desc of bpf/python.h, struct v8_desc of bpf/v8.h, which its BPF
+ *     walk reads) and the process marked in the sampler's proc_known bitmap
+ *     (sp_proc_entry_write(), bpf/sampler.h), so that BPF's exec and exit hooks drop it
+ *     themselves;
  *   - refreshes it: a later maps read that still finds the same file changes nothing, except
  *     that a start time learned since (a process described before sampling, start time 0) is
  *     written into the descriptor (ops.desc again); a read that no longer finds the file (exec,
@@ -27,6 +31,10 @@
  *     descriptor deleted), freed at the next sweep (after their last samples were named);
  *   - counts what is common (struct runtime_stats); a runtime counts the rest (failures by
  *     reason, naming errors) in its own context, ops.proc_failed and ops.proc_free being told.
+ *
+ * The agent starts each runtime's table in record/stages.c and lists it in recorder.runtimes,
+ * which passes it every maps read, exec, tick and batch of samples (record/callbacks.c,
+ * record/record.c).
  *
  * What stays the runtime's own: naming the frames BPF recorded (resolve/NAME.c asks the
  * runtime's face, e.g. pytab__find(), which calls runtime_table__find() for the instance), its
