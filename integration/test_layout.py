@@ -11,9 +11,10 @@ DOC = ROOT / "docs" / "architecture.md"
 
 
 def unit_of(rel):
-    """The layering unit of a path under exporter/: its folder, runtime/NAME for a runtime."""
+    """The layering unit of a path under exporter/: its folder, runtime/NAME for a runtime
+    (runtime for the files of runtime/ itself: the interface every runtime implements)."""
     parts = Path(rel).parts
-    return "/".join(parts[:2]) if parts[0] == "runtime" else parts[0]
+    return "/".join(parts[:2]) if parts[0] == "runtime" and len(parts) > 2 else parts[0]
 
 
 def layers():

@@ -3,8 +3,7 @@
 
 #include "record/callbacks.h"
 #include "record/export.h"
-#include "runtime/python/pytab.h"
-#include "runtime/v8/v8tab.h"
+#include "runtime/runtime.h"
 #include "spans/spanlinks.h"
 #include "unwind/unwinder.h"
 
@@ -46,11 +45,9 @@ int record__on_unwind_event(void *ctx, const struct unwind_event *e)
 		r->exits[r->nexits++] = *e;
 		return 0;
 	}
-	/* Before the unwinder's re-read of the new image's maps, which looks for CPython again. */
-	if (r->python && e->kind == UNWIND_EVENT_EXEC)
-		pytab__exec(r->python, e->pid);
-	if (r->v8 && e->kind == UNWIND_EVENT_EXEC)
-		v8tab__exec(r->v8, e->pid);
+	/* Before the unwinder's re-read of the new image's maps, which looks for runtimes again. */
+	for (size_t i = 0; i < r->nruntimes && e->kind == UNWIND_EVENT_EXEC; i++)
+		runtime_table__exec(r->runtimes[i], e->pid);
 	if (r->unwinder && e->kind != UNWIND_EVENT_NAME)
 		unwinder__note_event(r->unwinder, e);
 	if (r->in.links && e->kind != UNWIND_EVENT_NEW)
@@ -83,10 +80,8 @@ void record__maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 		unwinder__maps_hook(r->unwinder, pid, start_boot_ns, maps);
 	if (r->in.links)
 		spanlinks__maps_hook(r->in.links, pid, start_boot_ns, maps);
-	if (r->python)
-		pytab__maps_hook(r->python, pid, start_boot_ns, maps);
-	if (r->v8)
-		v8tab__maps_hook(r->v8, pid, start_boot_ns, maps);
+	for (size_t i = 0; i < r->nruntimes; i++) /* CPython, node: their descriptors */
+		runtime_table__maps_hook(r->runtimes[i], pid, start_boot_ns, maps);
 	if (r->sampler) /* event profile types: uprobes on newly mapped files */
 		sampler__maps_hook(r->sampler, pid, maps);
 }

@@ -36,8 +36,7 @@
 #include "record/stages.h"
 #include "record/targeting.h"
 #include "resolve/resolve.h"
-#include "runtime/python/pytab.h"
-#include "runtime/v8/v8tab.h"
+#include "runtime/runtime.h"
 #include "sampling/caps.h"
 #include "sampling/deadline.h"
 #include "sampling/pidwatch.h"
@@ -423,10 +422,8 @@ static void tick_stages(struct run *run, uint64_t now)
 	}
 	if (r->in.links)
 		spanlinks__tick(r->in.links);
-	if (r->python) /* exited CPython processes */
-		pytab__tick(r->python);
-	if (r->v8) /* exited node processes */
-		v8tab__tick(r->v8);
+	for (size_t i = 0; i < r->nruntimes; i++) /* exited CPython and node processes */
+		runtime_table__tick(r->runtimes[i]);
 	if (r->targets) /* containers and pods started since, binaries replaced */
 		targets__tick(r->targets, now);
 	/*
@@ -485,8 +482,9 @@ static void run_loop(struct run *run)
 
 		if (wait_ms < 0)
 			break;
-		if (r->python) /* each batch of samples checks its cached code objects once */
-			pytab__new_epoch(r->python);
+		/* Each batch of samples: CPython checks its cached code objects once. */
+		for (size_t i = 0; i < r->nruntimes; i++)
+			runtime_table__new_batch(r->runtimes[i]);
 		n = sampler__poll(r->sampler, wait_ms);
 		record__handle_exits(r, r->sampler);
 		if (n < 0) {

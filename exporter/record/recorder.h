@@ -25,7 +25,11 @@ struct deadline;
 struct unwinder;
 struct pytab;
 struct v8tab;
+struct runtime_table;
 struct dbgfetch;
+
+/* Runtimes with a table of processes (runtime/runtime.h) at most. */
+#define RECORD_MAX_RUNTIMES 8
 
 struct recorder {
 	struct ingest in; /* the sample path: resolve, model, span links */
@@ -50,6 +54,12 @@ struct recorder {
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
 	struct pytab *python;	   /* CPython processes (docs/python.md); NULL: --no-python */
 	struct v8tab *v8;	   /* node processes (docs/node.md); NULL: unwinding off */
+	/*
+	 * The tables of the runtimes above that are on, in the order they were started: each
+	 * maps read, exec and tick goes to every one (callbacks.c, record.c).
+	 */
+	struct runtime_table *runtimes[RECORD_MAX_RUNTIMES];
+	size_t nruntimes;
 	struct targets *targets;   /* --exe, --cgroup, --container-id, --k8s-pod; NULL: none */
 	struct k8smeta *k8s;	   /* --k8s; NULL: no Kubernetes attributes */
 	struct pidwatch *pidwatch; /* --pid alone: stop when they have all exited; else NULL */

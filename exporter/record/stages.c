@@ -64,6 +64,25 @@ int record__start_span_links(struct recorder *r, struct sampler *s, const uint32
 	return 0;
 }
 
+/* --- the runtimes' tables of processes (runtime/runtime.h) --- */
+static void runtimes_add(struct recorder *r, struct runtime_table *t)
+{
+	if (r->nruntimes < RECORD_MAX_RUNTIMES)
+		r->runtimes[r->nruntimes++] = t;
+}
+
+static void runtimes_remove(struct recorder *r, const struct runtime_table *t)
+{
+	for (size_t i = 0; i < r->nruntimes; i++) {
+		if (r->runtimes[i] != t)
+			continue;
+		memmove(&r->runtimes[i], &r->runtimes[i + 1],
+			(r->nruntimes - i - 1) * sizeof(r->runtimes[0]));
+		r->nruntimes--;
+		return;
+	}
+}
+
 /*
  * A CPython process running before the agent: its CFI tables first, as a --pid process's, when
  * every process is sampled (with --exe, --cgroup, ... it may be none of the targets: its first
@@ -110,6 +129,7 @@ void record__start_python(struct recorder *r, struct sampler *s, const uint32_t 
 		return;
 	}
 	resolve__set_python(r->in.resolve, r->python);
+	runtimes_add(r, pytab__table(r->python));
 	for (size_t i = 0; i < n; i++)
 		pytab__maps_hook(r->python, pids[i], 0, NULL);
 }
@@ -124,6 +144,8 @@ void record__stop_python(struct recorder *r)
 {
 	if (r->in.resolve)
 		resolve__set_python(r->in.resolve, NULL);
+	if (r->python)
+		runtimes_remove(r, pytab__table(r->python));
 	pytab__free(r->python);
 	r->python = NULL;
 }
@@ -140,6 +162,7 @@ void record__start_v8(struct recorder *r, struct sampler *s, const uint32_t *pid
 		return;
 	}
 	resolve__set_v8(r->in.resolve, r->v8);
+	runtimes_add(r, v8tab__table(r->v8));
 	for (size_t i = 0; i < n; i++)
 		v8tab__maps_hook(r->v8, pids[i], 0, NULL);
 }
@@ -148,6 +171,8 @@ void record__stop_v8(struct recorder *r)
 {
 	if (r->in.resolve)
 		resolve__set_v8(r->in.resolve, NULL);
+	if (r->v8)
+		runtimes_remove(r, v8tab__table(r->v8));
 	v8tab__free(r->v8);
 	r->v8 = NULL;
 }

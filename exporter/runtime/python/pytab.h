@@ -7,10 +7,13 @@
  * process's pyproc to name its frames (pytab__find()). A version it cannot handle is named once
  * per file in the log; that process keeps its native frames.
  *
- * Files that are not CPython are remembered by identity (device, inode), so the executable of
- * every process of the host is inspected once, not at each maps read. Entries of processes that
- * are gone (exit, PID reused) are swept by pytab__tick(); BPF drops the descriptor itself at
- * exit and exec (bpf/python.bpf.h).
+ * The lifecycle is the runtime interface's (runtime/runtime.h: pytab.c fills its struct
+ * runtime_ops): files that are not CPython are remembered by identity (device, inode), so the
+ * executable of every process of the host is inspected once, not at each maps read. Entries of
+ * processes that are gone (exit, PID reused) are swept by pytab__tick(); BPF drops the
+ * descriptor itself at exit and exec (bpf/python.bpf.h). What is CPython's own: the
+ * code-object cache (its uprobe and epochs, pytab__tick(), pytab__new_epoch()), pytab__scan(),
+ * the counters by reason.
  *
  * Every failure is counted by reason (struct pytab_stats), never fatal. Not thread safe.
  */
@@ -146,6 +149,10 @@ void pytab__new_epoch(struct pytab *t);
  * from then on (logged once per file, counted).
  */
 void pytab__tick(struct pytab *t);
+
+/* The table of CPython processes (runtime/runtime.h), for the runtime-agnostic calls
+ * (runtime_table__maps_hook(), __exec(), __tick(), __new_batch()). Owned by @t. */
+struct runtime_table *pytab__table(struct pytab *t);
 
 /* The counters, every process's naming errors included. */
 void pytab__stats(const struct pytab *t, struct pytab_stats *out);

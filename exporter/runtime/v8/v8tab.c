@@ -11,60 +11,30 @@
 
 #include "process/proclife.h"
 #include "process/procmaps.h"
+#include "runtime/runtime.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "util/util.h"
 
-/* Files remembered (identity -> layout or not V8); past this the cache starts over. */
+/* Files remembered (identity -> layout or not V8); past this the memory starts over. */
 #define MAX_FILES 16384
-/* Processes are checked for exit at most this often. */
-#define SWEEP_NS (5 * 1000000000ull)
 
+/* What the table keeps per file (runtime_ops.file_size): the layout of a V8 file. */
 struct v8file {
-	struct {
-		uint64_t ino;
-		uint32_t dev_major, dev_minor;
-	} key;
-	int err; /* v8meta__read()'s answer: 0 V8 (meta valid), else not usable */
 	struct v8meta meta;
-	UT_hash_handle hh;
 };
 
-struct v8entry {
-	uint32_t pid;
-	uint64_t start_boot_ns; /* 0: not known yet */
-	uint64_t ino;		/* the V8 file it maps */
-	uint32_t dev_major, dev_minor;
+/* A node process's instance (runtime_proc.inst). */
+struct v8inst {
 	struct v8proc *p;
-	struct v8_desc desc; /* as written to v8_procs */
-	uint64_t gone_ns;    /* when found gone (0: alive): freed a while later */
-	int described;
-	UT_hash_handle hh;
+	struct v8_desc desc; /* as written to v8_procs (start_boot_ns: the entry's) */
 };
 
 struct v8tab {
-	int procs_fd;
-	__u64 *proc_known;
-	struct v8entry *procs;
-	struct v8file *files;
-	size_t nfiles;
-	uint64_t last_sweep_ns;
-	struct v8tab_stats st;
+	struct runtime_table *procs;
+	struct v8tab_stats st;	   /* processes, live and files_inspected: the table's */
 	struct v8proc_stats freed; /* naming counters of the entries freed */
 };
-
-struct v8tab *v8tab__new(int procs_fd, __u64 *proc_known)
-{
-	struct v8tab *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->procs_fd = procs_fd;
-	t->proc_known = proc_known;
-	t->last_sweep_ns = util__mono_ns();
-	elf_version(EV_CURRENT);
-	return t;
-}
 
 static void add_naming(struct v8proc_stats *to, const struct v8proc *p)
 {
@@ -75,35 +45,6 @@ static void add_naming(struct v8proc_stats *to, const struct v8proc *p)
 		to->errors[i] += s.errors[i];
 	to->hits += s.hits;
 	to->misses += s.misses;
-}
-
-static void entry_drop(struct v8tab *t, struct v8entry *e)
-{
-	if (e->described && t->procs_fd >= 0)
-		bpf_map_delete_elem(t->procs_fd, &e->pid);
-	if (e->p) {
-		add_naming(&t->freed, e->p);
-		v8proc__free(e->p);
-		t->st.live--;
-	}
-	HASH_DEL(t->procs, e);
-	free(e);
-}
-
-void v8tab__free(struct v8tab *t)
-{
-	struct v8entry *e, *etmp;
-	struct v8file *f, *ftmp;
-
-	if (!t)
-		return;
-	HASH_ITER (hh, t->procs, e, etmp)
-		entry_drop(t, e);
-	HASH_ITER (hh, t->files, f, ftmp) {
-		HASH_DEL(t->files, f);
-		free(f);
-	}
-	free(t);
 }
 
 void v8tab__desc(const struct v8meta *m, struct v8_desc *d)
@@ -123,7 +64,7 @@ void v8tab__desc(const struct v8meta *m, struct v8_desc *d)
 	d->type_sfi = m->type_sfi;
 }
 
-/* A file that may embed V8: the executable (the first mapping), or a libnode. */
+/* runtime_ops.candidate: the executable (the first mapping), or a libnode. */
 static bool candidate(const struct procmaps *maps, size_t i)
 {
 	const struct procmap *m = &maps->maps[i];
@@ -135,185 +76,170 @@ static bool candidate(const struct procmaps *maps, size_t i)
 	return i == 0 || !strncmp(base, "libnode.so", 10);
 }
 
-/* The verdict on the file of mapping @m: cached, else read (NULL: could not be opened). */
-static struct v8file *file_of(struct v8tab *t, uint32_t pid, const struct procmap *m)
+/* runtime_ops.file_read: V8's postmortem metadata of the file of mapping @m (v8meta__read()). */
+static enum runtime_verdict file_read(void *rt, uint32_t pid, const struct procmap *m, void *data)
 {
-	struct v8file *f, *tmp, key = {0};
+	struct v8tab *t = rt;
+	struct v8file *f = data;
 	Elf *elf;
-	int fd;
+	int fd, err;
 
-	key.key.ino = m->inode;
-	key.key.dev_major = m->dev_major;
-	key.key.dev_minor = m->dev_minor;
-	HASH_FIND(hh, t->files, &key.key, sizeof(key.key), f);
-	if (f)
-		return f;
 	fd = procmaps__open_file((int)pid, m, NULL, 0);
 	if (fd < 0)
-		return NULL;
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		close(fd);
-		return NULL;
-	}
-	f->key = key.key;
+		return RUNTIME_FILE_UNKNOWN;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	f->err = elf ? v8meta__read(elf, &f->meta) : -EINVAL;
+	err = elf ? v8meta__read(elf, &f->meta) : -EINVAL;
 	if (elf)
 		elf_end(elf);
 	close(fd);
-	if (f->err == -ENOTSUP)
+	if (err == -ENOTSUP) {
 		t->st.unsupported++;
-	else if (f->err)
-		t->st.files_inspected++;
-	if (t->nfiles >= MAX_FILES) {
-		struct v8file *g;
-
-		HASH_ITER (hh, t->files, g, tmp) {
-			HASH_DEL(t->files, g);
-			free(g);
-		}
-		t->nfiles = 0;
+		return RUNTIME_FILE_UNUSABLE;
 	}
-	HASH_ADD(hh, t->files, key, sizeof(f->key), f);
-	t->nfiles++;
-	return f;
+	return err ? RUNTIME_FILE_OTHER : RUNTIME_FILE_RUNTIME;
 }
 
-static int describe(struct v8tab *t, struct v8entry *e)
+/* runtime_ops.proc_new: a reader of @e's process with the layout of its V8 file. */
+static void *proc_new(void *rt, const struct runtime_proc *e, const struct procmaps *maps,
+		      const struct procmap *m, void *data, int *err)
 {
-	int err = 0;
+	const struct v8file *f = data;
+	struct v8inst *vi;
 
-	e->desc.start_boot_ns = e->start_boot_ns;
-	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
-	if (t->procs_fd >= 0)
-		err = sp_proc_entry_write(t->proc_known, SP_PROC_KNOWN_V8, t->procs_fd, e->pid,
-					  &e->desc);
-	if (err)
-		return err;
-	e->described = 1;
+	(void)rt;
+	(void)maps;
+	(void)m;
+	if (!f) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	vi = calloc(1, sizeof(*vi));
+	if (!vi) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	v8tab__desc(&f->meta, &vi->desc);
+	vi->p = v8proc__new((pid_t)e->pid, &f->meta);
+	if (vi->p)
+		return vi;
+	*err = errno ? -errno : -EINVAL;
+	free(vi);
+	return NULL;
+}
+
+static void proc_free(void *rt, void *inst, bool keep_counters)
+{
+	struct v8tab *t = rt;
+	struct v8inst *vi = inst;
+
+	if (keep_counters)
+		add_naming(&t->freed, vi->p);
+	v8proc__free(vi->p);
+	free(vi);
+}
+
+/* runtime_ops.desc: struct v8_desc (bpf/v8.h), pinned to the process's start time. */
+static int desc(void *rt, const struct runtime_proc *e, void *out)
+{
+	const struct v8inst *vi = e->inst;
+	struct v8_desc *d = out;
+
+	(void)rt;
+	*d = vi->desc;
+	d->start_boot_ns = e->start_boot_ns;
 	return 0;
+}
+
+static void proc_failed(void *rt, struct runtime_proc *e, int err)
+{
+	struct v8tab *t = rt;
+
+	(void)e;
+	(void)err;
+	t->st.failed++;
+}
+
+static const struct runtime_ops v8_ops = {
+    .name = "v8",
+    .max_files = MAX_FILES,
+    .file_size = sizeof(struct v8file),
+    .desc_size = sizeof(struct v8_desc),
+    .candidate = candidate,
+    .file_read = file_read,
+    .proc_new = proc_new,
+    .proc_free = proc_free,
+    .desc = desc,
+    .proc_failed = proc_failed,
+};
+
+struct v8tab *v8tab__new(int procs_fd, __u64 *proc_known)
+{
+	struct v8tab *t = calloc(1, sizeof(*t));
+	struct runtime_bpf bpf = {
+	    .procs_fd = procs_fd, .proc_known = proc_known, .map_bit = SP_PROC_KNOWN_V8};
+
+	if (!t)
+		return NULL;
+	t->procs = runtime_table__new(&v8_ops, t, &bpf);
+	if (!t->procs) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void v8tab__free(struct v8tab *t)
+{
+	if (!t)
+		return;
+	runtime_table__free(t->procs);
+	free(t);
 }
 
 void v8tab__maps_hook(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns,
 		      const struct procmaps *maps)
 {
-	struct procmaps own = {0};
-	const struct procmap *found = NULL;
-	struct v8file *f = NULL;
-	struct v8entry *e;
-
-	if (!maps) {
-		if (procmaps__read_filtered((int)pid, PROCMAPS_EXEC_ONLY, &own))
-			return;
-		maps = &own;
-	}
-	if (!maps->n)
-		goto out;
-	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
-	if (e && start_boot_ns && e->start_boot_ns && e->start_boot_ns != start_boot_ns) {
-		entry_drop(t, e); /* PID reused */
-		e = NULL;
-	}
-	if (e && procmaps__find_file(maps, e->ino, e->dev_major, e->dev_minor)) {
-		if (!e->start_boot_ns && start_boot_ns) {
-			/* Pin the descriptor to this process now that its start time is known. */
-			e->start_boot_ns = start_boot_ns;
-			if (e->described)
-				describe(t, e);
-		}
-		goto out;
-	}
-	if (e) {
-		entry_drop(t, e);
-		e = NULL;
-	}
-	for (size_t i = 0; i < maps->n && !found; i++) {
-		if (!candidate(maps, i))
-			continue;
-		f = file_of(t, pid, &maps->maps[i]);
-		if (f && !f->err)
-			found = &maps->maps[i];
-	}
-	if (!found)
-		goto out;
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		goto out;
-	e->pid = pid;
-	e->start_boot_ns = start_boot_ns;
-	e->ino = found->inode;
-	e->dev_major = found->dev_major;
-	e->dev_minor = found->dev_minor;
-	HASH_ADD(hh, t->procs, pid, sizeof(e->pid), e);
-	v8tab__desc(&f->meta, &e->desc);
-	e->p = v8proc__new((pid_t)pid, &f->meta);
-	/* Every read above was of this process only if it still runs under its PID now. */
-	if (!e->p || (start_boot_ns && proclife__check(pid, start_boot_ns)) || describe(t, e)) {
-		t->st.failed++;
-		if (e->p) {
-			v8proc__free(e->p);
-			e->p = NULL;
-		}
-		goto out;
-	}
-	t->st.processes++;
-	t->st.live++;
-out:
-	procmaps__clear(&own);
+	runtime_table__maps_hook(t->procs, pid, start_boot_ns, maps);
 }
 
 void v8tab__exec(struct v8tab *t, uint32_t pid)
 {
-	struct v8entry *e;
-
-	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
-	if (e)
-		entry_drop(t, e);
+	runtime_table__exec(t->procs, pid);
 }
 
 struct v8proc *v8tab__find(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns)
 {
-	struct v8entry *e;
+	struct v8inst *vi = runtime_table__find(t->procs, pid, start_boot_ns);
 
-	HASH_FIND(hh, t->procs, &pid, sizeof(pid), e);
-	if (!e || (e->start_boot_ns && start_boot_ns && e->start_boot_ns != start_boot_ns))
-		return NULL;
-	return e->p;
+	return vi ? vi->p : NULL;
 }
 
 void v8tab__tick(struct v8tab *t)
 {
-	uint64_t now = util__mono_ns();
-	struct v8entry *e, *tmp;
-	int err;
+	runtime_table__tick(t->procs);
+}
 
-	if (now - t->last_sweep_ns < SWEEP_NS)
-		return;
-	t->last_sweep_ns = now;
-	HASH_ITER (hh, t->procs, e, tmp) {
-		if (e->gone_ns) {
-			/* The samples taken before the exit are named by now. */
-			entry_drop(t, e);
-			continue;
-		}
-		err = proclife__check(e->pid, e->start_boot_ns);
-		if (err == -ESRCH || err == -ESTALE) {
-			if (e->described && t->procs_fd >= 0)
-				bpf_map_delete_elem(t->procs_fd, &e->pid);
-			e->described = 0;
-			e->gone_ns = now;
-		}
-	}
+struct runtime_table *v8tab__table(struct v8tab *t)
+{
+	return t->procs;
+}
+
+static void add_inst_naming(void *ctx, void *inst)
+{
+	const struct v8inst *vi = inst;
+
+	add_naming(ctx, vi->p);
 }
 
 void v8tab__stats(const struct v8tab *t, struct v8tab_stats *out)
 {
-	const struct v8entry *e, *tmp;
+	struct runtime_stats rs;
 
 	*out = t->st;
+	runtime_table__stats(t->procs, &rs);
+	out->processes = rs.processes;
+	out->live = rs.live;
+	out->files_inspected = rs.files_other;
 	out->naming = t->freed;
-	HASH_ITER (hh, t->procs, e, tmp)
-		if (e->p)
-			add_naming(&out->naming, e->p);
+	runtime_table__each_inst(t->procs, add_inst_naming, &out->naming);
 }
