@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import WORKLOADS, loaded, read_folded
+from conftest import WORKLOADS, loaded, read_folded, read_stats, stats_path
 from test_stack_truth import CLOCK, START, cpu_seconds, is_marker, markers_of, user_frames
 from test_unwind import ours, record_watched
 
@@ -134,6 +134,9 @@ def test_frame_pointer_walk_reaching_start_is_complete(spanprof, fpbins, procs, 
         complete += c  # fp_c's, or main's loop and clock read: complete too
     assert complete >= 0.95 * total, \
         f"{complete} of {total} complete; markers: {markers_of(stacks)}\n{err}"
+    # Complete because the agent proved the walk's frame-pointer steps (resolve/fpproof.c).
+    frames = read_stats(stats_path(tmp_path / "out"))["frames"]
+    assert frames["frame_pointer_walks_proven"] >= 0.9 * complete, (frames, complete)
 
 
 @pytest.mark.parametrize("where", ["leaf", "mid"])
@@ -166,3 +169,6 @@ def test_library_without_cfi_or_frame_pointers(spanprof, fpbins, procs, tmp_path
     inlib = sum(c for f, c in stacks if lib in f)
     assert inlib >= 0.5 * total, f"{inlib} of {total} in {lib}\n{err}"
     assert complete + marked == total
+    # The library's samples are cut by the agent's check of the step out of it (fpproof.c).
+    frames = read_stats(stats_path(tmp_path / "out"))["frames"]
+    assert frames["frame_pointer_steps_unproven"] > 0, (frames, marked)
