@@ -189,7 +189,7 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->type = type;
 	s->ustack_end = SP_USTACK_COMPLETE;
 	s->py_stop = 0;
-	s->pad = 0;
+	s->fp_steps = 0;
 	s->py_len = 0;
 	s->v8_len = 0;
 	s->value = value;

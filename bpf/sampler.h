@@ -410,7 +410,11 @@ struct sp_sample {
 	__u8 type;	  /* enum sp_profile_type */
 	__u8 ustack_end;  /* enum sp_ustack_end: why ustack ends where it does */
 	__u8 py_stop; /* enum py_stop (bpf/python.h): why the Python walk ended; 0: not walked */
-	__u8 pad;
+	/*
+	 * Frames the CFI walk left by a frame-pointer step (no CFI row at their PC), 255 at most;
+	 * 0 for other walks. The agent checks those steps (exporter/resolve/fpproof.c).
+	 */
+	__u8 fp_steps;
 	__u64 pstart_boot_ns;	     /* group leader's start time: tells a reused PID apart */
 	__u64 value;		     /* per type: bytes, nanoseconds (0 for CPU) */
 	__u64 addr;		     /* per type: lock address, 0 if none */

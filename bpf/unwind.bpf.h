@@ -672,6 +672,7 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	stat_inc(*stop);
 	stat_add(SP_STAT_UNW_FRAMES_CFI, w->cfi_frames);
 	stat_add(SP_STAT_UNW_FRAMES_FP, w->fp_frames);
+	s->fp_steps = w->fp_frames < 255 ? w->fp_frames : 255;
 	if (w->leaf_cfi)
 		s->flags |= SP_SAMPLE_LEAF_CFI;
 	/*

@@ -154,6 +154,8 @@ static struct json_object *frames_section(struct jb *b, const struct report_data
 	put_u(b, s, "kernel_unsymbolized", rs->kernel_unsymbolized);
 	put_u(b, s, "go_callers_missing", rs->go_callers_missing);
 	put_u(b, s, "exception_install_callers_dropped", rs->eh_install_cut);
+	put_u(b, s, "frame_pointer_steps_unproven", rs->fp_unproven_cut);
+	put_u(b, s, "frame_pointer_walks_proven", rs->fp_root_proven);
 	for (size_t i = 0; files && i < d->nfiles; i++) {
 		struct json_object *f = obj(b);
 

@@ -199,10 +199,12 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		       uint32_t *locs)
 {
 	struct frame_ctx frames[2]; /* this PC's frame and the one below it (its callee) */
+	struct fp_tally fpt = {0};
 	uint32_t out = 0;
 
 	vmas = proctab__note_vmas(r->procs, proc, vmas);
 	r->user_cut = 0;
+	r->fp_complete = false;
 	for (uint32_t i = 0, interrupted = 1, marked = 0, above_eh = 0, eh = 0; i < n; i++) {
 		struct frame_ctx *f = &frames[i & 1], *callee = &frames[(i + 1) & 1];
 		int pending = 0;
@@ -221,6 +223,7 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 		    resolve_callers__refuted(r, proc, p, locs[out - 1], callee,
 					     pcs[i - 1] - (i > 1), f, vmas, eh)) {
 			r->user_cut = i;
+			r->cut_end = SP_USTACK_BAD_RA;
 			r->stats.eh_install_cut++;
 			break;
 		}
@@ -243,6 +246,17 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 			eh = loc != LOC_DEFERRED && resolve_callers__eh_installing(p, loc);
 		above_eh |= eh;
 		/*
+		 * A frame-pointer step out of code without CFI that its function does not prove
+		 * (resolve/fpproof.c): its caller may be its caller's caller. Cut above it.
+		 */
+		if (r->fp_steps &&
+		    resolve_fp__check(r, p, f, loc, i == 0, i + 1 == n || !pcs[i + 1], &fpt)) {
+			r->user_cut = i + 1;
+			r->cut_end = SP_USTACK_NO_UNWIND_INFO;
+			r->stats.fp_unproven_cut++;
+			break;
+		}
+		/*
 		 * Go code sampled before its function set up its frame, walked by frame pointers
 		 * (stripped Go files have no CFI): the walk went on from the caller's saved frame,
 		 * so the next PC is the caller's caller. Said where the caller is missing, instead
@@ -256,6 +270,12 @@ uint32_t resolve__user(struct resolve *r, struct proc *proc, struct profile *p, 
 			marked = 1;
 			r->stats.go_callers_missing++;
 		}
+	}
+	/* Every frame-pointer step checked here, all proven, the last one at _start: complete. */
+	if (r->fp_steps && !r->user_cut && fpt.root && fpt.steps == r->fp_steps &&
+	    r->fp_steps < UINT8_MAX) {
+		r->fp_complete = true;
+		r->stats.fp_root_proven++;
 	}
 	return out;
 }

@@ -147,17 +147,25 @@ static uint32_t runtime_frames(struct resolve *r, struct profile *p, const struc
 static uint32_t user_stack(struct resolve *r, struct profile *p, struct proc *proc,
 			   const struct sp_sample *s, uint32_t uu, uint32_t *locs, uint32_t cap)
 {
-	uint32_t n, marker;
+	uint32_t n, marker, end;
 
 	/* A node process V8's own structures name: its JIT misses are no reason for a hint. */
 	if (r->v8 && proc__jit(proc) && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
 		jitproc__runtime_names(proc__jit(proc));
 	/* The interpreter loop's PCs wait for the Python frames' merge, which may replace them. */
 	resolve_py__defer_loop(r, s, uu);
+	r->fp_steps = s->fp_steps;
+	r->fp_end = s->ustack_end == SP_USTACK_NO_UNWIND_INFO;
 	n = resolve__user(r, proc, p, (const uint64_t *)s->ustack, uu, &s->vmas, s->flags, locs);
+	r->fp_steps = 0;
 	n = runtime_frames(r, p, s, uu, locs, n, cap - 1);
 	r->defer_py = NULL;
-	marker = stackend__location(p, r->user_cut ? SP_USTACK_BAD_RA : s->ustack_end);
+	end = s->ustack_end;
+	if (r->user_cut)
+		end = r->cut_end;
+	else if (r->fp_complete && end == SP_USTACK_NO_UNWIND_INFO)
+		end = SP_USTACK_COMPLETE; /* a frame-pointer walk proven to _start (fpproof.c) */
+	marker = stackend__location(p, end);
 	if (marker)
 		locs[n++] = marker;
 	return n;

@@ -7,6 +7,7 @@
  * - frame.c: each user PC found once (resolve_frame__find(): mapping, object, runtime), then
  *   named (resolve_frame__name(): native or Go code of a file, JIT code, an address);
  * - callers.c: above a libgcc unwinder entry, whether a caller is the frame's;
+ * - fpproof.c: whether a frame-pointer step through code without CFI read the frame's caller;
  * - python.c: CPython frames in place of the interpreter loop's (whose naming waits for them);
  * - v8.c: JavaScript frames in place of, or after, V8's native ones;
  * - names.c: symbolizer frames to profile lines; naming again when debug files arrive.
@@ -102,6 +103,16 @@ struct resolve {
 	struct resolve_stats stats;
 	/* resolve__user(): the user PCs kept when it cut the stack at an unproven caller; else 0 */
 	uint32_t user_cut;
+	/* resolve__user(): why it cut (enum sp_ustack_end), when user_cut is set */
+	uint32_t cut_end;
+	/*
+	 * The sample's sp_sample.fp_steps, set before resolve__user() (0: no frame-pointer step to
+	 * check); resolve__user() sets fp_complete when every such step was proven and the walk
+	 * ended at _start (resolve/fpproof.c).
+	 */
+	uint32_t fp_steps;
+	bool fp_end; /* ... and its walk ended in a frame-pointer step (RBP 0 or unknown) */
+	bool fp_complete;
 	/* resolve_callers__refuted()'s answers, by file and return address */
 	struct call_seen *calls;
 	uint32_t ncalls;
@@ -120,6 +131,24 @@ struct resolve {
 	 * code announced after it, over other code, does not name it (jitproc__lookup()). */
 	uint64_t sample_boot_ns;
 };
+
+/* --- fpproof.c ---------------------------------------------------------------------------- */
+
+/* One stack's frame-pointer steps through code without CFI, as resolve_fp__check() saw them. */
+struct fp_tally {
+	uint32_t steps; /* frames in files without CFI (each left by a frame-pointer step) */
+	bool root;	/* the last of them is _start, after its XOR %ebp,%ebp */
+};
+
+/*
+ * Checks the frame-pointer step the walk took out of found frame @f (named @loc; @exact: the
+ * sampled PC; @last: the walk kept nothing above it) when its file has no CFI, or when it is
+ * the last frame of a walk a frame-pointer step ended (r->fp_end), counting it in @t. Returns true
+ * when the stack must be cut above @f: its function is not proven to have set up its frame pointer
+ * there, so the caller the step read may be its caller's caller.
+ */
+bool resolve_fp__check(struct resolve *r, struct profile *p, const struct frame_ctx *f,
+		       uint32_t loc, bool exact, bool last, struct fp_tally *t);
 
 /* --- frame.c ------------------------------------------------------------------------------ */
 

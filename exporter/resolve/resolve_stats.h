@@ -20,6 +20,10 @@ struct resolve_stats {
 	/* stacks cut above a libgcc unwinder entry that may be installing an exception handler: a
 	 * caller whose return address follows no call of the frame below it (resolve/callers.c) */
 	uint64_t eh_install_cut;
+	/* frame-pointer steps through code without CFI (resolve/fpproof.c): stacks cut after a
+	 * function not proven to keep its frame pointer there, and stacks proven complete */
+	uint64_t fp_unproven_cut;
+	uint64_t fp_root_proven;
 	/* CPython (runtime/python/): samples the BPF walk gave Python frames, and what became of
 	 * them. */
 	struct {

@@ -12,6 +12,7 @@
 
 #include <gelf.h>
 
+#include "symbols/elfcheck.h"
 #include "symbols/objcache.h"
 #include "symbols/plt.h"
 #include "symbols/symcache.h"
@@ -346,4 +347,58 @@ bool symc_plt_stub_name(struct elf_object *o, uint64_t vaddr, const char **syste
 		return *system && *function;
 	}
 	return false;
+}
+
+bool symcache__has_cfi(struct elf_object *o)
+{
+	Elf *elf;
+
+	if (o->cfi)
+		return o->cfi > 0;
+	if (o->fd < 0 && symc_reopen(o))
+		return true;
+	elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return true;
+	o->cfi = elfcheck__has_data(elf, ".eh_frame") || elfcheck__has_data(elf, ".debug_frame")
+		     ? 1
+		     : -1;
+	elf_end(elf);
+	return o->cfi > 0;
+}
+
+enum sym_fp symcache__frame_pointer(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+				    bool exact)
+{
+	static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	static const unsigned char prologue[4] = {0x55, 0x48, 0x89, 0xe5};
+	static const unsigned char root[2] = {0x31, 0xed};
+	unsigned char code[8], at[2];
+	uint64_t start, end, body;
+	const struct sname *sn;
+	const struct csym *s;
+	size_t skip = 0;
+
+	if (symcache__function_start(c, o, vaddr, &start) || !(s = symbol_extent(o, vaddr, &end)))
+		return SYM_FP_UNPROVEN;
+	if (end - start < sizeof(code) || read_vaddr(o, start, code, sizeof(code)))
+		return SYM_FP_UNPROVEN;
+	if (!memcmp(code, endbr64, sizeof(endbr64)))
+		skip = sizeof(endbr64);
+	sn = symc_sym_name(o, s);
+	if (sn && !strcmp(sn->name, "_start") && !memcmp(code + skip, root, sizeof(root)))
+		return vaddr >= start + skip + sizeof(root) ? SYM_FP_ROOT : SYM_FP_UNPROVEN;
+	if (memcmp(code + skip, prologue, sizeof(prologue)))
+		return SYM_FP_UNPROVEN;
+	body = start + skip + sizeof(prologue);
+	if (!exact)
+		return vaddr >= body ? SYM_FP_KEPT : SYM_FP_UNPROVEN;
+	/* The sampled PC: at the PUSH, the MOV or a RET the walker takes the address at RSP. */
+	if (vaddr == start + skip || vaddr == start + skip + 1)
+		return SYM_FP_KEPT;
+	if (vaddr < body || read_vaddr(o, vaddr - 1, at, sizeof(at)))
+		return SYM_FP_UNPROVEN;
+	if (at[1] == 0xc3)
+		return SYM_FP_KEPT;
+	return at[0] == 0x5d || at[0] == 0xc9 ? SYM_FP_UNPROVEN : SYM_FP_KEPT;
 }

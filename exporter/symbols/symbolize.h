@@ -20,6 +20,7 @@
 #ifndef SPANPROF_SYMBOLIZE_H
 #define SPANPROF_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -154,6 +155,32 @@ int symcache__function_start(struct symcache *c, struct elf_object *o, uint64_t 
  * tail call through a function pointer) is not seen.
  */
 int symcache__jumps_out(struct symcache *c, struct elf_object *o, uint64_t func);
+
+/* What symcache__frame_pointer() says of an address. */
+enum sym_fp {
+	SYM_FP_UNPROVEN = 0, /* nothing proves RBP is this function's frame pointer there */
+	SYM_FP_KEPT,	     /* the function has set up its frame pointer and not yet left it */
+	SYM_FP_ROOT,	     /* _start after XOR %ebp,%ebp: the outermost frame, RBP 0 */
+};
+
+/*
+ * Whether @o has CFI an unwinder may use (.eh_frame or .debug_frame with bytes); true also when
+ * the file cannot be read. Read once per object.
+ */
+bool symcache__has_cfi(struct elf_object *o);
+
+/*
+ * Whether a frame-pointer step at @vaddr of @o (a file virtual address: the sampled PC when
+ * @exact, else a return address minus 1) reads this function's own frame. SYM_FP_KEPT when the
+ * function symbol holding it begins with [ENDBR64] PUSH %rbp; MOV %rsp,%rbp and @vaddr lies
+ * past that MOV; for @exact, also when the instruction at @vaddr is that PUSH or MOV or a RET
+ * (the walker reads the return address at RSP there, bpf/unwind_walk.h), but not after a POP
+ * %rbp or LEAVE (the epilogue began). SYM_FP_ROOT for "_start" beginning with [ENDBR64] XOR
+ * %ebp,%ebp (the x86-64 psABI marks the outermost frame with RBP 0). Else (no symbol,
+ * another prologue, bytes unreadable) SYM_FP_UNPROVEN. The code is read from the file.
+ */
+enum sym_fp symcache__frame_pointer(struct symcache *c, struct elf_object *o, uint64_t vaddr,
+				    bool exact);
 
 /*
  * Whether @vaddr of @o is Go code whose function has not set up its frame pointer there

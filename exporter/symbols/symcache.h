@@ -186,6 +186,7 @@ struct elf_object {
 	bool fetch_done;     /* debuginfod answered; its file, if any, was tried */
 	bool inflate_failed; /* inflate_to_file() failed: compressed DWARF via pread */
 	bool maybe_go;	     /* gopclntab__maybe() of its headers: Go's table may be in it */
+	int8_t cfi; /* symcache__has_cfi(): 0 not read, 1 .eh_frame or .debug_frame, -1 none */
 	bool loaded;
 	bool evicted;	    /* unloaded for room since its last load */
 	bool load_failed;   /* file gone: lookups answer nothing */

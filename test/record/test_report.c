@@ -489,6 +489,8 @@ static void test_json_schema(void **unused)
 	    "frames.kernel_unsymbolized",
 	    "frames.go_callers_missing",
 	    "frames.exception_install_callers_dropped",
+	    "frames.frame_pointer_steps_unproven",
+	    "frames.frame_pointer_walks_proven",
 	    "frames.unnamed_files",
 	    "processes.seen",
 	    "processes.exited_forgotten",
