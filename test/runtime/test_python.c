@@ -15,7 +15,9 @@
 #include <glob.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -1051,6 +1053,42 @@ static void merge(void **state)
 }
 
 /* A process running @argv (NULL-terminated) until killed, tied to the test. */
+/*
+ * Waits (up to 20 s) until @pid has executed @exe and sleeps: its maps are then those of the
+ * program waiting in its sleep or read (a fixed delay was too short on a loaded machine).
+ */
+static void wait_settled(pid_t pid, const char *exe)
+{
+	char want[PATH_MAX], link[64], got[PATH_MAX], statpath[64], buf[512];
+	int asleep = 0;
+
+	if (!realpath(exe, want))
+		snprintf(want, sizeof(want), "%s", exe);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	snprintf(statpath, sizeof(statpath), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 2000 && asleep < 3; i++) {
+		ssize_t n = readlink(link, got, sizeof(got) - 1);
+		FILE *f;
+		char *paren;
+
+		usleep(10 * 1000);
+		if (n <= 0)
+			continue;
+		got[n] = 0;
+		if (strcmp(got, want)) {
+			asleep = 0;
+			continue;
+		}
+		f = fopen(statpath, "r");
+		if (!f)
+			continue;
+		paren = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* Asleep at three polls in a row: past start-up, in its sleep or read. */
+		asleep = paren && paren[1] == ' ' && paren[2] == 'S' ? asleep + 1 : 0;
+	}
+}
+
 static pid_t spawn(char *const argv[])
 {
 	pid_t pid = fork_tied();
@@ -1059,7 +1097,7 @@ static pid_t spawn(char *const argv[])
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	usleep(300 * 1000); /* the interpreter mapped and initialized */
+	wait_settled(pid, argv[0]);
 	return pid;
 }
 
