@@ -5,7 +5,9 @@
  *
  *   addr hot 0x.. cool 0x.. rw 0x.. cv 0x..     the objects' addresses
  *   ready <pid>                                  then waits for TRIGGER to exist
- *   wait <lock> <tid> <ns>                       one line per acquisition
+ *   wait <lock> <tid> <ns> <run delay ns>        one line per acquisition: the lock call's
+ *                                                time, and how long of it the thread waited
+ *                                                for a CPU (schedstat), 0 if not known
  *   span <tid> <trace_id hex> <span_id hex>      (spans mode) one line per span
  *
  * Usage: lockfight MODE TRIGGER ROUNDS HOLD_MS
@@ -59,72 +61,106 @@ static void sleep_ns(long ns)
 		;
 }
 
-static void report(const char *what, uint64_t ns)
+/*
+ * This thread's time spent runnable but waiting for a CPU, in ns: the second field of
+ * /proc/thread-self/schedstat (CONFIG_SCHED_INFO), or 0 when the kernel does not keep it.
+ */
+static uint64_t run_delay_ns(void)
 {
+	unsigned long long run = 0, delay = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &run, &delay) != 2)
+		delay = 0;
+	fclose(f);
+	return delay;
+}
+
+/* A lock call's span: from before the call to after it (the schedstat reads outside). */
+struct call {
+	uint64_t t0, r0;
+};
+
+static struct call call_start(void)
+{
+	struct call c;
+
+	c.r0 = run_delay_ns();
+	c.t0 = now_ns();
+	return c;
+}
+
+static void report(const char *what, struct call c)
+{
+	uint64_t ns = now_ns() - c.t0, delay = run_delay_ns() - c.r0;
+
 	pthread_mutex_lock(&out_lock);
-	printf("wait %s %ld %llu\n", what, (long)syscall(SYS_gettid), (unsigned long long)ns);
+	printf("wait %s %ld %llu %llu\n", what, (long)syscall(SYS_gettid), (unsigned long long)ns,
+	       (unsigned long long)delay);
 	pthread_mutex_unlock(&out_lock);
 }
 
 /* The known functions: each measures its own lock call. */
 __attribute__((noinline)) void hot_lock_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_mutex_lock(&hot);
-	report("hot", now_ns() - t0);
+	report("hot", c);
 	sleep_ns(hold_ns);
 	pthread_mutex_unlock(&hot);
 }
 
 __attribute__((noinline)) void cool_lock_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_mutex_lock(&cool);
-	report("cool", now_ns() - t0);
+	report("cool", c);
 	sleep_ns(50000);
 	pthread_mutex_unlock(&cool);
 }
 
 __attribute__((noinline)) void rw_write_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_rwlock_wrlock(&rw);
-	report("rw", now_ns() - t0);
+	report("rw", c);
 	sleep_ns(hold_ns);
 	pthread_rwlock_unlock(&rw);
 }
 
 __attribute__((noinline)) void rw_read_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_rwlock_rdlock(&rw);
-	report("rw", now_ns() - t0);
+	report("rw", c);
 	sleep_ns(hold_ns);
 	pthread_rwlock_unlock(&rw);
 }
 
 __attribute__((noinline)) void cond_wait_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_mutex_lock(&cv_mutex);
 	while (!cv_flag)
 		pthread_cond_wait(&cv, &cv_mutex);
 	cv_flag = 0;
 	pthread_mutex_unlock(&cv_mutex);
-	report("cond", now_ns() - t0);
+	report("cond", c);
 }
 
 __attribute__((noinline)) void span_lock_site(void)
 {
-	uint64_t t0 = now_ns();
+	struct call c = call_start();
 
 	pthread_mutex_lock(&hot);
-	report("span", now_ns() - t0);
+	report("span", c);
 	sleep_ns(hold_ns);
 	pthread_mutex_unlock(&hot);
 }
