@@ -41,7 +41,8 @@ static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t cv_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_barrier_t phase;
+static pthread_barrier_t phase, begin;
+static void *(*start[2])(void *);
 static int cv_flag, rounds;
 static long hold_ns;
 
@@ -269,10 +270,17 @@ static void *span_worker(void *arg)
 	return NULL;
 }
 
+/* Both threads are running before either takes a lock: on a loaded machine the second one
+ * could start only after the first had made all its rounds, uncontended. */
+static void *started(void *arg)
+{
+	pthread_barrier_wait(&begin);
+	return start[(intptr_t)arg](NULL);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const resource[] = {"service.name", "lockfight-test", NULL};
-	void *(*start[2])(void *) = {NULL, NULL};
 	pthread_t th[2];
 
 	if (argc != 5) {
@@ -294,6 +302,7 @@ int main(int argc, char **argv)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pthread_barrier_init(&phase, NULL, 2);
+	pthread_barrier_init(&begin, NULL, 2);
 	if (!strcmp(argv[1], "spans") && spctx_process_publish(resource, NULL, 0))
 		fprintf(stderr, "lockfight: process context not published\n");
 	printf("addr hot %p cool %p rw %p cv %p\n", (void *)&hot, (void *)&cool, (void *)&rw,
@@ -302,7 +311,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 6000 && access(argv[2], F_OK); i++)
 		sleep_ns(10000000);
 	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, start[i], NULL);
+		pthread_create(&th[i], NULL, started, (void *)(intptr_t)i);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	printf("done\n");
