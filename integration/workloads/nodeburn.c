@@ -7,29 +7,10 @@
  * headers of the npm registry's node-api-headers.
  */
 #include <stdint.h>
-#include <time.h>
 
 #include <node_api.h>
 
-static volatile uint64_t sink;
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static __attribute__((noinline)) void spin(uint32_t us)
-{
-	uint64_t end = thread_cpu_ns() + us * 1000ull, x = sink;
-
-	while (thread_cpu_ns() < end)
-		for (int i = 0; i < 500; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	sink = x;
-}
+#include "cpuspin.h"
 
 #define BURNER(name)                                                                               \
 	static __attribute__((noinline)) napi_value name(napi_env env, napi_callback_info info)    \
@@ -42,7 +23,8 @@ static __attribute__((noinline)) void spin(uint32_t us)
 		if (argc == 1)                                                                     \
 			napi_get_value_uint32(env, argv[0], &us);                                  \
 		spin(us);                                                                          \
-		sink ^= __COUNTER__; /* distinct bodies: identical code folding keeps each name */ \
+		cpuspin_sink ^=                                                                    \
+		    __COUNTER__; /* distinct bodies: identical code folding keeps each name */     \
 		__asm__ volatile("" ::: "memory");                                                 \
 		return NULL;                                                                       \
 	}
