@@ -654,16 +654,6 @@ struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns
 	return pi ? pi->p : NULL;
 }
 
-void pytab__new_epoch(struct pytab *t)
-{
-	runtime_table__new_batch(t->procs);
-}
-
-void pytab__tick(struct pytab *t)
-{
-	runtime_table__tick(t->procs);
-}
-
 struct runtime_table *pytab__table(struct pytab *t)
 {
 	return t->procs;

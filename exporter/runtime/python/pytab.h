@@ -10,9 +10,9 @@
  * The lifecycle is the runtime interface's (runtime/runtime.h: pytab.c fills its struct
  * runtime_ops): files that are not CPython are remembered by identity (device, inode), so the
  * executable of every process of the host is inspected once, not at each maps read. Entries of
- * processes that are gone (exit, PID reused) are swept by pytab__tick(); BPF drops the
+ * processes that are gone (exit, PID reused) are swept by runtime_table__tick(); BPF drops the
  * descriptor itself at exit and exec (bpf/python.bpf.h). What is CPython's own: the
- * code-object cache (its uprobe and epochs, pytab__tick(), pytab__new_epoch()), pytab__scan(),
+ * code-object cache (its uprobe and epochs, at each tick and new batch below), pytab__scan(),
  * the counters by reason.
  *
  * Every failure is counted by reason (struct pytab_stats), never fatal. Not thread safe.
@@ -33,7 +33,7 @@ struct procmaps;
 /*
  * Processes with the code-object cache at once (each a uprobe, a perf event descriptor, and a
  * consumer every hit of that place runs through), and processes given it per call of
- * pytab__tick() (each attach walks the mappings of its file).
+ * runtime_table__tick() (each attach walks the mappings of its file).
  */
 #define PYTAB_MAX_CACHED 64
 #define PYTAB_CACHE_ON_PER_TICK 8
@@ -131,24 +131,23 @@ void pytab__exec(struct pytab *t, uint32_t pid);
 
 /*
  * The pyproc naming the Python frames of a sample of (@pid, @start_boot_ns), or NULL (not a
- * CPython process the table knows). Owned by the table; valid until pytab__tick() or the next
- * pytab__maps_hook()/pytab__exec() of that PID.
+ * CPython process the table knows). Owned by the table; valid until runtime_table__tick() or the
+ * next pytab__maps_hook()/pytab__exec() of that PID.
  */
 struct pyproc *pytab__find(struct pytab *t, uint32_t pid, uint64_t start_boot_ns);
 
-/* A new batch of samples: cached code objects are checked again (pyproc__new_epoch()); a
- * descriptor that changed (pyproc__desc_changed()) is written again. */
-void pytab__new_epoch(struct pytab *t);
-
 /*
- * Often (each call): gives processes described for pytab_opts.cache_after_ns their
- * code-object cache (a uprobe for the process alone, then its epoch). Every few seconds:
- * forgets processes that are gone (after their last samples were named), and takes the cache
- * off a process that freed more than PYTAB_MAX_FREES_PER_S code objects a second since the
- * last sweep (each free costs it a uprobe hit, about 1 us): its walks read every code object
- * from then on (logged once per file, counted).
+ * What the runtime-agnostic calls on pytab__table() do for CPython:
+ * - runtime_table__new_batch(), at each batch of samples: cached code objects are checked
+ *   again (pyproc__new_epoch()); a descriptor that changed (pyproc__desc_changed()) is
+ *   written again.
+ * - runtime_table__tick(), often (each call): gives processes described for
+ *   pytab_opts.cache_after_ns their code-object cache (a uprobe for the process alone, then its
+ *   epoch). Every few seconds: forgets processes that are gone (after their last samples were
+ *   named), and takes the cache off a process that freed more than PYTAB_MAX_FREES_PER_S code
+ *   objects a second since the last sweep (each free costs it a uprobe hit, about 1 us): its
+ *   walks read every code object from then on (logged once per file, counted).
  */
-void pytab__tick(struct pytab *t);
 
 /* The table of CPython processes (runtime/runtime.h), for the runtime-agnostic calls
  * (runtime_table__maps_hook(), __exec(), __tick(), __new_batch()). Owned by @t. */

@@ -202,21 +202,11 @@ void v8tab__maps_hook(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns,
 	runtime_table__maps_hook(t->procs, pid, start_boot_ns, maps);
 }
 
-void v8tab__exec(struct v8tab *t, uint32_t pid)
-{
-	runtime_table__exec(t->procs, pid);
-}
-
 struct v8proc *v8tab__find(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns)
 {
 	struct v8inst *vi = runtime_table__find(t->procs, pid, start_boot_ns);
 
 	return vi ? vi->p : NULL;
-}
-
-void v8tab__tick(struct v8tab *t)
-{
-	runtime_table__tick(t->procs);
 }
 
 struct runtime_table *v8tab__table(struct v8tab *t)

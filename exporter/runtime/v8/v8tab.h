@@ -6,8 +6,9 @@
  * the metadata, writes the descriptor the BPF frame reader uses (bpf/v8.h, struct v8_desc, map
  * v8_procs) and keeps a v8proc to name the frames (v8tab__find()). The lifecycle is the runtime
  * interface's (runtime/runtime.h: v8tab.c fills its struct runtime_ops): files are inspected
- * once per identity (device, inode); gone processes are swept by v8tab__tick(); BPF drops a
- * descriptor itself at exit and exec. Failures are counted, never fatal. Not thread safe.
+ * once per identity (device, inode); gone processes are swept by runtime_table__tick() of
+ * v8tab__table(); BPF drops a descriptor itself at exit and exec. Failures are counted, never
+ * fatal. Not thread safe.
  */
 #ifndef SPANPROF_RUNTIME_V8_V8TAB_H
 #define SPANPROF_RUNTIME_V8_V8TAB_H
@@ -45,12 +46,8 @@ void v8tab__free(struct v8tab *t);
  */
 void v8tab__maps_hook(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns,
 		      const struct procmaps *maps);
-/* Process @pid exec'd: its entry goes. */
-void v8tab__exec(struct v8tab *t, uint32_t pid);
 /* The reader naming (@pid, @start_boot_ns)'s frames, or NULL. Valid until the next call above. */
 struct v8proc *v8tab__find(struct v8tab *t, uint32_t pid, uint64_t start_boot_ns);
-/* Every few seconds: forgets processes that are gone. */
-void v8tab__tick(struct v8tab *t);
 void v8tab__stats(const struct v8tab *t, struct v8tab_stats *out);
 /* The table of node processes (runtime/runtime.h), for the runtime-agnostic calls. Owned by @t. */
 struct runtime_table *v8tab__table(struct v8tab *t);
