@@ -88,32 +88,29 @@ def run_profiled(spanprof, lockfight, mode, tmp_path, *extra):
     return log.read_text(), err, out
 
 
-def matches_truth(reported, text, lock):
+def matches_truth(reported, waits, lock):
     """Whether @reported ns of lock waits agree with the program's own measure of @lock's lock
-    calls in @text: at most 10% above it, and at most 10% below it after taking off the time
-    the program's threads spent in those calls waiting for a CPU (schedstat's run delay: on a
-    loaded machine a thread is preempted around the futex call as well as in it, and only the
-    futex wait is a lock wait)."""
-    truth = delay = 0
-    for line in text.splitlines():
-        f = line.split()
-        if f and f[0] == "wait" and f[1] == lock:
-            truth += int(f[3])
-            delay += int(f[4]) if len(f) > 4 else 0
+    calls (@waits from parse_log()): at most 10% above it, and at most 10% below it less the
+    time the program's threads spent in those calls waiting for a CPU (schedstat's run delay:
+    on a loaded machine a thread is preempted around the futex call as well as in it, and only
+    the futex wait is a lock wait)."""
+    truth = sum(ns for name, _, ns, _ in waits if name == lock)
+    delay = sum(d for name, _, _, d in waits if name == lock)
     print(f"{lock}: program {truth / 1e6:.1f} ms ({delay / 1e6:.1f} ms of it waiting for a CPU), "
           f"spanprof {reported / 1e6:.1f} ms")
     return 0.90 * truth - delay <= reported <= 1.10 * truth
 
 
 def parse_log(text):
-    """(addresses by name, [(lock, tid, ns)], spans {(trace, span): tid})."""
+    """(addresses by name, [(lock, tid, ns, ns of it waiting for a CPU)],
+    spans {(trace, span): tid})."""
     addrs, waits, spans = {}, [], {}
     for line in text.splitlines():
         f = line.split()
         if f and f[0] == "addr":
             addrs = {f[i]: int(f[i + 1], 16) for i in range(1, len(f) - 1, 2)}
         elif f and f[0] == "wait":
-            waits.append((f[1], int(f[2]), int(f[3])))
+            waits.append((f[1], int(f[2]), int(f[3]), int(f[4])))
         elif f and f[0] == "span":
             spans[(f[2], f[3])] = int(f[1])
     return addrs, waits, spans
@@ -158,14 +155,14 @@ def test_mutex_contention(spanprof, lockfight, pprofcheck, tmp_path):
     samples = lock_samples(pprofcheck, out)
     min_ns = MIN_WAIT_MS * 1000000
 
-    hot_truth = sum(ns for lock, _, ns in waits if lock == "hot")
-    hot_long = [ns for lock, _, ns in waits if lock == "hot" and ns >= min_ns]
+    hot_truth = sum(ns for lock, _, ns, _ in waits if lock == "hot")
+    hot_long = [ns for lock, _, ns, _ in waits if lock == "hot" and ns >= min_ns]
     hot = in_function(samples, "hot_lock_site")
     print(f"hot: program {hot_truth / 1e6:.1f} ms in {len(hot_long)} waits >= min; "
           f"spanprof {delay(hot) / 1e6:.1f} ms in {sum(s['values'][0] for s in hot)} samples")
     # The threads took turns: about one contended wait per acquisition.
     assert len(hot_long) >= ROUNDS, waits
-    assert matches_truth(delay(hot), text, "hot"), (delay(hot), hot_truth, err)
+    assert matches_truth(delay(hot), waits, "hot"), (delay(hot), hot_truth, err)
     contentions = sum(s["values"][0] for s in hot)
     assert len(hot_long) * 0.8 <= contentions <= 3 * len(hot_long), (contentions, len(hot_long))
     for s in hot:
@@ -175,8 +172,8 @@ def test_mutex_contention(spanprof, lockfight, pprofcheck, tmp_path):
 
     # Every sample is at least --lock-min-wait; the cool lock's short waits are not reported.
     assert all(s["values"][1] >= min_ns for s in samples), [s["values"] for s in samples]
-    cool_truth_long = sum(ns for lock, _, ns in waits if lock == "cool" and ns >= min_ns)
-    cool_contended = [ns for lock, _, ns in waits if lock == "cool" and 20000 <= ns < min_ns]
+    cool_truth_long = sum(ns for lock, _, ns, _ in waits if lock == "cool" and ns >= min_ns)
+    cool_contended = [ns for lock, _, ns, _ in waits if lock == "cool" and 20000 <= ns < min_ns]
     cool = in_function(samples, "cool_lock_site")
     print(f"cool: {len(cool_contended)} contended waits under the minimum, "
           f"{cool_truth_long / 1e6:.1f} ms above it; spanprof {delay(cool) / 1e6:.1f} ms")
@@ -191,10 +188,9 @@ def test_rwlock_contention(spanprof, lockfight, pprofcheck, tmp_path):
     text, err, out = run_profiled(spanprof, lockfight, "rwlock", tmp_path)
     addrs, waits, _ = parse_log(text)
     samples = lock_samples(pprofcheck, out)
-    truth = sum(ns for lock, _, ns in waits if lock == "rw")
+    truth = sum(ns for lock, _, ns, _ in waits if lock == "rw")
     rw = [s for s in samples if {"rw_read_site", "rw_write_site"} & set(functions(s))]
-    print(f"rwlock: program {truth / 1e6:.1f} ms, spanprof {delay(rw) / 1e6:.1f} ms")
-    assert matches_truth(delay(rw), text, "rw"), (delay(rw), truth, err)
+    assert matches_truth(delay(rw), waits, "rw"), (delay(rw), truth, err)
     assert in_function(rw, "rw_read_site") and in_function(rw, "rw_write_site")
     for s in rw:
         # The futex word is inside the pthread_rwlock_t (56 bytes on x86-64).
@@ -207,7 +203,7 @@ def test_rwlock_contention(spanprof, lockfight, pprofcheck, tmp_path):
 def test_condition_variable_wait_is_not_contention(spanprof, lockfight, pprofcheck, tmp_path):
     text, err, out = run_profiled(spanprof, lockfight, "cond", tmp_path)
     _, waits, _ = parse_log(text)
-    truth = sum(ns for lock, _, ns in waits if lock == "cond")
+    truth = sum(ns for lock, _, ns, _ in waits if lock == "cond")
     assert truth >= ROUNDS * HOLD_MS * 1000000 * 0.9, waits
     samples = lock_samples(pprofcheck, out)
     cond = in_function(samples, "cond_wait_site")
@@ -238,9 +234,9 @@ def test_lock_samples_carry_their_span(spanprof, lockfight, pprofcheck, tmp_path
         else:
             wrong += s["values"][1]
     print(f"spans: {linked / 1e6:.1f} ms linked, {wrong / 1e6:.1f} ms not; {len(samples)} samples")
-    truth = sum(ns for lock, _, ns in waits if lock == "span")
+    truth = sum(ns for lock, _, ns, _ in waits if lock == "span")
     assert samples and wrong == 0, [(s.get("labels"), s.get("num_labels")) for s in samples]
-    assert matches_truth(linked, text, "span"), (linked, truth)
+    assert matches_truth(linked, waits, "span"), (linked, truth)
 
 
 def test_lock_min_wait_rejects_garbage(spanprof, tmp_path):
