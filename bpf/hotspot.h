@@ -36,9 +36,9 @@
 #define HS_MAX_HOPS 64
 
 struct hs_heap {
-	__u64 low, high;     /* the heap's committed code [low, high) */
-	__u64 segmap;	     /* its segment map: one byte per segment */
-	__u32 log2_segment;  /* log2 of the segment size (bytes) */
+	__u64 low, high;    /* the heap's committed code [low, high) */
+	__u64 segmap;	    /* its segment map: one byte per segment */
+	__u32 log2_segment; /* log2 of the segment size (bytes) */
 	__u32 pad;
 };
 
@@ -47,24 +47,25 @@ struct hs_heap {
  * the field is absent in this JVM.
  */
 struct hs_desc {
-	__u64 start_boot_ns;	  /* group leader's start time: a reused PID never matches */
-	__u64 cc_low, cc_high;	  /* CodeCache::_low_bound, _high_bound */
-	__u64 interp_low, interp_high; /* the template interpreter's code (AbstractInterpreter::_code) */
-	__u64 nmethod_name;	  /* the address of the "nmethod" string a CodeBlob's _name points to
-				   * (JDK < 23, no _kind); 0: use blob_kind */
+	__u64 start_boot_ns;   /* group leader's start time: a reused PID never matches */
+	__u64 cc_low, cc_high; /* CodeCache::_low_bound, _high_bound */
+	__u64 interp_low,
+	    interp_high;    /* the template interpreter's code (AbstractInterpreter::_code) */
+	__u64 nmethod_name; /* the address of the "nmethod" string a CodeBlob's _name points to
+			     * (JDK < 23, no _kind); 0: use blob_kind */
 	struct hs_heap heaps[HS_MAX_HEAPS];
 	__u32 n_heaps;
-	__u16 heap_block_size;	  /* sizeof(HeapBlock): the CodeBlob follows it */
+	__u16 heap_block_size; /* sizeof(HeapBlock): the CodeBlob follows it */
 	__u16 blob_name, blob_frame_size, blob_frame_complete, blob_code_begin, blob_code_offset;
-	__u16 blob_kind;	  /* CodeBlob::_kind (u8), 0xffff before JDK 23 */
+	__u16 blob_kind; /* CodeBlob::_kind (u8), 0xffff before JDK 23 */
 	__u16 nmethod_method, nmethod_compile_id;
 	__u16 method_const_method;
-	__u16 const_method_size;  /* sizeof(ConstMethod): the bytecodes follow it */
+	__u16 const_method_size; /* sizeof(ConstMethod): the bytecodes follow it */
 	__u16 const_method_code_size;
-	__u8 kind_nmethod;	  /* CodeBlobKind::Nmethod */
-	__u8 frame_complete_16;	  /* _frame_complete_offset is 16 bits (JDK 23+), else 32 */
-	__u8 code_begin_ptr;	  /* blob_code_begin is an address field (JDK < 23), else
-				   * blob_code_offset is an int relative to the blob */
+	__u8 kind_nmethod;	/* CodeBlobKind::Nmethod */
+	__u8 frame_complete_16; /* _frame_complete_offset is 16 bits (JDK 23+), else 32 */
+	__u8 code_begin_ptr;	/* blob_code_begin is an address field (JDK < 23), else
+				 * blob_code_offset is an int relative to the blob */
 	__u8 pad[3];
 };
 
@@ -86,6 +87,9 @@ _Static_assert(sizeof(struct hs_desc) == 56 + 32 * HS_MAX_HEAPS + 32, "hs_desc i
 #define HS_KIND_SHIFT 58
 #define HS_KIND_INTERPRETED 1ull
 #define HS_KIND_COMPILED 2ull
+/* A stub, adapter or runtime blob (the call stub among them): word0 the CodeBlob's address,
+ * word1 the low 32 bits of its _name pointer at the sample. */
+#define HS_KIND_STUB 3ull
 
 /* Why the HotSpot part of a walk recorded no Java frame or stopped: counted in hs_stats. */
 #define HS_STATS(X)                                                                                \
@@ -95,7 +99,7 @@ _Static_assert(sizeof(struct hs_desc) == 56 + 32 * HS_MAX_HEAPS + 32, "hs_desc i
 	X(STUBS, "stub, adapter and runtime frames crossed by their frame size")                   \
 	X(NO_BLOB, "PC in the code cache but in no code blob (free, or the map was changing)")     \
 	X(NOT_COMPLETE, "leaf in a frame being built or torn down: the walk stops, marked")        \
-	X(BAD_FRAME, "a frame's size, bytecode pointer or return address did not check out")      \
+	X(BAD_FRAME, "a frame's size, bytecode pointer or return address did not check out")       \
 	X(READ_FAILED, "code cache or frame unreadable")                                           \
 	X(DEPTH, "more Java frames than a sample holds: the outer ones left unnamed")
 

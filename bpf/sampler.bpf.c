@@ -192,6 +192,7 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->fp_steps = 0;
 	s->py_len = 0;
 	s->v8_len = 0;
+	s->hs_len = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -326,6 +327,8 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			if (win)
 				v8_sample(s, win->fp_of, win->leaf_sp,
 					  s->ustack_len + 2 * (__u32)s->py_len);
+			if (win && win->hs_n)
+				hs_sample(s, win);
 		}
 	}
 

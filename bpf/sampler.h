@@ -39,10 +39,11 @@
  * its entries up.
  */
 enum sp_proc_known_map {
-	SP_PROC_KNOWN_UNWIND = 0, /* unwind_procs (exporter/unwind/unwinder.c) */
-	SP_PROC_KNOWN_PYTHON = 1, /* py_procs (exporter/runtime/python/pytab.c) */
-	SP_PROC_KNOWN_V8 = 2,	  /* v8_procs (exporter/runtime/v8/v8tab.c) */
-	SP_PROC_KNOWN_MAPS = 3,
+	SP_PROC_KNOWN_UNWIND = 0,  /* unwind_procs (exporter/unwind/unwinder.c) */
+	SP_PROC_KNOWN_PYTHON = 1,  /* py_procs (exporter/runtime/python/pytab.c) */
+	SP_PROC_KNOWN_V8 = 2,	   /* v8_procs (exporter/runtime/v8/v8tab.c) */
+	SP_PROC_KNOWN_HOTSPOT = 3, /* hs_procs (exporter/runtime/jvm/hstab.c) */
+	SP_PROC_KNOWN_MAPS = 4,
 };
 #define SP_PID_MAX_LIMIT (4u << 20)
 #define SP_PROC_KNOWN_WORDS (SP_PID_MAX_LIMIT / 64 * SP_PROC_KNOWN_MAPS)
@@ -425,21 +426,23 @@ struct sp_sample {
 	 * User PCs, leaf first (ustack_len), then, when the process runs CPython and the walk is
 	 * loaded (bpf/python.bpf.h), py_len struct py_frame (2 slots each, innermost first) in
 	 * the room the native frames left; then, in a node process the agent described
-	 * (bpf/v8.bpf.h), v8_len struct v8_frame (3 slots each).
+	 * (bpf/v8.bpf.h), v8_len struct v8_frame (3 slots each); then, in a JVM the agent
+	 * described (bpf/hotspot.bpf.h), hs_len Java frame records (2 slots each).
 	 */
 	__u64 ustack[SP_MAX_USTACK];
 	__u16 ctx_len; /* bytes of ctx used; 0: no span */
 	__u16 py_len;  /* Python frames after the native ones in ustack (see there) */
 	__u16 v8_len;  /* V8 frames (bpf/v8.h, 3 slots each) after the Python ones in ustack */
-	__u8 ctx_pad[2];
+	__u16 hs_len;  /* Java frames (bpf/hotspot.h, 2 slots each) after the V8 ones in ustack */
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
 
-/* The ustack slots sample @s uses: native frames, then Python (2 each) and V8 (3 each) frames. */
+/* The ustack slots sample @s uses: native frames, then Python (2 each), V8 (3 each) and Java
+ * (2 each) frames. */
 static inline __u32 sp_ustack_slots(const struct sp_sample *s)
 {
-	return (__u32)s->ustack_len + 2u * s->py_len + 3u * s->v8_len;
+	return (__u32)s->ustack_len + 2u * s->py_len + 3u * s->v8_len + 2u * s->hs_len;
 }
 
 /* bpf/golabels.bpf.h packs an entry at offsets up to 448 (masked with 511 for the verifier):

@@ -8,6 +8,8 @@
 #ifndef SPANPROF_UNWIND_BPF_H
 #define SPANPROF_UNWIND_BPF_H
 
+#include "hotspot.h"
+
 /*
  * Stack reads go through a window: the rest of the page holding the address is copied at once.
  * Touching a user page from the kernel costs far more than copying it (a TLB fill under page
@@ -34,6 +36,10 @@ struct unwind_window {
 	 */
 	__u64 fp_of[SP_MAX_USTACK];
 	__u64 leaf_sp;
+	/* Java frames the walk recorded (bpf/hotspot.h: two words each), hs_n of them. */
+	__u64 hs_rec[2 * HS_MAX_FRAMES];
+	__u32 hs_n;
+	__u32 hs_pad;
 };
 
 struct {
@@ -196,7 +202,13 @@ struct unwind_walk {
 	__s32 last_found;
 	__u32 leaf_cfi;	   /* the sampled PC was left by a CFI row (SP_SAMPLE_LEAF_CFI) */
 	__u32 ra_unmapped; /* a frame-pointer step's return address lay in no known mapping */
+	/* R13 at the sample: HotSpot's interpreter keeps the bytecode pointer in it. */
+	__u64 r13;
+	__u32 r13_known;
+	__u32 pad;
 };
+
+#include "hotspot.bpf.h"
 
 /*
  * Fill of unwind_events from which a notification wakes the agent: a quarter of the ring. Below
@@ -225,6 +237,7 @@ static __always_inline void unwind_notify(__u32 pid, __u32 kind, __u64 addr)
 struct unwind_loop {
 	struct sp_sample *s;
 	struct unwind_proc *proc;
+	struct hs_desc *hs; /* the process's JVM descriptor, or NULL */
 	struct unwind_window *win;
 	struct unwind_walk w;
 };
@@ -371,12 +384,21 @@ __noinline int unwind_step_global(struct unwind_walk *w, struct unwind_window *w
 	return unwind__step(&w->r, found ? &row : NULL, &w->sig, win);
 }
 
+/* One frame in a JVM's code cache (bpf/hotspot.bpf.h): hs_step(). */
+__noinline int hs_step_global(struct unwind_walk *w, const struct hs_desc *d,
+			      struct unwind_window *win, __u32 i)
+{
+	if (!w || !d || !win)
+		return UNWIND_STEP_UNSUPPORTED;
+	return hs_step(w, d, win, i);
+}
+
 /*
- * One frame: set w->out to the value to record for frame i, find its row, step to the caller.
- * Returns 1 to stop.
+ * One frame: set w->out to the value to record for frame i, find its row, step to the caller
+ * (in a JVM's code cache, @hs non-NULL: hs_step_global()). Returns 1 to stop.
  */
 __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *proc,
-				   struct unwind_window *win, __u32 i)
+				   struct unwind_window *win, const struct hs_desc *hs, __u32 i)
 {
 	const struct unwind_table_desc *d;
 	const struct unwind_mapping *m;
@@ -395,6 +417,18 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 	w->out = pc + (i > 0 && w->r.exact);
 	w->n = i + 1;
 	lpc = pc - !w->r.exact;
+
+	if (hs && hs_in_code_cache(hs, lpc)) {
+		win->fp_of[i & (SP_MAX_USTACK - 1)] = 0;
+		if (!i)
+			win->leaf_sp = w->r.sp;
+		w->fp_frames++;
+		res = hs_step_global(w, hs, win, i);
+		if (res == UNWIND_STEP_OK)
+			return 0;
+		w->stop = unwind_step_stat(res);
+		return 1;
+	}
 
 	if (mi < 0 || lpc < proc->maps[mi & (UNWIND_MAX_MAPPINGS - 1)].start ||
 	    lpc >= proc->maps[mi & (UNWIND_MAX_MAPPINGS - 1)].end)
@@ -502,7 +536,7 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 static long unwind_frame(__u32 i, void *ctx)
 {
 	struct unwind_loop *l = ctx;
-	long ret = unwind_frame_global(&l->w, l->proc, l->win, i);
+	long ret = unwind_frame_global(&l->w, l->proc, l->win, l->hs, i);
 
 	l->s->ustack[i & (SP_MAX_USTACK - 1)] = l->w.out;
 	return ret ? 1 : 0; /* bpf_loop wants exactly 0 or 1 */
@@ -652,7 +686,18 @@ static __always_inline int unwind_user_stack(void *ctx, struct sp_sample *s,
 	if (!l.win)
 		return -1;
 	l.win->len = 0;
+	l.win->hs_n = 0;
 	unwind_uretprobes(l.win);
+	l.hs = hs_desc_of(pid, s->pstart_boot_ns);
+	if (l.hs) {
+		struct pt_regs *regs =
+		    (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		if (regs) {
+			w->r13 = regs->r13;
+			w->r13_known = 1;
+		}
+	}
 
 	if (unwind_user_regs(&w->r)) {
 		stat_inc(SP_STAT_UNW_NO_REGS);

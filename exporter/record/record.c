@@ -265,6 +265,7 @@ static int start_stages(struct run *run)
 	sampler__startup_mark(run->slog, run->launch, "CFI unwinder started");
 	record__start_python(r, s, run->tgids, run->ntgids);
 	record__start_v8(r, s, run->tgids, run->ntgids);
+	record__start_jvm(r, s, run->tgids, run->ntgids);
 	if (record__start_span_links(r, s, run->tgids, run->ntgids))
 		return 1;
 	sampler__startup_mark(run->slog, run->launch, "Python, V8 and span links started");
@@ -546,6 +547,7 @@ static void detach_stages(struct run *run)
 	r->in.links = NULL;
 	record__stop_python(r);
 	record__stop_v8(r);
+	record__stop_jvm(r);
 	r->sampler = NULL;
 	sampler__free(s);
 }
@@ -608,6 +610,7 @@ static void cleanup(struct run *run)
 	spanlinks__free(r->in.links); /* its map entries, before the sampler's maps */
 	record__stop_python(r);	      /* likewise */
 	record__stop_v8(r);	      /* likewise */
+	record__stop_jvm(r);	      /* likewise */
 	r->sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r->exporter);

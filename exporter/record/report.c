@@ -101,6 +101,12 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 		if (s)
 			sampler__v8_stats(s, out->v8_bpf, V8_STAT_COUNT);
 	}
+	out->jvm_on = r->jvm != NULL;
+	if (r->jvm) {
+		hstab__stats(r->jvm, &out->jvm);
+		if (s)
+			sampler__hs_stats(s, out->jvm_bpf, HS_STAT_COUNT);
+	}
 	for (uint32_t t = PROFILE_CPU + 1; s && t < PROFILE_NTYPES; t++)
 		if (r->opts->profile_types & (1u << t))
 			out->nevent_counters[t] =

@@ -33,6 +33,7 @@
 #include "record/record_opts.h"
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
+#include "runtime/jvm/hstab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "sampling/sampler_user.h"
@@ -114,6 +115,9 @@ struct report_data {
 	int v8_on; /* JavaScript frames read (the CFI walk is on) */
 	struct v8tab_stats v8;
 	uint64_t v8_bpf[V8_STAT_COUNT]; /* the BPF reader's counters (enum v8_stat, bpf/v8.h) */
+	int jvm_on;			/* Java frames walked (the CFI walk is on) */
+	struct hstab_stats jvm;
+	uint64_t jvm_bpf[HS_STAT_COUNT]; /* the HotSpot walk's counters (enum hs_stat) */
 
 	/* The event profile types' own counters (sampler__event_counters()). */
 	struct sampler_counter event_counters[PROFILE_NTYPES][SAMPLER_MAX_COUNTERS];

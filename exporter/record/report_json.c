@@ -393,6 +393,37 @@ static struct json_object *v8_section(struct jb *b, const struct report_data *d)
 	return s;
 }
 
+/* Java frames walked in HotSpot's structures (docs/java.md); null with the CFI walk off. */
+static struct json_object *jvm_section(struct jb *b, const struct report_data *d)
+{
+	static const char *const failures[] = {
+#define HSTAB_FAILURE_NAME(n, desc) #n,
+	    HSTAB_FAILURES(HSTAB_FAILURE_NAME)
+#undef HSTAB_FAILURE_NAME
+	};
+	const struct hstab_stats *js = &d->jvm;
+	const struct resolve_stats *rs = &d->resolve;
+	struct json_object *s = obj(b), *bpf = obj(b), *fails = obj(b);
+	char key[32];
+
+	put_u(b, s, "processes", js->processes);
+	put_u(b, s, "processes_now", js->live);
+	put_u(b, s, "files_not_jvm", js->files_inspected);
+	for (int i = 0; i < HSTAB_FAIL_COUNT; i++)
+		put_u(b, fails, lower(key, sizeof(key), failures[i]), js->failed[i]);
+	put(b, s, "processes_failed", fails);
+#define HS_STAT_KEY(n, desc) put_u(b, bpf, lower(key, sizeof(key), #n), d->jvm_bpf[HS_STAT_##n]);
+	HS_STATS(HS_STAT_KEY)
+#undef HS_STAT_KEY
+	put(b, s, "bpf", bpf);
+	put_u(b, s, "samples_placed", rs->jvm.merged);
+	put_u(b, s, "samples_not_placed", rs->jvm.not_placed);
+	put_u(b, s, "samples_not_described", rs->jvm.no_process);
+	put_u(b, s, "frames_named", rs->jvm.frames_named);
+	put_u(b, s, "frames_unnamed", rs->jvm.frames_unnamed);
+	return s;
+}
+
 static struct json_object *links_section(struct jb *b, const struct report_data *d)
 {
 	const uint64_t *st = d->bpf;
@@ -650,6 +681,10 @@ struct json_object *report__json(const struct report_data *d)
 		put(&b, root, "v8", v8_section(&b, d));
 	else
 		put_null(&b, root, "v8");
+	if (d->jvm_on)
+		put(&b, root, "jvm", jvm_section(&b, d));
+	else
+		put_null(&b, root, "jvm");
 	if (d->links_on)
 		put(&b, root, "span_links", links_section(&b, d));
 	else

@@ -7,6 +7,7 @@
 #include "record/stages.h"
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
+#include "runtime/jvm/hstab.h"
 #include "runtime/v8/v8tab.h"
 #include "spans/spanlinks.h"
 #include "unwind/unwinder.h"
@@ -175,4 +176,31 @@ void record__stop_v8(struct recorder *r)
 		runtimes_remove(r, v8tab__table(r->v8));
 	v8tab__free(r->v8);
 	r->v8 = NULL;
+}
+
+void record__start_jvm(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	int fd = sampler__hs_procs_fd(s);
+
+	if (fd < 0)
+		return;
+	r->jvm = hstab__new(fd, sampler__proc_known(s));
+	if (!r->jvm) {
+		fprintf(stderr, "spanprof: warning: no Java frames (%s)\n", strerror(errno));
+		return;
+	}
+	resolve__set_jvm(r->in.resolve, r->jvm);
+	runtimes_add(r, hstab__table(r->jvm));
+	for (size_t i = 0; i < n; i++)
+		hstab__maps_hook(r->jvm, pids[i], 0, NULL);
+}
+
+void record__stop_jvm(struct recorder *r)
+{
+	if (r->in.resolve)
+		resolve__set_jvm(r->in.resolve, NULL);
+	if (r->jvm)
+		runtimes_remove(r, hstab__table(r->jvm));
+	hstab__free(r->jvm);
+	r->jvm = NULL;
 }

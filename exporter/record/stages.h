@@ -52,5 +52,9 @@ void record__start_v8(struct recorder *r, struct sampler *s, const uint32_t *pid
 
 /* Frees r->v8 (NULL: nothing). Before the sampler whose map it writes to. */
 void record__stop_v8(struct recorder *r);
+/* Java frames of HotSpot JVMs (docs/java.md): r->jvm, with the CFI walk. */
+void record__start_jvm(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
+/* Frees r->jvm (NULL: nothing). Before the sampler whose map it writes to. */
+void record__stop_jvm(struct recorder *r);
 
 #endif /* SPANPROF_RECORD_STAGES_H */

@@ -11,6 +11,7 @@
 #include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
 #include "runtime/jit/jitproc.h"
+#include "runtime/jvm/hstab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "symbols/symbolize.h"
@@ -53,6 +54,11 @@ void resolve__free(struct resolve *r)
 void resolve__set_python(struct resolve *r, struct pytab *py)
 {
 	r->python = py;
+}
+
+void resolve__set_jvm(struct resolve *r, struct hstab *jvm)
+{
+	r->jvm = jvm;
 }
 
 void resolve__set_v8(struct resolve *r, struct v8tab *v8)
@@ -135,6 +141,12 @@ static uint32_t runtime_frames(struct resolve *r, struct profile *p, const struc
 		return resolve_v8__merge(r, p, s, uu + 2u * s->py_len, locs, nu, cap);
 	if (s->v8_len)
 		r->stats.v8.not_placed++;
+	/* Java frames in place of their JIT and interpreter frames (runtime/jvm/). */
+	if (r->jvm && s->hs_len && nu == uu)
+		return resolve_jvm__merge(r, p, s, uu + 2u * s->py_len + 3u * s->v8_len, locs, nu,
+					  uu);
+	if (s->hs_len)
+		r->stats.jvm.not_placed++;
 	return nu;
 }
 
@@ -151,6 +163,9 @@ static uint32_t user_stack(struct resolve *r, struct profile *p, struct proc *pr
 
 	/* A node process V8's own structures name: its JIT misses are no reason for a hint. */
 	if (r->v8 && proc__jit(proc) && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
+		jitproc__runtime_names(proc__jit(proc));
+	/* Likewise a JVM whose frames HotSpot's own tables name. */
+	if (r->jvm && proc__jit(proc) && hstab__namer(r->jvm, s->pid, s->pstart_boot_ns))
 		jitproc__runtime_names(proc__jit(proc));
 	/* The interpreter loop's PCs wait for the Python frames' merge, which may replace them. */
 	resolve_py__defer_loop(r, s, uu);

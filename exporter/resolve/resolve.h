@@ -72,6 +72,10 @@ struct v8tab;
  * (kind FRAME_V8JS) and places them among the native frames. Borrowed; NULL: ignored.
  */
 void resolve__set_v8(struct resolve *r, struct v8tab *v8);
+struct hstab;
+/* Names the Java frames of JVM samples (sp_sample.hs_len, bpf/hotspot.h) from @jvm's processes
+ * (kind FRAME_JVM) in place of their native frames. Borrowed; NULL: ignored. */
+void resolve__set_jvm(struct resolve *r, struct hstab *jvm);
 
 /*
  * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind

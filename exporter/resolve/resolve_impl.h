@@ -27,6 +27,7 @@
 struct pyproc;
 struct pytab;
 struct v8tab;
+struct hstab;
 struct jitproc;
 struct objtally;
 
@@ -125,6 +126,9 @@ struct resolve {
 	struct pyproc *defer_py;
 	struct objtally *objs; /* user frames per file, named or not: the end-of-run report */
 	struct v8tab *v8;      /* NULL: V8 frames ignored */
+	struct hstab *jvm;     /* NULL: Java frames ignored */
+	uint32_t jvm_pid;      /* the process of the sample resolve_jvm__merge() names */
+	uint64_t jvm_start;
 	/* scratch of resolve_v8__merge(), allocated with the first V8 sample */
 	uint32_t *v8locs;
 	/* The sample being named (CLOCK_BOOTTIME; UINT64_MAX outside resolve__sample()): JIT
@@ -210,6 +214,16 @@ bool resolve_py__in_loop(const struct resolve *r, const struct frame_ctx *f, uin
  */
 uint32_t resolve_py__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			   uint32_t uu, uint32_t *locs, uint32_t n, uint32_t cap);
+
+/* --- jvm.c -------------------------------------------------------------------------------- */
+
+/*
+ * Names the Java frames of sample @s (bpf/hotspot.h records from ustack slot @first) and puts
+ * each in the place of its native frame among the @n user locations @locs (one per PC: @n ==
+ * @uu). A frame that cannot be named keeps its native location. Returns @n.
+ */
+uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
+			    uint32_t first, uint32_t *locs, uint32_t n, uint32_t uu);
 
 /* --- v8.c --------------------------------------------------------------------------------- */
 

@@ -47,6 +47,14 @@ struct resolve_stats {
 		 * or not (a wrong name from one of them) */
 		uint64_t perfmap_agree, perfmap_disagree;
 	} v8;
+	/* HotSpot (runtime/jvm/): Java frames of JVMs, walked by bpf/hotspot.bpf.h. */
+	struct {
+		uint64_t merged;	 /* samples whose Java frames were placed */
+		uint64_t not_placed;	 /* samples with Java frames not placed (a PC gave two) */
+		uint64_t no_process;	 /* ... of a JVM no longer (or not yet) described */
+		uint64_t frames_named;	 /* Java frames named */
+		uint64_t frames_unnamed; /* ... not (hsname's counters say why): native kept */
+	} jvm;
 };
 
 #endif /* SPANPROF_RESOLVE_STATS_H */

@@ -183,6 +183,9 @@ static void attach(struct runtime_table *t, struct runtime_proc *e, const struct
 		err = proclife__check(e->pid, e->start_boot_ns);
 	if (!err)
 		err = runtime_table__describe(t, e);
+	/* Not ready yet (a runtime in its first moments): looked at again, at the next maps read
+	 * or sweep. */
+	e->again = err == -EAGAIN;
 	if (!err) {
 		t->st.processes++;
 		t->st.live++;
@@ -226,6 +229,10 @@ void runtime_table__maps_hook(struct runtime_table *t, uint32_t pid, uint64_t st
 			if (e->described)
 				runtime_table__describe(t, e);
 		}
+		if (!e->inst && e->again)
+			attach(t, e, maps,
+			       procmaps__find_file(maps, e->file.ino, e->file.dev_major,
+						   e->file.dev_minor));
 		goto out;
 	}
 	if (e) {
@@ -309,6 +316,20 @@ void runtime_table__tick(struct runtime_table *t)
 	if (!sweep)
 		return;
 	t->last_sweep_ns = now;
+	/* Entries not ready at their last look: their maps read again (a few per sweep). */
+	{
+		uint32_t again[RUNTIME_RETRIES_PER_SWEEP];
+		uint64_t start[RUNTIME_RETRIES_PER_SWEEP];
+		size_t n = 0;
+
+		HASH_ITER (hh, t->procs, e, tmp)
+			if (!e->inst && e->again && !e->gone_ns && n < RUNTIME_RETRIES_PER_SWEEP) {
+				again[n] = e->pid;
+				start[n++] = e->start_boot_ns;
+			}
+		for (size_t i = 0; i < n; i++)
+			runtime_table__maps_hook(t, again[i], start[i], NULL);
+	}
 	HASH_ITER (hh, t->procs, e, tmp) {
 		if (e->gone_ns) {
 			/* Found gone a sweep ago: the samples taken before the exit are named. */

@@ -68,6 +68,8 @@ struct procmaps;
 
 /* The largest BPF descriptor a runtime may have (bytes). */
 #define RUNTIME_MAX_DESC 512
+/* Entries whose runtime was not ready (ops.proc_new -EAGAIN) looked at again per sweep. */
+#define RUNTIME_RETRIES_PER_SWEEP 16
 /* Processes are checked for exit at most this often (ns). */
 #define RUNTIME_SWEEP_NS (5 * 1000000000ull)
 
@@ -93,6 +95,7 @@ struct runtime_proc {
 	void *inst;		      /* the runtime's instance; NULL: creation failed (counted) */
 	uint64_t gone_ns;	      /* when it was found gone (CLOCK_MONOTONIC); 0: alive */
 	int described;		      /* its descriptor is in the BPF map */
+	int again;		      /* proc_new said -EAGAIN (not ready): looked at again */
 	UT_hash_handle hh;
 };
 
@@ -118,7 +121,8 @@ struct runtime_ops {
 					  void *data);
 	/* Required. The instance of process @e (pid, start time and file set; inst NULL) of the
 	 * runtime's file @m of @maps, @data that file's (NULL when it is no longer remembered:
-	 * read it again); NULL + *@err (-errno) when it has none. */
+	 * read it again); NULL + *@err (-errno) when it has none; -EAGAIN: the runtime is not
+	 * set up yet, asked again at the process's next maps read or sweep. */
 	void *(*proc_new)(void *rt, const struct runtime_proc *e, const struct procmaps *maps,
 			  const struct procmap *m, void *data, int *err);
 	/* Required. Frees instance @inst; @keep_counters: fold its counters into the runtime's

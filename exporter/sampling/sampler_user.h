@@ -213,6 +213,14 @@ int sampler__v8_procs_fd(const struct sampler *s);
 __u64 *sampler__proc_known(const struct sampler *s);
 /* The first @n V8 counters (enum v8_stat, bpf/v8.h) summed over the CPUs. 0, -ENOTSUP, -ENOMEM. */
 int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n);
+
+/*
+ * HotSpot frames (bpf/hotspot.bpf.h): the hs_procs map (tgid -> struct hs_desc) the agent
+ * fills (exporter/runtime/jvm/hstab.c), -ENOTSUP without the CFI walk; and the walk's counters
+ * (enum hs_stat, summed over CPUs into @out[0..n)).
+ */
+int sampler__hs_procs_fd(const struct sampler *s);
+int sampler__hs_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*
