@@ -55,7 +55,8 @@ struct layout {
 	uint64_t nm_method, nm_compile_id;
 	bool immutable; /* JDK 24+: nmethod::_immutable_data, metadata in _mutable_data */
 	bool scopes_data_ptr;
-	uint64_t nm_scopes_data; /* CompiledMethod::_scopes_data_begin or nmethod::_scopes_data_offset */
+	/* CompiledMethod::_scopes_data_begin (address) or nmethod::_scopes_data_offset */
+	uint64_t nm_scopes_data;
 	uint64_t nm_scopes_pcs, nm_dependencies, nm_metadata;
 	uint64_t nm_immutable_data, nm_immutable_size;
 	uint64_t blob_mutable_data, blob_relocation_size, blob_mutable_size;
@@ -466,7 +467,7 @@ static int pool_symbol(struct hsname *n, uint64_t cp, const uint8_t *hdr, uint64
 	return err;
 }
 
-/* The Method at @method whose _constMethod is @cm: names, bytecode size, line table. */
+/* The method of ConstMethod @cm: names, bytecode size, line table. */
 static int read_method(struct hsname *n, uint64_t cm, struct minfo **out)
 {
 	const struct layout *l = &n->l;
@@ -520,8 +521,7 @@ static int read_method(struct hsname *n, uint64_t cm, struct minfo **out)
 		end = total - l->cm_size - code_size;
 		m->lines_len = end > MAX_LINE_TABLE ? MAX_LINE_TABLE : (uint32_t)end;
 		m->lines = m->lines_len ? malloc(m->lines_len) : NULL;
-		if (m->lines &&
-		    rd(n, cm + l->cm_size + code_size, m->lines, m->lines_len)) {
+		if (m->lines && rd(n, cm + l->cm_size + code_size, m->lines, m->lines_len)) {
 			free(m->lines);
 			m->lines = NULL;
 		}
@@ -601,6 +601,9 @@ static int line_of(const struct hsname *n, const struct minfo *m, int32_t bci)
 	struct stream s = {.b = m->lines, .len = m->lines_len, .x = n->l.unsigned5};
 	int32_t cur_bci = 0, cur_line = 0, best_bci = 0, best_line = 0;
 
+	/* SynchronizationEntryBCI (-1, a method's entry) is bci 0's line, as HotSpot prints it */
+	if (bci == -1)
+		bci = 0;
 	if (bci < 0 || (uint32_t)bci >= m->code_size)
 		return 0;
 	while (s.pos < s.len) {
@@ -695,8 +698,10 @@ int hsname__interpreted(struct hsname *n, uint64_t method, uint32_t const_method
 	err = method_info(n, method, cm, &m);
 	if (err)
 		return fail(n, err);
-	/* the bytecode pointer must lie in the bytecodes: ConstMethod + sizeof(ConstMethod) */
-	if (bcp_offset < n->l.cm_size || bcp_offset - n->l.cm_size >= m->code_size)
+	/* the bytecode pointer must lie in the bytecodes: ConstMethod + sizeof(ConstMethod);
+	 * a native method has none, and its frame's bytecode pointer is 0 */
+	if (m->code_size &&
+	    (bcp_offset < n->l.cm_size || bcp_offset - n->l.cm_size >= m->code_size))
 		return fail(n, ERR(STALE));
 	set_line(&line, m, line_of(n, m, (int32_t)(bcp_offset - n->l.cm_size)));
 	answer(n, k, &line, 1, out);

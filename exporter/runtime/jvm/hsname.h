@@ -34,7 +34,7 @@
  * encoding (code/compressedStream.hpp): JDK < 21 bytes of 6-bit digits, < 192 ending;
  * JDK 21+ UNSIGNED5 (utilities/unsigned5.hpp), the same with byte 0 excluded (every byte - 1,
  * < 191 ending). The line of a bci is Method::line_number_from_bci()'s: an exact entry, else
- * the entry with the largest start bci below it.
+ * the entry with the largest start bci below it; bci -1 (a method's entry) is bci 0.
  *
  * Inlining: a compiled frame's scopes (code/scopeDesc.cpp decode_body(), debugInfo.hpp): at a
  * scope decode offset in the scopes data, unsigned ints sender decode offset (0: outermost),
@@ -44,7 +44,8 @@
  * is never guessed.
  *
  * Proof: an interpreted frame is named only when Method::_constMethod still has the low 32
- * bits the walk saw and the bytecode pointer lies in the bytecodes; a compiled frame only when
+ * bits the walk saw and the bytecode pointer lies in the bytecodes (a native method, without
+ * bytecodes, is named with line 0 whatever its frame holds); a compiled frame only when
  * the nmethod still has the _compile_id and the low 32 bits of _method the walk saw. Anything
  * else is refused (STALE): code is freed, classes unload, methods are redefined.
  *
