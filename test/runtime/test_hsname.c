@@ -596,7 +596,35 @@ static void compiled(const struct lay *l)
 		assert_line(&f.lines[0], "com.example.Hot", "outer", "Hot.java", 0);
 	}
 	hsname__stats(n, &st);
+	assert_int_equal(st.no_pc_desc, 1);
+	assert_int_equal(st.bad_return, 1);
+	/* asked for: a leaf between PcDescs takes the next one's scopes, as AsyncGetCallTrace;
+	 * a return address still needs its own */
+	hsname__set_leaf_near(n, true);
+	assert_int_equal(
+	    hsname__compiled(n, nm.addr, 77, (uint32_t)out, nm.code_begin + 0x3f, true, &f), 0);
+	assert_int_equal(f.n, 3);
+	assert_line(&f.lines[0], "com.example.Hot", "leaf", "Hot.java", 11);
+	assert_int_equal(
+	    hsname__compiled(n, nm.addr, 77, (uint32_t)out, nm.code_begin + 0x40, true, &f), 0);
+	assert_int_equal(f.n, 3);
+	assert_int_equal(
+	    hsname__compiled(n, nm.addr, 77, (uint32_t)out, nm.code_begin + 0x41, true, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_line(&f.lines[0], "com.example.Hot", "outer", "Hot.java", 21);
+	assert_int_equal(
+	    hsname__compiled(n, nm.addr, 77, (uint32_t)out, nm.code_begin + 0x3f, false, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.lines[0].line, 0);
+	assert_int_equal(
+	    hsname__compiled(n, nm.addr, 77, (uint32_t)out, nm.code_begin + 0x81, true, &f), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.lines[0].line, 0);
+	hsname__stats(n, &st);
+	assert_int_equal(st.near, 2);
 	assert_int_equal(st.no_pc_desc, 2);
+	assert_int_equal(st.bad_return, 2);
+	hsname__set_leaf_near(n, false);
 	assert_int_equal(st.scope_failed, 0);
 	/* proofs: another compile id, another method: refused */
 	assert_int_equal(

@@ -107,6 +107,7 @@ struct hsname {
 	struct layout l;
 	struct table methods, nmethods, frames;
 	struct hs_line scratch[HSNAME_MAX_DEPTH]; /* answers not cached */
+	bool leaf_near;
 	struct hsname_stats stats;
 };
 
@@ -359,6 +360,13 @@ void hsname__free(struct hsname *n)
 void hsname__set_reader(struct hsname *n, hsname_read_fn read)
 {
 	n->read = read;
+}
+
+void hsname__set_leaf_near(struct hsname *n, bool on)
+{
+	if (n->leaf_near != on)
+		caches_clear(n);
+	n->leaf_near = on;
 }
 
 void hsname__stats(const struct hsname *n, struct hsname_stats *out)
@@ -816,11 +824,14 @@ fail:
 	return err;
 }
 
-/* The PcDesc at @pc_offset exactly, or NULL. */
-static const struct pcd *find_pc(const struct nminfo *m, int64_t pc_offset)
+/* The PcDesc at @pc_offset exactly, or with @near the first after it (nmethod::pc_desc_near()
+ * of @pc_offset + 1, as forte.cpp asks for a leaf), or NULL. */
+static const struct pcd *find_pc(const struct nminfo *m, int64_t pc_offset, bool near)
 {
 	uint32_t lo = 0, hi = m->n_pcs;
 
+	if (near)
+		pc_offset++;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -829,7 +840,9 @@ static const struct pcd *find_pc(const struct nminfo *m, int64_t pc_offset)
 		else
 			hi = mid;
 	}
-	return lo < m->n_pcs && m->pcs[lo].pc_offset == pc_offset ? &m->pcs[lo] : NULL;
+	if (lo < m->n_pcs && (near || m->pcs[lo].pc_offset == pc_offset))
+		return &m->pcs[lo];
+	return NULL;
 }
 
 /* The Method* @method with its current _constMethod, named. */
@@ -904,12 +917,22 @@ int hsname__compiled(struct hsname *n, uint64_t nmethod, uint32_t compile_id, ui
 	err = method_now(n, m->method, &own);
 	if (err)
 		return fail(n, err);
-	/* a call's PcDesc sits at its return address; between PcDescs nothing is guessed */
-	pd = pc >= m->code_begin && pc - m->code_begin < (1ull << 31)
-		 ? find_pc(m, (int64_t)(pc - m->code_begin))
-		 : NULL;
-	if (!pd)
+	/* a call's PcDesc sits at its return address; between PcDescs nothing is guessed,
+	 * unless asked (hsname__set_leaf_near()) */
+	pd = NULL;
+	if (pc >= m->code_begin && pc - m->code_begin < (1ull << 31)) {
+		int64_t off = (int64_t)(pc - m->code_begin);
+
+		pd = find_pc(m, off, false);
+		if (!pd && exact && n->leaf_near) {
+			pd = find_pc(m, off, true);
+			n->stats.near += pd != NULL;
+		}
+	}
+	if (!pd && exact)
 		n->stats.no_pc_desc++;
+	else if (!pd)
+		n->stats.bad_return++;
 	cnt = pd && pd->scope ? decode_scopes(n, m, pd->scope, lines) : 0;
 	if (cnt < 0)
 		n->stats.scope_failed++;

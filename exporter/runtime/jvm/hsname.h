@@ -85,7 +85,10 @@ const char *hsname__error_name(enum hsname_error e);
 struct hsname_stats {
 	uint64_t errors[HSNAME_ERR_COUNT];
 	uint64_t hits, misses; /* frames named from the cache / read */
-	uint64_t no_pc_desc;   /* compiled PCs with no PcDesc: the nmethod's method alone */
+	uint64_t no_pc_desc;   /* leaf PCs (exact) with no PcDesc: the nmethod's method alone */
+	uint64_t near;	       /* leaf PCs named from the next PcDesc (hsname__set_leaf_near()) */
+	uint64_t bad_return;   /* return addresses with no PcDesc (a call site has one): the
+				* nmethod's method alone, and the walk's frame is suspect */
 	uint64_t scope_failed; /* scopes that did not decode: the nmethod's method alone */
 };
 
@@ -122,6 +125,16 @@ void hsname__free(struct hsname *n);
 void hsname__set_reader(struct hsname *n, hsname_read_fn read);
 
 /*
+ * Off by default. On: a leaf PC with no PcDesc of its own takes the scopes of the next PcDesc
+ * after it, nmethod::pc_desc_near(pc + 1), which AsyncGetCallTrace and JFR use for a leaf
+ * (prims/forte.cpp, is_decipherable_compiled_frame()). Exact under -XX:+DebugNonSafepoints;
+ * without it the next PcDesc is the next call or safepoint poll, usually in the same inlined
+ * method (a hot loop's back-edge poll) but not always: an approximation, counted in "near".
+ * Without it, a hot loop C2 inlined is named as the outer method alone (no inlined chain).
+ */
+void hsname__set_leaf_near(struct hsname *n, bool on);
+
+/*
  * An interpreted frame: Method* @method, the low 32 bits of its _constMethod at the sample
  * @const_method_lo32, the bytecode pointer's offset from that ConstMethod @bcp_offset (word0 and
  * word1 of bpf/hotspot.h's record). 0 and *@out (one line), or -(1 + enum hsname_error).
@@ -134,8 +147,10 @@ int hsname__interpreted(struct hsname *n, uint64_t method, uint32_t const_method
 /*
  * A compiled frame: the nmethod's CodeBlob address @nmethod, its _compile_id and the low 32
  * bits of its _method at the sample, @pc the frame's PC as the walk saw it, @exact: @pc is the
- * sampled instruction (the leaf) rather than a return address. 0 and *@out (the inlined methods
- * at @pc innermost first, then the nmethod's method), or -(1 + enum hsname_error). Lifetime of
+ * sampled instruction (the leaf) rather than a return address. Both use the PcDesc at @pc
+ * exactly; without one (most leaf PCs: C1/C2 record PcDescs at calls and safepoint polls
+ * only) the frame is the nmethod's method alone, line 0. 0 and *@out (the inlined methods at
+ * @pc innermost first, then the nmethod's method), or -(1 + enum hsname_error). Lifetime of
  * *@out as above.
  */
 int hsname__compiled(struct hsname *n, uint64_t nmethod, uint32_t compile_id, uint32_t method_lo32,
