@@ -365,9 +365,17 @@ static void *proc_new(void *rt, const struct runtime_proc *e, const struct procm
 	}
 	if (*err)
 		goto fail;
-	hi->namer = hsname__new((pid_t)e->pid, hi->vm, err);
-	if (!hi->namer)
+	hi->namer = hsname__new((pid_t)e->pid, hi->vm, &missing, err);
+	if (!hi->namer) {
+		if (*err == -ENOENT && missing && !said_missing) {
+			said_missing = true;
+			fprintf(stderr,
+				"spanprof: JVM %u: its VMStructs lack %s: its Java frames are left "
+				"native\n",
+				e->pid, missing);
+		}
 		goto fail;
+	}
 	return hi;
 fail:
 	hsvm__free(hi->vm);
