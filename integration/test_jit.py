@@ -404,11 +404,12 @@ JDKS = jdks()
 
 
 def java_name(frame):
-    """The method of a HotSpot perf-map name ("long JitChain.innerWork(int)"), "Interpreter"
-    for the interpreter's code (an interpreted frame), else None."""
+    """The method of a HotSpot perf-map name ("long JitChain.innerWork(int)"), or of a frame
+    named from HotSpot's own structures ("JitChain.innerWork_[j]", docs/java.md: they win over
+    the map), "Interpreter" for the interpreter's code (an interpreted frame), else None."""
     if frame.startswith("Interpreter"):
         return "Interpreter"
-    m = re.search(r"JitChain[.:]+(\w+)\(", frame)
+    m = re.search(r"JitChain[.:]+(\w+)(\(|_\[j\]$)", frame)
     return m.group(1) if m else None
 
 

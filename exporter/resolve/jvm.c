@@ -114,7 +114,7 @@ uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct s
 		/* One location per PC (n == uu): frame i is locs[i]. */
 		if (i >= n || i >= uu)
 			continue;
-		loc = jvm_location(r, hn, p, w0, w1, s->ustack[i] - (i > 0), i == 0);
+		loc = jvm_location(r, hn, p, w0, w1, s->ustack[i], i == 0);
 		if (loc)
 			locs[i] = loc;
 	}

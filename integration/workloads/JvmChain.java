@@ -41,12 +41,15 @@ public class JvmChain {
     }
 
     static long catcher() {
-        try {
-            thrower(2);
-        } catch (IllegalStateException e) {
-            return e.getStackTrace().length;
+        long n = 0;
+        for (int i = 0; i < 200; i++) { // many throws per look at the thread's CPU time
+            try {
+                thrower(2);
+            } catch (IllegalStateException e) {
+                n += e.getStackTrace().length;
+            }
         }
-        return 0;
+        return n;
     }
 
     static native long nativeCall(int n);

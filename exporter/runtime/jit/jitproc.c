@@ -203,7 +203,9 @@ static void ask_jvm(struct jitproc *j, FILE *log)
 	    !(j->missed && now - j->java_asked_ns >= JITPROC_JAVA_MISS_INTERVAL_NS))
 		return;
 	j->missed = false;
-	if (!j->java_asked_ns && log && !proc_mentions(j->pid, "-XX:+PreserveFramePointer"))
+	/* (A JVM whose structures the HotSpot walk reads needs no frame pointer: no advice.) */
+	if (!j->java_asked_ns && log && !j->runtime_names &&
+	    !proc_mentions(j->pid, "-XX:+PreserveFramePointer"))
 		fprintf(
 		    log,
 		    "spanprof: PID %u (java): started without -XX:+PreserveFramePointer: its "
