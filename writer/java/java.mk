@@ -7,7 +7,7 @@
 # benchmark, $(BUILD)/java/opentelemetry-javaagent.jar. Maven puts the artifacts in ~/.m2
 # (`make deps` fetches them ahead); built by the test targets (check, integration) and by
 #   make java-extension
-# JAVAC picks the compiler (the JNI headers are taken from its JDK).
+# JAVAC picks the compiler; JAVA_JNI_HOME the JDK whose JNI headers the native part uses.
 
 JAVAC ?= javac
 JAR_TOOL ?= jar
@@ -27,7 +27,11 @@ JAVA_CP_ARTIFACTS := \
 JAVA_CP := $(subst $(eval) ,:,$(addprefix $(JAVA_M2)/,$(JAVA_CP_ARTIFACTS)))
 JAVA_SRC := $(wildcard writer/java/src/spanprof/context/*.java)
 JAVA_HOME_OF_JAVAC = $(patsubst %/bin/javac,%,$(realpath $(shell command -v $(JAVAC))))
-JAVA_JNI_CFLAGS = -I$(JAVA_HOME_OF_JAVAC)/include -I$(JAVA_HOME_OF_JAVAC)/include/linux
+# JNI/JVMTI headers: those of a JDK 21+ when there is one (JVMTI 21: virtual threads; the ABI is
+# stable, the library still loads in older JVMs), else the JDK of JAVAC (virtual threads left out).
+JAVA_JNI_HOME ?= $(or $(patsubst %/include/jvmti.h,%,$(firstword $(shell grep -l JVMTI_VERSION_21 \
+	$(JAVA_HOME_OF_JAVAC)/include/jvmti.h /usr/lib/jvm/*/include/jvmti.h 2>/dev/null))),$(JAVA_HOME_OF_JAVAC))
+JAVA_JNI_CFLAGS = -I$(JAVA_JNI_HOME)/include -I$(JAVA_JNI_HOME)/include/linux
 
 .PHONY: java-extension java-deps
 java-extension: $(JAVA_JAR) $(JAVA_AGENT_JAR)

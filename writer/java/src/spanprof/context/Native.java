@@ -65,8 +65,11 @@ final class Native {
     }
   }
 
-  /** Publishes (traceIdHex, spanIdHex) on the calling thread; the token for {@link #detach}. */
-  static native long attach(String traceIdHex, String spanIdHex, int traceFlags);
+  /**
+   * Publishes (trace id, span id) on the calling thread, the ids as longs read big-endian
+   * ({@link #hexLong}); the token for {@link #detach}. An all-zero id publishes no span.
+   */
+  static native long attach(long traceHi, long traceLo, long spanId, int traceFlags);
 
   /** A level that publishes no span on the calling thread. */
   static native long attachNone();
@@ -81,4 +84,42 @@ final class Native {
   static native int publishProcess(String[] keyValues, String[] attrKeys);
 
   static native int unpublishProcess();
+
+  /**
+   * Turns on the publishing of virtual threads' spans (JVMTI: mount/unmount events): 0, or a
+   * negative step that failed (-1: no JVMTI 21, the JVM has no virtual threads).
+   */
+  static native int vtInit();
+
+  /**
+   * The calling virtual thread's current span (ids as for {@link #attach}; all zero: none),
+   * published on its carrier while it is mounted.
+   */
+  static native void vtSet(long traceHi, long traceLo, long spanId, int traceFlags);
+
+  /**
+   * The 16 hex digits of s from off as a long (big-endian), or 0 if s is too short or one is not
+   * a hex digit (SpanContext's ids are lower-case hex; 0 publishes no span).
+   */
+  static long hexLong(String s, int off) {
+    if (s.length() < off + 16) {
+      return 0;
+    }
+    long v = 0;
+    for (int i = off; i < off + 16; i++) {
+      char c = s.charAt(i);
+      int d;
+      if (c >= '0' && c <= '9') {
+        d = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        d = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        d = c - 'A' + 10;
+      } else {
+        return 0;
+      }
+      v = v << 4 | d;
+    }
+    return v;
+  }
 }

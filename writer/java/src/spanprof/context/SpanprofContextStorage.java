@@ -17,14 +17,20 @@ import java.util.logging.Logger;
  * one). Thread pools need nothing more: the agent carries the context into a task and makes it
  * current on the worker thread, which comes through here.
  *
- * <p>Virtual threads publish nothing: the record is per OS thread (the carrier's), and a virtual
- * thread that unmounts with a scope open would leave its span published on a carrier that then
- * runs another virtual thread. Their samples stay unlinked rather than risk another request's
- * span (docs/java.md).
+ * <p>Virtual threads (JDK 21+): the record is per OS thread (the carrier's), and a virtual
+ * thread may leave its carrier at any blocking call, with its scope open. So a virtual thread's
+ * current span is kept per virtual thread by the native part ({@link Native#vtSet}, on every
+ * attach and close) and published on the carrier only while the virtual thread is mounted
+ * (JVMTI's VirtualThreadMount/Unmount events, {@link Native#vtInit}). Where that cannot be set
+ * up (or with -Dspanprof.virtualThreads=false), virtual threads publish nothing: their samples
+ * stay unlinked, never linked to another request's span (docs/java.md).
  */
 final class SpanprofContextStorage implements ContextStorage {
   /** java.lang.BaseVirtualThread (JDK 21+: VirtualThread and BoundVirtualThread), or null. */
   private static final Class<?> VIRTUAL = virtualThreadClass();
+
+  /** Whether virtual threads publish their spans (see the class comment). */
+  private static final boolean VIRTUAL_OK = virtualThreadsOk();
 
   private final ContextStorage delegate;
 
@@ -33,7 +39,11 @@ final class SpanprofContextStorage implements ContextStorage {
     Logger.getLogger("spanprof.context")
         .info(
             "spanprof: publishing each thread's current span (OTEP 4947)"
-                + (VIRTUAL != null ? ", none on virtual threads" : ""));
+                + (VIRTUAL == null
+                    ? ""
+                    : VIRTUAL_OK
+                        ? ", virtual threads' on their carriers"
+                        : ", none on virtual threads"));
   }
 
   private static Class<?> virtualThreadClass() {
@@ -47,16 +57,45 @@ final class SpanprofContextStorage implements ContextStorage {
     return null;
   }
 
+  private static boolean virtualThreadsOk() {
+    if (VIRTUAL == null
+        || "false".equalsIgnoreCase(System.getProperty("spanprof.virtualThreads"))) {
+      return false;
+    }
+    int rc = Native.vtInit();
+    if (rc != 0) {
+      Logger.getLogger("spanprof.context")
+          .warning(
+              "spanprof: virtual threads publish no span: JVMTI's virtual thread events are not"
+                  + " available (step "
+                  + rc
+                  + ")");
+    }
+    return rc == 0;
+  }
+
   static boolean onVirtualThread() {
     return VIRTUAL != null && VIRTUAL.isInstance(Thread.currentThread());
   }
 
   @Override
   public Scope attach(Context toAttach) {
+    Context before = VIRTUAL_OK ? delegate.current() : null;
     Scope scope = delegate.attach(toAttach);
     // Scope.noop(): toAttach was current already, nothing changed.
-    if (scope == Scope.noop() || onVirtualThread()) {
+    if (scope == Scope.noop()) {
       return scope;
+    }
+    if (onVirtualThread()) {
+      if (!VIRTUAL_OK) {
+        return scope;
+      }
+      try {
+        publishVirtual(toAttach);
+      } catch (Throwable t) {
+        return scope;
+      }
+      return new VirtualScope(scope, before);
     }
     long token;
     try {
@@ -77,7 +116,28 @@ final class SpanprofContextStorage implements ContextStorage {
     if (!sc.isValid()) {
       return Native.attachNone();
     }
-    return Native.attach(sc.getTraceId(), sc.getSpanId(), sc.getTraceFlags().asByte());
+    String trace = sc.getTraceId();
+    return Native.attach(
+        Native.hexLong(trace, 0),
+        Native.hexLong(trace, 16),
+        Native.hexLong(sc.getSpanId(), 0),
+        sc.getTraceFlags().asByte());
+  }
+
+  /** Makes ctx's recording span (or none) the calling virtual thread's current span. */
+  private static void publishVirtual(Context ctx) {
+    Span span = ctx == null ? null : Span.fromContextOrNull(ctx);
+    SpanContext sc = span == null || !span.isRecording() ? null : span.getSpanContext();
+    if (sc == null || !sc.isValid()) {
+      Native.vtSet(0, 0, 0, 0);
+    } else {
+      String trace = sc.getTraceId();
+      Native.vtSet(
+          Native.hexLong(trace, 0),
+          Native.hexLong(trace, 16),
+          Native.hexLong(sc.getSpanId(), 0),
+          sc.getTraceFlags().asByte());
+    }
   }
 
   @Override
@@ -88,6 +148,26 @@ final class SpanprofContextStorage implements ContextStorage {
   @Override
   public Context root() {
     return delegate.root();
+  }
+
+  /** A virtual thread's scope: closing it makes the context before the attach's span current. */
+  private static final class VirtualScope implements Scope {
+    private final Scope scope;
+    private final Context before;
+
+    VirtualScope(Scope scope, Context before) {
+      this.scope = scope;
+      this.before = before;
+    }
+
+    @Override
+    public void close() {
+      try {
+        scope.close();
+      } finally {
+        publishVirtual(before);
+      }
+    }
   }
 
   /** The delegate's scope; closing it also restores what was published before the attach. */
