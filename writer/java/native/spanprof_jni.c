@@ -41,9 +41,9 @@ static void put_be64(uint8_t *out, jlong v)
 
 /* long attach(long traceHi, long traceLo, long spanId, int traceFlags): spctx_attach's token
  * (the writer publishes no span for an all-zero id). */
-JNIEXPORT jlong JNICALL Java_spanprof_context_Native_attach(JNIEnv *env, jclass cls,
-							    jlong trace_hi, jlong trace_lo,
-							    jlong span_id, jint flags)
+JNIEXPORT jlong JNICALL Java_spanprof_context_Native_attach(JNIEnv *env, jclass cls, jlong trace_hi,
+							    jlong trace_lo, jlong span_id,
+							    jint flags)
 {
 	uint8_t tid[16], sid[8];
 
@@ -247,8 +247,9 @@ JNIEXPORT jint JNICALL Java_spanprof_context_Native_vtInit(JNIEnv *env, jclass c
 			fn = (jvmtiExtensionEvent)on_mount;
 		else if (strcmp(ev[i].id, "com.sun.hotspot.events.VirtualThreadUnmount") == 0)
 			fn = (jvmtiExtensionEvent)on_unmount;
-		if (fn && (*j)->SetExtensionEventCallback(j, ev[i].extension_event_index, fn) ==
-			      JVMTI_ERROR_NONE &&
+		if (fn &&
+		    (*j)->SetExtensionEventCallback(j, ev[i].extension_event_index, fn) ==
+			JVMTI_ERROR_NONE &&
 		    (*j)->SetEventNotificationMode(j, JVMTI_ENABLE,
 						   (jvmtiEvent)ev[i].extension_event_index,
 						   NULL) == JVMTI_ERROR_NONE)
@@ -274,9 +275,8 @@ JNIEXPORT jint JNICALL Java_spanprof_context_Native_vtInit(JNIEnv *env, jclass c
 	return -1;
 }
 
-JNIEXPORT void JNICALL Java_spanprof_context_Native_vtSet(JNIEnv *env, jclass cls,
-							  jlong trace_hi, jlong trace_lo,
-							  jlong span_id, jint flags)
+JNIEXPORT void JNICALL Java_spanprof_context_Native_vtSet(JNIEnv *env, jclass cls, jlong trace_hi,
+							  jlong trace_lo, jlong span_id, jint flags)
 {
 	(void)env;
 	(void)cls;
@@ -291,9 +291,8 @@ JNIEXPORT void JNICALL Java_spanprof_context_Native_vtSet(JNIEnv *env, jclass cl
 /* void vtSet(long traceHi, long traceLo, long spanId, int traceFlags): the calling virtual
  * thread's current span (an all-zero trace or span id: none), kept for its next mounts and
  * published on its carrier now. */
-JNIEXPORT void JNICALL Java_spanprof_context_Native_vtSet(JNIEnv *env, jclass cls,
-							  jlong trace_hi, jlong trace_lo,
-							  jlong span_id, jint flags)
+JNIEXPORT void JNICALL Java_spanprof_context_Native_vtSet(JNIEnv *env, jclass cls, jlong trace_hi,
+							  jlong trace_lo, jlong span_id, jint flags)
 {
 	struct vt_span *s = NULL;
 
