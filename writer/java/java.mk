@@ -33,9 +33,15 @@ JAVA_JNI_HOME ?= $(or $(patsubst %/include/jvmti.h,%,$(firstword $(shell grep -l
 	$(JAVA_HOME_OF_JAVAC)/include/jvmti.h /usr/lib/jvm/*/include/jvmti.h 2>/dev/null))),$(JAVA_HOME_OF_JAVAC))
 JAVA_JNI_CFLAGS = -I$(JAVA_JNI_HOME)/include -I$(JAVA_JNI_HOME)/include/linux
 
-.PHONY: java-extension java-deps
+.PHONY: java-extension java-deps java-extension-for-tests
 java-extension: $(JAVA_JAR) $(JAVA_AGENT_JAR)
-check integration: java-extension
+
+# The test targets build it, but a failure (no JDK, Maven Central unreachable) only fails the
+# Java tests (integration/test_span_java.py says what is missing), not the whole run.
+check integration: java-extension-for-tests
+java-extension-for-tests:
+	$(Q)$(MAKE) --no-print-directory java-extension || \
+		echo "spanprof: the Java agent extension did not build: the Java span-link tests will fail" >&2
 
 # Maven Central, through the machine's Maven (~/.m2/settings.xml if any): the API jars (with
 # their dependencies) and the agent.

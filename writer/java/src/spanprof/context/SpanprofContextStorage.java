@@ -80,7 +80,6 @@ final class SpanprofContextStorage implements ContextStorage {
 
   @Override
   public Scope attach(Context toAttach) {
-    Context before = VIRTUAL_OK ? delegate.current() : null;
     Scope scope = delegate.attach(toAttach);
     // Scope.noop(): toAttach was current already, nothing changed.
     if (scope == Scope.noop()) {
@@ -95,7 +94,7 @@ final class SpanprofContextStorage implements ContextStorage {
       } catch (Throwable t) {
         return scope;
       }
-      return new VirtualScope(scope, before);
+      return new VirtualScope(scope, delegate);
     }
     long token;
     try {
@@ -150,14 +149,14 @@ final class SpanprofContextStorage implements ContextStorage {
     return delegate.root();
   }
 
-  /** A virtual thread's scope: closing it makes the context before the attach's span current. */
+  /** A virtual thread's scope: closing it publishes the span of the context then current. */
   private static final class VirtualScope implements Scope {
     private final Scope scope;
-    private final Context before;
+    private final ContextStorage storage;
 
-    VirtualScope(Scope scope, Context before) {
+    VirtualScope(Scope scope, ContextStorage storage) {
       this.scope = scope;
-      this.before = before;
+      this.storage = storage;
     }
 
     @Override
@@ -165,7 +164,7 @@ final class SpanprofContextStorage implements ContextStorage {
       try {
         scope.close();
       } finally {
-        publishVirtual(before);
+        publishVirtual(storage.current());
       }
     }
   }
