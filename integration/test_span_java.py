@@ -22,7 +22,10 @@ Two runs:
   virtual thread unmounting in its sleep leaves the carrier to another request): the extension
   publishes nothing on virtual threads (docs/java.md): zero wrong links, the linked fraction
   printed (0%).
-Also: the native part missing, the service runs unchanged and the extension says so once.
+Also: the native part missing, the service runs unchanged and the extension says so once; and
+writer/java/test ContextCheck (no agent, no spanprof): what a thread publishes, read back from
+otel_thread_ctx_v1, is the current context's recording span at every step of nested scopes,
+executor tasks and, on JDK 25, 200 virtual threads sharing one carrier that unmount between steps.
 """
 import json
 import os
@@ -187,6 +190,31 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     if linked:
         # The process context (OTEP 4719): the agent's resource, published by the extension.
         assert "java-shop" in linked_samples(otlp)[2], summary
+
+
+CHECK_JDKS = [("jdk17", JDK17, 0), ("jdk25", JDK25, 200)]
+
+
+@pytest.mark.parametrize("jdk_run", CHECK_JDKS, ids=[c[0] for c in CHECK_JDKS])
+def test_java_context_check(tmp_path, jdk_run):
+    """ContextCheck: the published span is the current context's recording span (or none) at
+    every check point: nested scopes, executor tasks, virtual threads that unmount."""
+    name, jdk, virtual = jdk_run
+    if not (jdk / "bin" / "java").exists():
+        pytest.skip(f"{jdk} is not installed")
+    built()
+    cp = f"{EXTENSION}:" + (BUILD / "writer" / "java" / "api.classpath").read_text().strip()
+    classes = tmp_path / "check"
+    subprocess.run([str(jdk / "bin" / "javac"), "-nowarn", "-cp", cp, "-d", str(classes),
+                    str(ROOT / "writer" / "java" / "test" / "spanprof" / "context" /
+                        "ContextCheck.java")], check=True)
+    res = subprocess.run([str(jdk / "bin" / "java"), "-Djdk.virtualThreadScheduler.parallelism=1",
+                          "-cp", f"{cp}:{classes}", "spanprof.context.ContextCheck",
+                          str(virtual)], capture_output=True, text=True, timeout=120)
+    print(f"{name}: {res.stdout.strip()}")
+    assert res.returncode == 0 and res.stdout.startswith("ok "), res.stdout + res.stderr[-2000:]
+    # 50 check points per thread: main, 4 platform threads, the virtual ones; + 1 at the end
+    assert int(res.stdout.split()[1]) == 50 * (5 + virtual) + 1, res.stdout
 
 
 def test_java_extension_without_its_native_part(tmp_path):

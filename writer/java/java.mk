@@ -5,7 +5,8 @@
 # libspanprof_java.so (writer/java/native/spanprof_jni.c + the writer library, -fPIC
 # -mtls-dialect=gnu2), under spanprof/linux-x86_64/. Also the agent itself for the tests and the
 # benchmark, $(BUILD)/java/opentelemetry-javaagent.jar. Maven puts the artifacts in ~/.m2
-# (`make deps` fetches them ahead); built by the test targets (check, integration) and by
+# (`make deps` fetches them ahead; their class path is written to $(JAVA_DIR)/api.classpath for
+# writer/java/test/ContextCheck.java); built by the test targets (check, integration) and by
 #   make java-extension
 # JAVAC picks the compiler; JAVA_JNI_HOME the JDK whose JNI headers the native part uses.
 
@@ -34,7 +35,7 @@ JAVA_JNI_HOME ?= $(or $(patsubst %/include/jvmti.h,%,$(firstword $(shell grep -l
 JAVA_JNI_CFLAGS = -I$(JAVA_JNI_HOME)/include -I$(JAVA_JNI_HOME)/include/linux
 
 .PHONY: java-extension java-deps java-extension-for-tests
-java-extension: $(JAVA_JAR) $(JAVA_AGENT_JAR)
+java-extension: $(JAVA_JAR) $(JAVA_AGENT_JAR) $(JAVA_DIR)/api.classpath
 
 # The test targets build it, but a failure (no JDK, Maven Central unreachable) only fails the
 # Java tests (integration/test_span_java.py says what is missing), not the whole run.
@@ -78,3 +79,6 @@ $(JAVA_JAR): $(JAVA_SRC) $(JAVA_DIR)/libspanprof_java.so $(JAVA_DIR)/.deps-$(JAV
 	$(Q)cp -r writer/java/resources/META-INF $(JAVA_DIR)/classes/
 	$(Q)cp $(JAVA_DIR)/libspanprof_java.so $(JAVA_DIR)/classes/spanprof/linux-x86_64/
 	$(Q)$(JAR_TOOL) --create --file $@.tmp -C $(JAVA_DIR)/classes . && mv $@.tmp $@
+
+$(JAVA_DIR)/api.classpath: $(JAVA_DIR)/.deps-$(JAVA_OTEL_VERSION)
+	$(Q)echo $(JAVA_CP) > $@

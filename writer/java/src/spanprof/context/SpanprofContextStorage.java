@@ -74,6 +74,11 @@ final class SpanprofContextStorage implements ContextStorage {
     return rc == 0;
   }
 
+  /** Whether virtual threads publish their spans (JVMTI's mount events are set up). */
+  static boolean virtualThreadsPublish() {
+    return VIRTUAL_OK;
+  }
+
   static boolean onVirtualThread() {
     return VIRTUAL != null && VIRTUAL.isInstance(Thread.currentThread());
   }
