@@ -79,7 +79,8 @@ def java_cmd(jdk, classes, mode, seconds, *extra):
     cmd = [str(jdk / "bin" / "java"), "-XX:+PreserveFramePointer",
            # The burners stay methods of their own (C2 would inline them into phase()).
            "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,JavaShop::*",
-           f"-javaagent:{AGENT}", f"-Dotel.javaagent.extensions={EXTENSION}", *extra]
+           f"-javaagent:{AGENT}", f"-Dotel.javaagent.extensions={EXTENSION}",
+           "-Dotel.service.name=java-shop", *extra]
     if mode == "virtual":
         # One carrier: virtual threads that unmount (the handler's sleep, waiting for its task)
         # hand it to another request's virtual thread.
@@ -90,7 +91,9 @@ def java_cmd(jdk, classes, mode, seconds, *extra):
 def java_env(http_port=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OTEL_", "SPANPROF_JAVA_", "JAVA_TOOL_OPTIONS"))}
-    env.update(OTEL_SERVICE_NAME="java-shop", OTEL_METRICS_EXPORTER="none",
+    # The service name as a system property (java_cmd), not OTEL_SERVICE_NAME: spanprof reads
+    # that variable from the process's environment, and the test wants the process context's.
+    env.update(OTEL_METRICS_EXPORTER="none",
                OTEL_LOGS_EXPORTER="none", OTEL_BSP_SCHEDULE_DELAY="200")
     if http_port:
         env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
@@ -134,7 +137,7 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
     first = app.stdout.readline()
     assert first.startswith("ready"), first + err_log.read_text()[-3000:]
-    record_gated(spanprof, tmp_path / "out", app, "-p", app.pid, "-F", FREQ, "-d",
+    rec = record_gated(spanprof, tmp_path / "out", app, "-p", app.pid, "-F", FREQ, "-d",
                  str(SECONDS + 3), "--java-perfmap", "--endpoint", f"127.0.0.1:{grpc_port}",
                  "--export-interval", "1")
     done = app.stdout.read()
@@ -191,9 +194,10 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
             assert c["right"] >= 0.90 * c["in_span"], f"{ep}: {c}\n{summary}"
         else:
             assert c["right"] == 0, f"{ep}: {c}\n{summary}"
-    if linked:
-        # The process context (OTEP 4719): the agent's resource, published by the extension.
-        assert "java-shop" in linked_samples(otlp)[2], summary
+    # The process context (OTEP 4719): the agent's resource (its service.name from the system
+    # property), published by the extension.
+    assert rec.stats["span_links"]["processes_with_process_context"] >= 1, rec.stats["span_links"]
+    assert "java-shop" in linked_samples(otlp)[2], summary
 
 
 CHECK_JDKS = [("jdk17", JDK17, 0), ("jdk25", JDK25, 200)]
