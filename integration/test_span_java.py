@@ -161,8 +161,9 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
 
     otlp = otlpcheck(profiles)
     assert otlp["ok"], otlp["errors"][:5]
-    per, wrong, linked_other, farthest = {}, [], 0, 0
+    per, per_phase, wrong, linked_other, farthest, total = {}, {}, [], 0, 0, 0
     for link, frames, t in sample_times(otlp):
+        total += 1
         names = [java_method(f) for f in frames]
         ep, in_span = JUDGE.endpoint_of(names)
         v = JUDGE.judge(spans, names, link, t)
@@ -175,12 +176,19 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
             c = per.setdefault(ep, {"in_span": 0, "right": 0})
             c["in_span"] += 1
             c["right"] += v == "right"
+            # by phase: "between" runs in the second executor's threads
+            phase = next(n for n in names if JUDGE.in_span.match(n or "")).split("_")[1]
+            c = per_phase.setdefault(phase, {"in_span": 0, "right": 0})
+            c["in_span"] += 1
+            c["right"] += v == "right"
         elif link[1] and ep is None:
             linked_other += 1
     summary = (f"{name}: right/in-span samples " + ", ".join(
         f"{ep} {c['right']}/{c['in_span']}" for ep, c in sorted(per.items())) +
+        " (by phase: " + ", ".join(
+            f"{ph} {c['right']}/{c['in_span']}" for ph, c in sorted(per_phase.items())) + ")" +
         f"; wrong links {len(wrong)}; other linked samples {linked_other}; linked samples at "
-        f"most {farthest / 1e6:.2f} ms outside their span; spans {len(spans)};"
+        f"most {farthest / 1e6:.2f} ms outside their span; samples {total}; spans {len(spans)};"
         f" app: {done.strip()}")
     print(summary)
     assert not wrong, f"{len(wrong)} wrong links: {wrong[:5]}\n{summary}"
@@ -194,6 +202,11 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
             assert c["right"] >= 0.90 * c["in_span"], f"{ep}: {c}\n{summary}"
         else:
             assert c["right"] == 0, f"{ep}: {c}\n{summary}"
+    # Thread pools: the tasks of the second executor link to the request that submitted them.
+    between = per_phase.get("between", {"in_span": 0, "right": 0})
+    assert between["in_span"] >= need, summary
+    if linked:
+        assert between["right"] >= 0.90 * between["in_span"], summary
     # The process context (OTEP 4719): the agent's resource (its service.name from the system
     # property), published by the extension.
     assert rec.stats["span_links"]["processes_with_process_context"] >= 1, rec.stats["span_links"]

@@ -19,8 +19,9 @@
 //   virtual:  both are virtual-thread-per-task executors (JDK 21+).
 // Calibrates its work unit and warms up (requests with spans, before the test samples), prints
 // "ready PID", waits for a line on stdin, runs SECONDS, then prints
-// "done REQUESTS WORK_CPU_SECONDS VIRTUAL_HANDLERS HANDLERS" (WORK_CPU_SECONDS: the calibrated
-// CPU time of the in-span work done while running) and exits (the agent exports its spans at
+// "done REQUESTS WORK_CPU_SECONDS VIRTUAL_HANDLERS HANDLERS" (WORK_CPU_SECONDS: the CPU time of
+// the in-span work done while running, at the CPU time per unit the clients measured meanwhile)
+// and exits (the agent exports its spans at
 // shutdown).
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -42,6 +43,10 @@ public class JavaShop {
     static long unitsPerMs; // spin units (20000 multiply-adds) per ms of CPU
     static final AtomicLong phases = new AtomicLong(), handlers = new AtomicLong(),
             virtualHandlers = new AtomicLong();
+    // The clients' outside_span burns while running: their units and thread CPU time, so that
+    // the in-span work is converted to CPU time at the rate of the run itself (a loaded machine
+    // does less work per CPU second than at start-up).
+    static final AtomicLong rateUnits = new AtomicLong(), rateNs = new AtomicLong();
     static volatile boolean counting;
 
     static long spin(long units) {
@@ -130,9 +135,15 @@ public class JavaShop {
         for (int i = 0; i < clients.length; i++) {
             String ep = ENDPOINTS[i];
             clients[i] = new Thread(() -> {
+                ThreadMXBean mx = ManagementFactory.getThreadMXBean();
                 try {
                     while (System.nanoTime() < deadline) {
+                        long c0 = mx.getCurrentThreadCpuTime();
                         sink += outside_span(unitsPerMs);
+                        if (counting) {
+                            rateNs.addAndGet(mx.getCurrentThreadCpuTime() - c0);
+                            rateUnits.addAndGet(unitsPerMs);
+                        }
                         get(port, ep);
                         done.incrementAndGet();
                         Thread.sleep(20);
@@ -186,7 +197,8 @@ public class JavaShop {
         counting = true;
         long requests = load(port, (long) (seconds * 1000));
         counting = false;
-        double work = phases.get() * PHASE_MS / 1000;
+        double nsPerUnit = rateNs.get() / (double) Math.max(1, rateUnits.get());
+        double work = phases.get() * (long) (PHASE_MS * unitsPerMs) * nsPerUnit / 1e9;
         System.out.println("done " + requests + " " + work + " " + virtualHandlers.get() + " "
                 + handlers.get());
         System.out.flush();
