@@ -50,7 +50,7 @@ $(JAVA_DIR)/.deps-$(JAVA_OTEL_VERSION):
 	$(call msg,MVN,opentelemetry-api $(JAVA_OTEL_VERSION))
 	$(Q)mkdir -p $(@D)
 	$(Q)for a in opentelemetry-api opentelemetry-sdk-common opentelemetry-sdk-extension-autoconfigure-spi; do \
-		$(MVN) -q -B dependency:get -Dartifact=io.opentelemetry:$$a:$(JAVA_OTEL_VERSION) \
+		$(MVN) -q -B -Dmaven.repo.local=$(JAVA_M2) dependency:get -Dartifact=io.opentelemetry:$$a:$(JAVA_OTEL_VERSION) \
 			>$(JAVA_DIR)/mvn.log 2>&1 || { cat $(JAVA_DIR)/mvn.log; exit 1; }; \
 	done
 	$(Q)touch $@
@@ -58,7 +58,7 @@ $(JAVA_DIR)/.deps-$(JAVA_OTEL_VERSION):
 $(JAVA_AGENT_JAR):
 	$(call msg,MVN,opentelemetry-javaagent $(JAVA_AGENT_VERSION))
 	$(Q)mkdir -p $(@D)
-	$(Q)$(MVN) -q -B dependency:get -Dtransitive=false \
+	$(Q)$(MVN) -q -B -Dmaven.repo.local=$(JAVA_M2) dependency:get -Dtransitive=false \
 		-Dartifact=io.opentelemetry.javaagent:opentelemetry-javaagent:$(JAVA_AGENT_VERSION) \
 		>$(@D)/mvn.log 2>&1 || { cat $(@D)/mvn.log; exit 1; }
 	$(Q)cp $(JAVA_M2)/io/opentelemetry/javaagent/opentelemetry-javaagent/$(JAVA_AGENT_VERSION)/opentelemetry-javaagent-$(JAVA_AGENT_VERSION).jar $@
