@@ -7,9 +7,9 @@
  *
  * The natives of spanprof.context.Native. The Java side holds the writer's tokens as longs and
  * detaches each once, on the thread that attached it (the writer ignores another thread's).
- * Ids come as longs (Ids.java decodes SpanContext's hex strings: the trace id's high and low 8
- * bytes and the span id, each read big-endian, W3C byte order): strings through JNI cost ~100 ns
- * per attach, primitives nothing. An all-zero trace or span id publishes no span.
+ * Ids come as longs (Native.hexLong decodes SpanContext's hex strings: the trace id's high and
+ * low 8 bytes and the span id, each read big-endian, W3C byte order): strings through JNI cost
+ * ~100 ns per attach, primitives nothing. An all-zero trace or span id publishes no span.
  *
  * Virtual threads (JDK 21+, after vtInit() succeeded). The record is per OS thread, and a
  * virtual thread runs on a carrier it may leave at any blocking call, so a virtual thread never
