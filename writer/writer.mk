@@ -38,3 +38,6 @@ python-wheel:
 	$(call msg,WHEEL,$(WRITER_DIR)/python)
 	$(Q)SPANPROF_PY_BUILD=$(abspath $(WRITER_DIR))/python-build $(PYTHON) -m pip wheel -q \
 		--disable-pip-version-check --no-deps -w $(WRITER_DIR)/python writer/python
+
+# The OpenTelemetry Java agent extension (jar with its JNI part): writer/java/java.mk.
+include writer/java/java.mk
