@@ -10,6 +10,8 @@
 #define METHOD_SLOTS 8192
 #define NMETHOD_SLOTS 2048
 #define FRAME_SLOTS 32768
+/* Bytes of copied tables (line tables, PcDescs, scopes, metadata) the caches hold at most. */
+#define MAX_CACHE_BYTES (64u << 20)
 /* Headers read at most (sizeof of ConstMethod, ConstantPool, nmethod in the tables). */
 #define MAX_HEADER 1024
 /* A ConstMethod's whole size at most (bytecodes <= 64 KiB, plus its tables). */
@@ -53,7 +55,7 @@ struct layout {
 	bool code_begin_ptr;
 	uint64_t blob_code; /* CodeBlob::_code_begin (address) or _code_offset (int) */
 	uint64_t nm_method, nm_compile_id;
-	bool immutable; /* JDK 24+: nmethod::_immutable_data, metadata in _mutable_data */
+	bool immutable; /* JDK 25: nmethod::_immutable_data, metadata in _mutable_data */
 	bool scopes_data_ptr;
 	/* CompiledMethod::_scopes_data_begin (address) or nmethod::_scopes_data_offset */
 	uint64_t nm_scopes_data;
@@ -84,6 +86,8 @@ struct nminfo {
 	uint32_t scopes_len;
 	uint64_t *metadata;
 	uint32_t n_metadata;
+	/* the methods named so far: the nmethod's own, and per metadata entry (NULL: not yet) */
+	struct minfo *own, **named;
 };
 
 struct frame {
@@ -108,6 +112,7 @@ struct hsname {
 	struct table methods, nmethods, frames;
 	struct hs_line scratch[HSNAME_MAX_DEPTH]; /* answers not cached */
 	bool leaf_near;
+	size_t cache_bytes; /* copied tables held by the caches */
 	struct hsname_stats stats;
 };
 
@@ -167,6 +172,7 @@ static void minfo_free(struct minfo *m)
 
 static void nminfo_free(struct nminfo *m)
 {
+	free(m->named);
 	free(m->pcs);
 	free(m->scopes);
 	free(m->metadata);
@@ -188,12 +194,14 @@ static void caches_clear(struct hsname *n)
 	memset(n->methods.slots, 0, n->methods.cap * sizeof(struct slot));
 	memset(n->nmethods.slots, 0, n->nmethods.cap * sizeof(struct slot));
 	n->frames.used = n->methods.used = n->nmethods.used = 0;
+	n->cache_bytes = 0;
 }
 
 /* Room for one more entry in each cache, starting over when one is full. */
 static void caches_make_room(struct hsname *n)
 {
-	if (table_full(&n->frames) || table_full(&n->methods) || table_full(&n->nmethods))
+	if (table_full(&n->frames) || table_full(&n->methods) || table_full(&n->nmethods) ||
+	    n->cache_bytes > MAX_CACHE_BYTES)
 		caches_clear(n);
 }
 
@@ -281,7 +289,7 @@ static void resolve_nmethods(struct resolver *r, struct layout *l)
 	FIELD(r, "nmethod", "_compile_id", &l->nm_compile_id);
 	FIELD(r, "nmethod", "_scopes_pcs_offset", &l->nm_scopes_pcs);
 	if (has_field(vm, "nmethod", "_immutable_data", &l->nm_immutable_data)) {
-		/* JDK 24+ (code/nmethod.hpp): debug information in the immutable data */
+		/* JDK 25 (code/nmethod.hpp): debug information in the immutable data */
 		l->immutable = true;
 		FIELD(r, "nmethod", "_immutable_data_size", &l->nm_immutable_size);
 		FIELD(r, "nmethod", "_scopes_data_offset", &l->nm_scopes_data);
@@ -543,10 +551,10 @@ fail:
 	return err;
 }
 
-/* The Method @method with _constMethod @cm, cached. */
+/* The Method @method with _constMethod @cm, cached per (@method, low 32 bits of @cm). */
 static int method_info(struct hsname *n, uint64_t method, uint64_t cm, struct minfo **out)
 {
-	uint64_t k[4] = {method, cm, 0, 0};
+	uint64_t k[4] = {method, (uint32_t)cm, 0, 0};
 	struct minfo *m = table_get(&n->methods, k);
 	int err;
 
@@ -558,6 +566,7 @@ static int method_info(struct hsname *n, uint64_t method, uint64_t cm, struct mi
 	if (err)
 		return err;
 	table_put(&n->methods, k, m);
+	n->cache_bytes += m->lines_len;
 	*out = m;
 	return 0;
 }
@@ -689,23 +698,29 @@ static int fail(struct hsname *n, int err)
 int hsname__interpreted(struct hsname *n, uint64_t method, uint32_t const_method_lo32,
 			uint32_t bcp_offset, struct hs_frame_name *out)
 {
-	uint64_t k[4] = {1, method, const_method_lo32, bcp_offset}, cm;
+	uint64_t k[4] = {1, method, const_method_lo32, bcp_offset},
+		 mk[4] = {method, const_method_lo32};
 	struct hs_line line;
 	struct minfo *m;
+	uint64_t cm;
 	int err;
 
 	if (cached(n, k, out))
 		return 0;
 	n->stats.misses++;
 	caches_make_room(n);
-	err = rd(n, method + n->l.method_const_method, &cm, sizeof(cm));
-	if (err)
-		return fail(n, err);
-	if ((uint32_t)cm != const_method_lo32)
-		return fail(n, ERR(STALE));
-	err = method_info(n, method, cm, &m);
-	if (err)
-		return fail(n, err);
+	/* a method read with this fingerprint was proven then */
+	m = table_get(&n->methods, mk);
+	if (!m) {
+		err = rd(n, method + n->l.method_const_method, &cm, sizeof(cm));
+		if (err)
+			return fail(n, err);
+		if ((uint32_t)cm != const_method_lo32)
+			return fail(n, ERR(STALE));
+		err = method_info(n, method, cm, &m);
+		if (err)
+			return fail(n, err);
+	}
 	/* the bytecode pointer must lie in the bytecodes: ConstMethod + sizeof(ConstMethod);
 	 * a native method has none, and its frame's bytecode pointer is 0 */
 	if (m->code_size &&
@@ -789,8 +804,9 @@ static int read_nmethod(struct hsname *n, uint64_t nm, uint32_t compile_id, uint
 	m->pcs = calloc(m->n_pcs + 1, sizeof(*m->pcs));
 	m->scopes = malloc(m->scopes_len + 1);
 	m->metadata = malloc(m->n_metadata * 8 + 1);
+	m->named = calloc(m->n_metadata + 1, sizeof(*m->named));
 	err = ERR(BAD);
-	if (!raw || !m->pcs || !m->scopes || !m->metadata)
+	if (!raw || !m->pcs || !m->scopes || !m->metadata || !m->named)
 		goto fail;
 	err = rd(n, pcs_off, raw, pcs_end - pcs_off);
 	if (!err && m->scopes_len)
@@ -854,13 +870,28 @@ static int method_now(struct hsname *n, uint64_t method, struct minfo **out)
 	return err ? err : method_info(n, method, cm, out);
 }
 
+/* The method of @m's metadata entry @index (1-based), 0: its own method; named once per
+ * nmethod (a method redefined later keeps the names this nmethod was compiled from). */
+static int nm_method(struct hsname *n, struct nminfo *m, uint32_t index, struct minfo **out)
+{
+	struct minfo **slot = index ? &m->named[index - 1] : &m->own;
+	int err;
+
+	if (!*slot) {
+		err = method_now(n, index ? m->metadata[index - 1] : m->method, slot);
+		if (err)
+			return err;
+	}
+	*out = *slot;
+	return 0;
+}
+
 /*
  * The scopes at decode offset @scope of @m (ScopeDesc::decode_body()), innermost first, into
  * @lines: their count, or a negative error (the chain did not decode, or did not end in the
  * nmethod's own method).
  */
-static int decode_scopes(struct hsname *n, const struct nminfo *m, int32_t scope,
-			 struct hs_line *lines)
+static int decode_scopes(struct hsname *n, struct nminfo *m, int32_t scope, struct hs_line *lines)
 {
 	struct stream s = {.b = m->scopes, .len = m->scopes_len, .x = n->l.unsigned5};
 	uint64_t method = 0;
@@ -880,7 +911,7 @@ static int decode_scopes(struct hsname *n, const struct nminfo *m, int32_t scope
 		if (!index || index > m->n_metadata)
 			return ERR(BAD);
 		method = m->metadata[index - 1];
-		err = method_now(n, method, &mi);
+		err = nm_method(n, m, index, &mi);
 		if (err)
 			return err;
 		set_line(&lines[cnt++], mi, line_of(n, mi, (int32_t)(bci - 1)));
@@ -913,8 +944,9 @@ int hsname__compiled(struct hsname *n, uint64_t nmethod, uint32_t compile_id, ui
 		if (err)
 			return fail(n, err);
 		table_put(&n->nmethods, nk, m);
+		n->cache_bytes += m->n_pcs * sizeof(*m->pcs) + m->scopes_len + m->n_metadata * 8ull;
 	}
-	err = method_now(n, m->method, &own);
+	err = nm_method(n, m, 0, &own);
 	if (err)
 		return fail(n, err);
 	/* a call's PcDesc sits at its return address; between PcDescs nothing is guessed,

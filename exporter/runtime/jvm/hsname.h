@@ -14,7 +14,8 @@
  *  - ConstantPool: _pool_holder (InstanceKlass*), _source_file_name_index, _length, _tags
  *    (Array<u1>: JVM_CONSTANT_Utf8 = 1 is checked); entry i is the word at ConstantPool +
  *    sizeof(ConstantPool) + 8 * i, a Symbol* for a Utf8 entry (oops/constantPool.hpp base());
- *  - Klass::_name, InstanceKlass::_constants (must point back to the pool: an identity check);
+ *  - Klass::_name of the pool holder (not InstanceKlass::_constants: a redefined class's
+ *    running old methods keep their old pool);
  *  - Symbol: _length (u2), _body (modified UTF-8 bytes, kept as they are; a class name's '/'
  *    printed as '.', a hidden class's "+0x..." suffix as "/0x..." the way Class.getName() does);
  *  - a compiled frame's nmethod (CodeBlob): its code begin, _method, _compile_id, its PcDescs
@@ -24,9 +25,13 @@
  *        _scopes_data_begin (JDK 8 nmethod::_scopes_data_offset), nmethod::_scopes_pcs_offset,
  *        _dependencies_offset (PcDescs end), _metadata_offset (to the scopes data), offsets
  *        from the nmethod's start;
- *      JDK 24+: CodeBlob::_code_offset, nmethod::_method, nmethod::_immutable_data with
+ *      JDK 25: CodeBlob::_code_offset, nmethod::_method, nmethod::_immutable_data with
  *        _scopes_pcs_offset, _scopes_data_offset, _immutable_data_size; metadata at
  *        CodeBlob::_mutable_data + _relocation_size, to _mutable_data + _mutable_data_size.
+ *    Tested here: JDK 17 and 25. JDK 8, 11 and 21 read by the first scheme, untested; a JVM
+ *    missing a field of its scheme (JDK 23-24 may) is refused by hsname__new(), not guessed.
+ *    The stream encoding is chosen by ConstMethod's flags field (JDK 21+): JDK 20, whose
+ *    streams may already be UNSIGNED5, is not told apart and may misread line numbers.
  *
  * Line numbers: CompressedLineNumberReadStream (oops/method.hpp, method.cpp): a byte b != 0xFF
  * is one pair (bci += b >> 3, line += b & 7); 0xFF is followed by two signed ints (bci delta,
@@ -41,13 +46,17 @@
  * method (index into the nmethod's metadata, 1-based), bci + 1. The PcDesc is found only at
  * the PC exactly (a call's PcDesc sits at its return address); a leaf PC between PcDescs, or a
  * PcDesc without scopes, gives the nmethod's own method alone with line 0: an inlined method
- * is never guessed.
+ * is never guessed (unless hsname__set_leaf_near() asks for HotSpot's own approximation).
  *
  * Proof: an interpreted frame is named only when Method::_constMethod still has the low 32
  * bits the walk saw and the bytecode pointer lies in the bytecodes (a native method, without
  * bytecodes, is named with line 0 whatever its frame holds); a compiled frame only when
  * the nmethod still has the _compile_id and the low 32 bits of _method the walk saw. Anything
- * else is refused (STALE): code is freed, classes unload, methods are redefined.
+ * else is refused (STALE): code is freed, classes unload, methods are redefined. Cached: the
+ * answers per (Method*, fingerprint, bytecode offset) and (nmethod, compile id, method, PC),
+ * a method's names and line table per (Method*, fingerprint), an nmethod's copied PcDescs,
+ * scopes, metadata and the methods they name per (nmethod, compile id, method): a key seen
+ * again was proven when read, and a sample carrying it was taken while it held.
  *
  * Bounds: names HSNAME_MAX_NAME bytes, HSNAME_MAX_DEPTH scopes, tables and sections sized
  * below (hsname.c): garbage is refused (BAD), never followed. Not thread safe.
@@ -114,8 +123,8 @@ struct hsname;
 
 /*
  * A namer of process @pid's Java frames, with every offset it needs resolved once from @vm
- * (not kept). NULL + *@err (-ENOENT: a field, type or constant this JVM does not export, named
- * in *@missing as "Type::field", a string literal; -ENOMEM). @missing may be NULL.
+ * (not kept). NULL + *@err (-ENOENT: a field or type this JVM does not export, named in
+ * *@missing as "Type::field" or "Type", a string literal; -ENOMEM). @missing may be NULL.
  */
 struct hsname *hsname__new(pid_t pid, const struct hsvm *vm, const char **missing, int *err);
 /* NULL is a no-op. */
@@ -138,8 +147,8 @@ void hsname__set_leaf_near(struct hsname *n, bool on);
  * An interpreted frame: Method* @method, the low 32 bits of its _constMethod at the sample
  * @const_method_lo32, the bytecode pointer's offset from that ConstMethod @bcp_offset (word0 and
  * word1 of bpf/hotspot.h's record). 0 and *@out (one line), or -(1 + enum hsname_error).
- * *@out and its strings are valid until the next naming call on @n or hsname__free(): copy what
- * is kept.
+ * *@out and its strings are valid until the next naming call on @n, hsname__set_leaf_near()
+ * or hsname__free() (a full cache starts over): copy what is kept.
  */
 int hsname__interpreted(struct hsname *n, uint64_t method, uint32_t const_method_lo32,
 			uint32_t bcp_offset, struct hs_frame_name *out);
