@@ -44,12 +44,16 @@ static __always_inline void hs_forget(__u32 pid)
 	sp_map_forget(&hs_procs, &pid);
 }
 
-/* The descriptor of the sampled process (@pid, group leader started at @start), or NULL. */
+/*
+ * The descriptor of the sampled process (@pid, group leader started at @start), or NULL. A
+ * descriptor written before sampling (--pid) has no start time yet (0): it is the process's
+ * until the agent's first maps read of it pins it (runtime.h).
+ */
 static __always_inline struct hs_desc *hs_desc_of(__u32 pid, __u64 start)
 {
 	struct hs_desc *d = bpf_map_lookup_elem(&hs_procs, &pid);
 
-	if (!d || d->start_boot_ns != start)
+	if (!d || (d->start_boot_ns && d->start_boot_ns != start))
 		return NULL;
 	hs_stat(HS_STAT_SAMPLES);
 	return d;
@@ -68,14 +72,13 @@ static __always_inline int hs_in_code_cache(const struct hs_desc *d, __u64 pc)
 
 /*
  * The CodeBlob holding @pc (CodeHeap::find_block_for()): 0 when none (free segment, hops past
- * HS_MAX_HOPS, unreadable).
+ * HS_MAX_HOPS, unreadable). @hop: a scratch word (BPF stack is scarce on 6.1).
  */
-static __always_inline __u64 hs_find_blob(const struct hs_desc *d, __u64 pc)
+static __always_inline __u64 hs_find_blob(const struct hs_desc *d, __u64 pc, __u64 *hop)
 {
 	const struct hs_heap *h = NULL;
 	__u64 seg, low = 0;
 	__u32 shift = 0, i;
-	__u8 hop;
 
 	for (i = 0; i < HS_MAX_HEAPS; i++) {
 		if (i < d->n_heaps && pc - d->heaps[i].low < d->heaps[i].high - d->heaps[i].low) {
@@ -89,15 +92,16 @@ static __always_inline __u64 hs_find_blob(const struct hs_desc *d, __u64 pc)
 	shift = h->log2_segment & 31;
 	seg = (pc - low) >> shift;
 	for (i = 0; i < HS_MAX_HOPS; i++) {
-		if (hs_read(&hop, 1, h->segmap + seg))
+		*hop = 0;
+		if (hs_read(hop, 1, h->segmap + seg))
 			return 0;
-		if (hop == 0xff)
+		if (*hop == 0xff)
 			return 0;
-		if (!hop)
+		if (!*hop)
 			return low + (seg << shift) + d->heap_block_size;
-		if (hop > seg)
+		if (*hop > seg)
 			return 0;
-		seg -= hop;
+		seg -= *hop;
 	}
 	return 0;
 }
@@ -119,6 +123,9 @@ static __always_inline void hs_record(struct unwind_window *win, __u64 kind, __u
 	win->hs_n = k + 1;
 }
 
+/* hs_step(): the frame is to be left by a frame-pointer step (unwind__step() without a row). */
+#define HS_STEP_FP 100
+
 /* The x86-64 return-poll and epilogue instructions C1 and C2 end a method with. */
 #define HS_POP_RBP 0x5d
 #define HS_RET 0xc3
@@ -131,12 +138,13 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 				   struct unwind_window *win, __u32 i)
 {
 	struct unwind_regs *r = &w->r;
-	__u64 pc = r->pc - !r->exact, blob, code_begin = 0, cfa, pair[2], slots[10], cm, code;
-	__u64 method = 0, bcp, name = 0;
-	__s32 frame_size = 0, complete = 0, compile_id = 0;
-	__u16 code_size = 0, complete16 = 0;
-	__u8 kind = 0;
-	int in_place;
+	/* Every read lands in the window's scratch words (6.1 caps the BPF stack of the whole
+	 * call chain at 512 bytes): t[0..] named below, slots[] an interpreter frame's words, pair
+	 * a return address and the RBP saved under it. */
+	__u64 *slots = win->hs_slots, *pair = win->hs_slots, *t = win->hs_tmp;
+	__u64 pc = r->pc - !r->exact, blob, code_begin, cfa = 0, cm;
+	__s32 frame_size, complete;
+	int in_place, is_nmethod;
 
 	if (pc - d->interp_low < d->interp_high - d->interp_low) {
 		/* An interpreter frame: RBP is its frame pointer. */
@@ -144,26 +152,27 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 		    (r->stack_hi && r->bp + 16 > r->stack_hi))
 			goto bad_frame;
 		/* slots[k] = [RBP - 64 + 8k]: bcp at k 0, Method* at 5, sender sp at 7, RBP, RA */
-		if (hs_read(slots, sizeof(slots), r->bp - 64))
+		if (hs_read(slots, 80, r->bp - 64))
 			goto read_failed;
-		method = slots[5];
-		bcp = slots[0];
-		if (hs_read(&cm, 8, method + d->method_const_method))
+		if (hs_read(&t[0], 8, slots[5] + d->method_const_method))
 			goto read_failed;
+		cm = t[0];
+		t[1] = slots[0]; /* the bytecode pointer */
 		if (r->exact && w->r13_known) {
 			/*
 			 * The running frame keeps its bytecode pointer in R13: it must lie in the
 			 * method's bytecodes, or RBP is still the caller's (an entry being built).
 			 */
-			if (hs_read(&code_size, 2, cm + d->const_method_code_size))
+			t[2] = 0;
+			if (hs_read(&t[2], 2, cm + d->const_method_code_size))
 				goto read_failed;
-			if (w->r13 - (cm + d->const_method_size) >= code_size) {
+			if (w->r13 - (cm + d->const_method_size) >= t[2]) {
 				hs_stat(HS_STAT_NOT_COMPLETE);
 				return UNWIND_STEP_BAD_CFA;
 			}
-			bcp = w->r13;
+			t[1] = w->r13;
 		}
-		hs_record(win, HS_KIND_INTERPRETED, method, (cm << 32) | (__u32)(bcp - cm), i);
+		hs_record(win, HS_KIND_INTERPRETED, slots[5], (cm << 32) | (__u32)(t[1] - cm), i);
 		hs_stat(HS_STAT_INTERPRETED);
 		if (!slots[9] || slots[7] < r->bp + 16 || (r->stack_hi && slots[7] > r->stack_hi))
 			goto bad_frame;
@@ -174,41 +183,31 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 		r->di_known = 0;
 		return UNWIND_STEP_OK;
 	}
-	blob = hs_find_blob(d, pc);
+	blob = hs_find_blob(d, pc, &t[0]);
 	if (!blob) {
 		hs_stat(HS_STAT_NO_BLOB);
 		return UNWIND_STEP_UNSUPPORTED;
 	}
-	if (hs_read(&frame_size, 4, blob + d->blob_frame_size))
+	/* t[0] _frame_size, t[1] _frame_complete_offset, t[2] code begin, t[3] _name, t[4] kind */
+	t[0] = t[1] = t[2] = t[4] = 0;
+	if (hs_read(&t[0], 4, blob + d->blob_frame_size) ||
+	    hs_read(&t[1], d->frame_complete_16 ? 2 : 4, blob + d->blob_frame_complete) ||
+	    hs_read(&t[2], d->code_begin_ptr ? 8 : 4,
+		    blob + (d->code_begin_ptr ? d->blob_code_begin : d->blob_code_offset)) ||
+	    hs_read(&t[3], 8, blob + d->blob_name))
 		goto read_failed;
-	if (d->frame_complete_16) {
-		if (hs_read(&complete16, 2, blob + d->blob_frame_complete))
-			goto read_failed;
-		complete = (__s16)complete16;
-	} else if (hs_read(&complete, 4, blob + d->blob_frame_complete)) {
-		goto read_failed;
-	}
-	if (d->code_begin_ptr) {
-		if (hs_read(&code_begin, 8, blob + d->blob_code_begin))
-			goto read_failed;
-	} else {
-		__s32 off = 0;
-
-		if (hs_read(&off, 4, blob + d->blob_code_offset))
-			goto read_failed;
-		code_begin = blob + off;
-	}
-	if (hs_read(&name, 8, blob + d->blob_name))
-		goto read_failed;
+	frame_size = (__s32)t[0];
+	complete = d->frame_complete_16 ? (__s16)t[1] : (__s32)t[1];
+	code_begin = d->code_begin_ptr ? t[2] : blob + (__s32)t[2];
 	if (d->blob_kind != 0xffff) {
-		if (hs_read(&kind, 1, blob + d->blob_kind))
+		if (hs_read(&t[4], 1, blob + d->blob_kind))
 			goto read_failed;
-		kind = kind == d->kind_nmethod;
+		is_nmethod = t[4] == d->kind_nmethod;
 	} else {
-		if (hs_read(&code, 8, name))
+		if (hs_read(&t[4], 8, t[3]))
 			goto read_failed;
 		/* "nmethod\0", or "native nmethod" (a native method's wrapper) */
-		kind = code == 0x646f6874656d6eull || code == 0x6e2065766974616eull;
+		is_nmethod = t[4] == 0x646f6874656d6eull || t[4] == 0x6e2065766974616eull;
 	}
 	if (frame_size <= 0) {
 		/* No frame of its own size (the call stub, buffers, adapters): frame pointers. */
@@ -216,9 +215,9 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 			hs_stat(HS_STAT_NOT_COMPLETE);
 			return UNWIND_STEP_BAD_CFA;
 		}
-		hs_record(win, HS_KIND_STUB, blob, (__u32)name, i);
+		hs_record(win, HS_KIND_STUB, blob, (__u32)t[3], i);
 		hs_stat(HS_STAT_STUBS);
-		return unwind__step(r, NULL, &w->sig, win);
+		return HS_STEP_FP;
 	}
 	/* Where the return address is: in the frame, or, at the edges of an exact PC, at RSP. */
 	in_place = 1;
@@ -227,21 +226,19 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 			hs_stat(HS_STAT_NOT_COMPLETE);
 			return UNWIND_STEP_BAD_CFA;
 		}
-		if (hs_read(&code, 8, pc))
+		if (hs_read(&t[5], 8, pc))
 			goto read_failed;
-		if ((__u8)code == HS_POP_RBP) {
+		if ((__u8)t[5] == HS_POP_RBP) {
 			cfa = r->sp + 16; /* after add rsp: [RSP] the saved RBP, then the RA */
 			in_place = 0;
-		} else if ((__u8)code == HS_RET || (code & 0xffffff) == 0xa73b49) {
+		} else if ((__u8)t[5] == HS_RET || (t[5] & 0xffffff) == 0xa73b49) {
 			cfa = r->sp + 8; /* the return poll (cmp 0x..(%r15),%rsp) and ret */
 			in_place = 0;
-		} else if ((code & 0xffff) == 0x870f) {
-			__u64 before;
-
+		} else if ((t[5] & 0xffff) == 0x870f) {
 			/* ja after the return poll's cmp: bytes pc-7..pc-5 are 49 3b a7 */
-			if (hs_read(&before, 8, pc - 8))
+			if (hs_read(&t[5], 8, pc - 8))
 				goto read_failed;
-			if (((before >> 8) & 0xffffff) == 0xa73b49) {
+			if (((t[5] >> 8) & 0xffffff) == 0xa73b49) {
 				cfa = r->sp + 8;
 				in_place = 0;
 			}
@@ -253,27 +250,25 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 		goto bad_frame;
 	if (hs_read(pair, 16, cfa - 16))
 		goto read_failed;
-	if (!pair[1] || hs_read(&code, 8, pair[1] - 8))
+	if (!pair[1] || hs_read(&t[5], 8, pair[1] - 8))
 		goto bad_frame;
-	if (!unwind__after_call(code)) {
-		__u64 at;
-
-		if (hs_read(&at, 8, pair[1]) || !unwind__hotspot_return_entry(at))
+	if (!unwind__after_call(t[5])) {
+		if (hs_read(&t[5], 8, pair[1]) || !unwind__hotspot_return_entry(t[5]))
 			goto bad_frame;
 	}
-	if (kind) {
-		if (hs_read(&method, 8, blob + d->nmethod_method) ||
-		    hs_read(&compile_id, 4, blob + d->nmethod_compile_id))
+	if (is_nmethod) {
+		t[6] = t[7] = 0;
+		if (hs_read(&t[6], 8, blob + d->nmethod_method) ||
+		    hs_read(&t[7], 4, blob + d->nmethod_compile_id))
 			goto read_failed;
-		hs_record(win, HS_KIND_COMPILED, blob,
-			  ((__u64)(__u32)compile_id << 32) | (__u32)method, i);
+		hs_record(win, HS_KIND_COMPILED, blob, (t[7] << 32) | (__u32)t[6], i);
 		hs_stat(HS_STAT_COMPILED);
 	} else {
-		hs_record(win, HS_KIND_STUB, blob, (__u32)name, i);
+		hs_record(win, HS_KIND_STUB, blob, (__u32)t[3], i);
 		hs_stat(HS_STAT_STUBS);
 	}
-	if (cfa - 16 >= r->sp || !in_place)
-		r->bp = in_place || cfa == r->sp + 16 ? pair[0] : r->bp;
+	if (in_place || cfa == r->sp + 16)
+		r->bp = pair[0];
 	r->bp_unknown = 0;
 	r->pc = pair[1];
 	r->sp = cfa;

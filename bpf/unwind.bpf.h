@@ -40,6 +40,10 @@ struct unwind_window {
 	__u64 hs_rec[2 * HS_MAX_FRAMES];
 	__u32 hs_n;
 	__u32 hs_pad;
+	/* hs_step()'s reads (an interpreter frame's slots; a return address and saved RBP): here
+	 * rather than on the BPF stack, which 6.1 caps at 512 bytes for the whole call chain. */
+	__u64 hs_slots[10];
+	__u64 hs_tmp[12];
 };
 
 struct {
@@ -424,6 +428,9 @@ __noinline int unwind_frame_global(struct unwind_walk *w, struct unwind_proc *pr
 			win->leaf_sp = w->r.sp;
 		w->fp_frames++;
 		res = hs_step_global(w, hs, win, i);
+		/* The call stub and other blobs without a frame size: a frame-pointer step. */
+		if (res == HS_STEP_FP)
+			res = unwind_step_global(w, win, 0);
 		if (res == UNWIND_STEP_OK)
 			return 0;
 		w->stop = unwind_step_stat(res);

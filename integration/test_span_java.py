@@ -10,8 +10,8 @@ thread), between (a task of a second executor, which the agent's executor instru
 the request's context) and after (the handler's thread, after a 1 ms sleep). Clients in the same
 JVM (raw sockets: no client span) burn outside_span between requests. Spans go by OTLP/HTTP to
 the pinned Collector, the ground truth; spanprof sends its profiles to the same Collector.
-Java methods are named from the JVM's perf map (-XX:+PreserveFramePointer, --java-perfmap,
-docs/jit.md), so a sample's stack tells which endpoint and phase ran. A sample in an endpoint's
+Java methods are named from the JVM's own structures, with no flag (docs/java.md), so a sample's
+stack tells which endpoint and phase ran. A sample in an endpoint's
 in-span method is right when it links to a span of that endpoint whose time holds it;
 everything else a link points at is wrong (LinkJudge).
 
@@ -57,9 +57,9 @@ RUNS = [("platform-jdk17", "platform", JDK17, [], True),
 
 
 def java_method(frame):
-    """The method of a HotSpot perf-map name ("long JavaShop.checkout_before(long)"), or the
-    frame unchanged."""
-    m = re.search(r"JavaShop[.:]+(\w+)\(", frame or "")
+    """The method of a Java frame ("JavaShop.checkout_before"; a perf-map name "long
+    JavaShop.checkout_before(long)" too), or the frame unchanged."""
+    m = re.search(r"JavaShop[.:]+(\w+)(\(|$)", frame or "")
     return m.group(1) if m else frame
 
 
@@ -76,7 +76,7 @@ def compile_shop(jdk, tmp_path):
 
 
 def java_cmd(jdk, classes, mode, seconds, *extra):
-    cmd = [str(jdk / "bin" / "java"), "-XX:+PreserveFramePointer",
+    cmd = [str(jdk / "bin" / "java"),
            # The burners stay methods of their own (C2 would inline them into phase()).
            "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,JavaShop::*",
            f"-javaagent:{AGENT}", f"-Dotel.javaagent.extensions={EXTENSION}",
@@ -138,7 +138,7 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     first = app.stdout.readline()
     assert first.startswith("ready"), first + err_log.read_text()[-3000:]
     rec = record_gated(spanprof, tmp_path / "out", app, "-p", app.pid, "-F", FREQ, "-d",
-                 str(SECONDS + 3), "--java-perfmap", "--endpoint", f"127.0.0.1:{grpc_port}",
+                 str(SECONDS + 3), "--endpoint", f"127.0.0.1:{grpc_port}",
                  "--export-interval", "1")
     done = app.stdout.read()
     assert app.wait(timeout=60) == 0, done + err_log.read_text()[-3000:]

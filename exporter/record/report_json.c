@@ -403,7 +403,7 @@ static struct json_object *jvm_section(struct jb *b, const struct report_data *d
 	};
 	const struct hstab_stats *js = &d->jvm;
 	const struct resolve_stats *rs = &d->resolve;
-	struct json_object *s = obj(b), *bpf = obj(b), *fails = obj(b);
+	struct json_object *s = obj(b), *bpf = obj(b), *fails = obj(b), *errs = obj(b);
 	char key[32];
 
 	put_u(b, s, "processes", js->processes);
@@ -421,6 +421,15 @@ static struct json_object *jvm_section(struct jb *b, const struct report_data *d
 	put_u(b, s, "samples_not_described", rs->jvm.no_process);
 	put_u(b, s, "frames_named", rs->jvm.frames_named);
 	put_u(b, s, "frames_unnamed", rs->jvm.frames_unnamed);
+	for (int i = 0; i < HSNAME_ERR_COUNT; i++)
+		put_u(b, errs, lower(key, sizeof(key), hsname__error_name((enum hsname_error)i)),
+		      js->naming.errors[i]);
+	put(b, s, "reads_failed", errs);
+	put_u(b, s, "frames_cached", js->naming.hits);
+	put_u(b, s, "frames_read", js->naming.misses);
+	put_u(b, s, "leaves_without_debug_info", js->naming.no_pc_desc);
+	put_u(b, s, "returns_without_debug_info", js->naming.bad_return);
+	put_u(b, s, "scopes_failed", js->naming.scope_failed);
 	return s;
 }
 

@@ -12,6 +12,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.LongSupplier;
 
 public class JvmChain {
@@ -137,15 +138,22 @@ public class JvmChain {
     public static void main(String[] args) throws Exception {
         String scenario = args[0];
         double seconds = Double.parseDouble(args[1]);
-        System.in.read();
+        CountDownLatch gate = new CountDownLatch(1);
+        // The thread and what its loop uses (the thread CPU clock) are set up before the gate:
+        // after it, the thread runs its scenario only (a slow machine's start-up is not counted).
         Thread t = new Thread(() -> {
             try {
+                ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+                gate.await();
                 run(scenario, seconds);
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }
         }, scenario);
         t.start();
+        System.in.read();
+        gate.countDown();
         t.join();
+        if (args.length > 2) Thread.sleep((long) (Double.parseDouble(args[2]) * 1000));
     }
 }

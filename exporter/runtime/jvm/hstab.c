@@ -53,8 +53,23 @@ struct hsinst {
 
 struct hstab {
 	struct runtime_table *procs;
-	struct hstab_stats st;
+	struct hstab_stats st; /* naming: of the instances freed */
 };
+
+static void add_naming(struct hsname_stats *to, const struct hsname *n)
+{
+	struct hsname_stats s;
+
+	hsname__stats(n, &s);
+	for (int i = 0; i < HSNAME_ERR_COUNT; i++)
+		to->errors[i] += s.errors[i];
+	to->hits += s.hits;
+	to->misses += s.misses;
+	to->no_pc_desc += s.no_pc_desc;
+	to->near += s.near;
+	to->bad_return += s.bad_return;
+	to->scope_failed += s.scope_failed;
+}
 
 /* --- the descriptor ------------------------------------------------------------------------- */
 
@@ -390,8 +405,8 @@ static void proc_free(void *rt, void *inst, bool keep_counters)
 	struct hsinst *hi = inst;
 	struct hsstub *st, *tmp;
 
-	(void)rt;
-	(void)keep_counters;
+	if (keep_counters && hi->namer)
+		add_naming(&((struct hstab *)rt)->st.naming, hi->namer);
 	HASH_ITER (hh, hi->stubs, st, tmp) {
 		HASH_DEL(hi->stubs, st);
 		free(st);
@@ -480,6 +495,14 @@ struct hsname *hstab__namer(struct hstab *t, uint32_t pid, uint64_t start_boot_n
 	return hi ? hi->namer : NULL;
 }
 
+static void add_inst_naming(void *ctx, void *inst)
+{
+	const struct hsinst *hi = inst;
+
+	if (hi->namer)
+		add_naming(ctx, hi->namer);
+}
+
 void hstab__stats(const struct hstab *t, struct hstab_stats *out)
 {
 	struct runtime_stats rs;
@@ -489,6 +512,7 @@ void hstab__stats(const struct hstab *t, struct hstab_stats *out)
 	out->processes = rs.processes;
 	out->live = rs.live;
 	out->files_inspected = rs.files_other;
+	runtime_table__each_inst(t->procs, add_inst_naming, &out->naming);
 }
 
 const char *hstab__stub_name(struct hstab *t, uint32_t pid, uint64_t start_boot_ns, uint64_t blob,

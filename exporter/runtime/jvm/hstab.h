@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "hotspot.h"
+#include "runtime/jvm/hsname.h"
 
 struct hstab;
 struct hsvm;
@@ -48,6 +49,7 @@ struct hstab_stats {
 	uint64_t live;		  /* described now */
 	uint64_t files_inspected; /* libjvm.so candidates found not to export the tables */
 	uint64_t failed[HSTAB_FAIL_COUNT];
+	struct hsname_stats naming; /* of every JVM described, live or gone */
 };
 
 /*
