@@ -221,8 +221,17 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 	}
 	/* Where the return address is: in the frame, or, at the edges of an exact PC, at RSP. */
 	in_place = 1;
+	if (is_nmethod) {
+		t[6] = t[7] = 0;
+		if (hs_read(&t[6], 8, blob + d->nmethod_method) ||
+		    hs_read(&t[7], 4, blob + d->nmethod_compile_id))
+			goto read_failed;
+	}
 	if (r->exact) {
 		if (pc < code_begin + complete) {
+			/* Its frame is being built: the method runs (named), its caller is not known. */
+			if (is_nmethod)
+				hs_record(win, HS_KIND_COMPILED, blob, (t[7] << 32) | (__u32)t[6], i);
 			hs_stat(HS_STAT_NOT_COMPLETE);
 			return UNWIND_STEP_BAD_CFA;
 		}
@@ -257,10 +266,6 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 			goto bad_frame;
 	}
 	if (is_nmethod) {
-		t[6] = t[7] = 0;
-		if (hs_read(&t[6], 8, blob + d->nmethod_method) ||
-		    hs_read(&t[7], 4, blob + d->nmethod_compile_id))
-			goto read_failed;
 		hs_record(win, HS_KIND_COMPILED, blob, (t[7] << 32) | (__u32)t[6], i);
 		hs_stat(HS_STAT_COMPILED);
 	} else {

@@ -182,7 +182,8 @@ def test_chain_named_without_flags(spanprof, pprofcheck, procs, tmp_path, classe
     line = f"{jdk[0]} {mode}: whole chain {good}/{total} = {good / total:.1%}"
     print(line)
     if good < 0.9 * total:  # what the walk saw, for the failure below
-        line += f"\njvm: {(res.stats or {}).get('jvm')}\n{[f for f, _ in samples][:2]}"
+        other = Counter(";".join(x[0] for x in f[-7:]) for f, c in samples if not whole_chain(f))
+        line += f"\njvm: {(res.stats or {}).get('jvm')}\nothers: {other.most_common(6)}"
     # Never a frame that is not on the real stack: the Java frames, whatever is missing, are a
     # contiguous run of the true chain (inlined methods shown as lines of their caller).
     truth = ["JvmChain.lambda$main$0"] + CHAIN

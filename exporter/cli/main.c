@@ -89,6 +89,7 @@ enum {
 	OPT_NO_PYTHON_CODE_CACHE,
 	OPT_PYTHON_CODE_CACHE_AFTER,
 	OPT_NO_V8,
+	OPT_NO_JVM,
 	OPT_SHORT_NAMES,
 };
 
@@ -229,6 +230,11 @@ static const struct argp_option record_options[] = {
      "Don't read the JavaScript frames of node processes from V8's own structures (default: "
      "node's JavaScript functions are named without any flag, docs/node.md; JIT frames are "
      "then named only from a perf map or jitdump)",
+     3},
+    {"no-jvm", OPT_NO_JVM, NULL, 0,
+     "Don't walk and name the Java frames of JVMs from HotSpot's own structures (default: "
+     "Java methods are named without any flag, docs/java.md; JIT frames are then named only "
+     "from a perf map, --java-perfmap)",
      3},
     {"short-names", OPT_SHORT_NAMES, NULL, 0,
      "Show C++ and Rust functions without parameter lists and template arguments "
@@ -788,6 +794,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 				     &o->python_code_cache_after_s);
 	case OPT_NO_V8:
 		o->no_v8 = 1;
+		break;
+	case OPT_NO_JVM:
+		o->no_jvm = 1;
 		break;
 	case OPT_SHORT_NAMES:
 		o->short_names = 1;

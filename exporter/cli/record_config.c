@@ -186,6 +186,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "python-code-cache-after", NULL);
 	fprintf(f, "no-v8: %s", o->no_v8 ? "true" : "false");
 	put_source(f, cfg, "no-v8", NULL);
+	fprintf(f, "no-jvm: %s", o->no_jvm ? "true" : "false");
+	put_source(f, cfg, "no-jvm", NULL);
 	fprintf(f, "short-names: %s", o->short_names ? "true" : "false");
 	put_source(f, cfg, "short-names", NULL);
 	if (o->nctx_uprobes) {

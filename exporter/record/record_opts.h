@@ -79,6 +79,7 @@ struct record_opts {
 	int no_python_code_cache;	  /* --no-python-code-cache (docs/python.md) */
 	double python_code_cache_after_s; /* --python-code-cache-after */
 	int no_v8;	 /* --no-v8: no JavaScript frames from V8's structures (docs/node.md) */
+	int no_jvm;	 /* --no-jvm: no Java frames from HotSpot's structures (docs/java.md) */
 	int short_names; /* --short-names: C++/Rust names without parameters and templates */
 
 	/* OTLP export (all unset: local files only). */

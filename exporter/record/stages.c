@@ -180,7 +180,7 @@ void record__stop_v8(struct recorder *r)
 
 void record__start_jvm(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
 {
-	int fd = sampler__hs_procs_fd(s);
+	int fd = r->opts->no_jvm ? -1 : sampler__hs_procs_fd(s);
 
 	if (fd < 0)
 		return;
