@@ -123,6 +123,9 @@ static __always_inline void hs_record(struct unwind_window *win, __u64 kind, __u
 	win->hs_n = k + 1;
 }
 
+/* A field of type @type at byte offset @off of the CodeBlob header read into win->hs_blob. */
+#define HS_FIELD(type, off) (*(type *)&win->hs_blob[(off) & (HS_BLOB_HEADER - 1)])
+
 /* hs_step(): the frame is to be left by a frame-pointer step (unwind__step() without a row). */
 #define HS_STEP_FP 100
 
@@ -145,6 +148,7 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 	__u64 pc = r->pc - !r->exact, blob, code_begin, cfa = 0, cm;
 	__s32 frame_size, complete;
 	int in_place, is_nmethod;
+	__u32 len;
 
 	if (pc - d->interp_low < d->interp_high - d->interp_low) {
 		/* An interpreter frame: RBP is its frame pointer. */
@@ -188,21 +192,20 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 		hs_stat(HS_STAT_NO_BLOB);
 		return UNWIND_STEP_UNSUPPORTED;
 	}
-	/* t[0] _frame_size, t[1] _frame_complete_offset, t[2] code begin, t[3] _name, t[4] kind */
-	t[0] = t[1] = t[2] = t[4] = 0;
-	if (hs_read(&t[0], 4, blob + d->blob_frame_size) ||
-	    hs_read(&t[1], d->frame_complete_16 ? 2 : 4, blob + d->blob_frame_complete) ||
-	    hs_read(&t[2], d->code_begin_ptr ? 8 : 4,
-		    blob + (d->code_begin_ptr ? d->blob_code_begin : d->blob_code_offset)) ||
-	    hs_read(&t[3], 8, blob + d->blob_name))
+	/* The blob's header in one read: the fields at their offsets (masked: inside hs_blob). */
+	len = d->blob_header_len;
+	if (len > HS_BLOB_HEADER)
+		len = HS_BLOB_HEADER;
+	if (hs_read(win->hs_blob, len, blob))
 		goto read_failed;
-	frame_size = (__s32)t[0];
-	complete = d->frame_complete_16 ? (__s16)t[1] : (__s32)t[1];
-	code_begin = d->code_begin_ptr ? t[2] : blob + (__s32)t[2];
+	frame_size = HS_FIELD(__s32, d->blob_frame_size);
+	complete = d->frame_complete_16 ? HS_FIELD(__s16, d->blob_frame_complete)
+					: HS_FIELD(__s32, d->blob_frame_complete);
+	code_begin = d->code_begin_ptr ? HS_FIELD(__u64, d->blob_code_begin)
+				       : blob + HS_FIELD(__s32, d->blob_code_offset);
+	t[3] = HS_FIELD(__u64, d->blob_name);
 	if (d->blob_kind != 0xffff) {
-		if (hs_read(&t[4], 1, blob + d->blob_kind))
-			goto read_failed;
-		is_nmethod = t[4] == d->kind_nmethod;
+		is_nmethod = HS_FIELD(__u8, d->blob_kind) == d->kind_nmethod;
 	} else {
 		if (hs_read(&t[4], 8, t[3]))
 			goto read_failed;
@@ -222,16 +225,18 @@ static __always_inline int hs_step(struct unwind_walk *w, const struct hs_desc *
 	/* Where the return address is: in the frame, or, at the edges of an exact PC, at RSP. */
 	in_place = 1;
 	if (is_nmethod) {
-		t[6] = t[7] = 0;
-		if (hs_read(&t[6], 8, blob + d->nmethod_method) ||
-		    hs_read(&t[7], 4, blob + d->nmethod_compile_id))
+		t[6] = HS_FIELD(__u64, d->nmethod_method);
+		t[7] = 0;
+		if (hs_read(&t[7], 4, blob + d->nmethod_compile_id))
 			goto read_failed;
 	}
 	if (r->exact) {
 		if (pc < code_begin + complete) {
-			/* Its frame is being built: the method runs (named), its caller is not known. */
+			/* Its frame is being built: the method runs (named), its caller is not
+			 * known. */
 			if (is_nmethod)
-				hs_record(win, HS_KIND_COMPILED, blob, (t[7] << 32) | (__u32)t[6], i);
+				hs_record(win, HS_KIND_COMPILED, blob, (t[7] << 32) | (__u32)t[6],
+					  i);
 			hs_stat(HS_STAT_NOT_COMPLETE);
 			return UNWIND_STEP_BAD_CFA;
 		}

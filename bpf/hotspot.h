@@ -32,6 +32,8 @@
 #define HS_MAX_HEAPS 4
 /* Java frames recorded per sample at most. */
 #define HS_MAX_FRAMES 128
+/* The most bytes of a CodeBlob's header the walk reads (one read per frame). */
+#define HS_BLOB_HEADER 256
 /* Segment map hops followed to a block's start at most. */
 #define HS_MAX_HOPS 64
 
@@ -50,9 +52,11 @@ struct hs_desc {
 	__u64 start_boot_ns;   /* group leader's start time: a reused PID never matches */
 	__u64 cc_low, cc_high; /* CodeCache::_low_bound, _high_bound */
 	__u64 interp_low,
-	    interp_high;    /* the template interpreter's code (AbstractInterpreter::_code) */
-	__u64 nmethod_name; /* the address of the "nmethod" string a CodeBlob's _name points to
-			     * (JDK < 23, no _kind); 0: use blob_kind */
+	    interp_high; /* the template interpreter's code (AbstractInterpreter::_code) */
+	/* Bytes of a CodeBlob read at once (<= HS_BLOB_HEADER): every blob_* field and
+	 * nmethod_method lie inside them. */
+	__u16 blob_header_len;
+	__u16 pad16[3];
 	struct hs_heap heaps[HS_MAX_HEAPS];
 	__u32 n_heaps;
 	__u16 heap_block_size; /* sizeof(HeapBlock): the CodeBlob follows it */

@@ -44,6 +44,9 @@ struct unwind_window {
 	 * rather than on the BPF stack, which 6.1 caps at 512 bytes for the whole call chain. */
 	__u64 hs_slots[10];
 	__u64 hs_tmp[12];
+	/* The CodeBlob header hs_step() reads at once (HS_BLOB_HEADER bytes, + 8: any field of
+	 * up to 8 bytes at an offset below HS_BLOB_HEADER stays inside). */
+	__u8 hs_blob[HS_BLOB_HEADER + 8];
 };
 
 struct {

@@ -180,6 +180,20 @@ int hstab__desc_of(pid_t pid, const struct hsvm *vm, struct hs_desc *d, const ch
 	if (err || off16(size, &d->const_method_size))
 		return -EINVAL;
 	d->blob_kind = has_kind ? (__u16)blob_kind : 0xffff;
+	/* One read of the blob covers every field the walk reads in it but _compile_id. */
+	{
+		uint64_t end = 0;
+		const uint64_t ends[] = {
+		    d->blob_name + 8ull,	   d->blob_frame_size + 4ull,
+		    d->blob_frame_complete + 4ull, has_kind ? code_offset + 4 : code_begin + 8,
+		    has_kind ? blob_kind + 1 : 0,  nm_method + 8};
+
+		for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+			end = ends[i] > end ? ends[i] : end;
+		if (end > HS_BLOB_HEADER)
+			return -EINVAL;
+		d->blob_header_len = (__u16)((end + 7) & ~7ull);
+	}
 	d->kind_nmethod = (__u8)kind_nmethod;
 	d->frame_complete_16 = has_kind; /* int16_t since JDK 23, with _kind */
 	d->code_begin_ptr = !has_kind;
