@@ -5,7 +5,8 @@ its spans to the pinned Collector over OTLP/HTTP and publishes its active span t
 writer library (writer/python). spanprof sends its profiles to the same Collector over gRPC.
 The test joins the Collector's traces and profiles on span_id: every span longer than 100 ms
 has linked samples whose stacks contain that span's Python handler (a CPython frame,
-docs/python.md) with its native function above it.
+docs/python.md) with its native function above it; every span carries pyroscope.profile.id
+(its own span id, for Grafana's traces-to-profiles).
 """
 import json
 import os
@@ -217,3 +218,9 @@ def test_sdk_spans_join_profile_samples(spanprof, otelcol, otlpcheck, procs, wor
     assert not missing, f"{len(missing)} of {len(long_spans)} long spans unlinked: {missing[:3]}"
     # Every linked sample belongs to a span the Collector received.
     assert set(by_span) <= set(spans), set(by_span) - set(spans)
+    # Grafana's traces-to-profiles: spanprof_context.install() set pyroscope.profile.id = the
+    # span's own id on every span (roots and children), so the span selector Tempo builds from
+    # it reaches each span's linked samples.
+    bad_ids = {sid: sp["attributes"].get("pyroscope.profile.id") for sid, sp in spans.items()
+               if sp["attributes"].get("pyroscope.profile.id") != sid}
+    assert not bad_ids, f"{len(bad_ids)} of {len(spans)} spans: {list(bad_ids.items())[:5]}"

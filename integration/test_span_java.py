@@ -105,7 +105,7 @@ def java_env(http_port=None):
 
 def collector_spans(path):
     """Span id -> {trace_id, name (the endpoint of its url.path, else the span's name),
-    start_ns, end_ns}."""
+    start_ns, end_ns, profile_id (the attribute pyroscope.profile.id, or None)}."""
     spans = {}
     for line in Path(path).read_text().splitlines():
         for rs in json.loads(line).get("resourceSpans", []):
@@ -118,7 +118,8 @@ def collector_spans(path):
                         "trace_id": sp["traceId"].lower(),
                         "name": path.lstrip("/") or sp["name"],
                         "start_ns": int(sp["startTimeUnixNano"]),
-                        "end_ns": int(sp["endTimeUnixNano"])}
+                        "end_ns": int(sp["endTimeUnixNano"]),
+                        "profile_id": attrs.get("pyroscope.profile.id")}
     return spans
 
 
@@ -158,6 +159,11 @@ def test_java_samples_link_to_their_own_request(spanprof, otelcol, otlpcheck, pr
     spans = collector_spans(traces)
     served = [s for s in spans.values() if s["name"] in ENDPOINTS]
     assert len(served) >= requests, f"the Collector got {len(served)} request spans: {done}"
+    # The extension's span processor: pyroscope.profile.id = the span's own id, on every span
+    # (Grafana's traces-to-profiles).
+    bad_ids = [(sid, s["name"], s["profile_id"]) for sid, s in spans.items()
+               if s["profile_id"] != sid]
+    assert not bad_ids, f"{len(bad_ids)} of {len(spans)} spans: {bad_ids[:5]}"
 
     otlp = otlpcheck(profiles)
     assert otlp["ok"], otlp["errors"][:5]
@@ -234,8 +240,9 @@ def test_java_context_check(tmp_path, jdk_run):
                           str(virtual)], capture_output=True, text=True, timeout=120)
     print(f"{name}: {res.stdout.strip()}")
     assert res.returncode == 0 and res.stdout.startswith("ok "), res.stdout + res.stderr[-2000:]
-    # 50 check points per thread: main, 4 platform threads, the virtual ones; + 1 at the end
-    assert int(res.stdout.split()[1]) == 50 * (5 + virtual) + 1, res.stdout
+    # 50 check points per thread: main, 4 platform threads, the virtual ones; + 1 at the end;
+    # + 5 of pyroscope.profile.id (3 spans, the switch on and off)
+    assert int(res.stdout.split()[1]) == 50 * (5 + virtual) + 1 + 5, res.stdout
 
 
 def test_java_extension_without_its_native_part(tmp_path):

@@ -139,7 +139,9 @@ def test_service_runs_the_documented_wiring():
 
 def test_package_check(node, node_app):
     """writer/node/test/check.js: what the thread publishes is the active recording span at 1702
-    points of an interleaved program (await, thenables, timers, nextTick, sockets, streams)."""
+    points of an interleaved program (await, thenables, timers, nextTick, sockets, streams);
+    every exported span carries pyroscope.profile.id = its own id, none with profileId: false
+    (121 more checks)."""
     res = subprocess.run([node, str(PACKAGE / "test" / "check.js")], capture_output=True,
                          text=True, timeout=120, env=node_env(node_app), cwd=node_app)
     print(res.stdout.strip())

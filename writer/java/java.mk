@@ -1,12 +1,13 @@
 # The OpenTelemetry Java agent extension (writer/java, docs/java.md): one jar,
 #   $(BUILD)/writer/java/spanprof-java.jar
-# holding the extension's classes (javac --release 8 against the OpenTelemetry API and the
-# autoconfigure SPI from Maven Central, compile-only: the agent provides them) and its JNI part,
-# libspanprof_java.so (writer/java/native/spanprof_jni.c + the writer library, -fPIC
-# -mtls-dialect=gnu2), under spanprof/linux-x86_64/. Also the agent itself for the tests and the
-# benchmark, $(BUILD)/java/opentelemetry-javaagent.jar. Maven puts the artifacts in ~/.m2
-# (`make deps` fetches them ahead; their class path is written to $(JAVA_DIR)/api.classpath for
-# writer/java/test/ContextCheck.java); built by the test targets (check, integration) and by
+# holding the extension's classes (javac --release 8 against the OpenTelemetry API, the SDK's
+# trace part (SpanProcessor) and the autoconfigure SPI from Maven Central, compile-only: the
+# agent provides them) and its JNI part, libspanprof_java.so (writer/java/native/spanprof_jni.c
+# + the writer library, -fPIC -mtls-dialect=gnu2), under spanprof/linux-x86_64/. Also the agent
+# itself for the tests and the benchmark, $(BUILD)/java/opentelemetry-javaagent.jar. Maven puts
+# the artifacts in ~/.m2 (`make deps` fetches them ahead; their class path is written to
+# $(JAVA_DIR)/api.classpath for writer/java/test/ContextCheck.java); built by the test targets
+# (check, integration) and by
 #   make java-extension
 # JAVAC picks the compiler; JAVA_JNI_HOME the JDK whose JNI headers the native part uses.
 
@@ -24,6 +25,7 @@ JAVA_CP_ARTIFACTS := \
 	io/opentelemetry/opentelemetry-context/$(JAVA_OTEL_VERSION)/opentelemetry-context-$(JAVA_OTEL_VERSION).jar \
 	io/opentelemetry/opentelemetry-common/$(JAVA_OTEL_VERSION)/opentelemetry-common-$(JAVA_OTEL_VERSION).jar \
 	io/opentelemetry/opentelemetry-sdk-common/$(JAVA_OTEL_VERSION)/opentelemetry-sdk-common-$(JAVA_OTEL_VERSION).jar \
+	io/opentelemetry/opentelemetry-sdk-trace/$(JAVA_OTEL_VERSION)/opentelemetry-sdk-trace-$(JAVA_OTEL_VERSION).jar \
 	io/opentelemetry/opentelemetry-sdk-extension-autoconfigure-spi/$(JAVA_OTEL_VERSION)/opentelemetry-sdk-extension-autoconfigure-spi-$(JAVA_OTEL_VERSION).jar
 JAVA_CP := $(subst $(eval) ,:,$(addprefix $(JAVA_M2)/,$(JAVA_CP_ARTIFACTS)))
 JAVA_SRC := $(wildcard writer/java/src/spanprof/context/*.java)
@@ -49,7 +51,8 @@ java-extension-for-tests:
 $(JAVA_DIR)/.deps-$(JAVA_OTEL_VERSION):
 	$(call msg,MVN,opentelemetry-api $(JAVA_OTEL_VERSION))
 	$(Q)mkdir -p $(@D)
-	$(Q)for a in opentelemetry-api opentelemetry-sdk-common opentelemetry-sdk-extension-autoconfigure-spi; do \
+	$(Q)for a in opentelemetry-api opentelemetry-sdk-common opentelemetry-sdk-trace \
+			opentelemetry-sdk-extension-autoconfigure-spi; do \
 		$(MVN) -q -B -Dmaven.repo.local=$(JAVA_M2) dependency:get -Dartifact=io.opentelemetry:$$a:$(JAVA_OTEL_VERSION) \
 			>$(JAVA_DIR)/mvn.log 2>&1 || { cat $(JAVA_DIR)/mvn.log; exit 1; }; \
 	done

@@ -204,10 +204,31 @@ class SpanprofContextManager extends AsyncLocalStorageContextManager {
  * SDK reads the clock for its end time (onStart wraps the span's end()): unpublishing from onEnd
  * alone would leave it published between its end time and the processor's turn, which on a
  * loaded machine (the thread preempted in between) was seen to be 5 ms.
+ *
+ * It also sets, at each span's start, the attribute pyroscope.profile.id = the span's own id (16
+ * lowercase hex digits): Grafana's Tempo offers "Profiles for this span" only on spans that
+ * carry it (docs/span-links.md). Every span, not only local roots as Grafana's pprof
+ * integrations do (they label a root's whole subtree with the root's id): spanprof's samples
+ * carry the id of the active span and Pyroscope's span selector matches ids exactly, so each
+ * span's button shows the samples taken while it was active. Off with
+ * new SpanprofSpanProcessor({ profileId: false }) or SPANPROF_PROFILE_ID=false; not set while
+ * this package publishes nothing (no samples could match).
  */
+const PROFILE_ID_KEY = 'pyroscope.profile.id';
+
 class SpanprofSpanProcessor {
+  constructor(options = {}) {
+    this.profileId = options.profileId !== undefined ? !!options.profileId
+      : String(process.env.SPANPROF_PROFILE_ID).toLowerCase() !== 'false';
+  }
+
   onStart(span) {
     if (!addon) return;
+    try {
+      if (this.profileId) span.setAttribute(PROFILE_ID_KEY, span.spanContext().spanId);
+    } catch (e) {
+      // never break the application for a profiling aid
+    }
     try {
       const end = span.end;
       const spanId = span.spanContext().spanId;

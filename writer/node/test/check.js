@@ -31,9 +31,9 @@ if (isMainThread) {
     process.exit(1);
   }
 }
+const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter()),
-    new spanprof.SpanprofSpanProcessor()],
+  spanProcessors: [new SimpleSpanProcessor(exporter), new spanprof.SpanprofSpanProcessor()],
 });
 api.trace.setGlobalTracerProvider(provider);
 const tracer = api.trace.getTracer('check');
@@ -118,6 +118,27 @@ server.listen(0, '127.0.0.1', async () => {
   await sleep(5);
   check('end');
   server.close();
+  // pyroscope.profile.id (Grafana's traces-to-profiles): every span's own id; none when off.
+  const spans = exporter.getFinishedSpans();
+  if (spans.length < 120) bad.push(`only ${spans.length} spans exported`);
+  for (const s of spans) {
+    checks++;
+    const id = s.attributes['pyroscope.profile.id'];
+    if (id !== s.spanContext().spanId || !/^[0-9a-f]{16}$/.test(id)) {
+      if (bad.length < 20) {
+        bad.push(`${s.name}: pyroscope.profile.id ${id}, span ${s.spanContext().spanId}`);
+      }
+    }
+  }
+  const offExporter = new InMemorySpanExporter();
+  const off = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(offExporter),
+    new spanprof.SpanprofSpanProcessor({ profileId: false })] });
+  off.getTracer('off').startSpan('off').end();
+  checks++;
+  const offSpans = offExporter.getFinishedSpans();
+  if (offSpans.length !== 1 || 'pyroscope.profile.id' in offSpans[0].attributes) {
+    bad.push(`profileId: false: ${JSON.stringify(offSpans.map((s) => s.attributes))}`);
+  }
   const where = isMainThread ? 'main thread' : 'worker thread';
   if (bad.length) {
     console.log(`FAIL ${bad.length} of ${checks} checks (${where}):\n${bad.join('\n')}`);

@@ -207,7 +207,8 @@ def current() -> Optional[dict]:
 
 
 def install(attrs: Optional[Callable[[object], Optional[Mapping[int, str]]]] = None,
-            asyncio: bool = True):
+            asyncio: bool = True, profile_id: Optional[bool] = None,
+            tracer_provider: Optional[object] = None):
     """Publishes, for every thread, the span of the context that runs on it (recording spans
     only). Wraps opentelemetry.context's runtime context (attach/detach) and, with asyncio=True,
     asyncio's callback runner (asyncio.events.Handle._run: every task step and callback of the
@@ -215,15 +216,27 @@ def install(attrs: Optional[Callable[[object], Optional[Mapping[int, str]]]] = N
     attrs, if given, is called with the span each time it is published and returns the thread
     attributes ({key index: value}). Call after trace.set_tracer_provider() and before serving
     (before creating event loops that use an eager task factory). Idempotent; returns the
-    runtime-context wrapper."""
+    runtime-context wrapper.
+
+    profile_id (default: on, unless $SPANPROF_PROFILE_ID is "false"): every span started by
+    tracer_provider (default: the global one; an SDK TracerProvider, else nothing is added) gets
+    the attribute pyroscope.profile.id = its span id (16 lowercase hex digits), the attribute
+    Grafana's Tempo looks for to offer "Profiles for this span" (docs/span-links.md)."""
     from . import _hook
-    return _hook.install(attrs, asyncio)
+    if profile_id is None:
+        profile_id = os.environ.get("SPANPROF_PROFILE_ID", "").lower() != "false"
+    wrapper = _hook.install(attrs, asyncio)  # raises OSError without the library: no attribute
+    _hook.install_profile_id(profile_id, tracer_provider)
+    return wrapper
 
 
 def uninstall() -> None:
     """Undoes install(): the SDK's runtime context and asyncio's functions are put back. Spans
-    published by the hook stay published on their threads until those contexts are detached."""
+    published by the hook stay published on their threads until those contexts are detached.
+    Spans started from now on get no pyroscope.profile.id (the processor stays registered with
+    its TracerProvider, which cannot remove one, but does nothing)."""
     from . import _hook
+    _hook.install_profile_id(False, None)
     _hook.uninstall()
 
 

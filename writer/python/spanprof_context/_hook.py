@@ -321,6 +321,65 @@ class TrioInstrument:
             _scope_exit(_state().trio.pop())
 
 
+PROFILE_ID_KEY = "pyroscope.profile.id"
+_profile_id_on = False
+_profile_id_providers = []  # TracerProviders given a _ProfileIdProcessor (weakly: by identity)
+
+
+class _ProfileIdProcessor:
+    """A SpanProcessor (the SDK's interface, duck-typed: the package works without the SDK) that
+    sets pyroscope.profile.id = the span's own id (lowercase hex) on every span at its start.
+
+    Every span, not only local roots as Grafana's pprof integrations do: those label a local
+    root's whole subtree with the root's id, while spanprof's samples carry the id of the span
+    active on the thread, and Pyroscope's span selector matches ids exactly. So each span's
+    "Profiles for this span" shows the samples taken while it was the active span (its self
+    time, not its children's)."""
+
+    def on_start(self, span, parent_context=None):
+        if not _profile_id_on:
+            return
+        try:
+            span.set_attribute(PROFILE_ID_KEY, format(span.get_span_context().span_id, "016x"))
+        except Exception:  # never break the application for a profiling aid
+            logger.debug("spanprof: setting %s failed", PROFILE_ID_KEY, exc_info=True)
+
+    def _on_ending(self, span):
+        pass
+
+    def on_end(self, span):
+        pass
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def install_profile_id(on: bool, provider) -> None:
+    """Turns pyroscope.profile.id on or off; when on, adds the processor to provider (default:
+    the global TracerProvider) once. A provider without add_span_processor (the API's proxy
+    before trace.set_tracer_provider(), another SDK) gets nothing: logged."""
+    global _profile_id_on
+    _profile_id_on = on
+    if not on:
+        return
+    if provider is None:
+        from opentelemetry import trace
+        provider = trace.get_tracer_provider()
+    if any(p is provider for p in _profile_id_providers):
+        return
+    add = getattr(provider, "add_span_processor", None)
+    if add is None:
+        logger.info("spanprof: %s is not set: the TracerProvider (%s) takes no span processor "
+                    "(call install() after trace.set_tracer_provider())", PROFILE_ID_KEY,
+                    type(provider).__name__)
+        return
+    add(_ProfileIdProcessor())
+    _profile_id_providers.append(provider)
+
+
 def _replace(obj, name, wrapper):
     orig = getattr(obj, name)
     _saved[(obj, name)] = orig

@@ -98,6 +98,49 @@ def test_non_recording_and_ended_spans_are_not_published():
         assert published() is None
 
 
+def test_profile_id_set_on_every_span_unless_turned_off():
+    """pyroscope.profile.id (Grafana's traces-to-profiles) = each span's own id in lowercase hex,
+    on local roots, children and remote-parented spans alike; none with profile_id=False."""
+    provider = TracerProvider()
+    t = provider.get_tracer("profile-id")
+    spanprof_context.install(tracer_provider=provider)
+    spanprof_context.install(tracer_provider=provider)  # idempotent: one processor
+    assert len(provider._active_span_processor._span_processors) == 1
+    remote = trace.NonRecordingSpan(trace.SpanContext(0x1234, 0x5678, is_remote=True,
+                                                      trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
+    with t.start_as_current_span("root") as root, t.start_as_current_span("child") as child:
+        with t.start_as_current_span("remote-child", context=trace.set_span_in_context(remote)) \
+                as rchild:
+            pass
+    for span in (root, child, rchild):
+        assert span.attributes["pyroscope.profile.id"] == \
+            "%016x" % span.get_span_context().span_id, span.name
+    assert len(root.attributes["pyroscope.profile.id"]) == 16
+    spanprof_context.install(tracer_provider=provider, profile_id=False)
+    with t.start_as_current_span("off") as off:
+        pass
+    assert "pyroscope.profile.id" not in off.attributes
+    spanprof_context.install(tracer_provider=provider)
+    spanprof_context.uninstall()
+    with t.start_as_current_span("after-uninstall") as after:
+        pass
+    assert "pyroscope.profile.id" not in after.attributes
+
+
+def test_profile_id_off_through_the_environment(monkeypatch):
+    provider = TracerProvider()
+    monkeypatch.setenv("SPANPROF_PROFILE_ID", "false")
+    spanprof_context.install(tracer_provider=provider)
+    with provider.get_tracer("env").start_as_current_span("s") as span:
+        pass
+    assert "pyroscope.profile.id" not in span.attributes
+    monkeypatch.setenv("SPANPROF_PROFILE_ID", "true")
+    spanprof_context.install(tracer_provider=provider)
+    with provider.get_tracer("env").start_as_current_span("s") as span:
+        pass
+    assert span.attributes["pyroscope.profile.id"] == "%016x" % span.get_span_context().span_id
+
+
 def test_tasks_holding_spans_across_awaits():
     """Each task's span is published only while that task runs; callbacks without a span in
     between publish nothing."""

@@ -17,7 +17,9 @@ import java.util.logging.Logger;
  * autoconfiguration) through META-INF/services: loads the native part and, when it loaded,
  * installs {@link SpanprofContextStorage} as a ContextStorage wrapper and publishes the SDK's
  * resource as the OTEP 4719 process context (service.name, ...; values as strings, lists joined
- * by ','). With -Dspanprof.enabled=false (or SPANPROF_JAVA_ENABLED=false) it does nothing.
+ * by ','), and adds {@link SpanprofProfileIdProcessor} (pyroscope.profile.id on every span, for
+ * Grafana's traces-to-profiles; not with -Dspanprof.profile-id=false or SPANPROF_PROFILE_ID=false).
+ * With -Dspanprof.enabled=false (or SPANPROF_JAVA_ENABLED=false) it does nothing.
  */
 public final class SpanprofCustomizer implements AutoConfigurationCustomizerProvider {
   private static final Logger logger = Logger.getLogger("spanprof.context");
@@ -34,6 +36,10 @@ public final class SpanprofCustomizer implements AutoConfigurationCustomizerProv
           publishProcess(resource);
           return resource;
         });
+    if (SpanprofProfileIdProcessor.enabled()) {
+      customizer.addTracerProviderCustomizer(
+          (builder, config) -> builder.addSpanProcessor(new SpanprofProfileIdProcessor()));
+    }
   }
 
   /** Runs after the other customizers (the resource it sees is the SDK's final one). */

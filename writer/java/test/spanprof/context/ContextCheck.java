@@ -8,9 +8,12 @@ import io.opentelemetry.api.trace.SpanContext;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.TraceFlags;
 import io.opentelemetry.api.trace.TraceState;
+import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.ContextStorage;
 import io.opentelemetry.context.Scope;
+import io.opentelemetry.sdk.trace.ReadableSpan;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -26,6 +29,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * yield) between steps while sharing carriers (run with -Djdk.virtualThreadScheduler.parallelism=1
  * to share one): the published span must always be the current context's recording span (or
  * none). The OpenTelemetry API alone (no SDK): the wrapper is installed as the customizer does.
+ * Then {@link SpanprofProfileIdProcessor} in an SDK TracerProvider: every span (local root, child,
+ * remote-parented) carries pyroscope.profile.id = its own span id; the switch turns it off.
  * Usage: java -cp <jar>:<api jars>:<this> spanprof.context.ContextCheck [VIRTUAL_THREADS]
  * Prints "ok N checks" (exit 0) or the mismatches (exit 1).
  */
@@ -163,6 +168,50 @@ public final class ContextCheck {
     check(who + " after");
   }
 
+  /** pyroscope.profile.id of spans of an SDK TracerProvider with the processor. */
+  static void profileIdCheck() {
+    SdkTracerProvider provider =
+        SdkTracerProvider.builder().addSpanProcessor(new SpanprofProfileIdProcessor()).build();
+    Tracer tracer = provider.get("profile-id");
+    Span root = tracer.spanBuilder("root").setNoParent().startSpan();
+    Span child = tracer.spanBuilder("child").setParent(Context.root().with(root)).startSpan();
+    SpanContext remote =
+        SpanContext.createFromRemoteParent(
+            "0000000000000000000000000000abcd", "000000000000abcd", TraceFlags.getSampled(),
+            TraceState.getDefault());
+    Span rchild =
+        tracer.spanBuilder("remote-child").setParent(Context.root().with(Span.wrap(remote)))
+            .startSpan();
+    for (Span span : new Span[] {root, child, rchild}) {
+      checks.incrementAndGet();
+      String got = ((ReadableSpan) span).getAttribute(SpanprofProfileIdProcessor.PROFILE_ID);
+      String want = span.getSpanContext().getSpanId();
+      if (got == null || !got.equals(want) || !got.matches("[0-9a-f]{16}")) {
+        mismatches.incrementAndGet();
+        System.out.println(((ReadableSpan) span).getName() + ": pyroscope.profile.id " + got
+            + ", span id " + want);
+      }
+      span.end();
+    }
+    provider.close();
+    String saved = System.getProperty("spanprof.profile-id");
+    checks.addAndGet(2);
+    if (!SpanprofProfileIdProcessor.enabled()) {
+      mismatches.incrementAndGet();
+      System.out.println("the processor is off by default");
+    }
+    System.setProperty("spanprof.profile-id", "false");
+    if (SpanprofProfileIdProcessor.enabled()) {
+      mismatches.incrementAndGet();
+      System.out.println("-Dspanprof.profile-id=false leaves the processor on");
+    }
+    if (saved == null) {
+      System.clearProperty("spanprof.profile-id");
+    } else {
+      System.setProperty("spanprof.profile-id", saved);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     int virtual = args.length > 0 ? Integer.parseInt(args[0]) : 0;
     if (!Native.ok()) {
@@ -220,6 +269,7 @@ public final class ContextCheck {
     }
     pool.shutdown();
     check("main at the end");
+    profileIdCheck();
     if (mismatches.get() > 0) {
       System.out.println(mismatches.get() + " mismatches in " + checks.get() + " checks");
       System.exit(1);
