@@ -1,0 +1,184 @@
+"""PHP frames of PHP processes (docs/php.md) against the real kernel: Debian's PHP 8.2 CLI
+(php8.2-cli), with opcache off (the CLI's default), on, and on with its tracing JIT.
+
+The workload (integration/workloads/phpchain.php) forks one child per mode before the agent
+samples; each burns CPU in a chain of known shape: a class method (Shape::area), a recursion six
+deep (recurse), a closure ({closure}), a C function calling back into PHP (array_map calling a
+closure), an exception thrown and caught each round (catcher -> thrower). Checked on the agent's
+pprof output, per child (pprof's pid label):
+  - at least 90% of each child's samples show exactly its PHP chain, root to leaf ({main} first),
+    with a leaf line of its loop (the lines marked "leaf: MODE"); under the JIT, whose code does
+    not keep the running opline where the walk reads it, the leaf line may be unknown (0, counted
+    and printed), never another line;
+  - no sample shows a PHP function outside the child's own chain (and the functions the engine
+    runs for it: the exception's constructor, array_sum);
+  - the C function between two PHP levels: array_map's own native frames (zend_call_function)
+    sit between the array_map frame and the closure it calls back (in stacks not cut);
+  - no native frame of the Zend VM's executor (execute_ex) is left where PHP frames were placed.
+The expected counts are sized from each child's CPU time. The agent's OTLP frame kind and the
+flame graph's colour are checked by unit tests (test/profile).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import SLOWDOWN, WORKLOADS, record_gated
+
+PHP = shutil.which("php8.2")
+SECONDS = 3
+FREQ = 499
+WORKLOAD = WORKLOADS / "phpchain.php"
+MODES = ("methods", "recursion", "closure", "callback", "exception")
+
+pytestmark = pytest.mark.skipif(not PHP, reason="php8.2 not installed (make deps: php8.2-cli)")
+
+# Each mode's PHP chain, root first.
+CHAINS = {
+    "methods": ["{main}", "phpchain_round", "run_methods", "Shape::area"],
+    "recursion": ["{main}", "phpchain_round", "run_recursion"] + ["recurse"] * 6 + ["spin"],
+    "closure": ["{main}", "phpchain_round", "run_closure", "{closure}"],
+    "callback": ["{main}", "phpchain_round", "run_callback", "array_map", "{closure}"],
+    "exception": ["{main}", "phpchain_round", "run_exception", "catcher", "thrower"],
+}
+# The child's own loop: its CPU time read between rounds.
+COMMON = {"cpu_seconds", "getrusage"}
+# What else the engine runs inside a chain (constructors, the sum of the callback's results).
+EXTRA = {
+    "methods": {"Shape::__construct"},
+    "exception": {"Exception::__construct", "Exception::getMessage", "strlen"},
+    "callback": {"array_sum"},
+}
+
+VARIANTS = {
+    "opcache-off": [],
+    "opcache-on": ["-d", "opcache.enable_cli=1", "-d", "opcache.jit=off"],
+    "jit-tracing": ["-d", "opcache.enable_cli=1", "-d", "opcache.jit=tracing",
+                    "-d", "opcache.jit_buffer_size=64M"],
+}
+
+
+def leaf_lines():
+    """Mode -> the workload's lines marked "leaf: MODE" (1-based)."""
+    out = {}
+    for i, text in enumerate(WORKLOAD.read_text().splitlines(), 1):
+        if "// leaf: " in text:
+            out.setdefault(text.split("// leaf: ")[1].strip(), set()).add(i)
+    return out
+
+
+def frames_root_first(sample):
+    """(function, file, line, kind) root first: kind "php", "native", "marker"."""
+    out = []
+    for loc in reversed(sample["stack"]):
+        for ln in reversed(loc["lines"] or []):
+            name = ln["function"]
+            if loc.get("mapping"):
+                kind = "native"
+            elif name.startswith("["):
+                kind = "marker"
+            elif (ln.get("file") or "").endswith(".php") or loc.get("address", 0) < 1 << 32:
+                kind = "php"
+            else:
+                kind = "kernel"
+            out.append((name, ln.get("file") or "", ln.get("line") or 0, kind))
+        if not loc["lines"]:
+            out.append(("?", "", 0, "native" if loc.get("mapping") else "kernel"))
+    return out
+
+
+def run(spanprof, pprofcheck, procs, tmp_path, php_args):
+    prog = procs.start(PHP, *php_args, WORKLOAD, SECONDS, *MODES, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+    children = json.loads(prog.stdout.readline())["children"]
+    out = tmp_path / "out"
+    try:
+        res = record_gated(spanprof, out, prog, "--pid", ",".join(str(p) for p in [prog.pid, *children.values()]),
+                           "-F", FREQ, timeout=120 * SLOWDOWN)
+        cpu = json.loads(prog.stdout.readline())["cpu"]
+        prog.wait(timeout=30)
+    finally:
+        for pid in children.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    samples = [s for s in prof["samples"] if s["values"][0] > 0]
+    return children, cpu, samples, res
+
+
+def check_chains(children, cpu, samples, res, variant, unknown_line_ok=False):
+    """@unknown_line_ok: a leaf line 0 (unknown: JIT code that did not save its opline) counts
+    as exact; a known leaf line must still be one of the loop's."""
+    lines = leaf_lines()
+    by_pid = {}
+    for s in samples:
+        pid = (s["num_labels"].get("pid") or [0])[0]
+        by_pid.setdefault(pid, []).append(s)
+    report = []
+    for mode, pid in children.items():
+        mine = by_pid.get(pid, [])
+        total = sum(s["values"][0] for s in mine)
+        expected = cpu[mode] * FREQ
+        assert total >= 0.5 * expected, (
+            f"{variant} {mode}: {total} samples for {cpu[mode]:.2f} s of CPU at {FREQ} Hz\n"
+            f"{res.stderr[-3000:]}")
+        exact = no_line = 0
+        allowed = set(CHAINS[mode]) | EXTRA.get(mode, set()) | COMMON
+        bad = []
+        for s in mine:
+            fr = frames_root_first(s)
+            php = [(f, fl, ln) for f, fl, ln, k in fr if k == "php"]
+            names = [f for f, _, _ in php]
+            foreign = [f for f in names if f not in allowed]
+            if foreign:
+                bad.append(f"foreign PHP frames {foreign}: {fr}")
+            # The VM's own loop frame never stays beside placed PHP frames.
+            if names and any(f.startswith("execute_ex") for f, _, _, k in fr if k == "native"):
+                bad.append(f"execute_ex left beside PHP frames: {fr}")
+            # (A native stack cut in JIT code lost those frames: its marker says so.)
+            whole = not any(k == "marker" for _, _, _, k in fr)
+            if mode == "callback" and whole and "array_map" in names and names[-1] == "{closure}":
+                i = [f for f, _, _, k in fr].index("array_map")
+                j = len(fr) - 1 - [f for f, _, _, k in fr][::-1].index("{closure}")
+                between = [f for f, _, _, k in fr[i + 1:j]]
+                if "zend_call_function" not in between:
+                    bad.append(f"array_map's native frames missing before its callback: {fr}")
+            if names == CHAINS[mode] and php[-1][1] == str(WORKLOAD):
+                if php[-1][2] in lines[mode]:
+                    exact += s["values"][0]
+                elif php[-1][2] == 0 and unknown_line_ok:
+                    exact += s["values"][0]
+                    no_line += s["values"][0]
+        share = exact / total if total else 0
+        report.append(f"{variant} {mode}: {exact}/{total} exact ({100 * share:.1f}%), "
+                      f"{no_line} with the leaf line unknown")
+        assert not bad, f"{variant} {mode}: {len(bad)} bad samples, e.g.\n" + "\n".join(bad[:5])
+        if share < 0.9:
+            common = {}
+            for s in mine:
+                key = " ; ".join(f"{f}@{ln}" for f, _, ln, k in frames_root_first(s)
+                                 if k in ("php", "marker"))
+                common[key] = common.get(key, 0) + s["values"][0]
+            top = sorted(common.items(), key=lambda kv: -kv[1])[:6]
+            raise AssertionError(f"{variant} {mode}: {exact}/{total} samples show the exact "
+                                 f"chain {CHAINS[mode]} at a leaf line {sorted(lines[mode])};"
+                                 f" most common:\n" + "\n".join(f"{v} {k}" for k, v in top))
+    print("\n".join(report))
+    return report
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_php_cli_chains(spanprof, pprofcheck, procs, tmp_path, variant):
+    children, cpu, samples, res = run(spanprof, pprofcheck, procs, tmp_path, VARIANTS[variant])
+    check_chains(children, cpu, samples, res, variant, unknown_line_ok=variant == "jit-tracing")
+    php = res.stats["php"]
+    assert php["processes"] >= len(MODES), php
+    assert php["frames_named"] > 0 and php["samples_placed"] > 0, php
+    print(f"{variant}: php stats {json.dumps(php)}")
