@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,123 @@ def test_php_cli_chains(spanprof, pprofcheck, procs, tmp_path, variant):
     assert php["processes"] >= len(MODES), php
     assert php["frames_named"] > 0 and php["samples_placed"] > 0, php
     print(f"{variant}: php stats {json.dumps(php)}")
+
+
+PHP_FPM = shutil.which("php-fpm8.2") or (Path("/usr/sbin/php-fpm8.2")
+                                        if Path("/usr/sbin/php-fpm8.2").exists() else None)
+CGI_FCGI = shutil.which("cgi-fcgi")
+FPM_SCRIPT = WORKLOADS / "phpfpm.php"
+FPM_MODES = ("methods", "callback")
+FPM_REQUESTS = 8       # sequential requests, alternating FPM_MODES
+FPM_REQUEST_CPU = 0.5  # seconds of a worker's CPU per request
+# A request's chain: the pool's script includes phpchain.php (an include runs in the VM's same
+# execute_ex call) and serves one mode.
+FPM_CHAINS = {m: ["{main}", "phpchain_request"] + CHAINS[m][1:] for m in FPM_MODES}
+
+# The request loop, held at the test's gate (a line on stdin): FPM_REQUESTS FastCGI requests
+# through cgi-fcgi (Debian libfcgi-bin), each answer's JSON line printed; then it stops the pool.
+FPM_DRIVER = r"""
+import os, signal, subprocess, sys
+addr, script, n, cpu, master = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+modes = sys.argv[6:]
+sys.stdin.readline()
+for i in range(n):
+    env = dict(os.environ, SCRIPT_FILENAME=script, REQUEST_METHOD="GET",
+               QUERY_STRING=f"mode={modes[i % len(modes)]}&seconds={cpu}")
+    out = subprocess.run(["cgi-fcgi", "-bind", "-connect", addr], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    print(out.strip().splitlines()[-1], flush=True)  # the body's one line
+os.kill(int(master), signal.SIGQUIT)  # the pool ends gracefully: the agent, its targets gone, too
+"""
+
+
+@pytest.fixture
+def fpm_pool(tmp_path):
+    """A php-fpm pool of 2 static workers on a Unix socket, started (and its workers forked)
+    before the agent; yields (socket path, worker PIDs); stopped after the test."""
+    if not PHP_FPM or not CGI_FCGI:
+        pytest.skip("php-fpm8.2 or cgi-fcgi not installed (make deps: php8.2-fpm, libfcgi-bin)")
+    sock = tmp_path / "fpm.sock"
+    conf = tmp_path / "fpm.conf"
+    conf.write_text(f"""[global]
+error_log = {tmp_path}/fpm.log
+daemonize = no
+[chain]
+user = root
+listen = {sock}
+pm = static
+pm.max_children = 2
+clear_env = no
+""")
+    master = subprocess.Popen([str(PHP_FPM), "-F", "-R", "-y", str(conf)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workers = []
+        for _ in range(200):
+            if sock.exists():
+                out = subprocess.run(["pgrep", "-P", str(master.pid)], capture_output=True,
+                                     text=True).stdout.split()
+                workers = [int(p) for p in out]
+                if len(workers) == 2:
+                    break
+            time.sleep(0.05)
+        assert len(workers) == 2, (workers, (tmp_path / "fpm.log").read_text()
+                                   if (tmp_path / "fpm.log").exists() else "")
+        yield sock, master.pid, workers
+    finally:
+        master.terminate()
+        try:
+            master.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            master.kill()
+            master.wait()
+
+
+def test_php_fpm_pool(spanprof, pprofcheck, procs, tmp_path, fpm_pool):
+    """Requests served by php-fpm workers started before the agent: each request's samples
+    show its chain ({main} of the pool's script, phpchain_request, the mode's chain) with a leaf
+    line of its loop in >= 90% of the workers' samples, sized from the CPU time the requests
+    report."""
+    sock, master, workers = fpm_pool
+    driver = procs.start("python3", "-c", FPM_DRIVER, sock, FPM_SCRIPT, FPM_REQUESTS,
+                         FPM_REQUEST_CPU, master, *FPM_MODES, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    out = tmp_path / "out"
+    res = record_gated(spanprof, out, driver, "--pid",
+                       ",".join(str(p) for p in [master, *workers]), "-F", FREQ,
+                       timeout=120 * SLOWDOWN)
+    answers = [json.loads(line) for line in driver.stdout.read().splitlines() if line.strip()]
+    driver.wait(timeout=30)
+    assert len(answers) == FPM_REQUESTS, answers
+    assert {a["pid"] for a in answers} <= set(workers), (answers, workers)
+    cpu = sum(a["cpu"] for a in answers)
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    lines = leaf_lines()
+    total = exact = 0
+    bad = []
+    common = {}
+    for s in prof["samples"]:
+        pid = (s["num_labels"].get("pid") or [0])[0]
+        if pid not in workers or s["values"][0] <= 0:
+            continue
+        fr = frames_root_first(s)
+        php = [(f, fl, ln) for f, fl, ln, k in fr if k == "php"]
+        names = [f for f, _, _ in php]
+        n = s["values"][0]
+        total += n
+        allowed = set().union(*FPM_CHAINS.values()) | COMMON | EXTRA["methods"] | \
+            EXTRA["callback"]
+        if any(f not in allowed for f in names):
+            bad.append(fr)
+        for m in FPM_MODES:
+            if names == FPM_CHAINS[m] and php[-1][2] in lines[m] and php[-1][1] == str(WORKLOAD):
+                exact += n
+        key = " ; ".join(f"{f}@{ln}" for f, _, ln, k in fr if k in ("php", "marker"))
+        common[key] = common.get(key, 0) + n
+    top = "\n".join(f"{v} {k}" for k, v in sorted(common.items(), key=lambda kv: -kv[1])[:6])
+    print(f"php-fpm: {exact}/{total} worker samples exact for {cpu:.2f} s of request CPU; "
+          f"php stats {json.dumps(res.stats['php'])}")
+    assert not bad, f"{len(bad)} samples with PHP frames of no request chain, e.g. {bad[:3]}"
+    assert total >= 0.5 * cpu * FREQ, (total, cpu, res.stderr[-3000:])
+    assert exact >= 0.9 * total, f"{exact}/{total} exact; most common:\n{top}"
