@@ -303,3 +303,52 @@ def test_php_fpm_pool(spanprof, pprofcheck, procs, tmp_path, fpm_pool):
     assert not bad, f"{len(bad)} samples with PHP frames of no request chain, e.g. {bad[:3]}"
     assert total >= 0.5 * cpu * FREQ, (total, cpu, res.stderr[-3000:])
     assert exact >= 0.9 * total, f"{exact}/{total} exact; most common:\n{top}"
+
+
+def test_php_excimer_agreement(spanprof, pprofcheck, procs, tmp_path):
+    """Ground truth: php-excimer (Debian php-excimer) samples the same process as the agent
+    (integration/workloads/phpexcimer.php: three chains mixed). The share of samples each
+    distinct chain of user functions gets (excimer shows no internal function frames: they are
+    left out of both) agrees: sum over chains of the smaller share >= 95%, and the same for
+    the leaf function alone."""
+    if subprocess.run([PHP, "-r", "exit(extension_loaded('excimer') ? 0 : 1);"]).returncode:
+        pytest.skip("php-excimer not installed (make deps: php-excimer)")
+    truth_path = tmp_path / "excimer.json"
+    prog = procs.start(PHP, WORKLOADS / "phpexcimer.php", SECONDS, truth_path, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+    pid = json.loads(prog.stdout.readline())["pid"]
+    out = tmp_path / "out"
+    res = record_gated(spanprof, out, prog, "--pid", pid, "-F", FREQ, timeout=120 * SLOWDOWN)
+    prog.wait(timeout=30)
+    truth = json.loads(truth_path.read_text())
+    prof = pprofcheck(out / "profile.pb.gz")
+    assert not prof["check_error"], prof["check_error"]
+    ours = {}
+    for s in prof["samples"]:
+        if s["values"][0] <= 0:
+            continue
+        chain = tuple(f for f, fl, _, k in frames_root_first(s) if k == "php" and fl)
+        if chain:
+            ours[chain] = ours.get(chain, 0) + s["values"][0]
+    theirs = {}
+    for chain in truth["samples"]:
+        theirs[tuple(chain)] = theirs.get(tuple(chain), 0) + 1
+
+    def agreement(a, b):
+        ta, tb = sum(a.values()), sum(b.values())
+        return sum(min(a.get(k, 0) / ta, b.get(k, 0) / tb) for k in set(a) | set(b))
+
+    def leaves(d):
+        out = {}
+        for k, v in d.items():
+            out[k[-1]] = out.get(k[-1], 0) + v
+        return out
+
+    chains = agreement(ours, theirs)
+    leaf = agreement(leaves(ours), leaves(theirs))
+    top = lambda d: "\n".join(f"  {v} {' ; '.join(k)}" for k, v in
+                              sorted(d.items(), key=lambda kv: -kv[1])[:5])
+    print(f"excimer: {len(truth['samples'])} samples, spanprof {sum(ours.values())} with PHP "
+          f"frames; chains agree {100 * chains:.1f}%, leaf functions {100 * leaf:.1f}%")
+    assert sum(ours.values()) >= 0.5 * truth["cpu"] * FREQ, res.stderr[-3000:]
+    assert chains >= 0.95 and leaf >= 0.95, f"spanprof:\n{top(ours)}\nexcimer:\n{top(theirs)}"
