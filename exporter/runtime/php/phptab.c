@@ -185,6 +185,15 @@ static enum runtime_verdict file_read(void *rt, uint32_t pid, const struct procm
 		t->st.failed[PHPTAB_FAIL_OTHER]++;
 	else
 		v = RUNTIME_FILE_RUNTIME;
+	/* Once per file identity (its verdict is remembered). */
+	if (v != RUNTIME_FILE_RUNTIME)
+		fprintf(stderr,
+			"spanprof: php: PHP %d.%d.%d (%s) %s; its processes keep their native "
+			"frames only\n",
+			f->v.major, f->v.minor, f->v.patch, m->path,
+			f->v.zts ? "is a thread-safe (ZTS) build, not walked"
+			: !f->eg ? "exports no executor_globals"
+				 : "has no known layout (7.4-8.4 have one)");
 out:
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)st.st_size);
