@@ -307,15 +307,22 @@ def test_php_fpm_pool(spanprof, pprofcheck, procs, tmp_path, fpm_pool):
 
 def test_php_excimer_agreement(spanprof, pprofcheck, procs, tmp_path):
     """Ground truth: php-excimer (Debian php-excimer) samples the same process as the agent
-    (integration/workloads/phpexcimer.php: three chains mixed). The share of samples each
-    distinct chain of user functions gets (excimer shows no internal function frames: they are
-    left out of both) agrees: sum over chains of the smaller share >= 95%, and the same for
-    the leaf function alone."""
+    (integration/workloads/phpexcimer.php: three chains mixed, two of them with the same leaf
+    function, {closure}, under other callers). Excimer's stacks (user functions only: it shows
+    no internal function) and the agent's agree on the leaf function's callers: for each leaf
+    function both saw at least 20 times, the share of its samples with each chain, compared
+    (sum of the smaller shares), weighted by excimer's samples: >= 95%.
+    Excimer takes its sample where the VM next checks for an interrupt, not where its timer
+    fired, and handles several periods at once (about 4 per entry here): which leaf gets a
+    sample wanders from run to run even without the agent (in three runs of 3 s: spin 28, 93,
+    257 entries; cpu_seconds, called once per round, 338, 218, 0), so the shares of the leaf
+    functions themselves are printed, not held to a bound."""
     if subprocess.run([PHP, "-r", "exit(extension_loaded('excimer') ? 0 : 1);"]).returncode:
         pytest.skip("php-excimer not installed (make deps: php-excimer)")
     truth_path = tmp_path / "excimer.json"
-    prog = procs.start(PHP, WORKLOADS / "phpexcimer.php", SECONDS, truth_path, stdin=subprocess.PIPE,
-                       stdout=subprocess.PIPE, text=True)
+    prog = procs.start(PHP, WORKLOADS / "phpexcimer.php", SECONDS, truth_path, "recursion",
+                       "closure", "callback", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
     pid = json.loads(prog.stdout.readline())["pid"]
     out = tmp_path / "out"
     res = record_gated(spanprof, out, prog, "--pid", pid, "-F", FREQ, timeout=120 * SLOWDOWN)
@@ -334,21 +341,27 @@ def test_php_excimer_agreement(spanprof, pprofcheck, procs, tmp_path):
     for chain in truth["samples"]:
         theirs[tuple(chain)] = theirs.get(tuple(chain), 0) + 1
 
-    def agreement(a, b):
+    def by_leaf(d):
+        out = {}
+        for k, v in d.items():
+            out.setdefault(k[-1], {})[k] = v
+        return out
+
+    def overlap(a, b):
         ta, tb = sum(a.values()), sum(b.values())
         return sum(min(a.get(k, 0) / ta, b.get(k, 0) / tb) for k in set(a) | set(b))
 
-    def leaves(d):
-        out = {}
-        for k, v in d.items():
-            out[k[-1]] = out.get(k[-1], 0) + v
-        return out
-
-    chains = agreement(ours, theirs)
-    leaf = agreement(leaves(ours), leaves(theirs))
+    ol, tl = by_leaf(ours), by_leaf(theirs)
+    common = [f for f in tl if sum(tl[f].values()) >= 20 and sum(ol.get(f, {}).values()) >= 20]
+    weight = sum(sum(tl[f].values()) for f in common)
+    callers = sum(sum(tl[f].values()) * overlap(ol[f], tl[f]) for f in common) / weight
+    leaves = overlap({f: sum(v.values()) for f, v in ol.items()},
+                     {f: sum(v.values()) for f, v in tl.items()})
     top = lambda d: "\n".join(f"  {v} {' ; '.join(k)}" for k, v in
-                              sorted(d.items(), key=lambda kv: -kv[1])[:5])
+                              sorted(d.items(), key=lambda kv: -kv[1])[:6])
     print(f"excimer: {len(truth['samples'])} samples, spanprof {sum(ours.values())} with PHP "
-          f"frames; chains agree {100 * chains:.1f}%, leaf functions {100 * leaf:.1f}%")
+          f"frames; leaf functions compared {common}: their callers agree {100 * callers:.1f}%;"
+          f" the leaf functions' shares agree {100 * leaves:.1f}% (not bound: see above)")
     assert sum(ours.values()) >= 0.5 * truth["cpu"] * FREQ, res.stderr[-3000:]
-    assert chains >= 0.95 and leaf >= 0.95, f"spanprof:\n{top(ours)}\nexcimer:\n{top(theirs)}"
+    assert {"spin", "{closure}"} <= set(common), f"spanprof:\n{top(ours)}\nexcimer:\n{top(theirs)}"
+    assert callers >= 0.95, f"spanprof:\n{top(ours)}\nexcimer:\n{top(theirs)}"

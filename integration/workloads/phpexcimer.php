@@ -2,9 +2,9 @@
 // integration/test_php.py's ground truth: the chains of phpchain.php, mixed, sampled at once by
 // php-excimer (Debian php-excimer: a CPU-time timer in the process, stacks read at the VM's
 // next interrupt check) and by the agent.
-//   php phpexcimer.php SECONDS OUT.json
+//   php phpexcimer.php SECONDS OUT.json MODE...
 // Prints {"pid": PID}, waits for a line on stdin (the test's gate), runs SECONDS of CPU time of
-// rounds of three modes under ExcimerProfiler (1 ms of CPU time), then writes to OUT.json
+// rounds of the modes under ExcimerProfiler (1 ms of CPU time), then writes to OUT.json
 // {"cpu": seconds, "samples": [[function, ...] root first, ...]}: each of excimer's samples as
 // "Class::function", "function", "{closure}" or "{main}".
 require __DIR__ . "/phpchain.php";
@@ -19,9 +19,9 @@ $prof->setMaxDepth(64);
 $prof->start();
 $t0 = cpu_seconds();
 while (cpu_seconds() - $t0 < $seconds) {
-    phpchain_round("methods");
-    phpchain_round("recursion");
-    phpchain_round("callback");
+    foreach (array_slice($argv, 3) as $mode) {
+        phpchain_round($mode);
+    }
 }
 $cpu = cpu_seconds() - $t0;
 $prof->stop();

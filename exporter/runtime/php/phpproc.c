@@ -77,10 +77,20 @@ void phplayout__desc(const struct php_layout *l, struct php_desc *d)
 	d->zop_size = l->zop_size;
 }
 
-/* One zend_function named (struct phpproc.cache), keyed by its address. */
-struct phpfn {
+/*
+ * One zend_function named (struct phpproc.cache), keyed by its address and fingerprint: one
+ * address may hold several functions in turn (closures are copies of their op_array in the
+ * closure object, which a later closure's object takes over when freed), each named once while
+ * it was there.
+ */
+struct phpfn_key {
 	uint64_t addr;
-	uint32_t fp; /* its fingerprint when read */
+	uint32_t fp;
+	uint32_t pad;
+};
+
+struct phpfn {
+	struct phpfn_key key;
 	int type;
 	char *klass, *function, *file; /* klass, file: NULL when none */
 	UT_hash_handle hh;
@@ -187,8 +197,8 @@ static int read_fn(struct phpproc *p, uint64_t addr, uint32_t fp, struct phpfn *
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -PHPPROC_UNNAMED_UNREADABLE - 1;
-	f->addr = addr;
-	f->fp = fp;
+	f->key.addr = addr;
+	f->key.fp = fp;
 	f->type = type;
 	if (name) {
 		f->function = read_str(p, name);
@@ -217,30 +227,23 @@ bad:
 
 int phpproc__name(struct phpproc *p, uint64_t w0, uint64_t w1, struct php_frame_name *out)
 {
-	uint64_t addr = w0 & PHP_ADDR_MASK;
-	uint32_t fp = (uint32_t)(w1 >> 32);
-	struct phpfn *f, *old;
+	struct phpfn_key key = {.addr = w0 & PHP_ADDR_MASK, .fp = (uint32_t)(w1 >> 32)};
+	struct phpfn *f;
 	int err;
 
-	HASH_FIND(hh, p->cache, &addr, sizeof(addr), old);
-	f = old;
-	if (f && f->fp == fp) {
+	HASH_FIND(hh, p->cache, &key, sizeof(key), f);
+	if (f) {
 		p->st.cached++;
 	} else {
-		/* Not seen, or another function at the address since: read (and proven) again. */
-		err = read_fn(p, addr, fp, &f);
+		/* Not seen: read, and proven by the fingerprint. */
+		err = read_fn(p, key.addr, key.fp, &f);
 		if (err) {
 			p->st.unnamed[-err - 1]++;
 			return err;
 		}
-		if (old) {
-			HASH_DEL(p->cache, old);
-			fn_free(old);
-			p->ncached--;
-		}
 		if (p->ncached >= MAX_CACHED)
 			cache_clear(p);
-		HASH_ADD(hh, p->cache, addr, sizeof(f->addr), f);
+		HASH_ADD(hh, p->cache, key, sizeof(f->key), f);
 		p->ncached++;
 	}
 	p->st.named++;
