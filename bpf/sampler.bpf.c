@@ -157,6 +157,7 @@ static __always_inline void sp_walk_done(__u32 kind, __u64 t0, __u64 frames)
 #include "fileid.bpf.h"
 #include "python.bpf.h"
 #include "v8.bpf.h"
+#include "php.bpf.h"
 #include "prochooks.bpf.h"
 
 /*
@@ -193,6 +194,8 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->py_len = 0;
 	s->v8_len = 0;
 	s->hs_len = 0;
+	s->php_len = 0;
+	s->php_stop = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -330,6 +333,9 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			if (win && win->hs_n)
 				hs_sample(s, win);
 		}
+		/* Last: its frames go after every other runtime's. */
+		if (unwind_enabled)
+			php_sample(s);
 	}
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)

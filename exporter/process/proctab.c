@@ -178,8 +178,9 @@ static void jit_cfi(void *ctx, uint32_t pid, struct jitproc_cfi *cfi)
 
 /*
  * Readies @proc's JIT naming when @m is JIT code or a jitdump file. 1 when there is no ELF file
- * to open (anonymous memory, a jitdump); a memfd may hold an ELF file (0: opened as one, and
- * named as JIT code only if it is not). Nothing is read until a PC falls in JIT code.
+ * to open (anonymous memory, shared anonymous memory "/dev/zero", a jitdump); a memfd may hold
+ * an ELF file (0: opened as one, and named as JIT code only if it is not). Nothing is read until a
+ * PC falls in JIT code.
  */
 static int jit_mapping(struct proctab *t, struct proc *proc, const struct procmap *m)
 {
@@ -195,7 +196,7 @@ static int jit_mapping(struct proctab *t, struct proc *proc, const struct procma
 	}
 	if (proc->jit && dump)
 		jitproc__saw_mapping(proc->jit, m->path);
-	return m->path[0] != '/' || dump;
+	return m->path[0] != '/' || dump || !strcmp(m->path, "/dev/zero");
 }
 
 /*

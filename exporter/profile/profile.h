@@ -44,14 +44,20 @@ enum frame_kind {
 	 * (profile__intern_location_version(), version = the function's index).
 	 */
 	FRAME_CPYTHON = 9,
+	/*
+	 * A PHP frame (runtime/php/): no mapping, address = a key of its lines, one line naming
+	 * the function (Class::function), its file and the line executing (0 for internal
+	 * functions). OTLP profile.frame.type "php".
+	 */
+	FRAME_PHP = 10,
 	FRAME__NKINDS, /* one past the last kind */
 };
 
 /*
  * The OpenTelemetry profile.frame.type value of @k (semantic conventions, attributes registry
- * "profile": "native", "kernel", "go", "v8js", "jvm", "dotnet", "cpython", and "abort" for a cut
- * stack's marker; FRAME_JIT gives the custom value "jit", as the registry allows where no listed
- * value applies); NULL for FRAME_UNSET. The table is in profile.c.
+ * "profile": "native", "kernel", "go", "v8js", "jvm", "dotnet", "cpython", "php", and "abort" for a
+ * cut stack's marker; FRAME_JIT gives the custom value "jit", as the registry allows where no
+ * listed value applies); NULL for FRAME_UNSET. The table is in profile.c.
  */
 const char *profile__frame_type(enum frame_kind k);
 /* 1 for the JIT kinds (FRAME_JIT to FRAME_DOTNET): code named from a perf map or jitdump. */

@@ -266,6 +266,7 @@ static int start_stages(struct run *run)
 	record__start_python(r, s, run->tgids, run->ntgids);
 	record__start_v8(r, s, run->tgids, run->ntgids);
 	record__start_jvm(r, s, run->tgids, run->ntgids);
+	record__start_php(r, s, run->tgids, run->ntgids);
 	if (record__start_span_links(r, s, run->tgids, run->ntgids))
 		return 1;
 	sampler__startup_mark(run->slog, run->launch, "Python, V8 and span links started");
@@ -548,6 +549,7 @@ static void detach_stages(struct run *run)
 	record__stop_python(r);
 	record__stop_v8(r);
 	record__stop_jvm(r);
+	record__stop_php(r);
 	r->sampler = NULL;
 	sampler__free(s);
 }
@@ -611,6 +613,7 @@ static void cleanup(struct run *run)
 	record__stop_python(r);	      /* likewise */
 	record__stop_v8(r);	      /* likewise */
 	record__stop_jvm(r);	      /* likewise */
+	record__stop_php(r);	      /* likewise */
 	r->sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r->exporter);

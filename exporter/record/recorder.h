@@ -26,6 +26,7 @@ struct unwinder;
 struct pytab;
 struct v8tab;
 struct hstab;
+struct phptab;
 struct runtime_table;
 struct dbgfetch;
 
@@ -56,6 +57,7 @@ struct recorder {
 	struct pytab *python;	   /* CPython processes (docs/python.md); NULL: --no-python */
 	struct v8tab *v8;	   /* node processes (docs/node.md); NULL: unwinding off */
 	struct hstab *jvm;	   /* HotSpot JVMs (docs/java.md); NULL: unwinding off */
+	struct phptab *php;	   /* PHP processes (docs/php.md); NULL: unwinding off */
 	/*
 	 * The tables of the runtimes above that are on, in the order they were started: each
 	 * maps read, exec and tick goes to every one (callbacks.c, record.c).

@@ -101,6 +101,12 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 		if (s)
 			sampler__v8_stats(s, out->v8_bpf, V8_STAT_COUNT);
 	}
+	out->php_on = r->php != NULL;
+	if (r->php) {
+		phptab__stats(r->php, &out->php);
+		if (s)
+			sampler__php_stats(s, out->php_bpf, PHP_STAT_COUNT);
+	}
 	out->jvm_on = r->jvm != NULL;
 	if (r->jvm) {
 		hstab__stats(r->jvm, &out->jvm);

@@ -34,6 +34,7 @@
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
+#include "runtime/php/phptab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "sampling/sampler_user.h"
@@ -118,6 +119,9 @@ struct report_data {
 	int jvm_on;			/* Java frames walked (the CFI walk is on) */
 	struct hstab_stats jvm;
 	uint64_t jvm_bpf[HS_STAT_COUNT]; /* the HotSpot walk's counters (enum hs_stat) */
+	int php_on;			 /* PHP frames walked (the CFI walk is on) */
+	struct phptab_stats php;
+	uint64_t php_bpf[PHP_STAT_COUNT]; /* the PHP walk's counters (enum php_stop, PHP_STAT_*) */
 
 	/* The event profile types' own counters (sampler__event_counters()). */
 	struct sampler_counter event_counters[PROFILE_NTYPES][SAMPLER_MAX_COUNTERS];

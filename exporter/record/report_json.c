@@ -433,6 +433,57 @@ static struct json_object *jvm_section(struct jb *b, const struct report_data *d
 	return s;
 }
 
+/* PHP frames walked in the Zend engine's structures (docs/php.md); null with the CFI walk off.
+ */
+static struct json_object *php_section(struct jb *b, const struct report_data *d)
+{
+	static const char *const failures[] = {
+#define PHPTAB_FAILURE_NAME(n, desc) #n,
+	    PHPTAB_FAILURES(PHPTAB_FAILURE_NAME)
+#undef PHPTAB_FAILURE_NAME
+	};
+	static const char *const unnamed[] = {
+#define PHPPROC_UNNAMED_NAME(n, desc) #n,
+	    PHPPROC_UNNAMED(PHPPROC_UNNAMED_NAME)
+#undef PHPPROC_UNNAMED_NAME
+	};
+	const struct phptab_stats *ps = &d->php;
+	const struct resolve_stats *rs = &d->resolve;
+	struct json_object *s = obj(b), *bpf = obj(b), *fails = obj(b), *stops = obj(b),
+			   *why = obj(b);
+	char key[32];
+
+	put_u(b, s, "processes", ps->processes);
+	put_u(b, s, "processes_now", ps->live);
+	put_u(b, s, "files_not_php", ps->files_inspected);
+	for (int i = 0; i < PHPTAB_FAIL_COUNT; i++)
+		put_u(b, fails, lower(key, sizeof(key), failures[i]), ps->failed[i]);
+	put(b, s, "files_or_processes_failed", fails);
+	put_u(b, bpf, "samples", d->php_bpf[0]);
+#define PHP_STOP_KEY(n, desc)                                                                      \
+	put_u(b, stops, lower(key, sizeof(key), #n), d->php_bpf[PHP_STOP_##n]);
+	PHP_STOPS(PHP_STOP_KEY)
+#undef PHP_STOP_KEY
+	put(b, bpf, "stops", stops);
+	put_u(b, bpf, "frames", d->php_bpf[PHP_STAT_FRAMES]);
+	put_u(b, bpf, "leaf_lines_from_register", d->php_bpf[PHP_STAT_LINE_REG]);
+	put(b, s, "bpf", bpf);
+	put_u(b, s, "samples_placed", rs->php.merged);
+	put_u(b, s, "samples_cut", rs->php.cut);
+	put_u(b, s, "samples_unplaced", rs->php.unplaced);
+	put_u(b, s, "samples_cut_in_jit", rs->php.jit_cut);
+	put_u(b, s, "jit_leaf_lines_unknown", rs->php.jit_lines_unknown);
+	put_u(b, s, "samples_not_placed", rs->php.not_placed);
+	put_u(b, s, "samples_not_described", rs->php.no_process);
+	put_u(b, s, "frames_named", rs->php.frames_named);
+	put_u(b, s, "frames_named_from_cache", ps->names.cached);
+	put_u(b, s, "frames_unnamed", rs->php.frames_unnamed);
+	for (int i = 0; i < PHPPROC_UNNAMED_COUNT; i++)
+		put_u(b, why, lower(key, sizeof(key), unnamed[i]), ps->names.unnamed[i]);
+	put(b, s, "frames_unnamed_why", why);
+	return s;
+}
+
 static struct json_object *links_section(struct jb *b, const struct report_data *d)
 {
 	const uint64_t *st = d->bpf;
@@ -694,6 +745,10 @@ struct json_object *report__json(const struct report_data *d)
 		put(&b, root, "jvm", jvm_section(&b, d));
 	else
 		put_null(&b, root, "jvm");
+	if (d->php_on)
+		put(&b, root, "php", php_section(&b, d));
+	else
+		put_null(&b, root, "php");
 	if (d->links_on)
 		put(&b, root, "span_links", links_section(&b, d));
 	else

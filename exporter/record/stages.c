@@ -8,6 +8,7 @@
 #include "resolve/resolve.h"
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
+#include "runtime/php/phptab.h"
 #include "runtime/v8/v8tab.h"
 #include "spans/spanlinks.h"
 #include "unwind/unwinder.h"
@@ -203,4 +204,31 @@ void record__stop_jvm(struct recorder *r)
 		runtimes_remove(r, hstab__table(r->jvm));
 	hstab__free(r->jvm);
 	r->jvm = NULL;
+}
+
+void record__start_php(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
+{
+	int fd = sampler__php_procs_fd(s);
+
+	if (fd < 0)
+		return;
+	r->php = phptab__new(fd, sampler__proc_known(s));
+	if (!r->php) {
+		fprintf(stderr, "spanprof: warning: no PHP frames (%s)\n", strerror(errno));
+		return;
+	}
+	resolve__set_php(r->in.resolve, r->php);
+	runtimes_add(r, phptab__table(r->php));
+	for (size_t i = 0; i < n; i++)
+		phptab__maps_hook(r->php, pids[i], 0, NULL);
+}
+
+void record__stop_php(struct recorder *r)
+{
+	if (r->in.resolve)
+		resolve__set_php(r->in.resolve, NULL);
+	if (r->php)
+		runtimes_remove(r, phptab__table(r->php));
+	phptab__free(r->php);
+	r->php = NULL;
 }

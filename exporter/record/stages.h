@@ -56,5 +56,9 @@ void record__stop_v8(struct recorder *r);
 void record__start_jvm(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
 /* Frees r->jvm (NULL: nothing). Before the sampler whose map it writes to. */
 void record__stop_jvm(struct recorder *r);
+/* PHP frames of PHP processes (docs/php.md): r->php, with the CFI walk. */
+void record__start_php(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
+/* Frees r->php (NULL: nothing). Before the sampler whose map it writes to. */
+void record__stop_php(struct recorder *r);
 
 #endif /* SPANPROF_RECORD_STAGES_H */

@@ -46,6 +46,7 @@ void resolve__free(struct resolve *r)
 		resolve_callers__clear(r);
 		free(r->pys);
 		free(r->v8locs);
+		free(r->phps);
 		objtally__free(r->objs);
 	}
 	free(r);
@@ -59,6 +60,11 @@ void resolve__set_python(struct resolve *r, struct pytab *py)
 void resolve__set_jvm(struct resolve *r, struct hstab *jvm)
 {
 	r->jvm = jvm;
+}
+
+void resolve__set_php(struct resolve *r, struct phptab *php)
+{
+	r->php = php;
 }
 
 void resolve__set_v8(struct resolve *r, struct v8tab *v8)
@@ -147,6 +153,12 @@ static uint32_t runtime_frames(struct resolve *r, struct profile *p, const struc
 					  uu);
 	if (s->hs_len)
 		r->stats.jvm.not_placed++;
+	/* PHP frames in place of the Zend VM's executor frames (runtime/php/). */
+	if (r->php && s->php_stop && s->php_len && nu == uu)
+		return resolve_php__merge(
+		    r, p, s, uu + 2u * s->py_len + 3u * s->v8_len + 2u * s->hs_len, locs, nu, cap);
+	if (s->php_len)
+		r->stats.php.not_placed++;
 	return nu;
 }
 

@@ -76,6 +76,10 @@ struct hstab;
 /* Names the Java frames of JVM samples (sp_sample.hs_len, bpf/hotspot.h) from @jvm's processes
  * (kind FRAME_JVM) in place of their native frames. Borrowed; NULL: ignored. */
 void resolve__set_jvm(struct resolve *r, struct hstab *jvm);
+struct phptab;
+/* Names the PHP frames of PHP samples (sp_sample.php_len, bpf/php.h) from @php's processes (kind
+ * FRAME_PHP) in place of the Zend VM's native frames. Borrowed; NULL: ignored. */
+void resolve__set_php(struct resolve *r, struct phptab *php);
 
 /*
  * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind

@@ -21,6 +21,7 @@
 #include "process/proctab.h"
 #include "profile/profile.h"
 #include "resolve/resolve_stats.h"
+#include "php.h"
 #include "runtime/python/pymerge.h"
 #include "sampler.h"
 
@@ -28,6 +29,7 @@ struct pyproc;
 struct pytab;
 struct v8tab;
 struct hstab;
+struct phptab;
 struct jitproc;
 struct objtally;
 
@@ -95,6 +97,17 @@ struct py_scratch {
 	struct frame_ctx deferred[MAX_USER_LOCS];
 };
 
+/* PHP frames placed per sample at most. */
+#define MAX_PHP_FRAMES PHP_MAX_FRAMES
+
+/* Scratch of resolve_php__merge(). */
+struct php_scratch {
+	struct py_frame mark[MAX_PHP_FRAMES]; /* entry marks, as pymerge reads them */
+	bool is_vm[MAX_USER_LOCS];
+	struct pymerge_item items[MAX_USER_LOCS + MAX_PHP_FRAMES + 1];
+	uint32_t native[MAX_USER_LOCS];
+};
+
 struct resolve {
 	struct proctab *procs;
 	struct symcache *syms;
@@ -124,10 +137,12 @@ struct resolve {
 	 * deferred (resolve_py__defer_loop()); NULL: every PC is named at once.
 	 */
 	struct pyproc *defer_py;
-	struct objtally *objs; /* user frames per file, named or not: the end-of-run report */
-	struct v8tab *v8;      /* NULL: V8 frames ignored */
-	struct hstab *jvm;     /* NULL: Java frames ignored */
-	uint32_t jvm_pid;      /* the process of the sample resolve_jvm__merge() names */
+	struct objtally *objs;	  /* user frames per file, named or not: the end-of-run report */
+	struct v8tab *v8;	  /* NULL: V8 frames ignored */
+	struct hstab *jvm;	  /* NULL: Java frames ignored */
+	struct phptab *php;	  /* NULL: PHP frames ignored */
+	struct php_scratch *phps; /* allocated with the first PHP sample */
+	uint32_t jvm_pid;	  /* the process of the sample resolve_jvm__merge() names */
 	uint64_t jvm_start;
 	/* scratch of resolve_v8__merge(), allocated with the first V8 sample */
 	uint32_t *v8locs;
@@ -224,6 +239,16 @@ uint32_t resolve_py__merge(struct resolve *r, struct profile *p, const struct sp
  */
 uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			    uint32_t first, uint32_t *locs, uint32_t n, uint32_t uu);
+
+/* --- php.c -------------------------------------------------------------------------------- */
+
+/*
+ * Names the PHP frames of sample @s (bpf/php.h records from ustack slot @first) and puts them in
+ * place of the Zend VM's execute_ex frames among the @n user locations @locs (leaf first, room
+ * for @cap). Returns the new number of locations.
+ */
+uint32_t resolve_php__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
+			    uint32_t first, uint32_t *locs, uint32_t n, uint32_t cap);
 
 /* --- v8.c --------------------------------------------------------------------------------- */
 

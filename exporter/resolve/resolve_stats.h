@@ -55,6 +55,18 @@ struct resolve_stats {
 		uint64_t frames_named;	 /* Java frames named */
 		uint64_t frames_unnamed; /* ... not (hsname's counters say why): native kept */
 	} jvm;
+	/* PHP (runtime/php/): PHP frames walked by bpf/php.bpf.h. */
+	struct {
+		uint64_t merged;   /* samples whose PHP frames were placed */
+		uint64_t cut;	   /* ... the PHP stack ended early: marked */
+		uint64_t unplaced; /* no place proven: native frames only, marked */
+		uint64_t jit_cut;  /* native stack cut in JIT code: the rest placed there */
+		uint64_t jit_lines_unknown; /* ... the frame the JIT code runs: its line unknown */
+		uint64_t not_placed;	 /* PHP frames not placed (native frames not one per PC) */
+		uint64_t no_process;	 /* the agent no longer (or not yet) names the process */
+		uint64_t frames_named;	 /* PHP frames named */
+		uint64_t frames_unnamed; /* ... not (phptab_stats.names says why): a placeholder */
+	} php;
 };
 
 #endif /* SPANPROF_RESOLVE_STATS_H */

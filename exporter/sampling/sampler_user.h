@@ -221,6 +221,14 @@ int sampler__v8_stats(struct sampler *s, uint64_t *out, uint32_t n);
  */
 int sampler__hs_procs_fd(const struct sampler *s);
 int sampler__hs_stats(struct sampler *s, uint64_t *out, uint32_t n);
+
+/*
+ * PHP frames (bpf/php.bpf.h): the php_procs map (tgid -> struct php_desc) the agent fills
+ * (exporter/runtime/php/phptab.c), -ENOTSUP without the CFI walk; and the walk's counters
+ * (enum php_stop, then PHP_STAT_*, summed over CPUs into @out[0..n)).
+ */
+int sampler__php_procs_fd(const struct sampler *s);
+int sampler__php_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*

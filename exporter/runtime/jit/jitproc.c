@@ -103,7 +103,8 @@ enum frame_kind jitproc__kind(const struct jitproc *j)
 
 int jitproc__is_jit_mapping(const char *path)
 {
-	return !path[0] || !strncmp(path, "[anon:", 6) || !strncmp(path, "/memfd:", 7);
+	return !path[0] || !strncmp(path, "[anon:", 6) || !strncmp(path, "/memfd:", 7) ||
+	       !strcmp(path, "/dev/zero");
 }
 
 int jitproc__saw_mapping(struct jitproc *j, const char *path)
@@ -479,7 +480,12 @@ static void hint(struct jitproc *j, FILE *log)
 		what = "set DOTNET_PerfMapEnabled=1";
 		break;
 	default:
-		what = "have the runtime write /tmp/perf-PID.map or a jitdump file";
+		/* PHP's opcache JIT (its code in "/dev/zero"): ZEND_JIT_DEBUG_PERF writes the map.
+		 */
+		what = !strncmp(j->comm, "php", 3)
+			   ? "start PHP with -d opcache.jit_debug=0x10 (its JIT then writes "
+			     "/tmp/perf-PID.map)"
+			   : "have the runtime write /tmp/perf-PID.map or a jitdump file";
 		break;
 	}
 	if (j->map_src.last != JITFILE_OK && j->map_src.last != JITFILE_MISSING &&
