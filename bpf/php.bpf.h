@@ -156,7 +156,8 @@ static __always_inline void php_sample(struct sp_sample *s)
 	int res;
 
 	d = bpf_map_lookup_elem(&php_procs, &pid);
-	if (!d || d->start_boot_ns != s->pstart_boot_ns)
+	/* A descriptor written before sampling (--pid) has no start time until pinned (0). */
+	if (!d || (d->start_boot_ns && d->start_boot_ns != s->pstart_boot_ns))
 		return;
 	l.s = s;
 	l.base = sp_ustack_slots(s);

@@ -47,7 +47,8 @@ CHAINS = {
     "exception": ["{main}", "phpchain_round", "run_exception", "catcher", "thrower"],
 }
 # The child's own loop: its CPU time read between rounds.
-COMMON = {"cpu_seconds", "getrusage"}
+# (fgets: a child reading its gate, at the start of {main}'s loop, in a slow guest.)
+COMMON = {"cpu_seconds", "getrusage", "fgets"}
 # What else the engine runs inside a chain (constructors, the sum of the callback's results).
 EXTRA = {
     "methods": {"Shape::__construct"},
