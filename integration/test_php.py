@@ -47,8 +47,9 @@ CHAINS = {
     "exception": ["{main}", "phpchain_round", "run_exception", "catcher", "thrower"],
 }
 # The child's own loop: its CPU time read between rounds.
-# (fgets: a child reading its gate, at the start of {main}'s loop, in a slow guest.)
-COMMON = {"cpu_seconds", "getrusage", "fgets"}
+# And the child's own {main} around its rounds (integration/workloads/phpchain.php): its gate
+# read before them, its CPU time reported after them (a slow guest samples both).
+COMMON = {"cpu_seconds", "getrusage", "fgets", "fwrite", "json_encode"}
 # What else the engine runs inside a chain (constructors, the sum of the callback's results).
 EXTRA = {
     "methods": {"Shape::__construct"},

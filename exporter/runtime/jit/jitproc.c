@@ -10,7 +10,7 @@
 
 #include "runtime/jit/jitproc.h"
 #include "runtime/jit/jitdump.h"
-#include "runtime/jvm/jvmattach.h"
+#include "runtime/jit/jvmattach.h"
 #include "runtime/jit/perfmap.h"
 #include "util/util.h"
 

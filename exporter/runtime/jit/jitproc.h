@@ -36,7 +36,7 @@
 /* ... and each request waits at most this long (attach listener start, map written). */
 #define JITPROC_JAVA_TIMEOUT_MS 3000
 
-/* jitproc__new() flag: ask HotSpot JVMs for their perf map (runtime/jvm/jvmattach.h). */
+/* jitproc__new() flag: ask HotSpot JVMs for their perf map (runtime/jit/jvmattach.h). */
 #define JITPROC_JAVA_PERFMAP 1u
 
 /* Counters of every process's JIT naming; the caller owns one and passes it to each jitproc. */

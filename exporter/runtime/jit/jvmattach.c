@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/jvm/jvmattach.h"
+#include "runtime/jit/jvmattach.h"
 #include "util/util.h"
 
 #ifndef SYS_openat2

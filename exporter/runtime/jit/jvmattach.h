@@ -18,8 +18,8 @@
  * -XX:+DisableAttachMechanism prints a thread dump on it instead, which is why the caller asks
  * only where the user allowed it (--java-perfmap).
  */
-#ifndef SPANPROF_RUNTIME_JVM_JVMATTACH_H
-#define SPANPROF_RUNTIME_JVM_JVMATTACH_H
+#ifndef SPANPROF_RUNTIME_JIT_JVMATTACH_H
+#define SPANPROF_RUNTIME_JIT_JVMATTACH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,4 +35,4 @@
 int jvmattach__perfmap(uint32_t pid, uint32_t nspid, uid_t euid, int timeout_ms, char *msg,
 		       size_t msglen);
 
-#endif /* SPANPROF_RUNTIME_JVM_JVMATTACH_H */
+#endif /* SPANPROF_RUNTIME_JIT_JVMATTACH_H */
