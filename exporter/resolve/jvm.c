@@ -17,11 +17,12 @@
 
 /*
  * The location of Java frame record @w0, @w1 (bpf/hotspot.h) at native PC @pc (@exact: the
- * sampled instruction): one line per method, the innermost (inlined) first, as native inlined
- * frames are. 0 when it cannot be named (counted): the native frame stays.
+ * sampled instruction) of sample @s: one line per method, the innermost (inlined) first, as native
+ * inlined frames are. 0 when it cannot be named (counted): the native frame stays.
  */
-static uint32_t jvm_location(struct resolve *r, struct hsname *hn, struct profile *p, uint64_t w0,
-			     uint64_t w1, uint64_t pc, bool exact)
+static uint32_t jvm_location(struct resolve *r, struct hsname *hn, struct profile *p,
+			     const struct sp_sample *s, uint64_t w0, uint64_t w1, uint64_t pc,
+			     bool exact)
 {
 	uint64_t kind = (w0 >> HS_KIND_SHIFT) & 3, addr = w0 & HS_ADDR_MASK;
 	struct profile_line lines[JVM_MAX_LINES];
@@ -32,7 +33,7 @@ static uint32_t jvm_location(struct resolve *r, struct hsname *hn, struct profil
 
 	if (kind == HS_KIND_STUB) {
 		const char *stub =
-		    hstab__stub_name(r->jvm, r->jvm_pid, r->jvm_start, addr, (uint32_t)w1);
+		    hstab__stub_name(r->jvm, s->pid, s->pstart_boot_ns, addr, (uint32_t)w1);
 		static const struct hs_line none;
 
 		if (!stub) {
@@ -101,8 +102,6 @@ uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct s
 	if (first + 2 * nj > SP_MAX_USTACK)
 		return n;
 	hn = hstab__namer(r->jvm, s->pid, s->pstart_boot_ns);
-	r->jvm_pid = s->pid;
-	r->jvm_start = s->pstart_boot_ns;
 	if (!hn) {
 		r->stats.jvm.no_process++;
 		return n;
@@ -114,7 +113,7 @@ uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct s
 		/* One location per PC (n == uu): frame i is locs[i]. */
 		if (i >= n || i >= uu)
 			continue;
-		loc = jvm_location(r, hn, p, w0, w1, s->ustack[i], i == 0);
+		loc = jvm_location(r, hn, p, s, w0, w1, s->ustack[i], i == 0);
 		if (loc)
 			locs[i] = loc;
 	}

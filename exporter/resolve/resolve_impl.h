@@ -142,8 +142,6 @@ struct resolve {
 	struct hstab *jvm;	  /* NULL: Java frames ignored */
 	struct phptab *php;	  /* NULL: PHP frames ignored */
 	struct php_scratch *phps; /* allocated with the first PHP sample */
-	uint32_t jvm_pid;	  /* the process of the sample resolve_jvm__merge() names */
-	uint64_t jvm_start;
 	/* scratch of resolve_v8__merge(), allocated with the first V8 sample */
 	uint32_t *v8locs;
 	/* The sample being named (CLOCK_BOOTTIME; UINT64_MAX outside resolve__sample()): JIT
