@@ -379,7 +379,8 @@ struct sp_vma {
 struct sp_vmas {
 	struct sp_file_id exe; /* mm->exe_file (ino 0: none), also when n == 0 */
 	__u32 n;	       /* entries used in vma[] (0: the sample carries none) */
-	__u32 parent; /* a vfork child walked with its parent's tables: the parent's PID; else 0 */
+	__u32 parent; /* a vfork child (walked with its parent's tables, or released): the parent's
+			 PID; else 0 */
 	struct sp_vma vma[SP_MAX_VMAS]; /* in order of first use, leaf first */
 };
 _Static_assert(sizeof(struct sp_vmas) == 40 + 64 * SP_MAX_VMAS, "sp_vmas is shared with BPF");

@@ -618,8 +618,10 @@ static __noinline int unwind_leaf_only(struct sp_sample *s)
  * its mappings are its parent's by definition: it uses the parent's entry (*borrowed = the
  * parent's PID, never 0: the agent has no maps of the child to name its frames with, so the
  * sample carries file identities, and the parent's PID to learn unknown files from);
- * once the parent was released, none (*released = 1). An entry of an earlier process with the
- * same PID is never used (counted: stale).
+ * once the parent was released, none (*released = 1; *borrowed still the parent's PID: the
+ * sample's leaf is the child's, its file identities are looked up in the parent's memory, and
+ * a leaf whose lookup could not run is named from what the parent's showed). An entry of an earlier
+ * process with the same PID is never used (counted: stale).
  */
 static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *task, __u32 pid,
 							  __u64 start_boot_ns, __u32 *borrowed,
@@ -639,11 +641,12 @@ static __always_inline struct unwind_proc *unwind_proc_of(struct task_struct *ta
 		 * parent runs on the stack the child's saved registers still point into. A
 		 * CLONE_VM child without CLONE_VFORK never has it: not walked either.
 		 */
+		ppid = BPF_CORE_READ(parent, tgid);
 		if (!BPF_CORE_READ(task, vfork_done)) {
 			*released = 1;
+			*borrowed = ppid;
 			return NULL;
 		}
-		ppid = BPF_CORE_READ(parent, tgid);
 		start_boot_ns = BPF_CORE_READ(parent, group_leader, start_boottime);
 		uproc = bpf_map_lookup_elem(&unwind_procs, &ppid);
 		if (!uproc)

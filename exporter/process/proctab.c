@@ -398,7 +398,7 @@ static int same_file_id(const struct sp_file_id *a, const struct sp_file_id *b)
  * could not run (taken inside mmap(2)) is named from them. An exec (another executable)
  * forgets them.
  */
-static void fileid_learn(struct proc *proc, const struct sp_vmas *vmas)
+static void fileid_learn_one(struct proc *proc, const struct sp_vmas *vmas)
 {
 	uint32_t n = vmas->n < SP_MAX_VMAS ? vmas->n : SP_MAX_VMAS;
 
@@ -427,21 +427,57 @@ static void fileid_learn(struct proc *proc, const struct sp_vmas *vmas)
 	}
 }
 
-/*
- * The recorded mapping holding @pc: the sample's own table, else what earlier samples of the
- * process under the same executable showed. NULL if none.
- */
-static const struct sp_vma *fileid_entry(const struct proc *proc, const struct sp_vmas *vmas,
-					 uint64_t pc)
+/* The entry of PID @pid, if the table has one (none is made). */
+static struct proc *proc_find(struct proctab *t, uint32_t pid)
 {
-	const struct sp_vma *e = fileid__find(vmas, pc);
+	struct proc *proc;
 
-	if (e || !vmas || !proc->nfvmas || !same_file_id(&proc->fexe, &vmas->exe))
-		return e;
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	return proc;
+}
+
+/*
+ * fileid_learn_one() for @proc and, for a vfork child's sample (vmas->parent), for the parent
+ * too: the child's mappings are its parent's, and the next child is another process, whose
+ * sample may find no mapping of its own (its lookup could not run: the parent's entry names it).
+ */
+static void fileid_learn(struct proctab *t, struct proc *proc, const struct sp_vmas *vmas)
+{
+	struct proc *parent = vmas->parent ? proc_find(t, vmas->parent) : NULL;
+
+	fileid_learn_one(proc, vmas);
+	if (parent && parent != proc)
+		fileid_learn_one(parent, vmas);
+}
+
+/* What earlier samples of @proc under the executable @exe showed at @pc, or NULL. */
+static const struct sp_vma *learnt_vma(const struct proc *proc, const struct sp_file_id *exe,
+				       uint64_t pc)
+{
+	if (!proc || !proc->nfvmas || !same_file_id(&proc->fexe, exe))
+		return NULL;
 	for (uint32_t i = 0; i < proc->nfvmas; i++)
 		if (pc >= proc->fvmas[i].start && pc < proc->fvmas[i].end)
 			return &proc->fvmas[i];
 	return NULL;
+}
+
+/*
+ * The recorded mapping holding @pc: the sample's own table, else what earlier samples of the
+ * process under the same executable showed, else (a vfork child's sample) what samples taken
+ * in its parent's memory under that executable showed. NULL if none.
+ */
+static const struct sp_vma *fileid_entry(struct proctab *t, const struct proc *proc,
+					 const struct sp_vmas *vmas, uint64_t pc)
+{
+	const struct sp_vma *e = fileid__find(vmas, pc);
+
+	if (e || !vmas)
+		return e;
+	e = learnt_vma(proc, &vmas->exe, pc);
+	if (!e && vmas->parent)
+		e = learnt_vma(proc_find(t, vmas->parent), &vmas->exe, pc);
+	return e;
 }
 
 /* The object of a recorded mapping: the vDSO, or the cache's object of its file. */
@@ -577,7 +613,7 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 		return 0;
 	}
 	m = maps_find(proc, pc, own);
-	e = m ? NULL : own ? own : fileid_entry(proc, vmas, pc);
+	e = m ? NULL : own ? own : fileid_entry(t, proc, vmas, pc);
 	obj = own ? NULL : fileid_obj(t, e);
 	/* The sample says which file: no maps read needed (the process may be long gone). */
 	if (obj) {
@@ -682,7 +718,7 @@ const struct sp_vmas *proctab__note_vmas(struct proctab *t, struct proc *proc,
 	 */
 	if (!vmas || (!vmas->exe.ino && !vmas->n))
 		return NULL;
-	fileid_learn(proc, vmas);
+	fileid_learn(t, proc, vmas);
 	if (proc->meta_err)
 		fileid_exe(t, proc, vmas);
 	return vmas;

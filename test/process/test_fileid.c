@@ -247,6 +247,64 @@ static void test_sample_table_wins(void **unused)
 	symcache__free(syms);
 }
 
+/*
+ * vfork children are new processes in their parent's memory: what one child's sample recorded
+ * names the next child's leaf when its lookup could not run (a sample with the executable's
+ * identity only), through the parent's entry, under the same executable only.
+ */
+static void test_vfork_child_named_from_parent(void **unused)
+{
+	struct symcache *syms = symcache__new(NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
+	struct profile *p = profile__new();
+	uint64_t pc = (uint64_t)(uintptr_t)fileid_test_target + 1;
+	struct sp_vmas v = {0};
+	struct proc *parent, *first, *next, *orphan;
+	char path[4096];
+	uint32_t loc;
+
+	assert_non_null(rv);
+	assert_non_null(p);
+	own_vma(pc, &v.vma[0], &v.exe, path, sizeof(path));
+	/* This process shows the agent the file; the parent is gone (no maps to read). */
+	assert_non_null(proctab__get(t, getpid(), start_ns(getpid())));
+	parent = proctab__get(t, GONE_PID, 1);
+	first = proctab__get(t, GONE_PID + 1, 2);
+	next = proctab__get(t, GONE_PID + 2, 3);
+	orphan = proctab__get(t, GONE_PID + 3, 4);
+	assert_true(parent && first && next && orphan);
+
+	/* A child with no table and nothing learnt yet: an address. */
+	v.n = 0;
+	v.parent = GONE_PID;
+	assert_int_equal(resolve__user(rv, next, p, &pc, 1, &v, 0, &loc), 1);
+	assert_null(loc_function(p, loc));
+	/* The first child's sample carries its table: named, and the parent's entry learns it. */
+	v.n = 1;
+	assert_int_equal(resolve__user(rv, first, p, &pc, 1, &v, 0, &loc), 1);
+	assert_string_equal(loc_function(p, loc), "fileid_test_target");
+	/* The next child's sample without a table: named from the parent's. */
+	v.n = 0;
+	pc += 1;
+	assert_int_equal(resolve__user(rv, next, p, &pc, 1, &v, 0, &loc), 1);
+	assert_string_equal(loc_function(p, loc), "fileid_test_target");
+	/* Not for a process that names no parent... */
+	v.parent = 0;
+	assert_int_equal(resolve__user(rv, orphan, p, &pc, 1, &v, 0, &loc), 1);
+	assert_null(loc_function(p, loc));
+	/* ... nor under another executable (the parent exec'd since). */
+	v.parent = GONE_PID;
+	v.exe.ino++;
+	assert_int_equal(resolve__user(rv, orphan, p, &pc, 1, &v, 0, &loc), 1);
+	assert_null(loc_function(p, loc));
+	(void)parent;
+	profile__free(p);
+	resolve__free(rv);
+	proctab__free(t);
+	symcache__free(syms);
+}
+
 static void copy_file(const char *from, const char *to)
 {
 	char buf[65536];
@@ -379,6 +437,7 @@ int main(void)
 	    cmocka_unit_test(test_find),
 	    cmocka_unit_test(test_names_gone_process),
 	    cmocka_unit_test(test_sample_table_wins),
+	    cmocka_unit_test(test_vfork_child_named_from_parent),
 	    cmocka_unit_test(test_exec_path),
 	    cmocka_unit_test(test_mapped_after_a_futile_reread),
 	};
