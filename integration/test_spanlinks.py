@@ -6,6 +6,7 @@ It is built with the writer library (writer/) in each TLS model a reader must ha
 build that only a --context-uprobe can read.
 """
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -143,6 +144,48 @@ def test_samples_in_spans_carry_their_span(spanprof, spanservers, pprofcheck, pr
     # Attributes named through the process context's key map.
     assert c["attrs_ok"] == c["linked"], c
     assert res.stats["span_links"]["linked"] >= c["linked"], (res.stats["span_links"], c)
+
+
+@pytest.fixture(scope="session")
+def ddctxserver():
+    """The test server with its spans published by another vendor's writer: Datadog's
+    libdd-otel-thread-ctx (crates.io), built with cargo under build/."""
+    cargo = shutil.which("cargo")
+    if not cargo:
+        pytest.skip("cargo is not installed: no Rust program to build")
+    src = WORKLOADS / "ddctxserver"
+    target = BUILD / "ddctxserver"
+    res = subprocess.run([cargo, "build", "--release", "--locked", "--target-dir", str(target)],
+                         cwd=src, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, f"cargo build of {src} failed:\n{res.stderr[-3000:]}"
+    return target / "release" / "ddctxserver"
+
+
+def test_another_vendors_writer_links(spanprof, ddctxserver, pprofcheck, procs, tmp_path):
+    """A service whose tracer already publishes otel_thread_ctx_v1 with another vendor's writer
+    (libdd-otel-thread-ctx 2.0.1: a record attached per span, or one record updated in place
+    and set to zero ids between spans) links without change, and never wrongly."""
+    assert dynsym_has(ddctxserver, "otel_thread_ctx_v1")
+    log = tmp_path / "spans.log"
+    with open(log, "w") as f:
+        srv = procs.start(ddctxserver, "8", "4", stdout=f, stdin=subprocess.PIPE, text=True)
+        deadline = time.time() + 10
+        while "ready" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.05)
+        out = tmp_path / "out"
+        res = record_gated(spanprof, out, srv, "-p", srv.pid, "-F", "97", "-d", "5")
+        srv.wait(timeout=30)
+    spans = parse_spans(log.read_text())
+    assert len(spans) > 50, f"server logged only {len(spans)} spans"
+    prof = pprofcheck(out / "profile.pb.gz")
+    c, wrong = check_links(prof, spans)
+    print("libdd-otel-thread-ctx", c, res.stderr.splitlines()[-3:])
+    assert c["in_span"] > 60, c
+    assert c["wrong"] == 0, f"samples linked to the wrong span: {wrong[:5]}"
+    assert c["outside"] > 20 and c["outside_linked"] == 0, c
+    assert c["linked"] >= 0.99 * c["in_span"], (c, res.stderr)
+    links = res.stats["span_links"]
+    assert links["processes_with_thread_context"] == 1, links
 
 
 @pytest.mark.parametrize("hook", ["fentry", "tracepoint"])
