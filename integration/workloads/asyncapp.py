@@ -8,7 +8,7 @@ after them in native functions of asyncburn.so named after the endpoint and the 
 any span burns outside_span. One client task per endpoint (in this process, over TCP) sends
 one request at a time, so at any instant at most one request of an endpoint is in flight.
 
-Usage: asyncapp.py ASYNCBURN_SO SPANS_OUT SECONDS
+Usage: asyncapp.py ASYNCBURN_SO SPANS_OUT SECONDS (ASYNCAPP_LOOP=uvloop: served on uvloop)
 Prints "ready PID", waits for a line on stdin, serves SECONDS, writes the spans the SDK exported
 (one JSON object a line: trace_id, span_id, name, start_ns, end_ns) to SPANS_OUT, prints
 "done SPANS CPU_SECONDS".
@@ -104,8 +104,27 @@ async def main(seconds):
     return counts
 
 
+def run_on_uvloop(seconds):
+    """On uvloop, whose callbacks install() cannot hook: its tasks publish their spans through
+    the task factory, wired as docs/span-links-sdk.md shows."""
+    # --- the uvloop wiring shown in docs/span-links-sdk.md ---
+    import uvloop
+
+    loop = uvloop.new_event_loop()
+    loop.set_task_factory(spanprof_context.task_factory())
+    # --- end of the uvloop wiring ---
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(main(seconds))
+    finally:
+        loop.close()
+
+
 if __name__ == "__main__":
-    counts = asyncio.run(main(float(sys.argv[3])))
+    if os.environ.get("ASYNCAPP_LOOP") == "uvloop":
+        counts = run_on_uvloop(float(sys.argv[3]))
+    else:
+        counts = asyncio.run(main(float(sys.argv[3])))
     provider.shutdown()
     with open(sys.argv[2], "w") as f:
         for span in exporter.get_finished_spans():

@@ -15,8 +15,9 @@ directory or the one above it, the dynamic linker's cache (ldconfig), the defaul
 What is published follows what runs (see _hook.py): OpenTelemetry context attach/detach on each
 thread, each asyncio callback and task step (the span of its own context, restored on the way
 out), concurrent.futures work items (asyncio.to_thread publishes its task's span), eager task
-factories, and trio tasks through trio_instrument(). Where the running code cannot be proven
-(a running event loop whose steps are not hooked, e.g. uvloop), nothing is published.
+factories, trio tasks through trio_instrument(), and the tasks of loops whose callbacks cannot be
+hooked (uvloop) through task_factory(). Where the running code cannot be proven (a running event
+loop whose steps are not hooked), nothing is published.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional
 
 __all__ = [
     "load", "publish_process", "unpublish_process", "attach", "detach", "current",
-    "install", "uninstall", "trio_instrument", "MAX_ATTRS_DATA",
+    "install", "uninstall", "trio_instrument", "task_factory", "MAX_ATTRS_DATA",
 ]
 
 logger = logging.getLogger(__name__)
@@ -246,3 +247,15 @@ def trio_instrument():
     attached inside trio are not published (trio runs many tasks on one thread)."""
     from . import _hook
     return _hook.TrioInstrument()
+
+
+def task_factory(inner=None):
+    """A task factory for loop.set_task_factory() whose tasks publish their span while each
+    step runs: for event loops whose callbacks install() cannot hook (uvloop). Set it on the
+    loop before its first task (a loop_factory of asyncio.run()/asyncio.Runner, 3.12+, or
+    right after uvloop.new_event_loop()); tasks created before are not followed (their spans
+    are not published). inner: an existing task factory to wrap (default: asyncio.Task). Callbacks
+    that are not task steps (call_soon, transports' protocols) stay outside: spans attached
+    there on such a loop are not published."""
+    from . import _hook
+    return _hook.task_factory(inner)

@@ -14,8 +14,11 @@ of the context that is running on that thread. Python switches contexts in two w
   Each of these is wrapped in a *scope*: on entry the span of the context about to run is
   published; on exit every writer level pushed inside (spans attached and still attached when a
   task step yields) is popped, which restores what the thread published before the scope.
-A thread on which an event loop runs outside any scope (uvloop: its handles are Cython, not
-hookable; trio without trio_instrument()) publishes nothing: no link beats a wrong one.
+  uvloop's handles are Cython, not hookable: its tasks are scopes through task_factory(), whose
+  coroutine wrapper makes each send/throw a scope.
+A thread on which an event loop runs outside any scope (uvloop's callbacks that are not task
+steps, or all of them without the task factory; trio without trio_instrument()) publishes
+nothing: no link beats a wrong one.
 
 Per thread, this module keeps the stack of writer levels of the current scope: entries
 (SDK token or None, writer token or None, span published before the entry). A detach pops its
@@ -27,6 +30,7 @@ marker entry. Writer calls are skipped when the span to publish is the one alrea
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import concurrent.futures.thread as _cf_thread
 import contextvars
 import functools
@@ -308,6 +312,68 @@ def _wrap_create_eager_task_factory(orig):
         return _wrap_task_factory(orig(custom_task_constructor))
     create_eager_task_factory.__wrapped__ = orig
     return create_eager_task_factory
+
+
+class _StepScoped:
+    """A task's coroutine whose every step (send, throw) runs as a scope publishing the span of
+    the context it runs in: the task's own (a task step runs inside Context.run of the task's
+    context, whatever loop schedules it). For loops whose callbacks bypass Handle._run (uvloop),
+    through task_factory(). Implements collections.abc.Coroutine (registered below); the
+    wrapped coroutine's attributes (cr_frame, __name__, ...) are reached through it."""
+    __slots__ = ("_coro", "__weakref__")
+
+    def __init__(self, coro):
+        self._coro = coro
+
+    def send(self, value):
+        scope = _scope_enter(_current_span())
+        try:
+            return self._coro.send(value)
+        finally:
+            _scope_exit(scope)
+
+    def throw(self, *args):
+        scope = _scope_enter(_current_span())
+        try:
+            return self._coro.throw(*args)
+        finally:
+            _scope_exit(scope)
+
+    def close(self):
+        return self._coro.close()
+
+    def __next__(self):
+        return self.send(None)
+
+    def __iter__(self):
+        return self
+
+    def __await__(self):
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self._coro, name)
+
+    def __repr__(self):
+        return repr(self._coro)
+
+
+collections.abc.Coroutine.register(_StepScoped)
+
+
+def task_factory(inner=None):
+    """A task factory (loop.set_task_factory()) whose tasks run every step as a scope: the span
+    of the task's context is published while the step runs and what the thread published
+    before is restored after. inner: the factory to create the task with (default: the
+    loop's Task class, asyncio.Task)."""
+    def factory(loop, coro, **kwargs):
+        if not isinstance(coro, _StepScoped) and asyncio.iscoroutine(coro):
+            coro = _StepScoped(coro)
+        if inner is not None:
+            return inner(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+    factory.__wrapped__ = inner
+    return factory
 
 
 class TrioInstrument:

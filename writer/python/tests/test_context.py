@@ -376,6 +376,101 @@ def test_uvloop_publishes_nothing_rather_than_a_wrong_span():
     assert out and all(p is None for p in out), out
 
 
+def _requests_through(loop, n=6, steps=4):
+    """n concurrent requests, each a span held across awaits, on loop; returns the mismatches
+    (what was published at each step against the task's own span) and the step count."""
+    bad, seen = [], []
+
+    async def request(k):
+        with tracer.start_as_current_span(f"tf{k}") as span:
+            for i in range(steps):
+                seen.append(k)
+                if published() != ids(span):
+                    bad.append((k, i, published(), ids(span)))
+                await asyncio.sleep(0)
+                with tracer.start_as_current_span(f"tf{k}.{i}") as child:
+                    if published() != ids(child):
+                        bad.append((k, i, "child", published()))
+                    await asyncio.sleep(0)
+                    if published() != ids(child):
+                        bad.append((k, i, "child after await", published()))
+            if published() != ids(span):
+                bad.append((k, "end", published()))
+
+    async def main():
+        await asyncio.gather(*(request(k) for k in range(n)))
+        # Between steps of no task with a span, and after every task: nothing.
+        if published() is not None:
+            bad.append(("main", published()))
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return bad, len(seen)
+
+
+def test_uvloop_with_task_factory_publishes_each_tasks_span():
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed")
+    loop = uvloop.new_event_loop()
+    loop.set_task_factory(spanprof_context.task_factory())
+    bad, n = _requests_through(loop)
+    assert n == 24 and not bad, bad[:5]
+    assert published() is None
+
+
+def test_task_factory_on_the_standard_loop_and_wrapping_another_factory():
+    made = []
+
+    def inner(loop, coro, **kwargs):
+        made.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(spanprof_context.task_factory(inner))
+    bad, n = _requests_through(loop)
+    assert n == 24 and not bad, bad[:5]
+    assert made and all(asyncio.iscoroutine(c) for c in made)
+
+
+def test_task_factory_restores_on_cancellation_and_errors():
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed")
+    loop = uvloop.new_event_loop()
+    loop.set_task_factory(spanprof_context.task_factory())
+    after = []
+
+    async def victim(started):
+        with tracer.start_as_current_span("victim"):
+            started.set()
+            await asyncio.sleep(10)
+
+    async def failing():
+        with tracer.start_as_current_span("failing"):
+            await asyncio.sleep(0)
+            raise ValueError("boom")
+
+    async def main():
+        started = asyncio.Event()
+        t = asyncio.ensure_future(victim(started))
+        await started.wait()
+        after.append(published())
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        after.append(published())
+        with pytest.raises(ValueError):
+            await asyncio.ensure_future(failing())
+        after.append(published())
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    # main's own task has no span: nothing published whenever it runs.
+    assert after == [None, None, None], after
+    assert published() is None
+
+
 def test_anyio_asyncio_backend():
     anyio = pytest.importorskip("anyio", reason="anyio is not installed")
     bad = []
