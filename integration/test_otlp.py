@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import (NOT_LOADED, ROOT, cpu_seconds, free_port, read_stats, summary_numbers,
                       wait_listening, wait_sampling)
 
@@ -63,8 +65,12 @@ def spanprof_bg(procs, spanprof, stats, *args, env=None):
                        stderr=subprocess.PIPE, text=True, env=env)
 
 
+@pytest.mark.parametrize("sample_attrs", ["default", "all"])
 def test_real_collector_receives_valid_profiles(spanprof, workload, procs, tmp_path, otelcol,
-                                                otlpcheck):
+                                                otlpcheck, sample_attrs):
+    """By default a sample carries thread.name only (no series per thread id or CPU in a
+    backend that makes sample attributes labels); --sample-attributes all adds thread.id and
+    cpu.logical_number."""
     port = free_port()
     out_file = tmp_path / "profiles.jsonl"
     col = start_otelcol(procs, otelcol, port, out_file)
@@ -80,6 +86,7 @@ def test_real_collector_receives_valid_profiles(spanprof, workload, procs, tmp_p
     agent = procs.start(spanprof, "record", "--endpoint", f"127.0.0.1:{port}", "--pid",
                         chain.pid, "--duration", "8", "--export-interval", "2", "--frequency",
                         "99", "--output-dir", reqdir, "--stats-json", stats,
+                        *(["--sample-attributes", "all"] if sample_attrs == "all" else []),
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE, text=True)
     seen = wait_sampling(agent)
@@ -131,9 +138,15 @@ def test_real_collector_receives_valid_profiles(spanprof, workload, procs, tmp_p
                         assert d["timestamps"], "CPU samples carry timestamps"
                         for ts in d["timestamps"]:
                             assert t_start <= ts <= t_end
-                        assert d["attributes"]["thread.id"] == chain.pid
                         assert d["attributes"]["thread.name"] == "chain"
-                        assert "cpu.logical_number" in d["attributes"]
+                        if sample_attrs == "all":
+                            assert d["attributes"]["thread.id"] == chain.pid
+                            assert "cpu.logical_number" in d["attributes"]
+                        else:
+                            assert "thread.id" not in d["attributes"], d["attributes"]
+                            assert "cpu.logical_number" not in d["attributes"], d
+                        assert set(d["attributes"]) <= {
+                            "thread.name", "thread.id", "cpu.logical_number"}, d
                         # Samples before the tables were built end in the "not loaded yet"
                         # marker, an "abort" frame (the OpenTelemetry profiler's error frames).
                         abort = {"abort"} if d["frames"][-1:] == [NOT_LOADED] else set()

@@ -17,6 +17,7 @@
 #include "cli/record_env.h"
 #include "otlp/endpoint.h"
 #include "otlp/grpc_client.h"
+#include "otlp/otlp_encode.h"
 #include "record/record.h"
 #include "cli/record_config.h"
 #include "sampler.h"
@@ -62,6 +63,7 @@ enum {
 	OPT_COMPRESSION,
 	OPT_MAX_REQUEST,
 	OPT_QUEUE,
+	OPT_SAMPLE_ATTRS,
 	OPT_FLUSH,
 	OPT_SYMCACHE,
 	OPT_SYMCACHE_MAX,
@@ -267,6 +269,11 @@ static const struct argp_option record_options[] = {
      "Compress requests (default gzip; env OTEL_EXPORTER_OTLP_COMPRESSION)", 1},
     {"max-request-bytes", OPT_MAX_REQUEST, "BYTES", 0,
      "Split requests larger than this (default 4194304, the Collector's default limit)", 1},
+    {"sample-attributes", OPT_SAMPLE_ATTRS, "LIST", 0,
+     "Per-sample attributes sent over OTLP, comma-separated: thread.name, thread.id, "
+     "cpu.logical_number, or all, or none (default thread.name: a backend that makes each "
+     "sample attribute a series label, like Pyroscope, gets no series per thread id or CPU)",
+     1},
     {"queue-bytes", OPT_QUEUE, "BYTES", 0,
      "Hold at most this much while the Collector is unreachable; the oldest requests are "
      "dropped first (default 67108864)",
@@ -522,6 +529,40 @@ static error_t parse_size(struct argp_state *state, const char *flag, const char
 	return 0;
 }
 
+/*
+ * @arg, a comma-separated list of per-sample attribute names (or "all", "none"), into
+ * OTLP_SAMPLE_* bits in *out. Returns 0, or -EINVAL for an unknown name or an empty item.
+ */
+static int parse_sample_attrs(const char *arg, unsigned int *out)
+{
+	static const struct {
+		const char *name;
+		unsigned int bit;
+	} names[] = {{"thread.name", OTLP_SAMPLE_THREAD_NAME},
+		     {"thread.id", OTLP_SAMPLE_THREAD_ID},
+		     {"cpu.logical_number", OTLP_SAMPLE_CPU},
+		     {"all", OTLP_SAMPLE_ALL},
+		     {"none", 0}};
+	unsigned int bits = 0;
+	const char *p = arg;
+
+	for (;;) {
+		size_t n = strcspn(p, ","), k;
+
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (strlen(names[k].name) == n && !strncmp(p, names[k].name, n))
+				break;
+		if (k == sizeof(names) / sizeof(names[0]))
+			return -EINVAL;
+		bits |= names[k].bit;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*out = bits;
+	return 0;
+}
+
 static error_t record_parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -657,6 +698,13 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_MAX_REQUEST:
 		return parse_bytes(state, "--max-request-bytes", arg, &o->max_request_bytes);
+	case OPT_SAMPLE_ATTRS:
+		if (parse_sample_attrs(arg, &o->otlp_sample_attrs))
+			OPT_FAIL(state,
+				 "--sample-attributes wants a comma-separated list of thread.name, "
+				 "thread.id and cpu.logical_number, or all, or none, not '%s'",
+				 arg);
+		break;
 	case OPT_QUEUE:
 		return parse_bytes(state, "--queue-bytes", arg, &o->queue_bytes);
 	case OPT_UNWIND_MAX:
@@ -879,6 +927,7 @@ static void record_defaults(struct record_opts *o)
 	o->flush_timeout_s = 10;
 	o->max_request_bytes = 4 << 20;
 	o->queue_bytes = 64 << 20;
+	o->otlp_sample_attrs = OTLP_SAMPLE_THREAD_NAME;
 	o->unwind_max_mb = RECORD_DEFAULT_UNWIND_MB;
 	o->profile_types = 1u << PROFILE_CPU;
 	o->alloc_sample_bytes = RECORD_DEFAULT_ALLOC_SAMPLE_BYTES;

@@ -6,6 +6,7 @@
 
 #include "profile/profile.h"
 #include "cli/record_config.h"
+#include "otlp/otlp_encode.h"
 #include "sampler.h"
 
 /* The OTLP exporter variable (OTEL_EXPORTER_OTLP_[PROFILES_]NAME) that is set, or NULL. */
@@ -91,6 +92,7 @@ static const char *const known_keys[] = {
     "tls-key",
     "compression",
     "max-request-bytes",
+    "sample-attributes",
     "queue-bytes",
     "flush-timeout",
     "profile",
@@ -238,6 +240,16 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "compression", "COMPRESSION");
 	fprintf(f, "max-request-bytes: %zu", o->max_request_bytes);
 	put_source(f, cfg, "max-request-bytes", NULL);
+	fprintf(f, "sample-attributes: ");
+	if (!o->otlp_sample_attrs)
+		fprintf(f, "none");
+	for (unsigned int b = 1, n = 0; b <= OTLP_SAMPLE_CPU; b <<= 1)
+		if (o->otlp_sample_attrs & b)
+			fprintf(f, "%s%s", n++ ? "," : "",
+				b == OTLP_SAMPLE_THREAD_NAME ? "thread.name"
+				: b == OTLP_SAMPLE_THREAD_ID ? "thread.id"
+							     : "cpu.logical_number");
+	put_source(f, cfg, "sample-attributes", NULL);
 	fprintf(f, "queue-bytes: %zu", o->queue_bytes);
 	put_source(f, cfg, "queue-bytes", NULL);
 	fprintf(f, "flush-timeout: %g", o->flush_timeout_s);

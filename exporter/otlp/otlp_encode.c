@@ -184,6 +184,15 @@ struct enc {
 	pb_profile *prof;
 	const struct proc *cur;
 	uint32_t nsamples;
+	/*
+	 * With per-sample attributes left out (o->omit_sample_attrs), its Samples by identity
+	 * {stack, attributes, link}: slot + 1 per entry, 0 empty (open addressing); entries of
+	 * slots rolled back (>= nsamples) are skipped. The last add_sample() that merged into
+	 * Sample @merged_slot replaced @merged_old there (undone by mark_rollback()).
+	 */
+	uint32_t *merge, merge_mask;
+	uint32_t merged_slot;
+	pb_sample *merged_old;
 
 	uint8_t *buf;
 	size_t buf_cap;
@@ -355,6 +364,9 @@ static void mark_rollback(struct enc *e, const struct mark *m)
 	if (e->last_sp)
 		e->last_sp->n_profiles = m->last_nprofiles;
 	e->last_pid = m->last_pid;
+	if (e->merged_old && e->merged_slot < m->nsamples)
+		e->prof->samples[e->merged_slot] = e->merged_old;
+	e->merged_old = NULL;
 	e->nsamples = m->nsamples;
 	e->dict_bytes = m->dict_bytes;
 	e->body_bytes = m->body_bytes;
@@ -930,6 +942,19 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 	prof->profile_id.len = 16;
 	random_id(e, prof->profile_id.data);
 	prof->samples = samples;
+	e->merge = NULL;
+	e->merged_old = NULL;
+	if (e->o && e->o->omit_sample_attrs) {
+		uint32_t cap = 16;
+
+		while (cap < 2 * c->n)
+			cap *= 2;
+		e->merge = arena_alloc(e, cap * sizeof(*e->merge));
+		if (!e->merge)
+			return -ENOMEM;
+		memset(e->merge, 0, cap * sizeof(*e->merge));
+		e->merge_mask = cap - 1;
+	}
 
 	/* Size with the window fields at their largest, and room for the prefixes to grow. */
 	prof->time_unix_nano = UINT64_MAX;
@@ -969,15 +994,118 @@ static int chunk_begin(struct enc *e, const struct proc *c, const uint32_t *orde
 	return 0;
 }
 
+static uint32_t sample_identity_hash(const pb_sample *ps)
+{
+	uint64_t h = (uint64_t)(uint32_t)ps->stack_index * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(uint32_t)ps->link_index << 32;
+
+	for (size_t j = 0; j < ps->n_attribute_indices; j++)
+		h = (h ^ (uint32_t)ps->attribute_indices[j]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ h >> 31);
+}
+
+static bool same_identity(const pb_sample *a, const pb_sample *b)
+{
+	return a->stack_index == b->stack_index && a->link_index == b->link_index &&
+	       a->n_attribute_indices == b->n_attribute_indices &&
+	       !memcmp(a->attribute_indices, b->attribute_indices,
+		       a->n_attribute_indices * sizeof(*a->attribute_indices));
+}
+
+/* @dst = @a followed by @b (@na, @nb elements of @size bytes), in the arena; or NULL. */
+static void *arena_concat(struct enc *e, const void *a, size_t na, const void *b, size_t nb,
+			  size_t size)
+{
+	uint8_t *d = arena_alloc(e, (na + nb) * size);
+
+	if (d) {
+		memcpy(d, a, na * size);
+		memcpy(d + na * size, b, nb * size);
+	}
+	return d;
+}
+
+/*
+ * Adds @ps to the Profile being filled: merged into the Sample of the same identity if there is
+ * one (left-out attributes make samples of several threads or CPUs one), else appended.
+ */
+static int put_sample(struct enc *e, pb_sample *ps)
+{
+	pb_sample *old, *m;
+	uint32_t h, slot;
+
+	if (!e->merge) {
+		e->prof->samples[e->nsamples++] = ps;
+		e->body_bytes += msg_field_len(ps);
+		return 0;
+	}
+	for (h = sample_identity_hash(ps) & e->merge_mask;; h = (h + 1) & e->merge_mask) {
+		slot = e->merge[h];
+		if (!slot)
+			break;
+		/* (A Sample with timestamps never takes one without: values and timestamps pair.)
+		 */
+		if (slot - 1 < e->nsamples && same_identity(e->prof->samples[slot - 1], ps) &&
+		    !e->prof->samples[slot - 1]->n_timestamps_unix_nano ==
+			!ps->n_timestamps_unix_nano)
+			break;
+	}
+	if (!slot) {
+		e->merge[h] = e->nsamples + 1;
+		e->prof->samples[e->nsamples++] = ps;
+		e->body_bytes += msg_field_len(ps);
+		return 0;
+	}
+	old = e->prof->samples[slot - 1];
+	m = arena_alloc(e, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	*m = *old;
+	if (old->n_timestamps_unix_nano || ps->n_timestamps_unix_nano) {
+		m->timestamps_unix_nano =
+		    arena_concat(e, old->timestamps_unix_nano, old->n_timestamps_unix_nano,
+				 ps->timestamps_unix_nano, ps->n_timestamps_unix_nano,
+				 sizeof(*m->timestamps_unix_nano));
+		m->n_timestamps_unix_nano =
+		    old->n_timestamps_unix_nano + ps->n_timestamps_unix_nano;
+		if (!m->timestamps_unix_nano)
+			return -ENOMEM;
+	}
+	if (old->n_values > 1 || ps->n_values > 1 || m->n_timestamps_unix_nano) {
+		/* One value per event (or none: CPU with timestamps): side by side. */
+		if (old->n_values || ps->n_values) {
+			m->values = arena_concat(e, old->values, old->n_values, ps->values,
+						 ps->n_values, sizeof(*m->values));
+			m->n_values = old->n_values + ps->n_values;
+			if (!m->values)
+				return -ENOMEM;
+		}
+	} else {
+		m->values = arena_alloc(e, sizeof(*m->values));
+		if (!m->values)
+			return -ENOMEM;
+		m->values[0] =
+		    (old->n_values ? old->values[0] : 0) + (ps->n_values ? ps->values[0] : 0);
+		m->n_values = 1;
+	}
+	e->body_bytes += msg_field_len(m) - msg_field_len(old);
+	e->prof->samples[slot - 1] = m;
+	e->merged_slot = slot - 1;
+	e->merged_old = old;
+	return 0;
+}
+
 static int add_sample(struct enc *e, uint32_t i)
 {
 	const struct profile_sample *s = profile__sample(e->p, i);
 	const struct profile_attrset *as = profile__attrset(e->p, s->key.attrs);
 	uint32_t nctx = as ? as->nattrs : 0;
+	unsigned int omit = e->o ? e->o->omit_sample_attrs : 0;
 	pb_sample *ps =
 	    arena_alloc(e, sizeof(*ps) + sizeof(int64_t) + (4 + (size_t)nctx) * sizeof(int32_t));
 	int st, a;
 
+	e->merged_old = NULL;
 	if (!ps)
 		return -ENOMEM;
 	PB(sample__init)(ps);
@@ -993,20 +1121,24 @@ static int add_sample(struct enc *e, uint32_t i)
 	}
 	ps->values = (int64_t *)(ps + 1);
 	ps->attribute_indices = (int32_t *)(ps->values + 1);
-	a = add_attr(e, AK_TID, s->key.tid, 0);
-	if (a < 0)
-		return a;
-	ps->attribute_indices[ps->n_attribute_indices++] = a;
-	if (s->key.comm) {
+	if (!(omit & OTLP_SAMPLE_THREAD_ID)) {
+		a = add_attr(e, AK_TID, s->key.tid, 0);
+		if (a < 0)
+			return a;
+		ps->attribute_indices[ps->n_attribute_indices++] = a;
+	}
+	if (s->key.comm && !(omit & OTLP_SAMPLE_THREAD_NAME)) {
 		a = add_attr(e, AK_COMM, s->key.comm, 0);
 		if (a < 0)
 			return a;
 		ps->attribute_indices[ps->n_attribute_indices++] = a;
 	}
-	a = add_attr(e, AK_CPU, s->key.cpu, 0);
-	if (a < 0)
-		return a;
-	ps->attribute_indices[ps->n_attribute_indices++] = a;
+	if (!(omit & OTLP_SAMPLE_CPU)) {
+		a = add_attr(e, AK_CPU, s->key.cpu, 0);
+		if (a < 0)
+			return a;
+		ps->attribute_indices[ps->n_attribute_indices++] = a;
+	}
 	if (s->key.addr) {
 		a = add_attr(e, AK_LOCK, s->key.addr, 0);
 		if (a < 0)
@@ -1040,13 +1172,14 @@ static int add_sample(struct enc *e, uint32_t i)
 		ps->values[0] = (int64_t)profile__sample_value(e->p, s, e->cur->which);
 		ps->n_values = 1;
 	}
-	e->prof->samples[e->nsamples++] = ps;
+	a = put_sample(e, ps);
+	if (a < 0)
+		return a;
 	/* Events sent: each event once, on the first Profile of its type. */
 	if (e->cur->type == PROFILE_CPU)
 		e->events += s->count;
 	else if (!(profile__type_info(e->cur->type)->otlp_values & ((1u << e->cur->which) - 1)))
 		e->events += s->ntimestamps ? s->ntimestamps : 1;
-	e->body_bytes += msg_field_len(ps);
 	return 0;
 }
 

@@ -23,7 +23,9 @@
  *   profile:  sample_type samples/count, period_type cpu/nanoseconds, period = meta period,
  *             time_unix_nano/duration_nano = the recording window (widened, if needed, so
  *             that every timestamp lies in [time, time + duration)), random profile_id;
- *   sample:   stack_index, attribute_indices {thread.id, thread.name, cpu.logical_number},
+ *   sample:   stack_index, attribute_indices {thread.id, thread.name, cpu.logical_number,
+ *             less those omit_sample_attrs leaves out; then samples equal in all else, which
+ *             the proto identifies as one, are one Sample: their events together},
  *             timestamps_unix_nano (one per event) when every sample of the process has as
  *             many timestamps as its count, else values = [count] and no timestamps;
  *   location: profile.frame.type = native | kernel | abort (the marker of a cut stack,
@@ -49,6 +51,16 @@
 
 #define OTLP_DEFAULT_MAX_REQUEST (4u << 20) /* the Collector's default gRPC receive limit */
 
+/*
+ * Per-sample attributes a caller may leave out (struct otlp_encode_opts.omit_sample_attrs): a
+ * backend that makes every sample attribute a series label (Grafana Pyroscope) gets a series
+ * per thread or CPU from them (docs/otlp.md, "Series").
+ */
+#define OTLP_SAMPLE_THREAD_ID 1u   /* thread.id */
+#define OTLP_SAMPLE_THREAD_NAME 2u /* thread.name */
+#define OTLP_SAMPLE_CPU 4u	   /* cpu.logical_number */
+#define OTLP_SAMPLE_ALL (OTLP_SAMPLE_THREAD_ID | OTLP_SAMPLE_THREAD_NAME | OTLP_SAMPLE_CPU)
+
 struct otlp_encode_opts {
 	/* host.name; NULL: gethostname(); "": no host.name attribute. */
 	const char *host_name;
@@ -68,6 +80,8 @@ struct otlp_encode_opts {
 	const char *k8s_node_name;
 	/* Non-zero: skip the htlhash file reads (tests with fake paths, or a caller's policy). */
 	int no_file_hash;
+	/* OTLP_SAMPLE_* bits: per-sample attributes left out (0: every one sent). */
+	unsigned int omit_sample_attrs;
 };
 
 /*

@@ -78,6 +78,7 @@ void record__export_interval(struct recorder *r, uint64_t end_boot)
 	    .process_meta = process_meta,
 	    .ctx = r,
 	    .k8s_node_name = r->k8s_node,
+	    .omit_sample_attrs = OTLP_SAMPLE_ALL & ~r->opts->otlp_sample_attrs,
 	};
 	struct profile_meta meta = {0};
 	uint64_t end_unix = end_boot + r->in.boot_to_unix_ns;

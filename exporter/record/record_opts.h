@@ -96,6 +96,9 @@ struct record_opts {
 	double flush_timeout_s; /* on SIGINT/SIGTERM, wait this long for the queue to drain */
 	size_t max_request_bytes;
 	size_t queue_bytes;
+	/* OTLP_SAMPLE_* bits (otlp/otlp_encode.h): per-sample attributes sent (--sample-attributes)
+	 */
+	unsigned int otlp_sample_attrs;
 
 	/* Self-telemetry (docs/self-telemetry.md). */
 	double stats_interval_s; /* stats lines (and --self-metrics requests) this often; 0: off */

@@ -1773,7 +1773,13 @@ static void sum_types(const uint8_t *buf, size_t len, struct type_sums *t)
 				    find_attr(d, sm->attribute_indices, sm->n_attribute_indices,
 					      "lock.address");
 
-				if (sm->n_values) {
+				if (sm->n_values && !sm->n_timestamps_unix_nano &&
+				    !strcmp(name, "samples/count")) {
+					/* CPU samples with counts, not a time per event. */
+					assert_int_equal(sm->n_values, 1);
+					t->sum[j] += sm->values[0];
+					t->nvalues[j] += 1;
+				} else if (sm->n_values) {
 					/* Event profiles: a value per event, each with its time. */
 					assert_int_equal(sm->n_values, sm->n_timestamps_unix_nano);
 					for (size_t v = 0; v < sm->n_values; v++)
@@ -1957,6 +1963,160 @@ static void test_encode_profile_types(void **state)
 	profile__free(p);
 }
 
+/*
+ * Samples of one request's Profiles: none repeats the identity {stack, attributes, link} of
+ * another; *with_tid / *with_cpu / *with_name count Samples carrying each attribute.
+ */
+static void check_identities(const uint8_t *buf, size_t len, size_t *with_tid, size_t *with_cpu,
+			     size_t *with_name, size_t *nsamples)
+{
+	pb_request *req = REQ_UNPACK(NULL, len, buf);
+	const pb_dict *d;
+
+	assert_non_null(req);
+	d = req->dictionary;
+	for (size_t r = 0; r < req->n_resource_profiles; r++) {
+		const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp =
+		    req->resource_profiles[r]->scope_profiles[0];
+
+		for (size_t i = 0; i < sp->n_profiles; i++) {
+			const pb_profile *pr = sp->profiles[i];
+
+			for (size_t k = 0; k < pr->n_samples; k++) {
+				const pb_sample *a = pr->samples[k];
+
+				*nsamples += 1;
+				*with_tid += !!find_attr(d, a->attribute_indices,
+							 a->n_attribute_indices, "thread.id");
+				*with_cpu +=
+				    !!find_attr(d, a->attribute_indices, a->n_attribute_indices,
+						"cpu.logical_number");
+				*with_name += !!find_attr(d, a->attribute_indices,
+							  a->n_attribute_indices, "thread.name");
+				for (size_t m = 0; m < k; m++) {
+					const pb_sample *b = pr->samples[m];
+
+					if (a->stack_index == b->stack_index &&
+					    a->link_index == b->link_index &&
+					    a->n_attribute_indices == b->n_attribute_indices &&
+					    !memcmp(a->attribute_indices, b->attribute_indices,
+						    a->n_attribute_indices * sizeof(int32_t)))
+						fail_msg("samples %zu and %zu of a Profile are one",
+							 m, k);
+				}
+			}
+		}
+	}
+	REQ_FREE(req, NULL);
+}
+
+/*
+ * --sample-attributes: per-sample attributes left out, the samples of four threads on two CPUs
+ * that are then equal in all else become one Sample, with every event and value of theirs
+ * (CPU with timestamps, CPU with counts, off-CPU and alloc values per event), whole requests
+ * and split ones alike.
+ */
+static void test_omitted_sample_attributes_merge_samples(void **state)
+{
+	struct profile *p = profile__new();
+	struct profile_meta meta = {.start_unix_nano = T0,
+				    .duration_nano = DURATION,
+				    .period_nano = PERIOD,
+				    .frequency_hz = 100};
+	struct otlp_encode_opts o = {.host_name = "h", .no_file_hash = 1};
+	struct profile_sample_key k = {0};
+	struct bufs b = {0};
+	uint32_t f, l[3], st[3];
+	struct type_sums full = {0};
+	int status;
+	char *json;
+
+	(void)state;
+	assert_non_null(p);
+	profile__set_meta(p, &meta);
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		struct profile_line line;
+
+		snprintf(name, sizeof(name), "fn%d", i);
+		f = func(p, name, NULL, NULL);
+		line = (struct profile_line){f, 10 + i};
+		l[i] = loc(p, 0, 0x1000 + i, FRAME_NATIVE, &line, 1);
+		st[i] = profile__intern_stack(p, l, i + 1);
+	}
+	k.pid = 4242;
+	k.comm = str(p, "app");
+	k.process_name = k.comm;
+	for (uint32_t i = 0; i < 240; i++) {
+		k.stack = st[i % 3];
+		k.tid = 4243 + i % 4;
+		k.cpu = i % 2;
+		k.type = PROFILE_CPU;
+		assert_int_equal(profile__add_sample(p, &k, T0 + 1000 + i, 1), 0);
+		k.type = PROFILE_OFFCPU;
+		assert_int_equal(profile__add_event(p, &k, T0 + 3000 + i, 1, 1000 + i), 0);
+		k.type = PROFILE_ALLOC;
+		assert_int_equal(profile__add_event(p, &k, T0 + 2000 + i, 3, 100 + i), 0);
+	}
+	/* A process whose CPU samples carry counts, not a timestamp per event. */
+	k.pid = 5000;
+	k.comm = str(p, "other");
+	k.process_name = k.comm;
+	k.type = PROFILE_CPU;
+	for (uint32_t i = 0; i < 60; i++) {
+		k.stack = st[i % 3];
+		k.tid = 5001 + i % 4;
+		k.cpu = i % 2;
+		assert_int_equal(profile__add_sample(p, &k, T0 + 7000 + i, 3), 0);
+	}
+	assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+	for (size_t i = 0; i < b.n; i++)
+		sum_types(b.buf[i], b.len[i], &full);
+	bufs_free(&b);
+
+	for (size_t lim = 0; lim <= 1500; lim += 1500) {
+		size_t tid = 0, cpu = 0, name = 0, n = 0;
+		struct type_sums t = {0};
+
+		o.max_request_bytes = lim;
+		o.omit_sample_attrs = OTLP_SAMPLE_THREAD_ID | OTLP_SAMPLE_CPU;
+		assert_int_equal(otlp__encode(p, &o, collect, &b), 0);
+		for (size_t i = 0; i < b.n; i++) {
+			if (lim)
+				assert_true(b.len[i] <= lim);
+			sum_types(b.buf[i], b.len[i], &t);
+			check_identities(b.buf[i], b.len[i], &tid, &cpu, &name, &n);
+		}
+		assert_int_equal(tid, 0);
+		assert_int_equal(cpu, 0);
+		assert_int_equal(name, n);
+		assert_int_equal(t.n, full.n);
+		for (uint32_t j = 0; j < t.n; j++) {
+			assert_string_equal(t.name[j], full.name[j]);
+			assert_int_equal(t.sum[j], full.sum[j]);
+			/* A value per event, kept; counts summed: a value per Sample. */
+			if (strcmp(t.name[j], "samples/count"))
+				assert_int_equal(t.nvalues[j], full.nvalues[j]);
+			else
+				assert_true(t.nvalues[j] < full.nvalues[j]);
+		}
+		assert_int_equal(b.events, 3 * 240 + 60 * 3);
+		if (!lim) {
+			/* Per process and type: a Sample per stack (4 Profiles, alloc has two). */
+			assert_int_equal(n, 3 * (1 + 1 + 2) + 3);
+		} else {
+			assert_true(b.n > PROFILE_NTYPES);
+		}
+		json = run_otlpcheck(&b, &status);
+		if (status != 0)
+			fail_msg("otlpcheck exit status %d:\n%s", status, json);
+		expect_in(json, "\"ok\":true");
+		free(json);
+		bufs_free(&b);
+	}
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1972,6 +2132,7 @@ int main(void)
 	    cmocka_unit_test(test_split_links),
 	    cmocka_unit_test(test_encode_speed),
 	    cmocka_unit_test(test_encode_profile_types),
+	    cmocka_unit_test(test_omitted_sample_attributes_merge_samples),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
