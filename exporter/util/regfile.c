@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/param.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,7 +195,7 @@ static int wait_answer(int fd, unsigned int ms, int64_t *res)
 
 		if (now >= end)
 			return 0;
-		r = poll(&p, 1, (int)((end - now + 999999) / 1000000));
+		r = poll(&p, 1, (int)MIN((end - now + 999999) / 1000000, (uint64_t)INT32_MAX));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
