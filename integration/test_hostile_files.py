@@ -234,7 +234,7 @@ def test_a_file_on_a_fuse_server_that_stops_answering_is_given_up(spanprof, proc
     fs, fused, local = start_stalled(procs, tmp_path, stall_fs)
     out = tmp_path / "out"
     agent = start_agent(spanprof, out, "--pid", f"{fused.pid},{local.pid}", "--duration",
-                        DURATION)
+                        DURATION, "--verbose")
     try:
         seen = wait_sampling(agent)
         sampling = time.monotonic()
@@ -248,6 +248,8 @@ def test_a_file_on_a_fuse_server_that_stops_answering_is_given_up(spanprof, proc
     slow = res.stats["slow_files"]
     assert slow["stalled"] >= 1, f"the stalled file was not counted: {slow}"
     assert "did not answer within" in res.stderr, res.stderr
+    assert f"{slow['stalled']} given up (no answer within --slow-file-timeout)" in res.stderr, \
+        res.stderr
     assert took <= DURATION + END_MARGIN, f"{took:.1f} s from sampling to exit"
     folded = read_folded(out / "profile.folded")
     assert any(frames[0] == "stallprog" for frames, _ in folded), "no sample of stallprog"
