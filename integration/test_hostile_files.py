@@ -229,6 +229,28 @@ def finish(agent, seen, out, what):
     return with_stats(res, stats_path(out))
 
 
+def test_a_file_on_a_fuse_server_that_answers_is_read_from_a_copy(spanprof, procs, tmp_path,
+                                                                    stall_fs):
+    """The same program on a FUSE mount whose server answers everything: read through the
+    helper's copy (slow_files.read) and named from it like the local one."""
+    binary = compile_c(WORKLOADS / "chain.c", tmp_path / "chain")
+    fs = stall_fs(binary)
+    fused = procs.start(fs.path, "300")
+    wait_for(lambda: str(fs.path) in Path(f"/proc/{fused.pid}/maps").read_text(),
+             f"{fs.path} to be mapped")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", fused.pid, "--duration", DURATION, "--frequency", 99,
+                 "--debuginfod", "", timeout=HANG_GUARD)
+    slow = res.stats["slow_files"]
+    assert slow["read"] >= 1 and slow["stalled"] == 0, slow
+    mine = [(frames, n) for frames, n in read_folded(out / "profile.folded")
+            if frames[0] == "stallprog"]
+    total = sum(n for _, n in mine)
+    assert total, "no sample of stallprog"
+    named = sum(n for frames, n in mine if frames[-1] == "c")
+    assert named >= 0.8 * total, f"stallprog's spinning function unnamed: {mine[:5]}"
+
+
 def test_a_file_on_a_fuse_server_that_stops_answering_is_given_up(spanprof, procs, tmp_path,
                                                                    stall_fs):
     fs, fused, local = start_stalled(procs, tmp_path, stall_fs)
