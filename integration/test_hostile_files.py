@@ -232,7 +232,8 @@ def finish(agent, seen, out, what):
 def test_a_file_on_a_fuse_server_that_answers_is_read_from_a_copy(spanprof, procs, tmp_path,
                                                                     stall_fs):
     """The same program on a FUSE mount whose server answers everything: read through the
-    helper's copy (slow_files.read) and named from it like the local one."""
+    helper's copy (slow_files.read; its other openers from that copy: slow_files.reused) and
+    named from it like the local one."""
     binary = compile_c(WORKLOADS / "chain.c", tmp_path / "chain")
     fs = stall_fs(binary)
     fused = procs.start(fs.path, "300")
@@ -243,6 +244,8 @@ def test_a_file_on_a_fuse_server_that_answers_is_read_from_a_copy(spanprof, proc
                  "--debuginfod", "", timeout=HANG_GUARD)
     slow = res.stats["slow_files"]
     assert slow["read"] >= 1 and slow["stalled"] == 0, slow
+    # The symbolizer and the CFI builder both open it: the second from the first's copy.
+    assert slow["reused"] >= 1, slow
     mine = [(frames, n) for frames, n in read_folded(out / "profile.folded")
             if frames[0] == "stallprog"]
     total = sum(n for _, n in mine)

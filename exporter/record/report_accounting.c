@@ -383,13 +383,14 @@ static void full_accounting(FILE *f, const struct report_data *d)
 	if (d->slow_files.slow_read || d->slow_files.stalled || d->slow_files.skipped ||
 	    d->slow_files.too_big)
 		fprintf(f,
-			"spanprof: files on FUSE or network file systems: %llu read by a helper, "
-			"%llu given up (no answer within --slow-file-timeout), %llu refused unread "
+			"spanprof: files on FUSE or network file systems: %llu read by a helper "
+			"(%llu more opens from its copy), %llu given up (no answer within "
+			"--slow-file-timeout), %llu refused unread "
 			"(their file system stalled within 60 s), %llu too big to copy; %llu "
 			"helpers still stuck\n",
-			u(d->slow_files.slow_read), u(d->slow_files.stalled),
-			u(d->slow_files.skipped), u(d->slow_files.too_big),
-			u(d->slow_files.helpers_left));
+			u(d->slow_files.slow_read), u(d->slow_files.reused),
+			u(d->slow_files.stalled), u(d->slow_files.skipped),
+			u(d->slow_files.too_big), u(d->slow_files.helpers_left));
 	unwind_lines(f, d);
 	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
 	if (rs->go_callers_missing)

@@ -705,6 +705,7 @@ static struct json_object *slow_files_section(struct jb *b, const struct report_
 	struct json_object *s = obj(b);
 
 	put_u(b, s, "read", r->slow_read);
+	put_u(b, s, "reused", r->reused);
 	put_u(b, s, "stalled", r->stalled);
 	put_u(b, s, "skipped", r->skipped);
 	put_u(b, s, "too_big", r->too_big);

@@ -24,6 +24,11 @@
 #define MAX_STALLED_DEVS 32
 /* One read(2) of the helper's copy loop. */
 #define COPY_CHUNK (64u << 10)
+/* Copies kept for the next opener of the same file (the symbolizer, the CFI builder, the runtime
+ * readers each open a mapped file): this many, this many bytes in all, this long. */
+#define CACHE_SLOTS 8
+#define CACHE_MAX_BYTES (32ull << 20)
+#define CACHE_TTL_NS (60ull * 1000000000ull)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int deadline_ms = REGFILE_DEADLINE_MS;
@@ -34,6 +39,90 @@ static struct {
 	dev_t dev;
 	uint64_t until_ns;
 } stalled_devs[MAX_STALLED_DEVS];
+static struct copy {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int mfd; /* -1: free slot */
+	uint64_t bytes, made_ns;
+} cache[CACHE_SLOTS] = {[0 ... CACHE_SLOTS - 1] = {.mfd = -1}};
+static uint64_t cache_bytes;
+
+static void cache_drop_locked(struct copy *c)
+{
+	close(c->mfd);
+	cache_bytes -= c->bytes;
+	c->mfd = -1;
+}
+
+/* A new descriptor (its own offset) of the kept copy of the file @st, else -1. */
+static int cache_open(const struct stat *st)
+{
+	uint64_t now = util__mono_ns();
+	int fd = -1;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
+		struct copy *c = &cache[i];
+		char self[32];
+
+		if (c->mfd < 0)
+			continue;
+		if (now - c->made_ns > CACHE_TTL_NS) {
+			cache_drop_locked(c);
+			continue;
+		}
+		if (fd >= 0 || c->dev != st->st_dev || c->ino != st->st_ino ||
+		    c->size != st->st_size || c->mtime.tv_sec != st->st_mtim.tv_sec ||
+		    c->mtime.tv_nsec != st->st_mtim.tv_nsec)
+			continue;
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", c->mfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			stats.reused++;
+	}
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
+/* Keeps a copy of @mfd, the copy of the file @st, when it fits (the oldest copies go first). */
+static void cache_keep(const struct stat *st, int mfd)
+{
+	struct stat mst;
+	struct copy *slot = NULL;
+	int keep;
+
+	if (fstat(mfd, &mst) || (uint64_t)mst.st_size > CACHE_MAX_BYTES)
+		return;
+	keep = fcntl(mfd, F_DUPFD_CLOEXEC, 3);
+	if (keep < 0)
+		return;
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		struct copy *oldest = NULL;
+
+		slot = NULL;
+		for (size_t i = 0; i < CACHE_SLOTS; i++) {
+			if (cache[i].mfd < 0)
+				slot = slot ? slot : &cache[i];
+			else if (!oldest || cache[i].made_ns < oldest->made_ns)
+				oldest = &cache[i];
+		}
+		if (slot && cache_bytes + (uint64_t)mst.st_size <= CACHE_MAX_BYTES)
+			break;
+		cache_drop_locked(oldest); /* not NULL: the copies held are over the bound */
+	}
+	*slot = (struct copy){.dev = st->st_dev,
+			      .ino = st->st_ino,
+			      .size = st->st_size,
+			      .mtime = st->st_mtim,
+			      .mfd = keep,
+			      .bytes = (uint64_t)mst.st_size,
+			      .made_ns = util__mono_ns()};
+	cache_bytes += slot->bytes;
+	pthread_mutex_unlock(&lock);
+}
 
 int regfile__slow_fs(int64_t f_type)
 {
@@ -221,6 +310,9 @@ static int copy_slow(int pfd, const struct stat *st, int64_t f_type, char *why, 
 		pthread_mutex_unlock(&lock);
 		return -EFBIG;
 	}
+	mfd = cache_open(st);
+	if (mfd >= 0)
+		return mfd;
 	if (refuse_now(st->st_dev))
 		return -ETIMEDOUT;
 	buf = malloc(COPY_CHUNK);
@@ -266,6 +358,7 @@ static int copy_slow(int pfd, const struct stat *st, int64_t f_type, char *why, 
 	pthread_mutex_lock(&lock);
 	stats.slow_read++;
 	pthread_mutex_unlock(&lock);
+	cache_keep(st, mfd);
 	err = 0;
 cleanup:
 	free(buf);

@@ -14,8 +14,9 @@
  *   that copy. A helper that has not finished within the deadline is given up (killed; one stuck
  *   in the file system's uninterruptible wait is left behind, holding none of the agent's
  *   descriptors, so it can't keep the agent's run, pipes or BPF programs alive) and the file
- *   system's device is not tried again for REGFILE_RETRY_NS. Files on local file systems take
- *   the plain path (one fstatfs(2) more, and only for devices without a block device).
+ *   system's device is not tried again for REGFILE_RETRY_NS. The last few copies (up to 32 MiB,
+ *   for 60 s) answer the next opener of the same file (device, inode, size, mtime). Files on
+ *   local file systems take the plain path (one fstatfs(2) more).
  *
  * Thread safe. Counters since the agent started: regfile__stats().
  */
@@ -62,6 +63,7 @@ void regfile__set_deadline_ms(unsigned int ms);
 /* Counters since the agent started (all callers). */
 struct regfile_stats {
 	uint64_t slow_read; /* files on a file system that can stall, copied within the deadline */
+	uint64_t reused;    /* ... opens answered from a copy made for an earlier opener */
 	uint64_t stalled;   /* ... given up: the deadline passed (helper killed) */
 	uint64_t skipped;   /* ... refused unread: their device stalled within REGFILE_RETRY_NS */
 	uint64_t too_big;   /* ... refused: larger than REGFILE_SLOW_MAX_BYTES */
