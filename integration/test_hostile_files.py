@@ -4,15 +4,22 @@ A program's debug link may name a FIFO (whose open(2) blocks until a writer come
 (--stats-json symbols.not_regular), ends the run on time and names the program's frames from
 what the file itself holds. The same for the files a JIT writes about its code: a perf map
 /tmp/perf-PID.map or a jitdump swapped for a FIFO is refused unopened (--stats-json
-jit.files_refused.not_regular) and the run ends on time. Root (BPF)."""
+jit.files_refused.not_regular) and the run ends on time. A file on a FUSE file system whose
+server stops answering reads is given up after the agent's deadline (--stats-json
+slow_files.stalled): the run ends on time, SIGTERM ends it with its outputs written. Root (BPF).
+"""
 import os
+import signal
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, compile_c, read_folded, record, record_gated
+from conftest import (WORKLOADS, compile_c, read_folded, record, record_gated, stats_path,
+                      wait_sampling, with_stats)
 
 DURATION = 3
 # A hang guard, not a time budget: a run that blocks in open() never ends by itself.
@@ -127,3 +134,188 @@ def test_a_jitdump_swapped_for_a_fifo_is_refused_and_the_run_ends(spanprof, proc
     assert jit["files_refused"]["not_regular"] >= 1, f"the FIFO was not refused: {jit}"
     assert f"{dump} not read: not a regular file" in res.stderr, res.stderr
     assert jit["jitdumps"] == 0, jit
+
+
+FUSE_SERVER = Path(__file__).with_name("fuse_stall.py")
+# The agent's deadline for a file on a file system that can stall (util/regfile.h).
+STALL_DEADLINE = 2
+# From sampling to exit, past --duration: a given-up copy, writing the outputs on a loaded host.
+END_MARGIN = STALL_DEADLINE + 10
+
+
+class StallFs:
+    """fuse_stall.py serving @binary as MOUNT/stallprog; lines it prints are kept in .lines."""
+
+    def __init__(self, tmp_path, binary):
+        self.mnt = tmp_path / "stallfs"
+        self.mnt.mkdir()
+        self.path = self.mnt / "stallprog"
+        self.lines = []
+        self.server = subprocess.Popen([sys.executable, FUSE_SERVER, self.mnt, "stallprog",
+                                        binary], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        wait_for(lambda: "ready" in self.lines or self.server.poll() is not None,
+                 "the FUSE server to be mounted")
+        assert "ready" in self.lines, f"the FUSE server failed: {self.server.returncode}"
+
+    def _read(self):
+        for line in self.server.stdout:
+            self.lines.append(line.strip())
+
+    def command(self, line):
+        self.server.stdin.write(line + "\n")
+        self.server.stdin.flush()
+        wait_for(lambda: f"ok {line}" in self.lines, f"the FUSE server to take '{line}'")
+
+    def stalled(self):
+        return [l for l in self.lines if l.startswith("stalled")]
+
+    def close(self):
+        # Killed first: the connection aborts, a read still waiting for it fails (ENOTCONN).
+        self.server.kill()
+        self.server.wait()
+        subprocess.run(["umount", "-l", str(self.mnt)], capture_output=True)
+
+
+@pytest.fixture
+def stall_fs(tmp_path):
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse on this machine")
+    made = []
+
+    def make(binary):
+        made.append(StallFs(tmp_path, binary))
+        return made[-1]
+
+    yield make
+    for fs in made:
+        fs.close()
+
+
+def start_stalled(procs, tmp_path, stall_fs):
+    """chain.c run twice: from a FUSE mount whose server then answers only that process's
+    reads (stallprog), and from a local file (chain). Returns (stallfs, fused, local)."""
+    binary = compile_c(WORKLOADS / "chain.c", tmp_path / "chain")
+    fs = stall_fs(binary)
+    fused = procs.start(fs.path, "300")
+    local = procs.start(binary, "300")
+    wait_for(lambda: str(fs.path) in Path(f"/proc/{fused.pid}/maps").read_text(),
+             f"{fs.path} to be mapped")
+    fs.command(f"allow {fused.pid}")
+    fs.command("stall")
+    return fs, fused, local
+
+
+def start_agent(spanprof, out, *args):
+    stats = stats_path(out)
+    return subprocess.Popen([str(spanprof), "record", "--output-dir", str(out), "--stats-json",
+                             str(stats), "--frequency", "99", "--debuginfod", "",
+                             *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finish(agent, seen, out, what):
+    """Waits for @agent to exit (a hang guard fails the test) -> CompletedProcess + .stats."""
+    try:
+        _, err = agent.communicate(timeout=HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        agent.wait()
+        pytest.fail(f"the agent did not end within {HANG_GUARD} s {what}: it blocked on the "
+                    f"FUSE file whose server stopped answering")
+    res = subprocess.CompletedProcess(agent.args, agent.returncode, "", "".join(seen) + err)
+    assert res.returncode == 0, res.stderr
+    return with_stats(res, stats_path(out))
+
+
+def test_a_file_on_a_fuse_server_that_answers_is_read_from_a_copy(spanprof, procs, tmp_path,
+                                                                    stall_fs):
+    """The same program on a FUSE mount whose server answers everything: read through the
+    helper's copy (slow_files.read; its other openers from that copy: slow_files.reused) and
+    named from it like the local one."""
+    binary = compile_c(WORKLOADS / "chain.c", tmp_path / "chain")
+    fs = stall_fs(binary)
+    fused = procs.start(fs.path, "300")
+    wait_for(lambda: str(fs.path) in Path(f"/proc/{fused.pid}/maps").read_text(),
+             f"{fs.path} to be mapped")
+    out = tmp_path / "out"
+    res = record(spanprof, out, "--pid", fused.pid, "--duration", DURATION, "--frequency", 99,
+                 "--debuginfod", "", timeout=HANG_GUARD)
+    slow = res.stats["slow_files"]
+    assert slow["read"] >= 1 and slow["stalled"] == 0, slow
+    # The symbolizer and the CFI builder both open it: the second from the first's copy.
+    assert slow["reused"] >= 1, slow
+    mine = [(frames, n) for frames, n in read_folded(out / "profile.folded")
+            if frames[0] == "stallprog"]
+    total = sum(n for _, n in mine)
+    assert total, "no sample of stallprog"
+    named = sum(n for frames, n in mine if frames[-1] == "c")
+    assert named >= 0.8 * total, f"stallprog's spinning function unnamed: {mine[:5]}"
+
+
+def test_a_file_on_a_fuse_server_that_stops_answering_is_given_up(spanprof, procs, tmp_path,
+                                                                   stall_fs):
+    fs, fused, local = start_stalled(procs, tmp_path, stall_fs)
+    out = tmp_path / "out"
+    agent = start_agent(spanprof, out, "--pid", f"{fused.pid},{local.pid}", "--duration",
+                        DURATION, "--verbose")
+    try:
+        seen = wait_sampling(agent)
+        sampling = time.monotonic()
+        res = finish(agent, seen, out, f"of a {DURATION} s run")
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    took = time.monotonic() - sampling
+    assert fs.stalled(), f"the agent never read the FUSE file: {fs.lines}"
+    slow = res.stats["slow_files"]
+    assert slow["stalled"] >= 1, f"the stalled file was not counted: {slow}"
+    assert "did not answer within" in res.stderr, res.stderr
+    assert f"{slow['stalled']} given up (no answer within --slow-file-timeout)" in res.stderr, \
+        res.stderr
+    assert took <= DURATION + END_MARGIN, f"{took:.1f} s from sampling to exit"
+    folded = read_folded(out / "profile.folded")
+    assert any(frames[0] == "stallprog" for frames, _ in folded), "no sample of stallprog"
+    # The rest of the host still named: the local copy's spinning leaf.
+    mine = [(frames, n) for frames, n in folded if frames[0] == "chain"]
+    total = sum(n for _, n in mine)
+    assert total, "no sample of the local workload"
+    named = sum(n for frames, n in mine if frames[-1] == "c")
+    assert named >= 0.8 * total, f"the local workload's spinning function unnamed: {mine[:5]}"
+
+
+def test_sigterm_during_a_fuse_stall_ends_the_run_with_outputs(spanprof, procs, tmp_path,
+                                                               stall_fs):
+    """A whole-host run: the program on the FUSE mount starts once the agent samples (its pid
+    allowed before it runs its file), so the agent meets its file while sampling and is
+    waiting for the stalled read when SIGTERM comes."""
+    binary = compile_c(WORKLOADS / "chain.c", tmp_path / "chain")
+    fs = stall_fs(binary)
+    out = tmp_path / "out"
+    agent = start_agent(spanprof, out, "--duration", 600)
+    try:
+        seen = wait_sampling(agent)
+        fused = procs.start("sh", "-c", 'read line && exec "$0" 300', fs.path,
+                            stdin=subprocess.PIPE, text=True)
+        fs.command(f"allow {fused.pid}")
+        fs.command("stall")
+        fused.stdin.write("go\n")
+        fused.stdin.close()
+        wait_for(lambda: fs.stalled() or agent.poll() is not None,
+                 "the agent to read the FUSE file", seconds=HANG_GUARD)
+        assert agent.poll() is None, agent.stderr.read()
+        agent.send_signal(signal.SIGTERM)
+        term = time.monotonic()
+        res = finish(agent, seen, out, "of SIGTERM")
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    took = time.monotonic() - term
+    assert took <= END_MARGIN, f"{took:.1f} s from SIGTERM to exit"
+    assert res.stats is not None, "no --stats-json written"
+    assert (out / "profile.folded").exists(), "no profile written"
+    folded = read_folded(out / "profile.folded")
+    assert any(frames[0] == "stallprog" for frames, _ in folded), "no sample of stallprog"

@@ -35,11 +35,13 @@ FUZZ_CFLAGS   := -g -O1 -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror
 FUZZ_PROCCTX_PB := $(addprefix gen/opentelemetry/proto/, \
 	processcontext/v1development/process_context.pb-c common/v1/common.pb-c \
 	resource/v1/resource.pb-c)
-FUZZ_SRCS_cfi       := unwind/cfi spans/tlsctx process/procmaps symbols/elfcheck symbols/loadbias
+FUZZ_SRCS_cfi       := unwind/cfi spans/tlsctx process/procmaps symbols/elfcheck symbols/loadbias \
+		       util/regfile
 FUZZ_SRCS_symbolize := $(addprefix symbols/,symcache elfhdr objcache plt debugfile symtab \
-			 dwarfframes load lookup elfcheck minidebuginfo debuginfod) runtime/go/gopclntab
-FUZZ_SRCS_procmaps  := process/procmaps spans/procctx $(FUZZ_PROCCTX_PB)
-FUZZ_SRCS_procctx   := spans/procctx process/procmaps $(FUZZ_PROCCTX_PB)
+			 dwarfframes load lookup elfcheck minidebuginfo debuginfod) runtime/go/gopclntab \
+		       util/regfile
+FUZZ_SRCS_procmaps  := process/procmaps spans/procctx util/regfile $(FUZZ_PROCCTX_PB)
+FUZZ_SRCS_procctx   := spans/procctx process/procmaps util/regfile $(FUZZ_PROCCTX_PB)
 FUZZ_SRCS_threadctx := spans/threadctx
 FUZZ_SRCS_ksyms     := symbols/ksyms
 FUZZ_SRCS_procmeta  := process/procmeta process/k8smeta

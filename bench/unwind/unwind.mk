@@ -4,10 +4,10 @@
 UNWIND_BENCH_FILES ?= $(shell find /usr/lib -name '*.so*' -type f -size +1M -printf '%s %p\n' \
 	2>/dev/null | sort -rn | head -1 | cut -d' ' -f2) /lib/x86_64-linux-gnu/libc.so.6
 
-$(BUILD)/bench/unwind_tables: bench/unwind/unwind_tables.c $(OBJ)/unwind/cfi.o
+$(BUILD)/bench/unwind_tables: bench/unwind/unwind_tables.c $(OBJ)/unwind/cfi.o $(OBJ)/util/regfile.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/unwind/cfi.o $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/unwind/cfi.o $(OBJ)/util/regfile.o $(LDLIBS) -o $@
 
 .PHONY: bench-unwind
 bench-unwind: $(BUILD)/bench/unwind_tables

@@ -22,6 +22,7 @@
 #include "cli/record_config.h"
 #include "sampler.h"
 #include "telemetry/selfstats.h"
+#include "util/regfile.h"
 #include "sampling/targets.h"
 #include "view/view.h"
 
@@ -67,6 +68,7 @@ enum {
 	OPT_FLUSH,
 	OPT_SYMCACHE,
 	OPT_SYMCACHE_MAX,
+	OPT_SLOW_FILE_TIMEOUT,
 	OPT_DEBUGINFOD,
 	OPT_DEBUGINFOD_CACHE,
 	OPT_UNWIND_MAX,
@@ -153,6 +155,11 @@ static const struct argp_option record_options[] = {
     {"symbol-cache-max-mb", OPT_SYMCACHE_MAX, "MIB", 0,
      "When files unloaded for room are needed again and again, --symbol-cache-mb grows by half "
      "at a time up to this (default 32; at most --symbol-cache-mb: fixed)",
+     0},
+    {"slow-file-timeout", OPT_SLOW_FILE_TIMEOUT, "SECONDS", 0,
+     "A file of a profiled program on FUSE or a network file system is read by a helper "
+     "process: one that has not read it within this long is given up, and that file system's "
+     "files are left alone for 60 s (default 2)",
      0},
     {"debuginfod", OPT_DEBUGINFOD, "URLS", 0,
      "Fetch, in the background, the debug files of binaries that have none on this host from "
@@ -631,6 +638,9 @@ static error_t record_parse(int key, char *arg, struct argp_state *state)
 			    "--symbol-cache-mb wants a number of MiB from 4 to 1048576, not '%s'",
 			    arg);
 		break;
+	case OPT_SLOW_FILE_TIMEOUT:
+		return parse_seconds(state, "--slow-file-timeout", arg, 0.001,
+				     &o->slow_file_timeout_s);
 	case OPT_SYMCACHE_MAX:
 		if (parse_u32(arg, 4, 1 << 20, &o->symcache_max_mb))
 			OPT_FAIL(state,
@@ -925,6 +935,7 @@ static void record_defaults(struct record_opts *o)
 	o->python_code_cache_after_s = 10;
 	o->export_timeout_s = 10;
 	o->flush_timeout_s = 10;
+	o->slow_file_timeout_s = REGFILE_DEADLINE_MS / 1000.0;
 	o->max_request_bytes = 4 << 20;
 	o->queue_bytes = 64 << 20;
 	o->otlp_sample_attrs = OTLP_SAMPLE_THREAD_NAME;

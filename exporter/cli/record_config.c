@@ -75,6 +75,7 @@ static const char *const known_keys[] = {
     "ring-buffer-mb",
     "symbol-cache-mb",
     "symbol-cache-max-mb",
+    "slow-file-timeout",
     "unwind-max-mb",
     "no-span-links",
     "no-python",
@@ -165,6 +166,8 @@ void record_config__print(FILE *f, const struct record_opts *o, const struct con
 	put_source(f, cfg, "symbol-cache-mb", NULL);
 	fprintf(f, "symbol-cache-max-mb: %u", o->symcache_max_mb);
 	put_source(f, cfg, "symbol-cache-max-mb", NULL);
+	fprintf(f, "slow-file-timeout: %g", o->slow_file_timeout_s);
+	put_source(f, cfg, "slow-file-timeout", NULL);
 	if (o->debuginfod_urls)
 		put_str_opt(f, cfg, "debuginfod", o->debuginfod_urls, NULL, NULL);
 	else if (getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "process/procmaps.h"
+#include "util/regfile.h"
 #include "util/util.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -352,11 +353,11 @@ uint64_t procmaps__not_regular(void)
 	return __atomic_load_n(&not_regular, __ATOMIC_RELAXED);
 }
 
-/* util__open_regular(), counting a refusal; -1 + errno like open(2). */
+/* regfile__open(), counting a refusal; -1 + errno like open(2). */
 static int open_regular(const char *path)
 {
 	struct stat st;
-	int fd = util__open_regular(path, &st);
+	int fd = regfile__open(path, &st);
 
 	if (fd >= 0)
 		return fd;
@@ -378,8 +379,9 @@ int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t siz
 	snprintf(path, size, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
 	fd = open_regular(path);
-	/* A device mapped (a character device mmap()ed executable): its path names it too. */
-	if (fd >= 0 || errno == UTIL_ENOTREG)
+	/* A device mapped (a character device mmap()ed executable): its path names it too. A
+	 * file given up (its file system stalled, or too big to copy from it): so is the path. */
+	if (fd >= 0 || errno == UTIL_ENOTREG || errno == ETIMEDOUT || errno == EFBIG)
 		return fd;
 	snprintf(path, size, "/proc/%d/root%s", pid, m->path);
 	return open_regular(path);

@@ -52,7 +52,7 @@ const struct procmap *procmaps__find_file(const struct procmaps *m, uint64_t ino
 int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len);
 /*
  * Opens the file mapping @m of process @pid maps (O_RDONLY | O_CLOEXEC), only if it is a
- * regular file (util__open_regular(): a mapped device or a path swapped for a FIFO is never
+ * regular file (regfile__open(): a mapped device or a path swapped for a FIFO is never
  * opened for reading): /proc/PID/map_files/START-END, which reaches deleted files and other
  * mount namespaces, else /proc/PID/root + @m->path. A file descriptor the caller closes, or -1
  * with errno set: UTIL_ENOTREG (ENOEXEC) for anything but a regular file (counted,

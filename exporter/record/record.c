@@ -48,6 +48,7 @@
 #include "symbols/symbolize.h"
 #include "telemetry/selfstats.h"
 #include "unwind/unwinder.h"
+#include "util/regfile.h"
 #include "util/util.h"
 
 /* Entries of exited processes leave the process table this often (proctab__sweep()). */
@@ -639,6 +640,10 @@ int record__run(const struct record_opts *o)
 	/* The start-up timeline (--verbose, not --quiet) counts from here. */
 	run.slog = o->verbose && !o->quiet ? stderr : NULL;
 	run.launch = util__mono_ns();
+	/* At most 10^7 s: past 2^32 ms, the longest deadline regfile takes. */
+	regfile__set_deadline_ms(o->slow_file_timeout_s * 1000 >= UINT32_MAX
+				     ? UINT32_MAX
+				     : (unsigned int)(o->slow_file_timeout_s * 1000 + 0.5));
 	rc = start_checks(&run);
 	if (rc)
 		goto cleanup_dir;

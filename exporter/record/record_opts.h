@@ -41,6 +41,7 @@ struct record_opts {
 	uint32_t symcache_mb; /* symbolizer memory budget */
 	/* --symbol-cache-max-mb: what it may grow to (at least symcache_mb: fixed) */
 	uint32_t symcache_max_mb;
+	double slow_file_timeout_s; /* deadline of a copy from FUSE or a network file system */
 	/* --debuginfod: servers (exporter/symbols/debuginfod.h); NULL: $DEBUGINFOD_URLS, "": off */
 	const char *debuginfod_urls;
 	uint32_t debuginfod_cache_mb; /* client cache bound; 0: the library's age-based cleaning */

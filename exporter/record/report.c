@@ -52,6 +52,7 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 	out->procs = *proctab__stats(r->procs);
 	out->procs_in_table = proctab__count(r->procs);
 	out->mapped_not_regular = procmaps__not_regular();
+	regfile__stats(&out->slow_files);
 	out->resolve = *resolve__stats(r->in.resolve);
 	objs = resolve__objects(r->in.resolve);
 	out->frames_in_files = objtally__frames(objs);

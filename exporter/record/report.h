@@ -43,6 +43,7 @@
 #include "symbols/debuginfod.h"
 #include "symbols/symbolize.h"
 #include "unwind/unwinder.h"
+#include "util/regfile.h"
 
 struct recorder;
 struct sampler;
@@ -83,7 +84,8 @@ struct report_data {
 
 	struct proctab_stats procs;
 	size_t procs_in_table;
-	uint64_t mapped_not_regular; /* mapped files not opened: not regular (procmaps.h) */
+	uint64_t mapped_not_regular;	 /* mapped files not opened: not regular (procmaps.h) */
+	struct regfile_stats slow_files; /* files on file systems that can stall (regfile.h) */
 	struct resolve_stats resolve;
 	uint64_t frames_in_files; /* user frames of samples in a known file (objtally__frames) */
 	struct report_file files[REPORT_MAX_FILES]; /* most unnamed frames first */

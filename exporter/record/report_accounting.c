@@ -148,19 +148,22 @@ static void jit_line(FILE *f, const struct report_data *d)
 		    "read: nothing of them read; the others were read up to a bad record)\n",
 		    u(j->dumps_corrupt), u(j->dumps_bad_header));
 	if (!j->frames_named && !j->frames_unnamed && !j->java_failed && !o[JITFILE_SYMLINK] &&
-	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG])
+	    !o[JITFILE_OWNER] && !o[JITFILE_NOT_REGULAR] && !o[JITFILE_TOO_BIG] &&
+	    !o[JITFILE_STALLED])
 		return;
 	fprintf(f,
 		"spanprof: JIT code: %llu frames named, %llu unnamed (%llu of a map over its cap, "
 		"%llu replaced since the sample); "
 		"%llu perf maps, %llu jitdump files read (%llu lines, %llu records skipped, %llu "
 		"ranges replaced by newer code); files refused: %llu symlink, %llu other owner, "
-		"%llu not regular, %llu too big; %llu processes told which flag names them; "
+		"%llu not regular, %llu too big, %llu stalled; %llu processes told which flag "
+		"names them; "
 		"%llu perf maps written by JVMs on request, %llu requests failed\n",
 		u(j->frames_named), u(j->frames_unnamed), u(j->frames_full), u(j->frames_stale),
 		u(j->perfmaps), u(j->jitdumps), u(j->lines_bad), u(j->records_bad), u(j->replaced),
 		u(o[JITFILE_SYMLINK]), u(o[JITFILE_OWNER]), u(o[JITFILE_NOT_REGULAR]),
-		u(o[JITFILE_TOO_BIG]), u(j->hints), u(j->java_requests), u(j->java_failed));
+		u(o[JITFILE_TOO_BIG]), u(o[JITFILE_STALLED]), u(j->hints), u(j->java_requests),
+		u(j->java_failed));
 	if (!j->unwind_records)
 		return;
 	/* CFI of JIT code from jitdump unwinding records (docs/jit.md, "Unwinding"). */
@@ -377,6 +380,17 @@ static void full_accounting(FILE *f, const struct report_data *d)
 		    "spanprof: %llu mapped files not opened: not regular files (a mapped device, "
 		    "a FIFO)\n",
 		    u(d->mapped_not_regular));
+	if (d->slow_files.slow_read || d->slow_files.stalled || d->slow_files.skipped ||
+	    d->slow_files.too_big)
+		fprintf(f,
+			"spanprof: files on FUSE or network file systems: %llu read by a helper "
+			"(%llu more opens from its copy), %llu given up (no answer within "
+			"--slow-file-timeout), %llu refused unread "
+			"(their file system stalled within 60 s), %llu too big to copy; %llu "
+			"helpers still stuck\n",
+			u(d->slow_files.slow_read), u(d->slow_files.reused),
+			u(d->slow_files.stalled), u(d->slow_files.skipped),
+			u(d->slow_files.too_big), u(d->slow_files.helpers_left));
 	unwind_lines(f, d);
 	/* docs/go.md: a frame-pointer walk can't see the caller of Go code without its frame. */
 	if (rs->go_callers_missing)

@@ -282,6 +282,7 @@ static struct json_object *jit_section(struct jb *b, const struct report_data *d
 	put_u(b, refused, "other_owner", o[JITFILE_OWNER]);
 	put_u(b, refused, "not_regular", o[JITFILE_NOT_REGULAR]);
 	put_u(b, refused, "too_big", o[JITFILE_TOO_BIG]);
+	put_u(b, refused, "stalled", o[JITFILE_STALLED]);
 	put(b, s, "files_refused", refused);
 	put_u(b, s, "processes_hinted", j->hints);
 	put_u(b, s, "java_perfmap_requests", j->java_requests);
@@ -697,6 +698,21 @@ static struct json_object *symbols_section(struct jb *b, const struct report_dat
 	return s;
 }
 
+/* Files on file systems that can stall (FUSE, network): copied, given up, refused. */
+static struct json_object *slow_files_section(struct jb *b, const struct report_data *d)
+{
+	const struct regfile_stats *r = &d->slow_files;
+	struct json_object *s = obj(b);
+
+	put_u(b, s, "read", r->slow_read);
+	put_u(b, s, "reused", r->reused);
+	put_u(b, s, "stalled", r->stalled);
+	put_u(b, s, "skipped", r->skipped);
+	put_u(b, s, "too_big", r->too_big);
+	put_u(b, s, "helpers_left", r->helpers_left);
+	return s;
+}
+
 static struct json_object *problems_section(struct jb *b, const struct report_data *d)
 {
 	struct report_found found[32];
@@ -780,6 +796,7 @@ struct json_object *report__json(const struct report_data *d)
 	else
 		put_null(&b, root, "debuginfod");
 	put(&b, root, "symbols", symbols_section(&b, d));
+	put(&b, root, "slow_files", slow_files_section(&b, d));
 	put(&b, root, "problems", problems_section(&b, d));
 	if (b.err) {
 		json_object_put(root);

@@ -17,6 +17,7 @@
 #include "symbols/elfhdr.h"
 #include "symbols/objcache.h"
 #include "symbols/symcache.h"
+#include "util/regfile.h"
 #include "util/util.h"
 
 static struct elf_object *find_key(struct symcache *c, const char *key)
@@ -71,7 +72,7 @@ Elf *symc_elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp)
 /* Opens @path read-only; -errno, or -ENOEXEC for what is not a regular file. */
 int symc_open_regular(struct symcache *c, const char *path, struct stat *st)
 {
-	int fd = util__open_regular(path, st);
+	int fd = regfile__open(path, st);
 
 	if (fd == -UTIL_ENOTREG)
 		c->stats.not_regular++;

@@ -26,7 +26,7 @@ struct symcache;
 Elf *symc_elf_from_fd(int fd, Elf_Cmd cmd, uint64_t size, int *errp);
 /*
  * @path opened read-only and fstat()ed into *@st, only if it is a regular file
- * (util__open_regular(): a FIFO or a device is never opened): the descriptor (the caller's),
+ * (regfile__open(): a FIFO or a device is never opened): the descriptor (the caller's),
  * -errno, or -ENOEXEC for what is not a regular file, counted in @c's stats.not_regular.
  */
 int symc_open_regular(struct symcache *c, const char *path, struct stat *st);

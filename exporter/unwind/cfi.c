@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "unwind/cfi.h"
+#include "util/regfile.h"
 #include "util/util.h"
 
 /* DWARF register numbers, x86-64 psABI figure 3.36. */
@@ -1096,7 +1097,7 @@ int cfi__build_fd_stream(int fd, const char *debug_path, const struct cfi_sink *
 	} else if ((d = section_data(elf, shstrndx, ".debug_frame", &sh, &bad))) {
 		b.st.source = CFI_SOURCE_DEBUG_FRAME;
 	} else if (debug_path) {
-		dfd = util__open_regular(debug_path, &dst);
+		dfd = regfile__open(debug_path, &dst);
 		if (dfd < 0) {
 			err = dfd;
 			goto cleanup;
@@ -1220,7 +1221,7 @@ int cfi__build(const char *path, const char *debug_path, struct cfi_table **out)
 	int fd, err;
 
 	*out = NULL;
-	fd = util__open_regular(path, &st);
+	fd = regfile__open(path, &st);
 	if (fd < 0)
 		return fd;
 	err = cfi__build_fd(fd, debug_path, out);

@@ -57,7 +57,7 @@ struct cfi_table;
  * file whose .debug_frame is used when the file has neither .eh_frame nor .debug_frame.
  * On success *out owns a new table (possibly with zero rows when every FDE was skipped).
  * Only regular files are opened (a FIFO or a device named by @path or @debug_path is refused
- * unopened, util__open_regular()).
+ * unopened, regfile__open()).
  * Returns 0, or -ENOENT/-EACCES (open), -ENOEXEC (not a regular file, not a 64-bit x86-64 ELF
  * file, or unreadable section headers), -ENODATA (no CFI section), -EBADMSG (CFI section
  * unreadable), -E2BIG (more than UNWIND_MAX_ROWS rows), -ENOMEM.

@@ -46,41 +46,6 @@ static inline int util__hexval(int c)
 }
 
 /*
- * Opens @path read-only (O_CLOEXEC) only if it is a regular file, and fills @st with its
- * fstat(2). A path a profiled program controls (a debug link, a mapped file, a perf map) may
- * name a FIFO, whose open(2) blocks until a writer comes, or a device, whose open has effects:
- * the path is first opened with O_PATH (which opens nothing, follows symbolic links as a plain
- * open does), its type checked on that descriptor, and only a regular file re-opened through
- * /proc/self/fd/N -- the very inode checked, whatever the path names by then.
- * Returns the descriptor, -UTIL_ENOTREG (ENOEXEC) for anything but a regular file (nothing
- * was opened for reading), or another negative errno.
- */
-#define UTIL_ENOTREG ENOEXEC
-static inline int util__open_regular(const char *path, struct stat *st)
-{
-	char self[32];
-	int pfd, fd, err;
-
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, st)) {
-		err = -errno;
-		close(pfd);
-		return err;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(pfd);
-		return -UTIL_ENOTREG;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	err = fd < 0 ? -errno : 0;
-	close(pfd);
-	return fd < 0 ? err : fd;
-}
-
-/*
  * An unlinked file for scratch data the agent maps back (inflated DWARF, decoded MiniDebugInfo):
  * O_TMPFILE in /var/tmp, else /tmp, mode 0600. The descriptor, or a negative errno.
  */

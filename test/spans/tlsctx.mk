@@ -100,11 +100,12 @@ tls-progs: $(TLS_PROG_FILES)
 TLS_TEST_CFLAGS := -DTLS_PROGS_DIR='"$(abspath $(TLS_PROGS))"'
 
 $(BUILD)/test/test_tlsctx: test/spans/test_tlsctx.c test/testproc.h exporter/spans/tlsctx.h $(OBJ)/spans/tlsctx.o \
-		$(OBJ)/process/procmaps.o $(OBJ)/symbols/elfcheck.o $(OBJ)/symbols/loadbias.o | tls-progs
+		$(OBJ)/process/procmaps.o $(OBJ)/util/regfile.o $(OBJ)/symbols/elfcheck.o \
+		$(OBJ)/symbols/loadbias.o | tls-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(TLS_TEST_CFLAGS) $< $(OBJ)/spans/tlsctx.o $(OBJ)/process/procmaps.o \
-		$(OBJ)/symbols/elfcheck.o $(OBJ)/symbols/loadbias.o -lelf -lpthread -lcmocka -o $@
+		$(OBJ)/util/regfile.o $(OBJ)/symbols/elfcheck.o $(OBJ)/symbols/loadbias.o -lelf -lpthread -lcmocka -o $@
 
 $(BUILD)/test/test_threadctx: test/spans/test_threadctx.c exporter/spans/threadctx.h $(OBJ)/spans/threadctx.o
 	$(call msg,LINK,$@)
@@ -116,10 +117,11 @@ PROCCTX_PB_O := $(addprefix $(OBJ)/gen/opentelemetry/proto/, \
 	resource/v1/resource.pb-c.o)
 
 $(BUILD)/test/test_procctx: test/spans/test_procctx.c test/testproc.h exporter/spans/procctx.h \
-		$(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(PROCCTX_PB_O) $(PROTO_H)
+		$(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(OBJ)/util/regfile.o $(PROCCTX_PB_O) \
+		$(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(PROCCTX_PB_O) -lprotobuf-c \
-		-lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/spans/procctx.o $(OBJ)/process/procmaps.o $(OBJ)/util/regfile.o \
+		$(PROCCTX_PB_O) -lprotobuf-c -lpthread -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_tlsctx $(BUILD)/test/test_threadctx $(BUILD)/test/test_procctx

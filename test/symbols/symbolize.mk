@@ -134,10 +134,12 @@ $(BUILD)/test/test_symbolize: test/symbols/test_symbolize.c $(LIBSPANPROF) | sym
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(SYM_TEST_CFLAGS) $< $(LIBSPANPROF) $(SYM_TEST_LIBS) -o $@
 
-$(BUILD)/test/test_procmaps: test/process/test_procmaps.c $(OBJ)/process/procmaps.o
+$(BUILD)/test/test_procmaps: test/process/test_procmaps.c $(OBJ)/process/procmaps.o \
+			     $(OBJ)/util/regfile.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/process/procmaps.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(OBJ)/process/procmaps.o $(OBJ)/util/regfile.o $(LDLIBS) -lcmocka \
+		-o $@
 
 $(BUILD)/test/test_ksyms: test/symbols/test_ksyms.c $(OBJ)/symbols/ksyms.o
 	$(call msg,LINK,$@)

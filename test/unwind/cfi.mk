@@ -69,9 +69,9 @@ CFI_TEST_CFLAGS := -DCFI_PROGS_DIR='"$(abspath $(CFI_PROGS))"'
 .PHONY: cfi-progs
 cfi-progs: $(CFI_PROG_FILES)
 
-$(BUILD)/test/test_cfi: test/unwind/test_cfi.c $(OBJ)/unwind/cfi.o | cfi-progs
+$(BUILD)/test/test_cfi: test/unwind/test_cfi.c $(OBJ)/unwind/cfi.o $(OBJ)/util/regfile.o | cfi-progs
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(CFI_TEST_CFLAGS) $< $(OBJ)/unwind/cfi.o $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(CFI_TEST_CFLAGS) $< $(OBJ)/unwind/cfi.o $(OBJ)/util/regfile.o $(LDLIBS) -lcmocka -o $@
 
 UNIT_TESTS += $(BUILD)/test/test_cfi

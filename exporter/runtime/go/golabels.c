@@ -16,6 +16,7 @@
 #include "runtime/go/golabels.h"
 #include "runtime/go/gopclntab.h"
 #include "sampler.h"
+#include "util/regfile.h"
 #include "util/util.h"
 
 /* The first release whose labelMap is a sorted slice (src/runtime/pprof/label.go); the ones
@@ -616,13 +617,15 @@ int golabels__resolve_fd(int fd, int pid, struct golabels_layout *out)
 
 int golabels__resolve_pid(int pid, struct golabels_layout *out)
 {
+	struct stat st;
 	char path[64];
 	int fd, err;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The executable may sit on a file system that can stall (regfile.h). */
+	fd = regfile__open(path, &st);
 	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
+		return fd == -ENOENT ? -ESRCH : fd;
 	err = golabels__resolve_fd(fd, pid, out);
 	close(fd);
 	return err;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/jit/jitfile.h"
+#include "util/regfile.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -22,6 +23,7 @@ static const char *const reason_names[JITFILE__NREASONS] = {
     [JITFILE_NOT_REGULAR] = "not a regular file",
     [JITFILE_OWNER] = "owned by another user",
     [JITFILE_TOO_BIG] = "too big",
+    [JITFILE_STALLED] = "its file system did not answer in time",
     [JITFILE_ERROR] = "error",
 };
 
@@ -125,7 +127,6 @@ static int refuse(enum jitfile_reason r, int err, enum jitfile_reason *why,
 int jitfile__open(const char *root, const char *path, uid_t uid, uid_t uid2, uint64_t max_bytes,
 		  struct stat *st, enum jitfile_reason *why, struct jitfile_stats *stats)
 {
-	char self[64];
 	struct stat pst;
 	int rootfd = -1, pfd = -1, fd = -1, err;
 	enum jitfile_reason r = JITFILE_ERROR;
@@ -170,17 +171,17 @@ int jitfile__open(const char *root, const char *path, uid_t uid, uid_t uid2, uin
 		err = EFBIG;
 		goto fail;
 	}
-	/* Only now is the file itself opened: the very inode checked above. */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, st)) {
-		err = errno;
+	/* Only now is the file itself opened: the very inode checked above (a copy of it when
+	 * its file system can stall, regfile.h). */
+	fd = regfile__open_checked(pfd, &pst);
+	if (fd < 0) {
+		err = -fd;
+		fd = -1;
+		if (err == ETIMEDOUT)
+			r = JITFILE_STALLED;
 		goto fail;
 	}
-	if (st->st_dev != pst.st_dev || st->st_ino != pst.st_ino) {
-		err = ESTALE;
-		goto fail;
-	}
+	*st = pst;
 	close(pfd);
 	close(rootfd);
 	*why = JITFILE_OK;

@@ -27,6 +27,7 @@ enum jitfile_reason {
 	JITFILE_NOT_REGULAR, /* directory, FIFO, socket, device */
 	JITFILE_OWNER,	     /* owned by neither the process's user nor root */
 	JITFILE_TOO_BIG,     /* larger than the bound */
+	JITFILE_STALLED,     /* its file system did not answer in time (util/regfile.h) */
 	JITFILE_ERROR,	     /* any other error (process gone, EACCES, EMFILE) */
 	JITFILE__NREASONS,
 };
