@@ -101,6 +101,8 @@ static void proc_free(void *rt, void *inst, bool keep_counters)
 
 static const struct runtime_ops jit_ops = {
     .name = "jit",
+    /* Verdicts cost nothing to find again (file_read reads nothing): few kept. */
+    .max_files = 256,
     .candidate = candidate,
     .file_read = file_read,
     .proc_new = proc_new,
