@@ -386,3 +386,28 @@ int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t siz
 	snprintf(path, size, "/proc/%d/root%s", pid, m->path);
 	return open_regular(path);
 }
+
+int procmaps__anon_code(const char *path)
+{
+	return !path[0] || !strncmp(path, "[anon:", 6) || !strncmp(path, "/memfd:", 7) ||
+	       !strcmp(path, "/dev/zero");
+}
+
+int procmaps__jitdump_path(const char *path, uint32_t *pid)
+{
+	const char *base = strrchr(path, '/'), *p;
+	uint64_t v = 0;
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4))
+		return 0;
+	for (p = base + 4; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > UINT32_MAX)
+			return 0;
+	}
+	if (p == base + 4 || strcmp(p, ".dump"))
+		return 0;
+	*pid = (uint32_t)v;
+	return 1;
+}

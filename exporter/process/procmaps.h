@@ -60,6 +60,21 @@ int procmaps__read_mem(int pid, uint64_t addr, void *buf, size_t len);
  * @path (@size bytes, NULL: not wanted) receives the path opened, or the last one tried.
  */
 int procmaps__open_file(int pid, const struct procmap *m, char *path, size_t size);
+/*
+ * 1 when @path (as /proc/PID/maps shows it, " (deleted)" removed) is memory no ELF file's code
+ * was loaded from, where a JIT may run code: anonymous (empty path or "[anon:NAME]", prctl
+ * PR_SET_VMA_ANON_NAME), shared anonymous memory ("/dev/zero": the kernel's name of a
+ * MAP_SHARED | MAP_ANONYMOUS mapping, where PHP's opcache keeps its JIT buffer) or a memfd
+ * ("/memfd:NAME", memfd_create(2)).
+ */
+int procmaps__anon_code(const char *path);
+/*
+ * 1 when the last component of @path is "jit-N.dump" (N decimal, at most UINT32_MAX), with
+ * *@pid = N: the name perf's jitdump format gives its file (tools/perf/Documentation/
+ * jitdump-specification.txt), which the runtime maps executable so that perf sees it. Data,
+ * not code: no ELF file to open.
+ */
+int procmaps__jitdump_path(const char *path, uint32_t *pid);
 /* Paths procmaps__open_file() refused as not regular files, since the agent started. */
 uint64_t procmaps__not_regular(void);
 /* Frees the array and paths; leaves @m empty. */

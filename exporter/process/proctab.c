@@ -17,8 +17,6 @@
 #include "process/procmeta.h"
 #include "process/proctab.h"
 #include "util/util.h"
-#include "runtime/jit/jitproc.h"
-#include "runtime/jit/jitdump.h"
 
 /*
  * A PC outside every mapping triggers a re-read of the maps; after a re-read that did not find
@@ -57,7 +55,6 @@ struct proc {
 	struct sp_vma *fvmas;
 	uint32_t nfvmas;
 	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
-	struct jitproc *jit;	/* JIT code names (perf map, jitdump), NULL: no JIT mapping seen */
 	UT_hash_handle hh;
 };
 
@@ -70,11 +67,8 @@ struct proctab {
 	struct proctab_stats stats;
 	proctab_maps_hook maps_hook; /* CFI unwinder hook (unwinder.h) */
 	void *maps_hook_ctx;
-	proctab_jit_cfi_hook jit_cfi_hook; /* JIT CFI for the unwinder (unwinder.h) */
-	void *jit_cfi_hook_ctx;
 	proctab_meta_hook meta_hook; /* Kubernetes names (k8smeta.h) */
 	void *meta_hook_ctx;
-	unsigned int jit_flags; /* jitproc__new() flags (proctab__set_jit_flags()) */
 	/* learn_from_parent(): the last parent whose maps held no file for a sample, and when */
 	uint32_t parent_futile_pid;
 	uint64_t parent_futile_ns;
@@ -106,7 +100,6 @@ static void proc_free(struct proctab *t, struct proc *proc)
 	procmeta__clear(&proc->meta);
 	free(proc->exe);
 	free(proc->fvmas);
-	jitproc__free(proc->jit);
 	free(proc);
 }
 
@@ -162,41 +155,19 @@ static int is_file_mapping(const struct procmap *m)
 	return m->path[0] == '/' && (m->prot & PROT_EXEC);
 }
 
-/* jitproc_cfi_hook of every process's jitproc: on to the unwinder with the process's maps. */
-static void jit_cfi(void *ctx, uint32_t pid, struct jitproc_cfi *cfi)
-{
-	struct proctab *t = ctx;
-	struct proc *proc;
-
-	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
-	if (!proc || !t->jit_cfi_hook) {
-		jitproc_cfi__free(cfi);
-		return;
-	}
-	t->jit_cfi_hook(t->jit_cfi_hook_ctx, pid, proc->start_boot_ns, &proc->maps, cfi);
-}
-
 /*
- * Readies @proc's JIT naming when @m is JIT code or a jitdump file. 1 when there is no ELF file
- * to open (anonymous memory, shared anonymous memory "/dev/zero", a jitdump); a memfd may hold
- * an ELF file (0: opened as one, and named as JIT code only if it is not). Nothing is read until a
- * PC falls in JIT code.
+ * 1 when mapping @m holds no ELF file to open: anonymous memory, shared anonymous memory
+ * ("/dev/zero"), a jitdump file (procmaps.h); a JIT runtime names what runs there
+ * (runtime/jit/). A memfd may hold an ELF file: 0, opened as one (and JIT code only if it is
+ * not, proc_mapping.jit).
  */
-static int jit_mapping(struct proctab *t, struct proc *proc, const struct procmap *m)
+static int no_object(const struct procmap *m)
 {
 	uint32_t pid;
-	int dump = jitdump__is_path(m->path, &pid);
 
-	if (!dump && !jitproc__is_jit_mapping(m->path))
-		return 0;
-	if (!proc->jit) {
-		proc->jit = jitproc__new(proc->pid, proc->exe, t->jit_flags, &t->stats.jit);
-		if (proc->jit)
-			jitproc__set_cfi_hook(proc->jit, jit_cfi, t);
-	}
-	if (proc->jit && dump)
-		jitproc__saw_mapping(proc->jit, m->path);
-	return m->path[0] != '/' || dump || !strcmp(m->path, "/dev/zero");
+	if (procmaps__jitdump_path(m->path, &pid))
+		return 1;
+	return procmaps__anon_code(m->path) && (m->path[0] != '/' || !strcmp(m->path, "/dev/zero"));
 }
 
 /*
@@ -282,8 +253,8 @@ static int proc_read_maps(struct proctab *t, struct proc *proc)
 			proc->ext[i].obj = vdso_object(t);
 			continue;
 		}
-		/* JIT code and the jitdump files naming it (runtime/jit/jitproc.h). */
-		if (jit_mapping(t, proc, m))
+		/* JIT code and the jitdump files naming it (runtime/jit/). */
+		if (no_object(m))
 			continue;
 		if (!is_file_mapping(m))
 			continue;
@@ -334,8 +305,6 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	}
 	/* New process, or the PID now belongs to another one. */
 	proc->start_boot_ns = start_boot_ns;
-	jitproc__free(proc->jit);
-	proc->jit = NULL;
 	proc->nfvmas = 0;
 	proc->last_gen = t->gen;
 	t->stats.processes++;
@@ -379,9 +348,14 @@ const char *proc__exe(const struct proc *proc)
 	return proc->exe ? proc->exe : "";
 }
 
-struct jitproc *proc__jit(const struct proc *proc)
+uint32_t proc__pid(const struct proc *proc)
 {
-	return proc->jit;
+	return proc->pid;
+}
+
+uint64_t proc__start_boot_ns(const struct proc *proc)
+{
+	return proc->start_boot_ns;
 }
 
 /* At most this many mappings learnt from a process's samples are kept in its entry. */
@@ -656,7 +630,7 @@ int proctab__mapping(struct proctab *t, struct proc *proc, uint64_t pc, const st
 	out->obj = proc->ext[i].obj;
 	out->slot = proc->ext[i].slot;
 	out->from_fileid = 0;
-	out->jit = proc->jit && !out->obj && jitproc__is_jit_mapping(m->path);
+	out->jit = !out->obj && procmaps__anon_code(m->path);
 	return 0;
 }
 
@@ -757,11 +731,6 @@ const struct proctab_stats *proctab__stats(const struct proctab *t)
 	return &t->stats;
 }
 
-void proctab__set_jit_flags(struct proctab *t, unsigned int flags)
-{
-	t->jit_flags = flags;
-}
-
 void proctab__set_meta_hook(struct proctab *t, proctab_meta_hook fn, void *ctx)
 {
 	t->meta_hook = fn;
@@ -775,10 +744,17 @@ void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx)
 	t->maps_hook_ctx = ctx;
 }
 
-void proctab__set_jit_cfi_hook(struct proctab *t, proctab_jit_cfi_hook fn, void *ctx)
+int proctab__maps(struct proctab *t, uint32_t pid, uint64_t *start_boot_ns,
+		  const struct procmaps **maps)
 {
-	t->jit_cfi_hook = fn;
-	t->jit_cfi_hook_ctx = ctx;
+	struct proc *proc;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (!proc)
+		return -ESRCH;
+	*start_boot_ns = proc->start_boot_ns;
+	*maps = &proc->maps;
+	return 0;
 }
 
 int proctab__refresh(struct proctab *t, uint32_t pid)

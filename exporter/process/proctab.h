@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "symbols/symbolize.h"
-#include "runtime/jit/jitproc.h"
 
 struct proctab;
 struct proc;
@@ -40,8 +39,7 @@ struct proctab_stats {
 	uint64_t exec_paths_opened; /* executable paths opened (proctab__exec_path()) */
 	uint64_t exec_paths_failed; /* ... that could not be opened, or held another file */
 	uint64_t
-	    parent_maps_read;	  /* a vfork child's unknown file looked for in its parent's maps */
-	struct jitproc_stats jit; /* JIT code named from perf maps and jitdump files */
+	    parent_maps_read; /* a vfork child's unknown file looked for in its parent's maps */
 };
 
 /* @syms is borrowed: the table opens the files of mappings in it. NULL + errno on ENOMEM. */
@@ -72,7 +70,9 @@ struct proc_mapping {
 	 */
 	uint32_t *slot;
 	int from_fileid; /* 1: found through the sample's file identities, not /proc/PID/maps */
-	int jit;	 /* 1: JIT code (anonymous executable memory): named by proc__jit() */
+	/* 1: anonymous executable memory, no ELF file (procmaps__anon_code()): JIT code, named by
+	 * a JIT runtime's table (runtime/jit/jitprocs.h) when the process has one. */
+	int jit;
 };
 
 /*
@@ -139,16 +139,11 @@ int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out);
 /* Executable path of the process (from /proc/PID/exe), "" if unknown. */
 const char *proc__exe(const struct proc *proc);
 
-/*
- * The names of the process's JIT code (perf map, jitdump: runtime/jit/jitproc.h), owned by the
- * entry; NULL while no JIT mapping was seen.
- */
-struct jitproc *proc__jit(const struct proc *proc);
+/* The process's PID and start time (CLOCK_BOOTTIME ns, as sp_sample.pstart_boot_ns). */
+uint32_t proc__pid(const struct proc *proc);
+uint64_t proc__start_boot_ns(const struct proc *proc);
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
-
-/* jitproc__new() flags for processes met from now on (JITPROC_JAVA_PERFMAP: --java-perfmap). */
-void proctab__set_jit_flags(struct proctab *t, unsigned int flags);
 
 /* --- CFI unwinder hooks (exporter/unwind/unwinder.h, docs/unwinding.md) --- */
 struct procmaps;
@@ -163,14 +158,11 @@ void proctab__set_maps_hook(struct proctab *t, proctab_maps_hook fn, void *ctx);
 /* Re-reads the maps of the latest process with @pid now (exec, mmap). 0 or -ESRCH if unknown. */
 int proctab__refresh(struct proctab *t, uint32_t pid);
 /*
- * Called when a re-read of process @pid's jitdump files changed its JIT call frame information
- * (runtime/jit/jitproc.h, jitproc_cfi_hook), with the process's start time and its executable
- * mappings as last read (valid during the call); @cfi becomes the callee's (jitproc_cfi__free()).
+ * The latest process with @pid: its start time and its executable mappings as last read (owned
+ * by the table, valid until it next reads them or frees the entry). 0, or -ESRCH if unknown.
  */
-typedef void (*proctab_jit_cfi_hook)(void *ctx, uint32_t pid, uint64_t start_boot_ns,
-				     const struct procmaps *maps, struct jitproc_cfi *cfi);
-/* Sets (or with NULL clears) the hook. */
-void proctab__set_jit_cfi_hook(struct proctab *t, proctab_jit_cfi_hook fn, void *ctx);
+int proctab__maps(struct proctab *t, uint32_t pid, uint64_t *start_boot_ns,
+		  const struct procmaps **maps);
 /* --- end of CFI unwinder hooks --- */
 
 /*

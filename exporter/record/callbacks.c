@@ -86,12 +86,14 @@ void record__maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 		sampler__maps_hook(r->sampler, pid, maps);
 }
 
-void record__jit_cfi_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
-			  const struct procmaps *maps, struct jitproc_cfi *cfi)
+void record__jit_cfi_hook(void *ctx, uint32_t pid, struct jitproc_cfi *cfi)
 {
 	struct recorder *r = ctx;
+	const struct procmaps *maps;
+	uint64_t start_boot_ns;
 
-	if (r->unwinder)
+	/* With the process's maps as the process table holds them. */
+	if (r->unwinder && !proctab__maps(r->procs, pid, &start_boot_ns, &maps))
 		unwinder__jit_cfi_hook(r->unwinder, pid, start_boot_ns, maps, cfi);
 	else
 		jitproc_cfi__free(cfi);

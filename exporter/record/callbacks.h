@@ -13,6 +13,8 @@
 #include "record/recorder.h"
 #include "sampler.h"
 
+struct jitproc_cfi;
+
 /*
  * sampler_opts.cb: one sample (@ctx the recorder). Closes the export intervals that ended before
  * it was taken, weighs an event sample (sampler__event_values()) and hands it to
@@ -37,8 +39,8 @@ void record__handle_exits(struct recorder *r, struct sampler *s);
 void record__maps_hooks(void *ctx, uint32_t pid, uint64_t start_boot_ns,
 			const struct procmaps *maps);
 
-/* A process's JIT CFI changed (its jitdump unwinding records): the unwinder's, if CFI is on. */
-void record__jit_cfi_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns,
-			  const struct procmaps *maps, struct jitproc_cfi *cfi);
+/* A process's JIT CFI changed (its jitdump unwinding records; jitproc_cfi_hook): the unwinder's,
+ * with the process's maps, if CFI is on. */
+void record__jit_cfi_hook(void *ctx, uint32_t pid, struct jitproc_cfi *cfi);
 
 #endif /* SPANPROF_RECORD_CALLBACKS_H */

@@ -191,7 +191,7 @@ static int start_pipeline(struct run *run)
 		resolve__set_short_names(r->in.resolve, o->short_names);
 	if (!r->in.resolve || record__start_k8s(r))
 		return record__fail("out of memory while starting");
-	proctab__set_jit_flags(r->procs, o->java_perfmap ? JITPROC_JAVA_PERFMAP : 0);
+	record__start_jit(r);
 	r->in.boot_to_unix_ns = boot_to_unix_offset();
 	return record__start_export(r);
 }
@@ -241,7 +241,6 @@ static int start_sampler(struct run *run)
 		return rc ? rc : 1;
 	}
 	proctab__set_maps_hook(r->procs, record__maps_hooks, r);
-	proctab__set_jit_cfi_hook(r->procs, record__jit_cfi_hook, r);
 	if (r->targets) {
 		struct sampler_filter_maps fm;
 
@@ -541,8 +540,7 @@ static void detach_stages(struct run *run)
 	struct recorder *r = &run->r;
 	struct sampler *s = r->sampler;
 
-	proctab__set_maps_hook(r->procs, NULL, NULL); /* CFI unwinder, span links */
-	proctab__set_jit_cfi_hook(r->procs, NULL, NULL);
+	proctab__set_maps_hook(r->procs, NULL, NULL); /* CFI unwinder, span links, runtimes */
 	unwinder__free(r->unwinder);
 	r->unwinder = NULL;
 	spanlinks__free(r->in.links);
@@ -551,6 +549,7 @@ static void detach_stages(struct run *run)
 	record__stop_v8(r);
 	record__stop_jvm(r);
 	record__stop_php(r);
+	record__stop_jit(r);
 	r->sampler = NULL;
 	sampler__free(s);
 }
@@ -615,6 +614,7 @@ static void cleanup(struct run *run)
 	record__stop_v8(r);	      /* likewise */
 	record__stop_jvm(r);	      /* likewise */
 	record__stop_php(r);	      /* likewise */
+	record__stop_jit(r);
 	r->sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r->exporter);

@@ -23,6 +23,7 @@ struct k8smeta;
 struct pidwatch;
 struct deadline;
 struct unwinder;
+struct jitprocs;
 struct pytab;
 struct v8tab;
 struct hstab;
@@ -54,6 +55,7 @@ struct recorder {
 	struct sampler *sampler;
 	uint64_t user_drops;	   /* samples lost in user space (ENOMEM) */
 	struct unwinder *unwinder; /* CFI tables; NULL: frame pointers only */
+	struct jitprocs *jit;	   /* processes with JIT code (perf maps, jitdump); NULL: ENOMEM */
 	struct pytab *python;	   /* CPython processes (docs/python.md); NULL: --no-python */
 	struct v8tab *v8;	   /* node processes (docs/node.md); NULL: unwinding off */
 	struct hstab *jvm;	   /* HotSpot JVMs (docs/java.md); NULL: unwinding off */

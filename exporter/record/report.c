@@ -19,6 +19,7 @@
 #include "record/report_common.h"
 #include "resolve/objtally.h"
 #include "resolve/resolve.h"
+#include "runtime/jit/jitprocs.h"
 #include "sampling/targets.h"
 #include "spans/spanlinks.h"
 #include "symbols/symbolize.h"
@@ -90,6 +91,9 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 	out->debuginfod_on = dbg != NULL;
 	if (dbg)
 		out->debuginfod = *dbg;
+	out->jit_on = r->jit != NULL;
+	if (r->jit)
+		out->jit = *jitprocs__stats(r->jit);
 	out->python_on = r->python != NULL;
 	if (r->python) {
 		pytab__stats(r->python, &out->python);

@@ -32,6 +32,7 @@
 #include "profile/profile.h"
 #include "record/record_opts.h"
 #include "resolve/resolve.h"
+#include "runtime/jit/jitproc.h"
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
 #include "runtime/php/phptab.h"
@@ -109,6 +110,9 @@ struct report_data {
 	struct otlp_exporter_stats metrics;
 	int debuginfod_on;
 	struct report_debuginfod debuginfod;
+
+	int jit_on;		  /* JIT code named (runtime/jit/jitprocs.h) */
+	struct jitproc_stats jit; /* JIT code named from perf maps and jitdump files */
 
 	int python_on; /* CPython frames walked (not --no-python) */
 	struct pytab_stats python;

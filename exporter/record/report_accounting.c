@@ -138,7 +138,7 @@ static void fileid_line(FILE *f, const struct report_data *d)
 /* JIT code named from perf maps and jitdump files (runtime/jit/jitproc.h); silent without JIT. */
 static void jit_line(FILE *f, const struct report_data *d)
 {
-	const struct jitproc_stats *j = &d->procs.jit;
+	const struct jitproc_stats *j = &d->jit;
 	const uint64_t *o = j->open.by_reason;
 
 	if (j->dumps_corrupt)

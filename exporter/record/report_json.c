@@ -261,7 +261,7 @@ static struct json_object *unwind_section(struct jb *b, const struct report_data
 
 static struct json_object *jit_section(struct jb *b, const struct report_data *d)
 {
-	const struct jitproc_stats *j = &d->procs.jit;
+	const struct jitproc_stats *j = &d->jit;
 	const uint64_t *o = j->open.by_reason;
 	const struct unwinder_stats *us = &d->unwind;
 	struct json_object *s = obj(b), *refused = obj(b), *unw = obj(b), *skipped = obj(b);

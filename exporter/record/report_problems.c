@@ -246,7 +246,7 @@ static void metrics_failed_msg(const struct report_data *d, char *buf, size_t si
 
 static int jit_unnamed(const struct report_data *d)
 {
-	const struct jitproc_stats *j = &d->procs.jit;
+	const struct jitproc_stats *j = &d->jit;
 
 	return j->first_hint.pid && j->frames_unnamed &&
 	       share(j->frames_unnamed, j->frames_named + j->frames_unnamed) >= MIN_SHARE;
@@ -254,7 +254,7 @@ static int jit_unnamed(const struct report_data *d)
 
 static void jit_unnamed_msg(const struct report_data *d, char *buf, size_t size)
 {
-	const struct jitproc_stats *j = &d->procs.jit;
+	const struct jitproc_stats *j = &d->jit;
 
 	say(buf, size, "%s (pid %u): JIT frames unnamed: %s%s", j->first_hint.comm,
 	    j->first_hint.pid, j->first_hint.what ? j->first_hint.what : "see the hint above",

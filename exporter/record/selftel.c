@@ -17,6 +17,7 @@ void record__self_telemetry(struct recorder *r, struct sampler *s, const struct 
 	    .syms = syms,
 	    .unwinder = r->unwinder,
 	    .links = r->in.links,
+	    .jit = r->jit,
 	    .python = r->python,
 	    .profiles = r->exporter,
 	    .metrics = r->metrics,

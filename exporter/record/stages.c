@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "record/callbacks.h"
 #include "record/record_util.h"
 #include "record/stages.h"
 #include "resolve/resolve.h"
+#include "runtime/jit/jitprocs.h"
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
 #include "runtime/php/phptab.h"
@@ -83,6 +85,33 @@ static void runtimes_remove(struct recorder *r, const struct runtime_table *t)
 		r->nruntimes--;
 		return;
 	}
+}
+
+void record__start_jit(struct recorder *r)
+{
+	struct jitprocs_opts jo = {
+	    .flags = r->opts->java_perfmap ? JITPROC_JAVA_PERFMAP : 0,
+	    .cfi_hook = record__jit_cfi_hook,
+	    .cfi_ctx = r,
+	};
+
+	r->jit = jitprocs__new(&jo);
+	if (!r->jit) {
+		fprintf(stderr, "spanprof: warning: no JIT frames named (%s)\n", strerror(errno));
+		return;
+	}
+	resolve__set_jit(r->in.resolve, r->jit);
+	runtimes_add(r, jitprocs__table(r->jit));
+}
+
+void record__stop_jit(struct recorder *r)
+{
+	if (r->in.resolve)
+		resolve__set_jit(r->in.resolve, NULL);
+	if (r->jit)
+		runtimes_remove(r, jitprocs__table(r->jit));
+	jitprocs__free(r->jit);
+	r->jit = NULL;
 }
 
 /*

@@ -32,6 +32,15 @@ int record__start_span_links(struct recorder *r, struct sampler *s, const uint32
  * their first samples carry Python frames), the host's others by record__scan_python() once it
  * runs.
  */
+/*
+ * JIT code named from perf maps and jitdump files (runtime/jit/jitprocs.h, r->jit): every
+ * process that maps JIT memory, from its first maps read on (nothing to read before sampling).
+ * A warning when it cannot start (ENOMEM): JIT code stays addresses. Before sampling, with the
+ * resolve step.
+ */
+void record__start_jit(struct recorder *r);
+void record__stop_jit(struct recorder *r);
+
 void record__start_python(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
 
 /*

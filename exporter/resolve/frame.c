@@ -12,7 +12,7 @@
 #include "resolve/objtally.h"
 #include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
-#include "runtime/jit/jitproc.h"
+#include "runtime/jit/jitprocs.h"
 #include "symbols/symbolize.h"
 
 void resolve_frame__find(struct resolve *r, struct proc *proc, uint64_t pc, enum profile_pc at,
@@ -22,13 +22,13 @@ void resolve_frame__find(struct resolve *r, struct proc *proc, uint64_t pc, enum
 	f->at = at;
 	f->mapping_known = false;
 	f->mapping = 0;
-	f->jit = NULL;
+	f->pid = proc__pid(proc);
+	f->pstart_boot_ns = proc__start_boot_ns(proc);
 	f->err = proctab__mapping(r->procs, proc, pc, vmas, &f->m);
 	if (f->err) {
 		f->rt = FRAME_RT_UNMAPPED;
-	} else if (f->m.jit) {
+	} else if (f->m.jit && r->jit && jitprocs__find(r->jit, f->pid, f->pstart_boot_ns)) {
 		f->rt = FRAME_RT_JIT;
-		f->jit = proc__jit(proc);
 	} else {
 		f->rt = FRAME_RT_FILE;
 	}
@@ -87,12 +87,14 @@ static enum frame_kind user_kind(const struct sym_frame *frames, int n)
  */
 static uint32_t jit_location(struct resolve *r, struct profile *p, const struct frame_ctx *f)
 {
-	enum frame_kind kind = jitproc__kind(f->jit);
+	struct jitproc *jit = r->jit ? jitprocs__find(r->jit, f->pid, f->pstart_boot_ns) : NULL;
+	enum frame_kind kind = jit ? jitproc__kind(jit) : FRAME_JIT;
 	struct profile_line line;
 	struct profile_function fn;
 	struct jittab_sym s;
 
-	if (jitproc__lookup(f->jit, f->pc - (f->at == PC_RETURN), r->sample_boot_ns, &s, stderr))
+	if (!jit ||
+	    jitproc__lookup(jit, f->pc - (f->at == PC_RETURN), r->sample_boot_ns, &s, stderr))
 		return profile__intern_location(p, f->mapping, f->pc, kind, NULL, 0);
 	fn.name = profile__intern_string(p, s.name);
 	fn.system_name = fn.name;

@@ -10,7 +10,7 @@
 #include "resolve/objtally.h"
 #include "resolve/resolve.h"
 #include "resolve/resolve_impl.h"
-#include "runtime/jit/jitproc.h"
+#include "runtime/jit/jitprocs.h"
 #include "runtime/jvm/hstab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
@@ -55,6 +55,11 @@ void resolve__free(struct resolve *r)
 void resolve__set_python(struct resolve *r, struct pytab *py)
 {
 	r->python = py;
+}
+
+void resolve__set_jit(struct resolve *r, struct jitprocs *jit)
+{
+	r->jit = jit;
 }
 
 void resolve__set_jvm(struct resolve *r, struct hstab *jvm)
@@ -171,14 +176,15 @@ static uint32_t runtime_frames(struct resolve *r, struct profile *p, const struc
 static uint32_t user_stack(struct resolve *r, struct profile *p, struct proc *proc,
 			   const struct sp_sample *s, uint32_t uu, uint32_t *locs, uint32_t cap)
 {
+	struct jitproc *jit = r->jit ? jitprocs__find(r->jit, s->pid, s->pstart_boot_ns) : NULL;
 	uint32_t n, marker, end;
 
 	/* A node process V8's own structures name: its JIT misses are no reason for a hint. */
-	if (r->v8 && proc__jit(proc) && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
-		jitproc__runtime_names(proc__jit(proc));
+	if (r->v8 && jit && v8tab__find(r->v8, s->pid, s->pstart_boot_ns))
+		jitproc__runtime_names(jit);
 	/* Likewise a JVM whose frames HotSpot's own tables name. */
-	if (r->jvm && proc__jit(proc) && hstab__namer(r->jvm, s->pid, s->pstart_boot_ns))
-		jitproc__runtime_names(proc__jit(proc));
+	if (r->jvm && jit && hstab__namer(r->jvm, s->pid, s->pstart_boot_ns))
+		jitproc__runtime_names(jit);
 	/* The interpreter loop's PCs wait for the Python frames' merge, which may replace them. */
 	resolve_py__defer_loop(r, s, uu);
 	r->fp_steps = s->fp_steps;

@@ -72,6 +72,14 @@ struct v8tab;
  * (kind FRAME_V8JS) and places them among the native frames. Borrowed; NULL: ignored.
  */
 void resolve__set_v8(struct resolve *r, struct v8tab *v8);
+struct jitprocs;
+/*
+ * Names PCs in JIT code (anonymous executable memory, proc_mapping.jit) from the perf maps and
+ * jitdump files of @jit's processes (runtime/jit/jitprocs.h; kind FRAME_JIT, or its runtime's:
+ * jitproc__kind()). Borrowed; NULL: such PCs are addresses of their mapping, as in a file
+ * without symbols.
+ */
+void resolve__set_jit(struct resolve *r, struct jitprocs *jit);
 struct hstab;
 /* Names the Java frames of JVM samples (sp_sample.hs_len, bpf/hotspot.h) from @jvm's processes
  * (kind FRAME_JVM) in place of their native frames. Borrowed; NULL: ignored. */

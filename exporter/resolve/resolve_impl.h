@@ -30,7 +30,7 @@ struct pytab;
 struct v8tab;
 struct hstab;
 struct phptab;
-struct jitproc;
+struct jitprocs;
 struct objtally;
 
 /* Inline chains deeper than this are cut (outermost frames kept last). */
@@ -75,9 +75,12 @@ struct frame_ctx {
 	 * resolve_frame__model_mapping() reads them once, before any other lookup.
 	 */
 	struct proc_mapping m;
-	struct jitproc *jit; /* FRAME_RT_JIT: the process's JIT state */
-	bool mapping_known;  /* resolve_frame__model_mapping() ran: mapping is the model's index (0:
-				none) */
+	/* FRAME_RT_JIT: the process whose JIT state names it (jitprocs__find() at the naming:
+	 * a maps read meanwhile may have dropped it). */
+	uint32_t pid;
+	uint64_t pstart_boot_ns;
+	bool mapping_known; /* resolve_frame__model_mapping() ran: mapping is the model's index (0:
+			       none) */
 	uint32_t mapping;
 };
 
@@ -138,6 +141,7 @@ struct resolve {
 	 */
 	struct pyproc *defer_py;
 	struct objtally *objs;	  /* user frames per file, named or not: the end-of-run report */
+	struct jitprocs *jit;	  /* NULL: JIT code not named */
 	struct v8tab *v8;	  /* NULL: V8 frames ignored */
 	struct hstab *jvm;	  /* NULL: Java frames ignored */
 	struct phptab *php;	  /* NULL: PHP frames ignored */

@@ -156,7 +156,8 @@ int runtime_table__describe(struct runtime_table *t, struct runtime_proc *e)
 	if (!e->inst)
 		return -EINVAL;
 	memset(d, 0, t->ops->desc_size);
-	err = t->ops->desc(t->rt, e, d);
+	/* A runtime without a BPF map (it only names: the JIT's) has no descriptor. */
+	err = t->ops->desc ? t->ops->desc(t->rt, e, d) : 0;
 	/* Marked: the exec and exit hooks forget only marked PIDs' entries. */
 	if (!err && t->bpf.procs_fd >= 0)
 		err = sp_proc_entry_write(t->bpf.proc_known, t->bpf.map_bit, t->bpf.procs_fd,
@@ -201,6 +202,17 @@ static void attach(struct runtime_table *t, struct runtime_proc *e, const struct
 		t->ops->proc_failed(t->rt, e, err);
 }
 
+/* Whether @e's process still runs the runtime after a maps read found @maps (ops.proc_maps). */
+static bool still_runs(struct runtime_table *t, struct runtime_proc *e, const struct procmaps *maps)
+{
+	bool mapped =
+	    procmaps__find_file(maps, e->file.ino, e->file.dev_major, e->file.dev_minor) != NULL;
+
+	if (e->inst && t->ops->proc_maps)
+		return t->ops->proc_maps(t->rt, e, maps);
+	return mapped;
+}
+
 void runtime_table__maps_hook(struct runtime_table *t, uint32_t pid, uint64_t start_boot_ns,
 			      const struct procmaps *maps)
 {
@@ -221,18 +233,19 @@ void runtime_table__maps_hook(struct runtime_table *t, uint32_t pid, uint64_t st
 		entry_free(t, e); /* the PID was reused */
 		e = NULL;
 	}
-	/* Nothing changed: the runtime's file is still mapped. */
-	if (e && procmaps__find_file(maps, e->file.ino, e->file.dev_major, e->file.dev_minor)) {
+	/* Nothing changed: the runtime's file is still mapped (or the runtime says it still runs).
+	 */
+	if (e && still_runs(t, e, maps)) {
 		if (!e->start_boot_ns && start_boot_ns) {
 			/* Pin the descriptor to this process now that its start time is known. */
 			e->start_boot_ns = start_boot_ns;
 			if (e->described)
 				runtime_table__describe(t, e);
 		}
-		if (!e->inst && e->again)
-			attach(t, e, maps,
-			       procmaps__find_file(maps, e->file.ino, e->file.dev_major,
-						   e->file.dev_minor));
+		found =
+		    procmaps__find_file(maps, e->file.ino, e->file.dev_major, e->file.dev_minor);
+		if (!e->inst && e->again && found)
+			attach(t, e, maps, found);
 		goto out;
 	}
 	if (e) {

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * runtime: the one interface of a runtime whose frames BPF walks from a per-process descriptor
- * (CPython: runtime/python/pytab.h; V8: runtime/v8/v8tab.h), and the shared part that owns the
- * per-process lifecycle of every such runtime.
+ * runtime: the one interface of a runtime with per-process state, and the shared part that owns
+ * the per-process lifecycle of every such runtime. On it: the runtimes whose frames BPF walks
+ * from a per-process descriptor (CPython: runtime/python/pytab.h; V8: runtime/v8/v8tab.h;
+ * HotSpot: runtime/jvm/hstab.h; PHP: runtime/php/phptab.h) and the JIT maps, which only name
+ * (perf maps and jitdump files: runtime/jit/jitprocs.h; no BPF map, no descriptor). Go's code
+ * is named per file by the symbolizer (.gopclntab, runtime/go/) and is not on it.
  *
  * A runtime is a folder under exporter/runtime/ that fills a struct runtime_ops (below) and
- * creates a struct runtime_table with it. The table then does, for every runtime alike:
+ * creates a struct runtime_table with it; the process's instance it creates is all the state it
+ * keeps of a process (the process table, process/, keeps none of a runtime's). The table then
+ * does, for every runtime alike:
  *
  *   - after each read of a process's maps (runtime_table__maps_hook(): the process table's maps
  *     hook, i.e. its first sample, a re-read after exec or dlopen, or --pid before sampling), it
@@ -21,10 +26,12 @@
  *     bpf/NAME.h, struct py_desc of bpf/python.h, struct v8_desc of bpf/v8.h, which its BPF
  *     walk reads) and the process marked in the sampler's proc_known bitmap
  *     (sp_proc_entry_write(), bpf/sampler.h), so that BPF's exec and exit hooks drop it
- *     themselves;
+ *     themselves (a runtime without a map, runtime_bpf.procs_fd -1, only gets its instance);
  *   - refreshes it: a later maps read that still finds the same file changes nothing, except
  *     that a start time learned since (a process described before sampling, start time 0) is
- *     written into the descriptor (ops.desc again); a read that no longer finds the file (exec,
+ *     written into the descriptor (ops.desc again), and ops.proc_maps, where the runtime has
+ *     one, sees the new maps (what was mapped since) and says whether the process still runs
+ *     the runtime, in place of the file's presence; a read that no longer finds the file (exec,
  *     unmapped) or a PID reused (another start time) drops the entry and looks again;
  *   - drops it: at exec (runtime_table__exec()), and for processes that are gone, found every
  *     RUNTIME_SWEEP_NS by runtime_table__tick(): undescribed at once (ops.undescribe, then the
@@ -36,8 +43,9 @@
  * which passes it every maps read, exec, tick and batch of samples (record/callbacks.c,
  * record/record.c).
  *
- * What stays the runtime's own: naming the frames BPF recorded (resolve/NAME.c asks the
- * runtime's face, e.g. pytab__find(), which calls runtime_table__find() for the instance), its
+ * What stays the runtime's own: naming the frames BPF recorded or the PCs of its code
+ * (resolve/NAME.c or resolve/frame.c ask the runtime's face, e.g. pytab__find() or
+ * jitprocs__find(), which call runtime_table__find() for the instance), its
  * stats section (report_json.c, docs/stats-json.md) and anything beyond the lifecycle (CPython's
  * code-object cache: ops.tick and ops.new_batch).
  *
@@ -128,9 +136,16 @@ struct runtime_ops {
 	/* Required. Frees instance @inst; @keep_counters: fold its counters into the runtime's
 	 * (0 for an instance that never was described). */
 	void (*proc_free)(void *rt, void *inst, bool keep_counters);
-	/* Required with a map. Fills @out (ops.desc_size bytes) with @e's descriptor, its start
-	 * time included; 0 or -errno (no descriptor). */
+	/* Required with a map (NULL: no descriptor, for a runtime that only names). Fills @out
+	 * (ops.desc_size bytes) with @e's descriptor, its start time included; 0 or -errno (no
+	 * descriptor). */
 	int (*desc)(void *rt, const struct runtime_proc *e, void *out);
+	/* A later maps read of @e's process (@maps), @e with an instance: follows what the process
+	 * mapped since (the JIT: jitdump files; proc_new sees the first read's maps itself) and
+	 * says whether the process still runs the runtime (false: its entry is dropped and the
+	 * maps looked at again, as when its file is no longer mapped). NULL: while its file
+	 * (e->file) is mapped. */
+	bool (*proc_maps)(void *rt, struct runtime_proc *e, const struct procmaps *maps);
 	/* @e's process was described (for the first time), or its creation failed with @err
 	 * (proc_new's, the PID's check's, or the map write's): for the runtime's counters. */
 	void (*proc_described)(void *rt, struct runtime_proc *e);

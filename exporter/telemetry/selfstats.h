@@ -203,6 +203,7 @@ int selfstats__encode(const struct selfstats *st, const struct selfstats_resourc
 
 /* --- collection (selfstats_collect.c): the live agent's modules --- */
 struct sampler;
+struct jitprocs;
 struct proctab;
 struct symcache;
 struct unwinder;
@@ -219,6 +220,7 @@ struct selfstats_sources {
 	const struct symcache *syms;
 	const struct unwinder *unwinder;
 	const struct spanlinks *links;
+	const struct jitprocs *jit; /* NULL: JIT code is not named */
 	const struct pytab *python; /* NULL: the Python walk is off */
 	struct otlp_exporter *profiles, *metrics;
 	/* record.c's own counters */

@@ -17,6 +17,7 @@
 #include "profile/profile.h"
 #include "process/proctab.h"
 #include "resolve/resolve.h"
+#include "runtime/jit/jitprocs.h"
 #include "sampling/sampler_user.h"
 #include "telemetry/selfstats.h"
 #include "spans/spanlinks.h"
@@ -149,8 +150,12 @@ void selfstats__collect(const struct selfstats_sources *src, struct selfstats *o
 		out->objects_failed = ps->objects_failed;
 		out->processes_seen = ps->processes;
 		out->processes_tracked = proctab__count(src->procs);
-		out->jit_named = ps->jit.frames_named;
-		out->jit_unnamed = ps->jit.frames_unnamed;
+	}
+	if (src->jit) {
+		const struct jitproc_stats *js = jitprocs__stats(src->jit);
+
+		out->jit_named = js->frames_named;
+		out->jit_unnamed = js->frames_unnamed;
 	}
 	if (src->resolve) {
 		const struct resolve_stats *rs = resolve__stats(src->resolve);

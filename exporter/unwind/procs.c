@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "process/proclife.h"
+#include "process/procmaps.h"
 #include "symbols/loadbias.h"
 #include "unwind/procs.h"
 #include "unwind/tables.h"
@@ -202,7 +203,7 @@ int update_locked(struct unwinder *u, uint32_t pid, uint64_t start_boot_ns,
 		um->table = UNWIND_TABLE_NONE;
 		/* JIT code: the process's JIT CFI table where it has one (its rows' gaps: frame
 		 * pointers); other anonymous code has no table: frame pointers. */
-		if (jt && jt->id != UNWIND_TABLE_NONE && jitproc__is_jit_mapping(m->path) &&
+		if (jt && jt->id != UNWIND_TABLE_NONE && procmaps__anon_code(m->path) &&
 		    m->start < jt->jit_hi && jt->jit_lo < m->end) {
 			um->table = jt->id;
 			um->bias = jt->base;

@@ -223,13 +223,13 @@ static void test_jit_unnamed(void **unused)
 	const struct report_found *p;
 
 	clean();
-	data.procs.jit.frames_unnamed = 300;
-	data.procs.jit.hints = 1;
-	data.procs.jit.first_hint.pid = 1234;
-	snprintf(data.procs.jit.first_hint.comm, sizeof(data.procs.jit.first_hint.comm), "java");
-	data.procs.jit.first_hint.what = "run spanprof with --java-perfmap (and java with "
-					 "-XX:+PreserveFramePointer), or run jcmd PID "
-					 "Compiler.perfmap";
+	data.jit.frames_unnamed = 300;
+	data.jit.hints = 1;
+	data.jit.first_hint.pid = 1234;
+	snprintf(data.jit.first_hint.comm, sizeof(data.jit.first_hint.comm), "java");
+	data.jit.first_hint.what = "run spanprof with --java-perfmap (and java with "
+				   "-XX:+PreserveFramePointer), or run jcmd PID "
+				   "Compiler.perfmap";
 	p = only_problem(&data);
 	assert_string_equal(p->id, "jit_unnamed");
 	assert_contains(p->message, "java (pid 1234): JIT frames unnamed: run spanprof with "

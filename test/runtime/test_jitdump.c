@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "process/procmaps.h"
 #include "runtime/jit/jitfile.h"
 #include "runtime/jit/jitdump.h"
 
@@ -503,13 +504,13 @@ static void test_is_path(void **unused)
 {
 	uint32_t pid = 0;
 
-	assert_true(jitdump__is_path("/home/u/jit-4242.dump", &pid));
+	assert_true(procmaps__jitdump_path("/home/u/jit-4242.dump", &pid));
 	assert_int_equal(pid, 4242);
-	assert_true(jitdump__is_path("jit-1.dump", &pid));
-	assert_false(jitdump__is_path("/tmp/jit-.dump", &pid));
-	assert_false(jitdump__is_path("/tmp/jit-12.dump.old", &pid));
-	assert_false(jitdump__is_path("/tmp/xjit-12.dump", &pid));
-	assert_false(jitdump__is_path("/tmp/jit-99999999999.dump", &pid));
+	assert_true(procmaps__jitdump_path("jit-1.dump", &pid));
+	assert_false(procmaps__jitdump_path("/tmp/jit-.dump", &pid));
+	assert_false(procmaps__jitdump_path("/tmp/jit-12.dump.old", &pid));
+	assert_false(procmaps__jitdump_path("/tmp/xjit-12.dump", &pid));
+	assert_false(procmaps__jitdump_path("/tmp/jit-99999999999.dump", &pid));
 }
 
 int main(void)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the naming of JIT code in the process table (exporter/runtime/jit/jitproc.c
- * through proctab.c): a child maps anonymous executable memory and a perf map names it; the
+ * Unit tests of the naming of JIT code (exporter/runtime/jit/jitproc.c, through the JIT runtime's
+ * table jitprocs.c, which the process table's maps reads feed as the agent's do, and the resolve
+ * step): a child maps anonymous executable memory and a perf map names it; the
  * map is then rewritten and the same address must never keep the old name, in the table or
  * in the profile's locations. A process without a map gets the hint once. The CFI of a
  * jitdump's code loads is handed on (to the unwinder) when it changes. Runs without root.
@@ -25,6 +26,7 @@
 #include "process/proctab.h"
 #include "runtime/jit/jitdump.h"
 #include "runtime/jit/jitproc.h"
+#include "runtime/jit/jitprocs.h"
 #include "util/util.h"
 #include "resolve/resolve.h"
 #include "symbols/symbolize.h"
@@ -84,6 +86,40 @@ static void map_append(const struct child *c, uint64_t start, uint64_t size, con
 	assert_int_equal(fclose(f), 0);
 }
 
+/* The process table's maps hook, as record/callbacks.c passes it to the runtimes. */
+static void maps_hook(void *ctx, uint32_t pid, uint64_t start_boot_ns, const struct procmaps *maps)
+{
+	jitprocs__maps_hook(ctx, pid, start_boot_ns, maps);
+}
+
+/* The sample path with JIT naming, wired as record/record.c does. */
+struct jitsetup {
+	struct symcache *syms;
+	struct proctab *t;
+	struct jitprocs *jit;
+	struct resolve *rv;
+};
+
+static void setup_jit(struct jitsetup *s)
+{
+	s->syms = symcache__new(NULL);
+	s->t = proctab__new(s->syms);
+	s->jit = jitprocs__new(NULL);
+	s->rv = resolve__new(s->t, s->syms, NULL);
+	assert_non_null(s->rv);
+	assert_non_null(s->jit);
+	resolve__set_jit(s->rv, s->jit);
+	proctab__set_maps_hook(s->t, maps_hook, s->jit);
+}
+
+static void teardown_jit(struct jitsetup *s)
+{
+	resolve__free(s->rv);
+	proctab__free(s->t);
+	jitprocs__free(s->jit);
+	symcache__free(s->syms);
+}
+
 /* The name of the single location of user PC @pc (a leaf), "" when it has none. */
 static const char *name_of(struct resolve *t, struct proc *proc, struct profile *p, uint64_t pc,
 			   uint32_t *loc_out)
@@ -105,19 +141,25 @@ static const char *name_of(struct resolve *t, struct proc *proc, struct profile 
 
 static void test_named_then_rewritten(void **unused)
 {
-	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms);
-	struct resolve *rv = resolve__new(t, syms, NULL);
+	struct jitsetup s;
+	struct resolve *rv;
 	struct profile *p = profile__new();
-	const struct jitproc_stats *js = &proctab__stats(t)->jit;
+	const struct jitproc_stats *js;
 	struct child c;
 	struct proc *proc;
 	uint32_t first, later;
 
+	setup_jit(&s);
+	rv = s.rv;
+	js = jitprocs__stats(s.jit);
 	child_start(&c);
 	map_append(&c, c.code, 0x100, "JS:*first /app/a.js:1");
-	proc = proctab__get(t, (uint32_t)c.pid, start_ns(c.pid));
+	proc = proctab__get(s.t, (uint32_t)c.pid, start_ns(c.pid));
 	assert_non_null(proc);
+	/* Its maps read made its instance; a process without JIT memory (this one) has none. */
+	assert_non_null(jitprocs__find(s.jit, (uint32_t)c.pid, start_ns(c.pid)));
+	assert_non_null(proctab__get(s.t, (uint32_t)getpid(), start_ns(getpid())));
+	assert_null(jitprocs__find(s.jit, (uint32_t)getpid(), start_ns(getpid())));
 	assert_string_equal(name_of(rv, proc, p, c.code + 0x10, &first), "JS:*first /app/a.js:1");
 	assert_int_equal(js->perfmaps, 1);
 	assert_int_equal(js->frames_named, 1);
@@ -134,24 +176,24 @@ static void test_named_then_rewritten(void **unused)
 
 	child_stop(&c);
 	profile__free(p);
-	resolve__free(rv);
-	proctab__free(t);
-	symcache__free(syms);
+	teardown_jit(&s);
 }
 
 static void test_no_map_hint_once(void **unused)
 {
-	struct symcache *syms = symcache__new(NULL);
-	struct proctab *t = proctab__new(syms);
-	struct resolve *rv = resolve__new(t, syms, NULL);
+	struct jitsetup s;
+	struct resolve *rv;
 	struct profile *p = profile__new();
-	const struct jitproc_stats *js = &proctab__stats(t)->jit;
+	const struct jitproc_stats *js;
 	struct child c;
 	struct proc *proc;
 
+	setup_jit(&s);
+	rv = s.rv;
+	js = jitprocs__stats(s.jit);
 	child_start(&c);
 	unlink(c.map);
-	proc = proctab__get(t, (uint32_t)c.pid, start_ns(c.pid));
+	proc = proctab__get(s.t, (uint32_t)c.pid, start_ns(c.pid));
 	assert_string_equal(name_of(rv, proc, p, c.code, NULL), "");
 	assert_string_equal(name_of(rv, proc, p, c.code + 8, NULL), "");
 	assert_int_equal(js->frames_unnamed, 2);
@@ -159,9 +201,7 @@ static void test_no_map_hint_once(void **unused)
 	assert_int_equal(js->open.by_reason[JITFILE_MISSING], 1); /* counted once, not per try */
 	child_stop(&c);
 	profile__free(p);
-	resolve__free(rv);
-	proctab__free(t);
-	symcache__free(syms);
+	teardown_jit(&s);
 }
 
 static void test_frame_types(void **unused)

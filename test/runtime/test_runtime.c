@@ -5,6 +5,8 @@
  * use, "gone" one it cannot read), on maps the test writes: creation on first sight, file
  * verdicts read once per identity, the start time learned later, PID reuse, exec, unmapping,
  * a failed creation, the counters. No BPF map (procs_fd -1): the descriptor is only filled.
+ * A naming-only runtime (no descriptor) that follows each maps read itself (ops.proc_maps, as
+ * the JIT's does) too.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -350,6 +352,68 @@ static void failures_counted_and_verdicts_kept(void **state)
 	procmaps__clear(&gone);
 }
 
+/* ops.proc_maps of the naming-only runtime: the runtime's while a "fakert" mapping is left. */
+static int proc_maps_calls;
+
+static bool proc_maps(void *rt, struct runtime_proc *e, const struct procmaps *maps)
+{
+	(void)rt;
+	assert_non_null(e->inst);
+	proc_maps_calls++;
+	for (size_t i = 0; i < maps->n; i++)
+		if (strstr(maps->maps[i].path, "fakert"))
+			return true;
+	return false;
+}
+
+static const struct runtime_ops naming_ops = {
+    .name = "naming",
+    .file_size = sizeof(struct fakefile),
+    .candidate = candidate,
+    .file_read = file_read,
+    .proc_new = proc_new,
+    .proc_free = proc_free,
+    .proc_maps = proc_maps,
+};
+
+static void naming_only_follows_maps(void **state)
+{
+	struct fake c = {0};
+	struct runtime_bpf bpf = {.procs_fd = -1};
+	struct runtime_table *t = runtime_table__new(&naming_ops, &c, &bpf);
+	struct procmaps first = {0}, other = {0}, none = {0};
+	struct runtime_stats st;
+	void *inst;
+
+	(void)state;
+	assert_non_null(t);
+	proc_maps_calls = 0;
+	maps_of(&first, "/opt/lib/libfakert.so", 10);
+	maps_of(&other, "/opt/lib/libfakert2.so", 13);
+	maps_of(&none, NULL, 0);
+	/* No descriptor to fill: the instance is made and counted all the same. */
+	runtime_table__maps_hook(t, 4000, 0, &first);
+	inst = runtime_table__find(t, 4000, 0);
+	assert_non_null(inst);
+	assert_int_equal(proc_maps_calls, 0); /* proc_new saw the first read */
+	runtime_table__stats(t, &st);
+	assert_int_equal(st.processes, 1);
+	/* Its file gone but the runtime says the process is still its: the same instance. */
+	runtime_table__maps_hook(t, 4000, 0, &other);
+	assert_int_equal(proc_maps_calls, 1);
+	assert_ptr_equal(runtime_table__find(t, 4000, 0), inst);
+	assert_int_equal(c.frees, 0);
+	/* Nothing of the runtime left: dropped. */
+	runtime_table__maps_hook(t, 4000, 0, &none);
+	assert_int_equal(proc_maps_calls, 2);
+	assert_null(runtime_table__get(t, 4000));
+	assert_int_equal(c.frees_kept, 1);
+	runtime_table__free(t);
+	procmaps__clear(&first);
+	procmaps__clear(&other);
+	procmaps__clear(&none);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +421,7 @@ int main(void)
 	    cmocka_unit_test(start_time_learned_then_pid_reused),
 	    cmocka_unit_test(dropped_at_exec_and_unmapping),
 	    cmocka_unit_test(failures_counted_and_verdicts_kept),
+	    cmocka_unit_test(naming_only_follows_maps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -604,25 +604,6 @@ int jitdump__lookup(const struct jitdump *d, uint64_t addr, struct jittab_sym *o
 	return jittab__lookup(d->tab, addr, out);
 }
 
-int jitdump__is_path(const char *path, uint32_t *pid)
-{
-	const char *base = strrchr(path, '/'), *p;
-	uint64_t v = 0;
-
-	base = base ? base + 1 : path;
-	if (strncmp(base, "jit-", 4))
-		return 0;
-	for (p = base + 4; *p >= '0' && *p <= '9'; p++) {
-		v = v * 10 + (uint64_t)(*p - '0');
-		if (v > UINT32_MAX)
-			return 0;
-	}
-	if (p == base + 4 || strcmp(p, ".dump"))
-		return 0;
-	*pid = (uint32_t)v;
-	return 1;
-}
-
 size_t jitdump__unwind(const struct jitdump *d, const struct jitdump_unwind **out)
 {
 	*out = d->unw;

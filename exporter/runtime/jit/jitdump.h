@@ -100,9 +100,6 @@ int jitdump__update(struct jitdump *d, int fd, const struct stat *st);
 /* The code holding @addr: 0 and *@out (file:line from debug info when given), -ENOENT, -E2BIG. */
 int jitdump__lookup(const struct jitdump *d, uint64_t addr, struct jittab_sym *out);
 
-/* 1 when the last component of @path is "jit-N.dump" (N decimal), with *@pid = N. */
-int jitdump__is_path(const char *path, uint32_t *pid);
-
 /*
  * The call frame information held (one per code load that had an unwinding record and is still
  * in place), sorted by code_addr, non-overlapping: *@out, valid until the next update or free.

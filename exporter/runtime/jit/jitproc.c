@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "process/procmaps.h"
 #include "runtime/jit/jitproc.h"
 #include "runtime/jit/jitdump.h"
 #include "runtime/jit/jvmattach.h"
@@ -101,17 +102,11 @@ enum frame_kind jitproc__kind(const struct jitproc *j)
 	return j->kind;
 }
 
-int jitproc__is_jit_mapping(const char *path)
-{
-	return !path[0] || !strncmp(path, "[anon:", 6) || !strncmp(path, "/memfd:", 7) ||
-	       !strcmp(path, "/dev/zero");
-}
-
 int jitproc__saw_mapping(struct jitproc *j, const char *path)
 {
 	uint32_t pid;
 
-	if (!jitdump__is_path(path, &pid) || path[0] != '/')
+	if (!procmaps__jitdump_path(path, &pid) || path[0] != '/')
 		return 0;
 	for (uint32_t i = 0; i < j->ndumps; i++)
 		if (!strcmp(j->dump_src[i].path, path))

@@ -146,10 +146,4 @@ void jitproc__runtime_names(struct jitproc *j);
  * else FRAME_JIT. */
 enum frame_kind jitproc__kind(const struct jitproc *j);
 
-/* 1 when @path (as /proc/PID/maps shows it, " (deleted)" removed) is memory a JIT may run code
- * from: anonymous (empty path or "[anon:...]"), shared anonymous memory ("/dev/zero": the
- * kernel's name of a MAP_SHARED | MAP_ANONYMOUS mapping, where PHP's opcache keeps its JIT
- * buffer) or a memfd. */
-int jitproc__is_jit_mapping(const char *path);
-
 #endif /* SPANPROF_RUNTIME_JIT_JITPROC_H */
