@@ -10,6 +10,7 @@ pkgs=(
 	libjson-c-dev libmicrohttpd-dev libyaml-dev chromium liblzma-dev xz-utils libdebuginfod-dev debuginfod
 	libclang-rt-14-dev
 	php8.2-cli php8.2-opcache php8.2-fpm php-excimer libfcgi-bin
+	ruby
 )
 
 . "$(dirname "$0")/debs.sh"
