@@ -94,8 +94,16 @@ def run_exception(n)
   catcher(n)
 end
 
+# The mixed mode (integration/test_ruby.py's rbspy agreement): three chains in turn.
+MIXED = %w[recursion block callback].freeze
+$round = 0
+
 def chain_round(mode)
   n = 200_000
+  if mode == "mixed"
+    $round += 1
+    mode = MIXED[$round % MIXED.size]
+  end
   case mode
   when "methods", "thread" then run_methods(n)
   when "recursion" then run_recursion(n)
