@@ -53,7 +53,7 @@ COMMON = {"cpu_seconds"}
 # constructor, the rescue clause's own frame.
 EXTRA = {
     "exception": {"rescue in catcher"},
-    "thread": {"<main>", "start_thread"},
+    "thread": {"<main>", "start_thread", "initialize"},
     "methods": {"initialize"},
 }
 
