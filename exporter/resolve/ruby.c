@@ -5,8 +5,9 @@
  * instruction loop vm_exec_core it calls, unnamed in a stripped libruby) runs the Ruby frames
  * from the innermost one down to the first entered from C (RUBY_FRAME_ENTRY:
  * VM_FRAME_FLAG_FINISH), as each call of CPython's loop runs its group, so the placing is
- * runtime/python/pymerge.h's, fed with the Ruby frames' entry marks. C functions' frames are
- * not named yet (counted): the native frames that run them stay.
+ * runtime/python/pymerge.h's, fed with the Ruby frames' entry marks. C methods' frames
+ * (named from Ruby's symbol table) come before the native frames that run them; one whose name
+ * is not proven is left out (counted), its native frames staying.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ static uint32_t ruby_location(struct resolve *r, struct rubyproc *rp, struct pro
 		return named_location(p, 0, RUBY_UNNAMED_NAME, FRAME_RUBY);
 	}
 	fn.name = fn.system_name = profile__intern_string(p, nm.label);
-	fn.filename = profile__intern_string(p, nm.path);
+	fn.filename = profile__intern_string(p, nm.path ? nm.path : "");
 	line.function = profile__intern_function(p, &fn);
 	line.line = nm.line;
 	if (!line.function)
@@ -161,11 +162,13 @@ uint32_t resolve_ruby__merge(struct resolve *r, struct profile *p, const struct 
 	}
 	if (nrb > MAX_RUBY_FRAMES)
 		nrb = MAX_RUBY_FRAMES;
-	/* C functions' frames are not named yet: left out (their native frames stay). */
+	/* C methods' frames not named: left out (their native frames stay). */
 	for (i = 0; i < nrb; i++) {
 		uint64_t w0 = s->ustack[first + 2 * i];
+		struct ruby_frame_name nm;
 
-		if (((w0 >> RUBY_KIND_SHIFT) & RUBY_KIND_MASK) != RUBY_KIND_ISEQ) {
+		if (((w0 >> RUBY_KIND_SHIFT) & RUBY_KIND_MASK) != RUBY_KIND_ISEQ &&
+		    rubyproc__name(rp, w0, s->ustack[first + 2 * i + 1], &nm)) {
 			r->stats.ruby.cfunc_frames++;
 			continue;
 		}

@@ -4,13 +4,15 @@
  * succinct index table of an iseq's line table (rubyproc__succ_lookup(), checked against a
  * table built here the way CRuby's iseq.c lays it out), and the naming of Ruby frame records
  * (bpf/ruby.h) against a synthetic memory image laid out as Ruby 3.1 lays out its rb_iseq_t,
- * rb_iseq_constant_body, RString and RArray (runtime/ruby/rubyproc.h). No process, no root.
+ * rb_iseq_constant_body, RString and RArray (runtime/ruby/rubyproc.h), and of C methods'
+ * frames from a synthetic symbol table (symbol.c's global_symbols.ids). No process, no root.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,16 +284,109 @@ static void test_stale_and_bad(void **state)
 	/* Outside the process's memory. */
 	record(BASE + sizeof(mem) + 0x1000, ENC, 1, &w0, &w1);
 	assert_int_equal(rubyproc__name(p, w0, w1, &nm), -RUBYPROC_UNNAMED_UNREADABLE - 1);
-	/* A C function's frame: not named (yet). */
+	/* A C method's record whose entry is no method entry (an iseq there): not named. */
 	w0 = ISEQ | (uint64_t)RUBY_KIND_CFUNC << RUBY_KIND_SHIFT;
-	assert_int_equal(rubyproc__name(p, w0, w1, &nm), -RUBYPROC_UNNAMED_CFUNC - 1);
+	assert_int_equal(rubyproc__name(p, w0, w1, &nm), -RUBYPROC_UNNAMED_STALE - 1);
 	rubyproc__stats(p, &st);
 	assert_int_equal(st.named, 1);
-	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_STALE], 2);
+	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_STALE], 3);
 	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_BAD_NAME], 2);
 	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_UNREADABLE], 1);
+	rubyproc__free(p);
+}
+
+#define IDS (BASE + 0x7000)
+#define IDS_PTR (BASE + 0x7100)
+#define CHUNK (BASE + 0x7200)
+#define CHUNK_PTR (BASE + 0x8000)
+#define STRS (BASE + 0xa000)
+#define ME (BASE + 0xc000)
+#define DEF (BASE + 0xc100)
+#define AREA (BASE + 0xd000)
+
+/* The first name's serial (above tLAST_OP_ID). */
+#define S0 0xaa
+
+/* The ID of serial @s (a local name: scope bits 1). */
+static uint64_t id_of(uint32_t s)
+{
+	return (uint64_t)s << 4 | 1;
+}
+
+/* A symbol table whose slot is at AREA + 0x10: operators "+" (43) and "-" (45), then 40 names
+ * "m170".."m209" (serials 0xaa on, as Ruby's predefined names). */
+static void put_symbols(void)
+{
+	char name[8];
+
+	put64(AREA + 0x10, IDS);
+	put64(IDS, 0x07); /* T_ARRAY, on the heap */
+	put64(IDS + 16, 1);
+	put64(IDS + 32, IDS_PTR);
+	put64(IDS_PTR, CHUNK);
+	put64(CHUNK, 0x07);
+	put64(CHUNK + 16, 1024);
+	put64(CHUNK + 32, CHUNK_PTR);
+	for (uint32_t s = 0; s < 512; s++) {
+		put64(CHUNK_PTR + 16 * s, 0x08);
+		put64(CHUNK_PTR + 16 * s + 8, 0x08);
+	}
+	put_embedded(STRS, "+");
+	put64(CHUNK_PTR + 16 * 43, STRS);
+	put64(CHUNK_PTR + 16 * 43 + 8, 43u << 8 | 0x0c);
+	put_embedded(STRS + 0x20, "-");
+	put64(CHUNK_PTR + 16 * 45, STRS + 0x20);
+	put64(CHUNK_PTR + 16 * 45 + 8, 45u << 8 | 0x0c);
+	for (uint32_t s = S0; s < S0 + 40; s++) {
+		snprintf(name, sizeof(name), "m%u", s);
+		put_embedded(STRS + 0x40 * (s - S0 + 1), name);
+		put64(CHUNK_PTR + 16 * s, STRS + 0x40 * (s - S0 + 1));
+		put64(CHUNK_PTR + 16 * s + 8, id_of(s) << 8 | 0x0c);
+	}
+	/* A C method entry (imemo ment) called as m175. */
+	put64(ME, 0x1a | 6u << 12);
+	put64(ME + RUBY_ME_DEF, DEF);
+	put64(ME + RUBY_ME_CALLED_ID, id_of(S0 + 5));
+}
+
+static void test_cfunc_names(void **state)
+{
+	struct rubyproc *p = rubyproc__new(&l31, img_read, NULL), *none;
+	struct ruby_frame_name nm;
+	struct rubyproc_stats st;
+	uint64_t w0 = ME | (uint64_t)RUBY_KIND_CFUNC << RUBY_KIND_SHIFT, w1 = (uint64_t)DEF << 32;
+
+	(void)state;
+	put_symbols();
+	rubyproc__set_symbols_area(p, AREA, AREA + 0x100);
+	assert_int_equal(rubyproc__name(p, w0, w1, &nm), 0);
+	assert_string_equal(nm.label, "m175");
+	assert_null(nm.path);
+	assert_int_equal(nm.line, 0);
+	/* Another method entry there since the sample: another definition. */
+	assert_int_equal(rubyproc__name(p, w0, (uint64_t)(DEF + 0x40) << 32, &nm),
+			 -RUBYPROC_UNNAMED_STALE - 1);
+	/* A name whose Symbol says another ID: not taken. */
+	put64(ME, 0x1a | 6u << 12);
+	put64(ME + RUBY_ME_DEF, DEF + 0x80);
+	put64(ME + RUBY_ME_CALLED_ID, id_of(S0 + 7));
+	put64(CHUNK_PTR + 16 * (S0 + 7) + 8, id_of(S0 + 8) << 8 | 0x0c);
+	assert_int_equal(rubyproc__name(p, w0, (uint64_t)(DEF + 0x80) << 32, &nm),
+			 -RUBYPROC_UNNAMED_CFUNC - 1);
+	rubyproc__stats(p, &st);
+	assert_int_equal(st.named, 1);
+	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_STALE], 1);
 	assert_int_equal(st.unnamed[RUBYPROC_UNNAMED_CFUNC], 1);
 	rubyproc__free(p);
+	/* No symbol table in the area (its Symbols do not say their serials): no name. */
+	put64(CHUNK_PTR + 16 * (S0 + 7) + 8, id_of(S0 + 7) << 8 | 0x0c);
+	put64(CHUNK_PTR + 16 * (S0 + 3) + 8, id_of(S0 + 4) << 8 | 0x0c);
+	put64(ME + RUBY_ME_CALLED_ID, id_of(S0 + 5));
+	none = rubyproc__new(&l31, img_read, NULL);
+	rubyproc__set_symbols_area(none, AREA, AREA + 0x100);
+	assert_int_equal(rubyproc__name(none, w0, (uint64_t)(DEF + 0x80) << 32, &nm),
+			 -RUBYPROC_UNNAMED_CFUNC - 1);
+	rubyproc__free(none);
 }
 
 int main(void)
@@ -301,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_succ_lookup),
 	    cmocka_unit_test_setup(test_method_lines, setup),
 	    cmocka_unit_test_setup(test_stale_and_bad, setup),
+	    cmocka_unit_test_setup(test_cfunc_names, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,7 @@
  * code_location}, insns_info {body 120, positions 128, size 136, succ_index_table 144}};
  * iseq_insn_info_entry {line_no, node_id, events} (12 bytes); RString embedded: length in flags
  * bits 14-18, bytes at 16, else {len 16, ptr 24}; RArray embedded (flag bit 13): elements at
- * 16, else ptr at 32.
+ * 16, else {len 16, ptr 32}; tLAST_OP_ID 0xa9 (rb_intern("max") gives 0xaa1, "+" 0x2b).
  */
 int rubylayout__of(int major, int minor, struct ruby_layout *out)
 {
@@ -70,7 +70,9 @@ int rubylayout__of(int major, int minor, struct ruby_layout *out)
 	    .str_ptr = 24,
 	    .ary_embed = 1u << 13,
 	    .ary_embed_elems = 16,
+	    .ary_len = 16,
 	    .ary_ptr = 32,
+	    .last_op_id = 0xa9,
 	};
 
 	if (major != 3 || minor != 1)
@@ -143,6 +145,9 @@ struct rubyiseq {
 
 struct rubyproc {
 	struct ruby_layout l;
+	uint64_t sym_start, sym_end; /* where the symbol table's slot may be */
+	uint64_t sym_slot;	     /* the slot holding global_symbols.ids; 0: not found */
+	int sym_state;		     /* 0 not looked for, 1 found, -1 not found */
 	rubyproc_read_fn read;
 	void *ctx;
 	struct rubyiseq *cache;
@@ -362,22 +367,145 @@ static int read_iseq(struct rubyproc *p, uint64_t addr, uint32_t fp, struct ruby
 	return 0;
 }
 
+void rubyproc__set_symbols_area(struct rubyproc *p, uint64_t start, uint64_t end)
+{
+	p->sym_start = start;
+	p->sym_end = end;
+}
+
+/* Qnil in Ruby 3.x; a static Symbol is (id << 8) | 0x0c. */
+#define RUBY_QNIL 0x08u
+#define RUBY_SYMBOL_FLAG 0x0cu
+#define ID_ENTRY_UNIT 512
+#define SCAN_MAX (1u << 20)
+
+/* The elements pointer and length of the heap (not embedded) Array @ary: 0 or -1. */
+static int heap_array(struct rubyproc *p, uint64_t ary, uint64_t *ptr, uint64_t *len)
+{
+	uint64_t flags;
+
+	if (!ary || (ary & 7) || rd64(p, ary, &flags) || (flags & 0x1f) != T_ARRAY ||
+	    (flags & p->l.ary_embed) || rd64(p, ary + p->l.ary_len, len) ||
+	    rd64(p, ary + p->l.ary_ptr, ptr) || !*ptr || *len > (1u << 24))
+		return -1;
+	return 0;
+}
+
+static uint64_t serial_of(const struct rubyproc *p, uint64_t id)
+{
+	return id > p->l.last_op_id ? id >> 4 : id;
+}
+
+/*
+ * Whether @ids is global_symbols.ids: its first chunk's Symbols of serials 1-255 (operators,
+ * then the VM's predefined names) say their own serials.
+ */
+static bool is_symbol_table(struct rubyproc *p, uint64_t ids)
+{
+	static uint64_t e[512];
+	uint64_t ptr, len, cptr, clen;
+	uint32_t good = 0;
+
+	if (heap_array(p, ids, &ptr, &len) || !len || rd64(p, ptr, &e[0]) ||
+	    heap_array(p, e[0], &cptr, &clen) || clen < 512 || p->read(p->ctx, cptr, e, sizeof(e)))
+		return false;
+	for (uint32_t s = 1; s < 256; s++) {
+		uint64_t sym = e[2 * s + 1];
+
+		if (sym == RUBY_QNIL)
+			continue;
+		if ((sym & 0xff) != RUBY_SYMBOL_FLAG || serial_of(p, sym >> 8) != s)
+			return false;
+		good++;
+	}
+	return good >= 16;
+}
+
+static void find_symbols(struct rubyproc *p)
+{
+	uint64_t n = p->sym_end > p->sym_start ? p->sym_end - p->sym_start : 0, *buf;
+
+	p->sym_state = -1;
+	if (!n || n > SCAN_MAX || (p->sym_start & 7))
+		return;
+	buf = malloc(n);
+	if (!buf || p->read(p->ctx, p->sym_start, buf, n)) {
+		free(buf);
+		return;
+	}
+	for (uint64_t i = 0; i < n / 8; i++) {
+		if (buf[i] < 0x10000 || (buf[i] & 7) || !is_symbol_table(p, buf[i]))
+			continue;
+		p->sym_slot = p->sym_start + 8 * i;
+		p->sym_state = 1;
+		break;
+	}
+	free(buf);
+}
+
+/* The name of ID @id from the symbol table (malloc'd), proven by its Symbol; NULL if none. */
+static char *id_name(struct rubyproc *p, uint64_t id)
+{
+	uint64_t ids, ptr, len, chunk, cptr, clen, pair[2], serial = serial_of(p, id);
+
+	if (!p->sym_state)
+		find_symbols(p);
+	if (p->sym_state != 1 || !serial || rd64(p, p->sym_slot, &ids) ||
+	    heap_array(p, ids, &ptr, &len) || serial / ID_ENTRY_UNIT >= len ||
+	    rd64(p, ptr + 8 * (serial / ID_ENTRY_UNIT), &chunk) ||
+	    heap_array(p, chunk, &cptr, &clen) || 2 * (serial % ID_ENTRY_UNIT) + 1 >= clen ||
+	    p->read(p->ctx, cptr + 16 * (serial % ID_ENTRY_UNIT), pair, sizeof(pair)) ||
+	    pair[1] != ((id << 8) | RUBY_SYMBOL_FLAG))
+		return NULL;
+	return read_str(p, pair[0]);
+}
+
+/* Reads the C method entry at @addr, proven against @fp (its definition's low 32 bits). */
+static int read_cfunc(struct rubyproc *p, uint64_t addr, uint32_t fp, struct rubyiseq **out)
+{
+	uint64_t flags = 0, def = 0, id = 0;
+	struct rubyiseq *q;
+
+	if (rd64(p, addr, &flags) || rd64(p, addr + RUBY_ME_DEF, &def) ||
+	    rd64(p, addr + RUBY_ME_CALLED_ID, &id))
+		return -RUBYPROC_UNNAMED_UNREADABLE - 1;
+	if (!ruby_is_imemo(flags, RUBY_IMEMO_MENT) || (uint32_t)def != fp)
+		return -RUBYPROC_UNNAMED_STALE - 1;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -RUBYPROC_UNNAMED_UNREADABLE - 1;
+	q->key.addr = addr;
+	q->key.fp = fp;
+	q->key.pad = 1; /* a method entry, apart from an iseq at the same address */
+	q->label = id_name(p, id);
+	if (!q->label) {
+		iseq_free(q);
+		return -RUBYPROC_UNNAMED_CFUNC - 1;
+	}
+	*out = q;
+	return 0;
+}
+
 int rubyproc__name(struct rubyproc *p, uint64_t w0, uint64_t w1, struct ruby_frame_name *out)
 {
-	struct rubyiseq_key key = {.addr = w0 & RUBY_ADDR_MASK, .fp = (uint32_t)(w1 >> 32)};
+	uint32_t kind = (uint32_t)((w0 >> RUBY_KIND_SHIFT) & RUBY_KIND_MASK);
+	struct rubyiseq_key key = {.addr = w0 & RUBY_ADDR_MASK,
+				   .fp = (uint32_t)(w1 >> 32),
+				   .pad = kind == RUBY_KIND_CFUNC};
 	struct rubyiseq *q;
 	int err;
 
-	if (((w0 >> RUBY_KIND_SHIFT) & RUBY_KIND_MASK) != RUBY_KIND_ISEQ) {
-		p->st.unnamed[RUBYPROC_UNNAMED_CFUNC]++;
-		return -RUBYPROC_UNNAMED_CFUNC - 1;
+	if (kind != RUBY_KIND_ISEQ && kind != RUBY_KIND_CFUNC) {
+		p->st.unnamed[RUBYPROC_UNNAMED_STALE]++;
+		return -RUBYPROC_UNNAMED_STALE - 1;
 	}
 	HASH_FIND(hh, p->cache, &key, sizeof(key), q);
 	if (q) {
 		p->st.cached++;
 	} else {
 		/* Not seen: read, and proven by the fingerprint. */
-		err = read_iseq(p, key.addr, key.fp, &q);
+		err = kind == RUBY_KIND_CFUNC ? read_cfunc(p, key.addr, key.fp, &q)
+					      : read_iseq(p, key.addr, key.fp, &q);
 		if (err) {
 			p->st.unnamed[-err - 1]++;
 			return err;
@@ -390,8 +518,8 @@ int rubyproc__name(struct rubyproc *p, uint64_t w0, uint64_t w1, struct ruby_fra
 	p->st.named++;
 	out->label = q->label;
 	out->path = q->path;
-	out->line = line_of(p, q, (uint32_t)w1);
-	if (!out->line)
+	out->line = kind == RUBY_KIND_CFUNC ? 0 : line_of(p, q, (uint32_t)w1);
+	if (!out->line && kind == RUBY_KIND_ISEQ)
 		p->st.lines_unknown++;
 	return 0;
 }

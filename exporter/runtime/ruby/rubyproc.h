@@ -41,7 +41,9 @@ struct ruby_layout {
 	/* RArray: embedded when flags & ary_embed (elements at ary_embed_elems), else ptr at
 	 * ary_ptr. */
 	uint32_t ary_embed;
-	uint16_t ary_embed_elems, ary_ptr;
+	uint16_t ary_embed_elems, ary_len, ary_ptr;
+	/* IDs above it are not operators: their serial is id >> 4 (symbol.h, rb_id_to_serial()). */
+	uint32_t last_op_id;
 };
 
 /* The layout of Ruby @major.@minor: 0, or -ENOTSUP for a version without one (only 3.1 now). */
@@ -57,7 +59,7 @@ typedef int (*rubyproc_read_fn)(void *ctx, uint64_t addr, void *buf, size_t n);
 	X(UNREADABLE, "its iseq unreadable (freed, unmapped)")                                     \
 	X(STALE, "its iseq changed since the sample (not an iseq, or fingerprint differs)")        \
 	X(BAD_NAME, "a label or path string unreadable or implausible")                            \
-	X(CFUNC, "a C function's frame: its name is not read yet")
+	X(CFUNC, "a C method's frame: its method entry changed, or its name not found")
 
 enum rubyproc_unnamed {
 #define RUBYPROC_UNNAMED_ENUM(n, d) RUBYPROC_UNNAMED_##n,
@@ -74,8 +76,9 @@ struct rubyproc_stats {
 
 /* A named frame: strings owned by the rubyproc, valid until its next call. */
 struct ruby_frame_name {
-	const char *label; /* "method", "block in method", "<main>", "<class:Name>" */
-	const char *path;  /* the file, as Ruby keeps it */
+	const char *label; /* "method", "block in method", "<main>", "<class:Name>"; a C method's
+			      name ("map") */
+	const char *path;  /* the file, as Ruby keeps it; NULL for a C method */
 	uint32_t line;	   /* 0: unknown */
 };
 
@@ -84,6 +87,14 @@ struct rubyproc;
 /* The naming state of one process reading with @read(@ctx), @l its layout; NULL on ENOMEM. */
 struct rubyproc *rubyproc__new(const struct ruby_layout *l, rubyproc_read_fn read, void *ctx);
 void rubyproc__free(struct rubyproc *p);
+/*
+ * Where Ruby's symbol table (global_symbols.ids, symbol.c: an Array of 512-ID chunks, each an
+ * Array of {name String, static Symbol} pairs by ID serial) may be: libruby's writable segment
+ * [@start, @end) in the process. Looked for at the first C method's frame, once: a slot of the
+ * area holding an Array whose first chunk's Symbols say their own serials (16 at least, none
+ * other) is taken; each name read from it is proven again by its Symbol giving the frame's ID.
+ */
+void rubyproc__set_symbols_area(struct rubyproc *p, uint64_t start, uint64_t end);
 /* Names frame record @w0, @w1 (bpf/ruby.h): 0, or -enum rubyproc_unnamed - 1 (counted). */
 int rubyproc__name(struct rubyproc *p, uint64_t w0, uint64_t w1, struct ruby_frame_name *out);
 void rubyproc__stats(const struct rubyproc *p, struct rubyproc_stats *out);

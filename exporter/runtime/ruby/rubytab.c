@@ -27,7 +27,8 @@ struct rubyfile {
 	struct ruby_layout l;
 	uint32_t n_loads;
 	struct {
-		uint64_t vaddr, offset, filesz;
+		uint64_t vaddr, offset, filesz, memsz;
+		uint32_t flags;
 	} loads[MAX_LOADS];
 };
 
@@ -95,6 +96,8 @@ static int inspect(Elf *elf, struct rubyfile *f)
 		f->loads[f->n_loads].vaddr = ph.p_vaddr;
 		f->loads[f->n_loads].offset = ph.p_offset;
 		f->loads[f->n_loads].filesz = ph.p_filesz;
+		f->loads[f->n_loads].memsz = ph.p_memsz;
+		f->loads[f->n_loads].flags = ph.p_flags;
 		f->n_loads++;
 	}
 	return f->n_loads ? 0 : -ENOENT;
@@ -228,6 +231,14 @@ static void *proc_new(void *rt, const struct runtime_proc *e, const struct procm
 		free(pi);
 		*err = -ENOMEM;
 		return NULL;
+	}
+	/* The symbol table's slot is in libruby's writable segment (.data, .bss). */
+	for (uint32_t i = 0; i < f->n_loads; i++) {
+		if (f->loads[i].flags & PF_W) {
+			rubyproc__set_symbols_area(pi->names, (f->loads[i].vaddr + bias) & ~7ull,
+						   f->loads[i].vaddr + f->loads[i].memsz + bias);
+			break;
+		}
 	}
 	return pi;
 }
