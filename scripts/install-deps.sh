@@ -10,6 +10,7 @@ pkgs=(
 	libjson-c-dev libmicrohttpd-dev libyaml-dev chromium liblzma-dev xz-utils libdebuginfod-dev debuginfod
 	libclang-rt-14-dev
 	php8.2-cli php8.2-opcache php8.2-fpm php-excimer libfcgi-bin
+	ruby
 )
 
 . "$(dirname "$0")/debs.sh"
@@ -49,6 +50,18 @@ if ! command -v py-spy >/dev/null; then
 	python3 -m pip install --quiet --root-user-action=ignore py-spy >/dev/null ||
 		echo "spanprof: could not install py-spy: the Python tests skip the comparison with it" >&2
 	command -v pyenv >/dev/null && pyenv rehash 2>/dev/null || true
+fi
+# rbspy (crates.io, pinned), the peer the Ruby-frame test compares with (integration/test_ruby.py),
+# built into build/rbspy.
+rbspy_root="$(cd "$(dirname "$0")/.." && pwd)/build/rbspy"
+if [[ ! -x $rbspy_root/bin/rbspy ]] && ! command -v rbspy >/dev/null; then
+	if command -v cargo >/dev/null; then
+		echo "spanprof: building rbspy 0.34.0 (crates.io) for the Ruby frame tests" >&2
+		cargo install --quiet --locked --version 0.34.0 --root "$rbspy_root" rbspy >/dev/null ||
+			echo "spanprof: could not build rbspy: the Ruby tests skip the comparison with it" >&2
+	else
+		echo "spanprof: no cargo: the Ruby tests skip the comparison with rbspy" >&2
+	fi
 fi
 if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2
