@@ -228,20 +228,18 @@ def test_ruby_without_symbols(spanprof, procs, tmp_path):
     assert rb["files_or_processes_failed"]["symbols"] >= 1 and rb["processes"] == 0, rb
 
 
-RBSPY = ROOT / "build" / "rbspy" / "bin" / "rbspy"
-if not RBSPY.exists() and shutil.which("rbspy"):
-    RBSPY = Path(shutil.which("rbspy"))
+RBSPY = Path(shutil.which("rbspy") or "/usr/local/bin/rbspy")
 
 
 def test_ruby_rbspy_agreement(spanprof, pprofcheck, procs, tmp_path):
-    """Ground truth: rbspy 0.34.0 (crates.io; make deps builds it into build/rbspy) samples the same process as
+    """Ground truth: rbspy 0.34.0 (crates.io; make deps builds it into /usr/local) samples the same process as
     the agent (the workload's mixed mode: the recursion, block and callback chains in turn). Both
     sides' Ruby frames of the workload's file (C methods left out on both) agree on the leaf function's callers: for each leaf function both saw at least
     20 times, the share of its samples with each chain, compared (sum of the smaller shares),
     weighted by rbspy's samples: >= 95%; and on the shares of those leaf functions among
     themselves: >= 90%."""
     if not RBSPY.exists():
-        pytest.skip("rbspy not built (make deps: cargo install rbspy 0.34.0 into build/rbspy)")
+        pytest.skip("rbspy is not installed (make deps: cargo install rbspy 0.34.0 into /usr/local)")
     prog = procs.start(RUBY, WORKLOAD, SECONDS, "mixed", stdin=subprocess.PIPE,
                        stdout=subprocess.PIPE, text=True)
     pid = json.loads(prog.stdout.readline())["children"]["mixed"]

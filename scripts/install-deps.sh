@@ -52,8 +52,8 @@ if ! command -v py-spy >/dev/null; then
 	command -v pyenv >/dev/null && pyenv rehash 2>/dev/null || true
 fi
 # rbspy (crates.io, pinned), the peer the Ruby-frame test compares with (integration/test_ruby.py),
-# built into build/rbspy.
-rbspy_root="$(cd "$(dirname "$0")/.." && pwd)/build/rbspy"
+# built once into /usr/local like py-spy's system-wide install (a build takes minutes: not per clone).
+rbspy_root=/usr/local
 if [[ ! -x $rbspy_root/bin/rbspy ]] && ! command -v rbspy >/dev/null; then
 	if command -v cargo >/dev/null; then
 		echo "spanprof: building rbspy 0.34.0 (crates.io) for the Ruby frame tests" >&2
