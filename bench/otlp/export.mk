@@ -10,7 +10,7 @@ BENCH_EXPORT_ARGS ?=
 EXPORT_BENCH_PB_O := $(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O)) $(OBJ)/gen/pprof/profile.pb-c.o
 
 $(BUILD)/bench/export: bench/otlp/export.c exporter/otlp/otlp_encode.h exporter/output/pprof.h exporter/profile/profile.h \
-		exporter/process/procmeta.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/output/pprof.o $(OBJ)/profile/profile.o \
+		exporter/process/procmeta.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/otlp/htlhash.o $(OBJ)/util/regfile.o $(OBJ)/output/pprof.o $(OBJ)/profile/profile.o \
 		$(OBJ)/process/procmeta.o $(EXPORT_BENCH_PB_O) $(PROTO_H)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

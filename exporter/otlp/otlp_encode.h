@@ -105,10 +105,4 @@ typedef int (*otlp_emit_fn)(void *ctx, const uint8_t *buf, size_t len, uint64_t 
 int otlp__encode(const struct profile *p, const struct otlp_encode_opts *o, otlp_emit_fn emit,
 		 void *emit_ctx);
 
-/*
- * The htlhash of the file at @path (see above) as 32 lower-case hex digits + NUL in @hex.
- * Returns 0, or a negative errno from open/read, -EIO on a short read or a hash failure.
- */
-int otlp__htlhash_file(const char *path, char hex[33]);
-
 #endif /* SPANPROF_OTLP_ENCODE_H */

@@ -18,7 +18,7 @@ OTLP_TEST_CFLAGS := -DOTLPCHECK='"$(abspath $(OTLPCHECK))"' \
 		    -DOTLP_FIXTURES='"$(abspath test/otlp/fixtures/otlp)"'
 
 $(OTLP_TEST_DIR)/test_otlp_encode: test/otlp/test_otlp_encode.c exporter/otlp/otlp_encode.h \
-		exporter/process/procmeta.h exporter/profile/profile.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/process/procmeta.o \
+		exporter/process/procmeta.h exporter/profile/profile.h $(OBJ)/otlp/otlp_encode.o $(OBJ)/otlp/htlhash.o $(OBJ)/util/regfile.o $(OBJ)/process/procmeta.o \
 		$(OBJ)/profile/profile.o $(OTLP_PB_O) $(PROTO_H) | $(OTLPCHECK)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

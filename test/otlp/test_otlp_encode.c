@@ -28,6 +28,7 @@
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "otlp/otlp_encode.h"
+#include "otlp/htlhash.h"
 #include "process/procmeta.h"
 #include "profile/profile.h"
 

@@ -11,7 +11,7 @@ $(OUTPUTS_TEST_DIR)/test_profile: test/profile/test_profile.c exporter/profile/p
 
 $(OUTPUTS_TEST_DIR)/test_outputs: test/output/test_outputs.c $(EXP_HDRS) $(OBJ)/profile/profile.o \
 		$(OBJ)/output/pprof.o $(OBJ)/output/folded.o $(OBJ)/output/flamegraph.o $(PPROF_PB_O) \
-		$(OBJ)/output/otlpfile.o $(OBJ)/otlp/otlp_encode.o $(OBJ)/process/procmeta.o \
+		$(OBJ)/output/otlpfile.o $(OBJ)/otlp/otlp_encode.o $(OBJ)/otlp/htlhash.o $(OBJ)/util/regfile.o $(OBJ)/process/procmeta.o \
 		$(filter $(OBJ)/gen/opentelemetry/%,$(PROTO_O))
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
