@@ -66,7 +66,7 @@ enum py_stop {
 #define PY_STAT_COUNT (PY_STOP_COUNT + 3)
 
 /* How a thread state leads to its innermost frame (values of struct py_desc.tstate_frame_kind). */
-#define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13+) */
+#define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13-3.14) */
 #define PY_TSTATE_CFRAME 2 /* through _PyCFrame.current_frame (3.11-3.12) */
 /* What a frame's instruction field is (struct py_desc.instr_kind). */
 #define PY_INSTR_LASTI_BYTES 1 /* int f_lasti, bytes (3.8-3.9) */
@@ -106,9 +106,13 @@ struct py_desc {
 	 * a str's length and state, and PyASCIIObject's and PyCompactUnicodeObject's sizes). */
 	__u16 code_filename, unicode_length, unicode_state;
 	__u8 unicode_ascii_size, unicode_compact_size;
+	/* Low bits of a frame's code field that are a tag (3.14's f_executable, a _PyStackRef:
+	 * 3; both set, a tagged int, is no code object); 0: a plain pointer. */
+	__u8 frame_code_tag;
+	__u8 pad[7];
 };
 
-_Static_assert(sizeof(struct py_desc) == 80, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 88, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs

@@ -254,7 +254,7 @@ static int load_layout(struct pyproc *p, char *why, size_t why_len)
 		if (err == -ENOTSUP && why)
 			snprintf(why, why_len,
 				 "CPython %u.%u (%s): its _Py_DebugOffsets layout is not known to "
-				 "this spanprof (3.13 is); native frames only",
+				 "this spanprof (3.13 and 3.14 are); native frames only",
 				 (unsigned int)(u64(buf, 8) >> 24),
 				 (unsigned int)(u64(buf, 8) >> 16) & 0xff, p->path);
 		else if (err && why)
@@ -851,6 +851,12 @@ static int read_frame(struct pyproc *p, uint64_t addr, uint64_t *code, int64_t *
 		return err;
 	*prev = u64(buf, l->frame_previous);
 	*code = u64(buf, l->frame_code);
+	if (l->frame_code_tag) {
+		/* 3.14's _PyStackRef: a tagged int is no code object; else the tag bits off. */
+		if ((*code & l->frame_code_tag) == l->frame_code_tag)
+			return -EINVAL;
+		*code &= ~(uint64_t)l->frame_code_tag;
+	}
 	if (!l->interpreter_frames) {
 		lasti = i32(buf, l->frame_instr);
 		*offset = lasti < 0				  ? -1
@@ -1076,5 +1082,7 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	out->has_native_thread_id = l->tstate_native_thread_id ? 1 : 0;
 	out->owner_generator = l->owner_generator;
 	out->owner_cstack = l->owner_cstack;
+	out->frame_code_tag = (__u8)l->frame_code_tag;
+	ok &= l->frame_code_tag <= 7;
 	return ok ? 0 : -EINVAL;
 }
