@@ -11,7 +11,10 @@ packages below (the interpreter, its standard library and the sid libraries they
 current versions as the index says) are unpacked with `dpkg -x` into OUT/root, and
 OUT/root/usr/bin/python3.14 gets sid's dynamic loader and an RPATH into OUT/root (patchelf,
 `make deps` installs it), so that it runs here without touching the system. CPython then finds
-its prefix (OUT/root/usr) from its own path. No compile: about 20 MB of downloads.
+its prefix (OUT/root/usr) from its own path. glibc's debug files (libc6-dbg) go beside its
+libraries, in .debug/, where their .gnu_debuglink is looked for: the tests expect a thread's
+stack to start at glibc's start_thread, as the machine's own libc6-dbg names it for Debian 12's
+libc. No compile: about 25 MB of downloads.
 
 Cached: OUT/root is kept and the whole step skipped while OUT/ok names the versions it was made
 from and the interpreter runs; downloads are kept in OUT/debs. Exit status 0, or 1 with a
@@ -37,6 +40,8 @@ PACKAGES = [
     "libc6", "libgcc-s1", "libexpat1", "zlib1g", "libffi8", "libzstd1", "liblzma5",
     "libbz2-1.0", "libssl3t64", "libsqlite3-0", "libncursesw6", "libtinfo6", "libreadline8t64",
     "libuuid1", "libmpdec4", "libcrypt1", "libgdbm6t64", "libdb5.3t64",
+    # glibc's debug files: its .symtab names start_thread, clone3 (a thread's root frames).
+    "libc6-dbg",
 ]
 EXE = "usr/bin/python3.14"
 LIBDIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
@@ -146,6 +151,14 @@ def main():
             deb.write_bytes(data)
         subprocess.run(["dpkg", "-x", str(deb), str(tmp)], check=True)
         versions.append(f"{name} {st['Version']}")
+    # glibc's debug files where a debugger (and the agent, symbols/debugfile.c) looks for a
+    # library's .gnu_debuglink: the .debug/ directory beside it (Debian names each
+    # <build-id without its first byte>.debug, as under /usr/lib/debug/.build-id/xx/).
+    dbg = tmp / LIBDIRS[0] / ".debug"
+    dbg.mkdir(exist_ok=True)
+    for f in sorted((tmp / "usr/lib/debug/.build-id").glob("*/*.debug")):
+        if not (dbg / f.name).exists():
+            os.link(f, dbg / f.name)
     # Sid's loader and libraries, found from the root (RPATH: for the extension modules'
     # own dependencies too, as RUNPATH would not be).
     rpath = ":".join(str(root / d) for d in LIBDIRS)
