@@ -210,8 +210,8 @@ static inline __u32 pywalk__str_span(__u64 addr, __u32 min)
 }
 
 /*
- * Where a str's characters are (PEP 393, Include/cpython/unicodeobject.h, 3.3 through 3.13:
- * state bits interned:2, kind:3, compact:1, ascii:1): *@data_off bytes from its start
+ * Where a str's characters are (PEP 393, Include/cpython/unicodeobject.h, 3.3 through 3.14 in GIL
+ * builds: state bits interned:2, kind:3, compact:1, ascii:1): *@data_off bytes from its start
  * (@ascii_size, PyASCIIObject's size, for an ASCII str, else @compact_size,
  * PyCompactUnicodeObject's), *@nbytes of them (@length characters of kind 1, 2 or 4 bytes).
  * 0, or -1 for a str not keyed: not compact, a kind that is no kind, more than PYWALK_STR_MAX
@@ -306,7 +306,7 @@ static inline __u32 pywalk__fingerprint(__u64 key, __u32 line)
  * Sound only with the process's code epoch (map py_code_epochs, struct py_code_epoch): a
  * counter the agent starts at a number no other process of the run had, that a uprobe on the
  * interpreter's code-object deallocation function (PyCode_Type.tp_dealloc, code_dealloc() of
- * Objects/codeobject.c, 3.8-3.13) increments before any code object's memory goes back to the
+ * Objects/codeobject.c, 3.8-3.14) increments before any code object's memory goes back to the
  * allocator. A slot holds the epoch read at the start of the walk that filled it, and is used
  * only by a walk that read the same epoch at its start: no code object of the process was
  * freed in between, so the address still holds the object that was read. A walk fills only

@@ -7,7 +7,8 @@ PIDs and TIDs inside differ from the host's that BPF and the agent see:
     finds them): the threads of integration/workloads/pythreads.py show their exact Python
     chains, as in test_python.py (at least 95% of each CPU thread's samples). 3.11+ find a
     thread's state by its native_thread_id, the TID inside the namespace: before
-    bpf/python.bpf.h compared it with the namespace's TID, every walk ended "no thread state" and no Python frame was shown.
+    bpf/python.bpf.h compared it with the namespace's TID, every walk ended "no thread state"
+    and no Python frame was shown.
   - Node.js without flags (V8's own structures, docs/node.md) and with --perf-basic-prof, its
     /tmp a tmpfs of its own mount namespace (the perf map is /tmp/perf-NSPID.map there), which
     holds the program too, as a container's own file system would (a copy of

@@ -21,8 +21,9 @@
 
 /* How a thread state leads to its innermost frame. */
 enum pylayout_tstate_frame {
-	PYLAYOUT_TSTATE_FRAME = 1, /* 3.8-3.10 PyThreadState.frame, 3.13 current_frame: direct */
-	PYLAYOUT_TSTATE_CFRAME,	   /* 3.11-3.12 PyThreadState.cframe -> _PyCFrame.current_frame */
+	PYLAYOUT_TSTATE_FRAME =
+	    1,			/* 3.8-3.10 PyThreadState.frame, 3.13-3.14 current_frame: direct */
+	PYLAYOUT_TSTATE_CFRAME, /* 3.11-3.12 PyThreadState.cframe -> _PyCFrame.current_frame */
 };
 
 /* What a frame's instruction field holds, and how it becomes a byte offset in the bytecode. */
@@ -67,11 +68,11 @@ struct pylayout {
 	uint32_t code_adaptive;	      /* co_code_adaptive, 3.11+ (0: absent) */
 	uint32_t code_firsttraceable; /* _co_firsttraceable, 3.11-3.12 and 3.14 (0: unknown) */
 	/* co_version, where each code object made takes the next number of a counter that never
-	 * goes back (0: none). 3.12: one counter per process. 3.13: one per interpreter, so that
-	 * a version tells code objects apart only while the process has had one interpreter:
+	 * goes back (0: none). 3.12: one counter per process. 3.13-3.14: one per interpreter, so
+	 * that a version tells code objects apart only while the process has had one interpreter:
 	 * runtime_interpreters_next_id says so (below). */
 	uint32_t code_version;
-	/* _PyRuntimeState.interpreters.next_id (3.13; 0: not needed, or unknown): the count of
+	/* _PyRuntimeState.interpreters.next_id (3.13-3.14; 0: not needed, or unknown): the count of
 	 * interpreters made, 1 while the main one is the only one there has been. */
 	uint32_t runtime_interpreters_next_id;
 	/* PyObject, PyUnicodeObject (PEP 393 compact forms), PyBytesObject */

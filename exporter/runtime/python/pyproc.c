@@ -46,7 +46,7 @@ struct pyproc {
 	struct code_entry *codes;		      /* open addressing, power-of-two size */
 	size_t codes_cap, codes_n;
 	uint64_t epoch;
-	/* 3.13: the process has had a second interpreter (sticky): code objects' versions may
+	/* 3.13-3.14: the process has had a second interpreter (sticky): code objects' versions may
 	 * repeat, the BPF walk is to key frames by their contents; desc_changed: the descriptor
 	 * written before says otherwise (pyproc__desc_changed()). */
 	bool many_interpreters, desc_changed;
@@ -129,8 +129,8 @@ static int32_t i32(const uint8_t *b, uint32_t off)
 
 /*
  * Whether the process has only ever had its main interpreter: _PyRuntime.interpreters.next_id
- * is 1 (3.13: each interpreter made takes the next id, and none gives its id back). Sticky once
- * not: the process's code objects' versions (one counter per interpreter) may repeat from then
+ * is 1 (3.13-3.14: each interpreter made takes the next id, and none gives its id back). Sticky
+ * once not: the process's code objects' versions (one counter per interpreter) may repeat from then
  * on, and its descriptor must tell the BPF walk to key frames by their contents instead.
  * Unreadable counts as not. Always true where versions are process-wide or unused.
  */
@@ -576,7 +576,7 @@ static uint8_t *read_bytes(struct pyproc *p, uint64_t addr, size_t *len, int *er
 
 /*
  * Where a str caches its hash: PyASCIIObject {PyObject_HEAD; Py_ssize_t length; Py_hash_t hash;
- * ...} (Include/cpython/unicodeobject.h, 3.3 through 3.13).
+ * ...} (Include/cpython/unicodeobject.h, 3.3 through 3.14, GIL builds).
  */
 static uint32_t unicode_hash(const struct pylayout *l)
 {
