@@ -66,7 +66,7 @@ enum py_stop {
 #define PY_STAT_COUNT (PY_STOP_COUNT + 3)
 
 /* How a thread state leads to its innermost frame (values of struct py_desc.tstate_frame_kind). */
-#define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13+) */
+#define PY_TSTATE_FRAME 1  /* a frame pointer in the thread state (3.8-3.10, 3.13-3.14) */
 #define PY_TSTATE_CFRAME 2 /* through _PyCFrame.current_frame (3.11-3.12) */
 /* What a frame's instruction field is (struct py_desc.instr_kind). */
 #define PY_INSTR_LASTI_BYTES 1 /* int f_lasti, bytes (3.8-3.9) */
@@ -106,9 +106,13 @@ struct py_desc {
 	 * a str's length and state, and PyASCIIObject's and PyCompactUnicodeObject's sizes). */
 	__u16 code_filename, unicode_length, unicode_state;
 	__u8 unicode_ascii_size, unicode_compact_size;
+	/* Low bits of a frame's code field that are a tag (3.14's f_executable, a _PyStackRef:
+	 * 3; both set, a tagged int, is no code object); 0: a plain pointer. */
+	__u8 frame_code_tag;
+	__u8 pad[7];
 };
 
-_Static_assert(sizeof(struct py_desc) == 80, "py_desc is shared with BPF");
+_Static_assert(sizeof(struct py_desc) == 88, "py_desc is shared with BPF");
 
 /*
  * PY_FRAME_ENTRY: the outermost Python frame one call of the interpreter loop from C runs
@@ -206,8 +210,8 @@ static inline __u32 pywalk__str_span(__u64 addr, __u32 min)
 }
 
 /*
- * Where a str's characters are (PEP 393, Include/cpython/unicodeobject.h, 3.3 through 3.13:
- * state bits interned:2, kind:3, compact:1, ascii:1): *@data_off bytes from its start
+ * Where a str's characters are (PEP 393, Include/cpython/unicodeobject.h, 3.3 through 3.14 in GIL
+ * builds: state bits interned:2, kind:3, compact:1, ascii:1): *@data_off bytes from its start
  * (@ascii_size, PyASCIIObject's size, for an ASCII str, else @compact_size,
  * PyCompactUnicodeObject's), *@nbytes of them (@length characters of kind 1, 2 or 4 bytes).
  * 0, or -1 for a str not keyed: not compact, a kind that is no kind, more than PYWALK_STR_MAX
@@ -302,7 +306,7 @@ static inline __u32 pywalk__fingerprint(__u64 key, __u32 line)
  * Sound only with the process's code epoch (map py_code_epochs, struct py_code_epoch): a
  * counter the agent starts at a number no other process of the run had, that a uprobe on the
  * interpreter's code-object deallocation function (PyCode_Type.tp_dealloc, code_dealloc() of
- * Objects/codeobject.c, 3.8-3.13) increments before any code object's memory goes back to the
+ * Objects/codeobject.c, 3.8-3.14) increments before any code object's memory goes back to the
  * allocator. A slot holds the epoch read at the start of the walk that filled it, and is used
  * only by a walk that read the same epoch at its start: no code object of the process was
  * freed in between, so the address still holds the object that was read. A walk fills only

@@ -417,6 +417,12 @@ static __always_inline int pywalk__frame_step(void *rctx, const struct py_desc *
 					      */
 	if (d->interpreter_frames && d->owner_cstack != PY_NO_OWNER && owner == d->owner_cstack)
 		return 2;
+	if (d->frame_code_tag) {
+		/* 3.14's _PyStackRef: a tagged int is no code object; else the tag bits off. */
+		if ((code & d->frame_code_tag) == d->frame_code_tag)
+			return -PY_STOP_BAD_CODE;
+		code &= ~(__u64)d->frame_code_tag;
+	}
 	if (!code)
 		return -PY_STOP_BAD_CODE;
 	if (code == m->code) {

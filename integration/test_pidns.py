@@ -3,11 +3,12 @@ the agent names must be named as outside. Each workload runs under
 `unshare --pid --fork --mount-proc` (the Python one nested too: unshare inside unshare), so its
 PIDs and TIDs inside differ from the host's that BPF and the agent see:
 
-  - CPython (each pyenv 3.8-3.13 and Debian's 3.11, as integration/test_python.py finds them):
-    the threads of integration/workloads/pythreads.py show their exact Python chains, as in
-    test_python.py (at least 95% of each CPU thread's samples). 3.11+ find a thread's state by
-    its native_thread_id, the TID inside the namespace: before bpf/python.bpf.h compared it with
-    the namespace's TID, every walk ended "no thread state" and no Python frame was shown.
+  - CPython (each pyenv 3.8-3.13, Debian's 3.11 and sid's 3.14, as integration/test_python.py
+    finds them): the threads of integration/workloads/pythreads.py show their exact Python
+    chains, as in test_python.py (at least 95% of each CPU thread's samples). 3.11+ find a
+    thread's state by its native_thread_id, the TID inside the namespace: before
+    bpf/python.bpf.h compared it with the namespace's TID, every walk ended "no thread state"
+    and no Python frame was shown.
   - Node.js without flags (V8's own structures, docs/node.md) and with --perf-basic-prof, its
     /tmp a tmpfs of its own mount namespace (the perf map is /tmp/perf-NSPID.map there), which
     holds the program too, as a container's own file system would (a copy of
@@ -143,7 +144,7 @@ PY_RUNS = [(f"{i}-ns1", p, 1) for i, p in PYTHONS] + \
     [(f"{i}-ns2", p, 2) for i, p in PYTHONS if int(version_of(p).split(".")[1]) >= 11]
 
 
-@pytest.mark.skipif(not PYTHONS, reason="no CPython 3.8-3.13 installed")
+@pytest.mark.skipif(not PYTHONS, reason="no CPython 3.8-3.14 installed")
 @pytest.mark.parametrize("exe,depth", [(p, d) for _, p, d in PY_RUNS],
                          ids=[i for i, _, _ in PY_RUNS])
 def test_python_chains_in_pid_namespace(spanprof, pprofcheck, procs, tmp_path, exe, depth):

@@ -1,6 +1,7 @@
 """Python frames of CPython processes (docs/python.md) against the real kernel, for each CPython
-installed here: pyenv's 3.8-3.13 (libpython3.X.so) and Debian's /usr/bin/python3.11 (the
-interpreter linked into the executable).
+installed here: pyenv's 3.8-3.13 (libpython3.X.so), Debian's /usr/bin/python3.11 and Debian
+sid's python3.14 (`make cpython-3.14`, in the build directory; the interpreter linked into the
+executable).
 
 The workload (integration/workloads/pythreads.py) runs threads with known call chains: three
 burn CPU in their own Python functions, one in a C extension (zlib) called from Python, one in
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SLOWDOWN, WORKLOADS, cpu_seconds, record_gated, wait_sampling
+from conftest import BUILD, SLOWDOWN, WORKLOADS, cpu_seconds, record_gated, wait_sampling
 
 SECONDS = 3
 FREQ = 499
@@ -57,7 +58,8 @@ def pyenv_root():
 
 
 def pythons():
-    """(id, path) of each CPython 3.8+ installed: pyenv's versions, then Debian's 3.11."""
+    """(id, path) of each CPython 3.8+ installed: pyenv's versions, then Debian's 3.11, then
+    Debian sid's 3.14 (make cpython-3.14)."""
     out = []
     versions = pyenv_root() / "versions"
     for d in sorted(versions.glob("3.*")) if versions.is_dir() else []:
@@ -67,11 +69,18 @@ def pythons():
             out.append((f"pyenv-{d.name}", exe))
     if Path("/usr/bin/python3.11").exists():
         out.append(("debian-3.11", Path("/usr/bin/python3.11")))
+    if CPYTHON314.exists():
+        out.append(("debian-sid-3.14", CPYTHON314))
+    else:
+        print(f"no CPython 3.14 ({CPYTHON314} is absent: `make cpython-3.14` puts Debian sid's "
+              "there): its Python tests are not run")
     return out
 
 
+# Debian sid's CPython 3.14, unpacked by `make cpython-3.14` (scripts/cpython-3.14.py).
+CPYTHON314 = BUILD / "cpython-3.14" / "root" / "usr" / "bin" / "python3.14"
 PYTHONS = pythons()
-pytestmark = pytest.mark.skipif(not PYTHONS, reason="no CPython 3.8-3.13 installed")
+pytestmark = pytest.mark.skipif(not PYTHONS, reason="no CPython 3.8-3.14 installed")
 
 
 def is_python(loc, line):
@@ -318,9 +327,13 @@ def spy_sequences(path, tids):
     return out
 
 
+# py-spy reads 3.12 and 3.14 (checked with py-spy 0.4.3, PyPI).
+SPY_PYTHONS = [(i, p) for i, p in PYTHONS
+               if i.startswith(f"pyenv-{OFFCPU_VERSION}.") or i == "debian-sid-3.14"]
+
+
 @pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed (make deps installs it)")
-@pytest.mark.parametrize("exe", [p for i, p in PYTHONS if i.startswith(f"pyenv-{OFFCPU_VERSION}.")],
-                         ids=[i for i, _ in PYTHONS if i.startswith(f"pyenv-{OFFCPU_VERSION}.")])
+@pytest.mark.parametrize("exe", [p for _, p in SPY_PYTHONS], ids=[i for i, _ in SPY_PYTHONS])
 def test_same_python_stacks_as_py_spy(spanprof, pprofcheck, procs, tmp_path, exe):
     """py-spy (a real peer, reading the same process in the same run) and spanprof see the same
     Python function sequences: the share of spanprof's CPU samples whose sequence (qualified

@@ -9,6 +9,7 @@ pkgs=(
 	uthash-dev libssl-dev libiberty-dev libcap-dev clang-format libcmocka-dev linux-perf binutils elfutils
 	libjson-c-dev libmicrohttpd-dev libyaml-dev chromium liblzma-dev xz-utils libdebuginfod-dev debuginfod
 	libclang-rt-14-dev
+	patchelf gpgv debian-archive-keyring
 	php8.2-cli php8.2-opcache php8.2-fpm php-excimer libfcgi-bin
 	ruby
 )

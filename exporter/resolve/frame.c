@@ -129,6 +129,21 @@ uint32_t resolve_frame__name(struct resolve *r, struct profile *p, struct frame_
 	if (pending && m->obj &&
 	    !elf_object__file_offset_to_vaddr(m->obj, f->pc - m->start + m->file_offset, &vaddr))
 		*pending = symcache__go_frame_pending(r->syms, m->obj, vaddr);
+	/*
+	 * An interpreter-loop frame waits for the merge by its address, before the location an
+	 * earlier sample of that PC interned: the merge counts loop frames as deferred or by
+	 * their name, and a part of the loop no symbol names (found from the CFI: pyelf.h) has
+	 * none. Counted by name, such a return address (a location interned by a sample without
+	 * Python frames) was no loop frame, and a group of Python frames went to the loop frame
+	 * beside it.
+	 */
+	if (defer && r->defer_py && m->obj &&
+	    !elf_object__file_offset_to_vaddr(m->obj, f->pc - m->start + m->file_offset - is_return,
+					      &vaddr) &&
+	    resolve_py__in_loop(r, f, vaddr)) {
+		objtally__note(r->objs, m->obj, 1);
+		return LOC_DEFERRED;
+	}
 	loc = find_user_location(p, f->mapping, f->pc, f->at);
 	if (loc) {
 		const struct profile_location *l = profile__location(p, loc);
@@ -138,10 +153,6 @@ uint32_t resolve_frame__name(struct resolve *r, struct profile *p, struct frame_
 	}
 	if (m->obj && !elf_object__file_offset_to_vaddr(
 			  m->obj, f->pc - m->start + m->file_offset - is_return, &vaddr)) {
-		if (defer && r->defer_py && resolve_py__in_loop(r, f, vaddr)) {
-			objtally__note(r->objs, m->obj, 1);
-			return LOC_DEFERRED;
-		}
 		n = symcache__lookup(r->syms, m->obj, vaddr, frames, MAX_INLINE);
 		if (n < 0)
 			n = 0;

@@ -18,7 +18,9 @@ import sys
 import time
 import types
 
-BODY = "def turn_{n}(cpu):\n    return hop({d}, cpu)\n"  # the template
+# The template. Its hop depth is a float: 3.14 loads a small int with LOAD_SMALL_INT, not from
+# co_consts, where turn_code() puts each turn's depth.
+BODY = "def turn_{n}(cpu):\n    return hop({d}.0, cpu)\n"
 TURN_CPU = 0.6
 
 
@@ -41,8 +43,9 @@ def hop(d, cpu):
     return spin(cpu)
 
 
-def turn_fields(n):
-    return (f"turn_{n}", f"/nonexistent/spanprof-relay-{n}.py", 1 + n % 17, (None, n % 4))
+def turn_fields(template, n):
+    consts = tuple(float(n % 4) if type(c) is float else c for c in template.co_consts)
+    return (f"turn_{n}", f"/nonexistent/spanprof-relay-{n}.py", 1 + n % 17, consts)
 
 
 def turn_code(template, fields):
@@ -64,7 +67,7 @@ def drive(seconds, min_turns):
     exec(compile(BODY.format(n=0, d=0), "/nonexistent/spanprof-relay.py", "exec"), names)
     template = names["turn_0"].__code__
     del names
-    fields = turn_fields(n)
+    fields = turn_fields(template, n)
     turn = None
     while time.monotonic() < end or n < min_turns:
         # One code object made per turn (a copy of the template's), of one size, right after
@@ -72,7 +75,7 @@ def drive(seconds, min_turns):
         turn = None
         turn = types.FunctionType(turn_code(template, fields), globals())
         addresses.add(id(turn.__code__))
-        fields = turn_fields(n + 1)
+        fields = turn_fields(template, n + 1)
         turn(TURN_CPU)  # call:turn
         n += 1
     return n, len(addresses)

@@ -1,8 +1,10 @@
 # Unit tests of exporter/runtime/python/ (CPython detection, layouts, line tables, the
-# out-of-process frame and name reader). Each installed CPython 3.8-3.13 (pyenv) and Debian's
-# /usr/bin/python3.11 runs test/runtime/python-progs/known.py; the test reads it from outside. No root.
+# out-of-process frame and name reader). Each installed CPython 3.8-3.13 (pyenv), Debian's
+# /usr/bin/python3.11 and Debian sid's 3.14 (make cpython-3.14, in $(BUILD)) runs
+# test/runtime/python-progs/known.py; the test reads it from outside. No root.
 
-PY_TEST_CFLAGS := -DPY_PROGS_DIR='"$(abspath test/runtime/python-progs)"'
+PY_TEST_CFLAGS := -DPY_PROGS_DIR='"$(abspath test/runtime/python-progs)"' \
+	-DPY_CPYTHON314='"$(abspath $(BUILD)/cpython-3.14/root/usr/bin/python3.14)"'
 
 # A binary named like an interpreter with two of CPython's names but no interpreter loop.
 PY_NOT_CPYTHON := $(BUILD)/test/runtime/not-cpython/python3.12

@@ -74,6 +74,11 @@ static const char *find_python(unsigned int minor, char *buf, size_t len)
 
 	if (!minor)
 		return "/usr/bin/python3.11";
+	if (minor == 14) {
+		/* Debian sid's, unpacked by make cpython-3.14 (scripts/cpython-3.14.py). */
+		snprintf(buf, len, "%s", PY_CPYTHON314);
+		return access(buf, X_OK) ? NULL : buf;
+	}
 	snprintf(pattern, sizeof(pattern), "%s/versions/3.%u.*/bin/python3.%u",
 		 getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : "", minor, minor);
 	if (!getenv("PYENV_ROOT"))
@@ -274,6 +279,7 @@ int main(void)
 	    {"CPython 3.12", walk_version, NULL, NULL, (void *)12},
 	    {"CPython 3.13", walk_version, NULL, NULL, (void *)13},
 	    {"CPython 3.11 Debian", walk_version, NULL, NULL, (void *)0},
+	    {"CPython 3.14 Debian sid", walk_version, NULL, NULL, (void *)14},
 	};
 
 	return cmocka_run_group_tests_name("python_bpf", tests, NULL, NULL);

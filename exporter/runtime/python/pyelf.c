@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -72,6 +74,207 @@ int pyelf__version_from_name(const char *path, unsigned int *major, unsigned int
 	*major = ma;
 	*minor = mi;
 	return 0;
+}
+
+/* x86-64 DWARF register number of %rsp (psABI 3.6.2, figure 3.36). */
+#define DWARF_REG_RSP 7
+
+/*
+ * The CFA rule "register + offset" at link-time address @vaddr, from @cfi (.eh_frame, libdw):
+ * *@reg, *@off. 0, or -1 (no FDE there, or a CFA that is an expression).
+ */
+static int cfa_rule_at(Dwarf_CFI *cfi, uint64_t vaddr, uint64_t *reg, int64_t *off)
+{
+	Dwarf_Frame *fr = NULL;
+	Dwarf_Op *ops;
+	size_t nops;
+	int ret = -1;
+
+	if (dwarf_cfi_addrframe(cfi, vaddr, &fr) || !fr)
+		return -1;
+	/* libdw gives a "register + offset" CFA as one DW_OP_bregx (libdw.h, dwarf_frame_cfa). */
+	if (!dwarf_frame_cfa(fr, &ops, &nops) && nops == 1 && ops[0].atom == DW_OP_bregx) {
+		*reg = ops[0].number;
+		*off = (int64_t)ops[0].number2;
+		ret = 0;
+	}
+	free(fr);
+	return ret;
+}
+
+struct fde_range {
+	uint64_t start, end;
+};
+
+static int cmp_fde_range(const void *a, const void *b)
+{
+	const struct fde_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * The code ranges of the FDEs of @elf's .eh_frame into *@out (malloc'd, sorted by start; *@n of
+ * them), walked with libdw's dwarf_next_cfi(). Only the encoding GCC and binutils give x86-64
+ * code: a CIE with augmentation "zR" whose FDE pointers are DW_EH_PE_pcrel | DW_EH_PE_sdata4
+ * (LSB 5.0, "Exception Frames"); FDEs of other CIEs are left out. 0, or -1.
+ */
+static int eh_frame_ranges(Elf *elf, struct fde_range **out, size_t *n)
+{
+	size_t shstrndx, cap = 0, len = 0;
+	struct fde_range *v = NULL;
+	Dwarf_Off off = 0, next;
+	Elf_Scn *scn = NULL;
+	Elf_Data *data = NULL;
+	const char *name;
+	GElf_Shdr sh, eh = {0};
+	Dwarf_CFI_Entry ent;
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+
+	*out = NULL;
+	*n = 0;
+	if (!ident || elf_getshdrstrndx(elf, &shstrndx))
+		return -1;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			return -1;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame") && sh.sh_type == SHT_PROGBITS) {
+			data = elf_getdata(scn, NULL);
+			eh = sh;
+			break;
+		}
+	}
+	if (!data || !data->d_buf)
+		return -1;
+	while (dwarf_next_cfi(ident, data, true, off, &next, &ent) == 0) {
+		const uint8_t *p = ent.fde.start;
+		Dwarf_CFI_Entry cie;
+		Dwarf_Off cnext;
+		int32_t loc;
+		uint32_t range;
+
+		if (next <= off)
+			break;
+		off = next;
+		if (dwarf_cfi_cie_p(&ent))
+			continue;
+		if (dwarf_next_cfi(ident, data, true, ent.fde.CIE_pointer, &cnext, &cie) ||
+		    !dwarf_cfi_cie_p(&cie) || strcmp(cie.cie.augmentation, "zR") ||
+		    cie.cie.augmentation_data_size != 1 || cie.cie.augmentation_data[0] != 0x1b ||
+		    ent.fde.end - p < 8)
+			continue;
+		memcpy(&loc, p, 4);
+		memcpy(&range, p + 4, 4);
+		if (len == cap) {
+			struct fde_range *w = realloc(v, (cap ? cap * 2 : 1024) * sizeof(*v));
+
+			if (!w) {
+				free(v);
+				return -1;
+			}
+			v = w;
+			cap = cap ? cap * 2 : 1024;
+		}
+		/* pcrel: from the field's own address in the section. */
+		v[len].start = eh.sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf) +
+			       (uint64_t)(int64_t)loc;
+		v[len].end = v[len].start + range;
+		len++;
+	}
+	if (len)
+		qsort(v, len, sizeof(*v), cmp_fde_range);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* The FDE of @v (@n, sorted) whose range holds @vaddr, or NULL. */
+static const struct fde_range *fde_of(const struct fde_range *v, size_t n, uint64_t vaddr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && vaddr < v[lo - 1].end ? &v[lo - 1] : NULL;
+}
+
+/*
+ * The split-off part of the interpreter loop when the file's symbol tables do not name it (a
+ * stripped binary has no "_PyEval_EvalFrameDefault.cold"): Debian sid's python3.14 keeps 1 KB of
+ * _PyEval_EvalFrameDefault under its symbol and the 84 KB of its opcode bodies in a part with no
+ * symbol, where nearly every sample of a busy interpreter is (Debian 12's python3.11: 14 KB of
+ * its 70). GCC's hot/cold splitting gives that part an FDE of its own, which the hot part
+ * branches into (jmp/jcc rel32) and which starts inside the function's frame: its first CFA
+ * rule is not a function entry's (%rsp + 8) but the very rule of the hot part at the branch.
+ * Each rel32 branch of the hot part's bytes (x86-64 encodings E9 and 0F 80-8F, Intel SDM) that
+ * leaves it is followed to the FDE holding its target; the part is taken only when exactly one
+ * FDE answers (a byte pattern that is no instruction would need to land in such an FDE too),
+ * else none: loop[1] stays empty.
+ */
+static void find_loop_cold_part(Elf *elf, struct pyelf_info *out)
+{
+	uint64_t hot = out->loop[0].vaddr, size = out->loop[0].size, reg, treg;
+	const struct fde_range *f, *cold = NULL;
+	struct fde_range *fdes = NULL;
+	int64_t off, toff;
+	Dwarf_CFI *cfi = NULL;
+	uint8_t *buf = NULL;
+	bool ambiguous = false;
+	size_t nfdes = 0;
+
+	if (!hot || out->loop[1].size || size < 8 || size > (1u << 20))
+		return;
+	buf = malloc(size);
+	if (!buf || elfcheck__read_vaddr(elf, hot, buf, size))
+		goto cleanup;
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi || eh_frame_ranges(elf, &fdes, &nfdes) || !nfdes)
+		goto cleanup;
+	for (uint64_t i = 0; i + 5 <= size && !ambiguous; i++) {
+		uint64_t len, t;
+		int32_t rel;
+
+		if (buf[i] == 0x0f && i + 6 <= size && (buf[i + 1] & 0xf0) == 0x80) {
+			len = 6;
+			memcpy(&rel, buf + i + 2, 4);
+		} else if (buf[i] == 0xe9) {
+			len = 5;
+			memcpy(&rel, buf + i + 1, 4);
+		} else {
+			continue;
+		}
+		t = hot + i + len + (uint64_t)(int64_t)rel;
+		if (t >= hot && t < hot + size)
+			continue;
+		f = fde_of(fdes, nfdes, t);
+		if (!f || f == cold || (f->start < hot + size && f->end > hot))
+			continue;
+		if (cfa_rule_at(cfi, f->start, &treg, &toff) ||
+		    (treg == DWARF_REG_RSP && toff == 8))
+			continue; /* a function's entry (a tail call), or no rule known */
+		if (cfa_rule_at(cfi, hot + i, &reg, &off) || reg != treg || off != toff)
+			continue;
+		if (cold)
+			ambiguous = true;
+		cold = f;
+	}
+	if (cold && !ambiguous) {
+		out->loop[1].vaddr = cold->start;
+		out->loop[1].size = cold->end - cold->start;
+		out->loop_cold_from_cfi = true;
+	}
+cleanup:
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	free(fdes);
+	free(buf);
 }
 
 int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
@@ -148,6 +351,7 @@ int pyelf__inspect(Elf *elf, const char *path, struct pyelf_info *out)
 			out->loop[i].size = ls->st_size;
 		}
 	}
+	find_loop_cold_part(elf, out);
 	if (w[W_TSS].found && GELF_ST_TYPE(w[W_TSS].sym.st_info) == STT_TLS) {
 		out->tss_tstate_offset = w[W_TSS].sym.st_value;
 		out->has_tss_tstate = 1;

@@ -42,12 +42,15 @@ struct pyelf_info {
 	/*
 	 * The interpreter loop's code, whose native frames Python frames replace
 	 * (runtime/python/pymerge.h): the function symbol _PyEval_EvalFrameDefault and, when the
-	 * file's .symtab has it, its split-off "_PyEval_EvalFrameDefault.cold"; link-time
+	 * file's .symtab has it, its split-off "_PyEval_EvalFrameDefault.cold" (else that part as
+	 * the file's CFI shows it, when it does unambiguously: find_loop_cold_part()); link-time
 	 * [vaddr, vaddr + size), size 0 when absent (then only the symbolizer's names tell).
 	 */
 	struct {
 		uint64_t vaddr, size;
 	} loop[PYELF_LOOP_PARTS];
+	/* loop[1] was found from the CFI, not a symbol: the symbolizer names its PCs nothing. */
+	bool loop_cold_from_cfi;
 	/* PT_LOAD segments, to turn a mapping of the file into a load bias. */
 	struct {
 		uint64_t vaddr, offset, filesz;

@@ -141,48 +141,107 @@ int pylayout__for_version(unsigned int major, unsigned int minor, struct pylayou
 }
 
 /*
- * 3.13's _Py_DebugOffsets: byte positions of the u64 fields used, inside the structure
- * (Include/internal/pycore_runtime.h at v3.13.0). Each group starts with its structure's size.
+ * Byte positions, inside _Py_DebugOffsets, of the u64 fields used: the structure's own layout
+ * is that of the release it came with. Each group starts with its structure's size.
+ * 3.13: Include/internal/pycore_runtime.h at v3.13.0 (584 bytes).
+ * 3.14: Include/internal/pycore_debug_offsets.h at v3.14 (760 bytes; interpreter_state gained
+ * threads_main, code_object_generation and tlbc_generation, interpreter_frame stackpointer and
+ * tlbc_index, code_object co_tlbc, and set_object, gen_object, llist_node and
+ * debugger_support joined): positions from offsetof() on Debian's 3.14.10 headers
+ * (libpython3.14-dev), the values read from a running 3.14.10 matching them.
  */
-enum {
-	DO_VERSION = 8,
-	DO_FREE_THREADED = 16,
-	DO_RUNTIME_SIZE = 24,
-	DO_RUNTIME_INTERPRETERS_HEAD = 40,
-	DO_INTERP_SIZE = 48,
-	DO_INTERP_NEXT = 64,
-	DO_INTERP_THREADS_HEAD = 72,
-	DO_TSTATE_SIZE = 152,
-	DO_TSTATE_PREV = 160,
-	DO_TSTATE_NEXT = 168,
-	DO_TSTATE_INTERP = 176,
-	DO_TSTATE_CURRENT_FRAME = 184,
-	DO_TSTATE_THREAD_ID = 192,
-	DO_TSTATE_NATIVE_THREAD_ID = 200,
-	DO_FRAME_SIZE = 224,
-	DO_FRAME_PREVIOUS = 232,
-	DO_FRAME_EXECUTABLE = 240,
-	DO_FRAME_INSTR_PTR = 248,
-	DO_FRAME_OWNER = 264,
-	DO_CODE_SIZE = 272,
-	DO_CODE_FILENAME = 280,
-	DO_CODE_NAME = 288,
-	DO_CODE_QUALNAME = 296,
-	DO_CODE_LINETABLE = 304,
-	DO_CODE_FIRSTLINENO = 312,
-	DO_CODE_ADAPTIVE = 344,
-	DO_OBJECT_SIZE = 352,
-	DO_OBJECT_TYPE = 360,
-	DO_BYTES_SIZE = 512,
-	DO_BYTES_OB_SIZE = 520,
-	DO_BYTES_SVAL = 528,
-	DO_UNICODE_SIZE = 536,
-	DO_UNICODE_STATE = 544,
-	DO_UNICODE_LENGTH = 552,
-	DO_UNICODE_ASCII_SIZE = 560,
+struct do_pos {
+	uint32_t size; /* of the whole structure */
+	uint32_t runtime_size, runtime_interpreters_head;
+	uint32_t interp_size, interp_next, interp_threads_head;
+	uint32_t tstate_size, tstate_prev, tstate_next, tstate_interp, tstate_current_frame,
+	    tstate_thread_id, tstate_native_thread_id;
+	uint32_t frame_size, frame_previous, frame_executable, frame_instr_ptr, frame_owner;
+	uint32_t code_size, code_filename, code_name, code_qualname, code_linetable,
+	    code_firstlineno, code_adaptive;
+	uint32_t object_size, object_type;
+	uint32_t bytes_size, bytes_ob_size, bytes_sval;
+	uint32_t unicode_size, unicode_state, unicode_length, unicode_ascii_size;
 };
 
-_Static_assert(PYLAYOUT_DEBUG_OFFSETS_SIZE == 584, "3.13 _Py_DebugOffsets is 584 bytes");
+#define DO_VERSION 8
+#define DO_FREE_THREADED 16
+
+static const struct do_pos do_313 = {
+    .size = 584,
+    .runtime_size = 24,
+    .runtime_interpreters_head = 40,
+    .interp_size = 48,
+    .interp_next = 64,
+    .interp_threads_head = 72,
+    .tstate_size = 152,
+    .tstate_prev = 160,
+    .tstate_next = 168,
+    .tstate_interp = 176,
+    .tstate_current_frame = 184,
+    .tstate_thread_id = 192,
+    .tstate_native_thread_id = 200,
+    .frame_size = 224,
+    .frame_previous = 232,
+    .frame_executable = 240,
+    .frame_instr_ptr = 248,
+    .frame_owner = 264,
+    .code_size = 272,
+    .code_filename = 280,
+    .code_name = 288,
+    .code_qualname = 296,
+    .code_linetable = 304,
+    .code_firstlineno = 312,
+    .code_adaptive = 344,
+    .object_size = 352,
+    .object_type = 360,
+    .bytes_size = 512,
+    .bytes_ob_size = 520,
+    .bytes_sval = 528,
+    .unicode_size = 536,
+    .unicode_state = 544,
+    .unicode_length = 552,
+    .unicode_ascii_size = 560,
+};
+
+static const struct do_pos do_314 = {
+    .size = 760,
+    .runtime_size = 24,
+    .runtime_interpreters_head = 40,
+    .interp_size = 48,
+    .interp_next = 64,
+    .interp_threads_head = 72,
+    .tstate_size = 176,
+    .tstate_prev = 184,
+    .tstate_next = 192,
+    .tstate_interp = 200,
+    .tstate_current_frame = 208,
+    .tstate_thread_id = 216,
+    .tstate_native_thread_id = 224,
+    .frame_size = 248,
+    .frame_previous = 256,
+    .frame_executable = 264,
+    .frame_instr_ptr = 272,
+    .frame_owner = 288,
+    .code_size = 312,
+    .code_filename = 320,
+    .code_name = 328,
+    .code_qualname = 336,
+    .code_linetable = 344,
+    .code_firstlineno = 352,
+    .code_adaptive = 384,
+    .object_size = 400,
+    .object_type = 408,
+    .bytes_size = 592,
+    .bytes_ob_size = 600,
+    .bytes_sval = 608,
+    .unicode_size = 616,
+    .unicode_state = 624,
+    .unicode_length = 632,
+    .unicode_ascii_size = 640,
+};
+
+_Static_assert(PYLAYOUT_DEBUG_OFFSETS_SIZE == 760, "the largest _Py_DebugOffsets known: 3.14's");
 
 static uint64_t u64_at(const uint8_t *b, size_t off)
 {
@@ -206,55 +265,64 @@ static bool field(const uint8_t *b, size_t size_at, size_t at, size_t width, uin
 int pylayout__from_debug_offsets(const void *buf, size_t len, struct pylayout *out)
 {
 	const uint8_t *b = buf;
+	const struct do_pos *d;
 	struct pylayout *l = out;
 	uint64_t version;
+	unsigned int minor;
 	uint32_t owner = 0;
 	bool ok = true;
 
 	memset(out, 0, sizeof(*out));
-	if (len < PYLAYOUT_DEBUG_OFFSETS_SIZE || memcmp(b, "xdebugpy", 8))
+	if (len < DO_FREE_THREADED + 8 || memcmp(b, "xdebugpy", 8))
 		return -EINVAL;
 	version = u64_at(b, DO_VERSION);
-	if (version >> 24 != 3 || ((version >> 16) & 0xff) < 13)
+	minor = (version >> 16) & 0xff;
+	if (version >> 24 != 3 || minor < 13)
 		return -EINVAL; /* the cookie is there only from 3.13 on */
-	if (((version >> 16) & 0xff) != 13)
-		return -ENOTSUP;
+	if (minor == 13)
+		d = &do_313;
+	else if (minor == 14)
+		d = &do_314;
+	else
+		return -ENOTSUP; /* 3.15+: a layout of the structure not known yet */
+	if (len < d->size)
+		return -EINVAL;
 	if (u64_at(b, DO_FREE_THREADED))
 		return -ENOTSUP;
 	l->version_hex = (uint32_t)version;
 	l->major = 3;
-	l->minor = 13;
+	l->minor = minor;
 	l->interpreter_frames = 1;
 	l->tstate_frame_kind = PYLAYOUT_TSTATE_FRAME;
 	l->instr_kind = PYLAYOUT_INSTR_PTR;
 	l->lines = PYLINES_PEP657;
-	ok &= field(b, DO_RUNTIME_SIZE, DO_RUNTIME_INTERPRETERS_HEAD, 8,
+	ok &= field(b, d->runtime_size, d->runtime_interpreters_head, 8,
 		    &l->runtime_interpreters_head);
-	ok &= field(b, DO_INTERP_SIZE, DO_INTERP_NEXT, 8, &l->interp_next);
-	ok &= field(b, DO_INTERP_SIZE, DO_INTERP_THREADS_HEAD, 8, &l->interp_threads_head);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_PREV, 8, &l->tstate_prev);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_NEXT, 8, &l->tstate_next);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_INTERP, 8, &l->tstate_interp);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_CURRENT_FRAME, 8, &l->tstate_frame);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_THREAD_ID, 8, &l->tstate_thread_id);
-	ok &= field(b, DO_TSTATE_SIZE, DO_TSTATE_NATIVE_THREAD_ID, 8, &l->tstate_native_thread_id);
-	ok &= field(b, DO_FRAME_SIZE, DO_FRAME_PREVIOUS, 8, &l->frame_previous);
-	ok &= field(b, DO_FRAME_SIZE, DO_FRAME_EXECUTABLE, 8, &l->frame_code);
-	ok &= field(b, DO_FRAME_SIZE, DO_FRAME_INSTR_PTR, 8, &l->frame_instr);
-	ok &= field(b, DO_FRAME_SIZE, DO_FRAME_OWNER, 1, &owner);
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_FILENAME, 8, &l->code_filename);
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_NAME, 8, &l->code_name);
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_QUALNAME, 8, &l->code_qualname);
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_LINETABLE, 8, &l->code_linetable);
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_FIRSTLINENO, 4, &l->code_firstlineno);
+	ok &= field(b, d->interp_size, d->interp_next, 8, &l->interp_next);
+	ok &= field(b, d->interp_size, d->interp_threads_head, 8, &l->interp_threads_head);
+	ok &= field(b, d->tstate_size, d->tstate_prev, 8, &l->tstate_prev);
+	ok &= field(b, d->tstate_size, d->tstate_next, 8, &l->tstate_next);
+	ok &= field(b, d->tstate_size, d->tstate_interp, 8, &l->tstate_interp);
+	ok &= field(b, d->tstate_size, d->tstate_current_frame, 8, &l->tstate_frame);
+	ok &= field(b, d->tstate_size, d->tstate_thread_id, 8, &l->tstate_thread_id);
+	ok &= field(b, d->tstate_size, d->tstate_native_thread_id, 8, &l->tstate_native_thread_id);
+	ok &= field(b, d->frame_size, d->frame_previous, 8, &l->frame_previous);
+	ok &= field(b, d->frame_size, d->frame_executable, 8, &l->frame_code);
+	ok &= field(b, d->frame_size, d->frame_instr_ptr, 8, &l->frame_instr);
+	ok &= field(b, d->frame_size, d->frame_owner, 1, &owner);
+	ok &= field(b, d->code_size, d->code_filename, 8, &l->code_filename);
+	ok &= field(b, d->code_size, d->code_name, 8, &l->code_name);
+	ok &= field(b, d->code_size, d->code_qualname, 8, &l->code_qualname);
+	ok &= field(b, d->code_size, d->code_linetable, 8, &l->code_linetable);
+	ok &= field(b, d->code_size, d->code_firstlineno, 4, &l->code_firstlineno);
 	/* co_code_adaptive is the trailing array: it may sit at the declared size itself. */
-	ok &= field(b, DO_CODE_SIZE, DO_CODE_ADAPTIVE, 0, &l->code_adaptive);
-	ok &= field(b, DO_OBJECT_SIZE, DO_OBJECT_TYPE, 8, &l->object_type);
-	ok &= field(b, DO_BYTES_SIZE, DO_BYTES_OB_SIZE, 8, &l->bytes_size);
-	ok &= field(b, DO_BYTES_SIZE, DO_BYTES_SVAL, 0, &l->bytes_sval);
-	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_STATE, 4, &l->unicode_state);
-	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_LENGTH, 8, &l->unicode_length);
-	ok &= field(b, DO_UNICODE_SIZE, DO_UNICODE_ASCII_SIZE, 0, &l->unicode_ascii_size);
+	ok &= field(b, d->code_size, d->code_adaptive, 0, &l->code_adaptive);
+	ok &= field(b, d->object_size, d->object_type, 8, &l->object_type);
+	ok &= field(b, d->bytes_size, d->bytes_ob_size, 8, &l->bytes_size);
+	ok &= field(b, d->bytes_size, d->bytes_sval, 0, &l->bytes_sval);
+	ok &= field(b, d->unicode_size, d->unicode_state, 4, &l->unicode_state);
+	ok &= field(b, d->unicode_size, d->unicode_length, 8, &l->unicode_length);
+	ok &= field(b, d->unicode_size, d->unicode_ascii_size, 0, &l->unicode_ascii_size);
 	/* pyproc.c reads a str's and a bytes' header (and an object's type) into 64 bytes. */
 	ok &= l->unicode_state + 4 <= 64 && l->unicode_length + 8 <= 64 &&
 	      l->bytes_size + 8 <= 64 && l->object_type + 8 <= 64;
@@ -262,26 +330,45 @@ int pylayout__from_debug_offsets(const void *buf, size_t len, struct pylayout *o
 		return -EINVAL;
 	l->frame_owner = owner;
 	/* asciiobject_size is a size, not an offset: read it as such. */
-	l->unicode_ascii_size = (uint32_t)u64_at(b, DO_UNICODE_ASCII_SIZE);
+	l->unicode_ascii_size = (uint32_t)u64_at(b, d->unicode_ascii_size);
 	if (l->unicode_ascii_size < 32 || l->unicode_ascii_size > 256)
 		return -EINVAL;
 	/* PyCompactUnicodeObject adds utf8_length and utf8 (Include/cpython/unicodeobject.h). */
 	l->unicode_compact_size = l->unicode_ascii_size + 16;
-	/* enum _frameowner: Include/internal/pycore_frame.h at v3.13.0. */
+	/*
+	 * enum _frameowner (3.13 Include/internal/pycore_frame.h, 3.14
+	 * Include/internal/pycore_interpframe_structs.h): the frame the interpreter loop pushes
+	 * on the C stack at each entry from C is FRAME_OWNED_BY_CSTACK (3) in 3.13 and
+	 * FRAME_OWNED_BY_INTERPRETER (3) in 3.14 (Python/ceval.c _PyEval_EvalFrameDefault:
+	 * entry.frame.owner), whose CSTACK (4) no frame takes.
+	 */
 	l->owner_generator = 1;
 	l->owner_cstack = 3;
 	/*
-	 * Not in _Py_DebugOffsets, so from the v3.13.0 headers, for 3.13 alone: co_version
+	 * 3.14: f_executable is a _PyStackRef (Include/internal/pycore_stackref.h, GIL build:
+	 * Py_TAG_BITS 3; the object is the bits with Py_TAG_REFCNT (1) cleared, and both bits
+	 * set are a tagged int, never a code object).
+	 */
+	if (minor >= 14)
+		l->frame_code_tag = 3;
+	/*
+	 * Not in _Py_DebugOffsets, so from the release's own headers, for that release alone,
+	 * and only while the structures are the size those headers give: co_version
 	 * (Include/cpython/code.h, _PyCode_DEF: after co_framesize, 4 bytes), numbered from the
 	 * interpreter's own counter (Objects/codeobject.c init_code(): func_state.next_version);
-	 * and next_id, 16 bytes after interpreters.head (Include/internal/pycore_runtime.h:
-	 * struct pyinterpreters {PyMutex mutex; head; main; int64_t next_id}).
+	 * next_id, 16 bytes after interpreters.head (Include/internal/pycore_runtime.h, 3.14
+	 * pycore_runtime_structs.h: struct pyinterpreters {PyMutex mutex; head; main; int64_t
+	 * next_id}); 3.14: _co_firsttraceable (Include/cpython/code.h: 192, sizeof(PyCodeObject)
+	 * 216 in a GIL build; offsetof() on Debian's 3.14.10 headers; in a running 3.14.10, the
+	 * index of each code object's RESUME, as dis lists it).
 	 */
-	if (u64_at(b, DO_CODE_SIZE) >= 96 && l->runtime_interpreters_head % 8 == 0 &&
-	    u64_at(b, DO_RUNTIME_SIZE) >= (uint64_t)l->runtime_interpreters_head + 24) {
+	if (u64_at(b, d->code_size) >= 96 && l->runtime_interpreters_head % 8 == 0 &&
+	    u64_at(b, d->runtime_size) >= (uint64_t)l->runtime_interpreters_head + 24) {
 		l->code_version = 92;
 		l->runtime_interpreters_next_id = l->runtime_interpreters_head + 16;
 	}
+	if (minor == 14 && u64_at(b, d->code_size) == 216 && l->code_adaptive == 208)
+		l->code_firsttraceable = 192;
 	set_read_sizes(l);
 	return 0;
 }

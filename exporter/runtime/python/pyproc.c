@@ -46,7 +46,7 @@ struct pyproc {
 	struct code_entry *codes;		      /* open addressing, power-of-two size */
 	size_t codes_cap, codes_n;
 	uint64_t epoch;
-	/* 3.13: the process has had a second interpreter (sticky): code objects' versions may
+	/* 3.13-3.14: the process has had a second interpreter (sticky): code objects' versions may
 	 * repeat, the BPF walk is to key frames by their contents; desc_changed: the descriptor
 	 * written before says otherwise (pyproc__desc_changed()). */
 	bool many_interpreters, desc_changed;
@@ -129,8 +129,8 @@ static int32_t i32(const uint8_t *b, uint32_t off)
 
 /*
  * Whether the process has only ever had its main interpreter: _PyRuntime.interpreters.next_id
- * is 1 (3.13: each interpreter made takes the next id, and none gives its id back). Sticky once
- * not: the process's code objects' versions (one counter per interpreter) may repeat from then
+ * is 1 (3.13-3.14: each interpreter made takes the next id, and none gives its id back). Sticky
+ * once not: the process's code objects' versions (one counter per interpreter) may repeat from then
  * on, and its descriptor must tell the BPF walk to key frames by their contents instead.
  * Unreadable counts as not. Always true where versions are process-wide or unused.
  */
@@ -254,7 +254,7 @@ static int load_layout(struct pyproc *p, char *why, size_t why_len)
 		if (err == -ENOTSUP && why)
 			snprintf(why, why_len,
 				 "CPython %u.%u (%s): its _Py_DebugOffsets layout is not known to "
-				 "this spanprof (3.13 is); native frames only",
+				 "this spanprof (3.13 and 3.14 are); native frames only",
 				 (unsigned int)(u64(buf, 8) >> 24),
 				 (unsigned int)(u64(buf, 8) >> 16) & 0xff, p->path);
 		else if (err && why)
@@ -576,7 +576,7 @@ static uint8_t *read_bytes(struct pyproc *p, uint64_t addr, size_t *len, int *er
 
 /*
  * Where a str caches its hash: PyASCIIObject {PyObject_HEAD; Py_ssize_t length; Py_hash_t hash;
- * ...} (Include/cpython/unicodeobject.h, 3.3 through 3.13).
+ * ...} (Include/cpython/unicodeobject.h, 3.3 through 3.14, GIL builds).
  */
 static uint32_t unicode_hash(const struct pylayout *l)
 {
@@ -851,6 +851,12 @@ static int read_frame(struct pyproc *p, uint64_t addr, uint64_t *code, int64_t *
 		return err;
 	*prev = u64(buf, l->frame_previous);
 	*code = u64(buf, l->frame_code);
+	if (l->frame_code_tag) {
+		/* 3.14's _PyStackRef: a tagged int is no code object; else the tag bits off. */
+		if ((*code & l->frame_code_tag) == l->frame_code_tag)
+			return -EINVAL;
+		*code &= ~(uint64_t)l->frame_code_tag;
+	}
 	if (!l->interpreter_frames) {
 		lasti = i32(buf, l->frame_instr);
 		*offset = lasti < 0				  ? -1
@@ -1076,5 +1082,7 @@ int pyproc__desc(const struct pyproc *p, struct py_desc *out)
 	out->has_native_thread_id = l->tstate_native_thread_id ? 1 : 0;
 	out->owner_generator = l->owner_generator;
 	out->owner_cstack = l->owner_cstack;
+	out->frame_code_tag = (__u8)l->frame_code_tag;
+	ok &= l->frame_code_tag <= 7;
 	return ok ? 0 : -EINVAL;
 }

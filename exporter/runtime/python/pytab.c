@@ -464,7 +464,7 @@ static void new_epoch_one(void *ctx, struct runtime_proc *e)
 	if (!pi)
 		return;
 	pyproc__new_epoch(pi->p);
-	/* 3.13: a second interpreter seen: the walk keys frames by contents from now on. */
+	/* 3.13-3.14: a second interpreter seen: the walk keys frames by contents from now on. */
 	if (pyproc__desc_changed(pi->p) && e->described) {
 		/* Fingerprints are keyed otherwise now: the cache is done with (rare: 3.13
 		 * with a second interpreter). */
