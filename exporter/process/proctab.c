@@ -318,9 +318,9 @@ hook:
 
 /*
  * Whether @proc, read by proctab__preload() before its first sample, is process
- * (pid, @start_boot_ns): the same start tick. It takes that start time then. The maps hook heard
- * the maps at the preload, with start time 0 ("any": BPF's exit and exec hooks drop what it
- * described): nothing more to tell it, which keeps a first sample cheap.
+ * (pid, @start_boot_ns): the same start tick. It takes that start time then, and the maps hook
+ * hears it with the maps read then (as at a first sample's read: the runtimes learn the start
+ * time, CPython's code-object cache its dealloc hook), while the process runs.
  */
 static bool preloaded_as(struct proctab *t, struct proc *proc, uint64_t start_boot_ns)
 {
@@ -331,6 +331,8 @@ static bool preloaded_as(struct proctab *t, struct proc *proc, uint64_t start_bo
 	proc->preload_ticks = 0;
 	proc->last_gen = t->gen;
 	t->stats.preloads_used++;
+	if (t->maps_hook && proc->maps.n && !proclife__check(proc->pid, start_boot_ns))
+		t->maps_hook(t->maps_hook_ctx, proc->pid, start_boot_ns, &proc->maps);
 	return true;
 }
 

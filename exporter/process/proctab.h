@@ -62,9 +62,9 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
  * process): its samples are then named even when they are read from the ring after it exited
  * (a slow or loaded machine). The entry has no start time until a sample whose start time falls
  * in the same clock tick as /proc/PID/stat's (proclife.h) takes it (proctab__get()); a sample of
- * another start time replaces it as for a reused PID. The maps hook hears the read with start
- * time 0 ("any", as for unwinder__preload()). Its files' symbols and debug info are loaded too.
- * 0 (also when the PID already
+ * another start time replaces it as for a reused PID. The maps hook hears the read (start time
+ * 0, "any", as for unwinder__preload()), and again with the start time when a sample takes the
+ * entry. Its files' symbols and debug info are loaded too. 0 (also when the PID already
  * has an entry); -ESRCH gone or without an executable mapping; -ESTALE the PID changed process
  * during the read; -ENOMEM; another -errno when /proc/PID/stat is unreadable.
  */
