@@ -172,7 +172,11 @@ def check_chains(children, cpu, samples, res, variant, unknown_line_ok=False):
             top = sorted(common.items(), key=lambda kv: -kv[1])[:6]
             raise AssertionError(f"{variant} {mode}: {exact}/{total} samples show the exact "
                                  f"chain {CHAINS[mode]} at a leaf line {sorted(lines[mode])};"
-                                 f" most common:\n" + "\n".join(f"{v} {k}" for k, v in top))
+                                 f" most common:\n" + "\n".join(f"{v} {k}" for k, v in top)
+                                 + f"\nphp stats {json.dumps(res.stats.get('php'))}"
+                                 f"\nunwind stats {json.dumps(res.stats.get('unwind'))}"
+                                 f"\nprocesses {json.dumps(res.stats.get('processes'))}"
+                                 f"\n{res.stderr[-3000:]}")
     print("\n".join(report))
     return report
 

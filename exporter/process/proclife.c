@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +56,10 @@ uint64_t proclife__ticks(uint64_t start_boot_ns)
 	return start_boot_ns / ns_per_tick;
 }
 
-int proclife__check(uint32_t pid, uint64_t start_boot_ns)
+/* /proc/PID/stat's state letter and start ticks: 0, or -ESRCH (no such PID), or -errno. */
+static int read_stat(uint32_t pid, char *state, uint64_t *ticks)
 {
-	char path[32], buf[1024], state;
-	uint64_t ticks;
+	char path[32], buf[1024];
 	ssize_t n;
 	int fd, err;
 
@@ -71,15 +72,36 @@ int proclife__check(uint32_t pid, uint64_t start_boot_ns)
 	close(fd);
 	if (err)
 		return err == -ESRCH ? -ESRCH : err;
-	err = proclife__parse_stat(buf, (size_t)n, &state, &ticks);
+	return proclife__parse_stat(buf, (size_t)n, state, ticks);
+}
+
+/* Zombie or dead: its mappings are gone, whoever waits for it. */
+static bool is_gone(char state)
+{
+	return state == 'Z' || state == 'X' || state == 'x';
+}
+
+int proclife__start_ticks(uint32_t pid, uint64_t *ticks)
+{
+	char state;
+	int err = read_stat(pid, &state, ticks);
+
+	if (err)
+		return err;
+	return is_gone(state) ? -ESRCH : 0;
+}
+
+int proclife__check(uint32_t pid, uint64_t start_boot_ns)
+{
+	char state;
+	uint64_t ticks;
+	int err = read_stat(pid, &state, &ticks);
+
 	if (err)
 		return err;
 	if (start_boot_ns && ticks != proclife__ticks(start_boot_ns))
 		return -ESTALE;
-	/* Zombie or dead: its mappings are gone, whoever waits for it. */
-	if (state == 'Z' || state == 'X' || state == 'x')
-		return -ESRCH;
-	return 0;
+	return is_gone(state) ? -ESRCH : 0;
 }
 
 int proclife__each(int (*fn)(void *ctx, uint32_t pid), void *ctx)

@@ -28,6 +28,13 @@ int proclife__parse_stat(const char *buf, size_t len, char *state, uint64_t *tic
 uint64_t proclife__ticks(uint64_t start_boot_ns);
 
 /*
+ * The start time of the process running under @pid now, in clock ticks (/proc/PID/stat field
+ * 22), into *@ticks: 0; -ESRCH no process has the PID, or it has exited (zombie); another -errno
+ * when /proc/PID/stat is unreadable or malformed.
+ */
+int proclife__start_ticks(uint32_t pid, uint64_t *ticks);
+
+/*
  * Whether process (@pid, @start_boot_ns) still runs under @pid: 0 yes (@start_boot_ns 0 means
  * "any start time"); -ESRCH no process has the PID, or it has exited (zombie); -ESTALE the PID
  * now belongs to another process; another -errno when /proc/PID/stat is unreadable.

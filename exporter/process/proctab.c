@@ -55,6 +55,8 @@ struct proc {
 	struct sp_vma *fvmas;
 	uint32_t nfvmas;
 	struct sp_file_id fexe; /* executable they were recorded under (an exec resets them) */
+	/* proctab__preload(): start ticks (/proc/PID/stat) of an entry of start time 0; 0: none */
+	uint64_t preload_ticks;
 	UT_hash_handle hh;
 };
 
@@ -285,6 +287,26 @@ hook:
 	return ret;
 }
 
+/*
+ * Whether @proc, read by proctab__preload() before its first sample, is process
+ * (pid, @start_boot_ns): the same start tick. It takes that start time then, and the maps hook
+ * hears it with the maps read then (as at a first sample's read: the runtimes learn the start
+ * time, CPython's code-object cache its dealloc hook), while the process runs.
+ */
+static bool preloaded_as(struct proctab *t, struct proc *proc, uint64_t start_boot_ns)
+{
+	if (proc->start_boot_ns || !proc->preload_ticks || !start_boot_ns ||
+	    proclife__ticks(start_boot_ns) != proc->preload_ticks)
+		return false;
+	proc->start_boot_ns = start_boot_ns;
+	proc->preload_ticks = 0;
+	proc->last_gen = t->gen;
+	t->stats.preloads_used++;
+	if (t->maps_hook && proc->maps.n && !proclife__check(proc->pid, start_boot_ns))
+		t->maps_hook(t->maps_hook_ctx, proc->pid, start_boot_ns, &proc->maps);
+	return true;
+}
+
 struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns)
 {
 	struct proc *proc;
@@ -296,6 +318,8 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 		proc->last_gen = t->gen;
 		return proc;
 	}
+	if (proc && preloaded_as(t, proc, start_boot_ns))
+		return proc;
 	if (!proc) {
 		proc = calloc(1, sizeof(*proc));
 		if (!proc)
@@ -328,6 +352,39 @@ struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_n
 	if (!proc->meta_err && t->meta_hook)
 		t->meta_hook(t->meta_hook_ctx, pid, &proc->meta);
 	return proc;
+}
+
+int proctab__preload(struct proctab *t, uint32_t pid)
+{
+	uint64_t before, after;
+	struct proc *proc;
+	int err;
+
+	HASH_FIND(hh, t->procs, &pid, sizeof(pid), proc);
+	if (proc)
+		return 0;
+	err = proclife__start_ticks(pid, &before);
+	if (err)
+		return err;
+	proc = proctab__get(t, pid, 0);
+	if (!proc)
+		return -ENOMEM;
+	/* The same process before and after: everything read was its. */
+	err = proclife__start_ticks(pid, &after);
+	if (!err && after != before)
+		err = -ESTALE;
+	if (err || !proc->maps.n) {
+		proc_free(t, proc);
+		return err ? err : -ESRCH;
+	}
+	proc->preload_ticks = before;
+	t->stats.preloads++;
+	/* Its files' symbols and DWARF too: a first lookup may take seconds (a debug file's
+	 * compressed DWARF inflated) while the samples wait in the ring. */
+	for (size_t i = 0; i < proc->maps.n; i++)
+		if (proc->ext[i].obj)
+			elf_object__preload(proc->ext[i].obj);
+	return 0;
 }
 
 int proctab__meta(struct proctab *t, uint32_t pid, const struct procmeta **out)

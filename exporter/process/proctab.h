@@ -34,6 +34,8 @@ struct proctab_stats {
 	char first_not_elf[128];   /* the first such file, as its process maps it ("": none) */
 	uint64_t pid_reused;	   /* maps reads dropped: the PID had gone to another process */
 	uint64_t processes_freed;  /* entries of exited processes freed by proctab__sweep() */
+	uint64_t preloads;	   /* --pid processes read before sampling (proctab__preload()) */
+	uint64_t preloads_used;	   /* ... whose entry a sample then took (same start tick) */
 	/* File identities carried by samples (proctab__note_vmas(), fileid.h). */
 	uint64_t exe_fileid;	    /* processes whose executable came from the identity */
 	uint64_t exec_paths_opened; /* executable paths opened (proctab__exec_path()) */
@@ -52,6 +54,19 @@ void proctab__free(struct proctab *t);
  * gets an entry with no mappings (its frames become unmapped addresses).
  */
 struct proc *proctab__get(struct proctab *t, uint32_t pid, uint64_t start_boot_ns);
+
+/*
+ * Reads process @pid's maps and opens their files now, before any sample of it (a --pid
+ * process): its samples are then named even when they are read from the ring after it exited
+ * (a slow or loaded machine). The entry has no start time until a sample whose start time falls
+ * in the same clock tick as /proc/PID/stat's (proclife.h) takes it (proctab__get()); a sample of
+ * another start time replaces it as for a reused PID. The maps hook hears the read (start time
+ * 0, "any", as for unwinder__preload()), and again with the start time when a sample takes the
+ * entry. Its files' symbols and debug info are loaded too. 0 (also when the PID already
+ * has an entry); -ESRCH gone or without an executable mapping; -ESTALE the PID changed process
+ * during the read; -ENOMEM; another -errno when /proc/PID/stat is unreadable.
+ */
+int proctab__preload(struct proctab *t, uint32_t pid);
 
 /*
  * Where a user PC lies, as the table knows it. The pointers belong to the table (path, slot) or

@@ -271,6 +271,14 @@ static int start_stages(struct run *run)
 	if (record__start_span_links(r, s, run->tgids, run->ntgids))
 		return 1;
 	sampler__startup_mark(run->slog, run->launch, "Python, V8 and span links started");
+	/*
+	 * The --pid processes' maps and files, read now: a machine slower than its samples (a
+	 * loaded one, an emulated guest) may read a short-lived target's samples after it exited,
+	 * and they are named only from what was read while it ran.
+	 */
+	for (size_t i = 0; i < run->ntgids; i++)
+		proctab__preload(r->procs, run->tgids[i]);
+	sampler__startup_mark(run->slog, run->launch, "--pid processes read");
 	return 0;
 }
 

@@ -178,6 +178,8 @@ static struct json_object *processes_section(struct jb *b, const struct report_d
 
 	put_u(b, s, "seen", ps->processes);
 	put_u(b, s, "exited_forgotten", ps->processes_freed);
+	put_u(b, s, "read_before_sampling", ps->preloads);
+	put_u(b, s, "read_before_sampling_used", ps->preloads_used);
 	put_u(b, s, "in_table", d->procs_in_table);
 	put_u(b, s, "maps_unreadable", ps->maps_read_failed);
 	put_u(b, s, "files_unopenable", ps->objects_failed);

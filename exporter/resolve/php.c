@@ -21,6 +21,9 @@
 static const char *const php_marker_names[PHP_STOP_COUNT] = {PHP_STOPS(PHP_MARKER_NAME)};
 #undef PHP_MARKER_NAME
 #define PHP_UNPLACED_NAME "[php frames not placed: native stack only]"
+/* ... because no native frame lies in a known mapping: the process's maps were not read (it
+ * exited before the agent read its first sample). */
+#define PHP_UNMAPPED_NAME "[php frames not placed: process maps not read]"
 #define PHP_UNNAMED_NAME "[php frame not named]"
 /* Marker addresses: apart from the stack ends' and CPython's (resolve/python.c). */
 #define PHP_MARKER_BASE 0x20000u
@@ -86,15 +89,28 @@ static uint32_t named_location(struct profile *p, uint64_t address, const char *
 	return line.function ? profile__intern_location(p, 0, address, kind, &line, 1) : 0;
 }
 
+/* Whether none of the native frames @locs (@n) lies in a mapping the agent knows. */
+static bool none_mapped(struct profile *p, const uint32_t *locs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct profile_location *l = profile__location(p, locs[i]);
+
+		if (l && l->kind == FRAME_NATIVE && l->mapping)
+			return false;
+	}
+	return true;
+}
+
 /* The marker of pymerge marker index @mark: a py_stop value (php_stop_of() mapped it) or
- * PYMERGE_MARK_UNPLACED; @stop: the sample's php_stop. */
-static uint32_t php_marker_location(struct profile *p, uint32_t mark, uint32_t stop)
+ * PYMERGE_MARK_UNPLACED (@unmapped: no native frame in a known mapping); @stop: the sample's
+ * php_stop. */
+static uint32_t php_marker_location(struct profile *p, uint32_t mark, uint32_t stop, bool unmapped)
 {
 	const char *name = stop < PHP_STOP_COUNT ? php_marker_names[stop] : NULL;
 
 	if (mark == PYMERGE_MARK_UNPLACED) {
-		name = PHP_UNPLACED_NAME;
-		stop = PHP_STOP_COUNT;
+		name = unmapped ? PHP_UNMAPPED_NAME : PHP_UNPLACED_NAME;
+		stop = PHP_STOP_COUNT + unmapped;
 	}
 	if (!name)
 		return 0;
@@ -154,7 +170,7 @@ uint32_t resolve_php__merge(struct resolve *r, struct profile *p, const struct s
 {
 	struct php_scratch *x = r->phps;
 	uint32_t nphp = s->php_len, i, out = 0, vms = 0, jit_frame = UINT32_MAX;
-	bool placed = false, cut = false, unplaced = false;
+	bool placed = false, cut = false, unplaced = false, unmapped;
 	struct phpproc *pp;
 	int m;
 
@@ -180,6 +196,7 @@ uint32_t resolve_php__merge(struct resolve *r, struct profile *p, const struct s
 		x->mark[i].offset = 0;
 		x->mark[i].flags = (w0 & PHP_FRAME_ENTRY) ? PY_FRAME_ENTRY : 0;
 	}
+	unmapped = none_mapped(p, locs, n);
 	for (i = 0; i < n; i++) {
 		x->native[i] = locs[i];
 		x->is_vm[i] = is_vm_location(p, locs[i]);
@@ -240,7 +257,7 @@ uint32_t resolve_php__merge(struct resolve *r, struct profile *p, const struct s
 					   it->index == jit_frame);
 			placed = true;
 		} else if (it->kind == PYMERGE_MARKER) {
-			loc = php_marker_location(p, it->index, s->php_stop);
+			loc = php_marker_location(p, it->index, s->php_stop, unmapped);
 			if (it->index == PYMERGE_MARK_UNPLACED)
 				unplaced = true;
 			else

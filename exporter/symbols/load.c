@@ -497,6 +497,19 @@ fail:
 	return -ENOENT;
 }
 
+int elf_object__preload(struct elf_object *o)
+{
+	int err;
+
+	o->last_used = symc_now_ns();
+	if (o->idle_closed)
+		symc_refresh_idle(o);
+	err = elf_object__load(o);
+	if (!err)
+		symc_make_room(o->cache, o, 0);
+	return err;
+}
+
 const char *elf_object__debug_file(struct elf_object *o)
 {
 	o->last_used = symc_now_ns();

@@ -199,6 +199,14 @@ int symcache__go_frame_pending(struct symcache *c, struct elf_object *o, uint64_
 const char *elf_object__debug_file(struct elf_object *o);
 
 /*
+ * Loads @o's symbols and debug info now (its debug file's compressed DWARF inflated), as its
+ * first lookup would: for objects whose first lookups must not wait (a --pid process's,
+ * proctab__preload()). Within the cache's byte budget like any load (it may unload others).
+ * 0, or -ENOENT when the file cannot be read again.
+ */
+int elf_object__preload(struct elf_object *o);
+
+/*
  * --- Lookup by file identity (short-lived processes, exporter/process/fileid.h) ---
  * The object already opened (by any process's mapping) whose file has this identity, as
  * stat(2) gives it: @dev in the user-space encoding (makedev()), @ino, @size in bytes, the

@@ -2,7 +2,8 @@
 /*
  * Unit tests of proclife (is the process behind a PID still the one sampled?) and of the
  * process table's use of it: a reused PID never lends its mappings to the earlier process, and
- * entries of exited processes are swept away.
+ * entries of exited processes are swept away; a process read before sampling names its samples
+ * after it exited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,6 +169,65 @@ static void test_sweep_frees_exited(void **unused)
 	symcache__free(syms);
 }
 
+/*
+ * A --pid process read before sampling (proctab__preload()) and gone before its first sample is
+ * named: the sample, of the same start tick, takes the entry read while it ran; one of another
+ * start time does not.
+ */
+static void test_preload_names_after_exit(void **unused)
+{
+	struct symcache *syms = symcache__new(NULL);
+	struct proctab *t = proctab__new(syms);
+	struct resolve *rv = t ? resolve__new(t, syms, NULL) : NULL;
+	struct profile *p = profile__new();
+	uint64_t pc = (uint64_t)(uintptr_t)test_preload_names_after_exit, started;
+	int status, pipefd[2];
+	uint32_t locs[1];
+	struct proc *proc;
+	pid_t child;
+	char c;
+
+	assert_non_null(rv);
+	assert_non_null(p);
+	assert_int_equal(pipe(pipefd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1); /* until the parent closes its end */
+		_exit(0);
+	}
+	close(pipefd[0]);
+	started = start_ns(child);
+	assert_int_equal(proctab__preload(t, child), 0);
+	assert_int_equal(proctab__preload(t, child), 0); /* already read: nothing more */
+	assert_int_equal(proctab__stats(t)->preloads, 1);
+	close(pipefd[1]);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	/* Gone: nothing to read. */
+	assert_int_equal(proctab__preload(t, 4194304 + 17), -ESRCH);
+
+	/* Its first sample, after it exited: the maps read while it ran name its PCs. */
+	proc = proctab__get(t, child, started);
+	assert_non_null(proc);
+	assert_int_equal(proctab__stats(t)->preloads_used, 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, 0, locs), 1);
+	assert_true(profile__location(p, locs[0])->nlines >= 1);
+
+	/* A sample of another start time under a preloaded PID: not the process read. */
+	assert_int_equal(proctab__preload(t, getpid()), 0);
+	proc = proctab__get(t, getpid(), start_ns(getpid()) - 3600ull * 1000000000ull);
+	assert_non_null(proc);
+	assert_int_equal(proctab__stats(t)->preloads_used, 1);
+	assert_int_equal(proctab__stats(t)->pid_reused, 1);
+	assert_int_equal(resolve__user(rv, proc, p, &pc, 1, NULL, 0, locs), 1);
+	assert_int_equal(profile__location(p, locs[0])->nlines, 0);
+	profile__free(p);
+	resolve__free(rv);
+	proctab__free(t);
+	symcache__free(syms);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +235,7 @@ int main(void)
 	    cmocka_unit_test(test_check),
 	    cmocka_unit_test(test_reused_pid_lends_nothing),
 	    cmocka_unit_test(test_sweep_frees_exited),
+	    cmocka_unit_test(test_preload_names_after_exit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
