@@ -133,7 +133,6 @@ int regfile__slow_fs(int64_t f_type)
 	case SMB_SUPER_MAGIC:
 	case CIFS_SUPER_MAGIC:
 	case SMB2_SUPER_MAGIC:
-	case V9FS_MAGIC:
 	case CEPH_SUPER_MAGIC:
 	case AFS_SUPER_MAGIC:
 	case AFS_FS_MAGIC:
@@ -269,26 +268,45 @@ static void mark_stalled(dev_t dev)
 	pthread_mutex_unlock(&lock);
 }
 
+/* A copy that keeps progressing may take this many deadlines in all, no more. */
+#define PROGRESS_DEADLINES 16
+/* How often the copy's progress is looked at while waiting (milliseconds). */
+#define PROGRESS_POLL_MS 100
+
 /*
- * Waits until @fd (the helper's pipe) has its answer, at most @ms milliseconds: 1 with *@res
- * read, 0 on timeout. A signal (SIGTERM) does not cut the wait short: the deadline bounds it.
+ * Waits until @fd (the helper's pipe) has its answer: 1 with *@res read, 0 on timeout. The
+ * deadline (@ms milliseconds) runs from the last progress of the copy (@mfd, the memfd the
+ * helper writes, growing): a server that stops answering is given up @ms after its last
+ * answer, one that is slow but answers (a busy virtual machine's host, a loaded server) is
+ * waited for, up to PROGRESS_DEADLINES * @ms in all. A signal (SIGTERM) does not cut the wait
+ * short: the deadlines bound it.
  */
-static int wait_answer(int fd, unsigned int ms, int64_t *res)
+static int wait_answer(int fd, int mfd, unsigned int ms, int64_t *res)
 {
-	uint64_t end = util__mono_ns() + (uint64_t)ms * 1000000ull;
+	uint64_t start = util__mono_ns(), span = (uint64_t)ms * 1000000ull;
+	uint64_t end = start + span, cap = start + PROGRESS_DEADLINES * span;
+	off_t seen = 0;
 
 	for (;;) {
 		uint64_t now = util__mono_ns();
 		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct stat mst;
 		int r;
 
+		if (!fstat(mfd, &mst) && mst.st_size > seen) {
+			seen = mst.st_size;
+			end = MIN(now + span, cap);
+		}
 		if (now >= end)
 			return 0;
-		r = poll(&p, 1, (int)MIN((end - now + 999999) / 1000000, (uint64_t)INT32_MAX));
+		r = poll(&p, 1,
+			 (int)MIN((end - now + 999999) / 1000000, (uint64_t)PROGRESS_POLL_MS));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
-			return r < 0 ? (*res = -errno, 1) : 0;
+		if (r == 0)
+			continue;
+		if (r < 0)
+			return *res = -errno, 1;
 		/* The answer, or EOF: the helper died without one. */
 		if (read(fd, res, sizeof(*res)) != sizeof(*res))
 			*res = -EIO;
@@ -330,12 +348,12 @@ static int copy_slow(int pfd, const struct stat *st, int64_t f_type, char *why, 
 		helper(pfd, mfd, p[1], buf, REGFILE_SLOW_MAX_BYTES);
 	close(p[1]);
 	p[1] = -1;
-	if (!wait_answer(p[0], __atomic_load_n(&deadline_ms, __ATOMIC_RELAXED), &res)) {
+	if (!wait_answer(p[0], mfd, __atomic_load_n(&deadline_ms, __ATOMIC_RELAXED), &res)) {
 		kill(pid, SIGKILL);
 		keep_helper(pid);
 		mark_stalled(st->st_dev);
 		snprintf(why, whylen,
-			 "its file system (statfs type 0x%llx) did not answer within %u ms; files "
+			 "its file system (statfs type 0x%llx) stopped answering for %u ms; files "
 			 "on it are not read for %llu s",
 			 (unsigned long long)(uint32_t)f_type, deadline_ms,
 			 (unsigned long long)(REGFILE_RETRY_NS / 1000000000ull));

@@ -11,7 +11,9 @@
  *   list below) is never read, mapped or even opened for reading by an agent thread: a helper
  *   process (_Fork(2), so it shares nothing the agent could wait on) copies it, up to
  *   REGFILE_SLOW_MAX_BYTES, into an anonymous memory file (memfd_create(2)), and the caller gets
- *   that copy. A helper that has not finished within the deadline is given up (killed; one stuck
+ *   that copy. The deadline runs from the copy's last progress (a slow server that answers is
+ *   waited for, up to 16 deadlines in all). A helper whose copy made no progress within the
+ *   deadline is given up (killed; one stuck
  *   in the file system's uninterruptible wait is left behind, holding none of the agent's
  *   descriptors, so it can't keep the agent's run, pipes or BPF programs alive) and the file
  *   system's device is not tried again for REGFILE_RETRY_NS. The last few copies (up to 32 MiB,
@@ -75,8 +77,10 @@ void regfile__stats(struct regfile_stats *out);
 /*
  * 1 when statfs(2) magic @f_type is that of a file system whose server can stop answering, so
  * that a read(2) or a page fault on its file may never return: FUSE (virtiofs too), NFS, SMB
- * and CIFS (the three magics), 9p, Ceph, AFS (kAFS and OpenAFS), Coda and OCFS2. The numbers are
- * the kernel's, from its include/uapi/linux/magic.h (the *_MAGIC names used in regfile.c).
+ * and CIFS (the three magics), Ceph, AFS (kAFS and OpenAFS), Coda and OCFS2. Not 9p: its
+ * transport is in practice virtio to the hypervisor (QEMU and virtme guests' root, Kata), where a
+ * copy of every file the agent reads would be the whole cost and a stall the host's. The numbers
+ * are the kernel's, from its include/uapi/linux/magic.h (the *_MAGIC names used in regfile.c).
  */
 int regfile__slow_fs(int64_t f_type);
 
