@@ -54,8 +54,9 @@ COMMON = {"cpu_seconds", "clock_gettime", "generate", "to_json", "puts", "write"
 # constructor, the exception's making and the rescue clause's own frame, the sum of the
 # callback's results.
 EXTRA = {
+    # Exception#message calls the exception's to_s (error.c, exc_message: rb_funcallv).
     "exception": {"rescue in catcher", "raise", "new", "initialize", "exception", "message",
-                  "size", "==="},
+                  "to_s", "size", "==="},
     "thread": {"<main>", "start_thread", "initialize", "new", "join"},
     "methods": {"initialize", "new"},
     "callback": {"sum"},
