@@ -30,8 +30,6 @@ int BPF_PROG(on_proc_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 			hs_forget(pid);
 		if (sp_proc_known_take(pid, SP_PROC_KNOWN_PHP))
 			php_forget(pid);
-		if (sp_proc_known_take(pid, SP_PROC_KNOWN_RUBY))
-			ruby_forget(pid);
 		unwind_on_exec(p, pid, targeted, sp_proc_known_take(pid, SP_PROC_KNOWN_UNWIND));
 	}
 	if (exec_paths_enabled && targeted)
@@ -62,8 +60,6 @@ int BPF_PROG(on_proc_exit, struct task_struct *p) /* 1 or 2 arguments: core_fixe
 		hs_forget(pid);
 	if (unwind_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_PHP))
 		php_forget(pid);
-	if (unwind_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_RUBY))
-		ruby_forget(pid);
 	if (unwind_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_UNWIND))
 		unwind_on_exit(pid);
 	if (python_enabled && sp_proc_known_take(pid, SP_PROC_KNOWN_PYTHON))

@@ -158,7 +158,6 @@ static __always_inline void sp_walk_done(__u32 kind, __u64 t0, __u64 frames)
 #include "python.bpf.h"
 #include "v8.bpf.h"
 #include "php.bpf.h"
-#include "ruby.bpf.h"
 #include "prochooks.bpf.h"
 
 /*
@@ -197,8 +196,6 @@ static __always_inline struct sp_sample *sp_sample_begin(struct task_struct *tas
 	s->hs_len = 0;
 	s->php_len = 0;
 	s->php_stop = 0;
-	s->ruby_len = 0;
-	s->ruby_stop = 0;
 	s->value = value;
 	s->addr = addr;
 	s->kstack_len = 0;
@@ -336,11 +333,9 @@ static __always_inline void sp_sample_finish(void *ctx, struct task_struct *task
 			if (win && win->hs_n)
 				hs_sample(s, win);
 		}
-		/* Last: their frames go after every other runtime's. */
-		if (unwind_enabled) {
+		/* Last: its frames go after every other runtime's. */
+		if (unwind_enabled)
 			php_sample(s);
-			ruby_sample(task, s);
-		}
 	}
 
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= ringbuf_wakeup_bytes)

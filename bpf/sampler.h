@@ -44,8 +44,7 @@ enum sp_proc_known_map {
 	SP_PROC_KNOWN_V8 = 2,	   /* v8_procs (exporter/runtime/v8/v8tab.c) */
 	SP_PROC_KNOWN_HOTSPOT = 3, /* hs_procs (exporter/runtime/jvm/hstab.c) */
 	SP_PROC_KNOWN_PHP = 4,	   /* php_procs (exporter/runtime/php/phptab.c) */
-	SP_PROC_KNOWN_RUBY = 5,	   /* ruby_procs (exporter/runtime/ruby/rubytab.c) */
-	SP_PROC_KNOWN_MAPS = 6,
+	SP_PROC_KNOWN_MAPS = 5,
 };
 #define SP_PID_MAX_LIMIT (4u << 20)
 #define SP_PROC_KNOWN_WORDS (SP_PID_MAX_LIMIT / 64 * SP_PROC_KNOWN_MAPS)
@@ -431,30 +430,26 @@ struct sp_sample {
 	 * the room the native frames left; then, in a node process the agent described
 	 * (bpf/v8.bpf.h), v8_len struct v8_frame (3 slots each); then, in a JVM the agent
 	 * described (bpf/hotspot.bpf.h), hs_len Java frame records (2 slots each); then, in a
-	 * PHP process the agent described (bpf/php.bpf.h), php_len PHP frames (2 slots each);
-	 * then, in a Ruby process the agent described (bpf/ruby.bpf.h), ruby_len Ruby frames
-	 * (2 slots each).
+	 * PHP process the agent described (bpf/php.bpf.h), php_len PHP frames (2 slots each).
 	 */
 	__u64 ustack[SP_MAX_USTACK];
-	__u16 ctx_len;	/* bytes of ctx used; 0: no span */
-	__u16 py_len;	/* Python frames after the native ones in ustack (see there) */
-	__u16 v8_len;	/* V8 frames (bpf/v8.h, 3 slots each) after the Python ones in ustack */
-	__u16 hs_len;	/* Java frames (bpf/hotspot.h, 2 slots each) after the V8 ones in ustack */
-	__u16 php_len;	/* PHP frames (bpf/php.h, 2 slots each) after the Java ones in ustack */
-	__u8 php_stop;	/* enum php_stop (bpf/php.h): why the PHP walk ended; 0: not walked */
-	__u8 ruby_stop; /* enum ruby_stop (bpf/ruby.h): why the Ruby walk ended; 0: not walked */
-	__u16 ruby_len; /* Ruby frames (bpf/ruby.h, 2 slots each) after the PHP ones in ustack */
-	__u8 pad[2];
+	__u16 ctx_len; /* bytes of ctx used; 0: no span */
+	__u16 py_len;  /* Python frames after the native ones in ustack (see there) */
+	__u16 v8_len;  /* V8 frames (bpf/v8.h, 3 slots each) after the Python ones in ustack */
+	__u16 hs_len;  /* Java frames (bpf/hotspot.h, 2 slots each) after the V8 ones in ustack */
+	__u16 php_len; /* PHP frames (bpf/php.h, 2 slots each) after the Java ones in ustack */
+	__u8 php_stop; /* enum php_stop (bpf/php.h): why the PHP walk ended; 0: not walked */
+	__u8 pad[5];
 	__u8 ctx[SP_CTX_MAX]; /* the thread's context record, validated */
 	struct sp_vmas vmas;  /* file identities of the user PCs (vmas.n == 0: none) */
 };
 
 /* The ustack slots sample @s uses: native frames, then Python (2 each), V8 (3 each), Java
- * (2 each), PHP (2 each) and Ruby (2 each) frames. */
+ * (2 each) and PHP (2 each) frames. */
 static inline __u32 sp_ustack_slots(const struct sp_sample *s)
 {
 	return (__u32)s->ustack_len + 2u * s->py_len + 3u * s->v8_len + 2u * s->hs_len +
-	       2u * s->php_len + 2u * s->ruby_len;
+	       2u * s->php_len;
 }
 
 /* bpf/golabels.bpf.h packs an entry at offsets up to 448 (masked with 511 for the verifier):

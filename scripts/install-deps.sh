@@ -11,7 +11,6 @@ pkgs=(
 	libclang-rt-14-dev
 	patchelf gpgv debian-archive-keyring
 	php8.2-cli php8.2-opcache php8.2-fpm php-excimer libfcgi-bin
-	ruby
 )
 
 . "$(dirname "$0")/debs.sh"
@@ -51,18 +50,6 @@ if ! command -v py-spy >/dev/null; then
 	python3 -m pip install --quiet --root-user-action=ignore py-spy >/dev/null ||
 		echo "spanprof: could not install py-spy: the Python tests skip the comparison with it" >&2
 	command -v pyenv >/dev/null && pyenv rehash 2>/dev/null || true
-fi
-# rbspy (crates.io, pinned), the peer the Ruby-frame test compares with (integration/test_ruby.py),
-# built once into /usr/local like py-spy's system-wide install (a build takes minutes: not per clone).
-rbspy_root=/usr/local
-if [[ ! -x $rbspy_root/bin/rbspy ]] && ! command -v rbspy >/dev/null; then
-	if command -v cargo >/dev/null; then
-		echo "spanprof: building rbspy 0.34.0 (crates.io) for the Ruby frame tests" >&2
-		cargo install --quiet --locked --version 0.34.0 --root "$rbspy_root" rbspy >/dev/null ||
-			echo "spanprof: could not build rbspy: the Ruby tests skip the comparison with it" >&2
-	else
-		echo "spanprof: no cargo: the Ruby tests skip the comparison with rbspy" >&2
-	fi
 fi
 if ! command -v go >/dev/null; then
 	echo "spanprof: the tests build their peers (Collector, decoders) with Go: install Go >= 1.26" >&2

@@ -205,10 +205,6 @@ static void frame_colour(const struct stack_tree_frame *fr, int rgb[3])
 		rgb[0] = 100 + 40 * v1;
 		rgb[1] = 110 + 40 * v2;
 		rgb[2] = 195 + 50 * v3;
-	} else if (fr->kind == FRAME_RUBY) { /* Ruby's red */
-		rgb[0] = 200 + 40 * v1;
-		rgb[1] = 60 + 40 * v2;
-		rgb[2] = 60 + 40 * v3;
 	} else if (fr->kind == FRAME_GO) { /* teal */
 		rgb[0] = 30 + 50 * v1;
 		rgb[1] = 170 + 50 * v2;

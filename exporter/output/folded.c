@@ -259,8 +259,7 @@ static int builder__location(struct builder *b, uint32_t i)
 	const struct profile_line *lines = profile__location_lines(b->p, i);
 	enum frame_kind kind = loc->kind == FRAME_KERNEL || loc->kind == FRAME_ABORT ||
 				       loc->kind == FRAME_GO || loc->kind == FRAME_CPYTHON ||
-				       loc->kind == FRAME_PHP || loc->kind == FRAME_RUBY ||
-				       frame_kind__is_jit(loc->kind)
+				       loc->kind == FRAME_PHP || frame_kind__is_jit(loc->kind)
 				   ? loc->kind
 				   : FRAME_NATIVE;
 	int err;

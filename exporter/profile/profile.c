@@ -496,7 +496,7 @@ const char *profile__frame_type(enum frame_kind k)
 	    [FRAME_NATIVE] = "native", [FRAME_KERNEL] = "kernel", [FRAME_ABORT] = "abort",
 	    [FRAME_GO] = "go",	       [FRAME_JIT] = "jit",	  [FRAME_V8JS] = "v8js",
 	    [FRAME_JVM] = "jvm",       [FRAME_DOTNET] = "dotnet", [FRAME_CPYTHON] = "cpython",
-	    [FRAME_PHP] = "php",       [FRAME_RUBY] = "ruby",
+	    [FRAME_PHP] = "php",
 	};
 
 	return (unsigned)k < FRAME__NKINDS ? names[k] : NULL;

@@ -50,20 +50,14 @@ enum frame_kind {
 	 * functions). OTLP profile.frame.type "php".
 	 */
 	FRAME_PHP = 10,
-	/*
-	 * A Ruby frame (runtime/ruby/): no mapping, address = a key of its lines, one line naming
-	 * the iseq's label ("method", "block in method", "<main>"), its file and the line
-	 * executing (0: unknown). OTLP profile.frame.type "ruby".
-	 */
-	FRAME_RUBY = 11,
 	FRAME__NKINDS, /* one past the last kind */
 };
 
 /*
  * The OpenTelemetry profile.frame.type value of @k (semantic conventions, attributes registry
- * "profile": "native", "kernel", "go", "v8js", "jvm", "dotnet", "cpython", "php", "ruby", and
- * "abort" for a cut stack's marker; FRAME_JIT gives the custom value "jit", as the registry allows
- * where no listed value applies); NULL for FRAME_UNSET. The table is in profile.c.
+ * "profile": "native", "kernel", "go", "v8js", "jvm", "dotnet", "cpython", "php", and "abort" for a
+ * cut stack's marker; FRAME_JIT gives the custom value "jit", as the registry allows where no
+ * listed value applies); NULL for FRAME_UNSET. The table is in profile.c.
  */
 const char *profile__frame_type(enum frame_kind k);
 /* 1 for the JIT kinds (FRAME_JIT to FRAME_DOTNET): code named from a perf map or jitdump. */

@@ -267,7 +267,6 @@ static int start_stages(struct run *run)
 	record__start_v8(r, s, run->tgids, run->ntgids);
 	record__start_jvm(r, s, run->tgids, run->ntgids);
 	record__start_php(r, s, run->tgids, run->ntgids);
-	record__start_ruby(r, s, run->tgids, run->ntgids);
 	if (record__start_span_links(r, s, run->tgids, run->ntgids))
 		return 1;
 	sampler__startup_mark(run->slog, run->launch, "Python, V8 and span links started");
@@ -559,7 +558,6 @@ static void detach_stages(struct run *run)
 	record__stop_jvm(r);
 	record__stop_php(r);
 	record__stop_jit(r);
-	record__stop_ruby(r);
 	r->sampler = NULL;
 	sampler__free(s);
 }
@@ -625,7 +623,6 @@ static void cleanup(struct run *run)
 	record__stop_jvm(r);	      /* likewise */
 	record__stop_php(r);	      /* likewise */
 	record__stop_jit(r);
-	record__stop_ruby(r); /* likewise */
 	r->sampler = NULL;
 	sampler__free(s);
 	otlp_exporter__free(r->exporter);

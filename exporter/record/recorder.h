@@ -28,7 +28,6 @@ struct pytab;
 struct v8tab;
 struct hstab;
 struct phptab;
-struct rubytab;
 struct runtime_table;
 struct dbgfetch;
 
@@ -61,7 +60,6 @@ struct recorder {
 	struct v8tab *v8;	   /* node processes (docs/node.md); NULL: unwinding off */
 	struct hstab *jvm;	   /* HotSpot JVMs (docs/java.md); NULL: unwinding off */
 	struct phptab *php;	   /* PHP processes (docs/php.md); NULL: unwinding off */
-	struct rubytab *ruby;	   /* Ruby processes (docs/ruby.md); NULL: unwinding off */
 	/*
 	 * The tables of the runtimes above that are on, in the order they were started: each
 	 * maps read, exec and tick goes to every one (callbacks.c, record.c).

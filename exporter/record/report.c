@@ -112,12 +112,6 @@ void report__collect(struct recorder *r, struct sampler *s, double secs,
 		if (s)
 			sampler__php_stats(s, out->php_bpf, PHP_STAT_COUNT);
 	}
-	out->ruby_on = r->ruby != NULL;
-	if (r->ruby) {
-		rubytab__stats(r->ruby, &out->ruby);
-		if (s)
-			sampler__ruby_stats(s, out->ruby_bpf, RUBY_STAT_COUNT);
-	}
 	out->jvm_on = r->jvm != NULL;
 	if (r->jvm) {
 		hstab__stats(r->jvm, &out->jvm);

@@ -36,7 +36,6 @@
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
 #include "runtime/php/phptab.h"
-#include "runtime/ruby/rubytab.h"
 #include "runtime/v8/v8tab.h"
 #include "sampler.h"
 #include "sampling/sampler_user.h"
@@ -129,9 +128,6 @@ struct report_data {
 	int php_on;			 /* PHP frames walked (the CFI walk is on) */
 	struct phptab_stats php;
 	uint64_t php_bpf[PHP_STAT_COUNT]; /* the PHP walk's counters (enum php_stop, PHP_STAT_*) */
-	int ruby_on;			  /* Ruby frames walked (the CFI walk is on) */
-	struct rubytab_stats ruby;
-	uint64_t ruby_bpf[RUBY_STAT_COUNT]; /* the Ruby walk's counters (enum ruby_stop, ...) */
 
 	/* The event profile types' own counters (sampler__event_counters()). */
 	struct sampler_counter event_counters[PROFILE_NTYPES][SAMPLER_MAX_COUNTERS];

@@ -487,57 +487,6 @@ static struct json_object *php_section(struct jb *b, const struct report_data *d
 	return s;
 }
 
-/* Ruby frames walked in CRuby's VM structures (docs/ruby.md); null with the CFI walk off. */
-static struct json_object *ruby_section(struct jb *b, const struct report_data *d)
-{
-	static const char *const failures[] = {
-#define RUBYTAB_FAILURE_NAME(n, desc) #n,
-	    RUBYTAB_FAILURES(RUBYTAB_FAILURE_NAME)
-#undef RUBYTAB_FAILURE_NAME
-	};
-	static const char *const unnamed[] = {
-#define RUBYPROC_UNNAMED_NAME(n, desc) #n,
-	    RUBYPROC_UNNAMED(RUBYPROC_UNNAMED_NAME)
-#undef RUBYPROC_UNNAMED_NAME
-	};
-	const struct rubytab_stats *ts = &d->ruby;
-	const struct resolve_stats *rs = &d->resolve;
-	struct json_object *s = obj(b), *bpf = obj(b), *fails = obj(b), *stops = obj(b),
-			   *why = obj(b);
-	char key[32];
-
-	put_u(b, s, "processes", ts->processes);
-	put_u(b, s, "processes_now", ts->live);
-	put_u(b, s, "files_not_ruby", ts->files_inspected);
-	for (int i = 0; i < RUBYTAB_FAIL_COUNT; i++)
-		put_u(b, fails, lower(key, sizeof(key), failures[i]), ts->failed[i]);
-	put(b, s, "files_or_processes_failed", fails);
-	put_u(b, bpf, "samples", d->ruby_bpf[0]);
-#define RUBY_STOP_KEY(n, desc)                                                                     \
-	put_u(b, stops, lower(key, sizeof(key), #n), d->ruby_bpf[RUBY_STOP_##n]);
-	RUBY_STOPS(RUBY_STOP_KEY)
-#undef RUBY_STOP_KEY
-	put(b, bpf, "stops", stops);
-	put_u(b, bpf, "frames", d->ruby_bpf[RUBY_STAT_FRAMES]);
-	put_u(b, bpf, "cfunc_frames", d->ruby_bpf[RUBY_STAT_CFUNCS]);
-	put(b, s, "bpf", bpf);
-	put_u(b, s, "samples_placed", rs->ruby.merged);
-	put_u(b, s, "samples_cut", rs->ruby.cut);
-	put_u(b, s, "samples_unplaced", rs->ruby.unplaced);
-	put_u(b, s, "samples_not_placed", rs->ruby.not_placed);
-	put_u(b, s, "samples_not_described", rs->ruby.no_process);
-	put_u(b, s, "vm_inner_frames_folded", rs->ruby.vm_inner_folded);
-	put_u(b, s, "cfunc_frames_left_out", rs->ruby.cfunc_frames);
-	put_u(b, s, "frames_named", rs->ruby.frames_named);
-	put_u(b, s, "frames_named_from_cache", ts->names.cached);
-	put_u(b, s, "lines_unknown", ts->names.lines_unknown);
-	put_u(b, s, "frames_unnamed", rs->ruby.frames_unnamed);
-	for (int i = 0; i < RUBYPROC_UNNAMED_COUNT; i++)
-		put_u(b, why, lower(key, sizeof(key), unnamed[i]), ts->names.unnamed[i]);
-	put(b, s, "frames_unnamed_why", why);
-	return s;
-}
-
 static struct json_object *links_section(struct jb *b, const struct report_data *d)
 {
 	const uint64_t *st = d->bpf;
@@ -818,10 +767,6 @@ struct json_object *report__json(const struct report_data *d)
 		put(&b, root, "php", php_section(&b, d));
 	else
 		put_null(&b, root, "php");
-	if (d->ruby_on)
-		put(&b, root, "ruby", ruby_section(&b, d));
-	else
-		put_null(&b, root, "ruby");
 	if (d->links_on)
 		put(&b, root, "span_links", links_section(&b, d));
 	else

@@ -11,7 +11,6 @@
 #include "runtime/python/pytab.h"
 #include "runtime/jvm/hstab.h"
 #include "runtime/php/phptab.h"
-#include "runtime/ruby/rubytab.h"
 #include "runtime/v8/v8tab.h"
 #include "spans/spanlinks.h"
 #include "unwind/unwinder.h"
@@ -261,31 +260,4 @@ void record__stop_php(struct recorder *r)
 		runtimes_remove(r, phptab__table(r->php));
 	phptab__free(r->php);
 	r->php = NULL;
-}
-
-void record__start_ruby(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n)
-{
-	int fd = sampler__ruby_procs_fd(s);
-
-	if (fd < 0)
-		return;
-	r->ruby = rubytab__new(fd, sampler__proc_known(s));
-	if (!r->ruby) {
-		fprintf(stderr, "spanprof: warning: no Ruby frames (%s)\n", strerror(errno));
-		return;
-	}
-	resolve__set_ruby(r->in.resolve, r->ruby);
-	runtimes_add(r, rubytab__table(r->ruby));
-	for (size_t i = 0; i < n; i++)
-		rubytab__maps_hook(r->ruby, pids[i], 0, NULL);
-}
-
-void record__stop_ruby(struct recorder *r)
-{
-	if (r->in.resolve)
-		resolve__set_ruby(r->in.resolve, NULL);
-	if (r->ruby)
-		runtimes_remove(r, rubytab__table(r->ruby));
-	rubytab__free(r->ruby);
-	r->ruby = NULL;
 }

@@ -69,9 +69,5 @@ void record__stop_jvm(struct recorder *r);
 void record__start_php(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
 /* Frees r->php (NULL: nothing). Before the sampler whose map it writes to. */
 void record__stop_php(struct recorder *r);
-/* Ruby frames of Ruby processes (docs/ruby.md): r->ruby, with the CFI walk. */
-void record__start_ruby(struct recorder *r, struct sampler *s, const uint32_t *pids, size_t n);
-/* Frees r->ruby (NULL: nothing). Before the sampler whose map it writes to. */
-void record__stop_ruby(struct recorder *r);
 
 #endif /* SPANPROF_RECORD_STAGES_H */

@@ -47,7 +47,6 @@ void resolve__free(struct resolve *r)
 		free(r->pys);
 		free(r->v8locs);
 		free(r->phps);
-		free(r->rubys);
 		objtally__free(r->objs);
 	}
 	free(r);
@@ -71,11 +70,6 @@ void resolve__set_jvm(struct resolve *r, struct hstab *jvm)
 void resolve__set_php(struct resolve *r, struct phptab *php)
 {
 	r->php = php;
-}
-
-void resolve__set_ruby(struct resolve *r, struct rubytab *ruby)
-{
-	r->ruby = ruby;
 }
 
 void resolve__set_v8(struct resolve *r, struct v8tab *v8)
@@ -170,14 +164,6 @@ static uint32_t runtime_frames(struct resolve *r, struct profile *p, const struc
 		    r, p, s, uu + 2u * s->py_len + 3u * s->v8_len + 2u * s->hs_len, locs, nu, cap);
 	if (s->php_len)
 		r->stats.php.not_placed++;
-	/* Ruby frames in place of the Ruby VM's vm_exec frames (runtime/ruby/). */
-	if (r->ruby && s->ruby_stop && s->ruby_len && nu == uu)
-		return resolve_ruby__merge(r, p, s,
-					   uu + 2u * s->py_len + 3u * s->v8_len + 2u * s->hs_len +
-					       2u * s->php_len,
-					   locs, nu, cap);
-	if (s->ruby_len)
-		r->stats.ruby.not_placed++;
 	return nu;
 }
 

@@ -88,10 +88,6 @@ struct phptab;
 /* Names the PHP frames of PHP samples (sp_sample.php_len, bpf/php.h) from @php's processes (kind
  * FRAME_PHP) in place of the Zend VM's native frames. Borrowed; NULL: ignored. */
 void resolve__set_php(struct resolve *r, struct phptab *php);
-struct rubytab;
-/* Names the Ruby frames of Ruby samples (sp_sample.ruby_len, bpf/ruby.h) from @ruby's processes
- * (kind FRAME_RUBY) in place of the Ruby VM's native frames. Borrowed; NULL: ignored. */
-void resolve__set_ruby(struct resolve *r, struct rubytab *ruby);
 
 /*
  * Appends to @locs the locations of @n kernel PCs (leaf first), named from kallsyms (kind

@@ -22,7 +22,6 @@
 #include "profile/profile.h"
 #include "resolve/resolve_stats.h"
 #include "php.h"
-#include "ruby.h"
 #include "runtime/python/pymerge.h"
 #include "sampler.h"
 
@@ -32,7 +31,6 @@ struct v8tab;
 struct hstab;
 struct phptab;
 struct jitprocs;
-struct rubytab;
 struct objtally;
 
 /* Inline chains deeper than this are cut (outermost frames kept last). */
@@ -113,19 +111,6 @@ struct php_scratch {
 	uint32_t native[MAX_USER_LOCS];
 };
 
-/* Ruby frames placed per sample at most. */
-#define MAX_RUBY_FRAMES RUBY_MAX_FRAMES
-
-/* Scratch of resolve_ruby__merge(). */
-struct ruby_scratch {
-	struct py_frame
-	    mark[MAX_RUBY_FRAMES];     /* entry marks of the named kinds, as pymerge reads */
-	uint32_t rec[MAX_RUBY_FRAMES]; /* ... and the record each one is */
-	bool is_vm[MAX_USER_LOCS];
-	struct pymerge_item items[MAX_USER_LOCS + MAX_RUBY_FRAMES + 1];
-	uint32_t native[MAX_USER_LOCS];
-};
-
 struct resolve {
 	struct proctab *procs;
 	struct symcache *syms;
@@ -155,14 +140,12 @@ struct resolve {
 	 * deferred (resolve_py__defer_loop()); NULL: every PC is named at once.
 	 */
 	struct pyproc *defer_py;
-	struct objtally *objs;	    /* user frames per file, named or not: the end-of-run report */
-	struct jitprocs *jit;	    /* NULL: JIT code not named */
-	struct v8tab *v8;	    /* NULL: V8 frames ignored */
-	struct hstab *jvm;	    /* NULL: Java frames ignored */
-	struct phptab *php;	    /* NULL: PHP frames ignored */
-	struct php_scratch *phps;   /* allocated with the first PHP sample */
-	struct rubytab *ruby;	    /* NULL: Ruby frames ignored */
-	struct ruby_scratch *rubys; /* allocated with the first Ruby sample */
+	struct objtally *objs;	  /* user frames per file, named or not: the end-of-run report */
+	struct jitprocs *jit;	  /* NULL: JIT code not named */
+	struct v8tab *v8;	  /* NULL: V8 frames ignored */
+	struct hstab *jvm;	  /* NULL: Java frames ignored */
+	struct phptab *php;	  /* NULL: PHP frames ignored */
+	struct php_scratch *phps; /* allocated with the first PHP sample */
 	/* scratch of resolve_v8__merge(), allocated with the first V8 sample */
 	uint32_t *v8locs;
 	/* The sample being named (CLOCK_BOOTTIME; UINT64_MAX outside resolve__sample()): JIT
@@ -268,16 +251,6 @@ uint32_t resolve_jvm__merge(struct resolve *r, struct profile *p, const struct s
  */
 uint32_t resolve_php__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
 			    uint32_t first, uint32_t *locs, uint32_t n, uint32_t cap);
-
-/* --- ruby.c ------------------------------------------------------------------------------- */
-
-/*
- * Names the Ruby frames of sample @s (bpf/ruby.h records from ustack slot @first) and puts them
- * in place of the Ruby VM's rb_vm_exec frames (and their vm_exec_core) among the @n user
- * locations @locs (leaf first, room for @cap). Returns the new number of locations.
- */
-uint32_t resolve_ruby__merge(struct resolve *r, struct profile *p, const struct sp_sample *s,
-			     uint32_t first, uint32_t *locs, uint32_t n, uint32_t cap);
 
 /* --- v8.c --------------------------------------------------------------------------------- */
 

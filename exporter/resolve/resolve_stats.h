@@ -67,18 +67,6 @@ struct resolve_stats {
 		uint64_t frames_named;	 /* PHP frames named */
 		uint64_t frames_unnamed; /* ... not (phptab_stats.names says why): a placeholder */
 	} php;
-	/* Ruby (runtime/ruby/): Ruby frames walked by bpf/ruby.bpf.h. */
-	struct {
-		uint64_t merged;     /* samples whose Ruby frames were placed */
-		uint64_t cut;	     /* ... the Ruby stack ended early: marked */
-		uint64_t unplaced;   /* no place proven: native frames only, marked */
-		uint64_t not_placed; /* Ruby frames not placed (native frames not one per PC) */
-		uint64_t no_process; /* the agent no longer (or not yet) names the process */
-		uint64_t vm_inner_folded; /* vm_exec_core frames folded into their rb_vm_exec */
-		uint64_t cfunc_frames;	  /* C functions' frames left out (not named yet) */
-		uint64_t frames_named;	  /* Ruby frames named */
-		uint64_t frames_unnamed; /* ... not (rubytab_stats.names says why): a placeholder */
-	} ruby;
 };
 
 #endif /* SPANPROF_RESOLVE_STATS_H */

@@ -1158,20 +1158,6 @@ int sampler__php_stats(struct sampler *s, uint64_t *out, uint32_t n)
 	return percpu_sums(s, bpf_map__fd(s->skel->maps.php_stats), out, n);
 }
 
-int sampler__ruby_procs_fd(const struct sampler *s)
-{
-	return s->unwind ? bpf_map__fd(s->skel->maps.ruby_procs) : -ENOTSUP;
-}
-
-int sampler__ruby_stats(struct sampler *s, uint64_t *out, uint32_t n)
-{
-	if (!s->unwind) {
-		memset(out, 0, n * sizeof(*out));
-		return -ENOTSUP;
-	}
-	return percpu_sums(s, bpf_map__fd(s->skel->maps.ruby_stats), out, n);
-}
-
 __u64 *sampler__proc_known(const struct sampler *s)
 {
 	return s->proc_known;

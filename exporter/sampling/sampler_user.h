@@ -229,14 +229,6 @@ int sampler__hs_stats(struct sampler *s, uint64_t *out, uint32_t n);
  */
 int sampler__php_procs_fd(const struct sampler *s);
 int sampler__php_stats(struct sampler *s, uint64_t *out, uint32_t n);
-
-/*
- * Ruby frames (bpf/ruby.bpf.h): the ruby_procs map (tgid -> struct ruby_desc) the agent fills
- * (exporter/runtime/ruby/rubytab.c), -ENOTSUP without the CFI walk; and the walk's counters
- * (enum ruby_stop, then RUBY_STAT_*, summed over CPUs into @out[0..n)).
- */
-int sampler__ruby_procs_fd(const struct sampler *s);
-int sampler__ruby_stats(struct sampler *s, uint64_t *out, uint32_t n);
 /* The thread-context maps: 0, or -ENOTSUP when the reader is not loaded. */
 int sampler__threadctx_maps(const struct sampler *s, struct sampler_threadctx_maps *out);
 /*

@@ -72,7 +72,6 @@
 		go: { label: "Go", base: [30, 170, 150], spread: [50, 50, 40] },
 		cpython: { label: "Python", base: [225, 185, 30], spread: [25, 45, 40] },
 		php: { label: "PHP", base: [100, 110, 195], spread: [40, 40, 50] },
-		ruby: { label: "Ruby", base: [200, 60, 60], spread: [40, 40, 40] },
 		v8js: { label: "JavaScript (V8)", base: [120, 200, 40], spread: [40, 40, 30] },
 		jvm: { label: "Java (JVM)", base: [40, 150, 60], spread: [40, 50, 40] },
 		dotnet: { label: ".NET", base: [130, 80, 200], spread: [40, 40, 40] },
